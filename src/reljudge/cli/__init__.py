@@ -1,0 +1,74 @@
+"""The ``reljudge`` command: thin argument parsing over the library.
+
+Each subcommand lives in its own module under ``reljudge.cli`` with a ``register(subparsers)``
+function that adds its parser and sets ``func``. Heavy imports happen inside the handlers so
+that ``reljudge eval`` does not pay for the LLM client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Order here is the order in --help.
+COMMANDS = ("demo", "run", "pool", "label", "labels", "eval", "compare", "audit", "report")
+
+DESCRIPTION = """\
+reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels.
+
+  runs -> pool -> label (LLM, cached, retried, costed) -> label store -> qrels -> eval -> audit
+
+Start with `reljudge demo` (offline, bundled data), then `reljudge COMMAND --help`.
+"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples in descriptions and epilogs as written."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every available subcommand."""
+    from reljudge import __version__
+
+    parser = argparse.ArgumentParser(prog="reljudge", description=DESCRIPTION,
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"reljudge {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"reljudge.cli.{name}_cmd")
+        except ModuleNotFoundError as e:
+            if e.name == f"reljudge.cli.{name}_cmd":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``reljudge`` console script; returns the exit code."""
+    from reljudge.errors import ReljudgeError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code = args.func(args)
+    except ReljudgeError as e:
+        print(f"reljudge: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("reljudge: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(code or 0)
+
+
+def run() -> None:
+    """Console-script shim: exit with main()'s code."""
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""Flag helpers shared by subcommands (output format, writing results)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from reljudge.report.tables import FORMATS, render
+
+
+def add_format_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:
+    """--format plus the --json / --csv shorthands."""
+    parser.add_argument("--format", choices=formats, default="table",
+                        help="output format (default: an aligned table)")
+    parser.add_argument("--json", dest="format", action="store_const", const="json",
+                        help="same as --format json")
+    parser.add_argument("--csv", dest="format", action="store_const", const="csv",
+                        help="same as --format csv")
+
+
+def emit(text: str, output: str | None = None) -> None:
+    """Print text, or write it to a file when --output is given."""
+    if output:
+        from reljudge.trec import _atomic_write
+
+        _atomic_write(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def print_rows(headers, rows, fmt: str, digits: int = 4) -> None:
+    """Render rows in the chosen format to stdout."""
+    emit(render(headers, rows, fmt, digits))

@@ -1,0 +1,127 @@
+"""Read the inputs of the labeller: queries, passages and pairs (TSV or JSONL), strictly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reljudge.errors import InputError
+from reljudge.trec import _read_text
+
+_QID_KEYS = ("qid", "query_id", "id", "_id")
+_QTEXT_KEYS = ("query", "text", "title")
+_DOCID_KEYS = ("docid", "doc_id", "pid", "id", "_id")
+_DTEXT_KEYS = ("text", "passage", "contents", "body")
+
+
+def _pick(obj: dict, keys: tuple[str, ...], what: str, path, lineno: int) -> str:
+    for k in keys:
+        if k in obj and obj[k] is not None:
+            return str(obj[k])
+    raise InputError(f"expected a JSON object with {what} (one of {', '.join(keys)}), "
+                     f"found keys {sorted(obj)}", path, lineno)
+
+
+def _jsonl(path: str | Path):
+    text = _read_text(path)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"expected a JSON object, found invalid JSON ({e.msg})",
+                             path, lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"expected a JSON object, found {type(obj).__name__}", path, lineno)
+        yield lineno, obj
+
+
+def _is_jsonl(path: str | Path) -> bool:
+    return Path(path).suffix.lower() in (".jsonl", ".json", ".ndjson")
+
+
+def _add_unique(out: dict, key: str, value, what: str, path, lineno: int, first: dict) -> None:
+    if key in out:
+        raise InputError(f"duplicate {what} {key!r} (first on line {first[key]})", path, lineno)
+    out[key] = value
+    first[key] = lineno
+
+
+def read_queries(path: str | Path) -> dict[str, str]:
+    """Queries from ``qid<TAB>text`` TSV or JSONL (``{"qid": ..., "query": ...}``)."""
+    out: dict[str, str] = {}
+    first: dict[str, int] = {}
+    if _is_jsonl(path):
+        for lineno, obj in _jsonl(path):
+            qid = _pick(obj, _QID_KEYS, "a query id", path, lineno)
+            text = _pick(obj, _QTEXT_KEYS, "the query text", path, lineno)
+            _add_unique(out, qid, text, "query id", path, lineno, first)
+        return out
+    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("\t", 1)
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise InputError(f"expected 'QID<TAB>QUERY TEXT', found {line.strip()!r}", path, lineno)
+        _add_unique(out, parts[0].strip(), parts[1].strip(), "query id", path, lineno, first)
+    return out
+
+
+def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
+    """Passages from JSONL (``{"docid": ..., "text": ..., "title"?: ...}``) or ``docid<TAB>text``.
+
+    Returns {docid: {"text": ..., "title": ...}} (title may be absent).
+    """
+    out: dict[str, dict[str, str]] = {}
+    first: dict[str, int] = {}
+    if _is_jsonl(path):
+        for lineno, obj in _jsonl(path):
+            docid = _pick(obj, _DOCID_KEYS, "a document id", path, lineno)
+            rec = {"text": _pick(obj, _DTEXT_KEYS, "the passage text", path, lineno)}
+            if obj.get("title"):
+                rec["title"] = str(obj["title"])
+            _add_unique(out, docid, rec, "document id", path, lineno, first)
+        return out
+    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("\t", 1)
+        if len(parts) != 2 or not parts[0].strip():
+            raise InputError(f"expected 'DOCID<TAB>TEXT', found {line.strip()!r}", path, lineno)
+        _add_unique(out, parts[0].strip(), {"text": parts[1]}, "document id", path, lineno, first)
+    return out
+
+
+def read_pairs(path: str | Path) -> list[tuple[str, str]]:
+    """(qid, docid) pairs from ``QID DOCID``, ``QID 0 DOCID`` or a qrels file (grade ignored),
+    or JSONL with qid and docid keys. Order is kept; a repeated pair is an error."""
+    pairs: list[tuple[str, str]] = []
+    first: dict[tuple[str, str], int] = {}
+    if _is_jsonl(path):
+        for lineno, obj in _jsonl(path):
+            pair = (_pick(obj, _QID_KEYS, "a query id", path, lineno),
+                    _pick(obj, _DOCID_KEYS, "a document id", path, lineno))
+            _add_pair(pairs, first, pair, path, lineno)
+        return pairs
+    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) == 2:
+            pair = (fields[0], fields[1])
+        elif len(fields) in (3, 4):
+            pair = (fields[0], fields[2])
+        else:
+            raise InputError("expected 'QID DOCID', 'QID 0 DOCID' or 'QID 0 DOCID GRADE', "
+                             f"found {len(fields)} fields: {line.strip()!r}", path, lineno)
+        _add_pair(pairs, first, pair, path, lineno)
+    return pairs
+
+
+def _add_pair(pairs, first, pair, path, lineno) -> None:
+    if pair in first:
+        raise InputError(f"duplicate pair {pair[0]} {pair[1]} (first on line {first[pair]})",
+                         path, lineno)
+    first[pair] = lineno
+    pairs.append(pair)

@@ -1,0 +1,1 @@
+"""Presentation only: tables, JSON, Markdown, HTML."""

@@ -1,0 +1,198 @@
+"""Read and write TREC qrels and run files, strictly.
+
+Every problem is reported as ``path:line: what was expected, what was found``. Large files take
+a fast path (one split over the whole file, column-wise conversion); any irregularity sends the
+parser down a line-by-line path that finds and names the first bad line.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from reljudge.errors import InputError
+from reljudge.types import Qrels, Run
+
+QRELS_FORM = "'QID ITER DOCID GRADE' (4 fields)"
+RUN_FORM = "'QID Q0 DOCID RANK SCORE TAG' (6 fields)"
+
+
+def _read_text(path: str | Path) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(f"not valid UTF-8 (byte {e.start})", path, line) from None
+
+
+def _is_int(token: str) -> bool:
+    try:
+        int(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_float(token: str) -> bool:
+    try:
+        value = float(token)
+    except ValueError:
+        return False
+    return value == value and value not in (float("inf"), float("-inf"))
+
+
+def _columns(text: str, ncols: int) -> list[list[str]] | None:
+    """Fast path: the columns when every physical line has exactly ncols fields, else None."""
+    tokens = text.split()
+    nlines = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+    if len(tokens) != ncols * nlines:
+        return None
+    return [tokens[i::ncols] for i in range(ncols)]
+
+
+def _slow_columns(
+    text: str, ncols: int, path: str | Path, form: str, checks: dict[int, tuple[Callable, str]]
+) -> list[list[str]]:
+    """Line-by-line path: skips blank lines, raises on the first malformed line."""
+    cols: list[list[str]] = [[] for _ in range(ncols)]
+    for lineno, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != ncols:
+            raise InputError(f"expected {form}, found {len(fields)} field(s): {line.strip()!r}",
+                             path, lineno)
+        for i, (ok, expected) in checks.items():
+            if not ok(fields[i]):
+                raise InputError(f"expected {expected}, found {fields[i]!r}", path, lineno)
+        for i, f in enumerate(fields):
+            cols[i].append(f)
+    return cols
+
+
+def _line_of(text: str, ncols: int, row: int) -> int:
+    """1-based line number of the row-th non-blank line (for errors found after parsing)."""
+    seen = -1
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            seen += 1
+            if seen == row:
+                return lineno
+    return row + 1
+
+
+def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None:
+    """(first row, repeated row) of the first repeated (qid, docid) pair, or None."""
+    keys = [q + "\x00" + d for q, d in zip(qid, docid)]
+    if len(set(keys)) == len(keys):
+        return None
+    first: dict[str, int] = {}
+    for row, k in enumerate(keys):
+        if k in first:
+            return first[k], row
+        first[k] = row
+    return None  # pragma: no cover - unreachable when the set is smaller
+
+
+def _parse(text: str, path, ncols: int, form: str, checks) -> list[list[str]]:
+    cols = _columns(text, ncols)
+    if cols is not None and not all(_column_ok(cols[i], ok) for i, (ok, _) in checks.items()):
+        cols = None
+    if cols is None:
+        cols = _slow_columns(text, ncols, path, form, checks)
+    return cols
+
+
+def _column_ok(tokens: list[str], ok: Callable) -> bool:
+    """Whole-column check of a numeric column, vectorised for large files."""
+    if len(tokens) < 10_000:
+        return all(map(ok, tokens))
+    try:
+        if ok is _is_float:
+            return bool(np.isfinite(np.array(tokens, dtype=np.float64)).all())
+        np.array(tokens, dtype=np.int64)
+        return True
+    except (ValueError, OverflowError):
+        return False
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read a TREC qrels file ``QID ITER DOCID GRADE``; grades must be integers."""
+    text = _read_text(path)
+    checks = {3: (_is_int, "an integer grade")}
+    q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks)
+    dup = _first_duplicate(q, d)
+    if dup is not None:
+        first, again = _line_of(text, 4, dup[0]), _line_of(text, 4, dup[1])
+        raise InputError(f"duplicate judgment for query {q[dup[1]]!r}, document {d[dup[1]]!r} "
+                         f"(first on line {first})", path, again)
+    grades = np.array(g, dtype=np.int64) if g else np.zeros(0, dtype=np.int64)
+    return Qrels.from_arrays(q, d, grades, check=False)
+
+
+def read_run(path: str | Path, name: str | None = None) -> Run:
+    """Read a TREC run file ``QID Q0 DOCID RANK SCORE TAG``; the rank column is ignored.
+
+    The run's name is ``name``, else the tag of its first line, else the file's stem.
+    """
+    text = _read_text(path)
+    checks = {3: (_is_int, "an integer rank"), 4: (_is_float, "a numeric score")}
+    q, _, d, _, s, tag = _parse(text, path, 6, RUN_FORM, checks)
+    dup = _first_duplicate(q, d)
+    if dup is not None:
+        first, again = _line_of(text, 6, dup[0]), _line_of(text, 6, dup[1])
+        raise InputError(f"duplicate document {d[dup[1]]!r} for query {q[dup[1]]!r} "
+                         f"(first on line {first})", path, again)
+    scores = np.array(s, dtype=np.float64) if s else np.zeros(0)
+    run_name = name or (tag[0] if tag else Path(path).stem)
+    return Run.from_arrays(q, d, scores, name=run_name, check=False)
+
+
+def _atomic_write(path: str | Path, text: str) -> None:
+    """Write text so that readers see the old file or the whole new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def format_qrels(qrels: Qrels) -> str:
+    """TREC qrels text, one ``QID 0 DOCID GRADE`` line per judgment, in stored order."""
+    lines = [f"{q} 0 {d} {g}\n" for q, d, g in qrels]
+    return "".join(lines)
+
+
+def format_run(run: Run, tag: str | None = None) -> str:
+    """TREC run text, each query's documents in trec_eval order with ranks from 1."""
+    tag = tag or run.name
+    out: list[str] = []
+    for q in run.query_ids():
+        for rank, (d, s) in enumerate(run.ranked(q), 1):
+            out.append(f"{q} Q0 {d} {rank} {s!r} {tag}\n")
+    return "".join(out)
+
+
+def write_qrels(qrels: Qrels, path: str | Path) -> None:
+    """Write a TREC qrels file atomically."""
+    _atomic_write(path, format_qrels(qrels))
+
+
+def write_run(run: Run, path: str | Path, tag: str | None = None) -> None:
+    """Write a TREC run file atomically."""
+    _atomic_write(path, format_run(run, tag))

@@ -1,0 +1,211 @@
+"""Plain data: grades, qrels and runs. No I/O, no network.
+
+Qrels and runs are stored column-wise (one numpy array per column) so that large inputs stay
+compact and the metric kernels can work on whole arrays; dict views are built on demand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reljudge.errors import InputError
+
+GRADE_MIN = 0
+GRADE_MAX = 3
+GRADE_NAMES = {0: "irrelevant", 1: "related", 2: "highly relevant", 3: "perfectly relevant"}
+
+
+def _as_str_array(values) -> np.ndarray:
+    """An object array of Python str (accepts lists, tuples and numpy arrays of str or bytes)."""
+    arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+    if arr.dtype != object:
+        if arr.dtype.kind == "S":
+            return np.array([v.decode() for v in arr.tolist()], dtype=object)
+        arr = arr.astype(object)
+    return arr
+
+
+def _check_unique_pairs(qid: np.ndarray, docid: np.ndarray, what: str) -> None:
+    seen: set[tuple[str, str]] = set()
+    for q, d in zip(qid.tolist(), docid.tolist()):
+        if (q, d) in seen:
+            raise InputError(f"duplicate {what} entry for query {q!r}, document {d!r}")
+        seen.add((q, d))
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Graded relevance judgments: one (qid, docid, grade) row per judged pair, pairs unique."""
+
+    qid: np.ndarray
+    docid: np.ndarray
+    grade: np.ndarray
+    _dict: dict | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_arrays(cls, qid, docid, grade, *, check: bool = True) -> Qrels:
+        """Build from three equal-length columns; grades must be integers."""
+        q, d = _as_str_array(qid), _as_str_array(docid)
+        g = np.asarray(grade)
+        if g.dtype.kind not in "iu":
+            if g.size and not np.all(np.equal(np.mod(g, 1), 0)):
+                raise InputError("qrels grades must be integers")
+            g = g.astype(np.int64)
+        g = g.astype(np.int64, copy=False)
+        if not (len(q) == len(d) == len(g)):
+            raise InputError("qrels columns differ in length")
+        if check:
+            _check_unique_pairs(q, d, "qrels")
+        return cls(q, d, g)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Qrels:
+        """Build from {qid: {docid: grade}} (the pytrec_eval / ranx shape)."""
+        qs, ds, gs = [], [], []
+        for q, docs in data.items():
+            for d, g in docs.items():
+                qs.append(str(q))
+                ds.append(str(d))
+                gs.append(g)
+        for g in gs:
+            if int(g) != g:
+                raise InputError(f"qrels grades must be integers, found {g!r}")
+        return cls.from_arrays(qs, ds, np.array(gs, dtype=np.int64), check=False)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """The {qid: {docid: grade}} view (built once, then shared: do not mutate it)."""
+        if self._dict is None:
+            out: dict[str, dict[str, int]] = {}
+            for q, d, g in zip(self.qid.tolist(), self.docid.tolist(), self.grade.tolist()):
+                out.setdefault(q, {})[d] = g
+            object.__setattr__(self, "_dict", out)
+        return self._dict  # type: ignore[return-value]
+
+    def query_ids(self) -> list[str]:
+        """Query ids in order of first appearance."""
+        return list(dict.fromkeys(self.qid.tolist()))
+
+    def get(self, qid: str, docid: str, default: int | None = None) -> int | None:
+        """The grade of one pair, or default when unjudged."""
+        return self.to_dict().get(qid, {}).get(docid, default)
+
+    def __len__(self) -> int:
+        return len(self.grade)
+
+    def __iter__(self) -> Iterator[tuple[str, str, int]]:
+        return zip(self.qid.tolist(), self.docid.tolist(), self.grade.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Qrels) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A ranked list of scored documents per query: one (qid, docid, score) row, pairs unique.
+
+    The rank column of TREC files is not kept: as in trec_eval, order comes from the score
+    (descending), ties broken by docid descending.
+    """
+
+    qid: np.ndarray
+    docid: np.ndarray
+    score: np.ndarray
+    name: str = "run"
+    _dict: dict | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_arrays(cls, qid, docid, score, *, name: str = "run", check: bool = True) -> Run:
+        """Build from three equal-length columns."""
+        q, d = _as_str_array(qid), _as_str_array(docid)
+        s = np.asarray(score, dtype=np.float64)
+        if not (len(q) == len(d) == len(s)):
+            raise InputError("run columns differ in length")
+        if check:
+            _check_unique_pairs(q, d, "run")
+        return cls(q, d, s, name)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, float]], *, name: str = "run") -> Run:
+        """Build from {qid: {docid: score}} (the pytrec_eval / ranx shape)."""
+        qs, ds, ss = [], [], []
+        for q, docs in data.items():
+            qs.extend([str(q)] * len(docs))
+            ds.extend(str(d) for d in docs)
+            ss.extend(docs.values())
+        return cls.from_arrays(qs, ds, np.array(ss, dtype=np.float64), name=name, check=False)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """The {qid: {docid: score}} view (built once, then shared: do not mutate it)."""
+        if self._dict is None:
+            out: dict[str, dict[str, float]] = {}
+            for q, d, s in zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist()):
+                out.setdefault(q, {})[d] = s
+            object.__setattr__(self, "_dict", out)
+        return self._dict  # type: ignore[return-value]
+
+    def query_ids(self) -> list[str]:
+        """Query ids in order of first appearance."""
+        return list(dict.fromkeys(self.qid.tolist()))
+
+    def ranked(self, qid: str) -> list[tuple[str, float]]:
+        """One query's (docid, score) list in trec_eval order: score desc, then docid desc."""
+        docs = self.to_dict().get(qid, {})
+        return sorted(docs.items(), key=lambda kv: (kv[1], kv[0].encode()), reverse=True)
+
+    def with_name(self, name: str) -> Run:
+        """The same run under another name."""
+        return Run(self.qid, self.docid, self.score, name)
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+    def __iter__(self) -> Iterator[tuple[str, str, float]]:
+        return zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist())
+
+
+SOURCE_KINDS = ("human", "llm", "import")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelEvent:
+    """One label given to one (query, document) pair by one source: the unit of the label store.
+
+    A failed LLM judgment is a LabelEvent too, with ``grade=None`` and ``failure`` set: failures
+    are recorded, never turned into grades. A correction is a new event, never an update.
+    """
+
+    qid: str
+    docid: str
+    grade: int | None
+    source_kind: str  # one of SOURCE_KINDS
+    source_name: str  # assessor id, or the judge: "model/prompt@version#hash8"
+    sample: int = 0  # index of the sample when a judge is asked several times
+    raw: str | None = None  # the raw answer text (LLM) or source line (import)
+    probs: tuple[float, ...] | None = None  # P(grade = 0..3) from logprobs, when asked
+    expected_grade: float | None = None  # sum of grade * probability, when probs are known
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None  # in US dollars
+    latency: float | None = None  # seconds
+    failure: str | None = None  # why no grade could be had (None when grade is set)
+    created_at: float | None = None  # unix time; the store fills it in when None
+    meta: dict | None = None  # provenance extras (model, prompt name/version/hash, params)
+
+    def __post_init__(self) -> None:
+        if self.source_kind not in SOURCE_KINDS:
+            raise InputError(f"source kind must be one of {SOURCE_KINDS}, "
+                             f"found {self.source_kind!r}")
+        if (self.grade is None) == (self.failure is None):
+            raise InputError(f"a label event has either a grade or a failure reason, not "
+                             f"{'both' if self.grade is not None else 'neither'} "
+                             f"({self.qid}, {self.docid})")
+
+    @property
+    def ok(self) -> bool:
+        """True when the event carries a grade (not a failure)."""
+        return self.grade is not None
