@@ -93,7 +93,7 @@ def _line_of(text: str, ncols: int, row: int) -> int:
 
 def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None:
     """(first row, repeated row) of the first repeated (qid, docid) pair, or None."""
-    keys = [q + "\x00" + d for q, d in zip(qid, docid)]
+    keys = [q + "\x00" + d for q, d in zip(qid, docid, strict=False)]
     if len(set(keys)) == len(keys):
         return None
     first: dict[str, int] = {}

@@ -30,7 +30,7 @@ def _as_str_array(values) -> np.ndarray:
 
 def _check_unique_pairs(qid: np.ndarray, docid: np.ndarray, what: str) -> None:
     seen: set[tuple[str, str]] = set()
-    for q, d in zip(qid.tolist(), docid.tolist()):
+    for q, d in zip(qid.tolist(), docid.tolist(), strict=False):
         if (q, d) in seen:
             raise InputError(f"duplicate {what} entry for query {q!r}, document {d!r}")
         seen.add((q, d))
@@ -79,7 +79,7 @@ class Qrels:
         """The {qid: {docid: grade}} view (built once, then shared: do not mutate it)."""
         if self._dict is None:
             out: dict[str, dict[str, int]] = {}
-            for q, d, g in zip(self.qid.tolist(), self.docid.tolist(), self.grade.tolist()):
+            for q, d, g in zip(self.qid.tolist(), self.docid.tolist(), self.grade.tolist(), strict=False):
                 out.setdefault(q, {})[d] = g
             object.__setattr__(self, "_dict", out)
         return self._dict  # type: ignore[return-value]
@@ -96,7 +96,7 @@ class Qrels:
         return len(self.grade)
 
     def __iter__(self) -> Iterator[tuple[str, str, int]]:
-        return zip(self.qid.tolist(), self.docid.tolist(), self.grade.tolist())
+        return zip(self.qid.tolist(), self.docid.tolist(), self.grade.tolist(), strict=False)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Qrels) and self.to_dict() == other.to_dict()
@@ -143,7 +143,7 @@ class Run:
         """The {qid: {docid: score}} view (built once, then shared: do not mutate it)."""
         if self._dict is None:
             out: dict[str, dict[str, float]] = {}
-            for q, d, s in zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist()):
+            for q, d, s in zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist(), strict=False):
                 out.setdefault(q, {})[d] = s
             object.__setattr__(self, "_dict", out)
         return self._dict  # type: ignore[return-value]
@@ -165,7 +165,7 @@ class Run:
         return len(self.score)
 
     def __iter__(self) -> Iterator[tuple[str, str, float]]:
-        return zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist())
+        return zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist(), strict=False)
 
 
 SOURCE_KINDS = ("human", "llm", "import")

@@ -32,12 +32,12 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: in
     cells = _cells(headers, rows, digits)
     widths = [len(h) for h in headers]
     for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
     numeric = [all(isinstance(r[i], (int, float)) or r[i] is None for r in rows) and rows
                for i in range(len(headers))]
 
     def line(values: Sequence[str]) -> str:
-        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=False)]
         return "  ".join(parts).rstrip()
 
     out = [line(headers), line(["-" * w for w in widths])]
@@ -102,7 +102,7 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
     if fmt == "csv":
         return csv_table(headers, rows)
     if fmt == "json":
-        return json_dumps([dict(zip(headers, r)) for r in rows])
+        return json_dumps([dict(zip(headers, r, strict=False)) for r in rows])
     if fmt == "markdown":
         return markdown_table(headers, rows, digits)
     if fmt == "latex":
