@@ -1,0 +1,103 @@
+"""Pooling: the (query, document) pairs in the top k of any run, minus those already labelled."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reljudge.types import Run
+
+
+def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run's top ``depth`` documents per query in trec_eval order (score desc, docid desc).
+
+    Returns (qid, docid, rank) arrays, rank counting from 1, grouped by query.
+    """
+    if depth < 1:
+        raise ValueError("pool depth must be at least 1")
+    n = len(run)
+    if n == 0:
+        empty = np.zeros(0, dtype=object)
+        return empty, empty, np.zeros(0, dtype=np.int64)
+    qids, qcode = np.unique(run.qid, return_inverse=True)
+    _, dcode = np.unique(run.docid, return_inverse=True)
+    # lexsort: last key is primary -> query, then score descending, then docid descending
+    order = np.lexsort((-dcode, -run.score, qcode))
+    q_sorted = qcode[order]
+    starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]])
+    counts = np.diff(np.r_[starts, n])
+    rank = np.arange(n) - np.repeat(starts, counts) + 1
+    keep = order[rank <= depth]
+    return run.qid[keep], run.docid[keep], rank[rank <= depth]
+
+
+@dataclass(frozen=True)
+class QueryPool:
+    """Pool counts of one query."""
+
+    qid: str
+    pooled: int
+    judged: int
+
+    @property
+    def to_label(self) -> int:
+        """Pairs still to be labelled."""
+        return self.pooled - self.judged
+
+    @property
+    def judged_share(self) -> float:
+        """Share of pooled pairs already labelled (1.0 for an empty pool)."""
+        return self.judged / self.pooled if self.pooled else 1.0
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The pooled pairs, split into already labelled and still to label."""
+
+    depth: int
+    runs: tuple[str, ...]
+    pairs: list[tuple[str, str]]  # every pooled pair, by query then best rank, then docid
+    to_label: list[tuple[str, str]]  # pooled pairs not yet labelled, same order
+    per_query: list[QueryPool] = field(default_factory=list)
+
+    @property
+    def judged(self) -> int:
+        """Pooled pairs already labelled."""
+        return len(self.pairs) - len(self.to_label)
+
+
+def build_pool(runs: Sequence[Run], depth: int,
+               labelled: Iterable[tuple[str, str]] = ()) -> Pool:
+    """Pool the top ``depth`` of every run; pairs in ``labelled`` are counted but not to label."""
+    best: dict[tuple[str, str], int] = {}
+    for run in runs:
+        q, d, r = top_k(run, depth)
+        for pair, rank in zip(zip(q.tolist(), d.tolist()), r.tolist()):
+            if rank < best.get(pair, depth + 1):
+                best[pair] = rank
+    pairs = sorted(best, key=lambda p: (p[0], best[p], p[1]))
+    done = set(labelled)
+    to_label = [p for p in pairs if p not in done]
+    per_query: dict[str, list[int]] = {}
+    for qid, docid in pairs:
+        counts = per_query.setdefault(qid, [0, 0])
+        counts[0] += 1
+        counts[1] += (qid, docid) in done
+    stats = [QueryPool(q, c[0], c[1]) for q, c in per_query.items()]
+    return Pool(depth, tuple(r.name for r in runs), pairs, to_label, stats)
+
+
+def judged_at_k(run: Run, labelled: Iterable[tuple[str, str]], k: int) -> float:
+    """Mean over the run's queries of the share of its top k that is labelled (Judged@k)."""
+    done = set(labelled)
+    q, d, _ = top_k(run, k)
+    if len(q) == 0:
+        return 0.0
+    hit: dict[str, list[int]] = {}
+    for qid, docid in zip(q.tolist(), d.tolist()):
+        h = hit.setdefault(qid, [0])
+        h[0] += (qid, docid) in done
+    # trec_eval/ir_measures Judged@k divides by k even when a query returns fewer than k docs
+    return float(np.mean([h[0] / k for h in hit.values()]))

@@ -1,0 +1,40 @@
+"""Pooling: top-k per run in trec_eval order, union over runs, minus labelled pairs."""
+
+from __future__ import annotations
+
+import pytest
+
+from reljudge.pool import build_pool, judged_at_k, top_k
+from reljudge.types import Run
+
+
+def test_top_k_orders_by_score_then_docid_descending_and_ignores_input_order():
+    run = Run.from_dict({"q1": {"a": 1.0, "c": 1.0, "b": 3.0, "d": 0.5}, "q2": {"x": 2.0}})
+    q, d, r = top_k(run, 2)
+    got = list(zip(q.tolist(), d.tolist(), r.tolist()))
+    assert got == [("q1", "b", 1), ("q1", "c", 2), ("q2", "x", 1)]
+
+
+def test_top_k_rejects_zero_depth():
+    with pytest.raises(ValueError):
+        top_k(Run.from_dict({"q": {"a": 1.0}}), 0)
+
+
+def test_pool_is_union_of_runs_minus_labelled_with_per_query_counts():
+    a = Run.from_dict({"q1": {"d1": 3, "d2": 2, "d3": 1}, "q2": {"e1": 1, "e2": 0}}, name="a")
+    b = Run.from_dict({"q1": {"d4": 3, "d1": 2, "d9": 1}}, name="b")
+    pool = build_pool([a, b], depth=2, labelled={("q1", "d1"), ("q9", "zz")})
+    assert set(pool.pairs) == {("q1", "d1"), ("q1", "d2"), ("q1", "d4"),
+                               ("q2", "e1"), ("q2", "e2")}
+    assert ("q1", "d1") not in pool.to_label
+    assert len(pool.to_label) == 4 and pool.judged == 1
+    counts = {s.qid: (s.pooled, s.judged, s.to_label) for s in pool.per_query}
+    assert counts == {"q1": (3, 1, 2), "q2": (2, 0, 2)}
+    # ordered by query, then best rank over runs, then docid
+    assert pool.pairs[:3] == [("q1", "d1"), ("q1", "d4"), ("q1", "d2")]
+
+
+def test_judged_at_k_divides_by_k_like_ir_measures():
+    run = Run.from_dict({"q1": {"a": 3, "b": 2, "c": 1}, "q2": {"x": 1}})
+    assert judged_at_k(run, {("q1", "a"), ("q1", "c"), ("q2", "x")}, 2) == pytest.approx(
+        (1 / 2 + 1 / 2) / 2)
