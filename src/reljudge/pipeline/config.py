@@ -1,0 +1,141 @@
+"""The pipeline's config file (TOML), validated once at the edge.
+
+Relative paths in the file are resolved against the file's own folder, so a pipeline folder
+can be moved or run from anywhere.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from reljudge.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Inputs(_Section):
+    """What the pipeline reads."""
+
+    queries: Path
+    passages: Path
+    runs: list[Path] = Field(min_length=1)
+    human_qrels: Path | None = None
+    human_source: str = "human"
+
+
+class PoolSection(_Section):
+    """Which pairs get labelled: the top ``depth`` of every run."""
+
+    depth: int = Field(10, ge=1)
+
+
+class JudgeSection(_Section):
+    """The LLM judge. Endpoint and key come from here, flags or OPENAI_* variables."""
+
+    model: str | None = None
+    base_url: str | None = None
+    prompt: str = "umbrela"
+    samples: int = Field(1, ge=1)
+    aggregate: str = "majority"
+    temperature: float = 0.0
+    concurrency: int = Field(16, ge=1)
+    max_cost: float | None = Field(None, ge=0)
+    logprobs: bool = False
+    enabled: bool = True
+
+
+class MergeSection(_Section):
+    """How labels become the qrels the runs are scored with."""
+
+    policy: str = "human-first"
+    aggregate: str = "majority"
+
+
+class EvalSection(_Section):
+    """Measures reported for every run."""
+
+    measures: list[str] = Field(default_factory=lambda: ["nDCG@10", "P@5", "RR", "Judged@10"])
+    all_queries: bool = False
+
+
+class AuditSection(_Section):
+    """The judge-versus-human audit (needs human labels)."""
+
+    measure: str = "nDCG@10"
+    bootstrap: int = Field(1000, ge=0)
+    seed: int = 0
+
+
+class OutputSection(_Section):
+    """Where artefacts go; the store defaults to ``labels.sqlite`` in that folder."""
+
+    dir: Path = Path("out")
+    store: Path | None = None
+    cache_dir: Path | None = None
+
+
+class PipelineConfig(_Section):
+    """A whole pipeline: inputs, pool, judge, merge, eval, audit, output."""
+
+    inputs: Inputs
+    pool: PoolSection = PoolSection()
+    judge: JudgeSection = JudgeSection()
+    merge: MergeSection = MergeSection()
+    eval: EvalSection = EvalSection()
+    audit: AuditSection = AuditSection()
+    output: OutputSection = OutputSection()
+    base: Path = Field(Path("."), exclude=True)
+
+    @field_validator("base")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.resolve()
+
+    def path(self, p: Path | None) -> Path | None:
+        """A config path resolved against the config file's folder."""
+        if p is None:
+            return None
+        return p if p.is_absolute() else (self.base / p)
+
+    @property
+    def out_dir(self) -> Path:
+        """The output folder (absolute)."""
+        return self.path(self.output.dir)  # type: ignore[return-value]
+
+    @property
+    def store_path(self) -> Path:
+        """The label store file (absolute)."""
+        return self.path(self.output.store) or self.out_dir / "labels.sqlite"
+
+
+def load_config(path: str | Path) -> PipelineConfig:
+    """Read and validate a pipeline TOML file; errors name the file and the bad setting."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    try:
+        config = PipelineConfig.model_validate({**data, "base": path.parent})
+    except ValidationError as e:
+        problems = "; ".join(
+            f"[{'.'.join(str(x) for x in err['loc'])}] {err['msg']}" for err in e.errors())
+        raise ConfigError(f"{path}: {problems}") from None
+    missing = [str(p) for p in [config.inputs.queries, config.inputs.passages,
+                                *config.inputs.runs, config.inputs.human_qrels]
+               if p is not None and not config.path(p).exists()]
+    if missing:
+        raise ConfigError(f"{path}: input file(s) not found: {', '.join(missing)}")
+    return config
