@@ -1,0 +1,97 @@
+"""``reljudge eval``: score runs against qrels."""
+
+from __future__ import annotations
+
+import argparse
+
+from reljudge.cli.common import emit
+
+DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "RR"]
+
+EXAMPLES = """\
+examples:
+  reljudge eval qrels.txt bm25.run dense.run
+  reljudge eval qrels.txt bm25.run -m nDCG@10 -m 'nDCG(dcg="exp-log2")@10' -m 'P(rel=2)@5'
+  reljudge eval qrels.txt bm25.run -m 'nDCG(ideal="run")@10' --per-query --json
+  reljudge eval qrels.txt bm25.run -m AP --all-queries --format trec   # like trec_eval -c
+
+conventions (trec_eval's, stated):
+  ranking    by score descending, ties by docid descending (byte order); the rank column
+             of the run file is ignored
+  unjudged   documents count as grade 0 and never enter the ideal ranking; so do
+             negative grades
+  nDCG       gain = grade (dcg='log2', default) or 2^grade-1 (dcg='exp-log2'); ideal ranking
+             from all judged documents (ideal='qrels', default) or the run's own top k
+             (ideal='run'); a query whose ideal DCG is 0 scores 0
+  rel        P, R, AP, RR, Success count grade >= rel as relevant (default rel=1, trec_eval -l)
+  queries    the mean is over the run's queries that have qrels; --all-queries averages
+             over every qrels query, a query missing from the run scoring 0 (trec_eval -c)
+"""
+
+
+def register(sub) -> None:
+    """Add the ``eval`` subcommand."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.cli.common import add_format_flags
+
+    p = sub.add_parser("eval", help="score runs against qrels (trec_eval semantics)",
+                       description="Score one or more TREC runs against graded qrels.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("qrels", help="TREC qrels file: QID ITER DOCID GRADE")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run file(s): QID Q0 DOCID RANK SCORE TAG")
+    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE",
+                   help=f"measure in ir_measures syntax (repeatable; default: "
+                        f"{' '.join(DEFAULT_MEASURES)})")
+    p.add_argument("--per-query", action="store_true", help="one row per query and run")
+    p.add_argument("--all-queries", action="store_true",
+                   help="average over every qrels query; missing ones score 0 (trec_eval -c)")
+    p.add_argument("--float32-scores", action="store_true",
+                   help="round scores to float32 before ranking, to match trec_eval 9 and "
+                        "pytrec_eval bit for bit")
+    add_format_flags(p, ("table", "json", "csv", "markdown", "trec"))
+    p.add_argument("--digits", type=int, default=4, help="decimals in tables (default 4)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate and print."""
+    from reljudge.metrics import evaluate_many, parse_measure
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.trec import read_qrels, read_run
+
+    measures = [str(parse_measure(m)) for m in (args.measures or DEFAULT_MEASURES)]
+    qrels = read_qrels(args.qrels)
+    runs = [read_run(path) for path in args.runs]
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):  # two files with one tag: name them by file instead
+        from pathlib import Path
+
+        runs = [r.with_name(Path(p).name) for r, p in zip(runs, args.runs)]
+    results = evaluate_many(qrels, runs, measures, all_queries=args.all_queries,
+                            float32_scores=args.float32_scores)
+    if args.format == "trec":
+        lines = []
+        for name, ev in results.items():
+            prefix = f"{name}\t" if len(results) > 1 else ""
+            if args.per_query:
+                for q, row in ev.per_query().items():
+                    lines += [f"{prefix}{m}\t{q}\t{v:.4f}" for m, v in row.items()]
+            lines += [f"{prefix}{m}\tall\t{v:.4f}" for m, v in ev.mean().items()]
+        emit("\n".join(lines) + "\n")
+        return 0
+    if args.format == "json":
+        out = {name: {"queries": len(ev.query_ids), "mean": ev.mean(),
+                      **({"per_query": ev.per_query()} if args.per_query else {})}
+               for name, ev in results.items()}
+        emit(json_dumps({"measures": measures, "all_queries": args.all_queries, "runs": out}))
+        return 0
+    if args.per_query:
+        headers = ["run", "query", *measures]
+        rows = [[name, q, *row] for name, ev in results.items()
+                for q, row in zip(ev.query_ids, ev.scores.tolist())]
+        rows += [[name, "all", *ev.mean().values()] for name, ev in results.items()]
+    else:
+        headers = ["run", "queries", *measures]
+        rows = [[name, len(ev.query_ids), *ev.mean().values()] for name, ev in results.items()]
+    emit(render(headers, rows, args.format, args.digits))
+    return 0

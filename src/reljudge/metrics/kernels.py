@@ -1,0 +1,189 @@
+"""Vectorised measure kernels over a (queries x depth) matrix. Pure numpy, no I/O.
+
+Inputs are a ``Ranked`` batch: for each query row, the grades of its ranked documents
+(``grades``, with ``UNJUDGED`` for unjudged documents and ``PAD`` beyond the ranking's end) and
+the grades of all its judged documents sorted descending (``ideal``, padded with ``PAD``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.metrics.measures import Measure
+
+PAD = np.iinfo(np.int64).min  # beyond the end of a ranking / of a query's judgments
+UNJUDGED = PAD + 1  # a retrieved document with no judgment
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The per-query matrices every kernel reads."""
+
+    grades: np.ndarray  # int64 (n, L): grade at each rank, UNJUDGED, or PAD
+    length: np.ndarray  # int64 (n,): documents retrieved per query
+    ideal: np.ndarray  # int64 (n, M): the query's judged grades, descending, PAD-padded
+
+    @property
+    def judged(self) -> np.ndarray:
+        """Mask of retrieved and judged positions."""
+        return self.grades > UNJUDGED
+
+
+_DISCOUNT_CACHE: dict[int, np.ndarray] = {}
+
+
+def discount(n: int) -> np.ndarray:
+    """1 / log2(rank + 1) for ranks 1..n."""
+    d = _DISCOUNT_CACHE.get(n)
+    if d is None:
+        d = 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+        _DISCOUNT_CACHE[n] = d
+    return d
+
+
+def _upto(matrix: np.ndarray, k: int | None) -> np.ndarray:
+    return matrix if k is None else matrix[:, :k]
+
+
+def gains(grades: np.ndarray, dcg: str) -> np.ndarray:
+    """Gain of each grade: the grade itself or 2^grade - 1; unjudged, padding, negatives -> 0."""
+    g = np.maximum(grades, 0).astype(np.float64)
+    return np.exp2(g) - 1.0 if dcg == "exp-log2" else g
+
+
+def dcg_of(gain: np.ndarray) -> np.ndarray:
+    """DCG of each row of a gain matrix, in the given order."""
+    return gain @ discount(gain.shape[1]) if gain.shape[1] else np.zeros(gain.shape[0])
+
+
+def judged_only(r: Ranked) -> Ranked:
+    """The same rankings with unjudged documents removed (later documents move up)."""
+    keep = r.judged
+    n, width = r.grades.shape
+    out = np.full((n, width), PAD, dtype=np.int64)
+    rows, cols = np.nonzero(keep)
+    pos = np.cumsum(keep, axis=1)[rows, cols] - 1
+    out[rows, pos] = r.grades[rows, cols]
+    return Ranked(out, keep.sum(axis=1), r.ideal)
+
+
+def ndcg(r: Ranked, k: int | None, dcg: str, ideal: str) -> np.ndarray:
+    """nDCG@k; 0 for a query whose ideal DCG is 0."""
+    got = dcg_of(gains(_upto(r.grades, k), dcg))
+    if ideal == "run":
+        top = -np.sort(-gains(_upto(r.grades, k), dcg), axis=1)
+        best = dcg_of(top)
+    else:
+        best = dcg_of(gains(_upto(r.ideal, k), dcg))
+    out = np.zeros_like(got)
+    np.divide(got, best, out=out, where=best > 0)
+    return out
+
+
+def relevant(grades: np.ndarray, rel: int) -> np.ndarray:
+    """Mask of documents with grade >= rel (unjudged and padding never are)."""
+    return (grades >= rel) & (grades > UNJUDGED)
+
+
+def num_rel(r: Ranked, rel: int) -> np.ndarray:
+    """Relevant documents per query in the qrels."""
+    return relevant(r.ideal, rel).sum(axis=1)
+
+
+def precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """Relevant in the top k divided by k (by the number retrieved when k is None)."""
+    hits = relevant(_upto(r.grades, k), rel).sum(axis=1)
+    denom = np.full(len(hits), float(k)) if k is not None else r.length.astype(np.float64)
+    out = np.zeros(len(hits))
+    np.divide(hits, denom, out=out, where=denom > 0)
+    return out
+
+
+def recall(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """Relevant in the top k divided by all relevant in the qrels (0 when there are none)."""
+    hits = relevant(_upto(r.grades, k), rel).sum(axis=1)
+    nr = num_rel(r, rel)
+    out = np.zeros(len(hits))
+    np.divide(hits, nr, out=out, where=nr > 0)
+    return out
+
+
+def reciprocal_rank(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """1 / rank of the first relevant document in the top k (0 when none)."""
+    rel_mask = relevant(_upto(r.grades, k), rel)
+    if rel_mask.shape[1] == 0:
+        return np.zeros(rel_mask.shape[0])
+    any_rel = rel_mask.any(axis=1)
+    first = rel_mask.argmax(axis=1) + 1
+    return np.where(any_rel, 1.0 / first, 0.0)
+
+
+def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """Mean of precision at each relevant rank (top k), over all relevant in the qrels."""
+    rel_mask = relevant(_upto(r.grades, k), rel)
+    ranks = np.arange(1, rel_mask.shape[1] + 1, dtype=np.float64)
+    prec = np.cumsum(rel_mask, axis=1) / ranks
+    total = (prec * rel_mask).sum(axis=1)
+    nr = num_rel(r, rel)
+    out = np.zeros(len(total))
+    np.divide(total, nr, out=out, where=nr > 0)
+    return out
+
+
+def success(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """1 when a relevant document is in the top k, else 0."""
+    return relevant(_upto(r.grades, k), rel).any(axis=1).astype(np.float64)
+
+
+def err(r: Ranked, k: int | None, max_grade: int) -> np.ndarray:
+    """Expected reciprocal rank with stop probability (2^g - 1) / 2^max_grade."""
+    stop = gains(_upto(r.grades, k), "exp-log2") / 2.0 ** max_grade
+    if stop.shape[1] == 0:
+        return np.zeros(stop.shape[0])
+    reach = np.cumprod(1.0 - stop, axis=1)
+    reach = np.hstack([np.ones((stop.shape[0], 1)), reach[:, :-1]])
+    ranks = np.arange(1, stop.shape[1] + 1, dtype=np.float64)
+    return (stop * reach / ranks).sum(axis=1)
+
+
+def judged_share(r: Ranked, k: int | None) -> np.ndarray:
+    """Judged documents in the top k over min(k, retrieved) (0 for an empty ranking)."""
+    hits = _upto(r.judged, k).sum(axis=1)
+    denom = r.length if k is None else np.minimum(r.length, k)
+    out = np.zeros(len(hits))
+    np.divide(hits, denom, out=out, where=denom > 0)
+    return out
+
+
+def compute(m: Measure, r: Ranked, judged_cache: dict) -> np.ndarray:
+    """Per-query values of one measure."""
+    k = m.cutoff
+    if m.name in ("nDCG", "DCG"):
+        if m.param("judged_only"):
+            if "j" not in judged_cache:
+                judged_cache["j"] = judged_only(r)
+            r = judged_cache["j"]
+        if m.name == "DCG":
+            return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))
+        return ndcg(r, k, m.param("dcg"), m.param("ideal"))
+    if m.name == "P":
+        return precision(r, k, m.param("rel"))
+    if m.name == "R":
+        return recall(r, k, m.param("rel"))
+    if m.name == "RR":
+        return reciprocal_rank(r, k, m.param("rel"))
+    if m.name == "AP":
+        return average_precision(r, k, m.param("rel"))
+    if m.name == "Success":
+        return success(r, k, m.param("rel"))
+    if m.name == "ERR":
+        return err(r, k, m.param("max_grade"))
+    if m.name == "Judged":
+        return judged_share(r, k)
+    if m.name == "NumRel":
+        return num_rel(r, m.param("rel")).astype(np.float64)
+    if m.name == "NumRet":
+        return r.length.astype(np.float64)
+    raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names

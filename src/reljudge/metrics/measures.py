@@ -1,0 +1,151 @@
+"""Measures as data: a name, typed parameters with defaults, and an optional cutoff.
+
+Parsed from the strings IR people already write (ir_measures syntax): ``nDCG@10``,
+``nDCG(dcg='exp-log2')@10``, ``P(rel=2)@5``, ``RR``, ``AP@100``, ``Judged@10``, and our
+extension ``nDCG(ideal='run')@10``. Computation lives in ``kernels``; nothing here does math.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from reljudge.errors import MeasureError
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    """What a measure accepts: its parameters with defaults and whether a cutoff is required."""
+
+    name: str
+    doc: str
+    params: dict[str, Any] = field(default_factory=dict)
+    choices: dict[str, tuple] = field(default_factory=dict)
+    cutoff: str = "optional"  # "optional" | "required" | "none"
+    trec_eval: str | None = None  # the trec_eval measure name, for the mapping table
+
+
+_REL = {"rel": 1}
+SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
+    MeasureSpec("nDCG", "Normalised DCG (Jarvelin & Kekalainen 2002). Gain is the raw grade "
+                "(dcg='log2', trec_eval) or 2^grade-1 (dcg='exp-log2', Burges et al.); the ideal "
+                "ranking comes from all judged documents (ideal='qrels', trec_eval) or from the "
+                "run's own top k (ideal='run'). Ignores `rel`.",
+                {"dcg": "log2", "judged_only": False, "ideal": "qrels"},
+                {"dcg": ("log2", "exp-log2"), "ideal": ("qrels", "run")}, trec_eval="ndcg_cut"),
+    MeasureSpec("DCG", "Discounted cumulative gain, discount 1/log2(rank+1).",
+                {"dcg": "log2", "judged_only": False}, {"dcg": ("log2", "exp-log2")}),
+    MeasureSpec("P", "Precision: relevant (grade >= rel) in the top k, divided by k.",
+                dict(_REL), cutoff="required", trec_eval="P"),
+    MeasureSpec("R", "Recall: relevant in the top k, divided by all relevant in the qrels.",
+                dict(_REL), trec_eval="recall"),
+    MeasureSpec("RR", "Reciprocal rank of the first relevant document (0 when none).",
+                dict(_REL), trec_eval="recip_rank"),
+    MeasureSpec("AP", "Average precision; with a cutoff, trec_eval's map_cut (still divided "
+                "by all relevant documents).", dict(_REL), trec_eval="map"),
+    MeasureSpec("Success", "1 when a relevant document is in the top k, else 0.",
+                dict(_REL), cutoff="required", trec_eval="success"),
+    MeasureSpec("ERR", "Expected reciprocal rank (Chapelle et al. 2009), stop probability "
+                "(2^grade-1)/2^max_grade; max_grade=4 as gdeval/ir_measures.",
+                {"max_grade": 4}),
+    MeasureSpec("Judged", "Share of the top k that is judged (divided by min(k, retrieved)), "
+                "as ir_measures.", {}),
+    MeasureSpec("NumRel", "Number of relevant documents (grade >= rel) in the qrels.",
+                dict(_REL), cutoff="none", trec_eval="num_rel"),
+    MeasureSpec("NumRet", "Number of documents the run returned.", {}, cutoff="none",
+                trec_eval="num_ret"),
+]}
+
+_ALIASES = {"ndcg": "nDCG", "ndcg_cut": "nDCG", "dcg": "DCG", "p": "P", "precision": "P",
+            "r": "R", "recall": "R", "rr": "RR", "mrr": "RR", "recip_rank": "RR", "ap": "AP",
+            "map": "AP", "success": "Success", "err": "ERR", "judged": "Judged",
+            "numrel": "NumRel", "num_rel": "NumRel", "numret": "NumRet", "num_ret": "NumRet"}
+
+_SYNTAX = re.compile(r"^\s*(?P<name>[A-Za-z_]+)\s*(?:\((?P<params>.*)\))?\s*"
+                     r"(?:@\s*(?P<cutoff>[^\s]+))?\s*$")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure with its parameters fixed, e.g. ``nDCG(dcg='exp-log2')@10``."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+    cutoff: int | None = None
+
+    def param(self, key: str) -> Any:
+        """A parameter's value, falling back to the measure's default."""
+        return dict(self.params).get(key, SPECS[self.name].params.get(key))
+
+    def __str__(self) -> str:
+        """The canonical name: non-default parameters only, in the spec's order."""
+        spec = SPECS[self.name]
+        given = dict(self.params)
+        shown = [f"{k}={given[k]!r}" for k in spec.params if k in given and
+                 given[k] != spec.params[k]]
+        text = self.name + (f"({','.join(shown)})" if shown else "")
+        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+
+def _parse_params(text: str, original: str) -> dict[str, Any]:
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+    except SyntaxError:
+        raise MeasureError(f"cannot parse the parameters of {original!r}: expected "
+                           "name=value pairs, e.g. P(rel=2)@10") from None
+    if not isinstance(call, ast.Call) or call.args:
+        raise MeasureError(f"parameters of {original!r} must be name=value pairs")
+    out = {}
+    for kw in call.keywords:
+        try:
+            out[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            raise MeasureError(f"parameter {kw.arg} of {original!r} must be a literal "
+                               "(a number, True/False or a quoted string)") from None
+    return out
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """Parse ir_measures syntax into a Measure; unknown names or values raise MeasureError."""
+    if isinstance(text, Measure):
+        return text
+    m = _SYNTAX.match(text)
+    if not m:
+        raise MeasureError(f"cannot parse measure {text!r}: expected NAME, NAME@K or "
+                           "NAME(param=value)@K, e.g. nDCG@10 or P(rel=2)@5")
+    name = _ALIASES.get(m["name"].lower(), m["name"])
+    if name not in SPECS:
+        raise MeasureError(f"unknown measure {m['name']!r} in {text!r}; known: "
+                           f"{', '.join(SPECS)}")
+    spec = SPECS[name]
+    params = _parse_params(m["params"], text) if m["params"] and m["params"].strip() else {}
+    for key, value in params.items():
+        if key not in spec.params:
+            allowed = ", ".join(spec.params) or "none"
+            raise MeasureError(f"{name} has no parameter {key!r} (in {text!r}); "
+                               f"parameters: {allowed}")
+        default = spec.params[key]
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise MeasureError(f"{name}({key}=...) must be True or False, found {value!r}")
+        elif isinstance(default, int) and (not isinstance(value, int) or isinstance(value, bool)):
+            raise MeasureError(f"{name}({key}=...) must be an integer, found {value!r}")
+        if key in spec.choices and value not in spec.choices[key]:
+            raise MeasureError(f"{name}({key}=...) must be one of "
+                               f"{', '.join(map(repr, spec.choices[key]))}, found {value!r}")
+    cutoff = None
+    if m["cutoff"] is not None:
+        if spec.cutoff == "none":
+            raise MeasureError(f"{name} takes no cutoff (in {text!r})")
+        try:
+            cutoff = int(m["cutoff"])
+        except ValueError:
+            raise MeasureError(f"cutoff of {text!r} must be a positive integer") from None
+        if cutoff < 1:
+            raise MeasureError(f"cutoff of {text!r} must be a positive integer")
+    elif spec.cutoff == "required":
+        raise MeasureError(f"{name} needs a cutoff, e.g. {name}@10 (in {text!r})")
+    ordered = tuple((k, params[k]) for k in spec.params if k in params)
+    return Measure(name, ordered, cutoff)

@@ -1,0 +1,69 @@
+"""Stage fingerprints: a stage whose inputs and settings are unchanged is not recomputed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from reljudge.trec import _atomic_write
+
+MANIFEST = "manifest.json"
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex, first 16 characters)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def fingerprint(*parts: Any) -> str:
+    """A stable hash of JSON-able parts (paths hashed by content)."""
+    def norm(x: Any) -> Any:
+        if isinstance(x, Path):
+            return {"file": x.name, "sha": file_digest(x)} if x.exists() else {"missing": str(x)}
+        if isinstance(x, dict):
+            return {str(k): norm(v) for k, v in sorted(x.items())}
+        if isinstance(x, (list, tuple)):
+            return [norm(v) for v in x]
+        return x
+
+    blob = json.dumps([norm(p) for p in parts], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class Manifest:
+    """The output folder's record of which stage ran with which fingerprint."""
+
+    def __init__(self, out_dir: Path):
+        self.path = out_dir / MANIFEST
+        self.data: dict[str, Any] = {"stages": {}}
+        if self.path.exists():
+            try:
+                self.data = json.loads(self.path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                self.data = {"stages": {}}
+        self.data.setdefault("stages", {})
+
+    def fresh(self, stage: str, key: str, outputs: list[Path]) -> bool:
+        """True when the stage last ran with this key and its outputs still exist."""
+        rec = self.data["stages"].get(stage)
+        return bool(rec) and rec.get("key") == key and all(p.exists() for p in outputs)
+
+    def record(self, stage: str, key: str, outputs: list[Path], summary: dict) -> None:
+        """Note a finished stage and save the manifest at once."""
+        self.data["stages"][stage] = {"key": key, "outputs": [p.name for p in outputs],
+                                      "summary": summary}
+        self.save()
+
+    def summary(self, stage: str) -> dict:
+        """The summary a stage recorded last time (empty when it never ran)."""
+        return self.data["stages"].get(stage, {}).get("summary", {})
+
+    def save(self) -> None:
+        """Write the manifest atomically."""
+        _atomic_write(self.path, json.dumps(self.data, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,68 @@
+"""``reljudge eval``: output formats, and bad input as one line on stderr with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reljudge.cli import main
+
+QRELS = "q1 0 a 3\nq1 0 b 0\nq2 0 c 1\n"
+RUN = "q1 Q0 a 1 2.0 bm25\nq1 Q0 b 2 1.0 bm25\nq2 Q0 x 1 3.0 bm25\nq2 Q0 c 2 2.0 bm25\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "q.qrels").write_text(QRELS)
+    (tmp_path / "r.run").write_text(RUN)
+    return tmp_path
+
+
+def test_eval_table_json_and_trec_formats(files, capsys):
+    args = [str(files / "q.qrels"), str(files / "r.run"), "-m", "RR", "-m", "P@1"]
+    assert main(["eval", *args]) == 0
+    out = capsys.readouterr().out
+    assert "bm25" in out and "0.7500" in out and "0.5000" in out
+    assert main(["eval", *args, "--json", "--per-query"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"]["bm25"]["mean"] == {"RR": 0.75, "P@1": 0.5}
+    assert data["runs"]["bm25"]["per_query"]["q2"] == {"RR": 0.5, "P@1": 0.0}
+    assert main(["eval", *args, "--format", "trec"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["RR\tall\t0.7500", "P@1\tall\t0.5000"]
+
+
+@pytest.mark.parametrize(("name", "text", "needle"), [
+    ("q.qrels", "q1 0 a\n", "q.qrels:1: expected 'QID ITER DOCID GRADE'"),
+    ("q.qrels", "q1 0 a x\n", "q.qrels:1: expected an integer grade, found 'x'"),
+    ("q.qrels", "q1 0 a 1\nq1 0 a 2\n", "q.qrels:2: duplicate judgment"),
+    ("r.run", "q1 Q0 a 1 high t\n", "r.run:1: expected a numeric score, found 'high'"),
+    ("r.run", "q1 Q0 a 1 1 t\nq1 Q0 a 2 0 t\n", "r.run:2: duplicate document 'a'"),
+])
+def test_bad_files_give_one_line_error_and_exit_2(files, name, text, needle):
+    (files / name).write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "reljudge", "eval", str(files / "q.qrels"),
+                           str(files / "r.run")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert needle in lines[0]
+
+
+def test_bad_measure_exits_2_with_message(files, capsys):
+    code = main(["eval", str(files / "q.qrels"), str(files / "r.run"), "-m", "nDCG@x"])
+    assert code == 2
+    assert "cutoff of 'nDCG@x' must be a positive integer" in capsys.readouterr().err
+
+
+def test_eval_does_not_import_the_llm_client():
+    code = ("import sys; from reljudge.cli import main; import contextlib, io\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try: main(['eval', '--help'])\n"
+            "    except SystemExit: pass\n"
+            "print('openai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

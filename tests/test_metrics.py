@@ -1,0 +1,286 @@
+"""Metrics: trec_eval semantics pinned against pytrec_eval, the seed examples, and conventions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reljudge.errors import MeasureError
+from reljudge.metrics import evaluate, parse_measure
+from reljudge.trec import read_qrels
+from reljudge.types import Qrels, Run
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+# reljudge measure -> pytrec_eval measure key (as it appears in results)
+SHARED = {
+    "nDCG@5": "ndcg_cut_5", "nDCG@10": "ndcg_cut_10", "nDCG": "ndcg",
+    "P@1": "P_1", "P@5": "P_5", "R@5": "recall_5", "R@100": "recall_100",
+    "RR": "recip_rank", "AP": "map", "AP@5": "map_cut_5", "Success@1": "success_1",
+    "Success@5": "success_5", "NumRel": "num_rel", "NumRet": "num_ret",
+}
+PTE_REQUEST = {"ndcg_cut.5,10", "ndcg", "P.1,5", "recall.5,100", "recip_rank", "map",
+               "map_cut.5", "success.1,5", "num_rel", "num_ret"}
+
+
+def pytrec(qrels: dict, run: dict, rel: int = 1) -> dict:
+    ev = pytrec_eval.RelevanceEvaluator(qrels, PTE_REQUEST, relevance_level=rel)
+    return ev.evaluate(run)
+
+
+def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1) -> None:
+    measures = list(SHARED) if rel == 1 else [m for m in SHARED if not m.startswith("nDCG")]
+    asked = [m if rel == 1 or m in ("NumRet",) else _with_rel(m, rel) for m in measures]
+    ours = evaluate(qrels, run, asked, float32_scores=True)
+    theirs = pytrec(qrels, run, rel)
+    assert sorted(theirs) == ours.query_ids
+    for mine, key in zip(asked, (SHARED[m] for m in measures)):
+        col = ours.column(mine)
+        for qid, value in zip(ours.query_ids, col.tolist()):
+            assert value == pytest.approx(theirs[qid][key], abs=1e-9), (qid, mine)
+        if theirs:
+            mean_theirs = np.mean([theirs[q][key] for q in theirs])
+            assert ours.mean()[str(parse_measure(mine))] == pytest.approx(mean_theirs, abs=1e-9)
+
+
+def _with_rel(m: str, rel: int) -> str:
+    name, _, cut = m.partition("@")
+    return f"{name}(rel={rel})" + (f"@{cut}" if cut else "")
+
+
+docids = st.sampled_from([f"d{i}" for i in range(12)])
+qids = st.sampled_from(["q1", "q2", "q3", "q4"])
+# scores on a coarse grid so that ties are frequent and every value is exact in float32
+scores = st.integers(0, 6).map(lambda x: x / 4)
+grades = st.integers(0, 3)  # negative grades: see the hand-made tests below
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qrels=st.dictionaries(qids, st.dictionaries(docids, grades, max_size=8), max_size=4),
+       run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
+                           max_size=4),
+       rel=st.sampled_from([1, 1, 2]))
+def test_every_shared_measure_equals_pytrec_eval(qrels, run, rel):
+    qrels = {q: d for q, d in qrels.items() if d}  # trec_eval has no notion of an empty qrels
+    assert_matches_pytrec(qrels, run, rel)
+
+
+def test_float64_scores_keep_differences_that_float32_loses():
+    qrels = {"q": {"a": 1, "b": 0}}
+    run = {"q": {"a": 1.0, "b": 1.0 + 1e-12}}  # equal in float32: tie broken by docid desc
+    assert evaluate(qrels, run, ["RR"]).mean()["RR"] == 0.5  # b ranks first in float64
+    assert evaluate(qrels, run, ["RR"], float32_scores=True).mean()["RR"] == 0.5
+    run = {"q": {"b": 1.0, "a": 1.0 + 1e-12}}
+    assert evaluate(qrels, run, ["RR"]).mean()["RR"] == 1.0
+    assert evaluate(qrels, run, ["RR"], float32_scores=True).mean()["RR"] == 0.5  # tie: b > a
+
+
+def test_ties_are_broken_by_docid_descending_in_byte_order():
+    qrels = {"q": {"B": 1}}
+    run = {"q": {"a": 1.0, "B": 1.0}}  # 'a' (0x61) > 'B' (0x42): a ranks first
+    assert evaluate(qrels, run, ["RR"]).mean()["RR"] == 0.5
+
+
+def test_rank_column_is_ignored(tmp_path):
+    from reljudge.trec import read_run
+
+    p = tmp_path / "r.run"
+    p.write_text("q Q0 a 1 0.1 t\nq Q0 b 2 0.9 t\n")
+    assert evaluate({"q": {"b": 1}}, read_run(p), ["RR"]).mean()["RR"] == 1.0
+
+
+def test_unjudged_and_negative_grades_are_gain_zero_and_not_in_the_ideal():
+    qrels = {"q": {"a": 2, "n": -1}}
+    run = {"q": {"x": 3.0, "n": 2.0, "a": 1.0}}
+    # DCG = 2 / log2(4); ideal [2] -> IDCG = 2
+    assert evaluate(qrels, run, ["nDCG"]).mean()["nDCG"] == pytest.approx(0.5)
+
+
+def test_ndcg_ignores_rel_while_binary_measures_use_it():
+    qrels = {"q": {"a": 1, "b": 2}}
+    run = {"q": {"a": 2.0, "b": 1.0}}
+    ev = evaluate(qrels, run, ["nDCG@2", "P(rel=2)@2", "RR(rel=2)", "R(rel=2)@1", "AP(rel=2)"])
+    assert ev.mean() == pytest.approx({"nDCG@2": (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)),
+                                       "P(rel=2)@2": 0.5, "RR(rel=2)": 0.5,
+                                       "R(rel=2)@1": 0.0, "AP(rel=2)": 0.5})
+
+
+def test_recall_divides_by_all_relevant_in_the_qrels_and_rr_looks_at_whole_ranking():
+    qrels = {"q": {f"r{i}": 1 for i in range(4)}}
+    run = {"q": {**{f"x{i}": 10.0 - i for i in range(20)}, "r0": -100.0}}
+    ev = evaluate(qrels, run, ["R@100", "RR", "RR@10"])
+    assert ev.mean() == pytest.approx({"R@100": 0.25, "RR": 1 / 21, "RR@10": 0.0})
+
+
+def test_query_without_relevant_documents_scores_zero_and_is_averaged_in():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 0}}
+    run = {"q1": {"a": 1.0}, "q2": {"b": 1.0}}
+    ev = evaluate(qrels, run, ["nDCG@10", "AP"])
+    assert ev.per_query()["q2"] == {"nDCG@10": 0.0, "AP": 0.0}
+    assert ev.mean() == {"nDCG@10": 0.5, "AP": 0.5}
+
+
+def test_all_queries_averages_over_qrels_queries_with_missing_ones_zero():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    run = {"q1": {"a": 1.0}, "q9": {"z": 1.0}}  # q9 has no qrels: never evaluated
+    assert evaluate(qrels, run, ["AP"]).query_ids == ["q1"]
+    ev = evaluate(qrels, run, ["AP"], all_queries=True)
+    assert ev.query_ids == ["q1", "q2"] and ev.mean()["AP"] == 0.5
+
+
+def test_judged_only_drops_unjudged_documents_before_the_cutoff():
+    qrels = {"q": {"a": 1, "b": 1}}
+    run = {"q": {"x": 3.0, "a": 2.0, "b": 1.0}}
+    ev = evaluate(qrels, run, ["nDCG@2", "nDCG(judged_only=True)@2", "Judged@2", "Judged@10"])
+    assert ev.mean()["nDCG(judged_only=True)@2"] == pytest.approx(1.0)
+    assert ev.mean()["nDCG@2"] < 1.0
+    assert ev.mean()["Judged@2"] == 0.5 and ev.mean()["Judged@10"] == pytest.approx(2 / 3)
+
+
+def test_err_follows_gdeval_with_max_grade_4_by_default():
+    qrels = {"q": {"a": 3, "b": 1}}
+    run = {"q": {"a": 2.0, "b": 1.0}}
+    r1, r2 = 7 / 16, 1 / 16
+    assert evaluate(qrels, run, ["ERR@10"]).mean()["ERR@10"] == pytest.approx(
+        r1 + (1 - r1) * r2 / 2)
+    r1, r2 = 7 / 8, 1 / 8
+    assert evaluate(qrels, run, ["ERR(max_grade=3)@10"]).mean()[
+        "ERR(max_grade=3)@10"] == pytest.approx(r1 + (1 - r1) * r2 / 2)
+
+
+# --- the worked examples of ../shared/seed-examples.md ---------------------------------------
+
+def ranked(grades: list[int], pool: list[int] | None = None, qid: str = "q"):
+    """A run returning docs with the given grades in order, and its qrels.
+
+    Without a pool, the qrels are the run's own labels. With a pool (the query's judged
+    grades), each returned document is a pool document of that grade while one is left, and
+    an unjudged document (grade 0) otherwise.
+    """
+    if pool is None:
+        pool = list(grades)
+    free = {}
+    for i, g in enumerate(pool):
+        free.setdefault(g, []).append(f"p{i}")
+    qrels = {qid: {f"p{i}": g for i, g in enumerate(pool)}}
+    docs = []
+    for i, g in enumerate(grades):
+        docs.append(free[g].pop(0) if free.get(g) else f"unjudged{i}")
+        assert g == 0 or not docs[-1].startswith("unjudged"), "pool lacks a positive grade"
+    run = {qid: {d: float(len(docs) - i) for i, d in enumerate(docs)}}
+    return qrels, run
+
+
+def one(qrels, run, measure):
+    return evaluate(qrels, run, [measure]).mean()[str(parse_measure(measure))]
+
+
+def test_seed_1_one_ranking_linear_gain():
+    qrels, run = ranked([3, 2, 3, 0, 1])
+    assert round(one(qrels, run, "DCG@5"), 4) == 6.1487
+    assert round(one(qrels, run, "nDCG@5"), 4) == 0.9724
+    assert round(6.1487 / one(qrels, run, "nDCG@5"), 3) == 6.323
+
+
+def test_seed_2_two_lists_over_one_pool():
+    pool = [3, 2, 1, 0, 0]
+    qa, ra = ranked([3, 2, 0, 0, 0], pool)
+    qb, rb = ranked([2, 1, 3, 0, 0], pool)
+    assert round(one(qa, ra, "DCG@5"), 4) == 4.2619
+    assert round(one(qb, rb, "DCG@5"), 4) == 4.1309
+    assert round(one(qa, ra, "nDCG@5"), 4) == 0.8950
+    assert round(one(qb, rb, "nDCG@5"), 4) == 0.8675
+
+
+def test_seed_3_rag_chunks_qrels_ideal():
+    qrels = {"maternity": {"chunk_17": 3, "chunk_42": 1, "chunk_08": 1, "chunk_91": 0,
+                           "chunk_33": 0}}
+    a = {"maternity": dict(zip(["chunk_17", "chunk_91", "chunk_42", "chunk_08", "chunk_33"],
+                               [5.0, 4, 3, 2, 1]))}
+    b = {"maternity": dict(zip(["chunk_42", "chunk_17", "chunk_08", "chunk_91", "chunk_33"],
+                               [5.0, 4, 3, 2, 1]))}
+    assert round(one(qrels, a, "DCG@5"), 4) == 3.9307
+    assert round(one(qrels, a, "nDCG@5"), 4) == 0.9515
+    assert round(one(qrels, a, "nDCG@3"), 4) == 0.8473
+    assert round(one(qrels, b, "DCG@5"), 4) == 3.3928
+    assert round(one(qrels, b, "nDCG@5"), 4) == 0.8213
+    assert round(one(qrels, b, "nDCG@3"), 4) == 0.8213
+
+
+def test_seed_3_mean_over_queries_is_the_plain_average():
+    from reljudge.metrics import Evaluation
+
+    a = Evaluation("A", ["nDCG@3"], list("abcde"),
+                   np.array([[0.847], [0.912], [0.634], [0.889], [0.723]]))
+    b = Evaluation("B", ["nDCG@3"], list("abcde"),
+                   np.array([[0.823], [0.956], [0.891], [0.845], [0.912]]))
+    assert round(a.mean()["nDCG@3"], 3) == 0.801
+    assert round(b.mean()["nDCG@3"], 3) == 0.885
+
+
+def test_seed_4_exponential_gain():
+    qrels, run = ranked([3, 2, 0, 0])
+    assert round(one(qrels, run, "DCG(dcg='exp-log2')@4"), 4) == 8.8928
+    qrels, run = ranked([0, 0, 2, 3])
+    assert round(one(qrels, run, "DCG(dcg='exp-log2')@4"), 4) == 4.5147
+    for grades, expected in [([3, 3, 2, 1, 0, 0], 1.0), ([3, 2, 3, 1, 0, 0], 0.9608),
+                             ([0, 0, 1, 2, 3, 3], 0.5240)]:
+        qrels, run = ranked(grades)
+        assert round(one(qrels, run, "nDCG(dcg='exp-log2')"), 4) == expected
+
+
+def test_seed_5_the_two_ideal_conventions_disagree():
+    pool = [5, 5, 4, 3, 3, 2, 2, 1, 1, 0]
+    qrels, run = ranked([1, 4, 0, 2, 3], pool)
+    assert round(one(qrels, run, "nDCG(dcg='exp-log2')@5"), 4) == 0.2268
+    assert round(one(qrels, run, "nDCG(dcg='exp-log2',ideal='run')@5"), 4) == 0.6776
+
+
+# --- real data -----------------------------------------------------------------------------
+
+def test_real_llmjudge_qrels_match_pytrec_eval(llmjudge):
+    qrels = read_qrels(llmjudge / "human" / "test.qrels").to_dict()
+    rng = np.random.default_rng(7)
+    run = {}
+    for q, docs in qrels.items():
+        ids = list(docs) + [f"unjudged_{q}_{i}" for i in range(30)]
+        # float32-exact scores (multiples of 1/64) with deliberate ties
+        run[q] = {d: float(rng.integers(0, 400)) / 64 for d in ids}
+    assert_matches_pytrec(qrels, run)
+    assert_matches_pytrec(qrels, run, rel=2)
+
+
+# --- measure syntax ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "canonical"), [
+    ("nDCG@10", "nDCG@10"), ("ndcg_cut@10", "nDCG@10"), ("P(rel=2)@5", "P(rel=2)@5"),
+    ("P(rel=1)@5", "P@5"), ("nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@10"),
+    ("nDCG(ideal=\"run\", dcg='exp-log2')@10", "nDCG(dcg='exp-log2',ideal='run')@10"),
+    ("RR", "RR"), ("AP@100", "AP@100"), ("Judged@10", "Judged@10"), ("NumRel", "NumRel"),
+])
+def test_measure_strings_parse_to_canonical_names(text, canonical):
+    assert str(parse_measure(text)) == canonical
+    assert str(parse_measure(canonical)) == canonical
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("nDCG@ten", "positive integer"), ("Foo@10", "unknown measure"),
+    ("nDCG(x=1)@10", "no parameter 'x'"), ("P@0", "positive integer"),
+    ("P", "needs a cutoff"), ("NumRel@5", "takes no cutoff"),
+    ("nDCG(dcg='exp')@10", "must be one of"), ("P(rel='2')@5", "must be an integer"),
+    ("nDCG(judged_only=1)@5", "True or False"), ("P(rel=)@5", "cannot parse"),
+])
+def test_bad_measure_strings_say_what_is_wrong(text, needle):
+    with pytest.raises(MeasureError, match=needle):
+        parse_measure(text)
+
+
+def test_evaluate_accepts_typed_qrels_and_runs_and_names_the_run():
+    q = Qrels.from_dict({"q": {"a": 1}})
+    r = Run.from_dict({"q": {"a": 1.0, "b": 2.0}}, name="bm25")
+    ev = evaluate(q, r, ["RR"])
+    assert ev.run == "bm25" and ev.mean() == {"RR": 0.5}
