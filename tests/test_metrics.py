@@ -38,9 +38,9 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1) -> None:
     ours = evaluate(qrels, run, asked, float32_scores=True)
     theirs = pytrec(qrels, run, rel)
     assert sorted(theirs) == ours.query_ids
-    for mine, key in zip(asked, (SHARED[m] for m in measures)):
+    for mine, key in zip(asked, (SHARED[m] for m in measures), strict=False):
         col = ours.column(mine)
-        for qid, value in zip(ours.query_ids, col.tolist()):
+        for qid, value in zip(ours.query_ids, col.tolist(), strict=False):
             assert value == pytest.approx(theirs[qid][key], abs=1e-9), (qid, mine)
         if theirs:
             mean_theirs = np.mean([theirs[q][key] for q in theirs])
@@ -200,9 +200,9 @@ def test_seed_3_rag_chunks_qrels_ideal():
     qrels = {"maternity": {"chunk_17": 3, "chunk_42": 1, "chunk_08": 1, "chunk_91": 0,
                            "chunk_33": 0}}
     a = {"maternity": dict(zip(["chunk_17", "chunk_91", "chunk_42", "chunk_08", "chunk_33"],
-                               [5.0, 4, 3, 2, 1]))}
+                               [5.0, 4, 3, 2, 1], strict=False))}
     b = {"maternity": dict(zip(["chunk_42", "chunk_17", "chunk_08", "chunk_91", "chunk_33"],
-                               [5.0, 4, 3, 2, 1]))}
+                               [5.0, 4, 3, 2, 1], strict=False))}
     assert round(one(qrels, a, "DCG@5"), 4) == 3.9307
     assert round(one(qrels, a, "nDCG@5"), 4) == 0.9515
     assert round(one(qrels, a, "nDCG@3"), 4) == 0.8473

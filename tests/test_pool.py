@@ -11,7 +11,7 @@ from reljudge.types import Run
 def test_top_k_orders_by_score_then_docid_descending_and_ignores_input_order():
     run = Run.from_dict({"q1": {"a": 1.0, "c": 1.0, "b": 3.0, "d": 0.5}, "q2": {"x": 2.0}})
     q, d, r = top_k(run, 2)
-    got = list(zip(q.tolist(), d.tolist(), r.tolist()))
+    got = list(zip(q.tolist(), d.tolist(), r.tolist(), strict=False))
     assert got == [("q1", "b", 1), ("q1", "c", 2), ("q2", "x", 1)]
 
 

@@ -90,3 +90,25 @@ def test_missing_file_and_non_utf8(tmp_path):
 def test_cli_without_command_prints_help_and_exits_2(capsys):
     assert main([]) == 2
     assert "reljudge" in capsys.readouterr().out
+
+
+def test_chunked_fast_path_equals_line_by_line_parse(tmp_path, monkeypatch):
+    import reljudge.trec as trec
+
+    lines = [f"q{i % 7} Q0 d{i} {i} {i / 3!r} tag\n" for i in range(500)]
+    p = write(tmp_path, "big.run", "".join(lines))
+    whole = read_run(p)
+    monkeypatch.setattr(trec, "_CHUNK", 97)  # many chunks, boundaries inside lines
+    chunked = read_run(p)
+    assert chunked.to_dict() == whole.to_dict() and chunked.name == "tag"
+    bad = lines[:321] + ["q1 Q0 dx 1 oops tag\n"] + lines[321:]
+    p2 = write(tmp_path, "bad.run", "".join(bad))
+    with pytest.raises(InputError, match=r"bad.run:322: expected a numeric score"):
+        read_run(p2)
+
+
+def test_run_groups_put_split_queries_together_in_file_order():
+    r = Run.from_arrays(["q1", "q2", "q1"], ["a", "b", "c"], [1.0, 2.0, 3.0])
+    qids, bounds, docid, _ = r.groups()
+    assert qids == ["q1", "q2"] and bounds.tolist() == [0, 2, 3]
+    assert docid.tolist() == ["a", "c", "b"]

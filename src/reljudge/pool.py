@@ -74,7 +74,7 @@ def build_pool(runs: Sequence[Run], depth: int,
     best: dict[tuple[str, str], int] = {}
     for run in runs:
         q, d, r = top_k(run, depth)
-        for pair, rank in zip(zip(q.tolist(), d.tolist()), r.tolist()):
+        for pair, rank in zip(zip(q.tolist(), d.tolist(), strict=False), r.tolist(), strict=False):
             if rank < best.get(pair, depth + 1):
                 best[pair] = rank
     pairs = sorted(best, key=lambda p: (p[0], best[p], p[1]))
@@ -96,7 +96,7 @@ def judged_at_k(run: Run, labelled: Iterable[tuple[str, str]], k: int) -> float:
     if len(q) == 0:
         return 0.0
     hit: dict[str, list[int]] = {}
-    for qid, docid in zip(q.tolist(), d.tolist()):
+    for qid, docid in zip(q.tolist(), d.tolist(), strict=False):
         h = hit.setdefault(qid, [0])
         h[0] += (qid, docid) in done
     # trec_eval/ir_measures Judged@k divides by k even when a query returns fewer than k docs

@@ -36,6 +36,23 @@ def _check_unique_pairs(qid: np.ndarray, docid: np.ndarray, what: str) -> None:
         seen.add((q, d))
 
 
+def _group_rows(qid: np.ndarray, docid: np.ndarray, score: np.ndarray):
+    """(qids, bounds, docid, score) with rows reordered so each query's rows are contiguous."""
+    n = len(qid)
+    if n == 0:
+        return [], np.zeros(1, dtype=np.int64), docid, score
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    firsts = qid[starts].tolist()
+    if len(set(firsts)) != len(firsts):  # a query's rows are split: group them (stable)
+        codes: dict[str, int] = {}
+        qcode = np.fromiter(map(codes.setdefault, qid.tolist(), range(n)), np.int64, n)
+        order = np.argsort(qcode, kind="stable")
+        qid, docid, score = qid[order], docid[order], score[order]
+        starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+        firsts = qid[starts].tolist()
+    return firsts, np.r_[starts, n].astype(np.int64), docid, score
+
+
 @dataclass(frozen=True, eq=False)
 class Qrels:
     """Graded relevance judgments: one (qid, docid, grade) row per judged pair, pairs unique."""
@@ -117,6 +134,7 @@ class Run:
     score: np.ndarray
     name: str = "run"
     _dict: dict | None = field(default=None, repr=False, compare=False)
+    _groups: tuple | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_arrays(cls, qid, docid, score, *, name: str = "run", check: bool = True) -> Run:
@@ -159,7 +177,14 @@ class Run:
 
     def with_name(self, name: str) -> Run:
         """The same run under another name."""
-        return Run(self.qid, self.docid, self.score, name)
+        return Run(self.qid, self.docid, self.score, name, self._dict, self._groups)
+
+    def groups(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Rows grouped by query: (qids, bounds, docid, score) with query i's rows at
+        ``bounds[i]:bounds[i+1]`` of the returned columns (file order kept inside a query)."""
+        if self._groups is None:
+            object.__setattr__(self, "_groups", _group_rows(self.qid, self.docid, self.score))
+        return self._groups  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return len(self.score)

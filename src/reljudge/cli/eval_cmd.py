@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if len(set(names)) != len(names):  # two files with one tag: name them by file instead
         from pathlib import Path
 
-        runs = [r.with_name(Path(p).name) for r, p in zip(runs, args.runs)]
+        runs = [r.with_name(Path(p).name) for r, p in zip(runs, args.runs, strict=False)]
     results = evaluate_many(qrels, runs, measures, all_queries=args.all_queries,
                             float32_scores=args.float32_scores)
     if args.format == "trec":
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.per_query:
         headers = ["run", "query", *measures]
         rows = [[name, q, *row] for name, ev in results.items()
-                for q, row in zip(ev.query_ids, ev.scores.tolist())]
+                for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
         rows += [[name, "all", *ev.mean().values()] for name, ev in results.items()]
     else:
         headers = ["run", "queries", *measures]

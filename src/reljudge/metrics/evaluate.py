@@ -44,93 +44,105 @@ class Evaluation:
         """Mean of each measure over the evaluated queries (0.0 when there are none)."""
         if not self.query_ids:
             return {m: 0.0 for m in self.measures}
-        return dict(zip(self.measures, self.scores.mean(axis=0).tolist()))
+        return dict(zip(self.measures, self.scores.mean(axis=0).tolist(), strict=False))
 
     def per_query(self) -> dict[str, dict[str, float]]:
         """{qid: {measure: value}}."""
-        return {q: dict(zip(self.measures, row)) for q, row in
-                zip(self.query_ids, self.scores.tolist())}
+        return {q: dict(zip(self.measures, row, strict=False)) for q, row in
+                zip(self.query_ids, self.scores.tolist(), strict=False)}
 
 
 def _qrels_dict(qrels: QrelsLike) -> Mapping[str, Mapping[str, int]]:
     return qrels.to_dict() if isinstance(qrels, Qrels) else qrels
 
 
-def _run_groups(run: RunLike) -> Iterator[tuple[str, list[str], np.ndarray]]:
-    """(qid, docids, scores) per query, in any order."""
+def _run_groups(run: RunLike) -> Iterator[tuple[str, Sequence[str], np.ndarray, Mapping | None]]:
+    """(qid, docids, scores, {docid: score} or None) per query, in any order."""
     if isinstance(run, Run):
-        qid = run.qid
-        n = len(qid)
-        if n == 0:
-            return
-        # group rows by query; a stable sort keeps file order inside a query
-        codes: dict[str, int] = {}
-        qcode = np.fromiter(map(codes.setdefault, qid.tolist(), range(n)), np.int64, n)
-        if n > 1 and np.any(qcode[1:] < qcode[:-1]):
-            order = np.argsort(qcode, kind="stable")
-            qcode, docids, scores = qcode[order], run.docid[order], run.score[order]
-        else:
-            docids, scores = run.docid, run.score
-        bounds = np.flatnonzero(np.r_[True, qcode[1:] != qcode[:-1], True])
+        qids, bounds, docids, scores = run.groups()
         doc_list = docids.tolist()
-        names = list(codes)
-        code_to_name = {v: k for k, v in codes.items()}
-        del names
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            yield code_to_name[int(qcode[a])], doc_list[a:b], scores[a:b]
+        for q, a, b in zip(qids, bounds[:-1].tolist(), bounds[1:].tolist(), strict=False):
+            yield q, doc_list[a:b], scores[a:b], None
     else:
         for q, docs in run.items():
-            yield str(q), list(docs), np.fromiter(docs.values(), np.float64, len(docs))
+            yield str(q), docs, np.fromiter(docs.values(), np.float64, len(docs)), docs
 
 
-def _tie_order(docs: list[str], scores: np.ndarray) -> np.ndarray:
-    """trec_eval order of one query: score descending, then docid descending (byte order)."""
-    keys = sorted(range(len(docs)), key=lambda i: (scores[i], docs[i].encode()), reverse=True)
-    return np.asarray(keys, dtype=np.int64)
+def _judged_retrieved(judged: Mapping[str, int], docs: Sequence[str], scores: np.ndarray,
+                      by_doc: Mapping | None) -> tuple[list[str], np.ndarray, list[int]]:
+    """The run's judged documents of one query: (docids, scores, grades).
+
+    With a {docid: score} dict the (few) judged documents are looked up in the run; otherwise
+    the run's documents are looked up in the judgments. Either way one C-level map.
+    """
+    if by_doc is not None:
+        found = [(d, s, g) for d, s, g in zip(judged, map(by_doc.get, judged), judged.values(), strict=False)
+                 if s is not None]
+        if not found:
+            return [], np.zeros(0), []
+        d, s, g = zip(*found, strict=False)
+        return list(d), np.asarray(s, dtype=np.float64), list(g)
+    grades = np.fromiter(map(judged.get, docs, repeat(UNJUDGED)), np.int64, len(docs))
+    cols = np.flatnonzero(grades != UNJUDGED)
+    return [docs[c] for c in cols.tolist()], scores[cols], grades[cols].tolist()
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32).astype(np.float64)
 
 
 def rank(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
          float32_scores: bool = False) -> tuple[list[str], Ranked]:
-    """Build the Ranked matrices of the queries to evaluate (sorted query ids)."""
+    """Build the Ranked matrices of the queries to evaluate (sorted query ids).
+
+    Only judged documents need a place: each one's rank is the number of documents scoring
+    higher, plus the tied documents whose docid is greater (trec_eval's order), found by a
+    binary search in the query's sorted scores. Unjudged documents are counted, not placed.
+    """
     qd = _qrels_dict(qrels)
-    groups = {q: (d, s) for q, d, s in _run_groups(run) if q in qd and len(d)}
+    groups = {q: (d, s, m) for q, d, s, m in _run_groups(run) if q in qd and len(d)}
     qids = sorted(qd) if all_queries else sorted(groups)
     n = len(qids)
     width = max((len(groups[q][0]) for q in qids if q in groups), default=0)
-    scores = np.full((n, width), -np.inf)
-    grades = np.full((n, width), PAD, dtype=np.int64)
+    neg_scores = np.full((n, width), np.inf)
     length = np.zeros(n, dtype=np.int64)
-    ideal_rows = []
+    ideal_rows, found = [], []
     for i, q in enumerate(qids):
         judged = qd[q]
         ideal_rows.append(np.fromiter(judged.values(), np.int64, len(judged)))
         if q not in groups:
             continue
-        docs, s = groups[q]
-        m = len(docs)
-        length[i] = m
-        scores[i, :m] = s
-        grades[i, :m] = np.fromiter(map(judged.get, docs, repeat(UNJUDGED)), np.int64, m)
-    if float32_scores:
-        finite = np.isfinite(scores)
-        scores[finite] = scores[finite].astype(np.float32).astype(np.float64)
-    order = np.argsort(-scores, axis=1, kind="stable")
-    rows = np.arange(n)[:, None]
-    sorted_scores = scores[rows, order]
-    grades = grades[rows, order]
-    if width > 1:
-        tied = (sorted_scores[:, 1:] == sorted_scores[:, :-1]) & np.isfinite(sorted_scores[:, 1:])
-        for i in np.flatnonzero(tied.any(axis=1)).tolist():
-            docs, _ = groups[qids[i]]
-            m = length[i]
-            o = _tie_order(docs, scores[i, :m])
-            unsorted = np.fromiter(map(qd[qids[i]].get, docs, repeat(UNJUDGED)), np.int64, m)
-            grades[i, :m] = unsorted[o]
+        docs, s, by_doc = groups[q]
+        length[i] = len(docs)
+        neg_scores[i, : len(docs)] = -(_f32(s) if float32_scores else s)
+        found.append((i, *_judged_retrieved(judged, docs, s, by_doc)))
+    neg_scores.sort(axis=1)  # each row ascending = scores descending, padding last
+    grades = np.full((n, width), PAD, dtype=np.int64)
+    grades[np.arange(width)[None, :] < length[:, None]] = UNJUDGED
+    for i, jdocs, jscores, jgrades in found:
+        if not jdocs:
+            continue
+        key = -(_f32(jscores) if float32_scores else jscores)
+        row = neg_scores[i]
+        pos = np.searchsorted(row, key, "left")
+        tied = np.searchsorted(row, key, "right") - pos > 1
+        for t in np.flatnonzero(tied).tolist():  # equal scores: docid descending decides
+            pos[t] += _greater_tied(groups[qids[i]], jdocs[t], -key[t], float32_scores)
+        grades[i, pos] = jgrades
     depth = max((len(r) for r in ideal_rows), default=0)
     ideal = np.full((n, depth), PAD, dtype=np.int64)
     for i, r in enumerate(ideal_rows):
         ideal[i, : len(r)] = -np.sort(-r)
     return qids, Ranked(grades, length, ideal)
+
+
+def _greater_tied(group, docid: str, score: float, float32_scores: bool) -> int:
+    """How many of the query's documents with this score have a greater docid (byte order)."""
+    docs, scores, _ = group
+    s = _f32(scores) if float32_scores else scores
+    names = docs if isinstance(docs, list) else list(docs)
+    me = docid.encode()
+    return sum(1 for c in np.flatnonzero(s == score).tolist() if names[c].encode() > me)
 
 
 def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure], *,

@@ -1,0 +1,207 @@
+"""Benchmark: reljudge's metrics against pytrec_eval, ir_measures and ranx, side by side.
+
+Workload (fixed seed): Q queries x D retrieved documents, ~J graded judgments per query (half
+of them among the retrieved). Measures: nDCG@10, nDCG@100, P@10, R@100, RR, AP, aggregates and
+per-query values. Two paths: from in-memory dicts (the dict-of-dicts every tool accepts; for
+reljudge the conversion is inside the time) and from TREC files on disk (each tool's own
+reader). Every (tool, path) runs in a fresh subprocess so that peak memory is its own.
+
+    python bench/metrics.py                    # 10,000 x 1,000, the issue's workload
+    python bench/metrics.py --queries 500      # quick look
+Needs the bench extra: pip install -e '.[bench]'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+MEASURES = ["nDCG@10", "nDCG@100", "P@10", "R@100", "RR", "AP"]
+PTE = {"ndcg_cut.10,100", "P.10", "recall.100", "recip_rank", "map"}
+
+
+def make_data(nq: int, nd: int, nj: int, seed: int):
+    """Deterministic qrels and run dicts."""
+    rng = np.random.default_rng(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(nq):
+        qid = f"q{q}"
+        docs = [f"D{q}_{i}" for i in range(nd)]
+        scores = rng.random(nd).round(6)
+        run[qid] = dict(zip(docs, scores.tolist(), strict=False))
+        judged = rng.choice(nd * 2, size=nj, replace=False)  # half outside the run
+        grades = rng.choice(4, size=nj, p=[0.5, 0.25, 0.15, 0.10])
+        qrels[qid] = {f"D{q}_{j}": int(g) for j, g in zip(judged.tolist(), grades.tolist(), strict=False)}
+    return qrels, run
+
+
+def write_files(qrels, run, folder: Path) -> tuple[Path, Path]:
+    """TREC files of the workload."""
+    qp, rp = folder / "bench.qrels", folder / "bench.run"
+    with open(qp, "w") as f:
+        for q, docs in qrels.items():
+            f.writelines(f"{q} 0 {d} {g}\n" for d, g in docs.items())
+    with open(rp, "w") as f:
+        for q, docs in run.items():
+            ranked = sorted(docs.items(), key=lambda kv: -kv[1])
+            f.writelines(f"{q} Q0 {d} {i} {s} bench\n" for i, (d, s) in enumerate(ranked, 1))
+    return qp, rp
+
+
+# --- one tool, one path: runs inside a subprocess --------------------------------------------
+
+def _reljudge(qrels, run, files):
+    from reljudge.metrics import evaluate
+    from reljudge.trec import read_qrels, read_run
+
+    if files:
+        qrels, run = read_qrels(qrels), read_run(run)
+    ev = evaluate(qrels, run, MEASURES)
+    return ev.mean(), ev.per_query()
+
+
+def _pytrec(qrels, run, files):
+    import pytrec_eval
+
+    if files:
+        with open(qrels) as f:
+            qrels = pytrec_eval.parse_qrel(f)
+        with open(run) as f:
+            run = pytrec_eval.parse_run(f)
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, PTE).evaluate(run)
+    keys = next(iter(per_query.values())).keys()
+    return {k: statistics.fmean(v[k] for v in per_query.values()) for k in keys}, per_query
+
+
+def _ir_measures(qrels, run, files):
+    import ir_measures
+
+    if files:
+        qrels = ir_measures.read_trec_qrels(str(qrels))
+        run = ir_measures.read_trec_run(str(run))
+    ms = [ir_measures.parse_measure(m) for m in MEASURES]
+    evaluator = ir_measures.evaluator(ms, qrels)
+    per_query = list(evaluator.iter_calc(run))
+    return evaluator.calc_aggregate(run), per_query
+
+
+def _ranx(qrels, run, files):
+    from ranx import Qrels, Run, evaluate
+
+    if files:
+        q, r = Qrels.from_file(str(qrels), kind="trec"), Run.from_file(str(run), kind="trec")
+    else:
+        q, r = Qrels(qrels), Run(run)
+    metrics = ["ndcg@10", "ndcg@100", "precision@10", "recall@100", "mrr", "map"]
+    agg = evaluate(q, r, metrics, make_comparable=True, return_mean=True)
+    return agg, r.scores
+
+
+TOOLS = {"reljudge": _reljudge, "pytrec_eval": _pytrec, "ir_measures": _ir_measures,
+         "ranx": _ranx}
+
+
+def _child(args) -> None:
+    """Run one (tool, path) several times; print JSON with times and peak memory."""
+    fn = TOOLS[args.tool]
+    out: dict = {}
+    if args.tool == "ranx":  # numba compiles on first use: time that on a tiny input first
+        t = time.perf_counter()
+        fn({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 0.5}}, False)
+        out["compile"] = time.perf_counter() - t
+    if args.path == "dicts":
+        qrels, run = make_data(args.queries, args.docs, args.judged, args.seed)
+    else:
+        qrels, run = Path(args.qrels_file), Path(args.run_file)
+    times, first = [], None
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        agg, _per_query = fn(qrels, run, args.path == "files")
+        times.append(time.perf_counter() - t)
+        first = first or agg
+    out.update(times=times, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               aggregate={str(k): float(v) for k, v in first.items()})
+    print(json.dumps(out))
+
+
+def _spawn(tool: str, path: str, args, files: tuple[Path, Path]) -> dict:
+    cmd = [sys.executable, __file__, "--child", "--tool", tool, "--path", path,
+           "--queries", str(args.queries), "--docs", str(args.docs), "--judged",
+           str(args.judged), "--seed", str(args.seed), "--repeats", str(args.repeats),
+           "--qrels-file", str(files[0]), "--run-file", str(files[1])]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _first_result(files: tuple[Path, Path]) -> float:
+    """Wall time of a fresh `reljudge eval` process (imports + files + evaluation)."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "reljudge", "eval", str(files[0]), str(files[1]),
+                    *sum((["-m", m] for m in MEASURES), [])], check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    """Parse flags; as parent, run every tool on both paths and print the table."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--queries", type=int, default=10_000)
+    p.add_argument("--docs", type=int, default=1_000)
+    p.add_argument("--judged", type=int, default=100)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--tools", default=",".join(TOOLS))
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--tool", help=argparse.SUPPRESS)
+    p.add_argument("--path", help=argparse.SUPPRESS)
+    p.add_argument("--qrels-file", help=argparse.SUPPRESS)
+    p.add_argument("--run-file", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        _child(args)
+        return
+    tools = args.tools.split(",")
+    print(f"workload: {args.queries:,} queries x {args.docs:,} docs, ~{args.judged} judgments "
+          f"per query, seed {args.seed}; {args.repeats} repeats, median; "
+          f"{os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        qrels, run = make_data(args.queries, args.docs, args.judged, args.seed)
+        files = write_files(qrels, run, Path(tmp))
+        del qrels, run
+        results = {(t, path): _spawn(t, path, args, files) for path in ("dicts", "files")
+                   for t in tools}
+        steady = statistics.median(results[("reljudge", "files")].get("times", [float("nan")]))
+        fresh = _first_result(files) if "reljudge" in tools else float("nan")
+    header = f"{'path':<6} {'tool':<12} {'median s':>9} {'vs reljudge':>11} {'peak MB':>8}  notes"
+    print(header)
+    print("-" * len(header))
+    for path in ("dicts", "files"):
+        ours = statistics.median(results[("reljudge", path)].get("times", [float("nan")]))
+        for t in tools:
+            r = results[(t, path)]
+            if "error" in r:
+                print(f"{path:<6} {t:<12} {'-':>9} {'-':>11} {'-':>8}  error: {r['error']}")
+                continue
+            med = statistics.median(r["times"])
+            note = f"numba compile {r['compile']:.1f} s (not in median)" if "compile" in r else ""
+            print(f"{path:<6} {t:<12} {med:>9.2f} {med / ours:>10.1f}x {r['peak_mb']:>8.0f}  {note}")
+    ref = results[("reljudge", "dicts")].get("aggregate", {})
+    print("\nreljudge aggregates: " + ", ".join(f"{k}={v:.4f}" for k, v in ref.items()))
+    print(f"fresh process (`reljudge eval` on the files, imports included): {fresh:.2f} s; "
+          f"steady-state files path: {steady:.2f} s; difference {fresh - steady:+.2f} s")
+
+
+if __name__ == "__main__":
+    main()
