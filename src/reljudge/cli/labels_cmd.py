@@ -1,0 +1,233 @@
+"""``reljudge labels``: import, merge, export and inspect the label store."""
+
+from __future__ import annotations
+
+import argparse
+
+EXAMPLES = """\
+examples:
+  reljudge labels import human.qrels --store labels.sqlite --source-kind human --source-name nist
+  reljudge labels import judges/*.txt --store labels.sqlite --source-kind llm --clip
+  reljudge labels merge --store labels.sqlite --policy human-first --out final.qrels \\
+      --provenance final.provenance.jsonl
+  reljudge labels export --store labels.sqlite --source nist --out nist.qrels
+  reljudge labels stats --store labels.sqlite
+  reljudge labels conflicts --store labels.sqlite --limit 20
+
+merge policies (which labels decide a pair):
+  human-first   human labels when there are any, else LLM and imported ones (default)
+  human-only    only human labels;  llm-only: only LLM labels
+  source=NAME   only the labels of one source
+aggregation of several labels of a pair: majority (a tie goes to the lower grade), mean,
+median; rounded half up unless --fractional. Of several labels from one source for one pair
+(and one sample), the latest is a correction and wins. Failed judgments never decide.
+"""
+
+
+def register(sub) -> None:
+    """Add the ``labels`` subcommand and its verbs."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.cli.common import add_format_flags
+
+    p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
+                       description="The label store: one SQLite file with every label and "
+                                   "where it came from.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    def verb(name: str, help_: str) -> argparse.ArgumentParser:
+        v = verbs.add_parser(name, help=help_, description=help_, epilog=EXAMPLES,
+                             formatter_class=HelpFormatter)
+        v.add_argument("--store", required=True, help="the label store (SQLite file)")
+        return v
+
+    v = verb("import", "import labels from TREC qrels, CSV (qid,docid,grade) or JSONL")
+    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("--source-kind", choices=("human", "llm", "import"), default="import",
+                   help="who gave the labels (default: import)")
+    v.add_argument("--source-name", help="assessor or judge name (default: the file's stem)")
+    v.add_argument("--label-format", choices=("qrels", "csv", "jsonl"),
+                   help="file format (default: from the file name; .csv, .jsonl, else qrels)")
+    v.add_argument("--clip", action="store_true",
+                   help="clip grades outside 0..3 instead of rejecting the file")
+    v.add_argument("--force", action="store_true", help="import a file again even if it was")
+    add_format_flags(v, ("table", "json"))
+    v.set_defaults(func=do_import)
+
+    v = verb("merge", "merge labels into final qrels with provenance")
+    _merge_flags(v)
+    v.add_argument("--out", help="write the final TREC qrels here")
+    v.add_argument("--provenance", help="write one record per final label here (.jsonl or .tsv)")
+    add_format_flags(v, ("table", "json"))
+    v.set_defaults(func=do_merge)
+
+    v = verb("export", "export the labels of one source (or kind) alone as qrels")
+    group = v.add_mutually_exclusive_group(required=True)
+    group.add_argument("--source", help="the source name")
+    group.add_argument("--kind", choices=("human", "llm"), help="every source of a kind")
+    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
+    v.add_argument("--out", required=True, help="the TREC qrels file to write")
+    v.set_defaults(func=do_export)
+
+    v = verb("stats", "label sources, grade distributions, failures and coverage per query")
+    v.add_argument("--pool", help="pairs file (QID DOCID) to report coverage against")
+    _merge_flags(v)
+    add_format_flags(v, ("table", "json"))
+    v.set_defaults(func=do_stats)
+
+    v = verb("conflicts", "pairs where the human and the LLM labels disagree, largest first")
+    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
+    v.add_argument("--min-diff", type=float, default=1.0, help="smallest |LLM - human| shown")
+    v.add_argument("--limit", type=int, default=50, help="rows to show (0: all)")
+    add_format_flags(v, ("table", "json", "csv"))
+    v.set_defaults(func=do_conflicts)
+
+
+def _merge_flags(v: argparse.ArgumentParser) -> None:
+    v.add_argument("--policy", default="human-first",
+                   help="human-first (default), human-only, llm-only or source=NAME")
+    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
+    v.add_argument("--fractional", action="store_true",
+                   help="keep fractional aggregated grades (provenance file only)")
+
+
+def _open(args):
+    from reljudge.store import LabelStore
+
+    return LabelStore(args.store)
+
+
+def do_import(args) -> int:
+    """Import each file as one source."""
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.store import import_labels
+    from reljudge.store.importers import check_scale, read_labels
+
+    for path in args.files:  # validate every file before writing any: all or nothing
+        check_scale(read_labels(path, args.label_format), args.clip)
+    reports = []
+    with _open(args) as store:
+        for path in args.files:
+            reports.append(import_labels(store, path, args.source_kind, args.source_name,
+                                         fmt=args.label_format, clip=args.clip, force=args.force))
+    if args.format == "json":
+        print(json_dumps([r.__dict__ for r in reports]), end="")
+        return 0
+    rows = [[r.path, r.kind, r.name, "already imported" if r.skipped else r.events,
+             len(r.clipped), len(r.unknown_queries), len(r.unknown_passages)] for r in reports]
+    print(render(["file", "kind", "source", "events", "clipped", "unknown qids",
+                  "unknown docids"], rows), end="")
+    for r in reports:
+        for line, was, now in r.clipped:
+            print(f"clipped: {r.path}:{line}: grade {was} -> {now}")
+    return 0
+
+
+def do_merge(args) -> int:
+    """Merge and write."""
+    from collections import Counter
+
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.trec import write_qrels
+
+    with _open(args) as store:
+        merged = store.merge(args.policy, args.aggregate, args.fractional)
+    if args.out:
+        write_qrels(merged.qrels, args.out)
+    if args.provenance:
+        write_provenance(merged, args.provenance)
+    by = Counter(lab.decided_by for lab in merged.labels)
+    if args.format == "json":
+        print(json_dumps({"policy": merged.policy, "aggregate": merged.aggregate,
+                          "labels": len(merged.labels), "decided_by": dict(by),
+                          "out": args.out, "provenance": args.provenance}), end="")
+    else:
+        print(render(["policy", "aggregate", "final labels", *[f"by {k}" for k in sorted(by)]],
+                     [[merged.policy, merged.aggregate, len(merged.labels),
+                       *[by[k] for k in sorted(by)]]]), end="")
+    return 0
+
+
+def write_provenance(merged, path: str) -> None:
+    """The provenance side file: JSONL, or TSV when the name ends in .tsv."""
+    import json
+
+    from reljudge.trec import _atomic_write
+
+    rows = merged.provenance_rows()
+    if str(path).endswith(".tsv"):
+        head = "qid\tdocid\tgrade\tdecided_by\tsources\tvotes\tpolicy\taggregate\n"
+        body = "".join(f"{r['qid']}\t{r['docid']}\t{r['grade']:g}\t{r['decided_by']}\t"
+                       f"{','.join(r['sources'])}\t{','.join(map(str, r['votes']))}\t"
+                       f"{r['policy']}\t{r['aggregate']}\n" for r in rows)
+        _atomic_write(path, head + body)
+    else:
+        _atomic_write(path, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def do_export(args) -> int:
+    """Write one source (or kind) alone."""
+    from reljudge.trec import write_qrels
+
+    policy = f"source={args.source}" if args.source else f"{args.kind}-only"
+    with _open(args) as store:
+        merged = store.merge(policy, args.aggregate)
+    if not merged.labels:
+        from reljudge.errors import StoreError
+
+        raise StoreError(f"{args.store}: no labels for {policy}")
+    write_qrels(merged.qrels, args.out)
+    print(f"wrote {len(merged.labels)} labels ({policy}) to {args.out}")
+    return 0
+
+
+def do_stats(args) -> int:
+    """Sources, failures, coverage."""
+    from collections import Counter
+
+    from reljudge.io import read_pairs
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.store import coverage
+
+    with _open(args) as store:
+        sources = store.sources()
+        failures = store.failures()
+        merged = store.merge(args.policy, args.aggregate, args.fractional)
+    pool = read_pairs(args.pool) if args.pool else None
+    cov = coverage(merged, pool)
+    reasons = Counter(f[3].split(":")[0] for f in failures)
+    if args.format == "json":
+        print(json_dumps({"sources": [s.__dict__ for s in sources],
+                          "failures": {"total": len(failures), "by_reason": dict(reasons)},
+                          "coverage": [{"qid": q, "labelled": n, "pooled": p}
+                                       for q, n, p in cov]}), end="")
+        return 0
+    rows = [[s.kind, s.name, s.events, s.ok, s.failed,
+             *[s.grades.get(g, 0) for g in range(4)], s.cost] for s in sources]
+    print(render(["kind", "source", "events", "ok", "failed", "0", "1", "2", "3", "cost $"],
+                 rows), end="")
+    print(f"\nfailed judgments: {len(failures)}" +
+          ("".join(f"\n  {n:>6}  {r}" for r, n in reasons.most_common()) if failures else ""))
+    print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):")
+    print(render(["qid", "labelled", "pooled", "share"],
+                 [[q, n, p, (n / p if p else None)] for q, n, p in cov]), end="")
+    return 0
+
+
+def do_conflicts(args) -> int:
+    """Human vs LLM disagreements."""
+    from reljudge.report.tables import render
+    from reljudge.store import conflicts
+
+    with _open(args) as store:
+        found = [c for c in conflicts(store.label_rows(), args.aggregate)
+                 if abs(c.diff) >= args.min_diff]
+    total = len(found)
+    if args.limit:
+        found = found[: args.limit]
+    rows = [[c.qid, c.docid, c.human, c.llm, c.diff] for c in found]
+    print(render(["qid", "docid", "human", "llm", "llm - human"], rows, args.format, 1), end="")
+    if args.format == "table":
+        print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
+              + (f" (showing {len(found)})" if total > len(found) else ""))
+    return 0

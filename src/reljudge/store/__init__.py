@@ -1,0 +1,18 @@
+"""The label store: every label with its provenance in one SQLite file, merged by rule."""
+
+from reljudge.store.importers import ImportReport, import_labels, read_labels
+from reljudge.store.merge import (
+           AGGREGATES,
+           POLICIES,
+           Conflict,
+           FinalLabel,
+           Merged,
+           conflicts,
+           coverage,
+           merge_rows,
+)
+from reljudge.store.store import LabelStore, SourceStats
+
+__all__ = ["AGGREGATES", "POLICIES", "Conflict", "FinalLabel", "ImportReport", "LabelStore",
+           "Merged", "SourceStats", "conflicts", "coverage", "import_labels", "merge_rows",
+           "read_labels"]

@@ -1,0 +1,180 @@
+"""Merge policies: the stated, reproducible rule that turns many labels into final qrels.
+
+Steps, for every (query, document) pair:
+1. Corrections: of several labels from one source with one sample index, the latest wins.
+2. Policy picks which labels decide:
+   - ``human-first`` (default): the human labels when there are any, else all others
+     (LLM and imported);
+   - ``human-only`` / ``llm-only``: only labels of that kind (pairs without any are holes);
+   - ``source=NAME``: only the labels of that one source.
+3. Aggregation of the deciding labels (several assessors, or several samples of a judge):
+   - ``majority``: the most frequent grade; a tie goes to the LOWER grade (conservative);
+   - ``mean``: the arithmetic mean;  ``median``: the median (mean of the middle two).
+   Unless ``fractional``, a non-integer result is rounded half up (1.5 -> 2).
+Failed judgments never decide anything: a pair with only failures has no final label.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.errors import StoreError
+from reljudge.types import Qrels
+
+POLICIES = ("human-first", "human-only", "llm-only", "source=NAME")
+AGGREGATES = ("majority", "mean", "median")
+
+
+@dataclass(frozen=True)
+class FinalLabel:
+    """One merged label and how it was decided."""
+
+    qid: str
+    docid: str
+    grade: float
+    decided_by: str  # the kind that decided (human / llm / import / mixed)
+    sources: tuple[str, ...]
+    votes: tuple[int, ...]  # the grades that were aggregated
+
+
+@dataclass(frozen=True)
+class Merged:
+    """Merged labels with provenance, under a named policy and aggregation."""
+
+    policy: str
+    aggregate: str
+    fractional: bool
+    labels: list[FinalLabel]
+
+    @property
+    def qrels(self) -> Qrels:
+        """The final labels as integer-graded qrels."""
+        if self.fractional and any(lab.grade != int(lab.grade) for lab in self.labels):
+            raise StoreError("fractional grades cannot be written as TREC qrels; merge without "
+                             "--fractional, or export the provenance file instead")
+        return Qrels.from_arrays([lab.qid for lab in self.labels],
+                                 [lab.docid for lab in self.labels],
+                                 np.array([int(lab.grade) for lab in self.labels],
+                                          dtype=np.int64), check=False)
+
+    def provenance_rows(self) -> list[dict]:
+        """One record per final label (for the TSV / JSONL side file)."""
+        return [{"qid": lab.qid, "docid": lab.docid, "grade": lab.grade,
+                 "decided_by": lab.decided_by, "sources": list(lab.sources),
+                 "votes": list(lab.votes), "policy": self.policy, "aggregate": self.aggregate}
+                for lab in self.labels]
+
+
+def round_half_up(x: float) -> int:
+    """Round to the nearest integer, halves upward (1.5 -> 2, 2.5 -> 3)."""
+    return math.floor(x + 0.5)
+
+
+def aggregate_grades(grades: Sequence[int], how: str, fractional: bool = False) -> float:
+    """Aggregate several grades of one pair by the named rule."""
+    if not grades:
+        raise ValueError("no grades to aggregate")
+    if how == "majority":
+        counts = Counter(grades)
+        top = max(counts.values())
+        return float(min(g for g, c in counts.items() if c == top))
+    if how == "mean":
+        value = sum(grades) / len(grades)
+    elif how == "median":
+        s = sorted(grades)
+        mid = len(s) // 2
+        value = s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+    else:
+        raise StoreError(f"unknown aggregation {how!r}; expected one of {', '.join(AGGREGATES)}")
+    return float(value) if fractional else float(round_half_up(value))
+
+
+def _check_policy(policy: str) -> None:
+    if policy in ("human-first", "human-only", "llm-only"):
+        return
+    if policy.startswith("source=") and policy[len("source="):]:
+        return
+    raise StoreError(f"unknown merge policy {policy!r}; expected one of {', '.join(POLICIES)}")
+
+
+def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: str = "majority",
+               fractional: bool = False) -> Merged:
+    """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels."""
+    _check_policy(policy)
+    if aggregate not in AGGREGATES:
+        raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
+                         f"{', '.join(AGGREGATES)}")
+    latest: dict[tuple, tuple] = {}
+    for qid, docid, kind, source, sample, grade, eid in rows:
+        key = (qid, docid, kind, source, sample)
+        if key not in latest or eid > latest[key][1]:
+            latest[key] = (grade, eid)
+    by_pair: dict[tuple[str, str], list[tuple[str, str, int]]] = defaultdict(list)
+    for (qid, docid, kind, source, _), (grade, _) in latest.items():
+        by_pair[(qid, docid)].append((kind, source, grade))
+    labels = []
+    for (qid, docid) in sorted(by_pair):
+        chosen = _choose(by_pair[(qid, docid)], policy)
+        if not chosen:
+            continue
+        votes = tuple(g for _, _, g in chosen)
+        kinds = {k for k, _, _ in chosen}
+        labels.append(FinalLabel(qid, docid, aggregate_grades(votes, aggregate, fractional),
+                                 kinds.pop() if len(kinds) == 1 else "mixed",
+                                 tuple(sorted({s for _, s, _ in chosen})), votes))
+    return Merged(policy, aggregate, fractional, labels)
+
+
+def _choose(labels: list[tuple[str, str, int]], policy: str) -> list[tuple[str, str, int]]:
+    if policy == "human-first":
+        human = [x for x in labels if x[0] == "human"]
+        return human or labels
+    if policy == "human-only":
+        return [x for x in labels if x[0] == "human"]
+    if policy == "llm-only":
+        return [x for x in labels if x[0] == "llm"]
+    name = policy[len("source="):]
+    return [x for x in labels if x[1] == name]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A pair where the human and the LLM verdicts differ."""
+
+    qid: str
+    docid: str
+    human: float
+    llm: float
+
+    @property
+    def diff(self) -> float:
+        """LLM minus human (positive: the judge is more lenient)."""
+        return self.llm - self.human
+
+
+def conflicts(rows: Sequence[tuple], aggregate: str = "majority") -> list[Conflict]:
+    """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
+    human = {(lab.qid, lab.docid): lab.grade for lab in
+             merge_rows(rows, "human-only", aggregate).labels}
+    llm = merge_rows(rows, "llm-only", aggregate).labels
+    out = [Conflict(lab.qid, lab.docid, human[(lab.qid, lab.docid)], lab.grade)
+           for lab in llm if (lab.qid, lab.docid) in human and
+           human[(lab.qid, lab.docid)] != lab.grade]
+    return sorted(out, key=lambda c: (-abs(c.diff), c.qid, c.docid))
+
+
+def coverage(merged: Merged, pool: Sequence[tuple[str, str]] | None = None
+             ) -> list[tuple[str, int, int | None]]:
+    """Per query: (qid, labelled pairs, pooled pairs or None when no pool is given)."""
+    labelled = Counter(lab.qid for lab in merged.labels)
+    if pool is None:
+        return [(q, n, None) for q, n in sorted(labelled.items())]
+    final = {(lab.qid, lab.docid) for lab in merged.labels}
+    pooled = Counter(q for q, _ in pool)
+    judged = Counter(q for q, d in pool if (q, d) in final)
+    return [(q, judged.get(q, 0), n) for q, n in sorted(pooled.items())]

@@ -1,0 +1,98 @@
+"""The label store's schema, its version, and the forward migrations between versions."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from reljudge.errors import StoreError
+
+SCHEMA_VERSION = 2
+
+# Version 1: interned queries, passages and sources; append-only label events.
+V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE queries (id INTEGER PRIMARY KEY, qid TEXT NOT NULL UNIQUE, text TEXT);
+CREATE TABLE passages (id INTEGER PRIMARY KEY, docid TEXT NOT NULL UNIQUE, text TEXT,
+                       text_sha TEXT);
+CREATE TABLE sources (id INTEGER PRIMARY KEY, kind TEXT NOT NULL
+                          CHECK (kind IN ('human', 'llm', 'import')),
+                      name TEXT NOT NULL, UNIQUE (kind, name));
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    q INTEGER NOT NULL REFERENCES queries (id),
+    d INTEGER NOT NULL REFERENCES passages (id),
+    source INTEGER NOT NULL REFERENCES sources (id),
+    sample INTEGER NOT NULL DEFAULT 0,
+    grade INTEGER,
+    failure TEXT,
+    raw TEXT,
+    probs TEXT,
+    expected REAL,
+    tokens_in INTEGER,
+    tokens_out INTEGER,
+    cost REAL,
+    latency REAL,
+    created_at REAL NOT NULL,
+    meta TEXT,
+    CHECK ((grade IS NULL) <> (failure IS NULL))
+);
+CREATE INDEX events_pair ON events (q, d);
+CREATE INDEX events_source ON events (source);
+"""
+
+# Version 2: imports are recorded (file digest, source, count) so that importing the same
+# file twice is recognised, and each event remembers the import batch it came with.
+V1_TO_V2 = """
+CREATE TABLE imports (id INTEGER PRIMARY KEY, path TEXT NOT NULL, sha256 TEXT NOT NULL,
+                      source INTEGER NOT NULL REFERENCES sources (id), events INTEGER NOT NULL,
+                      clipped INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL);
+CREATE INDEX imports_sha ON imports (sha256, source);
+ALTER TABLE events ADD COLUMN batch INTEGER REFERENCES imports (id);
+"""
+
+MIGRATIONS = {1: V1_TO_V2}  # from version -> script to the next version
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The schema version of an open database (0 for an empty one)."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    if not has_meta:
+        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        if tables.fetchone()[0]:
+            raise StoreError("this SQLite file is not a reljudge label store (no meta table)")
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Create or upgrade the schema to SCHEMA_VERSION, in one transaction; returns the old one."""
+    old = current_version(conn)
+    if old > SCHEMA_VERSION:
+        raise StoreError(f"the store has schema version {old}, newer than this reljudge "
+                         f"understands ({SCHEMA_VERSION}); upgrade reljudge")
+    if old == SCHEMA_VERSION:
+        return old
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = current_version(conn)  # another process may have migrated meanwhile
+        if version == 0:
+            _run(conn, V1)
+            conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+            version = 1
+        while version < SCHEMA_VERSION:
+            _run(conn, MIGRATIONS[version])
+            version += 1
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return old
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)

@@ -1,0 +1,294 @@
+"""``LabelStore``: every label kept, with where it came from, in one SQLite file.
+
+Appends only: a correction is a new event. Each write is one transaction, so a killed process
+leaves either the whole batch or none of it; WAL mode and a busy timeout let several processes
+append at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reljudge.errors import StoreError
+from reljudge.store.schema import migrate
+from reljudge.types import SOURCE_KINDS, LabelEvent
+
+_EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
+               "tokens_out, cost, latency, created_at, meta, batch")
+
+
+@dataclass(frozen=True)
+class SourceStats:
+    """Counts of one label source."""
+
+    kind: str
+    name: str
+    events: int
+    ok: int
+    failed: int
+    grades: dict[int, int]
+    cost: float
+    tokens_in: int
+    tokens_out: int
+
+
+class LabelStore:
+    """One SQLite label store: queries, passages, sources and append-only label events."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 60.0):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA cache_size = -262144")  # 256 MB: fast bulk inserts
+            self.migrated_from = migrate(self.conn)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: cannot open the label store: {e}") from None
+        self._qids: dict[str, int] = {}
+        self._docids: dict[str, int] = {}
+        self._sources: dict[tuple[str, str], int] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    def __enter__(self) -> LabelStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    # -- interning ------------------------------------------------------------------------
+    def _intern(self, table: str, column: str, cache: dict[str, int],
+                keys: Iterable[str]) -> dict[str, int]:
+        missing = [k for k in dict.fromkeys(keys) if k not in cache]
+        if missing:
+            self.conn.executemany(f"INSERT OR IGNORE INTO {table} ({column}) VALUES (?)",
+                                  ((k,) for k in missing))
+            if len(missing) > 20_000:  # one scan beats thousands of IN (...) look-ups
+                cache.update(self.conn.execute(f"SELECT {column}, id FROM {table}"))
+                return cache
+            for i in range(0, len(missing), 900):
+                part = missing[i:i + 900]
+                marks = ",".join("?" * len(part))
+                cache.update(self.conn.execute(
+                    f"SELECT {column}, id FROM {table} WHERE {column} IN ({marks})", part))
+        return cache
+
+    def _source_id(self, kind: str, name: str) -> int:
+        key = (kind, name)
+        if key not in self._sources:
+            if kind not in SOURCE_KINDS:
+                raise StoreError(f"source kind must be one of {', '.join(SOURCE_KINDS)}, "
+                                 f"found {kind!r}")
+            self.conn.execute("INSERT OR IGNORE INTO sources (kind, name) VALUES (?, ?)", key)
+            self._sources[key] = self.conn.execute(
+                "SELECT id FROM sources WHERE kind = ? AND name = ?", key).fetchone()[0]
+        return self._sources[key]
+
+    # -- writing --------------------------------------------------------------------------
+    def add_queries(self, queries: Mapping[str, str]) -> None:
+        """Insert or update query texts."""
+        self._begin()
+        try:
+            self.conn.executemany(
+                "INSERT INTO queries (qid, text) VALUES (?, ?) "
+                "ON CONFLICT (qid) DO UPDATE SET text = excluded.text", queries.items())
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def add_passages(self, passages: Mapping[str, str | Mapping[str, str]]) -> None:
+        """Insert or update passage texts (a text, or a {"text": ...} record)."""
+        def rows():
+            for docid, p in passages.items():
+                text = p if isinstance(p, str) else p.get("text", "")
+                yield docid, text, hashlib.sha256(text.encode()).hexdigest()[:16]
+
+        self._begin()
+        try:
+            self.conn.executemany(
+                "INSERT INTO passages (docid, text, text_sha) VALUES (?, ?, ?) "
+                "ON CONFLICT (docid) DO UPDATE SET text = excluded.text, "
+                "text_sha = excluded.text_sha", rows())
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def add_events(self, events: Iterable[LabelEvent], *, batch: int | None = None) -> int:
+        """Append label events in one transaction; returns how many were written."""
+        events = list(events)
+        if not events:
+            return 0
+        now = time.time()
+        self._begin()
+        try:
+            qids = self._intern("queries", "qid", self._qids, (e.qid for e in events))
+            docids = self._intern("passages", "docid", self._docids, (e.docid for e in events))
+            rows = [(qids[e.qid], docids[e.docid], self._source_id(e.source_kind, e.source_name),
+                     e.sample, e.grade, e.failure, e.raw,
+                     None if e.probs is None else json.dumps(list(e.probs)),
+                     e.expected_grade, e.tokens_in, e.tokens_out, e.cost, e.latency,
+                     e.created_at if e.created_at is not None else now,
+                     None if e.meta is None else json.dumps(e.meta, sort_keys=True), batch)
+                    for e in events]
+            self.conn.executemany(f"INSERT INTO events ({_EVENT_COLS}) VALUES "
+                                  f"({','.join('?' * 16)})", rows)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback_and_forget()
+            raise
+        return len(rows)
+
+    def add_grades(self, rows: Sequence[tuple[str, str, int]], kind: str, name: str, *,
+                   raw: Sequence[str] | None = None, batch_info: dict | None = None) -> int:
+        """Append plain (qid, docid, grade) labels of one source in one transaction (fast path
+        for imports). ``batch_info`` (path, sha256, clipped) records the import itself."""
+        now = time.time()
+        self._begin()
+        try:
+            source = self._source_id(kind, name)
+            batch = None
+            if batch_info is not None:
+                cur = self.conn.execute(
+                    "INSERT INTO imports (path, sha256, source, events, clipped, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (batch_info["path"], batch_info["sha256"], source, len(rows),
+                     batch_info.get("clipped", 0), now))
+                batch = cur.lastrowid
+            qids = self._intern("queries", "qid", self._qids, (r[0] for r in rows))
+            docids = self._intern("passages", "docid", self._docids, (r[1] for r in rows))
+            raws = raw if raw is not None else [None] * len(rows)
+            self.conn.executemany(
+                "INSERT INTO events (q, d, source, grade, raw, created_at, batch) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((qids[q], docids[d], source, g, r, now, batch)
+                 for (q, d, g), r in zip(rows, raws, strict=False)))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback_and_forget()
+            raise
+        return len(rows)
+
+    def _rollback_and_forget(self) -> None:
+        """Roll back and drop the id caches, which may hold ids of rolled-back rows."""
+        try:
+            self.conn.execute("ROLLBACK")
+        finally:
+            self._qids.clear()
+            self._docids.clear()
+            self._sources.clear()
+
+    def find_import(self, sha256: str, kind: str, name: str) -> int | None:
+        """Events of an earlier import of the same file into the same source, or None."""
+        row = self.conn.execute(
+            "SELECT i.events FROM imports i JOIN sources s ON s.id = i.source "
+            "WHERE i.sha256 = ? AND s.kind = ? AND s.name = ?", (sha256, kind, name)).fetchone()
+        return None if row is None else row[0]
+
+    # -- reading --------------------------------------------------------------------------
+    def count(self) -> int:
+        """Number of label events."""
+        return self.conn.execute("SELECT count(*) FROM events").fetchone()[0]
+
+    def fingerprint(self) -> str:
+        """Changes whenever an event is added (for pipeline stage fingerprints)."""
+        n, last = self.conn.execute("SELECT count(*), max(id) FROM events").fetchone()
+        return f"{n}:{last}"
+
+    def queries(self) -> dict[str, str | None]:
+        """{qid: text or None} of every query the store knows."""
+        return dict(self.conn.execute("SELECT qid, text FROM queries"))
+
+    def passages_with_text(self) -> set[str]:
+        """Docids whose text the store holds."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT docid FROM passages WHERE text IS NOT NULL")}
+
+    def labelled_pairs(self, source_names: Sequence[str] | None = None,
+                       ok_only: bool = True) -> set[tuple[str, str]]:
+        """(qid, docid) pairs with at least one label (from the named sources, if given)."""
+        sql = ("SELECT DISTINCT q.qid, p.docid FROM events e JOIN queries q ON q.id = e.q "
+               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1")
+        args: list = []
+        if ok_only:
+            sql += " AND e.grade IS NOT NULL"
+        if source_names is not None:
+            sql += f" AND s.name IN ({','.join('?' * len(source_names))})"
+            args += list(source_names)
+        return set(self.conn.execute(sql, args))
+
+    def events(self, *, kind: str | None = None, source: str | None = None,
+               failed: bool | None = None) -> Iterator[LabelEvent]:
+        """Label events in the order they were added, optionally filtered."""
+        sql = ("SELECT q.qid, p.docid, e.grade, s.kind, s.name, e.sample, e.raw, e.probs, "
+               "e.expected, e.tokens_in, e.tokens_out, e.cost, e.latency, e.failure, "
+               "e.created_at, e.meta FROM events e JOIN queries q ON q.id = e.q "
+               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1")
+        args: list = []
+        if kind is not None:
+            sql += " AND s.kind = ?"
+            args.append(kind)
+        if source is not None:
+            sql += " AND s.name = ?"
+            args.append(source)
+        if failed is not None:
+            sql += " AND e.failure IS NOT NULL" if failed else " AND e.grade IS NOT NULL"
+        for r in self.conn.execute(sql + " ORDER BY e.id", args):
+            yield LabelEvent(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+                             None if r[7] is None else tuple(json.loads(r[7])), r[8], r[9],
+                             r[10], r[11], r[12], r[13], r[14],
+                             None if r[15] is None else json.loads(r[15]))
+
+    def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
+        """Every successful label as (qid, docid, kind, source, sample, grade, event id)."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            "JOIN sources s ON s.id = e.source WHERE e.grade IS NOT NULL").fetchall()
+
+    def sources(self) -> list[SourceStats]:
+        """Counts, grade distribution, tokens and cost of every source."""
+        out = []
+        for sid, kind, name in self.conn.execute("SELECT id, kind, name FROM sources ORDER BY id"):
+            n, ok, cost, tin, tout = self.conn.execute(
+                "SELECT count(*), count(grade), coalesce(sum(cost), 0), "
+                "coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0) "
+                "FROM events WHERE source = ?", (sid,)).fetchone()
+            grades = dict(self.conn.execute(
+                "SELECT grade, count(*) FROM events WHERE source = ? AND grade IS NOT NULL "
+                "GROUP BY grade ORDER BY grade", (sid,)))
+            out.append(SourceStats(kind, name, n, ok, n - ok, grades, cost, tin, tout))
+        return out
+
+    def failures(self) -> list[tuple[str, str, str, str, str | None]]:
+        """Failed judgments: (qid, docid, source, reason, raw answer)."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.name, e.failure, e.raw FROM events e "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL ORDER BY e.id"
+        ).fetchall()
+
+    # -- merging --------------------------------------------------------------------------
+    def merge(self, policy: str = "human-first", aggregate: str = "majority",
+              fractional: bool = False):
+        """Final labels under a named policy and aggregation, with provenance (see merge)."""
+        from reljudge.store.merge import merge_rows
+
+        return merge_rows(self.label_rows(), policy, aggregate, fractional)

@@ -1,0 +1,308 @@
+"""The label store: real SQLite files, append-only events, imports, merge rules, concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reljudge.cli import main
+from reljudge.errors import InputError, StoreError
+from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
+from reljudge.store.schema import SCHEMA_VERSION, V1
+from reljudge.trec import read_qrels
+from reljudge.types import LabelEvent
+
+
+def ev(q, d, grade, kind="llm", name="judge", sample=0, failure=None, **kw):
+    return LabelEvent(q, d, grade, kind, name, sample, failure=failure, **kw)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with LabelStore(tmp_path / "labels.sqlite") as s:
+        yield s
+
+
+def test_events_round_trip_with_provenance_and_failures(store):
+    store.add_events([
+        ev("q1", "d1", 2, probs=(0.1, 0.2, 0.6, 0.1), expected_grade=1.7, tokens_in=120,
+           tokens_out=8, cost=0.0003, latency=0.4, raw="O: 2", meta={"model": "m"}),
+        ev("q1", "d2", None, failure="unparseable: no final score", raw="I think so"),
+    ])
+    got = list(store.events())
+    assert got[0].probs == (0.1, 0.2, 0.6, 0.1) and got[0].meta == {"model": "m"}
+    assert got[0].cost == 0.0003 and got[0].created_at is not None
+    assert got[1].grade is None and got[1].failure.startswith("unparseable")
+    assert store.failures() == [("q1", "d2", "judge", "unparseable: no final score",
+                                 "I think so")]
+    assert store.labelled_pairs() == {("q1", "d1")}
+    assert store.labelled_pairs(ok_only=False) == {("q1", "d1"), ("q1", "d2")}
+
+
+def test_a_failed_judgment_never_becomes_a_grade(store):
+    store.add_events([ev("q", "a", None, failure="refused: content_filter")])
+    assert store.merge().labels == []
+    assert [s.failed for s in store.sources()] == [1]
+
+
+def test_database_rejects_an_event_with_both_grade_and_failure(store):
+    store.add_events([ev("q", "a", 1)])
+    with pytest.raises(sqlite3.IntegrityError):
+        store.conn.execute("INSERT INTO events (q, d, source, grade, failure, created_at) "
+                           "VALUES (1, 1, 1, 2, 'x', 0)")
+
+
+# --- merge rules on hand-made cases ----------------------------------------------------------
+
+def rows(*labels):
+    """(qid, docid, kind, source, sample, grade, id) rows, ids in order given."""
+    return [(q, d, k, s, smp, g, i) for i, (q, d, k, s, smp, g) in enumerate(labels)]
+
+
+def final(merged):
+    return {(lab.qid, lab.docid): lab.grade for lab in merged.labels}
+
+
+def test_human_first_prefers_humans_and_fills_holes_with_llm_labels():
+    r = rows(("q", "a", "human", "ann", 0, 1), ("q", "a", "llm", "gpt", 0, 3),
+             ("q", "b", "llm", "gpt", 0, 2))
+    m = merge_rows(r)
+    assert final(m) == {("q", "a"): 1, ("q", "b"): 2}
+    assert [lab.decided_by for lab in m.labels] == ["human", "llm"]
+    assert final(merge_rows(r, "human-only")) == {("q", "a"): 1}
+    assert final(merge_rows(r, "llm-only")) == {("q", "a"): 3, ("q", "b"): 2}
+    assert final(merge_rows(r, "source=ann")) == {("q", "a"): 1}
+
+
+def test_majority_tie_goes_to_the_lower_grade():
+    r = rows(("q", "a", "human", "ann", 0, 3), ("q", "a", "human", "bob", 0, 1),
+             ("q", "a", "human", "cat", 0, 1), ("q", "a", "human", "dan", 0, 3))
+    assert final(merge_rows(r)) == {("q", "a"): 1}
+    r2 = r + rows(("q", "a", "human", "eve", 0, 3))[:1]
+    r2[-1] = ("q", "a", "human", "eve", 0, 3, 99)
+    assert final(merge_rows(r2)) == {("q", "a"): 3}
+
+
+def test_mean_and_median_round_half_up_unless_fractional():
+    r = rows(("q", "a", "llm", "gpt", 0, 1), ("q", "a", "llm", "gpt", 1, 2))
+    assert final(merge_rows(r, aggregate="mean")) == {("q", "a"): 2}  # 1.5 -> 2
+    assert final(merge_rows(r, aggregate="median")) == {("q", "a"): 2}
+    assert final(merge_rows(r, aggregate="mean", fractional=True)) == {("q", "a"): 1.5}
+    r3 = rows(("q", "a", "llm", "g", 0, 0), ("q", "a", "llm", "g", 1, 0),
+              ("q", "a", "llm", "g", 2, 3))
+    assert final(merge_rows(r3, aggregate="mean")) == {("q", "a"): 1}  # 1.0
+    assert final(merge_rows(r3, aggregate="median")) == {("q", "a"): 0}
+    with pytest.raises(StoreError, match="fractional grades cannot be written"):
+        _ = merge_rows(r, aggregate="mean", fractional=True).qrels
+
+
+def test_a_later_label_from_the_same_source_is_a_correction_not_a_vote():
+    r = rows(("q", "a", "human", "ann", 0, 0), ("q", "a", "human", "ann", 0, 3))
+    m = merge_rows(r)
+    assert final(m) == {("q", "a"): 3} and m.labels[0].votes == (3,)
+
+
+def test_samples_of_one_judge_are_votes():
+    r = rows(("q", "a", "llm", "g", 0, 2), ("q", "a", "llm", "g", 1, 2),
+             ("q", "a", "llm", "g", 2, 0))
+    m = merge_rows(r)
+    assert final(m) == {("q", "a"): 2} and sorted(m.labels[0].votes) == [0, 2, 2]
+
+
+def test_unknown_policy_and_aggregate_are_rejected():
+    with pytest.raises(StoreError, match="unknown merge policy"):
+        merge_rows([], "llm-first")
+    with pytest.raises(StoreError, match="unknown aggregation"):
+        merge_rows([], "human-first", "mode")
+
+
+def test_conflicts_are_sorted_by_disagreement():
+    r = rows(("q", "a", "human", "h", 0, 3), ("q", "a", "llm", "g", 0, 0),
+             ("q", "b", "human", "h", 0, 1), ("q", "b", "llm", "g", 0, 2),
+             ("q", "c", "human", "h", 0, 2), ("q", "c", "llm", "g", 0, 2))
+    found = conflicts(r)
+    assert [(c.docid, c.diff) for c in found] == [("a", -3.0), ("b", 1.0)]
+
+
+# --- imports -------------------------------------------------------------------------------
+
+def test_out_of_range_grade_is_rejected_with_file_and_line_and_nothing_written(store, tmp_path):
+    p = tmp_path / "judge.qrels"
+    p.write_text("q 0 a 1\nq 0 b 5\nq 0 c 2\n")
+    with pytest.raises(InputError, match=r"judge.qrels:2: grade 5 is outside the scale 0..3"):
+        import_labels(store, p, "llm")
+    assert store.count() == 0
+    report = import_labels(store, p, "llm", clip=True)
+    assert report.events == 3 and report.clipped == [(2, 5, 3)]
+    assert final(store.merge()) == {("q", "a"): 1, ("q", "b"): 3, ("q", "c"): 2}
+
+
+def test_same_file_is_not_imported_twice_unless_forced(store, tmp_path):
+    p = tmp_path / "h.qrels"
+    p.write_text("q 0 a 1\n")
+    assert import_labels(store, p, "human").events == 1
+    assert import_labels(store, p, "human").skipped
+    assert import_labels(store, p, "human", force=True).events == 1
+    assert store.count() == 2
+
+
+def test_csv_and_jsonl_imports_and_their_errors(store, tmp_path):
+    c = tmp_path / "h.csv"
+    c.write_text("qid,docid,grade,note\nq,a,2,ok\nq,b,x,bad\n")
+    with pytest.raises(InputError, match=r"h.csv:3: expected an integer grade, found 'x'"):
+        import_labels(store, c, "human")
+    c.write_text("qid,docid,grade\nq,a,2\n")
+    j = tmp_path / "l.jsonl"
+    j.write_text('{"qid": "q", "docid": "b", "grade": 1}\n{"qid": "q", "grade": 1}\n')
+    with pytest.raises(InputError, match=r"l.jsonl:2: expected"):
+        import_labels(store, j, "llm")
+    j.write_text('{"qid": "q", "docid": "b", "grade": 1}\n')
+    import_labels(store, c, "human")
+    import_labels(store, j, "llm")
+    assert final(store.merge()) == {("q", "a"): 2, ("q", "b"): 1}
+
+
+def test_unknown_ids_are_reported_when_the_store_knows_texts(store, tmp_path):
+    store.add_queries({"q1": "what"})
+    store.add_passages({"d1": {"text": "t"}})
+    p = tmp_path / "h.qrels"
+    p.write_text("q1 0 d1 1\nq2 0 d9 0\n")
+    r = import_labels(store, p, "human")
+    assert r.unknown_queries == ["q2"] and r.unknown_passages == ["d9"]
+
+
+def test_cli_import_of_several_files_is_all_or_nothing(tmp_path, capsys):
+    good, bad = tmp_path / "a.qrels", tmp_path / "b.qrels"
+    good.write_text("q 0 a 1\n")
+    bad.write_text("q 0 a 7\n")
+    db = tmp_path / "s.sqlite"
+    assert main(["labels", "import", str(good), str(bad), "--store", str(db)]) == 2
+    assert "b.qrels:1: grade 7" in capsys.readouterr().err
+    with LabelStore(db) as s:
+        assert s.count() == 0
+
+
+def test_cli_merge_writes_qrels_and_provenance(tmp_path, capsys):
+    h, j = tmp_path / "h.qrels", tmp_path / "j.qrels"
+    h.write_text("q 0 a 1\n")
+    j.write_text("q 0 a 3\nq 0 b 2\n")
+    db = str(tmp_path / "s.sqlite")
+    assert main(["labels", "import", str(h), "--store", db, "--source-kind", "human"]) == 0
+    assert main(["labels", "import", str(j), "--store", db, "--source-kind", "llm"]) == 0
+    out, prov = tmp_path / "final.qrels", tmp_path / "final.jsonl"
+    assert main(["labels", "merge", "--store", db, "--out", str(out),
+                 "--provenance", str(prov)]) == 0
+    assert read_qrels(out).to_dict() == {"q": {"a": 1, "b": 2}}
+    records = [json.loads(x) for x in prov.read_text().splitlines()]
+    assert records[0]["decided_by"] == "human" and records[1]["sources"] == ["j"]
+    assert main(["labels", "export", "--store", db, "--source", "j", "--out",
+                 str(tmp_path / "j2.qrels")]) == 0
+    assert read_qrels(tmp_path / "j2.qrels").to_dict() == {"q": {"a": 3, "b": 2}}
+
+
+# --- schema, concurrency, crash safety -------------------------------------------------------
+
+def test_opening_a_version_1_store_migrates_it_and_keeps_its_events(tmp_path):
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(V1)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO queries (qid) VALUES ('q')")
+    conn.execute("INSERT INTO passages (docid) VALUES ('a')")
+    conn.execute("INSERT INTO sources (kind, name) VALUES ('human', 'ann')")
+    conn.execute("INSERT INTO events (q, d, source, grade, created_at) VALUES (1, 1, 1, 2, 0)")
+    conn.commit()
+    conn.close()
+    with LabelStore(path) as s:
+        assert s.migrated_from == 1
+        assert s.conn.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
+        assert final(s.merge()) == {("q", "a"): 2}
+        h = tmp_path / "h.qrels"
+        h.write_text("q 0 b 1\n")
+        assert import_labels(s, h, "human").events == 1  # v2's import table works
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.sqlite"
+    LabelStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '99'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="newer than this reljudge"):
+        LabelStore(path)
+
+
+WRITER = """
+import sys
+from reljudge.store import LabelStore
+from reljudge.types import LabelEvent
+path, tag, n, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+s = LabelStore(path)
+for start in range(0, n, batch):
+    s.add_events(LabelEvent(f"q{i % 50}", f"{tag}{i}", i % 4, "llm", tag)
+                 for i in range(start, min(n, start + batch)))
+print("done", flush=True)
+"""
+
+
+def test_two_processes_appending_at_once_lose_nothing(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    LabelStore(path).close()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, path, tag, "10000", "100"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for tag in ("a", "b")]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    with LabelStore(path) as s:
+        assert s.count() == 20000
+        assert {x.name: x.events for x in s.sources()} == {"a": 10000, "b": 10000}
+
+
+def test_a_process_killed_mid_import_leaves_no_partial_batch(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    LabelStore(path).close()
+    # one huge transaction; kill it while it runs
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, path, "x", "400000", "400000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with LabelStore(path) as s:
+        assert s.count() in (0, 400000)
+        assert s.count() == 0, "the kill came too late to test a partial batch"
+
+
+# --- real data -------------------------------------------------------------------------------
+
+def test_real_llmjudge_labels_import_and_merge(llmjudge, tmp_path):
+    files = sorted((llmjudge / "llm" / "labels").glob("*.txt"))
+    assert len(files) == 33
+    with LabelStore(tmp_path / "real.sqlite") as s:
+        human = llmjudge / "human" / "test.qrels"
+        assert import_labels(s, human, "human", "nist").events == 4423
+        rejected = {}
+        for f in files:
+            try:
+                import_labels(s, f, "llm")
+            except InputError as e:
+                rejected[f.name] = str(e)
+        assert set(rejected) == {"RMITIR-llama70B.txt", "h2oloo-zeroshot2.txt"}
+        assert "RMITIR-llama70B.txt:2449: grade 5" in rejected["RMITIR-llama70B.txt"]
+        assert "(1 more)" in rejected["RMITIR-llama70B.txt"]
+        assert "h2oloo-zeroshot2.txt:3187: grade 10" in rejected["h2oloo-zeroshot2.txt"]
+        clipped = {f: import_labels(s, llmjudge / "llm" / "labels" / f, "llm", clip=True)
+                   for f in rejected}
+        assert [c[1:] for c in clipped["RMITIR-llama70B.txt"].clipped] == [(5, 3), (5, 3)]
+        assert [c[1:] for c in clipped["h2oloo-zeroshot2.txt"].clipped] == [(10, 3)]
+        assert s.count() == 4423 * 34
+        merged = s.merge("human-first")
+        assert merged.qrels == read_qrels(human)
+        assert all(lab.decided_by == "human" for lab in merged.labels)
