@@ -1,0 +1,191 @@
+"""The one place that talks to an LLM: the openai async client against any compatible URL.
+
+Retries are ours (the openai client's own are off, so every attempt is counted): on 429, 5xx,
+timeouts and dropped connections, exponential backoff with jitter, honouring Retry-After; never
+on 400/401/403/404 or a content-filter refusal. A pair whose attempts run out is a recorded
+failure, not a dropped row.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+JSON_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "relevance_judgment",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {"reason": {"type": "string"},
+                           "grade": {"type": "integer", "enum": [0, 1, 2, 3]}},
+            "required": ["reason", "grade"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model said, and what it cost in tokens and time."""
+
+    text: str | None
+    finish_reason: str | None
+    refusal: str | None
+    tokens_in: int
+    tokens_out: int
+    latency: float
+    logprobs: list[dict] | None = None  # [{"token": t, "top": {token: logprob}}]
+
+    def to_cache(self) -> dict:
+        """A plain dict for the call cache."""
+        return self.__dict__.copy()
+
+
+class CallFailed(Exception):
+    """A call that produced no usable answer; ``fatal`` stops the whole job (auth, model)."""
+
+    def __init__(self, reason: str, *, fatal: bool = False, attempts: int = 1):
+        super().__init__(reason)
+        self.reason = reason
+        self.fatal = fatal
+        self.attempts = attempts
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth another attempt: rate limits, server errors, timeouts, dropped connections."""
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408
+    return False
+
+
+def retry_after(exc: BaseException | None) -> float | None:
+    """Seconds the server asked us to wait (Retry-After or retry-after-ms), if it did."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    headers = exc.response.headers
+    if headers.get("retry-after-ms"):
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+class _Wait:
+    """Retry-After when the server gives one (capped), else exponential backoff with jitter."""
+
+    def __init__(self, initial: float, maximum: float):
+        self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
+        self.maximum = maximum
+
+    def __call__(self, state) -> float:
+        asked = retry_after(state.outcome.exception() if state.outcome else None)
+        return min(asked, self.maximum) if asked is not None else self.backoff(state)
+
+
+def describe(exc: BaseException) -> str:
+    """A short failure reason for the record."""
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection error"
+    if isinstance(exc, openai.APIStatusError):
+        message = ""
+        try:
+            body = exc.body if isinstance(exc.body, dict) else {}
+            message = str(body.get("message") or body.get("error", {}).get("message") or "")
+        except AttributeError:
+            message = ""
+        return f"HTTP {exc.status_code}" + (f": {message[:200]}" if message else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
+class ChatClient:
+    """Chat completions with our retry policy; knows nothing of grades or caches."""
+
+    def __init__(self, *, base_url: str | None, api_key: str | None, model: str,
+                 timeout: float = 60.0, max_attempts: int = 6, backoff: float = 1.0,
+                 max_backoff: float = 60.0):
+        self.model = model
+        self.max_attempts = max_attempts
+        self._wait = _Wait(backoff, max_backoff)
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                          timeout=timeout, max_retries=0)
+
+    async def close(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    async def complete(self, messages: list[dict], params: dict[str, Any]) -> Answer:
+        """One answer, retried by policy; raises CallFailed when none can be had."""
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(
+                    retry=retry_if_exception(is_transient), wait=self._wait,
+                    stop=stop_after_attempt(self.max_attempts), reraise=True):
+                with attempt:
+                    attempts += 1
+                    return await self._once(messages, params)
+        except (openai.AuthenticationError, openai.PermissionDeniedError,
+                openai.NotFoundError) as e:
+            raise CallFailed(describe(e), fatal=True, attempts=attempts) from None
+        except openai.APIError as e:
+            reason = describe(e)
+            if is_transient(e):
+                reason = f"gave up after {attempts} attempts: {reason}"
+            raise CallFailed(reason, attempts=attempts) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _once(self, messages: list[dict], params: dict[str, Any]) -> Answer:
+        start = time.perf_counter()
+        resp = await self._client.chat.completions.create(model=self.model, messages=messages,
+                                                          **params)
+        latency = time.perf_counter() - start
+        choice = resp.choices[0]
+        usage = resp.usage
+        logprobs = None
+        if getattr(choice, "logprobs", None) is not None and choice.logprobs.content:
+            logprobs = [{"token": t.token,
+                         "top": {x.token: x.logprob for x in (t.top_logprobs or [])}
+                         or {t.token: t.logprob}}
+                        for t in choice.logprobs.content]
+        return Answer(choice.message.content, choice.finish_reason,
+                      getattr(choice.message, "refusal", None),
+                      usage.prompt_tokens if usage else 0,
+                      usage.completion_tokens if usage else 0, latency, logprobs)
+
+
+def grade_probabilities(logprobs: list[dict] | None, grade: int) -> tuple[float, ...] | None:
+    """P(grade = 0..3) from the top logprobs at the last token that states the grade."""
+    if not logprobs:
+        return None
+    for tok in reversed(logprobs):
+        if tok["token"].strip() == str(grade):
+            mass = {g: 0.0 for g in range(4)}
+            for t, lp in tok["top"].items():
+                t = t.strip()
+                if t in ("0", "1", "2", "3"):
+                    mass[int(t)] += math.exp(lp)
+            total = sum(mass.values())
+            if total <= 0:
+                return None
+            return tuple(mass[g] / total for g in range(4))
+    return None

@@ -1,0 +1,65 @@
+"""Money: prices per model, the cost of a call, and token estimates for dry runs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from reljudge.errors import ConfigError
+
+# US dollars per million tokens (input, output), list prices; override with a price file
+# or --price-in / --price-out. Self-hosted models (vLLM, Ollama, llama.cpp) cost nothing.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "o4-mini": (1.10, 4.40),
+}
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million input and output tokens; known=False when we had to assume 0."""
+
+    input: float
+    output: float
+    known: bool = True
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        """Dollars for one call."""
+        return (tokens_in * self.input + tokens_out * self.output) / 1_000_000
+
+
+def price_for(model: str, table: dict[str, tuple[float, float]] | None = None,
+              override: tuple[float | None, float | None] = (None, None)) -> Price:
+    """The price of a model: explicit override, then the table (longest matching prefix)."""
+    if override[0] is not None or override[1] is not None:
+        return Price(override[0] or 0.0, override[1] or 0.0)
+    table = {**PRICES, **(table or {})}
+    if model in table:
+        return Price(*table[model])
+    prefixes = [m for m in table if model.startswith(m + "-")]
+    if prefixes:  # dated snapshots such as gpt-4o-mini-2024-07-18
+        return Price(*table[max(prefixes, key=len)])
+    return Price(0.0, 0.0, known=False)
+
+
+def load_price_file(path: str | Path) -> dict[str, tuple[float, float]]:
+    """A JSON price file: {"model": [input_per_million, output_per_million], ...}."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {str(k): (float(v[0]), float(v[1])) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, IndexError, AttributeError) as e:
+        raise ConfigError(f"{path}: expected a JSON object of model -> [input, output] prices "
+                          f"per million tokens ({e})") from None
+
+
+def estimate_tokens(messages: list[dict[str, str]]) -> int:
+    """A rough token count of chat messages (4 characters a token, plus overhead)."""
+    return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages) + 3

@@ -1,0 +1,92 @@
+"""Turn an answer into a grade, correct by construction.
+
+JSON first; otherwise only an explicit final marker decides (the last ``final score: N`` /
+``final grade: N`` / ``O: N`` line, else the last ``score: N`` / ``grade: N``), or an answer
+that is nothing but one digit. A digit anywhere else in the reasoning never counts. Anything
+else is a failure with a reason, never a grade.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from reljudge.types import GRADE_MAX, GRADE_MIN
+
+_NUM = r"\**\s*\[?\s*(-?\d+(?:\.\d+)?)"
+_FINAL = re.compile(r"(?i)(?<![A-Za-z])(?:final[ _-]*(?:score|grade|relevance|answer)|"
+                    r"overall(?:[ _-]*(?:score|grade))?|O)\s*\**\s*[:=]\s*" + _NUM)
+_PLAIN = re.compile(r"(?i)(?<![A-Za-z])(?:relevance[ _-]*)?(?:score|grade)\s*\**\s*[:=]\s*"
+                    + _NUM)
+_JSON_KEYS = ("grade", "final_score", "score", "relevance", "O", "overall")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A grade, or the reason there is none."""
+
+    grade: int | None
+    reason: str | None = None
+
+
+def _check(value, where: str) -> Parsed:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return Parsed(None, f"unparseable: {where} is not a number ({value!r})")
+    if not number.is_integer():
+        return Parsed(None, f"out of scale: {where} {value!r} is not a whole grade")
+    grade = int(number)
+    if not GRADE_MIN <= grade <= GRADE_MAX:
+        return Parsed(None, f"out of scale: {where} {grade} is outside {GRADE_MIN}..{GRADE_MAX}")
+    return Parsed(grade)
+
+
+def _json_object(text: str) -> dict | None:
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = re.sub(r"^```(?:json)?\s*|\s*```$", "", stripped)
+    try:
+        obj = json.loads(stripped)
+        return obj if isinstance(obj, dict) else None
+    except json.JSONDecodeError:
+        pass
+    starts = [m.start() for m in re.finditer(r"\{", text)]
+    for start in reversed(starts):  # the last complete JSON object in the text
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(text[start:])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def parse_answer(text: str | None, mode: str = "text") -> Parsed:
+    """The grade an answer gives, or a failure reason."""
+    if text is None or not text.strip():
+        return Parsed(None, "empty answer")
+    obj = _json_object(text) if ("{" in text) else None
+    if obj is not None:
+        for key in _JSON_KEYS:
+            if key in obj:
+                return _check(obj[key], f"JSON field {key!r}")
+        if mode == "json":
+            return Parsed(None, f"unparseable: JSON without a grade field (keys {sorted(obj)})")
+    elif mode == "json" and "{" in text:
+        pass  # invalid JSON in JSON mode: the text markers below may still rescue it
+    finals = _FINAL.findall(text)
+    if finals:
+        return _check(finals[-1], "final score")
+    plain = _PLAIN.findall(text)
+    if plain:
+        return _check(plain[-1], "score")
+    bare = text.strip().strip("*").strip()
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", bare):
+        return _check(bare, "answer")
+    return Parsed(None, "unparseable: no final score marker")
+
+
+REPAIR = ("Your answer could not be read. Reply with one line only, exactly of the form "
+          "'final score: N' where N is 0, 1, 2 or 3.")

@@ -1,0 +1,177 @@
+"""A scriptable OpenAI-compatible chat-completions server for tests and benchmarks.
+
+It listens on 127.0.0.1 (a free port), records every request, and answers each with whatever
+the handler returns: a chat answer (text, JSON, logprobs), an HTTP error with headers (429 with
+Retry-After, 500, 400...), a delay (to trip client timeouts), or a dropped connection.
+
+    with FakeOpenAI(lambda req: Reply.text("final score: 2")) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test")
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def chat_reply(text: str | None, *, finish_reason: str = "stop", prompt_tokens: int = 100,
+               completion_tokens: int = 10, logprobs: list[dict] | None = None,
+               refusal: str | None = None, model: str = "fake-model") -> dict:
+    """The JSON body of a chat.completion answer."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": finish_reason,
+                              "message": {"role": "assistant", "content": text,
+                                          "refusal": refusal}}
+    if logprobs is not None:
+        choice["logprobs"] = {"content": logprobs, "refusal": None}
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [choice],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}}
+
+
+def grade_logprobs(text: str, probs: dict[str, float]) -> list[dict]:
+    """Per-token logprobs for ``text`` whose last character is a grade with these probabilities."""
+    import math
+
+    head, last = text[:-1], text[-1]
+    tokens = [{"token": head, "logprob": 0.0, "bytes": None, "top_logprobs": []}] if head else []
+    top = [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in probs.items()]
+    tokens.append({"token": last, "logprob": math.log(probs.get(last, 1e-9)), "bytes": None,
+                   "top_logprobs": top})
+    return tokens
+
+
+@dataclass
+class Reply:
+    """What the server does with one request."""
+
+    status: int = 200
+    body: dict | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering
+    drop: bool = False  # close the connection without answering
+
+    @classmethod
+    def text(cls, text: str, **kw) -> Reply:
+        """A 200 answer with this assistant text."""
+        delay = kw.pop("delay", 0.0)
+        return cls(200, chat_reply(text, **kw), delay=delay)
+
+    @classmethod
+    def error(cls, status: int, message: str = "error", headers: dict | None = None,
+              code: str | None = None) -> Reply:
+        """An HTTP error in OpenAI's error shape."""
+        return cls(status, {"error": {"message": message, "type": "fake", "code": code}},
+                   headers or {})
+
+
+@dataclass
+class Request:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict
+    at: float
+
+    @property
+    def user_text(self) -> str:
+        """The content of the last user message."""
+        users = [m for m in self.body.get("messages", []) if m.get("role") == "user"]
+        return users[-1]["content"] if users else ""
+
+
+class FakeOpenAI:
+    """A threaded HTTP server speaking enough of the OpenAI chat-completions API."""
+
+    def __init__(self, handler: Callable[[Request], Reply] | None = None, *, delay: float = 0.0):
+        self.handler = handler or (lambda req: Reply.text("final score: 1"))
+        self.delay = delay
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {"_raw": raw.decode(errors="replace")}
+                req = Request(self.path, dict(self.headers), body, time.time())
+                with server._lock:
+                    server.requests.append(req)
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    reply = Reply.error(404, f"no route {self.path}")
+                else:
+                    reply = server.handler(req)
+                wait = reply.delay or server.delay
+                if wait:
+                    time.sleep(wait)
+                if reply.drop:
+                    self.close_connection = True
+                    try:
+                        import socket
+
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                data = (reply.body if isinstance(reply.body, str)
+                        else json.dumps(reply.body)).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): fine
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 512
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give the openai client (ends in /v1)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def calls(self) -> int:
+        """Number of requests received so far."""
+        with self._lock:
+            return len(self.requests)
+
+    def start(self) -> FakeOpenAI:
+        """Start serving in a background thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
