@@ -1,7 +1,7 @@
 """The judge: prompts, the LLM client, parsing, caching and the labeller."""
 
 from reljudge.judge.config import JudgeConfig
-from reljudge.judge.labeller import Estimate, LabelReport, Labeller, label_pairs
+from reljudge.judge.labeller import Estimate, Labeller, LabelReport, label_pairs
 from reljudge.judge.parse import Parsed, parse_answer
 from reljudge.judge.prompts import Template, builtin_names, load_template
 

@@ -408,8 +408,14 @@ class _Progress:
     def __init__(self, total: int, enabled: bool):
         self.bar = None
         if enabled and total:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(TextColumn("labelling"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(),

@@ -1,5 +1,5 @@
 """Test helpers that users may reuse: a scriptable OpenAI-compatible server on 127.0.0.1."""
 
-from reljudge.testing.fake_openai import FakeOpenAI, Reply, chat_reply
+from reljudge.testing.fake_openai import FakeOpenAI, Reply, chat_reply  # noqa: I001
 
 __all__ = ["FakeOpenAI", "Reply", "chat_reply"]

@@ -75,7 +75,7 @@ class Request:
     """One request the server received."""
 
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
     body: dict
     at: float
 
@@ -98,6 +98,15 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
+
+            def do_GET(self) -> None:
+                data = json.dumps({"calls": server.calls}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def log_message(self, *args) -> None:  # keep test output clean
                 pass
@@ -109,7 +118,8 @@ class FakeOpenAI:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode(errors="replace")}
-                req = Request(self.path, dict(self.headers), body, time.time())
+                req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body,
+                              time.time())
                 with server._lock:
                     server.requests.append(req)
                 if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -175,3 +185,27 @@ class FakeOpenAI:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def main() -> None:
+    """Serve 'final score: N' answers from a separate process (for benchmarks).
+
+    python -m reljudge.testing.fake_openai --delay 0.2 --answer "final score: 2"
+    Prints the base URL on its first line; GET /stats answers {"calls": n}.
+    """
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--answer", default="final score: 2")
+    args = p.parse_args()
+    server = FakeOpenAI(lambda req: Reply.text(args.answer), delay=args.delay).start()
+    print(server.base_url, flush=True)
+    try:
+        server._thread.join()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

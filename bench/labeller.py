@@ -1,0 +1,118 @@
+"""Benchmark: labeller throughput against a local OpenAI-compatible server.
+
+1. Judgments per second at concurrency 1, 8, 32, 128 with a fixed 200 ms answer delay, against
+   the ideal concurrency / latency.
+2. Per-judgment overhead with zero delay (client, parsing, cache, bookkeeping).
+3. Re-labelling 100,000 cached pairs: time, and HTTP calls made (must be 0).
+
+    python bench/labeller.py
+    python bench/labeller.py --cached 20000 --delay 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from reljudge.judge import JudgeConfig, Labeller
+
+
+@contextmanager
+def server_process(delay: float):
+    """The fake OpenAI server in its own process, so it does not share our GIL."""
+    proc = subprocess.Popen([sys.executable, "-m", "reljudge.testing.fake_openai", "--delay",
+                             str(delay)], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        yield Remote(url)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+class Remote:
+    """The base URL and call counter of a server process."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+
+    @property
+    def calls(self) -> int:
+        with urllib.request.urlopen(self.base_url.rsplit("/v1", 1)[0] + "/stats") as r:
+            return json.load(r)["calls"]
+
+
+def workload(n: int, tag: str):
+    """n distinct pairs with their texts."""
+    pairs = [(f"q{i % 100}", f"{tag}{i}") for i in range(n)]
+    queries = {f"q{i}": f"query number {i}" for i in range(100)}
+    passages = {d: f"passage {d} with some words about the topic" for _, d in pairs}
+    return pairs, queries, passages
+
+
+def timed(server, cache: Path, n: int, concurrency: int, tag: str):
+    """(seconds, report) of labelling n fresh pairs."""
+    pairs, queries, passages = workload(n, tag)
+    cfg = JudgeConfig(model="m", base_url=server.base_url, api_key="k", cache_dir=cache,
+                      concurrency=concurrency, timeout=30, prompt="basic")
+    t = time.perf_counter()
+    report = asyncio.run(Labeller(cfg).label(pairs, queries, passages))
+    return time.perf_counter() - t, report
+
+
+def main() -> None:
+    """Run the three measurements and print tables."""
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--delay", type=float, default=0.2)
+    p.add_argument("--cached", type=int, default=100_000)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        print(f"1. throughput with a {args.delay * 1000:.0f} ms answer delay")
+        print(f"{'concurrency':>11} {'pairs':>6} {'seconds':>8} {'judgments/s':>12} "
+              f"{'ideal/s':>8} {'of ideal':>9}")
+        with server_process(args.delay) as server:
+            for c in (1, 8, 32, 128):
+                n = max(20, int(c / args.delay * 4))  # about four seconds of ideal work
+                secs, report = timed(server, tmp / f"c{c}", n, c, f"c{c}-")
+                assert report.calls == n and report.labelled == n
+                ideal = c / args.delay
+                print(f"{c:>11} {n:>6} {secs:>8.2f} {n / secs:>12.1f} {ideal:>8.1f} "
+                      f"{n / secs / ideal:>9.1%}")
+        with server_process(0.0) as server:
+            n = 2000
+            secs, report = timed(server, tmp / "zero", n, 32, "z-")
+            print(f"\n2. zero delay: {n} judgments in {secs:.2f} s at concurrency 32 = "
+                  f"{secs / n * 1000:.2f} ms per judgment (client + server + parse + cache)")
+        with server_process(0.0) as server:
+            pairs, queries, passages = workload(args.cached, "k-")
+            cfg = JudgeConfig(model="m", base_url=server.base_url, api_key="k",
+                              cache_dir=tmp / "big", prompt="basic")
+            labeller = Labeller(cfg)
+            cache = labeller.cache()
+            answer = {"text": "final score: 2", "finish_reason": "stop", "refusal": None,
+                      "tokens_in": 60, "tokens_out": 4, "latency": 0.2, "logprobs": None}
+            t = time.perf_counter()
+            for q, d in pairs:  # fill the cache as an earlier run would have
+                cache.set(labeller._key(labeller.messages(q, d, queries, passages), 0), answer)
+            fill = time.perf_counter() - t
+            labeller._cache.close()
+            labeller._cache = None
+            t = time.perf_counter()
+            report = asyncio.run(Labeller(cfg).label(pairs, queries, passages))
+            secs = time.perf_counter() - t
+            print(f"\n3. re-label {args.cached:,} cached pairs: {secs:.2f} s "
+                  f"({args.cached / secs:,.0f} pairs/s), HTTP calls made: {server.calls}, "
+                  f"labelled {report.labelled:,} (cache filled in {fill:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

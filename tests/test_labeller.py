@@ -1,0 +1,256 @@
+"""The labeller against a local OpenAI-compatible server, driven by the real openai client.
+
+Every scenario asserts the exact number of HTTP calls the server received.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from reljudge.errors import LLMError
+from reljudge.judge import JudgeConfig, Labeller, label_pairs
+from reljudge.store import LabelStore
+from reljudge.testing import FakeOpenAI, Reply
+from reljudge.testing.fake_openai import chat_reply, grade_logprobs
+
+QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
+PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave and expenses"} for i in range(6)}
+PAIRS = [("q1", "d0"), ("q1", "d1"), ("q2", "d2")]
+KEY = "sk-test-DO-NOT-LEAK-4242"
+
+
+def config(server, tmp_path, **kw) -> JudgeConfig:
+    values = dict(model="fake-model", base_url=server.base_url, api_key=KEY,
+                  cache_dir=tmp_path / "cache", timeout=2.0, backoff=0.01, max_attempts=4)
+    values.update(kw)
+    return JudgeConfig(**values)
+
+
+def run(server, tmp_path, pairs=PAIRS, sink=None, passages=PASSAGES, **kw):
+    return label_pairs(config(server, tmp_path, **kw), pairs, QUERIES, passages, sink)
+
+
+def script(*replies):
+    """A handler that plays these replies in order, then answers 'final score: 1'."""
+    queue = list(replies)
+    lock = threading.Lock()
+
+    def handler(req):
+        with lock:
+            return queue.pop(0) if queue else Reply.text("final score: 1")
+    return handler
+
+
+def test_free_text_answers_are_graded_with_one_call_each(tmp_path):
+    with FakeOpenAI(lambda r: Reply.text("refers to 2 topics.\n##final score: 3")) as s:
+        report = run(s, tmp_path)
+    assert s.calls == 3 and report.calls == 3 and report.labelled == 3
+    assert report.grades() == {p: 3 for p in PAIRS}
+
+
+def test_json_prompt_sends_a_schema_with_grade_enum(tmp_path):
+    with FakeOpenAI(lambda r: Reply.text('{"reason": "on topic", "grade": 2}')) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], prompt="json")
+        body = s.requests[0].body
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["grade"]["enum"] == [0, 1, 2, 3]
+    assert s.calls == 1 and report.grades() == {PAIRS[0]: 2}
+
+
+def test_rerun_pays_nothing_and_identical_requests_are_sent_once(tmp_path):
+    same = {"d0": {"text": "same words"}, "d1": {"text": "same words"}, "d2": {"text": "x"}}
+    pairs = [("q1", "d0"), ("q1", "d1"), ("q2", "d2")]
+    with FakeOpenAI(lambda r: Reply.text("final score: 2", delay=0.2)) as s:
+        first = run(s, tmp_path, pairs=pairs, passages=same)
+        assert s.calls == 2  # d0 and d1 render identically: one call in flight serves both
+        second = run(s, tmp_path, pairs=pairs, passages=same)
+        assert s.calls == 2
+    assert first.labelled == 3 and second.calls == 0 and second.cached == 3
+
+
+def test_unreadable_answer_is_re_asked_once_then_recorded_as_failure(tmp_path):
+    with FakeOpenAI(script(Reply.text("It relates to 3 subtopics."),
+                           Reply.text("final score: 2"))) as s:
+        ok = run(s, tmp_path, pairs=PAIRS[:1])
+    assert s.calls == 2 and ok.grades() == {PAIRS[0]: 2}
+    assert "re-asked" in ok.events[0].raw
+    with FakeOpenAI(lambda r: Reply.text("I cannot decide, maybe 2 or 3.")) as s:
+        bad = run(s, tmp_path / "b", pairs=PAIRS[:1])
+    assert s.calls == 2 and bad.failed == 1 and bad.labelled == 0
+    e = bad.events[0]
+    assert e.grade is None and "no final score marker" in e.failure
+    assert "maybe 2 or 3" in e.raw
+
+
+def test_429_with_retry_after_is_honoured(tmp_path):
+    with FakeOpenAI(script(Reply.error(429, "slow down", {"retry-after": "0.5"}))) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1])
+        gap = s.requests[1].at - s.requests[0].at
+    assert s.calls == 2 and report.labelled == 1
+    assert gap >= 0.45
+
+
+@pytest.mark.parametrize("fault", ["500", "503", "timeout", "reset"])
+def test_transient_faults_are_retried(tmp_path, fault):
+    reply = {"500": Reply.error(500), "503": Reply.error(503),
+             "timeout": Reply.text("final score: 3", delay=3.0),
+             "reset": Reply(drop=True)}[fault]
+    with FakeOpenAI(script(reply, Reply.text("final score: 3"))) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1])
+        assert s.calls == 2
+    assert report.grades() == {PAIRS[0]: 3} and report.failed == 0
+
+
+def test_exhausted_attempts_are_a_recorded_failure_not_a_dropped_row(tmp_path):
+    with FakeOpenAI(lambda r: Reply.error(503, "overloaded")) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=3)
+    assert s.calls == 3
+    assert report.failed == 1 and report.events[0].failure.startswith("gave up after 3 attempts")
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_client_errors_are_not_retried(tmp_path, status):
+    with FakeOpenAI(lambda r: Reply.error(status, "context too long")) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1])
+    assert s.calls == 1 and report.failed == 1
+    assert report.events[0].failure == f"HTTP {status}: context too long"
+
+
+def test_auth_error_stops_the_job_with_one_call(tmp_path):
+    with FakeOpenAI(lambda r: Reply.error(401, "bad key")) as s, \
+            pytest.raises(LLMError, match="HTTP 401"):
+        run(s, tmp_path, concurrency=1)
+    assert s.calls == 1
+
+
+def test_content_filter_refusal_is_a_failure_without_retry(tmp_path):
+    refusal = Reply(200, chat_reply(None, finish_reason="content_filter"))
+    with FakeOpenAI(lambda r: refusal) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1])
+    assert s.calls == 1 and report.events[0].failure == "refused: content_filter"
+
+
+def test_logprobs_give_grade_probabilities_and_expected_grade(tmp_path):
+    text = "final score: 2"
+    lp = grade_logprobs(text, {"2": 0.6, "3": 0.3, "1": 0.1})
+    with FakeOpenAI(lambda r: Reply(200, chat_reply(text, logprobs=lp))) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], logprobs=True)
+        assert s.requests[0].body["logprobs"] is True
+    e = report.events[0]
+    assert e.grade == 2 and e.probs == pytest.approx((0.0, 0.1, 0.6, 0.3))
+    assert e.expected_grade == pytest.approx(0.1 + 1.2 + 0.9)
+
+
+def test_samples_are_separate_calls_and_aggregate_by_majority(tmp_path):
+    answers = itertools.cycle(["final score: 1", "final score: 3", "final score: 3"])
+    lock = threading.Lock()
+
+    def handler(req):
+        with lock:
+            return Reply.text(next(answers))
+    with FakeOpenAI(handler) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], samples=3, concurrency=1)
+    assert s.calls == 3 and sorted(e.sample for e in report.events) == [0, 1, 2]
+    assert report.grades() == {PAIRS[0]: 3}
+
+
+def test_budget_stops_new_calls_and_a_rerun_continues(tmp_path):
+    pairs = [("q1", f"d{i}") for i in range(6)]
+    # 1000 tokens in at $1/M = $0.001 per call; budget $0.0025 -> 3 calls with 1 in flight
+    reply = Reply(200, chat_reply("final score: 2", prompt_tokens=1000, completion_tokens=0))
+    with FakeOpenAI(lambda r: reply) as s:
+        store = LabelStore(tmp_path / "s.sqlite")
+        first = run(s, tmp_path, pairs=pairs, sink=store, concurrency=1, max_cost=0.0025,
+                    price_in=1.0, price_out=1.0)
+        assert first.stop_reason == "budget" and s.calls == 3 and first.not_sent == 3
+        assert first.cost == pytest.approx(0.003)
+        second = run(s, tmp_path, pairs=pairs, sink=store, concurrency=1, price_in=1.0,
+                     price_out=1.0)
+        assert s.calls == 6 and second.already_done == 3 and second.labelled == 3
+        assert len(store.labelled_pairs()) == 6
+        store.close()
+
+
+def test_failures_and_grades_reach_the_store_with_provenance(tmp_path):
+    with FakeOpenAI(script(Reply.error(400, "nope"))) as s, \
+            LabelStore(tmp_path / "s.sqlite") as store:
+        run(s, tmp_path, sink=store, concurrency=1)
+        events = list(store.events())
+    assert len(events) == 3 and sum(e.grade is None for e in events) == 1
+    judge = events[0].source_name
+    assert judge.startswith("fake-model/umbrela@1#")
+    assert events[0].meta["prompt_hash"] and events[0].meta["endpoint"] == "127.0.0.1"
+
+
+def test_the_api_key_is_never_written_anywhere(tmp_path):
+    with FakeOpenAI(script(Reply.error(500), Reply.text("x"),
+                           Reply.text("final score: 1"))) as s:
+        with LabelStore(tmp_path / "s.sqlite") as store:
+            report = run(s, tmp_path, sink=store)
+        assert s.requests[0].headers.get("authorization") == f"Bearer {KEY}"
+    blob = json.dumps(report.summary(), default=str) + repr(report.events)
+    assert KEY not in blob and KEY not in repr(config(s, tmp_path))
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_missing_texts_are_reported_before_any_call(tmp_path):
+    from reljudge.errors import InputError
+
+    with FakeOpenAI() as s, pytest.raises(InputError, match="passage id"):
+        run(s, tmp_path, pairs=[("q1", "nope")])
+    assert s.calls == 0
+
+
+def test_dry_run_counts_store_and_cache_hits(tmp_path):
+    with FakeOpenAI() as s:
+        cfg = config(s, tmp_path, price_in=1.0, price_out=2.0)
+        run(s, tmp_path, pairs=PAIRS[:1])
+        est = Labeller(cfg).estimate(PAIRS, QUERIES, PASSAGES)
+        assert s.calls == 1
+    assert (est.items, est.cached, est.to_send) == (3, 1, 2)
+    assert est.tokens_in > 0 and est.cost > 0
+
+
+KILL_SCRIPT = """
+import sys
+from reljudge.judge import JudgeConfig, label_pairs
+from reljudge.store import LabelStore
+base_url, cache, db = sys.argv[1:4]
+pairs = [("q1", f"d{i}") for i in range(60)]
+passages = {f"d{i}": f"text {i}" for i in range(60)}
+cfg = JudgeConfig(model="m", base_url=base_url, api_key="k", cache_dir=cache, concurrency=4)
+label_pairs(cfg, pairs, {"q1": "query"}, passages, LabelStore(db))
+"""
+
+
+def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(tmp_path):
+    with FakeOpenAI(lambda r: Reply.text("final score: 2", delay=0.05)) as s:
+        args = [s.base_url, str(tmp_path / "cache"), str(tmp_path / "s.sqlite")]
+        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, *args])
+        deadline = time.time() + 30
+        while s.calls < 20 and time.time() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        killed_at = s.calls
+        assert 20 <= killed_at < 60, "the run finished before it could be killed"
+        subprocess.run([sys.executable, "-c", KILL_SCRIPT, *args], check=True, timeout=60)
+        asked = [r.user_text for r in s.requests]
+    answered_before_kill = killed_at - 4  # at most `concurrency` calls were cut off mid-flight
+    assert len(asked) <= 60 + 4
+    duplicates = len(asked) - len(set(asked))
+    assert duplicates <= killed_at - answered_before_kill  # only calls killed in flight repeat
+    with LabelStore(tmp_path / "s.sqlite") as store:
+        assert len(store.labelled_pairs()) == 60
+        assert store.count() == 60  # no pair labelled twice
