@@ -1,0 +1,255 @@
+"""The audit: a judge's labels against a reference, item by item and system by system."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from reljudge.audit import agreement as ag
+from reljudge.audit import systems as sy
+from reljudge.store.merge import aggregate_grades
+from reljudge.types import GRADE_MAX, GRADE_MIN, Qrels, Run
+
+
+@dataclass
+class Joined:
+    """Reference and judge grades on their shared pairs, with the pairs on one side only."""
+
+    qids: np.ndarray  # query of each shared pair
+    reference: np.ndarray  # int grades
+    judge: np.ndarray
+    only_reference: int
+    only_judge: int
+
+
+def join(reference: Qrels, judge: Qrels) -> Joined:
+    """Pair up the two label sets on (qid, docid); never by line order."""
+    ref = reference.to_dict()
+    jd = judge.to_dict()
+    qs, a, b = [], [], []
+    only_judge = 0
+    for q, docs in jd.items():
+        rq = ref.get(q, {})
+        for d, g in docs.items():
+            if d in rq:
+                qs.append(q)
+                a.append(rq[d])
+                b.append(g)
+            else:
+                only_judge += 1
+    grades = np.array(a + b, dtype=np.int64)
+    if len(grades) and (grades.min() < GRADE_MIN or grades.max() > GRADE_MAX):
+        raise ValueError("grades outside 0..3 reached the audit; clip or reject them on input")
+    return Joined(np.array(qs, dtype=object), np.array(a, dtype=np.int64),
+                  np.array(b, dtype=np.int64), len(reference) - len(qs), only_judge)
+
+
+@dataclass
+class ItemAgreement:
+    """Item-level statistics of one judge, with bootstrap intervals when asked for."""
+
+    pairs: int
+    only_reference: int
+    only_judge: int
+    confusion: list[list[int]]
+    stats: dict[str, float | None]
+    undefined: dict[str, str]  # statistic -> why it is undefined
+    precision: list[float | None]
+    recall: list[float | None]
+    ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _clean(x: float) -> float | None:
+    return None if x != x else float(x)
+
+
+def item_agreement(joined: Joined, bootstrap: int = 0, seed: int = 0,
+                   level: float = 0.95) -> ItemAgreement:
+    """Every item statistic; percentile CIs from resampling queries when bootstrap > 0."""
+    c = ag.confusion(joined.reference, joined.judge)
+    stats = {k: v[0] for k, v in ag.all_statistics(c[None]).items()}
+    undefined = {k: ag.why_undefined(k, c) for k, v in stats.items() if v != v}
+    prec, rec = ag.precision_recall(c[None])
+    out = ItemAgreement(len(joined.reference), joined.only_reference, joined.only_judge,
+                        c.astype(int).tolist(), {k: _clean(v) for k, v in stats.items()},
+                        undefined, [_clean(x) for x in prec[0]], [_clean(x) for x in rec[0]])
+    if bootstrap and len(joined.reference):
+        out.ci = bootstrap_ci(joined, bootstrap, seed, level)
+    return out
+
+
+def per_query_confusions(joined: Joined) -> np.ndarray:
+    """(queries, K, K) confusion matrices, one per query."""
+    _, qcode = np.unique(joined.qids, return_inverse=True)
+    nq = qcode.max() + 1
+    flat = (qcode * ag.K * ag.K + joined.reference * ag.K + joined.judge)
+    return np.bincount(flat, minlength=nq * ag.K * ag.K).reshape(nq, ag.K, ag.K).astype(float)
+
+
+def bootstrap_ci(joined: Joined, n: int, seed: int, level: float = 0.95
+                 ) -> dict[str, tuple[float, float]]:
+    """Percentile intervals over n resamples of the queries (with replacement)."""
+    cq = per_query_confusions(joined)
+    rng = np.random.default_rng(seed)
+    nq = cq.shape[0]
+    picks = rng.integers(0, nq, size=(n, nq))
+    weights = np.zeros((n, nq))
+    np.add.at(weights, (np.repeat(np.arange(n), nq), picks.ravel()), 1.0)
+    batch = np.einsum("bq,qij->bij", weights, cq)
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    out = {}
+    for name, values in ag.all_statistics(batch).items():
+        ok = values[~np.isnan(values)]
+        if len(ok):
+            out[name] = (float(np.percentile(ok, lo)), float(np.percentile(ok, hi)))
+    return out
+
+
+@dataclass
+class SystemAgreement:
+    """How the judge's labels rank the runs against how the reference labels do."""
+
+    measure: str
+    runs: list[str]
+    reference_scores: list[float]
+    judge_scores: list[float]
+    kendall_tau: float | None
+    spearman: float | None
+    tau_ap: float | None
+    rank_change: dict[str, int]
+    max_rank_change: int
+    moved_most: list[str]
+    per_query_pearson: float | None
+
+
+def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
+                     measure: str = "nDCG@10", reference_scores: Mapping | None = None
+                     ) -> SystemAgreement:
+    """Score every run under both label sets and compare the rankings."""
+    from reljudge.metrics import evaluate
+
+    names = [r.name for r in runs]
+    if reference_scores is None:
+        reference_scores = {r.name: evaluate(reference, r, [measure]) for r in runs}
+    judged = {r.name: evaluate(judge, r, [measure]) for r in runs}
+    ref = np.array([reference_scores[n].mean()[reference_scores[n].measures[0]] for n in names])
+    est = np.array([judged[n].mean()[judged[n].measures[0]] for n in names])
+    changes = sy.rank_changes(ref, est, names)
+    biggest = max((abs(v) for v in changes.values()), default=0)
+    pq_ref, pq_est = [], []
+    for n in names:
+        a = reference_scores[n].per_query()
+        b = judged[n].per_query()
+        for q in a.keys() & b.keys():
+            pq_ref.append(next(iter(a[q].values())))
+            pq_est.append(next(iter(b[q].values())))
+    return SystemAgreement(
+        measure, names, ref.tolist(), est.tolist(), _clean(sy.kendall_tau_b(ref, est)),
+        _clean(sy.spearman(ref, est)), _clean(sy.tau_ap(ref, est, names)), changes, biggest,
+        sorted(n for n, v in changes.items() if abs(v) == biggest and biggest),
+        _clean(sy.pearson(np.array(pq_ref), np.array(pq_est))) if len(pq_ref) > 1 else None)
+
+
+@dataclass
+class JudgeAudit:
+    """One row of the audit: a judge (or an ensemble) against the reference."""
+
+    name: str
+    items: ItemAgreement
+    systems: SystemAgreement | None = None
+    clipped: int = 0
+
+
+@dataclass
+class AuditResult:
+    """The whole audit: one row per judge, ensembles, and agreement among the judges."""
+
+    reference: str
+    judges: list[JudgeAudit]
+    among_judges: dict[str, float | None]
+    measure: str | None
+    bootstrap: int
+    seed: int
+
+    def row(self, j: JudgeAudit) -> dict:
+        """The table row of one judge."""
+        s = j.items.stats
+        out = {"judge": j.name, "pairs": j.items.pairs, "exact": s["exact"],
+               "kappa": s["kappa"], "kappa_lin": s["kappa_linear"],
+               "kappa_quad": s["kappa_quadratic"], "alpha_ord": s["alpha_ordinal"],
+               "spearman": s["spearman"], "leniency": s["leniency"], "mae": s["mae"]}
+        if j.systems is not None:
+            out.update(tau=j.systems.kendall_tau, tau_ap=j.systems.tau_ap,
+                       max_rank_change=j.systems.max_rank_change)
+        return out
+
+
+def ensembles(judges: Mapping[str, Qrels]) -> dict[str, Qrels]:
+    """Majority (ties to the lower grade) and mean-rounded (half up) of all judges, per pair."""
+    votes: dict[tuple[str, str], list[int]] = {}
+    for q in judges.values():
+        for qid, docid, g in q:
+            votes.setdefault((qid, docid), []).append(g)
+    out = {}
+    for rule in ("majority", "mean"):
+        pairs = list(votes)
+        grades = np.array([int(aggregate_grades(votes[p], rule)) for p in pairs], dtype=np.int64)
+        out[f"ensemble-{'majority' if rule == 'majority' else 'mean-rounded'}"] = \
+            Qrels.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], grades, check=False)
+    return out
+
+
+def among_judges(judges: Mapping[str, Qrels]) -> dict[str, float | None]:
+    """Agreement of the judges with each other over their shared pairs."""
+    if len(judges) < 2:
+        return {}
+    index: dict[tuple[str, str], int] = {}
+    for q in judges.values():
+        for qid, docid, _ in q:
+            index.setdefault((qid, docid), len(index))
+    values = np.full((len(judges), len(index)), -1, dtype=np.int64)
+    for r, q in enumerate(judges.values()):
+        for qid, docid, g in q:
+            values[r, index[(qid, docid)]] = g
+    return {"raters": len(judges), "units": len(index),
+            "alpha_nominal": _clean(ag.alpha_many(values, "nominal")),
+            "alpha_ordinal": _clean(ag.alpha_many(values, "ordinal")),
+            "alpha_interval": _clean(ag.alpha_many(values, "interval")),
+            "fleiss_kappa": _clean(ag.fleiss_kappa(values))}
+
+
+def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
+          runs: Sequence[Run] | None = None, *, measure: str = "nDCG@10", bootstrap: int = 0,
+          seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
+          clipped: Mapping[str, int] | None = None) -> AuditResult:
+    """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels."""
+    judges = {"judge": judge} if isinstance(judge, Qrels) else dict(judge)
+    rows = dict(judges)
+    if with_ensembles and len(judges) >= 3:
+        rows.update(ensembles(judges))
+    ref_scores = None
+    if runs:
+        from reljudge.metrics import evaluate
+
+        ref_scores = {r.name: evaluate(reference, r, [measure]) for r in runs}
+    out = []
+    for name, q in rows.items():
+        joined = join(reference, q)
+        items = item_agreement(joined, bootstrap, seed)
+        systems = (system_agreement(reference, q, runs, measure, ref_scores) if runs else None)
+        out.append(JudgeAudit(name, items, systems, (clipped or {}).get(name, 0)))
+    return AuditResult(reference_name, out, among_judges(judges), measure if runs else None,
+                       bootstrap, seed)
+
+
+def read_judge(path: str | Path, clip: bool = False) -> tuple[Qrels, int]:
+    """A judge's label file, out-of-scale grades rejected with file:line or clipped."""
+    from reljudge.store.importers import check_scale, read_labels
+
+    rows, clipped = check_scale(read_labels(path), clip)
+    return (Qrels.from_arrays([r[0] for r in rows], [r[1] for r in rows],
+                              np.array([r[2] for r in rows], dtype=np.int64), check=False),
+            len(clipped))

@@ -1,0 +1,165 @@
+"""``reljudge audit``: how far can the judge be trusted?"""
+
+from __future__ import annotations
+
+import argparse
+
+EXAMPLES = """\
+examples:
+  reljudge audit --reference human.qrels --judge gpt4o.qrels
+  reljudge audit --reference human.qrels --judges-dir judges/ --clip --runs runs/*.run
+  reljudge audit --reference human.qrels --judge llm.qrels --bootstrap 1000 --json
+  reljudge audit --store labels.sqlite --reference-source nist --judge-source gpt-4o-mini/umbrela@1#...
+
+columns: exact agreement; Cohen's kappa unweighted, linear (kappa_lin) and quadratic
+(kappa_quad); Krippendorff's alpha, ordinal; Spearman; leniency = mean(judge - reference),
+positive when the judge is more generous; mae = mean |judge - reference|. With --runs: each run
+is scored with --measure under both label sets; tau = Kendall's tau-b and tau_ap (Yilmaz et
+al. 2008) between the two system rankings; max_rank_change = the largest move of one run.
+--json adds binary kappas at >=1/>=2/>=3, alpha nominal/interval, Pearson, per-grade
+precision/recall, confusion matrices, bootstrap intervals, and agreement among the judges.
+A statistic that cannot be computed (a constant rater) is shown as '-' and explained.
+"""
+
+COLUMNS = ["judge", "pairs", "exact", "kappa", "kappa_lin", "kappa_quad", "alpha_ord",
+           "spearman", "leniency", "mae", "tau", "tau_ap", "max_rank_change"]
+
+
+def register(sub) -> None:
+    """Add the ``audit`` subcommand."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.cli.common import add_format_flags
+
+    p = sub.add_parser("audit", help="agreement of LLM judges with reference (human) labels",
+                       description="Audit one or many judges against reference labels: item "
+                                   "agreement, and (with runs) system-ranking agreement.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("--reference", help="reference (human) qrels")
+    p.add_argument("--judge", action="append", default=[], help="judge qrels (repeatable)")
+    p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels)")
+    p.add_argument("--store", help="read labels from a label store instead of files")
+    p.add_argument("--reference-source", help="with --store: the reference source name")
+    p.add_argument("--judge-source", action="append", default=[],
+                   help="with --store: a judge source name (repeatable)")
+    p.add_argument("--runs", nargs="+", metavar="RUN", help="runs for system agreement")
+    p.add_argument("--measure", default="nDCG@10", help="measure for system agreement")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                   help="bootstrap resamples over queries for 95%% intervals (e.g. 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--clip", action="store_true",
+                   help="clip grades outside 0..3 (default: reject the file with file:line)")
+    p.add_argument("--sort", default=None, help="sort rows by this column (descending)")
+    p.add_argument("--confusion", action="store_true", help="print each judge's confusion matrix")
+    p.add_argument("--no-ensembles", action="store_true",
+                   help="skip the majority and mean-rounded ensemble rows")
+    add_format_flags(p, ("table", "json", "csv", "markdown"))
+    p.set_defaults(func=run_audit)
+
+
+def load_labels(args: argparse.Namespace):
+    """(reference name, reference qrels, {judge: qrels}, {judge: clipped count})."""
+    from pathlib import Path
+
+    from reljudge.audit import read_judge
+    from reljudge.errors import ConfigError
+
+    if args.store:
+        from reljudge.store import LabelStore
+
+        if not args.reference_source or not args.judge_source:
+            raise ConfigError("with --store give --reference-source and --judge-source")
+        with LabelStore(args.store) as store:
+            ref = store.merge(f"source={args.reference_source}").qrels
+            judges = {name: store.merge(f"source={name}").qrels for name in args.judge_source}
+        return args.reference_source, ref, judges, {}
+    if not args.reference:
+        raise ConfigError("give --reference (or --store with --reference-source)")
+    files = [Path(j) for j in args.judge]
+    if args.judges_dir:
+        folder = Path(args.judges_dir)
+        if not folder.is_dir():
+            raise ConfigError(f"{folder}: not a folder")
+        files += sorted(p for p in folder.iterdir() if p.suffix in (".txt", ".qrels"))
+    if not files:
+        raise ConfigError("give at least one --judge or --judges-dir")
+    ref, _ = read_judge(args.reference, clip=args.clip)
+    judges, clipped = {}, {}
+    for f in files:
+        judges[f.stem], clipped[f.stem] = read_judge(f, clip=args.clip)
+    return Path(args.reference).name, ref, judges, clipped
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """Load, audit, print."""
+    from reljudge.audit import audit
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.trec import read_run
+
+    name, ref, judges, clipped = load_labels(args)
+    runs = [read_run(r) for r in args.runs] if args.runs else None
+    result = audit(ref, judges, runs, measure=args.measure, bootstrap=args.bootstrap,
+                   seed=args.seed, with_ensembles=not args.no_ensembles, reference_name=name,
+                   clipped=clipped)
+    if args.format == "json":
+        print(json_dumps(result_to_dict(result)), end="")
+        return 0
+    rows = [result.row(j) for j in result.judges]
+    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    if args.sort:
+        if args.sort not in columns:
+            from reljudge.errors import ConfigError
+
+            raise ConfigError(f"--sort {args.sort}: no such column; columns: {', '.join(columns)}")
+        rows.sort(key=lambda r: (r.get(args.sort) is None, -(r.get(args.sort) or 0))
+                  if args.sort != "judge" else r["judge"])
+    print(render(columns, [[r.get(c) for c in columns] for r in rows], args.format, 3), end="")
+    if args.format != "table":
+        return 0
+    print_notes(result, clipped)
+    if args.confusion:
+        for j in result.judges:
+            print(f"\nconfusion of {j.name} (rows = reference grade, columns = judge grade)")
+            print(render(["ref \\ judge", "0", "1", "2", "3"],
+                         [[g, *row] for g, row in enumerate(j.items.confusion)]), end="")
+    return 0
+
+
+def print_notes(result, clipped) -> None:
+    """Undefined statistics, clipping, one-sided pairs, inter-judge agreement."""
+    from reljudge.report.tables import format_value
+
+    for j in result.judges:
+        for stat, why in j.items.undefined.items():
+            print(f"note: {j.name}: {stat} undefined ({why})")
+        if j.items.only_reference or j.items.only_judge:
+            print(f"note: {j.name}: {j.items.only_reference} reference pairs without a judge "
+                  f"label, {j.items.only_judge} judge pairs without a reference label "
+                  "(not compared)")
+    total = sum(clipped.values())
+    if total:
+        print(f"note: {total} out-of-scale grade(s) clipped to 0..3 (" +
+              ", ".join(f"{k}: {v}" for k, v in clipped.items() if v) + ")")
+    if result.among_judges:
+        a = result.among_judges
+        print(f"among the {a['raters']} judges ({a['units']} pairs): Krippendorff's alpha "
+              f"ordinal {format_value(a['alpha_ordinal'], 3)}, interval "
+              f"{format_value(a['alpha_interval'], 3)}, nominal "
+              f"{format_value(a['alpha_nominal'], 3)}; Fleiss' kappa "
+              f"{format_value(a['fleiss_kappa'], 3)}")
+    if result.measure:
+        print(f"system agreement: runs scored with {result.measure} under each label set")
+    if result.bootstrap:
+        print(f"bootstrap: {result.bootstrap} resamples of queries, seed {result.seed} "
+              "(intervals in --json)")
+
+
+def result_to_dict(result) -> dict:
+    """The full audit as plain data."""
+    from dataclasses import asdict
+
+    return {"reference": result.reference, "measure": result.measure,
+            "bootstrap": result.bootstrap, "seed": result.seed,
+            "among_judges": result.among_judges,
+            "judges": [{"name": j.name, "clipped": j.clipped, "items": asdict(j.items),
+                        "systems": asdict(j.systems) if j.systems else None}
+                       for j in result.judges]}

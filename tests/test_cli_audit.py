@@ -1,0 +1,42 @@
+"""``reljudge audit`` from the command line."""
+
+from __future__ import annotations
+
+import json
+
+from reljudge.cli import main
+
+
+def write(tmp_path, name, lines):
+    p = tmp_path / name
+    p.write_text("".join(f"q{i % 3} 0 d{i} {g}\n" for i, g in enumerate(lines)))
+    return p
+
+
+def test_audit_table_json_sort_and_runs(tmp_path, capsys):
+    ref = write(tmp_path, "human.qrels", [0, 1, 2, 3, 0, 1, 2, 3, 1, 2])
+    a = write(tmp_path, "a.qrels", [0, 1, 2, 3, 0, 1, 2, 3, 1, 2])
+    b = write(tmp_path, "b.qrels", [1, 1, 1, 1, 0, 0, 3, 3, 2, 2])
+    run = tmp_path / "r.run"
+    run.write_text("".join(f"q{i % 3} Q0 d{i} 1 {10 - i} sys\n" for i in range(10)))
+    base = ["audit", "--reference", str(ref), "--judge", str(a), "--judge", str(b)]
+    assert main([*base, "--sort", "kappa", "--runs", str(run)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["judge", "pairs", "exact"] and "tau_ap" in lines[0]
+    assert lines[2].startswith("a ") and lines[3].startswith("b ")
+    assert main([*base, "--json", "--bootstrap", "50"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["judges"][0]["items"]["stats"]["kappa"] == 1.0
+    assert "kappa" in data["judges"][1]["items"]["ci"]
+
+
+def test_audit_bad_inputs(tmp_path, capsys):
+    ref = write(tmp_path, "human.qrels", [0, 1])
+    bad = write(tmp_path, "bad.qrels", [0, 4])
+    assert main(["audit", "--reference", str(ref), "--judge", str(bad)]) == 2
+    assert "bad.qrels:2: grade 4 is outside" in capsys.readouterr().err
+    assert main(["audit", "--reference", str(ref)]) == 2
+    assert "give at least one --judge" in capsys.readouterr().err
+    assert main(["audit", "--reference", str(ref), "--judge", str(ref), "--sort", "nope"]) == 2
+    assert "no such column" in capsys.readouterr().err
