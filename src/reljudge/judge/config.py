@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 
 def default_cache_dir() -> Path:
-    """The per-user cache folder for LLM answers."""
+    """The answer cache folder: $RELJUDGE_CACHE_DIR, else the per-user cache folder."""
+    if os.environ.get("RELJUDGE_CACHE_DIR"):
+        return Path(os.environ["RELJUDGE_CACHE_DIR"])
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("reljudge")) / "calls"

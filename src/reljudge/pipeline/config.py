@@ -139,3 +139,25 @@ def load_config(path: str | Path) -> PipelineConfig:
     if missing:
         raise ConfigError(f"{path}: input file(s) not found: {', '.join(missing)}")
     return config
+
+
+def judge_config(config: PipelineConfig, *, model: str | None = None,
+                 base_url: str | None = None, api_key: str | None = None):
+    """The JudgeConfig of a pipeline (flags > config file > OPENAI_* variables), or None when
+    labelling is disabled or no endpoint is configured."""
+    import os
+
+    from reljudge.judge import JudgeConfig
+
+    j = config.judge
+    if not j.enabled:
+        return None
+    model = model or j.model or os.environ.get("OPENAI_MODEL")
+    base_url = base_url or j.base_url or os.environ.get("OPENAI_BASE_URL")
+    api_key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not model or not (base_url or api_key):
+        return None
+    return JudgeConfig.from_env(
+        model=model, base_url=base_url, api_key=api_key, prompt=j.prompt, samples=j.samples,
+        aggregate=j.aggregate, temperature=j.temperature, concurrency=j.concurrency,
+        max_cost=j.max_cost, logprobs=j.logprobs, cache_dir=config.path(config.output.cache_dir))

@@ -3,3 +3,7 @@
 from reljudge.testing.fake_openai import FakeOpenAI, Reply, chat_reply  # noqa: I001
 
 __all__ = ["FakeOpenAI", "Reply", "chat_reply"]
+
+from reljudge.testing.synthetic import synthetic_runs  # noqa: E402
+
+__all__ += ["synthetic_runs"]

@@ -1,0 +1,88 @@
+"""``reljudge pool``: which pairs need labels, and what labelling them would cost."""
+
+from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  reljudge pool runs/bm25.run runs/dense.run --depth 10
+  reljudge pool runs/*.run --depth 20 --store labels.sqlite --out pairs.txt
+  reljudge pool runs/*.run --store labels.sqlite --sources nist --queries q.tsv \\
+      --passages p.jsonl --model gpt-4o-mini      # adds the labeller's dry-run estimate
+"""
+
+
+def register(sub) -> None:
+    """Add the ``pool`` subcommand."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.cli.common import add_format_flags
+
+    p = sub.add_parser("pool", help="pool the top k of runs; what is labelled, what is not",
+                       description="Pool the (query, document) pairs in the top k of any run, "
+                                   "minus those already labelled in the store.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("--depth", type=int, default=10, help="pool depth k (default 10)")
+    p.add_argument("--store", help="label store: its labelled pairs are not pooled again")
+    p.add_argument("--sources", nargs="+", help="count only labels of these sources as done")
+    p.add_argument("--out", help="write the pairs still to label here (QID DOCID)")
+    p.add_argument("--queries", help="with --passages and --model: estimate labelling cost")
+    p.add_argument("--passages")
+    p.add_argument("--model", help="judge model for the estimate (or OPENAI_MODEL)")
+    p.add_argument("--prompt", default="umbrela")
+    add_format_flags(p, ("table", "json"))
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Pool and report."""
+    from reljudge.pool import build_pool, judged_at_k
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.trec import _atomic_write, read_run
+
+    runs = [read_run(r) for r in args.runs]
+    labelled: set = set()
+    store = None
+    if args.store:
+        from reljudge.store import LabelStore
+
+        store = LabelStore(args.store)
+        labelled = store.labelled_pairs(args.sources)
+    pool = build_pool(runs, args.depth, labelled)
+    after = labelled | set(pool.pairs)
+    judged = {r.name: (judged_at_k(r, labelled, args.depth), judged_at_k(r, after, args.depth))
+              for r in runs}
+    estimate = None
+    if args.queries and args.passages:
+        from reljudge.io import read_passages, read_queries
+        from reljudge.judge import JudgeConfig, Labeller
+
+        cfg = JudgeConfig.from_env(model=args.model, prompt=args.prompt)
+        estimate = Labeller(cfg).estimate(pool.to_label, read_queries(args.queries),
+                                          read_passages(args.passages), store)
+    if store is not None:
+        store.close()
+    if args.out:
+        _atomic_write(args.out, "".join(f"{q} {d}\n" for q, d in pool.to_label))
+    if args.format == "json":
+        print(json_dumps({"depth": args.depth, "pairs": len(pool.pairs), "labelled": pool.judged,
+                          "to_label": len(pool.to_label),
+                          "per_query": [s.__dict__ for s in pool.per_query],
+                          "judged_at_k": {n: {"before": b, "after": a}
+                                          for n, (b, a) in judged.items()},
+                          "estimate": estimate.__dict__ if estimate else None}), end="")
+        return 0
+    print(render(["qid", "pooled", "labelled", "to label", "share labelled"],
+                 [[s.qid, s.pooled, s.judged, s.to_label, s.judged_share]
+                  for s in pool.per_query]), end="")
+    print(f"total: {len(pool.pairs)} pooled pairs at depth {args.depth}, {pool.judged} "
+          f"labelled, {len(pool.to_label)} to label")
+    print(render(["run", f"Judged@{args.depth} now", "after labelling the pool"],
+                 [[n, b, a] for n, (b, a) in judged.items()]), end="")
+    if estimate:
+        print(f"labelling estimate ({estimate.judge}): {estimate.to_send} calls after cache "
+              f"hits, ~{estimate.tokens_in:,} tokens in, ~{estimate.tokens_out:,} out, "
+              f"~${estimate.cost:.4f}" + ("" if estimate.price_known else " (model price "
+                                           "unknown: $0 assumed)"))
+    if args.out:
+        print(f"pairs to label written to {args.out}")
+    return 0

@@ -1,0 +1,60 @@
+"""``reljudge run``: the whole flow from one config file."""
+
+from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  reljudge run examples/hr-handbook/pipeline.toml
+  OPENAI_API_KEY=sk-... reljudge run pipeline.toml --model gpt-4o-mini
+  reljudge run pipeline.toml --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
+
+stages: pool (top k of every run) -> label (the LLM grades every pooled pair it has not graded
+yet, human-labelled ones included so that the audit can compare) -> merge (human-first by
+default) -> eval -> audit. Re-running is free: answers come from the call cache and the store,
+and stages whose inputs did not change are not recomputed. Without an endpoint the label stage
+is skipped and the rest runs on the labels the store has.
+
+config file (TOML; paths relative to the file):
+  [inputs]  queries, passages, runs = [...], human_qrels (optional), human_source
+  [pool]    depth = 10
+  [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled
+  [merge]   policy = "human-first", aggregate = "majority"
+  [eval]    measures = ["nDCG@10", "P@5", "RR", "Judged@10"]
+  [audit]   measure = "nDCG@10", bootstrap = 1000, seed = 0
+  [output]  dir = "out", store (default out/labels.sqlite), cache_dir
+"""
+
+
+def register(sub) -> None:
+    """Add the ``run`` subcommand."""
+    from reljudge.cli import HelpFormatter
+
+    p = sub.add_parser("run", help="run pool -> label -> merge -> eval -> audit from a config",
+                       description="Run the whole pipeline from a TOML config file; every "
+                                   "artefact goes to the output folder.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("config", help="pipeline TOML file")
+    p.add_argument("--model", help="override the judge model")
+    p.add_argument("--base-url", help="override the endpoint URL")
+    p.add_argument("--api-key", help="API key (or OPENAI_API_KEY)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Load the config and run it."""
+    import sys
+    from pathlib import Path
+
+    from reljudge.pipeline import load_config
+    from reljudge.pipeline.config import judge_config
+    from reljudge.pipeline.runner import run_pipeline
+
+    config = load_config(args.config)
+    judge = judge_config(config, model=args.model, base_url=args.base_url, api_key=args.api_key)
+    result = run_pipeline(config, judge=judge, progress=not args.quiet and sys.stderr.isatty(),
+                          config_text=Path(args.config).read_text(encoding="utf-8"))
+    print(f"outputs in {result.out_dir}: " + ", ".join(
+        sorted(p.name for p in result.out_dir.iterdir() if not p.name.startswith("."))))
+    label = result.stage("label")
+    return 3 if label.summary.get("stop_reason") else 0

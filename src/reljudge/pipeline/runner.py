@@ -1,0 +1,263 @@
+"""Run a pipeline: pool -> label -> merge -> eval -> audit, writing every artefact.
+
+Artefacts in the output folder:
+  config.toml              the config as run, with the reljudge version
+  pool.tsv                 pooled pairs: qid, docid, best rank over the runs
+  qrels.txt                final TREC qrels (merge policy applied)
+  qrels.provenance.jsonl   one record per final label: who decided it and how
+  scores.tsv               per-query and mean scores of every run
+  audit.json / audit.md    judge vs human agreement (when there are both)
+  manifest.json            stage fingerprints and summaries
+A stage whose settings and inputs are unchanged is not recomputed; labelling is always
+resumed, and pays only for answers it does not have (call cache + store).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reljudge.pipeline.config import PipelineConfig
+from reljudge.pipeline.manifest import Manifest, fingerprint
+from reljudge.trec import _atomic_write
+
+
+@dataclass
+class StageResult:
+    """One stage: whether it ran, and what it says."""
+
+    name: str
+    status: str  # "ran" | "up to date" | "skipped"
+    summary: dict = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class PipelineResult:
+    """Every stage's result and the output folder."""
+
+    out_dir: Path
+    stages: list[StageResult]
+    scores: dict | None = None
+    audit: dict | None = None
+
+    def stage(self, name: str) -> StageResult:
+        """The result of one stage."""
+        return next(s for s in self.stages if s.name == name)
+
+
+def _version() -> str:
+    from reljudge import __version__
+
+    return __version__
+
+
+def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], None] = print,
+                 progress: bool = False, config_text: str | None = None) -> PipelineResult:
+    """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling)."""
+    from reljudge.io import read_passages, read_queries
+    from reljudge.store import LabelStore, import_labels
+    from reljudge.trec import read_run
+
+    out = config.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest(out)
+    stages: list[StageResult] = []
+    inp = config.inputs
+    queries = read_queries(config.path(inp.queries))
+    passages = read_passages(config.path(inp.passages))
+    runs = [read_run(config.path(r)) for r in inp.runs]
+    if config_text is not None:
+        _atomic_write(out / "config.toml", f"# reljudge {_version()}\n{config_text}")
+
+    with LabelStore(config.store_path) as store:
+        store.add_queries(queries)
+        store.add_passages(passages)
+        if inp.human_qrels:
+            rep = import_labels(store, config.path(inp.human_qrels), "human", inp.human_source)
+            note = "already in the store" if rep.skipped else f"{rep.events} imported"
+            say(f"[import] human labels {inp.human_qrels}: {note}")
+
+        # 1. pool
+        from reljudge.judge import Labeller
+
+        labeller = Labeller(judge) if judge is not None else None
+        stages.append(_pool_stage(config, runs, store, labeller, queries, passages, manifest,
+                                  say))
+        pool_pairs = [tuple(line.split("\t")[:2]) for line in
+                      (out / "pool.tsv").read_text().splitlines()[1:]]
+
+        # 2. label
+        if labeller is None:
+            why = ("disabled in the config" if not config.judge.enabled else
+                   "no endpoint configured (set OPENAI_API_KEY or OPENAI_BASE_URL and a model)")
+            stages.append(StageResult("label", "skipped", note=why))
+            say(f"[label] skipped: {why}")
+        else:
+            import asyncio
+
+            report = asyncio.run(labeller.label(pool_pairs, queries, passages, store,
+                                                progress=progress))
+            summary = report.summary()
+            stages.append(StageResult("label", "ran", summary))
+            say(f"[label] {labeller.judge_id}: {report.items} pairs x samples, "
+                f"{report.already_done} already labelled, {report.cached} from cache, "
+                f"{report.calls} paid calls, {report.failed} failed"
+                + (f" ({dict(report.failure_reasons)})" if report.failed else "")
+                + f", ${report.cost:.4f}" + (f"; stopped: {report.stop_reason}"
+                                             if report.stop_reason else ""))
+
+        # 3. merge
+        key = fingerprint("merge", config.merge.model_dump(), store.fingerprint())
+        outputs = [out / "qrels.txt", out / "qrels.provenance.jsonl"]
+        if manifest.fresh("merge", key, outputs):
+            stages.append(StageResult("merge", "up to date", manifest.summary("merge")))
+        else:
+            from reljudge.cli.labels_cmd import write_provenance
+            from reljudge.trec import write_qrels
+
+            merged = store.merge(config.merge.policy, config.merge.aggregate)
+            write_qrels(merged.qrels, outputs[0])
+            write_provenance(merged, outputs[1])
+            by: dict[str, int] = {}
+            for lab in merged.labels:
+                by[lab.decided_by] = by.get(lab.decided_by, 0) + 1
+            summary = {"labels": len(merged.labels), "decided_by": by}
+            manifest.record("merge", key, outputs, summary)
+            stages.append(StageResult("merge", "ran", summary))
+        s = stages[-1]
+        say(f"[merge] {config.merge.policy}/{config.merge.aggregate}: "
+            f"{s.summary.get('labels')} final labels {s.summary.get('decided_by')}"
+            + (" (up to date)" if s.status == "up to date" else ""))
+        judge_name = labeller.judge_id if labeller is not None else None
+        judge_qrels = store.merge(f"source={judge_name}").qrels if judge_name else None
+        human_qrels = (store.merge(f"source={inp.human_source}").qrels
+                       if inp.human_qrels else None)
+
+    # 4. eval
+    stages.append(_eval_stage(config, runs, manifest, say))
+    # 5. audit
+    stages.append(_audit_stage(config, runs, human_qrels, judge_qrels, judge_name, manifest,
+                               say))
+    manifest.data["reljudge"] = _version()
+    manifest.save()
+    scores = json.loads((out / "scores.json").read_text())
+    audit = json.loads((out / "audit.json").read_text()) if (out / "audit.json").exists() \
+        else None
+    return PipelineResult(out, stages, scores, audit)
+
+
+def _pool_stage(config, runs, store, labeller, queries, passages, manifest, say) -> StageResult:
+    from reljudge.pool import build_pool, judged_at_k
+
+    out = config.out_dir
+    labelled = store.labelled_pairs()
+    pool = build_pool(runs, config.pool.depth, labelled)
+    best = {}
+    from reljudge.pool import top_k
+
+    for run in runs:
+        q, d, r = top_k(run, config.pool.depth)
+        for pair, rank in zip(zip(q.tolist(), d.tolist(), strict=False), r.tolist(), strict=False):
+            best[pair] = min(rank, best.get(pair, rank))
+    lines = ["qid\tdocid\tbest_rank"]  # the pool itself; what was labelled is state, not here
+    lines += [f"{q}\t{d}\t{best[(q, d)]}" for q, d in pool.pairs]
+    _atomic_write(out / "pool.tsv", "\n".join(lines) + "\n")
+    k = config.pool.depth
+    summary = {"pairs": len(pool.pairs), "labelled": pool.judged, "to_label": len(pool.to_label),
+               f"judged@{k}": {r.name: judged_at_k(r, labelled, k) for r in runs}}
+    if labeller is not None:
+        est = labeller.estimate(pool.pairs, queries, passages, store)
+        summary["llm_to_send"] = est.to_send
+        summary["llm_estimated_cost"] = est.cost
+    say(f"[pool] depth {k} over {len(runs)} run(s): {len(pool.pairs)} pairs, {pool.judged} "
+        f"already labelled, {len(pool.to_label)} without any label"
+        + (f"; the judge would send {summary['llm_to_send']} (est. "
+           f"${summary['llm_estimated_cost']:.4f})" if labeller is not None else ""))
+    return StageResult("pool", "ran", summary)
+
+
+def _eval_stage(config, runs, manifest, say) -> StageResult:
+    from reljudge.metrics import evaluate_many
+    from reljudge.report.tables import render
+    from reljudge.trec import read_qrels
+
+    out = config.out_dir
+    qrels_file = out / "qrels.txt"
+    key = fingerprint("eval", config.eval.model_dump(), qrels_file,
+                      [config.path(r) for r in config.inputs.runs])
+    outputs = [out / "scores.tsv", out / "scores.json"]
+    fresh = manifest.fresh("eval", key, outputs)
+    if not fresh:
+        results = evaluate_many(read_qrels(qrels_file), runs, config.eval.measures,
+                                all_queries=config.eval.all_queries)
+        measures = next(iter(results.values())).measures if results else []
+        lines = ["run\tquery\t" + "\t".join(measures)]
+        for name, ev in results.items():
+            lines += [f"{name}\t{q}\t" + "\t".join(f"{v:.6f}" for v in row)
+                      for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
+            lines.append(f"{name}\tall\t" + "\t".join(f"{v:.6f}" for v in ev.mean().values()))
+        _atomic_write(outputs[0], "\n".join(lines) + "\n")
+        data = {"measures": measures, "conventions": "trec_eval: ideal from qrels, unjudged = 0",
+                "runs": {n: {"queries": len(ev.query_ids), "mean": ev.mean(),
+                             "per_query": ev.per_query()} for n, ev in results.items()}}
+        _atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
+        manifest.record("eval", key, outputs, {"runs": len(results)})
+    data = json.loads(outputs[1].read_text())
+    rows = [[n, r["queries"], *(r["mean"][m] for m in data["measures"])]
+            for n, r in data["runs"].items()]
+    say(f"[eval] {'up to date' if fresh else 'scored'} with the final qrels:")
+    say(render(["run", "queries", *data["measures"]], rows).rstrip())
+    return StageResult("eval", "up to date" if fresh else "ran", {"runs": len(rows)})
+
+
+def _audit_stage(config, runs, human, judge, judge_name, manifest, say) -> StageResult:
+    out = config.out_dir
+    if human is None or judge is None or len(judge) == 0:
+        why = "needs human labels and LLM labels of the same pairs"
+        for stale in ("audit.json", "audit.md"):
+            (out / stale).unlink(missing_ok=True)
+        say(f"[audit] skipped: {why}")
+        return StageResult("audit", "skipped", note=why)
+    from reljudge.audit import audit
+    from reljudge.cli.audit_cmd import COLUMNS, result_to_dict
+    from reljudge.report.tables import markdown_table
+    from reljudge.trec import format_qrels
+
+    outputs = [out / "audit.json", out / "audit.md"]
+    key = fingerprint("audit", config.audit.model_dump(), format_qrels(human),
+                      format_qrels(judge), [config.path(r) for r in config.inputs.runs])
+    fresh = manifest.fresh("audit", key, outputs)
+    if not fresh:
+        result = audit(human, {judge_name: judge}, runs, measure=config.audit.measure,
+                       bootstrap=config.audit.bootstrap, seed=config.audit.seed,
+                       reference_name=config.inputs.human_source)
+        data = result_to_dict(result)
+        _atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        row = result.row(result.judges[0])
+        cols = [c for c in COLUMNS if c in row]
+        _atomic_write(outputs[1], "# Judge audit\n\n" + markdown_table(
+            cols, [[row[c] for c in cols]], 3))
+        manifest.record("audit", key, outputs, {"pairs": row["pairs"]})
+    data = json.loads(outputs[0].read_text())
+    j = data["judges"][0]
+    stats = j["items"]["stats"]
+    say(f"[audit] {'up to date' if fresh else 'ran'}: {j['items']['pairs']} pairs judged by "
+        f"both; exact {_f(stats['exact'])}, kappa {_f(stats['kappa'])}, quadratic kappa "
+        f"{_f(stats['kappa_quadratic'])}" + (f", Kendall tau of run ranking "
+                                             f"{_f(j['systems']['kendall_tau'])}"
+                                             if j["systems"] else ""))
+    return StageResult("audit", "up to date" if fresh else "ran", {"pairs": j["items"]["pairs"]})
+
+
+def _f(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def clean_outputs(out_dir: Path) -> None:
+    """Remove a pipeline output folder (used by the demo for a fresh start)."""
+    if out_dir.exists():
+        shutil.rmtree(out_dir)

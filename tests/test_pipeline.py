@@ -1,0 +1,125 @@
+"""The hr-handbook pipeline end to end against the local scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reljudge.cli import main
+from reljudge.errors import ConfigError
+from reljudge.pipeline import load_config
+from reljudge.store import LabelStore
+from reljudge.testing import FakeOpenAI, Reply
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "hr-handbook"
+ARTEFACTS = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
+             "audit.md", "pool.tsv"]
+
+
+def grader(req):
+    """A deterministic judge: the grade follows from the passage text."""
+    text = req.user_text
+    grade = int(hashlib.sha256(text.encode()).hexdigest(), 16) % 4
+    return Reply.text(f"Intent: find the policy.\nM: 2\nT: 3\n##final score: {grade}",
+                      delay=0.01)
+
+
+@pytest.fixture
+def example(tmp_path, monkeypatch):
+    """A copy of the hr-handbook example with its own cache folder."""
+    dest = tmp_path / "hr"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("out"))
+    monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    return dest
+
+
+def env_for(server, tmp_path) -> dict:
+    return {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
+            "OPENAI_MODEL": "fake-judge", "RELJUDGE_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def read_artefacts(out: Path) -> dict[str, str]:
+    return {name: (out / name).read_text() for name in ARTEFACTS}
+
+
+def test_pipeline_end_to_end_then_a_rerun_is_free_and_identical(example, tmp_path, monkeypatch,
+                                                                capsys):
+    with FakeOpenAI(grader) as server:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
+        first_calls = server.calls
+        out = example / "out"
+        first = read_artefacts(out)
+        printed = capsys.readouterr().out
+        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
+        assert server.calls == first_calls  # zero new LLM calls
+        assert read_artefacts(out) == first
+    pool_pairs = len(first["pool.tsv"].splitlines()) - 1
+    assert first_calls == pool_pairs  # every pooled pair graded once, human-labelled included
+    assert "[audit] ran" in printed and "Kendall tau" in printed
+    with LabelStore(out / "labels.sqlite") as store:
+        llm = [s for s in store.sources() if s.kind == "llm"]
+        assert len(llm) == 1 and llm[0].events == pool_pairs
+    provenance = first["qrels.provenance.jsonl"]
+    assert '"decided_by": "human"' in provenance and '"decided_by": "llm"' in provenance
+
+
+def test_changing_one_setting_recomputes_only_what_depends_on_it(example, tmp_path, monkeypatch,
+                                                                 capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    cfg = example / "pipeline.toml"
+    assert main(["run", str(cfg)]) == 0
+    capsys.readouterr()
+    cfg.write_text(cfg.read_text().replace('"RR", "Judged@10"', '"RR", "AP", "Judged@10"'))
+    assert main(["run", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    assert "human-first/majority: 48 final labels {'human': 48} (up to date)" in out
+    assert "[eval] scored" in out and "AP" in out
+
+
+def test_bad_config_names_the_file_and_setting(tmp_path):
+    bad = tmp_path / "p.toml"
+    bad.write_text('[inputs]\nqueries = "q.tsv"\npassages = "p.jsonl"\nruns = []\n[pool]\ndepth = 0\n')
+    with pytest.raises(ConfigError) as e:
+        load_config(bad)
+    assert str(bad) in str(e.value) and "[inputs.runs]" in str(e.value)
+    assert "[pool.depth]" in str(e.value)
+    bad.write_text("[inputs\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+
+
+def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(example, tmp_path):
+    slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content"],  # noqa
+                                  delay=0.05)
+    twin = tmp_path / "twin"
+    shutil.copytree(example, twin)
+    with FakeOpenAI(slow) as server:
+        env = env_for(server, tmp_path)
+        cmd = [sys.executable, "-m", "reljudge", "run", str(example / "pipeline.toml"), "--quiet"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while server.calls < 40 and time.time() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert 40 <= server.calls < 150, "the label stage was not interrupted"
+        subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=120)
+        env2 = {**env, "RELJUDGE_CACHE_DIR": str(tmp_path / "cache2")}
+        subprocess.run([sys.executable, "-m", "reljudge", "run", str(twin / "pipeline.toml"),
+                        "--quiet"], env=env2, check=True, capture_output=True, timeout=120)
+    with LabelStore(example / "out" / "labels.sqlite") as store:
+        llm = [s for s in store.sources() if s.kind == "llm"][0]
+        pairs = len((example / "out" / "pool.tsv").read_text().splitlines()) - 1
+        assert llm.events == pairs  # no pair labelled twice
+    assert read_artefacts(example / "out") == read_artefacts(twin / "out")
