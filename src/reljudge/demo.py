@@ -1,0 +1,96 @@
+"""``reljudge demo``: the whole product on the bundled examples, offline unless an endpoint is set.
+
+1. hr-handbook: import the human labels into a fresh store, pool two retrievers, label the
+   pool live when an OpenAI-compatible endpoint is configured, merge, score both runs (and
+   audit the judge against the humans when it labelled).
+2. llmjudge-dl23: audit six real LLM judges of TREC DL 2023 against the NIST assessors, item
+   by item and on the ranking of eight synthetic runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from reljudge.errors import ConfigError
+
+MARKER = ".reljudge-demo"
+
+
+def find_examples(explicit: str | Path | None = None) -> Path:
+    """The examples folder: the given one, else the one of the source checkout."""
+    candidates = [Path(explicit)] if explicit else [
+        Path(__file__).resolve().parents[2] / "examples", Path.cwd() / "examples"]
+    for c in candidates:
+        if (c / "hr-handbook" / "pipeline.toml").exists():
+            return c
+    raise ConfigError("cannot find the bundled examples (examples/hr-handbook); run from the "
+                      "reljudge source folder or pass --examples PATH")
+
+
+def fresh_folder(out: Path) -> None:
+    """Empty the demo's output folder, refusing to touch a folder the demo did not make."""
+    import shutil
+
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).exists():
+            raise ConfigError(f"{out} exists and was not made by `reljudge demo`; "
+                              "choose another --out")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("made by reljudge demo; deleted and rewritten by the next demo\n")
+
+
+def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
+             say: Callable[[str], None] = print, progress: bool = False) -> dict:
+    """Run both parts; returns where the outputs are and whether the LLM labelled."""
+    from reljudge.audit import audit, read_judge
+    from reljudge.cli.audit_cmd import COLUMNS, result_to_dict
+    from reljudge.pipeline import load_config
+    from reljudge.pipeline.config import judge_config
+    from reljudge.pipeline.runner import run_pipeline
+    from reljudge.report.tables import markdown_table, render
+    from reljudge.trec import _atomic_write, read_qrels, read_run
+
+    fresh_folder(out)
+    say("== 1. hr-handbook: two retrievers over a 46-chunk HR handbook, 48 human labels ==")
+    hr = examples / "hr-handbook"
+    config = load_config(hr / "pipeline.toml")
+    config = config.model_copy(update={"output": config.output.model_copy(
+        update={"dir": (out / "hr-handbook").resolve()})})
+    judge = judge_config(config, **(judge_overrides or {}))
+    result = run_pipeline(config, judge=judge, say=say, progress=progress)
+
+    say("\n== 2. llmjudge-dl23: six real LLM judges vs NIST assessors, TREC DL 2023 ==")
+    dl = examples / "llmjudge-dl23"
+    reference = read_qrels(dl / "human.qrels")
+    judges, clipped = {}, {}
+    for f in sorted((dl / "judges").glob("*.txt")):
+        judges[f.stem], clipped[f.stem] = read_judge(f, clip=True)
+    runs = [read_run(r) for r in sorted((dl / "runs").glob("*.run"))]
+    res = audit(reference, judges, runs, measure="nDCG@10", bootstrap=200, seed=0,
+                reference_name="NIST")
+    rows = [res.row(j) for j in res.judges]
+    cols = [c for c in COLUMNS if c in rows[0]]
+    say(render(cols, [[r.get(c) for c in cols] for r in rows], digits=3).rstrip())
+    a = res.among_judges
+    say(f"{sum(clipped.values())} out-of-scale grades clipped to 0..3 "
+        f"({', '.join(f'{k}: {v}' for k, v in clipped.items() if v)}); the runs are synthetic "
+        f"(grade + noise), see examples/llmjudge-dl23/README.md; among the judges: "
+        f"Krippendorff's alpha (ordinal) {a['alpha_ordinal']:.3f}")
+    dl_out = out / "llmjudge-dl23"
+    dl_out.mkdir(parents=True, exist_ok=True)
+    _atomic_write(dl_out / "audit.json", json.dumps(result_to_dict(res), indent=2, default=str))
+    _atomic_write(dl_out / "audit.md", "# LLM judges vs NIST, TREC DL 2023\n\n" +
+                  markdown_table(cols, [[r.get(c) for c in cols] for r in rows], 3))
+
+    labelled = result.stage("label").status == "ran"
+    say(f"\noutputs: {out.resolve()}/hr-handbook (qrels, provenance, scores, store) and "
+        f"{out.resolve()}/llmjudge-dl23 (audit.json, audit.md)")
+    if not labelled:
+        pool = result.stage("pool").summary
+        say(f"no LLM endpoint configured, so the {pool['to_label']} unlabelled pool pairs of "
+            "hr-handbook were not graded: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local "
+            "server) and OPENAI_MODEL, then run `reljudge demo` again.")
+    return {"out": str(out.resolve()), "labelled": labelled}
