@@ -1,0 +1,101 @@
+"""``reljudge compare``: a paper-style results table with significance marks."""
+
+from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  reljudge compare qrels.txt bm25.run dense.run hybrid.run -m nDCG@10 -m RR
+  reljudge compare qrels.txt runs/*.run -m nDCG@10 --baseline bm25 --test t --correction bh
+  reljudge compare qrels.txt a.run b.run -m AP --latex > table.tex
+
+tests: randomization (Fisher's, default; ours, vectorised), t (paired t-test,
+scipy.stats.ttest_rel), wilcoxon (signed-rank, scipy.stats.wilcoxon), bootstrap (paired
+bootstrap of the mean difference; ours). All two-sided, paired over every qrels query (a run
+missing a query scores 0 there). Correction over the comparisons with the baseline, per
+measure: holm (default), bh (Benjamini-Hochberg) or none.
+"""
+
+
+def register(sub) -> None:
+    """Add the ``compare`` subcommand."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.cli.common import add_format_flags
+
+    p = sub.add_parser("compare", help="compare runs: intervals and paired significance tests",
+                       description="Compare runs on the same queries against a baseline.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("qrels")
+    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE")
+    p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")
+    p.add_argument("--test", default="randomization",
+                   choices=("randomization", "t", "wilcoxon", "bootstrap"))
+    p.add_argument("--trials", type=int, default=10_000, help="randomisation/bootstrap trials")
+    p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"))
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
+                   help="bootstrap interval method (default percentile)")
+    add_format_flags(p, ("table", "json", "csv", "markdown", "latex"))
+    p.add_argument("--latex", dest="format", action="store_const", const="latex",
+                   help="same as --format latex")
+    p.set_defaults(func=run)
+
+
+def comparison_rows(c, with_ci: bool = True):
+    """Headers and rows of the results table."""
+    from reljudge.stats.compare import mark
+
+    headers = ["run"]
+    for m in c.measures:
+        headers += [m] + (["95% CI"] if with_ci else []) + [f"p ({m})"]
+    rows = []
+    for n in c.runs:
+        row = [n + (" (baseline)" if n == c.baseline else "")]
+        for m in c.measures:
+            cell = c.cells[(n, m)]
+            row.append(f"{cell.interval.mean:.4f}{mark(cell)}")
+            if with_ci:
+                row.append(f"[{cell.interval.low:.4f}, {cell.interval.high:.4f}]")
+            row.append("-" if cell.p_adjusted is None else f"{cell.p_adjusted:.4f}")
+        rows.append(row)
+    return headers, rows
+
+
+def comparison_dict(c) -> dict:
+    """The comparison as plain data."""
+    return {"baseline": c.baseline, "test": c.test, "correction": c.correction,
+            "alpha": c.alpha, "trials": c.trials, "seed": c.seed, "queries": len(c.queries),
+            "ci_method": c.ci_method, "legend": c.legend(),
+            "runs": {n: {m: {"mean": cell.interval.mean, "se": cell.interval.se,
+                             "ci": [cell.interval.low, cell.interval.high],
+                             "diff": cell.diff, "p": cell.p, "p_adjusted": cell.p_adjusted,
+                             "significant": cell.significant, "effect_size": cell.effect,
+                             "note": cell.note or cell.interval.note}
+                         for (r, m), cell in c.cells.items() if r == n} for n in c.runs}}
+
+
+def run(args) -> int:
+    """Compare and print."""
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.stats import compare
+    from reljudge.trec import read_qrels, read_run
+
+    runs = [read_run(r) for r in args.runs]
+    c = compare(read_qrels(args.qrels), runs, args.measures or ["nDCG@10"],
+                baseline=args.baseline, test=args.test, trials=args.trials,
+                correction=args.correction, alpha=args.alpha, seed=args.seed, ci_method=args.ci)
+    if args.format == "json":
+        print(json_dumps(comparison_dict(c)), end="")
+        return 0
+    headers, rows = comparison_rows(c)
+    text = render(headers, rows, args.format)
+    if args.format == "latex":
+        text = text.replace("▲", r"$^{\blacktriangle}$").replace("▼", r"$^{\blacktriangledown}$")
+        text = text.replace(r"\$", "$").replace(r"\{", "{").replace(r"\}", "}")
+    print(text, end="")
+    if args.format in ("table", "markdown"):
+        print(c.legend())
+    elif args.format == "latex":
+        print("% " + c.legend())
+    return 0

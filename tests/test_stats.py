@@ -1,0 +1,105 @@
+"""Uncertainty and significance: scipy as the oracle, a coverage simulation, hand cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from reljudge.stats import (
+    benjamini_hochberg,
+    bootstrap_ci,
+    bootstrap_test,
+    effect_size,
+    holm,
+    paired_t,
+    randomization,
+    wilcoxon,
+)
+from reljudge.stats.bootstrap import resampled_means
+
+
+def pairs(seed, n=40, shift=0.05):
+    rng = np.random.default_rng(seed)
+    a = rng.random(n)
+    return a, np.clip(a + rng.normal(shift, 0.15, n), 0, 1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_t_and_wilcoxon_agree_with_scipy(seed):
+    a, b = pairs(seed)
+    assert paired_t(a, b).p == pytest.approx(sps.ttest_rel(b, a).pvalue, abs=1e-12)
+    assert wilcoxon(a, b).p == pytest.approx(sps.wilcoxon(b - a).pvalue, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_randomization_agrees_with_scipy_exact_permutation_test(seed):
+    a, b = pairs(seed, n=11, shift=0.08)
+    exact = sps.permutation_test((a, b), lambda x, y: np.mean(y - x), vectorized=False,
+                                 permutation_type="samples", n_resamples=np.inf,
+                                 alternative="two-sided").pvalue
+    ours = randomization(a, b, trials=20_000, seed=seed).p
+    assert ours == pytest.approx(exact, abs=0.01)  # Monte Carlo error at 20,000 trials
+
+
+def test_identical_runs_are_never_significant():
+    a, _ = pairs(1)
+    assert randomization(a, a).p == 1.0 and bootstrap_test(a, a).p == 1.0
+    assert wilcoxon(a, a).p == 1.0 and "zero" in wilcoxon(a, a).note
+
+
+def test_bootstrap_test_detects_a_clear_difference_and_not_noise():
+    a, b = pairs(2, n=200, shift=0.1)
+    assert bootstrap_test(a, b, seed=1).p < 0.001
+    rng = np.random.default_rng(5)
+    x = rng.random(200)
+    y = x + rng.normal(0, 0.1, 200)
+    assert bootstrap_test(x, y, seed=1).p > 0.05 or abs(np.mean(y - x)) > 0.01
+
+
+def test_effect_size_is_mean_over_sd_of_differences():
+    a, b = np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.2, 0.4, 0.3, 0.6])
+    d = b - a
+    assert effect_size(a, b) == pytest.approx(d.mean() / d.std(ddof=1))
+    assert effect_size(np.array([0.0, 1, 2]), np.array([1.0, 2, 3])) is None  # no spread
+
+
+def test_holm_and_bh_hand_computed():
+    p = [0.01, 0.04, 0.03, 0.005]
+    assert holm(p) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert benjamini_hochberg(p) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert benjamini_hochberg(p) == pytest.approx(sps.false_discovery_control(p))
+
+
+def test_percentile_interval_covers_the_true_mean_at_the_nominal_rate():
+    rng = np.random.default_rng(2026)
+    hits = 0
+    reps = 2000
+    for r in range(reps):
+        x = rng.normal(0.5, 0.2, 50)
+        ci = bootstrap_ci(x, n=1000, seed=r)
+        hits += ci.low <= 0.5 <= ci.high
+    assert abs(hits / reps - 0.95) <= 0.02
+
+
+def test_bca_matches_scipy_on_a_skewed_sample():
+    rng = np.random.default_rng(4)
+    x = rng.exponential(1.0, 40)
+    ours = bootstrap_ci(x, n=40_000, seed=1, method="bca")
+    ref = sps.bootstrap((x,), np.mean, method="BCa", n_resamples=40_000,
+                        random_state=np.random.default_rng(1)).confidence_interval
+    sd = x.std() / np.sqrt(len(x))
+    assert ours.method == "bca"
+    assert ours.low == pytest.approx(ref.low, abs=0.05 * sd)
+    assert ours.high == pytest.approx(ref.high, abs=0.05 * sd)
+
+
+def test_bca_falls_back_and_says_so_for_constant_values():
+    ci = bootstrap_ci(np.ones(10), method="bca")
+    assert ci.method == "percentile" and "undefined" in ci.note and ci.low == ci.high == 1.0
+
+
+def test_resampled_means_are_seeded():
+    x = np.arange(10.0)
+    assert np.array_equal(resampled_means(x, 50, 3), resampled_means(x, 50, 3))
