@@ -1,0 +1,84 @@
+"""``reljudge report``: one self-contained HTML file."""
+
+from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  reljudge report qrels.txt runs/*.run -m nDCG@10 --out report.html
+  reljudge report final.qrels bm25.run dense.run --reference human.qrels --judge llm.qrels \\
+      --store labels.sqlite --out report.html
+  reljudge report --pipeline examples/hr-handbook/pipeline.toml --out report.html
+
+The file needs no network to open (inline styles, plots as inline SVG). Plots need the
+optional extra: pip install 'reljudge[report]'.
+"""
+
+
+def register(sub) -> None:
+    """Add the ``report`` subcommand."""
+    from reljudge.cli import HelpFormatter
+
+    p = sub.add_parser("report", help="write one self-contained HTML report",
+                       description="Scores with intervals, the comparison table, the judge "
+                                   "audit with plots, label coverage and cost, in one file.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("qrels", nargs="?", help="the qrels runs are scored with")
+    p.add_argument("runs", nargs="*", metavar="RUN")
+    p.add_argument("--pipeline", help="take everything from a pipeline config and its outputs")
+    p.add_argument("-m", "--measure", action="append", dest="measures")
+    p.add_argument("--baseline")
+    p.add_argument("--test", default="randomization",
+                   choices=("randomization", "t", "wilcoxon", "bootstrap"))
+    p.add_argument("--reference", help="reference (human) qrels for the audit")
+    p.add_argument("--judge", help="judge qrels for the audit")
+    p.add_argument("--store", help="label store for coverage and cost")
+    p.add_argument("--title", default="reljudge report")
+    p.add_argument("--out", default="report.html", help="output file (default report.html)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Gather inputs and write the report."""
+    from reljudge.errors import ConfigError
+    from reljudge.report.html import build_report
+    from reljudge.store import LabelStore
+    from reljudge.trec import _atomic_write, read_qrels, read_run
+
+    store = reference = judge = None
+    judge_name = "judge"
+    measures = args.measures
+    if args.pipeline:
+        from reljudge.pipeline import load_config
+
+        config = load_config(args.pipeline)
+        qrels = read_qrels(config.out_dir / "qrels.txt")
+        runs = [read_run(config.path(r)) for r in config.inputs.runs]
+        measures = measures or config.eval.measures
+        store = LabelStore(config.store_path)
+        llm = [s.name for s in store.sources() if s.kind == "llm"]
+        if config.inputs.human_qrels and llm:
+            reference = store.merge(f"source={config.inputs.human_source}").qrels
+            judge_name = llm[-1]
+            judge = store.merge(f"source={judge_name}").qrels
+    else:
+        if not args.qrels or not args.runs:
+            raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")
+        qrels = read_qrels(args.qrels)
+        runs = [read_run(r) for r in args.runs]
+        if args.reference and args.judge:
+            from reljudge.audit import read_judge
+
+            reference, _ = read_judge(args.reference)
+            judge, _ = read_judge(args.judge)
+        if args.store:
+            store = LabelStore(args.store)
+    try:
+        page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
+                            test=args.test, reference=reference, judge=judge,
+                            judge_name=judge_name, store=store, title=args.title)
+    finally:
+        if store is not None:
+            store.close()
+    _atomic_write(args.out, page)
+    print(f"wrote {args.out} ({len(page) / 1024:.0f} KB)")
+    return 0
