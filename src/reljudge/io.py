@@ -22,7 +22,8 @@ def _pick(obj: dict, keys: tuple[str, ...], what: str, path, lineno: int) -> str
                      f"found keys {sorted(obj)}", path, lineno)
 
 
-def _jsonl(path: str | Path):
+def iter_jsonl(path: str | Path):
+    """(line number, object) of each non-blank line of a JSONL file; strict."""
     text = _read_text(path)
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -53,7 +54,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
     out: dict[str, str] = {}
     first: dict[str, int] = {}
     if _is_jsonl(path):
-        for lineno, obj in _jsonl(path):
+        for lineno, obj in iter_jsonl(path):
             qid = _pick(obj, _QID_KEYS, "a query id", path, lineno)
             text = _pick(obj, _QTEXT_KEYS, "the query text", path, lineno)
             _add_unique(out, qid, text, "query id", path, lineno, first)
@@ -76,7 +77,7 @@ def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     first: dict[str, int] = {}
     if _is_jsonl(path):
-        for lineno, obj in _jsonl(path):
+        for lineno, obj in iter_jsonl(path):
             docid = _pick(obj, _DOCID_KEYS, "a document id", path, lineno)
             rec = {"text": _pick(obj, _DTEXT_KEYS, "the passage text", path, lineno)}
             if obj.get("title"):
@@ -99,7 +100,7 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     first: dict[tuple[str, str], int] = {}
     if _is_jsonl(path):
-        for lineno, obj in _jsonl(path):
+        for lineno, obj in iter_jsonl(path):
             pair = (_pick(obj, _QID_KEYS, "a query id", path, lineno),
                     _pick(obj, _DOCID_KEYS, "a document id", path, lineno))
             _add_pair(pairs, first, pair, path, lineno)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from reljudge.errors import InputError
+from reljudge.io import iter_jsonl
 from reljudge.store.store import LabelStore
 from reljudge.trec import _read_text, read_qrels
 from reljudge.types import GRADE_MAX, GRADE_MIN
@@ -75,15 +75,8 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
     text = _read_text(path)
     rows, lines = [], []
     if fmt == "jsonl":
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"expected a JSON object, found invalid JSON ({e.msg})",
-                                 path, n) from None
-            if not isinstance(obj, dict) or not {"qid", "docid", "grade"} <= set(obj):
+        for n, obj in iter_jsonl(path):
+            if not {"qid", "docid", "grade"} <= set(obj):
                 raise InputError('expected {"qid": ..., "docid": ..., "grade": ...}', path, n)
             rows.append((str(obj["qid"]), str(obj["docid"]), _grade(obj["grade"], path, n)))
             lines.append(n)
