@@ -46,7 +46,7 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
              say: Callable[[str], None] = print, progress: bool = False) -> dict:
     """Run both parts; returns where the outputs are and whether the LLM labelled."""
     from reljudge.audit import audit, read_judge
-    from reljudge.cli.audit_cmd import COLUMNS, result_to_dict
+    from reljudge.audit.audit import COLUMNS, result_to_dict
     from reljudge.pipeline import load_config
     from reljudge.pipeline.config import judge_config
     from reljudge.pipeline.runner import run_pipeline

@@ -13,6 +13,9 @@ from reljudge.audit import systems as sy
 from reljudge.store.merge import aggregate_grades
 from reljudge.types import GRADE_MAX, GRADE_MIN, Qrels, Run
 
+COLUMNS = ["judge", "pairs", "exact", "kappa", "kappa_lin", "kappa_quad", "alpha_ord",
+           "spearman", "leniency", "mae", "tau", "tau_ap", "max_rank_change"]
+
 
 @dataclass
 class Joined:
@@ -253,3 +256,15 @@ def read_judge(path: str | Path, clip: bool = False) -> tuple[Qrels, int]:
     return (Qrels.from_arrays([r[0] for r in rows], [r[1] for r in rows],
                               np.array([r[2] for r in rows], dtype=np.int64), check=False),
             len(clipped))
+
+
+def result_to_dict(result) -> dict:
+    """The full audit as plain data."""
+    from dataclasses import asdict
+
+    return {"reference": result.reference, "measure": result.measure,
+            "bootstrap": result.bootstrap, "seed": result.seed,
+            "among_judges": result.among_judges,
+            "judges": [{"name": j.name, "clipped": j.clipped, "items": asdict(j.items),
+                        "systems": asdict(j.systems) if j.systems else None}
+                       for j in result.judges]}

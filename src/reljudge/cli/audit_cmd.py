@@ -21,10 +21,6 @@ precision/recall, confusion matrices, bootstrap intervals, and agreement among t
 A statistic that cannot be computed (a constant rater) is shown as '-' and explained.
 """
 
-COLUMNS = ["judge", "pairs", "exact", "kappa", "kappa_lin", "kappa_quad", "alpha_ord",
-           "spearman", "leniency", "mae", "tau", "tau_ap", "max_rank_change"]
-
-
 def register(sub) -> None:
     """Add the ``audit`` subcommand."""
     from reljudge.cli import HelpFormatter
@@ -92,6 +88,7 @@ def load_labels(args: argparse.Namespace):
 def run_audit(args: argparse.Namespace) -> int:
     """Load, audit, print."""
     from reljudge.audit import audit
+    from reljudge.audit.audit import COLUMNS, result_to_dict
     from reljudge.report.tables import json_dumps, render
     from reljudge.trec import read_run
 
@@ -151,15 +148,3 @@ def print_notes(result, clipped) -> None:
     if result.bootstrap:
         print(f"bootstrap: {result.bootstrap} resamples of queries, seed {result.seed} "
               "(intervals in --json)")
-
-
-def result_to_dict(result) -> dict:
-    """The full audit as plain data."""
-    from dataclasses import asdict
-
-    return {"reference": result.reference, "measure": result.measure,
-            "bootstrap": result.bootstrap, "seed": result.seed,
-            "among_judges": result.among_judges,
-            "judges": [{"name": j.name, "clipped": j.clipped, "items": asdict(j.items),
-                        "systems": asdict(j.systems) if j.systems else None}
-                       for j in result.judges]}

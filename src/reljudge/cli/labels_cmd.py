@@ -135,7 +135,7 @@ def do_merge(args) -> int:
     if args.out:
         write_qrels(merged.qrels, args.out)
     if args.provenance:
-        write_provenance(merged, args.provenance)
+        merged.write_provenance(args.provenance)
     by = Counter(lab.decided_by for lab in merged.labels)
     if args.format == "json":
         print(json_dumps({"policy": merged.policy, "aggregate": merged.aggregate,
@@ -146,23 +146,6 @@ def do_merge(args) -> int:
                      [[merged.policy, merged.aggregate, len(merged.labels),
                        *[by[k] for k in sorted(by)]]]), end="")
     return 0
-
-
-def write_provenance(merged, path: str) -> None:
-    """The provenance side file: JSONL, or TSV when the name ends in .tsv."""
-    import json
-
-    from reljudge.trec import _atomic_write
-
-    rows = merged.provenance_rows()
-    if str(path).endswith(".tsv"):
-        head = "qid\tdocid\tgrade\tdecided_by\tsources\tvotes\tpolicy\taggregate\n"
-        body = "".join(f"{r['qid']}\t{r['docid']}\t{r['grade']:g}\t{r['decided_by']}\t"
-                       f"{','.join(r['sources'])}\t{','.join(map(str, r['votes']))}\t"
-                       f"{r['policy']}\t{r['aggregate']}\n" for r in rows)
-        _atomic_write(path, head + body)
-    else:
-        _atomic_write(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def do_export(args) -> int:

@@ -116,12 +116,11 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
         if manifest.fresh("merge", key, outputs):
             stages.append(StageResult("merge", "up to date", manifest.summary("merge")))
         else:
-            from reljudge.cli.labels_cmd import write_provenance
             from reljudge.trec import write_qrels
 
             merged = store.merge(config.merge.policy, config.merge.aggregate)
             write_qrels(merged.qrels, outputs[0])
-            write_provenance(merged, outputs[1])
+            merged.write_provenance(outputs[1])
             by: dict[str, int] = {}
             for lab in merged.labels:
                 by[lab.decided_by] = by.get(lab.decided_by, 0) + 1
@@ -223,7 +222,7 @@ def _audit_stage(config, runs, human, judge, judge_name, manifest, say) -> Stage
         say(f"[audit] skipped: {why}")
         return StageResult("audit", "skipped", note=why)
     from reljudge.audit import audit
-    from reljudge.cli.audit_cmd import COLUMNS, result_to_dict
+    from reljudge.audit.audit import COLUMNS, result_to_dict
     from reljudge.report.tables import markdown_table
     from reljudge.trec import format_qrels
 

@@ -57,8 +57,8 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
                  ) -> str:
     """The report as one HTML string."""
     from reljudge import __version__
-    from reljudge.cli.compare_cmd import comparison_rows
     from reljudge.stats import compare
+    from reljudge.stats.compare import comparison_rows
 
     comp = compare(qrels, runs, measures, baseline=baseline, test=test, trials=trials,
                    seed=seed)

@@ -108,3 +108,34 @@ def mark(cell: Cell) -> str:
     if not cell.significant or cell.diff is None:
         return ""
     return "▲" if cell.diff > 0 else "▼"
+
+
+def comparison_rows(c, with_ci: bool = True):
+    """Headers and rows of the results table."""
+    headers = ["run"]
+    for m in c.measures:
+        headers += [m] + (["95% CI"] if with_ci else []) + [f"p ({m})"]
+    rows = []
+    for n in c.runs:
+        row = [n + (" (baseline)" if n == c.baseline else "")]
+        for m in c.measures:
+            cell = c.cells[(n, m)]
+            row.append(f"{cell.interval.mean:.4f}{mark(cell)}")
+            if with_ci:
+                row.append(f"[{cell.interval.low:.4f}, {cell.interval.high:.4f}]")
+            row.append("-" if cell.p_adjusted is None else f"{cell.p_adjusted:.4f}")
+        rows.append(row)
+    return headers, rows
+
+
+def comparison_dict(c) -> dict:
+    """The comparison as plain data."""
+    return {"baseline": c.baseline, "test": c.test, "correction": c.correction,
+            "alpha": c.alpha, "trials": c.trials, "seed": c.seed, "queries": len(c.queries),
+            "ci_method": c.ci_method, "legend": c.legend(),
+            "runs": {n: {m: {"mean": cell.interval.mean, "se": cell.interval.se,
+                             "ci": [cell.interval.low, cell.interval.high],
+                             "diff": cell.diff, "p": cell.p, "p_adjusted": cell.p_adjusted,
+                             "significant": cell.significant, "effect_size": cell.effect,
+                             "note": cell.note or cell.interval.note}
+                         for (r, m), cell in c.cells.items() if r == n} for n in c.runs}}
