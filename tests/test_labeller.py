@@ -254,3 +254,11 @@ def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(tmp_path):
     with LabelStore(tmp_path / "s.sqlite") as store:
         assert len(store.labelled_pairs()) == 60
         assert store.count() == 60  # no pair labelled twice
+
+
+@pytest.mark.parametrize("body", ["this is not json", {"choices": []}, {"object": "error"}])
+def test_malformed_response_bodies_are_recorded_failures(tmp_path, body):
+    with FakeOpenAI(lambda r: Reply(200, body)) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=2)
+    assert report.failed == 1 and report.labelled == 0
+    assert report.events[0].grade is None and report.events[0].failure

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 JSON_SCHEMA = {
@@ -163,22 +162,34 @@ class ChatClient:
         # the client's low-level post: same auth, errors and connection pool as
         # chat.completions.create, without its per-request parameter transformation, which
         # costs more CPU than everything else we do per judgment
-        resp = await self._client.post("/chat/completions", cast_to=ChatCompletion,
-                                       body={"model": self.model, "messages": messages, **params})
+        try:
+            resp = await self._client.post("/chat/completions", cast_to=dict,
+                                           body={"model": self.model, "messages": messages,
+                                                 **params})
+        except ValueError as e:  # a 200 whose body is not JSON
+            raise CallFailed(f"malformed response: not JSON ({e})") from None
         latency = time.perf_counter() - start
-        choice = resp.choices[0]
-        usage = resp.usage
-        logprobs = None
-        if getattr(choice, "logprobs", None) is not None and choice.logprobs.content:
-            logprobs = [{"token": t.token,
-                         "top": {x.token: x.logprob for x in (t.top_logprobs or [])}
-                         or {t.token: t.logprob}}
-                        for t in choice.logprobs.content]
-        return Answer(choice.message.content, choice.finish_reason,
-                      getattr(choice.message, "refusal", None),
-                      usage.prompt_tokens if usage else 0,
-                      usage.completion_tokens if usage else 0, latency, logprobs)
+        return _answer(resp, latency)
 
+
+def _answer(resp: dict, latency: float) -> Answer:
+    """An Answer from the JSON of a chat.completion (read as plain data: building the SDK's
+    typed models for every answer would cost more CPU than the rest of our work)."""
+    try:
+        choice = resp["choices"][0]
+        message = choice.get("message") or {}
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise CallFailed(f"malformed response: {str(resp)[:200]}") from None
+    usage = resp.get("usage") or {}
+    logprobs = None
+    content = (choice.get("logprobs") or {}).get("content")
+    if content:
+        logprobs = [{"token": t["token"],
+                     "top": {x["token"]: x["logprob"] for x in (t.get("top_logprobs") or [])}
+                     or {t["token"]: t["logprob"]}} for t in content]
+    return Answer(message.get("content"), choice.get("finish_reason"), message.get("refusal"),
+                  int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                  latency, logprobs)
 
 def grade_probabilities(logprobs: list[dict] | None, grade: int) -> tuple[float, ...] | None:
     """P(grade = 0..3) from the top logprobs at the last token that states the grade."""

@@ -28,7 +28,7 @@ from reljudge.judge.parse import REPAIR, parse_answer
 from reljudge.judge.prompts import Template, load_template
 from reljudge.types import LabelEvent
 
-TRANSIENT_PREFIXES = ("gave up after", "timeout", "connection error", "not sent")
+TRANSIENT_PREFIXES = ("gave up after", "timeout", "connection error", "malformed response")
 
 
 class JudgmentSink(Protocol):
@@ -157,7 +157,8 @@ class Labeller:
 
             folder = self.config.resolved_cache_dir()
             folder.mkdir(parents=True, exist_ok=True)
-            self._cache = diskcache.Cache(str(folder), size_limit=2 ** 40)
+            # paid answers are never evicted, and no eviction bookkeeping is paid for per call
+            self._cache = diskcache.Cache(str(folder), eviction_policy="none")
         return self._cache
 
     # -- planning ------------------------------------------------------------------------
