@@ -169,7 +169,9 @@ def _run_fast(text: str) -> tuple | None:
             return None
         try:
             scores.append(np.fromiter(map(float, tokens[4::6]), np.float64, nlines))
-            deque(map(int, tokens[3::6]), maxlen=0)  # the rank column must be integers
+            ranks = tokens[3::6]
+            if not "".join(ranks).isdigit():  # plain ranks pass in one C-level check
+                deque(map(int, ranks), maxlen=0)  # others must still be integers
         except ValueError:
             return None
         qcol.extend(map(intern.setdefault, tokens[0::6], tokens[0::6]))
