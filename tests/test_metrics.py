@@ -284,3 +284,12 @@ def test_evaluate_accepts_typed_qrels_and_runs_and_names_the_run():
     r = Run.from_dict({"q": {"a": 1.0, "b": 2.0}}, name="bm25")
     ev = evaluate(q, r, ["RR"])
     assert ev.run == "bm25" and ev.mean() == {"RR": 0.5}
+
+
+def test_negative_grades_mixed_with_positive_ones_match_pytrec_eval():
+    # (pytrec_eval hangs on a query whose judgments are all negative, so that case is pinned
+    # by hand in test_unjudged_and_negative_grades_are_gain_zero_and_not_in_the_ideal)
+    qrels = {"q": {"a": -1, "b": 1, "c": 2, "d": -2}, "r": {"e": 1, "f": -1}}
+    run = {"q": {"a": 3.0, "b": 2.0, "x": 1.0, "d": 0.5}, "r": {"f": 2.0, "e": 1.0}}
+    assert_matches_pytrec(qrels, run)
+    assert_matches_pytrec(qrels, run, rel=2)

@@ -34,7 +34,15 @@ def test_pool_is_union_of_runs_minus_labelled_with_per_query_counts():
     assert pool.pairs[:3] == [("q1", "d1"), ("q1", "d4"), ("q1", "d2")]
 
 
-def test_judged_at_k_divides_by_k_like_ir_measures():
+def test_judged_at_k_agrees_with_the_judged_measure():
+    from reljudge.metrics import evaluate
+    from reljudge.types import Qrels
+
     run = Run.from_dict({"q1": {"a": 3, "b": 2, "c": 1}, "q2": {"x": 1}})
-    assert judged_at_k(run, {("q1", "a"), ("q1", "c"), ("q2", "x")}, 2) == pytest.approx(
-        (1 / 2 + 1 / 2) / 2)
+    labelled = {("q1", "a"), ("q1", "c"), ("q2", "x")}
+    assert judged_at_k(run, labelled, 2) == pytest.approx((1 / 2 + 1 / 1) / 2)
+    assert judged_at_k(run, labelled, 10) == pytest.approx((2 / 3 + 1) / 2)
+    qrels = Qrels.from_arrays([q for q, _ in labelled], [d for _, d in labelled], [0, 0, 0])
+    for k in (1, 2, 10):
+        assert judged_at_k(run, labelled, k) == pytest.approx(
+            evaluate(qrels, run, [f"Judged@{k}"]).mean()[f"Judged@{k}"])

@@ -90,14 +90,15 @@ def build_pool(runs: Sequence[Run], depth: int,
 
 
 def judged_at_k(run: Run, labelled: Iterable[tuple[str, str]], k: int) -> float:
-    """Mean over the run's queries of the share of its top k that is labelled (Judged@k)."""
+    """Mean over the run's queries of the labelled share of its top min(k, retrieved)
+    documents: ``Judged@k`` as the metrics (and ir_measures) define it."""
     done = set(labelled)
     q, d, _ = top_k(run, k)
     if len(q) == 0:
         return 0.0
-    hit: dict[str, list[int]] = {}
-    for qid, docid in zip(q.tolist(), d.tolist(), strict=False):
-        h = hit.setdefault(qid, [0])
-        h[0] += (qid, docid) in done
-    # trec_eval/ir_measures Judged@k divides by k even when a query returns fewer than k docs
-    return float(np.mean([h[0] / k for h in hit.values()]))
+    counts: dict[str, list[int]] = {}
+    for qid, docid in zip(q.tolist(), d.tolist()):
+        c = counts.setdefault(qid, [0, 0])
+        c[0] += (qid, docid) in done
+        c[1] += 1
+    return float(np.mean([hit / n for hit, n in counts.values()]))
