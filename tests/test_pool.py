@@ -46,3 +46,24 @@ def test_judged_at_k_agrees_with_the_judged_measure():
     for k in (1, 2, 10):
         assert judged_at_k(run, labelled, k) == pytest.approx(
             evaluate(qrels, run, [f"Judged@{k}"]).mean()[f"Judged@{k}"])
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from(["q1", "q2", "q3"]),
+                       st.dictionaries(st.sampled_from([f"d{i}" for i in range(12)] + ["D", "é"]),
+                                       st.integers(0, 4).map(float), min_size=1),
+                       min_size=1),
+       st.integers(1, 6))
+def test_top_k_equals_the_sorted_ranking(data, depth):
+    run = Run.from_dict(data)
+    q, d, r = top_k(run, depth)
+    got = {}
+    for qid, docid, rank in zip(q.tolist(), d.tolist(), r.tolist()):
+        got.setdefault(qid, []).append((rank, docid))
+    for qid in data:
+        want = [doc for doc, _ in run.ranked(qid)[:depth]]
+        assert [doc for _, doc in sorted(got[qid])] == want

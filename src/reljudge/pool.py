@@ -13,24 +13,28 @@ from reljudge.types import Run
 def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The run's top ``depth`` documents per query in trec_eval order (score desc, docid desc).
 
-    Returns (qid, docid, rank) arrays, rank counting from 1, grouped by query.
+    Returns (qid, docid, rank) arrays, rank counting from 1, grouped by query. Only queries
+    whose top ``depth`` holds tied scores are sorted in Python (by docid, byte order).
     """
     if depth < 1:
         raise ValueError("pool depth must be at least 1")
-    n = len(run)
-    if n == 0:
-        empty = np.zeros(0, dtype=object)
-        return empty, empty, np.zeros(0, dtype=np.int64)
-    qids, qcode = np.unique(run.qid, return_inverse=True)
-    _, dcode = np.unique(run.docid, return_inverse=True)
-    # lexsort: last key is primary -> query, then score descending, then docid descending
-    order = np.lexsort((-dcode, -run.score, qcode))
-    q_sorted = qcode[order]
-    starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]])
-    counts = np.diff(np.r_[starts, n])
-    rank = np.arange(n) - np.repeat(starts, counts) + 1
-    keep = order[rank <= depth]
-    return run.qid[keep], run.docid[keep], rank[rank <= depth]
+    qids, bounds, docids, scores = run.groups()
+    out_q: list[str] = []
+    out_d: list[str] = []
+    out_r: list[int] = []
+    for q, a, b in zip(qids, bounds[:-1].tolist(), bounds[1:].tolist()):
+        s = scores[a:b]
+        order = np.argsort(-s, kind="stable")
+        head = s[order[: depth + 1]]
+        if len(head) > 1 and np.any(head[1:] == head[:-1]):  # ties near the top: exact order
+            docs = docids[a:b].tolist()
+            order = sorted(range(b - a), key=lambda i: (s[i], docs[i].encode()), reverse=True)
+        top = [docids[a + i] for i in order[:depth]]
+        out_q += [q] * len(top)
+        out_d += top
+        out_r += range(1, len(top) + 1)
+    return (np.array(out_q, dtype=object), np.array(out_d, dtype=object),
+            np.array(out_r, dtype=np.int64))
 
 
 @dataclass(frozen=True)
