@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reljudge.pool import build_pool, judged_at_k, top_k
 from reljudge.types import Run
@@ -48,9 +50,6 @@ def test_judged_at_k_agrees_with_the_judged_measure():
             evaluate(qrels, run, [f"Judged@{k}"]).mean()[f"Judged@{k}"])
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 
 @settings(max_examples=150, deadline=None)
 @given(st.dictionaries(st.sampled_from(["q1", "q2", "q3"]),
@@ -62,7 +61,7 @@ def test_top_k_equals_the_sorted_ranking(data, depth):
     run = Run.from_dict(data)
     q, d, r = top_k(run, depth)
     got = {}
-    for qid, docid, rank in zip(q.tolist(), d.tolist(), r.tolist()):
+    for qid, docid, rank in zip(q.tolist(), d.tolist(), r.tolist(), strict=False):
         got.setdefault(qid, []).append((rank, docid))
     for qid in data:
         want = [doc for doc, _ in run.ranked(qid)[:depth]]

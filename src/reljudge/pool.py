@@ -22,7 +22,7 @@ def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     out_q: list[str] = []
     out_d: list[str] = []
     out_r: list[int] = []
-    for q, a, b in zip(qids, bounds[:-1].tolist(), bounds[1:].tolist()):
+    for q, a, b in zip(qids, bounds[:-1].tolist(), bounds[1:].tolist(), strict=False):
         s = scores[a:b]
         order = np.argsort(-s, kind="stable")
         head = s[order[: depth + 1]]
@@ -101,7 +101,7 @@ def judged_at_k(run: Run, labelled: Iterable[tuple[str, str]], k: int) -> float:
     if len(q) == 0:
         return 0.0
     counts: dict[str, list[int]] = {}
-    for qid, docid in zip(q.tolist(), d.tolist()):
+    for qid, docid in zip(q.tolist(), d.tolist(), strict=False):
         c = counts.setdefault(qid, [0, 0])
         c[0] += (qid, docid) in done
         c[1] += 1
