@@ -9,6 +9,19 @@ from reljudge.cli import main
 from reljudge.trec import read_qrels, read_run, write_qrels, write_run
 
 
+@pytest.fixture(autouse=True, params=["python-path", "arrow-path"])
+def reader(request, monkeypatch):
+    """Every test here runs twice: small-file Python reader, and the pyarrow fast path
+    (forced on for small files; it hands irregular files back to the Python reader)."""
+    import reljudge.trec as trec
+
+    if request.param == "arrow-path":
+        monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0)
+    else:
+        monkeypatch.setattr(trec, "FAST_MIN_BYTES", 1 << 62)
+    return request.param
+
+
 def write(tmp_path, name, text):
     p = tmp_path / name
     p.write_text(text)

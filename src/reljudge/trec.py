@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reljudge import columns
 from reljudge.errors import InputError
 from reljudge.types import Qrels, Run
 
@@ -127,8 +128,122 @@ def _column_ok(tokens: list[str], ok: Callable) -> bool:
         return False
 
 
+def _arrow_columns(path: str | Path, kinds: str) -> list | None:
+    """Fast path for large, regular files: the columns, or None to take the Python path.
+
+    Pyarrow's multi-threaded C++ reader splits on single spaces; a file qualifies only when
+    every line has exactly ``len(kinds)`` non-empty fields and every text field is printable
+    ASCII, which is exactly when splitting on any whitespace (the Python path) gives the same
+    fields. One letter per column says what to return:
+    ``q`` (distinct values as bytes in order of first appearance, code of each row),
+    ``s`` an ``S`` array, ``v`` text only checked (its first value returned, as bytes),
+    ``n`` an int64 array, ``i`` an integer only checked (None), ``f`` a finite float64 array.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:  # pragma: no cover - pyarrow is a dependency; stay correct without it
+        return None
+    types = {"q": pa.binary(), "s": pa.binary(), "v": pa.binary(), "n": pa.int64(),
+             "i": pa.int64(), "f": pa.float64()}
+    names = [f"c{i}" for i in range(len(kinds))]
+    try:
+        table = pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=names, block_size=16 << 20),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
+                                            double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(
+                column_types={n: types[k] for n, k in zip(names, kinds, strict=True)},
+                null_values=[], strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+        return None
+    if table.num_rows == 0:
+        return None
+    out: list = []
+    for name, kind in zip(names, kinds, strict=True):
+        column = table.column(name)
+        if kind == "i":
+            out.append(None)
+        elif kind in "nf":
+            col = np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
+            if kind == "f" and not np.isfinite(col).all():
+                return None
+            out.append(col)
+        else:
+            if pc.min(pc.binary_length(column)).as_py() == 0:
+                return None  # an empty field: two spaces in a row, or a trailing space
+            parts = [_arrow_bytes(c) for c in column.chunks]
+            if any(len(d) and (d.min() < 0x21 or d.max() > 0x7E) for _, d in parts):
+                return None  # other whitespace or non-ASCII: the Python path decides
+            if kind == "v":
+                out.append(parts[0][1][: parts[0][0][1]].tobytes())
+            elif kind == "q":
+                out.append(_segments(column, pc))
+            else:
+                out.append(_fixed(parts, table.num_rows, pc.max(pc.binary_length(column)).as_py()))
+    return out
+
+
+def _arrow_bytes(chunk) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets from 0, data) of one Arrow binary chunk, without copying."""
+    offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
+    data = np.frombuffer(chunk.buffers()[2], np.uint8)[offsets[0]: offsets[-1]]
+    return offsets - offsets[0], data
+
+
+def _fixed(parts, n: int, width: int) -> np.ndarray:
+    col = np.zeros(n, dtype=f"S{width}")
+    row = 0
+    for offsets, data in parts:
+        m = len(offsets) - 1
+        columns.fixed_width(offsets, data, width, out=col[row: row + m])
+        row += m
+    return col
+
+
+def _segments(column, pc) -> tuple[list[bytes], np.ndarray]:
+    """(distinct values in order of first appearance, code of each row) of a text column,
+    one dict lookup per run of equal values (query ids in a TREC file come in runs)."""
+    table: dict[bytes, int] = {}
+    codes, lengths = [], []
+    for chunk in column.chunks:
+        ree = pc.run_end_encode(chunk)
+        ends = ree.run_ends.to_numpy()
+        codes.append(np.fromiter((table.setdefault(v, len(table)) for v in ree.values.to_pylist()),
+                                 np.int64, len(ends)))
+        lengths.append(np.diff(np.r_[0, ends]))
+    return list(table), np.repeat(np.concatenate(codes), np.concatenate(lengths))
+
+
+def _duplicate_error(path, text_of_path, kind: str, row: int, first: int, q: str, d: str):
+    text = text_of_path(path)
+    ncols = 4 if kind == "qrels" else 6
+    first_line, again = _line_of(text, ncols, first), _line_of(text, ncols, row)
+    what = (f"duplicate judgment for query {q!r}, document {d!r}" if kind == "qrels"
+            else f"duplicate document {d!r} for query {q!r}")
+    return InputError(f"{what} (first on line {first_line})", path, again)
+
+
+def _read_qrels_fast(path: str | Path) -> Qrels | None:
+    cols = _arrow_columns(path, "qvsn")
+    if cols is None:
+        return None
+    (uniq, codes), _, d, g = cols
+    qrels = Qrels.from_codes((uniq, codes), d, g)
+    dup = qrels.key_index().first_duplicate()
+    if dup is not None:
+        raise _duplicate_error(path, _read_text, "qrels", dup[1], dup[0],
+                               uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
+    return qrels
+
+
 def read_qrels(path: str | Path) -> Qrels:
     """Read a TREC qrels file ``QID ITER DOCID GRADE``; grades must be integers."""
+    fast = _read_qrels_fast(path) if _big(path) else None
+    if fast is not None:
+        return fast
     text = _read_text(path)
     checks = {3: (_is_int, "an integer grade")}
     q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks)
@@ -205,6 +320,9 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
 
     The run's name is ``name``, else the tag of its first line, else the file's stem.
     """
+    fast_run = _read_run_fast(path, name) if _big(path) else None
+    if fast_run is not None:
+        return fast_run
     text = _read_text(path)
     fast = _run_fast(text)
     if fast is not None:
@@ -224,6 +342,31 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
                          f"(first on line {first})", path, again)
     run_name = name or first_tag or Path(path).stem
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
+
+
+def _read_run_fast(path: str | Path, name: str | None) -> Run | None:
+    cols = _arrow_columns(path, "qvsifv")
+    if cols is None:
+        return None
+    (uniq, codes), _, d, _, score, tag = cols
+    run = Run.from_codes((uniq, codes), d, score, name=name or tag.decode())
+    grouped = not np.any(codes[1:] < codes[:-1])  # else rows were regrouped: check file rows
+    keys = run.key_index() if grouped else columns.KeyIndex(codes, d, columns.hash_bytes(d))
+    dup = keys.first_duplicate()
+    if dup is not None:
+        raise _duplicate_error(path, _read_text, "run", dup[1], dup[0],
+                               uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
+    return run
+
+
+FAST_MIN_BYTES = 1 << 20  # smaller files take the Python path (no pyarrow start-up cost)
+
+
+def _big(path: str | Path) -> bool:
+    try:
+        return os.path.getsize(path) >= FAST_MIN_BYTES
+    except OSError:
+        return False
 
 
 def _atomic_write(path: str | Path, text: str) -> None:

@@ -7,10 +7,11 @@ compact and the metric kernels can work on whole arrays; dict views are built on
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge import columns
 from reljudge.errors import InputError
 
 GRADE_MIN = 0
@@ -53,14 +54,92 @@ def _group_rows(qid: np.ndarray, docid: np.ndarray, score: np.ndarray):
     return firsts, np.r_[starts, n].astype(np.int64), docid, score
 
 
-@dataclass(frozen=True, eq=False)
-class Qrels:
+class _IdColumns:
+    """The (qid, docid) columns shared by qrels and runs.
+
+    Held as object arrays of Python str, or, for large files, compactly: query ids as codes
+    into a short list of distinct ids, document ids as an ``S`` array of UTF-8 bytes. Compact
+    columns are decoded to str only when a caller asks for ``qid`` / ``docid``.
+    """
+
+    def __init__(self, qid, docid) -> None:
+        self._qid, self._docid = qid, docid
+        self._qcodes: tuple[list[bytes], np.ndarray] | None = None
+        self._docid_b: np.ndarray | None = None
+        self._hashes: dict[int, np.ndarray] = {}
+        self._keys: columns.KeyIndex | None = None
+        self._dict: dict | None = None
+        self._compact = False
+
+    def _set_compact(self, qcodes: tuple[list[bytes], np.ndarray], docid_b: np.ndarray) -> None:
+        self._qid, self._docid = None, None
+        self._qcodes, self._docid_b = qcodes, docid_b
+        self._compact = True
+
+    def __setattr__(self, name, value) -> None:
+        if name in ("qid", "docid", "grade", "score", "name"):
+            raise AttributeError(f"{type(self).__name__} is immutable")
+        object.__setattr__(self, name, value)
+
+    @property
+    def qid(self) -> np.ndarray:
+        """Query id of each row (object array of str)."""
+        if self._qid is None:
+            uniq, codes = self._qcodes  # type: ignore[misc]
+            self._qid = np.array([u.decode() for u in uniq], dtype=object)[codes]
+        return self._qid
+
+    @property
+    def docid(self) -> np.ndarray:
+        """Document id of each row (object array of str)."""
+        if self._docid is None:
+            self._docid = columns.decode(self._docid_b)
+        return self._docid
+
+    @property
+    def compact(self) -> bool:
+        """True when read compactly from a large file (then evaluation joins, not dicts)."""
+        return self._compact
+
+    def query_codes(self) -> tuple[list[bytes], np.ndarray]:
+        """(distinct query ids as UTF-8 bytes in order of first appearance, code of each row)."""
+        if self._qcodes is None:
+            uniq, codes = columns.segment_codes(self._qid)
+            self._qcodes = ([str(u).encode() for u in uniq], codes)
+        return self._qcodes
+
+    def docid_bytes(self) -> np.ndarray:
+        """Document ids as an ``S`` array of UTF-8 bytes (encoded once when held as str)."""
+        if self._docid_b is None:
+            self._docid_b = columns.as_bytes(self._docid)
+        return self._docid_b
+
+    def doc_hash(self, nwords: int) -> np.ndarray:
+        """64-bit hash of each docid over ``nwords`` words (see ``columns.hash_bytes``)."""
+        h = self._hashes.get(nwords)
+        if h is None:
+            h = columns.hash_bytes(self.docid_bytes(), nwords)
+            self._hashes[nwords] = h
+        return h
+
+    def key_index(self) -> columns.KeyIndex:
+        """The sorted (query code, docid) keys of the rows (built once)."""
+        if self._keys is None:
+            docs = self.docid_bytes()
+            self._keys = columns.KeyIndex(self.query_codes()[1], docs,
+                                          self.doc_hash(columns.words(docs)))
+        return self._keys
+
+
+class Qrels(_IdColumns):
     """Graded relevance judgments: one (qid, docid, grade) row per judged pair, pairs unique."""
 
-    qid: np.ndarray
-    docid: np.ndarray
-    grade: np.ndarray
-    _dict: dict | None = field(default=None, repr=False, compare=False)
+    def __init__(self, qid, docid, grade) -> None:
+        super().__init__(qid, docid)
+        object.__setattr__(self, "grade", grade)
+
+    def __repr__(self) -> str:
+        return f"Qrels({len(self)} judgments)"
 
     @classmethod
     def from_arrays(cls, qid, docid, grade, *, check: bool = True) -> Qrels:
@@ -77,6 +156,15 @@ class Qrels:
         if check:
             _check_unique_pairs(q, d, "qrels")
         return cls(q, d, g)
+
+    @classmethod
+    def from_codes(cls, qcodes: tuple[list[bytes], np.ndarray], docid: np.ndarray,
+                   grade: np.ndarray) -> Qrels:
+        """Build from compact columns: (distinct query ids as bytes, code of each row) and an
+        ``S`` array of UTF-8 docids (pairs already known to be unique)."""
+        out = cls(None, None, np.asarray(grade, dtype=np.int64))
+        out._set_compact(qcodes, docid)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Qrels:
@@ -98,11 +186,13 @@ class Qrels:
             out: dict[str, dict[str, int]] = {}
             for q, d, g in zip(self.qid.tolist(), self.docid.tolist(), self.grade.tolist(), strict=False):
                 out.setdefault(q, {})[d] = g
-            object.__setattr__(self, "_dict", out)
-        return self._dict  # type: ignore[return-value]
+            self._dict = out
+        return self._dict
 
     def query_ids(self) -> list[str]:
         """Query ids in order of first appearance."""
+        if self._qcodes is not None:
+            return [q.decode() for q in self._qcodes[0]]
         return list(dict.fromkeys(self.qid.tolist()))
 
     def get(self, qid: str, docid: str, default: int | None = None) -> int | None:
@@ -121,20 +211,22 @@ class Qrels:
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, eq=False)
-class Run:
+class Run(_IdColumns):
     """A ranked list of scored documents per query: one (qid, docid, score) row, pairs unique.
 
     The rank column of TREC files is not kept: as in trec_eval, order comes from the score
     (descending), ties broken by docid descending.
     """
 
-    qid: np.ndarray
-    docid: np.ndarray
-    score: np.ndarray
-    name: str = "run"
-    _dict: dict | None = field(default=None, repr=False, compare=False)
-    _groups: tuple | None = field(default=None, repr=False, compare=False)
+    def __init__(self, qid, docid, score, name: str = "run") -> None:
+        super().__init__(qid, docid)
+        object.__setattr__(self, "score", score)
+        object.__setattr__(self, "name", name)
+        self._groups: tuple | None = None
+        self._bounds: np.ndarray | None = None
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {len(self)} rows)"
 
     @classmethod
     def from_arrays(cls, qid, docid, score, *, name: str = "run", check: bool = True) -> Run:
@@ -146,6 +238,24 @@ class Run:
         if check:
             _check_unique_pairs(q, d, "run")
         return cls(q, d, s, name)
+
+    @classmethod
+    def from_codes(cls, qcodes: tuple[list[bytes], np.ndarray], docid: np.ndarray,
+                   score: np.ndarray, *, name: str = "run") -> Run:
+        """Build from compact columns (see ``Qrels.from_codes``).
+
+        Rows are regrouped (stably) so that each query's rows are contiguous.
+        """
+        uniq, codes = qcodes
+        score = np.asarray(score, dtype=np.float64)
+        if len(codes) and np.any(codes[1:] < codes[:-1]):  # a query's rows are split
+            order = np.argsort(codes, kind="stable")
+            docid, score, codes = docid[order], score[order], codes[order]
+        out = cls(None, None, score, name)
+        out._set_compact((uniq, codes), docid)
+        counts = np.bincount(codes, minlength=len(uniq)) if len(codes) else np.zeros(0, np.int64)
+        out._bounds = np.r_[0, np.cumsum(counts)].astype(np.int64)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, float]], *, name: str = "run") -> Run:
@@ -163,12 +273,19 @@ class Run:
             out: dict[str, dict[str, float]] = {}
             for q, d, s in zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist(), strict=False):
                 out.setdefault(q, {})[d] = s
-            object.__setattr__(self, "_dict", out)
-        return self._dict  # type: ignore[return-value]
+            self._dict = out
+        return self._dict
 
     def query_ids(self) -> list[str]:
         """Query ids in order of first appearance."""
+        if self._qcodes is not None:
+            return [q.decode() for q in self._qcodes[0]]
         return list(dict.fromkeys(self.qid.tolist()))
+
+    def query_bounds(self) -> np.ndarray | None:
+        """For a compact run, query i's rows are at ``bounds[i]:bounds[i+1]`` (codes as in
+        ``query_codes``); None for a run held as str."""
+        return self._bounds
 
     def ranked(self, qid: str) -> list[tuple[str, float]]:
         """One query's (docid, score) list in trec_eval order: score desc, then docid desc."""
@@ -177,14 +294,21 @@ class Run:
 
     def with_name(self, name: str) -> Run:
         """The same run under another name."""
-        return Run(self.qid, self.docid, self.score, name, self._dict, self._groups)
+        out = Run(self._qid, self._docid, self.score, name)
+        out._qcodes, out._docid_b, out._hashes = self._qcodes, self._docid_b, self._hashes
+        out._keys, out._compact = self._keys, self._compact
+        out._dict, out._groups, out._bounds = self._dict, self._groups, self._bounds
+        return out
 
     def groups(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Rows grouped by query: (qids, bounds, docid, score) with query i's rows at
         ``bounds[i]:bounds[i+1]`` of the returned columns (file order kept inside a query)."""
         if self._groups is None:
-            object.__setattr__(self, "_groups", _group_rows(self.qid, self.docid, self.score))
-        return self._groups  # type: ignore[return-value]
+            if self._bounds is not None:
+                self._groups = (self.query_ids(), self._bounds, self.docid, self.score)
+            else:
+                self._groups = _group_rows(self.qid, self.docid, self.score)
+        return self._groups
 
     def __len__(self) -> int:
         return len(self.score)

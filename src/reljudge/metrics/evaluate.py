@@ -154,7 +154,14 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure], 
     ``float32_scores`` rounds scores to float32 before ranking, as trec_eval 9 and pytrec_eval.
     """
     parsed = [parse_measure(m) for m in measures]
-    qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
+    if isinstance(run, Run) and run.compact:  # read from a large file: join, no dicts
+        from reljudge.metrics.compact import rank_compact
+
+        as_qrels = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
+        qids, ranked = rank_compact(as_qrels, run, all_queries=all_queries,
+                                    float32_scores=float32_scores)
+    else:
+        qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
     cache: dict = {}
     cols = [compute(m, ranked, cache) for m in parsed]
     scores = np.column_stack(cols) if cols else np.zeros((len(qids), 0))

@@ -1,0 +1,183 @@
+"""Compact byte columns for large qrels and runs: fixed-width bytes, 64-bit keys, exact joins.
+
+A column of ids read from a large file is kept as one numpy ``S`` array (``S9`` for ids of up to
+nine bytes) instead of millions of Python strings. Equality of (query, document) pairs is found
+by sorting 64-bit hashes with the row number packed into their low bits (one ``np.sort``, no
+``argsort``), and every hash match is then confirmed on the bytes themselves: a hash collision
+can cost a little time, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_BLOCK = 1 << 20  # rows hashed at a time (keeps the temporaries in cache)
+
+
+def fixed_width(offsets: np.ndarray, data: np.ndarray, width: int, out: np.ndarray) -> None:
+    """Fill the ``S{width}`` array ``out`` with the strings ``data[offsets[i]:offsets[i+1]]``
+    (the Arrow layout of a string column)."""
+    n = len(offsets) - 1
+    if n == 0:
+        return
+    lengths = np.diff(offsets)
+    padded = np.zeros(len(data) + width, dtype=np.uint8)
+    padded[: len(data)] = data
+    windows = np.lib.stride_tricks.as_strided(padded, (len(padded) - width + 1, width), (1, 1))
+    rows = out.view(np.uint8).reshape(n, width)
+    rows[:] = windows[offsets[:-1]]  # `width` bytes from each string's start
+    for j in range(width):  # clear the bytes that belong to the next string
+        col = rows[:, j]
+        col[lengths <= j] = 0
+
+
+def as_bytes(values) -> np.ndarray:
+    """An ``S`` array of the UTF-8 bytes of the given strings (or the array itself if ``S``)."""
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if arr.dtype.kind == "S":
+        return arr
+    encoded = [str(v).encode() for v in arr.tolist()]
+    return np.array(encoded, dtype=f"S{max((len(e) for e in encoded), default=1) or 1}")
+
+
+def decode(arr: np.ndarray) -> np.ndarray:
+    """An object array of Python str from an ``S`` array of UTF-8 bytes."""
+    try:
+        return arr.astype("U").astype(object)  # ASCII: one C-level pass each way
+    except UnicodeDecodeError:
+        return np.array([b.decode() for b in arr.tolist()], dtype=object)
+
+
+def words(arr: np.ndarray) -> int:
+    """How many 64-bit words hold the widest string of an ``S`` array."""
+    return max(1, -(-arr.dtype.itemsize // 8))
+
+
+def hash_bytes(arr: np.ndarray, nwords: int | None = None) -> np.ndarray:
+    """A 64-bit hash of each string, over its first ``nwords`` 8-byte words (zero padded).
+
+    Two arrays hashed with the same ``nwords`` give equal hashes for equal strings whatever
+    their widths; longer strings are hashed on their prefix (and told apart when confirmed).
+    """
+    nwords = nwords or words(arr)
+    width = arr.dtype.itemsize
+    n = len(arr)
+    out = np.empty(n, dtype=np.uint64)
+    raw = arr.view(np.uint8).reshape(n, width)
+    take = min(width, 8 * nwords)
+    for a in range(0, n, _BLOCK):
+        b = min(n, a + _BLOCK)
+        block = np.zeros((b - a, 8 * nwords), dtype=np.uint8)
+        block[:, :take] = raw[a:b, :take]
+        w = block.view(np.uint64)
+        h = np.full(b - a, _GOLD, dtype=np.uint64)
+        for j in range(nwords):
+            h ^= w[:, j]
+            h *= _M1
+            h ^= h >> np.uint64(29)
+        out[a:b] = h
+    return out
+
+
+def mix(doc_hash: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """One 64-bit key per (query code, document hash) pair."""
+    h = code.astype(np.uint64)
+    h *= _GOLD
+    h ^= doc_hash
+    h ^= h >> np.uint64(33)
+    h *= _M2
+    h ^= h >> np.uint64(33)
+    return h
+
+
+class KeyIndex:
+    """The (code, doc) pairs of one table, as sorted 64-bit keys with row numbers packed in.
+
+    Each key is the pair's hash with its low bits replaced by the row number, so one plain
+    ``np.sort`` (no ``argsort``) orders the pairs by hash and keeps each one's row. Equal hashes
+    are then side by side; every match is confirmed on the codes and the bytes.
+    """
+
+    def __init__(self, codes: np.ndarray, docs: np.ndarray, doc_hash: np.ndarray) -> None:
+        self.codes, self.docs = codes, docs
+        n = len(codes)
+        self.bits = np.uint64(max(1, (n - 1).bit_length()))
+        self.mask = np.uint64((1 << int(self.bits)) - 1)
+        packed = mix(doc_hash, codes)
+        packed >>= self.bits
+        packed <<= self.bits
+        packed |= np.arange(n, dtype=np.uint64)
+        packed.sort()
+        self.packed = packed
+
+    def _rows(self, at: np.ndarray) -> np.ndarray:
+        return (self.packed[at] & self.mask).astype(np.int64)
+
+    def first_duplicate(self) -> tuple[int, int] | None:
+        """(first row, repeated row) of the repeated pair with the lowest repeated row."""
+        high = self.packed >> self.bits
+        same = np.flatnonzero(high[1:] == high[:-1])
+        hits: list[tuple[int, int]] = []
+        if len(same):
+            a, b = self._rows(same), self._rows(same + 1)
+            ok = (self.codes[a] == self.codes[b]) & (self.docs[a] == self.docs[b])
+            hits = list(zip(a[ok].tolist(), b[ok].tolist(), strict=True))
+            chained = np.flatnonzero(same[1:] == same[:-1] + 1)  # groups of 3+: check all
+            for at in same[chained].tolist():
+                group = self._rows(np.flatnonzero(high == high[at]))
+                seen: dict[tuple[int, bytes], int] = {}
+                for r in sorted(group.tolist()):
+                    key = (int(self.codes[r]), bytes(self.docs[r]))
+                    if key in seen:
+                        hits.append((seen[key], r))
+                    seen.setdefault(key, r)
+        return min(hits, key=lambda p: p[1]) if hits else None
+
+    def lookup(self, codes: np.ndarray, docs: np.ndarray,
+               doc_hash: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Matching rows (i here, j in the other table) of equal (code, doc) pairs.
+
+        ``doc_hash`` must come from ``hash_bytes`` with the ``nwords`` used for this index.
+        """
+        n = len(self.packed)
+        high = mix(doc_hash, codes) >> self.bits
+        order = np.argsort(high)  # sorted needles search a sorted haystack fast
+        needle = high[order] << self.bits
+        at = np.searchsorted(self.packed, needle, "left")
+        found_a, found_b = [], []
+        live = np.arange(len(order))
+        while len(live):  # the first candidate, then the next while hashes still agree
+            p = at[live]
+            inside = p < n
+            live, p = live[inside], p[inside]
+            same = (self.packed[p] >> self.bits) == (needle[live] >> self.bits)
+            live, p = live[same], p[same]
+            a, b = self._rows(p), order[live]
+            ok = (self.codes[a] == codes[b]) & (self.docs[a] == docs[b])
+            found_a.append(a[ok])
+            found_b.append(b[ok])
+            live = live[~ok]
+            at[live] += 1
+        if not found_a:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(found_a), np.concatenate(found_b)
+
+
+def segment_codes(arr: np.ndarray) -> tuple[list, np.ndarray]:
+    """(distinct values in order of first appearance, code of each row) of a 1-d array.
+
+    Cheap when equal values are contiguous (as query ids in a TREC file): one dict lookup per
+    run of equal values, not per row.
+    """
+    n = len(arr)
+    if n == 0:
+        return [], np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, arr[1:] != arr[:-1]])
+    table: dict = {}
+    seg = np.fromiter((table.setdefault(v, len(table)) for v in arr[starts].tolist()),
+                      np.int64, len(starts))
+    codes = np.repeat(seg, np.diff(np.r_[starts, n]))
+    return list(table), codes

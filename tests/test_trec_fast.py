@@ -1,0 +1,174 @@
+"""The pyarrow fast path for large TREC files: same columns, same errors, same scores."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import reljudge.trec as trec
+from reljudge import InputError, columns
+from reljudge.metrics import evaluate
+from reljudge.metrics.compact import rank_compact
+from reljudge.metrics.evaluate import rank
+from reljudge.trec import read_qrels, read_run
+
+MEASURES = ["nDCG@5", "nDCG", "nDCG(dcg='exp-log2')@10", "nDCG(ideal='run')@3",
+            "nDCG(judged_only=True)@5", "P@5", "P(rel=2)@5", "R@10", "RR", "RR@3", "AP", "AP@5",
+            "Success@3", "ERR@5", "Judged@5", "NumRel", "NumRet"]
+
+
+def read_both(path, reader):
+    """(fast result, python result) of one reader on one file, or the errors they raise."""
+    out = []
+    for threshold in (0, 1 << 62):
+        trec.FAST_MIN_BYTES = threshold
+        try:
+            out.append(reader(path))
+        except InputError as e:
+            out.append(str(e))
+    trec.FAST_MIN_BYTES = 1 << 20
+    return out
+
+
+@pytest.mark.parametrize("line", [
+    "q1 Q0 d3 3 0.25 tag",        # regular
+    "q1 Q0 d3 3 2.5e-3 tag",      # exponent
+    "q1 Q0 d3 +3 .5 tag",         # signed rank, bare fraction
+    "q1 Q0 d3 03 -7 tag",         # leading zero, integer score
+    "q1\tQ0 d3 3 0.25 tag",       # a tab: splits differently per reader -> python decides
+    "q1 Q0  d3 3 0.25 tag",       # two spaces
+    "q1 Q0 d3 3 0.25 tag ",       # trailing space
+    "q1 Q0 d3 3 0.25",            # five fields
+    "q1 Q0 d3 3 0.25 tag extra",  # seven fields
+    "q1 Q0 dé 3 0.25 tag",        # non-ASCII docid
+    "q1 Q0 d3 3 nan tag",         # not finite
+    "q1 Q0 d3 3 inf tag",
+    "q1 Q0 d3 3.0 0.25 tag",      # non-integer rank
+    "q1 Q0 d3 3 1_0 tag",         # python's float() accepts underscores
+    "q1 Q0 d3 3 0x10 tag",
+    "q1 Q0 d1 3 0.25 tag",        # duplicate of the first line
+    "q1 Q0 d3 3 0.25 tag\r",      # CRLF line ending
+    "q1\x0bQ0 d3 3 0.25 tag",     # vertical tab (whitespace to python)
+])
+def test_fast_and_python_readers_agree_on_run_lines(tmp_path, line):
+    text = "q1 Q0 d1 1 1.0 tag\nq2 Q0 d2 2 0.5 tag\n" + line + "\nq2 Q0 d9 4 0.1 tag\n"
+    p = tmp_path / "x.run"
+    p.write_bytes(text.encode())
+    fast, python = read_both(p, read_run)
+    if isinstance(python, str):
+        assert fast == python
+    else:
+        assert fast.to_dict() == python.to_dict() and fast.name == python.name
+
+
+@pytest.mark.parametrize("line", [
+    "q1 0 d3 2", "q1 0 d3 -1", "q1 0 d3 +2", "q1 0 d3 2.0", "q1 0 d3 two", "q1 0 d1 2",
+    "q1 0 d3", "q1  0 d3 2", "q1 0 d3 2 ", "q1 0 dé 2", "q9 0 d1 1",
+])
+def test_fast_and_python_readers_agree_on_qrels_lines(tmp_path, line):
+    p = tmp_path / "x.qrels"
+    p.write_bytes(("q1 0 d1 1\nq2 0 d2 0\n" + line + "\nq2 0 d9 3\n").encode())
+    fast, python = read_both(p, read_qrels)
+    if isinstance(python, str):
+        assert fast == python
+    else:
+        assert fast == python
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
+       st.sampled_from(["{!r}", "{:.17g}", "{:.6f}", "{:.3e}", "{:.20f}"]))
+def test_fast_path_parses_scores_exactly_as_python_float(tmp_path_factory, values, fmt):
+    p = tmp_path_factory.mktemp("f") / "x.run"
+    texts = [fmt.format(v) for v in values]
+    assume(all(math.isfinite(float(t)) for t in texts))  # rounding up to inf is an error
+    p.write_text("".join(f"q Q0 d{i} {i} {t} tag\n" for i, t in enumerate(texts)))
+    trec.FAST_MIN_BYTES = 0
+    try:
+        run = read_run(p)
+    finally:
+        trec.FAST_MIN_BYTES = 1 << 20
+    assert run.compact
+    assert run.to_dict()["q"] == {f"d{i}": float(t) for i, t in enumerate(texts)}
+
+
+docids = st.sampled_from([f"d{i}" for i in range(12)] + ["D1", "d1x", "a" * 17, "a" * 16])
+qids = st.sampled_from(["q1", "q2", "q10", "q3"])
+scores = st.integers(0, 6).map(lambda x: x / 4)  # coarse: many ties
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qrels=st.dictionaries(qids, st.dictionaries(docids, st.integers(-1, 3), min_size=1, max_size=8),
+                             min_size=1, max_size=4),
+       run=st.lists(st.tuples(qids, docids, scores), min_size=1, max_size=40,
+                    unique_by=lambda t: (t[0], t[1])),
+       all_queries=st.booleans(), float32=st.booleans())
+def test_compact_join_builds_the_same_matrices_as_the_dict_path(
+        tmp_path_factory, qrels, run, all_queries, float32):
+    folder = tmp_path_factory.mktemp("c")
+    (folder / "x.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items()
+                                            for d, g in docs.items()))
+    # file order as generated: a query's lines may be split, the rank column is noise
+    (folder / "x.run").write_text("".join(f"{q} Q0 {d} {i} {s} t\n"
+                                          for i, (q, d, s) in enumerate(run)))
+    trec.FAST_MIN_BYTES = 0
+    try:
+        fq, fr = read_qrels(folder / "x.qrels"), read_run(folder / "x.run")
+    finally:
+        trec.FAST_MIN_BYTES = 1 << 20
+    assert fr.compact and fq.compact
+    kw = {"all_queries": all_queries, "float32_scores": float32}
+    q1, r1 = rank_compact(fq, fr, **kw)
+    q2, r2 = rank(fq.to_dict(), fr.to_dict(), **kw)
+    assert q1 == q2
+    for a, b in ((r1.grades, r2.grades), (r1.length, r2.length), (r1.ideal, r2.ideal)):
+        assert a.shape == b.shape and (a == b).all()
+    ours, theirs = evaluate(fq, fr, MEASURES, **kw), evaluate(fq.to_dict(), fr.to_dict(),
+                                                               MEASURES, **kw)
+    assert ours.query_ids == theirs.query_ids
+    assert np.array_equal(ours.scores, theirs.scores)
+
+
+def test_hash_collisions_cost_time_not_answers(tmp_path, monkeypatch):
+    """Every docid hashes alike: joins and duplicate checks must confirm on the bytes."""
+    monkeypatch.setattr(columns, "hash_bytes",
+                        lambda arr, nwords=None: np.zeros(len(arr), dtype=np.uint64))
+    monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0)
+    (tmp_path / "x.qrels").write_text("q1 0 a 1\nq1 0 b 2\nq2 0 a 3\nq2 0 c 0\n")
+    (tmp_path / "x.run").write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.9 t\nq1 Q0 c 3 0.1 t\n"
+                                    "q2 Q0 b 1 0.8 t\nq2 Q0 a 2 0.7 t\n")
+    qrels, run = read_qrels(tmp_path / "x.qrels"), read_run(tmp_path / "x.run")
+    assert run.compact
+    got = evaluate(qrels, run, ["nDCG", "AP"])
+    want = evaluate(qrels.to_dict(), run.to_dict(), ["nDCG", "AP"])
+    assert np.array_equal(got.scores, want.scores)
+    (tmp_path / "d.run").write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.9 t\nq2 Q0 a 1 0.5 t\n"
+                                    "q1 Q0 c 3 0.1 t\nq1 Q0 b 4 0.2 t\n")
+    with pytest.raises(InputError, match=r"d.run:5: duplicate document 'b' for query 'q1' "
+                                         r"\(first on line 2\)"):
+        read_run(tmp_path / "d.run")
+
+
+def test_split_query_in_a_large_run_is_regrouped_and_duplicates_found_across_parts(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0)
+    (tmp_path / "x.run").write_text("q2 Q0 a 1 1 t\nq1 Q0 b 1 1 t\nq2 Q0 c 2 0.5 t\n")
+    run = read_run(tmp_path / "x.run")
+    assert run.compact and run.query_ids() == ["q2", "q1"]
+    assert run.to_dict() == {"q2": {"a": 1.0, "c": 0.5}, "q1": {"b": 1.0}}
+    (tmp_path / "d.run").write_text("q2 Q0 a 1 1 t\nq1 Q0 b 1 1 t\nq2 Q0 a 2 0.5 t\n")
+    with pytest.raises(InputError, match=r"d.run:3: .*first on line 1"):
+        read_run(tmp_path / "d.run")
+
+
+def test_large_files_take_the_fast_path_by_default(tmp_path):
+    lines = [f"q{i // 1000} Q0 doc{i} {i % 1000} {1 / (i + 1)!r} big\n" for i in range(40_000)]
+    (tmp_path / "x.run").write_text("".join(lines))
+    assert (tmp_path / "x.run").stat().st_size >= trec.FAST_MIN_BYTES
+    run = read_run(tmp_path / "x.run")
+    assert run.compact and len(run) == 40_000 and run.name == "big"
+    assert run.docid[123] == "doc123" and run.qid[39_999] == "q39"
