@@ -38,6 +38,10 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1) -> None:
     ours = evaluate(qrels, run, asked, float32_scores=True)
     theirs = pytrec(qrels, run, rel)
     assert sorted(theirs) == ours.query_ids
+    # the column path (a Run object, as from a file) builds the same rankings
+    columns = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), asked, float32_scores=True)
+    assert columns.query_ids == ours.query_ids
+    assert np.array_equal(columns.scores, ours.scores)
     for mine, key in zip(asked, (SHARED[m] for m in measures), strict=False):
         col = ours.column(mine)
         for qid, value in zip(ours.query_ids, col.tolist(), strict=False):
@@ -293,3 +297,11 @@ def test_negative_grades_mixed_with_positive_ones_match_pytrec_eval():
     run = {"q": {"a": 3.0, "b": 2.0, "x": 1.0, "d": 0.5}, "r": {"f": 2.0, "e": 1.0}}
     assert_matches_pytrec(qrels, run)
     assert_matches_pytrec(qrels, run, rel=2)
+
+
+def test_a_nan_score_is_an_error_on_both_paths():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    run = {"q1": {"a": 0.5}, "q2": {"b": float("nan"), "c": 1.0}}
+    for r in (run, Run.from_dict(run)):
+        with pytest.raises(ValueError, match="query 'q2' is nan"):
+            evaluate(qrels, r, ["AP"])

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 import reljudge.trec as trec
 from reljudge import InputError, columns
 from reljudge.metrics import evaluate
-from reljudge.metrics.compact import rank_compact
-from reljudge.metrics.evaluate import rank
+from reljudge.metrics.ranking import rank_columns, rank_dicts
 from reljudge.trec import read_qrels, read_run
 
 MEASURES = ["nDCG@5", "nDCG", "nDCG(dcg='exp-log2')@10", "nDCG(ideal='run')@3",
@@ -122,8 +121,8 @@ def test_compact_join_builds_the_same_matrices_as_the_dict_path(
         trec.FAST_MIN_BYTES = 1 << 20
     assert fr.compact and fq.compact
     kw = {"all_queries": all_queries, "float32_scores": float32}
-    q1, r1 = rank_compact(fq, fr, **kw)
-    q2, r2 = rank(fq.to_dict(), fr.to_dict(), **kw)
+    q1, r1 = rank_columns(fq, fr, **kw)
+    q2, r2 = rank_dicts(fq.to_dict(), fr.to_dict(), **kw)
     assert q1 == q2
     for a, b in ((r1.grades, r2.grades), (r1.length, r2.length), (r1.ideal, r2.ideal)):
         assert a.shape == b.shape and (a == b).all()

@@ -300,6 +300,14 @@ class Run(_IdColumns):
         out._dict, out._groups, out._bounds = self._dict, self._groups, self._bounds
         return out
 
+    def compacted(self) -> Run:
+        """The same run held compactly (byte docids, query codes, rows grouped by query)."""
+        if self._compact:
+            return self
+        out = Run.from_codes(self.query_codes(), self.docid_bytes(), self.score, name=self.name)
+        out._dict = self._dict
+        return out
+
     def groups(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Rows grouped by query: (qids, bounds, docid, score) with query i's rows at
         ``bounds[i]:bounds[i+1]`` of the returned columns (file order kept inside a query)."""

@@ -1,0 +1,228 @@
+"""Build the (queries x depth) matrices every kernel reads, from dicts or from columns.
+
+Only judged documents need a place: each one's rank is the number of documents of its query
+scoring higher, plus the tied documents whose docid is greater in byte order (trec_eval's
+order), found by a binary search in the query's sorted scores. Unjudged documents are counted,
+not placed. Two inputs, one method, the same matrices (tested):
+
+- ``{qid: {docid: score}}`` dicts: each query's judged documents are looked up in its run dict
+  with C-level ``map``s chained over all queries, so that there is one numpy conversion per
+  column, not one per query;
+- ``Run`` / ``Qrels`` columns (large files): (query, document) pairs are joined by 64-bit keys
+  confirmed on the bytes (``reljudge.columns.KeyIndex``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from itertools import chain, repeat
+
+import numpy as np
+
+from reljudge import columns
+from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
+from reljudge.types import Qrels, Run
+
+QrelsLike = Qrels | Mapping[str, Mapping[str, int]]
+RunLike = Run | Mapping[str, Mapping[str, float]]
+
+
+def rank(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
+         float32_scores: bool = False) -> tuple[list[str], Ranked]:
+    """The Ranked matrices of the queries to evaluate, with their ids (sorted).
+
+    The queries are the run's that have qrels, or with ``all_queries`` every qrels query (one
+    the run lacks gets an empty ranking). ``float32_scores`` rounds scores to float32 first.
+    """
+    if isinstance(run, Run):
+        as_qrels = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
+        return rank_columns(as_qrels, run if run.compact else run.compacted(),
+                            all_queries=all_queries, float32_scores=float32_scores)
+    qd = qrels.to_dict() if isinstance(qrels, Qrels) else qrels
+    return rank_dicts(qd, run, all_queries=all_queries, float32_scores=float32_scores)
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32).astype(np.float64)
+
+
+def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+               *, all_queries: bool = False, float32_scores: bool = False
+               ) -> tuple[list[str], Ranked]:
+    """``rank`` for the dict-of-dicts shape (pytrec_eval's and ranx's)."""
+    ranked_queries = {str(q): docs for q, docs in run.items() if str(q) in qrels and len(docs)}
+    qids = sorted(qrels) if all_queries else sorted(ranked_queries)
+    n = len(qids)
+    rows = np.array([i for i, q in enumerate(qids) if q in ranked_queries], dtype=np.int64)
+    runs = [ranked_queries[qids[i]] for i in rows.tolist()]
+    judged = [qrels[qids[i]] for i in rows.tolist()]
+
+    counts = np.fromiter(map(len, runs), np.int64, len(runs))
+    score = np.fromiter(chain.from_iterable(d.values() for d in runs), np.float64,
+                        int(counts.sum()))
+    if np.isnan(score).any():
+        i = int(np.flatnonzero(np.isnan(score))[0])
+        c = int(np.searchsorted(np.cumsum(counts), i, "right"))
+        raise ValueError(f"run score of query {qids[rows[c]]!r} is nan; scores must be numbers")
+    if float32_scores:
+        score = _f32(score)
+    length = np.zeros(n, dtype=np.int64)
+    length[rows] = counts
+    width = int(counts.max()) if len(counts) else 0
+    neg = neg_scores(score, np.r_[0, np.cumsum(counts)], rows, n, width)
+
+    # each judged document's score in its query's run dict (nan: not retrieved)
+    jcounts = np.fromiter(map(len, judged), np.int64, len(judged))
+    total = int(jcounts.sum())
+    jscore = np.fromiter(chain.from_iterable(map(d.get, j, repeat(np.nan))
+                                             for d, j in zip(runs, judged, strict=True)),
+                         np.float64, total)
+    jgrade = np.fromiter(chain.from_iterable(j.values() for j in judged), np.int64, total)
+    jrow = np.repeat(np.arange(len(rows)), jcounts)
+    hit = np.flatnonzero(~np.isnan(jscore))
+    key = -(_f32(jscore[hit]) if float32_scores else jscore[hit])
+    grades = np.where(np.arange(width)[None, :] < length[:, None], UNJUDGED, PAD)
+
+    def greater_tied(idx: np.ndarray) -> np.ndarray:
+        names = list(chain.from_iterable(judged))
+        out = []
+        for j in idx.tolist():
+            docs = runs[jrow[hit[j]]]
+            s = np.fromiter(docs.values(), np.float64, len(docs))
+            same = np.flatnonzero((_f32(s) if float32_scores else s) == -key[j]).tolist()
+            me, doc_names = str(names[hit[j]]).encode(), list(docs)
+            out.append(sum(1 for c in same if str(doc_names[c]).encode() > me))
+        return np.array(out, dtype=np.int64)
+
+    r = rows[jrow[hit]]
+    grades[r, positions(neg, r, key, greater_tied)] = jgrade[hit]
+
+    icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
+    igrade = np.fromiter(chain.from_iterable(qrels[q].values() for q in qids), np.int64,
+                         int(icounts.sum()))
+    ideal = ideal_matrix(igrade, np.repeat(np.arange(n), icounts), n)
+    return qids, Ranked(grades, length, ideal)
+
+
+def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
+                 float32_scores: bool = False) -> tuple[list[str], Ranked]:
+    """``rank`` for a compact run (read from a large file, or ``Run.compacted``)."""
+    r_uniq, r_codes = run.query_codes()
+    bounds = run.query_bounds()
+    q_uniq, q_codes = qrels.query_codes()
+    run_names = [u.decode() for u in r_uniq]
+    qrels_names = [u.decode() for u in q_uniq]
+    counts = np.diff(bounds)
+    in_run = {q for q, c in zip(run_names, counts.tolist(), strict=True) if c}
+    qids = sorted(qrels_names) if all_queries else sorted(in_run.intersection(qrels_names))
+    row_of = {q: i for i, q in enumerate(qids)}
+    run_row = np.array([row_of.get(q, -1) for q in run_names], dtype=np.int64)
+    qrels_row = np.array([row_of.get(q, -1) for q in qrels_names], dtype=np.int64)
+    to_run_code = {q: i for i, q in enumerate(run_names)}
+    qrels_run_code = np.array([to_run_code.get(q, -1) for q in qrels_names], dtype=np.int64)
+    n = len(qids)
+
+    score = _f32(run.score) if float32_scores else run.score
+    if np.isnan(score).any():
+        c = int(r_codes[np.flatnonzero(np.isnan(score))[0]])
+        raise ValueError(f"run score of query {run_names[c]!r} is nan; scores must be numbers")
+    length = np.zeros(n, dtype=np.int64)
+    evaluated = run_row >= 0
+    length[run_row[evaluated]] = counts[evaluated]
+    width = int(length.max()) if n else 0
+
+    if evaluated.all():
+        neg = neg_scores(score, bounds, run_row, n, width)
+    else:  # only the evaluated queries' scores
+        present = np.flatnonzero(evaluated)
+        neg = neg_scores(score[np.repeat(evaluated, counts)],
+                         np.r_[0, np.cumsum(counts[present])], run_row[present], n, width)
+    grades = np.where(np.arange(width)[None, :] < length[:, None], UNJUDGED, PAD)
+    a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
+    if len(a):
+        rows = run_row[r_codes[a]]
+        docs = run.docid_bytes()
+
+        def greater_tied(idx: np.ndarray) -> np.ndarray:
+            out = []
+            for k in a[idx].tolist():
+                c = int(r_codes[k])
+                lo, hi = int(bounds[c]), int(bounds[c + 1])
+                same = score[lo:hi] == score[k]
+                out.append(int(np.count_nonzero(docs[lo:hi][same] > docs[k])))
+            return np.array(out, dtype=np.int64)
+
+        grades[rows, positions(neg, rows, -score[a], greater_tied)] = qrels.grade[b]
+
+    ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
+    return qids, Ranked(grades, length, ideal)
+
+
+def neg_scores(score: np.ndarray, bounds: np.ndarray, rows: np.ndarray, n: int,
+               width: int) -> np.ndarray:
+    """(n, width) negated scores, each row sorted ascending (scores descending), inf-padded.
+
+    ``score[bounds[i]:bounds[i+1]]`` are the scores of the query on row ``rows[i]``.
+    """
+    neg = np.full((n, width), np.inf)
+    counts = np.diff(bounds)
+    if len(counts) and np.all(counts == width):  # a fixed depth: whole rows at once
+        neg[rows] = -score.reshape(len(counts), width)
+    elif len(counts):
+        row = np.repeat(rows, counts)
+        col = np.arange(len(score), dtype=np.int64) - np.repeat(bounds[:-1], counts)
+        neg[row, col] = -score
+    neg.sort(axis=1)
+    return neg
+
+
+def _judged_pairs(qrels: Qrels, run: Run, q_codes: np.ndarray,
+                  qrels_run_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(run row, qrels row) of every retrieved and judged document."""
+    mapped = qrels_run_code[q_codes]
+    sel = np.flatnonzero(mapped >= 0)
+    nwords = columns.words(run.docid_bytes())
+    a, b = run.key_index().lookup(mapped[sel], qrels.docid_bytes()[sel],
+                                  qrels.doc_hash(nwords)[sel])
+    return a, sel[b]
+
+
+def positions(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
+              greater_tied: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """0-based rank of each judged document (negated score ``keys[i]``, on row ``rows[i]``).
+
+    ``greater_tied(idx)`` counts, for the documents ``idx`` whose score another document of
+    their query shares, those tied documents with a greater docid: they rank first.
+    """
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    pos = np.empty(len(rows), dtype=np.int64)
+    for s, e, r in zip(starts.tolist(), ends.tolist(), sorted_rows[starts].tolist(), strict=True):
+        at = order[s:e]
+        pos[at] = neg[r].searchsorted(keys[at])
+    width = neg.shape[1]
+    after = np.minimum(pos + 1, width - 1)
+    tied = np.flatnonzero((pos + 1 < width) & (neg[rows, after] == keys))
+    if len(tied):
+        pos[tied] += greater_tied(tied)
+    return pos
+
+
+def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
+    """Each evaluated query's judged grades, descending, PAD-padded (``row`` -1: not evaluated)."""
+    keep = np.flatnonzero(row >= 0)
+    r, g = row[keep], grade[keep]
+    counts = np.bincount(r, minlength=n) if len(r) else np.zeros(n, dtype=np.int64)
+    depth = int(counts.max()) if n else 0
+    ideal = np.full((n, depth), PAD, dtype=np.int64)
+    if len(r):
+        order = np.argsort(r, kind="stable")
+        r, g = r[order], g[order]
+        first = np.r_[0, np.cumsum(counts)[:-1]]
+        ideal[r, np.arange(len(r)) - first[r]] = g
+        ideal = np.sort(ideal, axis=1)[:, ::-1].copy()  # PAD (the minimum) ends up last
+    return ideal
