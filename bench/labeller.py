@@ -1,12 +1,14 @@
 """Benchmark: labeller throughput against a local OpenAI-compatible server.
 
 1. Judgments per second at concurrency 1, 8, 32, 128 with a fixed 200 ms answer delay, against
-   the ideal concurrency / latency.
-2. Per-judgment overhead with zero delay (client, parsing, cache, bookkeeping).
+   the ideal concurrency / latency; wall time of the whole ``label`` call (start-up, opening
+   connections and the cache included), about ``--seconds`` of ideal work per row; the
+   client's CPU per judgment; both transports (aiohttp, the default, and the SDK's httpx).
+2. Per-judgment overhead with zero delay (client, server, parsing, cache, bookkeeping).
 3. Re-labelling 100,000 cached pairs: time, and HTTP calls made (must be 0).
 
     python bench/labeller.py
-    python bench/labeller.py --cached 20000 --delay 0.1
+    python bench/labeller.py --cached 20000 --delay 0.1 --seconds 4
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from reljudge.judge import JudgeConfig, Labeller
 @contextmanager
 def server_process(delay: float):
     """The fake OpenAI server in its own process, so it does not share our GIL."""
-    proc = subprocess.Popen([sys.executable, "-m", "reljudge.testing.fake_openai", "--delay",
-                             str(delay)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", "from reljudge.testing.fake_openai import "
+                             "main; main()", "--delay", str(delay)], stdout=subprocess.PIPE,
+                            text=True)
     try:
         url = proc.stdout.readline().strip()
         yield Remote(url)
@@ -58,14 +61,14 @@ def workload(n: int, tag: str):
     return pairs, queries, passages
 
 
-def timed(server, cache: Path, n: int, concurrency: int, tag: str):
-    """(seconds, report) of labelling n fresh pairs."""
+def timed(server, cache: Path, n: int, concurrency: int, tag: str, transport: str = "auto"):
+    """(seconds, client CPU seconds, report) of labelling n fresh pairs."""
     pairs, queries, passages = workload(n, tag)
     cfg = JudgeConfig(model="m", base_url=server.base_url, api_key="k", cache_dir=cache,
-                      concurrency=concurrency, timeout=30, prompt="basic")
-    t = time.perf_counter()
+                      concurrency=concurrency, timeout=30, prompt="basic", transport=transport)
+    t, cpu = time.perf_counter(), time.process_time()
     report = asyncio.run(Labeller(cfg).label(pairs, queries, passages))
-    return time.perf_counter() - t, report
+    return time.perf_counter() - t, time.process_time() - cpu, report
 
 
 def main() -> None:
@@ -73,23 +76,27 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--delay", type=float, default=0.2)
     p.add_argument("--cached", type=int, default=100_000)
+    p.add_argument("--seconds", type=float, default=10.0,
+                   help="ideal seconds of work per throughput row (default 10)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         print(f"1. throughput with a {args.delay * 1000:.0f} ms answer delay")
-        print(f"{'concurrency':>11} {'pairs':>6} {'seconds':>8} {'judgments/s':>12} "
-              f"{'ideal/s':>8} {'of ideal':>9}")
+        print(f"{'transport':>9} {'concurrency':>11} {'pairs':>6} {'seconds':>8} "
+              f"{'judgments/s':>12} {'ideal/s':>8} {'of ideal':>9} {'client CPU/judgment':>20}")
         with server_process(args.delay) as server:
-            for c in (1, 8, 32, 128):
-                n = max(20, int(c / args.delay * 4))  # about four seconds of ideal work
-                secs, report = timed(server, tmp / f"c{c}", n, c, f"c{c}-")
-                assert report.calls == n and report.labelled == n
+            rows = [("aiohttp", c) for c in (1, 8, 32, 128)] + [("httpx", 128)]
+            for transport, c in rows:
                 ideal = c / args.delay
-                print(f"{c:>11} {n:>6} {secs:>8.2f} {n / secs:>12.1f} {ideal:>8.1f} "
-                      f"{n / secs / ideal:>9.1%}")
+                n = max(20, int(ideal * args.seconds))
+                secs, cpu, report = timed(server, tmp / f"{transport}{c}", n, c,
+                                          f"{transport}{c}-", transport)
+                assert report.calls == n and report.labelled == n
+                print(f"{transport:>9} {c:>11} {n:>6} {secs:>8.2f} {n / secs:>12.1f} "
+                      f"{ideal:>8.1f} {n / secs / ideal:>9.1%} {cpu / n * 1000:>17.2f} ms")
         with server_process(0.0) as server:
             n = 2000
-            secs, report = timed(server, tmp / "zero", n, 32, "z-")
+            secs, _, report = timed(server, tmp / "zero", n, 32, "z-")
             print(f"\n2. zero delay: {n} judgments in {secs:.2f} s at concurrency 32 = "
                   f"{secs / n * 1000:.2f} ms per judgment (client + server + parse + cache)")
         with server_process(0.0) as server:

@@ -99,15 +99,41 @@ def test_429_with_retry_after_is_honoured(tmp_path):
     assert gap >= 0.45
 
 
-@pytest.mark.parametrize("fault", ["500", "503", "timeout", "reset"])
-def test_transient_faults_are_retried(tmp_path, fault):
-    reply = {"500": Reply.error(500), "503": Reply.error(503),
-             "timeout": Reply.text("final score: 3", delay=3.0),
-             "reset": Reply(drop=True)}[fault]
-    with FakeOpenAI(script(reply, Reply.text("final score: 3"))) as s:
-        report = run(s, tmp_path, pairs=PAIRS[:1])
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_requests_carry_the_sdk_headers_and_the_key(tmp_path, transport):
+    with FakeOpenAI(lambda r: Reply.text("final score: 1")) as s:
+        run(s, tmp_path, pairs=PAIRS[:1], transport=transport)
+    req = s.requests[0]
+    assert req.path == "/v1/chat/completions"
+    assert req.headers["authorization"] == f"Bearer {KEY}"
+    assert req.headers["user-agent"].startswith("AsyncOpenAI/Python")
+    assert req.headers["content-type"] == "application/json"
+    assert req.body["model"] == "fake-model" and req.body["temperature"] == 0
+
+
+FAULTS = {"500": (Reply.error(500), "HTTP 500: error"), "503": (Reply.error(503), "HTTP 503: error"),
+          "timeout": (Reply.text("final score: 3", delay=3.0), "timeout"),
+          "reset": (Reply(drop=True), "connection error")}
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_transient_faults_are_retried(tmp_path, fault, transport):
+    with FakeOpenAI(script(FAULTS[fault][0], Reply.text("final score: 3"))) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], transport=transport)
         assert s.calls == 2
     assert report.grades() == {PAIRS[0]: 3} and report.failed == 0
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_both_transports_record_the_same_failure_reasons(tmp_path, fault, transport):
+    reply, reason = FAULTS[fault]
+    with FakeOpenAI(lambda r: reply) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=2, transport=transport,
+                     timeout=0.5)
+    assert s.calls == 2 and report.failed == 1
+    assert report.events[0].failure == f"gave up after 2 attempts: {reason}"
 
 
 def test_exhausted_attempts_are_a_recorded_failure_not_a_dropped_row(tmp_path):
@@ -117,10 +143,11 @@ def test_exhausted_attempts_are_a_recorded_failure_not_a_dropped_row(tmp_path):
     assert report.failed == 1 and report.events[0].failure.startswith("gave up after 3 attempts")
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 @pytest.mark.parametrize("status", [400, 422])
-def test_client_errors_are_not_retried(tmp_path, status):
+def test_client_errors_are_not_retried(tmp_path, status, transport):
     with FakeOpenAI(lambda r: Reply.error(status, "context too long")) as s:
-        report = run(s, tmp_path, pairs=PAIRS[:1])
+        report = run(s, tmp_path, pairs=PAIRS[:1], transport=transport)
     assert s.calls == 1 and report.failed == 1
     assert report.events[0].failure == f"HTTP {status}: context too long"
 
@@ -262,3 +289,28 @@ def test_malformed_response_bodies_are_recorded_failures(tmp_path, body):
         report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=2)
     assert report.failed == 1 and report.labelled == 0
     assert report.events[0].grade is None and report.events[0].failure
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_http_proxy_from_the_environment_is_used(tmp_path, monkeypatch, transport):
+    """HTTP_PROXY names the fake server: the request arrives there in proxy form."""
+    for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s:
+        monkeypatch.setenv("HTTP_PROXY", s.base_url.rsplit("/v1", 1)[0])
+        cfg = JudgeConfig(model="m", base_url="http://judge.example.invalid/v1", api_key=KEY,
+                          cache_dir=tmp_path / "cache", transport=transport, max_attempts=1)
+        report = label_pairs(cfg, PAIRS[:1], QUERIES, PASSAGES)
+    assert report.grades() == {PAIRS[0]: 2}
+    assert s.requests[0].path == "http://judge.example.invalid/v1/chat/completions"
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_no_proxy_bypasses_the_proxy(tmp_path, monkeypatch, transport):
+    for var in ("ALL_PROXY", "all_proxy", "http_proxy", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], transport=transport, max_attempts=1)
+    assert report.grades() == {PAIRS[0]: 2} and s.requests[0].path == "/v1/chat/completions"

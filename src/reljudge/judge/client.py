@@ -9,6 +9,7 @@ failure, not a dropped row.
 from __future__ import annotations
 
 import email.utils
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from typing import Any
 
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from reljudge.judge.transport import open_transport, resolve_transport, status_error
 
 JSON_SCHEMA = {
     "type": "json_schema",
@@ -122,20 +125,32 @@ def describe(exc: BaseException) -> str:
 
 
 class ChatClient:
-    """Chat completions with our retry policy; knows nothing of grades or caches."""
+    """Chat completions with our retry policy; knows nothing of grades or caches.
+
+    The openai SDK supplies the endpoint (base URL, ``OPENAI_*`` settings), the headers and
+    auth, and the exception classes; each call is one prepared JSON POST sent by a
+    ``transport`` (see ``reljudge.judge.transport`` for why not the SDK's request path).
+    """
 
     def __init__(self, *, base_url: str | None, api_key: str | None, model: str,
                  timeout: float = 60.0, max_attempts: int = 6, backoff: float = 1.0,
-                 max_backoff: float = 60.0):
+                 max_backoff: float = 60.0, connections: int = 16, transport: str = "auto"):
         self.model = model
         self.max_attempts = max_attempts
         self._wait = _Wait(backoff, max_backoff)
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                          timeout=timeout, max_retries=0)
+        sdk = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                 max_retries=0)
+        base = sdk.base_url  # always ends in "/"
+        self.url = str(base.copy_with(raw_path=base.raw_path + b"chat/completions"))
+        headers = {k: v for k, v in {**sdk.default_headers, **sdk.auth_headers}.items()
+                   if isinstance(v, str)}  # the SDK marks headers it leaves out with Omit
+        self.transport = resolve_transport(transport)
+        self._post = open_transport(self.transport, self.url, headers, connections=connections,
+                                    timeout=timeout)
 
     async def close(self) -> None:
         """Close the HTTP connections."""
-        await self._client.close()
+        await self._post.close()
 
     async def complete(self, messages: list[dict], params: dict[str, Any]) -> Answer:
         """One answer, retried by policy; raises CallFailed when none can be had."""
@@ -159,16 +174,17 @@ class ChatClient:
 
     async def _once(self, messages: list[dict], params: dict[str, Any]) -> Answer:
         start = time.perf_counter()
-        # the client's low-level post: same auth, errors and connection pool as
-        # chat.completions.create, without its per-request parameter transformation, which
-        # costs more CPU than everything else we do per judgment
+        body = json.dumps({"model": self.model, "messages": messages, **params}).encode()
+        status, headers, content = await self._post.post(body)
+        latency = time.perf_counter() - start
+        if status >= 400:
+            raise status_error(self.url, status, headers, content)
         try:
-            resp = await self._client.post("/chat/completions", cast_to=dict,
-                                           body={"model": self.model, "messages": messages,
-                                                 **params})
+            # read as plain data: the SDK's typed models would cost more CPU than the rest of
+            # our work per judgment
+            resp = json.loads(content)
         except ValueError as e:  # a 200 whose body is not JSON
             raise CallFailed(f"malformed response: not JSON ({e})") from None
-        latency = time.perf_counter() - start
         return _answer(resp, latency)
 
 

@@ -34,6 +34,7 @@ class JudgeConfig(BaseModel):
     samples: int = Field(1, ge=1)
     aggregate: Literal["majority", "mean", "median"] = "majority"
     concurrency: int = Field(16, ge=1)
+    transport: Literal["auto", "aiohttp", "httpx"] = "auto"
     rpm: float | None = Field(None, gt=0)
     tpm: float | None = Field(None, gt=0)
     timeout: float = Field(60.0, gt=0)

@@ -16,6 +16,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -116,6 +117,7 @@ class Labeller:
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
         self._cache = None
         self._inflight: dict[str, asyncio.Future] = {}
+        self._io: ThreadPoolExecutor | None = None  # the cache's writer thread during a run
         self._stop: str | None = None
 
     # -- identity and request shape --------------------------------------------------------
@@ -236,7 +238,7 @@ class Labeller:
         try:
             await limiter.acquire(estimate_tokens(messages))
             answer = await client.complete(messages, self.params())
-            self.cache().set(key, answer.to_cache())  # persisted before anything else happens
+            await self._persist(key, answer)  # before anything else happens
             report.calls += 1
             report.tokens_in += answer.tokens_in
             report.tokens_out += answer.tokens_out
@@ -249,6 +251,16 @@ class Labeller:
             raise
         finally:
             del self._inflight[key]
+
+    async def _persist(self, key: str, answer: Answer) -> None:
+        """Cache a paid answer. SQLite's work runs on the cache thread (it releases the GIL), so
+        the event loop keeps serving the other calls meanwhile."""
+        cache = self.cache()
+        if self._io is None:
+            cache.set(key, answer.to_cache())
+        else:
+            await asyncio.get_running_loop().run_in_executor(self._io, cache.set, key,
+                                                              answer.to_cache())
 
     async def _judge(self, client, limiter, item, queries, passages, report) -> LabelEvent:
         qid, docid, sample = item
@@ -325,7 +337,8 @@ class Labeller:
                             api_key=self.config.api_key.get_secret_value()
                             if self.config.api_key else None, model=self.config.model,
                             timeout=self.config.timeout, max_attempts=self.config.max_attempts,
-                            backoff=self.config.backoff)
+                            backoff=self.config.backoff, connections=self.config.concurrency,
+                            transport=self.config.transport)
         limiter = RateLimiter(self.config.rpm, self.config.tpm)
 
         async def worker() -> None:
@@ -352,6 +365,7 @@ class Labeller:
                 bar.advance(report)
 
         loop = asyncio.get_running_loop()
+        self._io = ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache")
         interrupted = _on_sigint(loop, self)
         try:
             with bar:
@@ -362,8 +376,11 @@ class Labeller:
             interrupted.restore()
             await client.close()
             if self._cache is not None:
+                await loop.run_in_executor(self._io, self._cache.close)  # that thread's handle
                 self._cache.close()
                 self._cache = None
+            self._io.shutdown()
+            self._io = None
         report.stop_reason = self._stop
         report.elapsed = time.perf_counter() - start
         if self._stop and self._stop.startswith("fatal"):
