@@ -65,7 +65,12 @@ def register(sub) -> None:
     run.add_argument("--concurrency", type=int, default=16, help="calls in flight (default 16)")
     run.add_argument("--rpm", type=float, help="requests per minute limit")
     run.add_argument("--tpm", type=float, help="tokens per minute limit")
-    run.add_argument("--timeout", type=float, default=60.0, help="seconds per call")
+    run.add_argument("--timeout", type=float, default=60.0,
+                     help="seconds per call, the whole call (default 60)")
+    run.add_argument("--transport", choices=("auto", "aiohttp", "httpx"), default="auto",
+                     help="HTTP library under the openai SDK's endpoint, headers and errors: "
+                          "aiohttp (auto: the default, fastest at high concurrency) or the "
+                          "SDK's own httpx client")
     run.add_argument("--max-attempts", type=int, default=6, help="attempts per call")
     run.add_argument("--max-cost", type=float, help="stop starting calls after this many USD")
     run.add_argument("--price-in", type=float, help="USD per million input tokens")
@@ -90,6 +95,7 @@ def config_from_args(args: argparse.Namespace):
         temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
         logprobs=args.logprobs, samples=args.samples, aggregate=args.aggregate,
         concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, timeout=args.timeout,
+        transport=args.transport,
         max_attempts=args.max_attempts, max_cost=args.max_cost, cache_dir=args.cache_dir,
         price_in=args.price_in, price_out=args.price_out, retry_failed=args.retry_failed)
 

@@ -96,11 +96,14 @@ class Estimate:
     price_known: bool
 
 
+# json.dumps(..., sort_keys=True, ensure_ascii=False), without building an encoder per call
+_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+
+
 def _cache_key(base_url: str | None, model: str, messages: list[dict], params: dict,
                sample: int) -> str:
-    blob = json.dumps({"base_url": (base_url or "").rstrip("/"), "model": model,
-                       "messages": messages, "params": params, "sample": sample},
-                      sort_keys=True, ensure_ascii=False)
+    blob = _KEY_JSON.encode({"base_url": (base_url or "").rstrip("/"), "model": model,
+                             "messages": messages, "params": params, "sample": sample})
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -119,15 +122,26 @@ class Labeller:
         self._inflight: dict[str, asyncio.Future] = {}
         self._io: ThreadPoolExecutor | None = None  # the cache's writer thread during a run
         self._stop: str | None = None
+        self._params: dict[str, Any] | None = None
+        self._meta: dict[str, Any] | None = None
+        self._judge_id: str | None = None
 
     # -- identity and request shape --------------------------------------------------------
     @property
     def judge_id(self) -> str:
         """The source name of this judge's labels: model/prompt@version#hash8."""
-        return f"{self.config.model}/{self.template.label}"
+        if self._judge_id is None:
+            self._judge_id = f"{self.config.model}/{self.template.label}"
+        return self._judge_id
 
     def params(self) -> dict[str, Any]:
-        """Decoding parameters sent with every request (part of the cache key)."""
+        """Decoding parameters sent with every request (part of the cache key; shared: do not
+        mutate)."""
+        if self._params is None:
+            self._params = self._make_params()
+        return self._params
+
+    def _make_params(self) -> dict[str, Any]:
         c = self.config
         p: dict[str, Any] = {"temperature": c.temperature,
                              "max_tokens": c.max_tokens or (300 if self.template.output == "json"
@@ -265,9 +279,12 @@ class Labeller:
     async def _judge(self, client, limiter, item, queries, passages, report) -> LabelEvent:
         qid, docid, sample = item
         messages = self.messages(qid, docid, queries, passages)
-        meta = {"model": self.config.model, "prompt": self.template.name,
-                "prompt_version": self.template.version, "prompt_hash": self.template.hash,
-                "params": self.params(), "endpoint": _host(self.config.base_url)}
+        if self._meta is None:  # the same for every judgment of this judge
+            self._meta = {"model": self.config.model, "prompt": self.template.name,
+                          "prompt_version": self.template.version,
+                          "prompt_hash": self.template.hash, "params": self.params(),
+                          "endpoint": _host(self.config.base_url)}
+        meta = dict(self._meta)
         base = dict(qid=qid, docid=docid, source_kind="llm", source_name=self.judge_id,
                     sample=sample, meta=meta)
         t0 = time.perf_counter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -26,6 +27,9 @@ else:  # pragma: no cover
 PLACEHOLDERS = ("query", "passage", "title", "narrative", "scale")
 
 
+_BLANK_RUNS = re.compile(r"\n{3,}")  # left where optional fields rendered as nothing
+
+
 class Template(BaseModel):
     """One prompt template."""
 
@@ -39,7 +43,7 @@ class Template(BaseModel):
     system: str
     user: str
 
-    @property
+    @cached_property
     def hash(self) -> str:
         """SHA-256 over the fields that shape the messages (hex)."""
         blob = "\x1f".join([self.name, str(self.version), self.output, self.scale.strip(),
@@ -58,7 +62,7 @@ class Template(BaseModel):
                   "title": f"Title: {title}" if title else "",
                   "narrative": f"What they are looking for: {narrative}" if narrative else "",
                   "scale": self.scale.strip()}
-        user = re.sub(r"\n{3,}", "\n\n", self.user.format_map(values))
+        user = _BLANK_RUNS.sub("\n\n", self.user.format_map(values))
         return [{"role": "system", "content": self.system},
                 {"role": "user", "content": user}]
 

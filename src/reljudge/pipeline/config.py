@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -49,6 +50,7 @@ class JudgeSection(_Section):
     aggregate: str = "majority"
     temperature: float = 0.0
     concurrency: int = Field(16, ge=1)
+    transport: Literal["auto", "aiohttp", "httpx"] = "auto"
     max_cost: float | None = Field(None, ge=0)
     logprobs: bool = False
     enabled: bool = True
@@ -160,4 +162,4 @@ def judge_config(config: PipelineConfig, *, model: str | None = None,
     return JudgeConfig.from_env(
         model=model, base_url=base_url, api_key=api_key, prompt=j.prompt, samples=j.samples,
         aggregate=j.aggregate, temperature=j.temperature, concurrency=j.concurrency,
-        max_cost=j.max_cost, logprobs=j.logprobs, cache_dir=config.path(config.output.cache_dir))
+        transport=j.transport, max_cost=j.max_cost, logprobs=j.logprobs, cache_dir=config.path(config.output.cache_dir))
