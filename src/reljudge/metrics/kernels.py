@@ -121,13 +121,21 @@ def reciprocal_rank(r: Ranked, k: int | None, rel: int) -> np.ndarray:
 
 
 def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
-    """Mean of precision at each relevant rank (top k), over all relevant in the qrels."""
-    rel_mask = relevant(_upto(r.grades, k), rel)
-    ranks = np.arange(1, rel_mask.shape[1] + 1, dtype=np.float64)
-    prec = np.cumsum(rel_mask, axis=1) / ranks
-    total = (prec * rel_mask).sum(axis=1)
+    """Mean of precision at each relevant rank (top k), over all relevant in the qrels.
+
+    Computed from the positions of the relevant documents only (a few per query), not over
+    the whole (queries x depth) matrix: the i-th relevant document of a row, at 0-based
+    position p, contributes i / (p + 1).
+    """
+    rows, cols = np.nonzero(relevant(_upto(r.grades, k), rel))  # row-major: cols ascending
+    n = r.grades.shape[0]
+    total = np.zeros(n)
+    if len(rows):  # summed in rank order, as trec_eval does
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+        total = np.bincount(rows, weights=ith / (cols + 1.0), minlength=n)
     nr = num_rel(r, rel)
-    out = np.zeros(len(total))
+    out = np.zeros(n)
     np.divide(total, nr, out=out, where=nr > 0)
     return out
 
