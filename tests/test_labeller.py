@@ -314,3 +314,20 @@ def test_no_proxy_bypasses_the_proxy(tmp_path, monkeypatch, transport):
     with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s:
         report = run(s, tmp_path, pairs=PAIRS[:1], transport=transport, max_attempts=1)
     assert report.grades() == {PAIRS[0]: 2} and s.requests[0].path == "/v1/chat/completions"
+
+
+def test_a_single_allowed_attempt_is_not_retried(tmp_path):
+    with FakeOpenAI(lambda r: Reply.error(503, "overloaded")) as s:
+        report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=1)
+    assert s.calls == 1
+    assert report.events[0].failure == "gave up after 1 attempt: HTTP 503: overloaded"
+
+
+def test_backoff_grows_between_attempts_without_retry_after(tmp_path):
+    with FakeOpenAI(lambda r: Reply.error(500)) as s:
+        run(s, tmp_path, pairs=PAIRS[:1], max_attempts=4, backoff=0.2)
+    gaps = [b.at - a.at for a, b in zip(s.requests, s.requests[1:])]
+    assert len(gaps) == 3
+    # exponential with jitter: 0.2 * 2**(k-1) + U(0, 1) seconds after attempt k
+    for k, gap in enumerate(gaps, 1):
+        assert 0.2 * 2 ** (k - 1) - 0.05 <= gap <= 0.2 * 2 ** (k - 1) + 1.2, (k, gaps)

@@ -8,6 +8,7 @@ failure, not a dropped row.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import math
@@ -93,8 +94,19 @@ def retry_after(exc: BaseException | None) -> float | None:
         return max(0.0, when.timestamp() - time.time()) if when else None
 
 
+class _Attempt:
+    """The one field of tenacity's RetryCallState that its backoff strategies read."""
+
+    def __init__(self, attempt_number: int):
+        self.attempt_number = attempt_number
+
+
 class _Wait:
-    """Retry-After when the server gives one (capped), else exponential backoff with jitter."""
+    """Retry-After when the server gives one (capped), else exponential backoff with jitter.
+
+    The first attempt runs outside tenacity (see ``ChatClient.complete``), so tenacity's
+    attempt k is our attempt k + 1.
+    """
 
     def __init__(self, initial: float, maximum: float):
         try:
@@ -103,9 +115,14 @@ class _Wait:
             self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
         self.maximum = maximum
 
+    def after(self, exc: BaseException | None, attempt: int) -> float:
+        """Seconds to wait after our attempt number ``attempt`` failed with ``exc``."""
+        asked = retry_after(exc)
+        return min(asked, self.maximum) if asked is not None else self.backoff(_Attempt(attempt))
+
     def __call__(self, state) -> float:
-        asked = retry_after(state.outcome.exception() if state.outcome else None)
-        return min(asked, self.maximum) if asked is not None else self.backoff(state)
+        return self.after(state.outcome.exception() if state.outcome else None,
+                          state.attempt_number + 1)
 
 
 def describe(exc: BaseException) -> str:
@@ -164,22 +181,22 @@ class ChatClient:
 
     async def complete(self, messages: list[dict], params: dict[str, Any]) -> Answer:
         """One answer, retried by policy; raises CallFailed when none can be had."""
-        attempts = 0
+        try:  # the first attempt without retry machinery: most calls need no other
+            return await self._once(messages, params)
+        except openai.APIError as e:
+            if not is_transient(e) or self.max_attempts == 1:
+                raise _failure(e, 1) from None
+            await asyncio.sleep(self._wait.after(e, 1))
+        attempts = 1
         try:
             async for attempt in AsyncRetrying(
                     retry=retry_if_exception(is_transient), wait=self._wait,
-                    stop=stop_after_attempt(self.max_attempts), reraise=True):
+                    stop=stop_after_attempt(self.max_attempts - 1), reraise=True):
                 with attempt:
                     attempts += 1
                     return await self._once(messages, params)
-        except (openai.AuthenticationError, openai.PermissionDeniedError,
-                openai.NotFoundError) as e:
-            raise CallFailed(describe(e), fatal=True, attempts=attempts) from None
         except openai.APIError as e:
-            reason = describe(e)
-            if is_transient(e):
-                reason = f"gave up after {attempts} attempts: {reason}"
-            raise CallFailed(reason, attempts=attempts) from None
+            raise _failure(e, attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _once(self, messages: list[dict], params: dict[str, Any]) -> Answer:
@@ -196,6 +213,17 @@ class ChatClient:
         except ValueError as e:  # a 200 whose body is not JSON
             raise CallFailed(f"malformed response: not JSON ({e})") from None
         return _answer(resp, latency)
+
+
+def _failure(exc: openai.APIError, attempts: int) -> CallFailed:
+    """The recorded failure of a call; auth, permission and unknown-model errors stop the job."""
+    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError,
+                        openai.NotFoundError)):
+        return CallFailed(describe(exc), fatal=True, attempts=attempts)
+    reason = describe(exc)
+    if is_transient(exc):
+        reason = f"gave up after {attempts} attempt{'s' if attempts > 1 else ''}: {reason}"
+    return CallFailed(reason, attempts=attempts)
 
 
 def _answer(resp: dict, latency: float) -> Answer:
