@@ -326,8 +326,22 @@ def test_a_single_allowed_attempt_is_not_retried(tmp_path):
 def test_backoff_grows_between_attempts_without_retry_after(tmp_path):
     with FakeOpenAI(lambda r: Reply.error(500)) as s:
         run(s, tmp_path, pairs=PAIRS[:1], max_attempts=4, backoff=0.2)
-    gaps = [b.at - a.at for a, b in zip(s.requests, s.requests[1:])]
+    gaps = [b.at - a.at for a, b in zip(s.requests, s.requests[1:], strict=False)]
     assert len(gaps) == 3
     # exponential with jitter: 0.2 * 2**(k-1) + U(0, 1) seconds after attempt k
     for k, gap in enumerate(gaps, 1):
         assert 0.2 * 2 ** (k - 1) - 0.05 <= gap <= 0.2 * 2 ** (k - 1) + 1.2, (k, gaps)
+
+
+def test_progress_bar_shows_every_item_though_it_redraws_at_most_20_times_a_second():
+    from reljudge.judge.labeller import LabelReport, _Progress
+
+    report = LabelReport("j", pairs=500)
+    bar = _Progress(500, enabled=True)
+    with bar:
+        for i in range(500):
+            report.labelled += 1
+            report.cost = i / 100
+            bar.advance(report)
+    task = bar.bar.tasks[0]
+    assert task.completed == 500 and task.fields["spend"] == 4.99

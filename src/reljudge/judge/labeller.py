@@ -339,9 +339,7 @@ class Labeller:
         todo, report.already_done = self._items(pairs, sink)
         report.items = len(todo) + report.already_done
         self._stop = None
-        queue: asyncio.Queue = asyncio.Queue()
-        for it in todo:
-            queue.put_nowait(it)
+        queue = iter(todo)  # shared by the workers (one thread: no two take the same item)
         pending: list[LabelEvent] = []
         bar = _Progress(len(todo), progress)
 
@@ -359,8 +357,7 @@ class Labeller:
         limiter = RateLimiter(self.config.rpm, self.config.tpm)
 
         async def worker() -> None:
-            while not queue.empty():
-                item = queue.get_nowait()
+            for item in queue:
                 if self._stop:
                     report.not_sent += 1
                     continue
@@ -458,14 +455,23 @@ class _Progress:
                                 TextColumn("${task.fields[spend]:.4f}"),
                                 TextColumn("[red]{task.fields[failed]} failed"), transient=False)
             self.task = self.bar.add_task("label", total=total, spend=0.0, failed=0, rate="-")
-            self.start = time.perf_counter()
+            self.start = self.shown = time.perf_counter()
+            self.pending, self.report = 0, None  # advanced but not yet shown
 
     def advance(self, report: LabelReport) -> None:
-        if self.bar is not None:
-            done = report.labelled + report.failed
-            rate = done / max(1e-9, time.perf_counter() - self.start)
-            self.bar.update(self.task, advance=1, spend=report.cost, failed=report.failed,
-                            rate=f"{rate:.1f}")
+        if self.bar is None:
+            return
+        self.pending += 1
+        self.report = report
+        if time.perf_counter() - self.shown >= 0.05:  # the bar redraws 10 times a second
+            self._show()
+
+    def _show(self) -> None:
+        now, r = time.perf_counter(), self.report
+        rate = (r.labelled + r.failed) / max(1e-9, now - self.start)
+        self.bar.update(self.task, advance=self.pending, spend=r.cost, failed=r.failed,
+                        rate=f"{rate:.1f}")
+        self.pending, self.shown = 0, now
 
     def __enter__(self):
         if self.bar is not None:
@@ -474,6 +480,8 @@ class _Progress:
 
     def __exit__(self, *exc):
         if self.bar is not None:
+            if self.pending:
+                self._show()
             self.bar.__exit__(*exc)
 
 

@@ -62,7 +62,9 @@ class Template(BaseModel):
                   "title": f"Title: {title}" if title else "",
                   "narrative": f"What they are looking for: {narrative}" if narrative else "",
                   "scale": self.scale.strip()}
-        user = _BLANK_RUNS.sub("\n\n", self.user.format_map(values))
+        user = self.user.format_map(values)
+        if "\n\n\n" in user:
+            user = _BLANK_RUNS.sub("\n\n", user)
         return [{"role": "system", "content": self.system},
                 {"role": "user", "content": user}]
 
