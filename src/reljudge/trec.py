@@ -141,7 +141,6 @@ def _arrow_columns(path: str | Path, kinds: str) -> list | None:
     """
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as pcsv
     except ImportError:  # pragma: no cover - pyarrow is a dependency; stay correct without it
         return None
@@ -174,17 +173,18 @@ def _arrow_columns(path: str | Path, kinds: str) -> list | None:
                 return None
             out.append(col)
         else:
-            if pc.min(pc.binary_length(column)).as_py() == 0:
-                return None  # an empty field: two spaces in a row, or a trailing space
             parts = [_arrow_bytes(c) for c in column.chunks]
+            lengths = [np.diff(offsets) for offsets, _ in parts if len(offsets) > 1]
+            if min(x.min() for x in lengths) == 0:
+                return None  # an empty field: two spaces in a row, or a trailing space
             if any(len(d) and (d.min() < 0x21 or d.max() > 0x7E) for _, d in parts):
                 return None  # other whitespace or non-ASCII: the Python path decides
             if kind == "v":
                 out.append(parts[0][1][: parts[0][0][1]].tobytes())
             elif kind == "q":
-                out.append(_segments(column, pc))
+                out.append(_segments(column))
             else:
-                out.append(_fixed(parts, table.num_rows, pc.max(pc.binary_length(column)).as_py()))
+                out.append(_fixed(parts, table.num_rows, int(max(x.max() for x in lengths))))
     return out
 
 
@@ -212,9 +212,11 @@ def _fixed(parts, n: int, width: int) -> np.ndarray:
     return col
 
 
-def _segments(column, pc) -> tuple[list[bytes], np.ndarray]:
+def _segments(column) -> tuple[list[bytes], np.ndarray]:
     """(distinct values in order of first appearance, code of each row) of a text column,
     one dict lookup per run of equal values (query ids in a TREC file come in runs)."""
+    import pyarrow.compute as pc
+
     table: dict[bytes, int] = {}
     codes, lengths = [], []
     for chunk in column.chunks:
@@ -226,8 +228,10 @@ def _segments(column, pc) -> tuple[list[bytes], np.ndarray]:
     return list(table), np.repeat(np.concatenate(codes), np.concatenate(lengths))
 
 
-def _duplicate_error(path, text_of_path, kind: str, row: int, first: int, q: str, d: str):
-    text = text_of_path(path)
+def _duplicate_error(path, text: str, kind: str, first: int, row: int, q: str,
+                     d: str) -> InputError:
+    """The error for a (query, document) pair repeated at data row ``row`` (first at
+    ``first``), naming both lines of ``text``."""
     ncols = 4 if kind == "qrels" else 6
     first_line, again = _line_of(text, ncols, first), _line_of(text, ncols, row)
     what = (f"duplicate judgment for query {q!r}, document {d!r}" if kind == "qrels"
@@ -243,7 +247,7 @@ def _read_qrels_fast(path: str | Path) -> Qrels | None:
     qrels = Qrels.from_codes((uniq, codes), d, g)
     dup = qrels.key_index().first_duplicate()
     if dup is not None:
-        raise _duplicate_error(path, _read_text, "qrels", dup[1], dup[0],
+        raise _duplicate_error(path, _read_text(path), "qrels", *dup,
                                uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
     return qrels
 
@@ -258,9 +262,7 @@ def read_qrels(path: str | Path) -> Qrels:
     q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks)
     dup = _first_duplicate(q, d)
     if dup is not None:
-        first, again = _line_of(text, 4, dup[0]), _line_of(text, 4, dup[1])
-        raise InputError(f"duplicate judgment for query {q[dup[1]]!r}, document {d[dup[1]]!r} "
-                         f"(first on line {first})", path, again)
+        raise _duplicate_error(path, text, "qrels", *dup, q[dup[1]], d[dup[1]])
     grades = np.array(g, dtype=np.int64) if g else np.zeros(0, dtype=np.int64)
     return Qrels.from_arrays(q, d, grades, check=False)
 
@@ -345,10 +347,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     qid = np.array(q, dtype=object)
     dup = _duplicate_in_groups(qid, d)
     if dup is not None:
-        text = _read_text(path)
-        first, again = _line_of(text, 6, dup[0]), _line_of(text, 6, dup[1])
-        raise InputError(f"duplicate document {d[dup[1]]!r} for query {q[dup[1]]!r} "
-                         f"(first on line {first})", path, again)
+        raise _duplicate_error(path, _read_text(path), "run", *dup, q[dup[1]], d[dup[1]])
     run_name = name or first_tag or Path(path).stem
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
 
@@ -363,7 +362,7 @@ def _read_run_fast(path: str | Path, name: str | None) -> Run | None:
     keys = run.key_index() if grouped else columns.KeyIndex(codes, d, columns.hash_bytes(d))
     dup = keys.first_duplicate()
     if dup is not None:
-        raise _duplicate_error(path, _read_text, "run", dup[1], dup[0],
+        raise _duplicate_error(path, _read_text(path), "run", *dup,
                                uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
     return run
 

@@ -6,6 +6,7 @@ compact and the metric kernels can work on whole arrays; dict views are built on
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -108,6 +109,12 @@ class _IdColumns:
             self._qcodes = ([str(u).encode() for u in uniq], codes)
         return self._qcodes
 
+    def query_ids(self) -> list[str]:
+        """Query ids in order of first appearance."""
+        if self._qcodes is not None:
+            return [q.decode() for q in self._qcodes[0]]
+        return list(dict.fromkeys(self.qid.tolist()))
+
     def docid_bytes(self) -> np.ndarray:
         """Document ids as an ``S`` array of UTF-8 bytes (encoded once when held as str)."""
         if self._docid_b is None:
@@ -189,11 +196,6 @@ class Qrels(_IdColumns):
             self._dict = out
         return self._dict
 
-    def query_ids(self) -> list[str]:
-        """Query ids in order of first appearance."""
-        if self._qcodes is not None:
-            return [q.decode() for q in self._qcodes[0]]
-        return list(dict.fromkeys(self.qid.tolist()))
 
     def get(self, qid: str, docid: str, default: int | None = None) -> int | None:
         """The grade of one pair, or default when unjudged."""
@@ -224,6 +226,7 @@ class Run(_IdColumns):
         object.__setattr__(self, "name", name)
         self._groups: tuple | None = None
         self._bounds: np.ndarray | None = None
+        self._compacted: Run | None = None
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, {len(self)} rows)"
@@ -276,11 +279,6 @@ class Run(_IdColumns):
             self._dict = out
         return self._dict
 
-    def query_ids(self) -> list[str]:
-        """Query ids in order of first appearance."""
-        if self._qcodes is not None:
-            return [q.decode() for q in self._qcodes[0]]
-        return list(dict.fromkeys(self.qid.tolist()))
 
     def query_bounds(self) -> np.ndarray | None:
         """For a compact run, query i's rows are at ``bounds[i]:bounds[i+1]`` (codes as in
@@ -293,20 +291,21 @@ class Run(_IdColumns):
         return sorted(docs.items(), key=lambda kv: (kv[1], kv[0].encode()), reverse=True)
 
     def with_name(self, name: str) -> Run:
-        """The same run under another name."""
-        out = Run(self._qid, self._docid, self.score, name)
-        out._qcodes, out._docid_b, out._hashes = self._qcodes, self._docid_b, self._hashes
-        out._keys, out._compact = self._keys, self._compact
-        out._dict, out._groups, out._bounds = self._dict, self._groups, self._bounds
+        """The same run under another name (columns and derived indexes shared)."""
+        out = copy.copy(self)
+        object.__setattr__(out, "name", name)
         return out
 
     def compacted(self) -> Run:
-        """The same run held compactly (byte docids, query codes, rows grouped by query)."""
+        """The same run held compactly (byte docids, query codes, rows grouped by query);
+        built once, so evaluating a run again reuses its keys."""
         if self._compact:
             return self
-        out = Run.from_codes(self.query_codes(), self.docid_bytes(), self.score, name=self.name)
-        out._dict = self._dict
-        return out
+        if self._compacted is None:
+            self._compacted = Run.from_codes(self.query_codes(), self.docid_bytes(), self.score,
+                                             name=self.name)
+            self._compacted._dict = self._dict
+        return self._compacted
 
     def groups(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Rows grouped by query: (qids, bounds, docid, score) with query i's rows at

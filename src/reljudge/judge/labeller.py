@@ -122,23 +122,22 @@ class Labeller:
         self._inflight: dict[str, asyncio.Future] = {}
         self._io: ThreadPoolExecutor | None = None  # the cache's writer thread during a run
         self._stop: str | None = None
-        self._params: dict[str, Any] | None = None
-        self._meta: dict[str, Any] | None = None
-        self._judge_id: str | None = None
+        # fixed for this judge: computed once, not per judgment
+        self._params = self._make_params()
+        self._judge_id = f"{config.model}/{self.template.label}"
+        self._meta = {"model": config.model, "prompt": self.template.name,
+                      "prompt_version": self.template.version, "prompt_hash": self.template.hash,
+                      "params": self._params, "endpoint": _host(config.base_url)}
 
     # -- identity and request shape --------------------------------------------------------
     @property
     def judge_id(self) -> str:
         """The source name of this judge's labels: model/prompt@version#hash8."""
-        if self._judge_id is None:
-            self._judge_id = f"{self.config.model}/{self.template.label}"
         return self._judge_id
 
     def params(self) -> dict[str, Any]:
         """Decoding parameters sent with every request (part of the cache key; shared: do not
         mutate)."""
-        if self._params is None:
-            self._params = self._make_params()
         return self._params
 
     def _make_params(self) -> dict[str, Any]:
@@ -267,23 +266,14 @@ class Labeller:
             del self._inflight[key]
 
     async def _persist(self, key: str, answer: Answer) -> None:
-        """Cache a paid answer. SQLite's work runs on the cache thread (it releases the GIL), so
-        the event loop keeps serving the other calls meanwhile."""
-        cache = self.cache()
-        if self._io is None:
-            cache.set(key, answer.to_cache())
-        else:
-            await asyncio.get_running_loop().run_in_executor(self._io, cache.set, key,
-                                                              answer.to_cache())
+        """Cache a paid answer. SQLite's work runs on the run's cache thread (it releases the
+        GIL), so the event loop keeps serving the other calls meanwhile."""
+        await asyncio.get_running_loop().run_in_executor(self._io, self.cache().set, key,
+                                                          answer.to_cache())
 
     async def _judge(self, client, limiter, item, queries, passages, report) -> LabelEvent:
         qid, docid, sample = item
         messages = self.messages(qid, docid, queries, passages)
-        if self._meta is None:  # the same for every judgment of this judge
-            self._meta = {"model": self.config.model, "prompt": self.template.name,
-                          "prompt_version": self.template.version,
-                          "prompt_hash": self.template.hash, "params": self.params(),
-                          "endpoint": _host(self.config.base_url)}
         meta = dict(self._meta)
         base = dict(qid=qid, docid=docid, source_kind="llm", source_name=self.judge_id,
                     sample=sample, meta=meta)
@@ -463,7 +453,7 @@ class _Progress:
             return
         self.pending += 1
         self.report = report
-        if time.perf_counter() - self.shown >= 0.05:  # the bar redraws 10 times a second
+        if time.perf_counter() - self.shown >= 0.05:  # at most 20 redraws a second
             self._show()
 
     def _show(self) -> None:

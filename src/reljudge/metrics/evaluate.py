@@ -11,7 +11,7 @@ import numpy as np
 from reljudge.metrics.kernels import compute
 from reljudge.metrics.measures import Measure, parse_measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank
-from reljudge.types import Run
+from reljudge.types import Qrels, Run
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,8 @@ def evaluate_many(qrels: QrelsLike, runs: Sequence[Run], measures: Sequence[str 
                   **kwargs) -> dict[str, Evaluation]:
     """``evaluate`` for several runs, keyed by run name (names must be distinct)."""
     out: dict[str, Evaluation] = {}
+    if not isinstance(qrels, Qrels) and any(isinstance(r, Run) for r in runs):
+        qrels = Qrels.from_dict(qrels)  # once, not once per run
     for run in runs:
         if run.name in out:
             raise ValueError(f"two runs are named {run.name!r}; rename one (Run.with_name)")

@@ -36,14 +36,27 @@ def rank(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
     """
     if isinstance(run, Run):
         as_qrels = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
-        return rank_columns(as_qrels, run if run.compact else run.compacted(),
-                            all_queries=all_queries, float32_scores=float32_scores)
+        return rank_columns(as_qrels, run.compacted(), all_queries=all_queries,
+                            float32_scores=float32_scores)
     qd = qrels.to_dict() if isinstance(qrels, Qrels) else qrels
     return rank_dicts(qd, run, all_queries=all_queries, float32_scores=float32_scores)
 
 
 def _f32(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32).astype(np.float64)
+
+
+def _no_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
+    """A nan score would sort anywhere: refuse it, naming the query of the first one."""
+    if np.isnan(score).any():
+        q = query_of(int(np.flatnonzero(np.isnan(score))[0]))
+        raise ValueError(f"run score of query {q!r} is nan; scores must be numbers")
+
+
+def _unplaced(length: np.ndarray, width: int) -> np.ndarray:
+    """The grades matrix before judged documents are placed: UNJUDGED within each ranking,
+    PAD beyond its end."""
+    return np.where(np.arange(width)[None, :] < length[:, None], UNJUDGED, PAD)
 
 
 def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
@@ -58,18 +71,16 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     judged = [qrels[qids[i]] for i in rows.tolist()]
 
     counts = np.fromiter(map(len, runs), np.int64, len(runs))
+    bounds = np.r_[0, np.cumsum(counts)]
     score = np.fromiter(chain.from_iterable(d.values() for d in runs), np.float64,
-                        int(counts.sum()))
-    if np.isnan(score).any():
-        i = int(np.flatnonzero(np.isnan(score))[0])
-        c = int(np.searchsorted(np.cumsum(counts), i, "right"))
-        raise ValueError(f"run score of query {qids[rows[c]]!r} is nan; scores must be numbers")
+                        int(bounds[-1]))
+    _no_nan(score, lambda i: qids[rows[np.searchsorted(bounds, i, "right") - 1]])
     if float32_scores:
         score = _f32(score)
     length = np.zeros(n, dtype=np.int64)
     length[rows] = counts
     width = int(counts.max()) if len(counts) else 0
-    neg = neg_scores(score, np.r_[0, np.cumsum(counts)], rows, n, width)
+    neg = neg_scores(score, bounds, rows, n, width)
 
     # each judged document's score in its query's run dict (nan: not retrieved)
     jcounts = np.fromiter(map(len, judged), np.int64, len(judged))
@@ -79,18 +90,18 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
                          np.float64, total)
     jgrade = np.fromiter(chain.from_iterable(j.values() for j in judged), np.int64, total)
     jrow = np.repeat(np.arange(len(rows)), jcounts)
+    jstart = np.r_[0, np.cumsum(jcounts)]
     hit = np.flatnonzero(~np.isnan(jscore))
     key = -(_f32(jscore[hit]) if float32_scores else jscore[hit])
-    grades = np.where(np.arange(width)[None, :] < length[:, None], UNJUDGED, PAD)
+    grades = _unplaced(length, width)
 
     def greater_tied(idx: np.ndarray) -> np.ndarray:
-        names = list(chain.from_iterable(judged))
         out = []
         for j in idx.tolist():
-            docs = runs[jrow[hit[j]]]
-            s = np.fromiter(docs.values(), np.float64, len(docs))
-            same = np.flatnonzero((_f32(s) if float32_scores else s) == -key[j]).tolist()
-            me, doc_names = str(names[hit[j]]).encode(), list(docs)
+            i, r = int(hit[j]), int(jrow[hit[j]])
+            me = str(list(judged[r])[i - jstart[r]]).encode()
+            same = np.flatnonzero(score[bounds[r]:bounds[r + 1]] == -key[j]).tolist()
+            doc_names = list(runs[r])
             out.append(sum(1 for c in same if str(doc_names[c]).encode() > me))
         return np.array(out, dtype=np.int64)
 
@@ -123,9 +134,7 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     n = len(qids)
 
     score = _f32(run.score) if float32_scores else run.score
-    if np.isnan(score).any():
-        c = int(r_codes[np.flatnonzero(np.isnan(score))[0]])
-        raise ValueError(f"run score of query {run_names[c]!r} is nan; scores must be numbers")
+    _no_nan(score, lambda i: run_names[r_codes[i]])
     length = np.zeros(n, dtype=np.int64)
     evaluated = run_row >= 0
     length[run_row[evaluated]] = counts[evaluated]
@@ -137,7 +146,7 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
         present = np.flatnonzero(evaluated)
         neg = neg_scores(score[np.repeat(evaluated, counts)],
                          np.r_[0, np.cumsum(counts[present])], run_row[present], n, width)
-    grades = np.where(np.arange(width)[None, :] < length[:, None], UNJUDGED, PAD)
+    grades = _unplaced(length, width)
     a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
     if len(a):
         rows = run_row[r_codes[a]]
