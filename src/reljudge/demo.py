@@ -47,11 +47,12 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     """Run both parts; returns where the outputs are and whether the LLM labelled."""
     from reljudge.audit import audit, read_judge
     from reljudge.audit.audit import COLUMNS, result_to_dict
+    from reljudge.io.files import atomic_write
     from reljudge.pipeline import load_config
     from reljudge.pipeline.config import judge_config
     from reljudge.pipeline.runner import run_pipeline
     from reljudge.report.tables import markdown_table, render
-    from reljudge.trec import _atomic_write, read_qrels, read_run
+    from reljudge.trec import read_qrels, read_run
 
     fresh_folder(out)
     say("== 1. hr-handbook: two retrievers over a 46-chunk HR handbook, 48 human labels ==")
@@ -81,8 +82,8 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
         f"Krippendorff's alpha (ordinal) {a['alpha_ordinal']:.3f}")
     dl_out = out / "llmjudge-dl23"
     dl_out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(dl_out / "audit.json", json.dumps(result_to_dict(res), indent=2, default=str))
-    _atomic_write(dl_out / "audit.md", "# LLM judges vs NIST, TREC DL 2023\n\n" +
+    atomic_write(dl_out / "audit.json", json.dumps(result_to_dict(res), indent=2, default=str))
+    atomic_write(dl_out / "audit.md", "# LLM judges vs NIST, TREC DL 2023\n\n" +
                   markdown_table(cols, [[r.get(c) for c in cols] for r in rows], 3))
 
     labelled = result.stage("label").status == "ran"

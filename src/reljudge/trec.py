@@ -8,7 +8,6 @@ parser down a line-by-line path that finds and names the first bad line.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -17,24 +16,11 @@ import numpy as np
 
 from reljudge import columns
 from reljudge.errors import InputError
+from reljudge.io.files import atomic_write, read_text
 from reljudge.types import Qrels, Run
 
 QRELS_FORM = "'QID ITER DOCID GRADE' (4 fields)"
 RUN_FORM = "'QID Q0 DOCID RANK SCORE TAG' (6 fields)"
-
-
-def _read_text(path: str | Path) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", path) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise InputError(f"not valid UTF-8 (byte {e.start})", path, line) from None
 
 
 def _is_int(token: str) -> bool:
@@ -247,7 +233,7 @@ def _read_qrels_fast(path: str | Path) -> Qrels | None:
     qrels = Qrels.from_codes((uniq, codes), d, g)
     dup = qrels.key_index().first_duplicate()
     if dup is not None:
-        raise _duplicate_error(path, _read_text(path), "qrels", *dup,
+        raise _duplicate_error(path, read_text(path), "qrels", *dup,
                                uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
     return qrels
 
@@ -257,7 +243,7 @@ def read_qrels(path: str | Path) -> Qrels:
     fast = _read_qrels_fast(path) if _big(path) else None
     if fast is not None:
         return fast
-    text = _read_text(path)
+    text = read_text(path)
     checks = {3: (_is_int, "an integer grade")}
     q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks)
     dup = _first_duplicate(q, d)
@@ -334,7 +320,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     fast_run = _read_run_fast(path, name) if _big(path) else None
     if fast_run is not None:
         return fast_run
-    text = _read_text(path)
+    text = read_text(path)
     fast = _run_fast(text)
     if fast is not None:
         q, d, score, first_tag = fast
@@ -347,7 +333,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     qid = np.array(q, dtype=object)
     dup = _duplicate_in_groups(qid, d)
     if dup is not None:
-        raise _duplicate_error(path, _read_text(path), "run", *dup, q[dup[1]], d[dup[1]])
+        raise _duplicate_error(path, read_text(path), "run", *dup, q[dup[1]], d[dup[1]])
     run_name = name or first_tag or Path(path).stem
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
 
@@ -362,7 +348,7 @@ def _read_run_fast(path: str | Path, name: str | None) -> Run | None:
     keys = run.key_index() if grouped else columns.KeyIndex(codes, d, columns.hash_bytes(d))
     dup = keys.first_duplicate()
     if dup is not None:
-        raise _duplicate_error(path, _read_text(path), "run", *dup,
+        raise _duplicate_error(path, read_text(path), "run", *dup,
                                uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
     return run
 
@@ -375,20 +361,6 @@ def _big(path: str | Path) -> bool:
         return os.path.getsize(path) >= FAST_MIN_BYTES
     except OSError:
         return False
-
-
-def _atomic_write(path: str | Path, text: str) -> None:
-    """Write text so that readers see the old file or the whole new one, never a part."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def format_qrels(qrels: Qrels) -> str:
@@ -409,9 +381,9 @@ def format_run(run: Run, tag: str | None = None) -> str:
 
 def write_qrels(qrels: Qrels, path: str | Path) -> None:
     """Write a TREC qrels file atomically."""
-    _atomic_write(path, format_qrels(qrels))
+    atomic_write(path, format_qrels(qrels))
 
 
 def write_run(run: Run, path: str | Path, tag: str | None = None) -> None:
     """Write a TREC run file atomically."""
-    _atomic_write(path, format_run(run, tag))
+    atomic_write(path, format_run(run, tag))

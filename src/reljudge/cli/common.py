@@ -21,9 +21,9 @@ def add_format_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] =
 def emit(text: str, output: str | None = None) -> None:
     """Print text, or write it to a file when --output is given."""
     if output:
-        from reljudge.trec import _atomic_write
+        from reljudge.io.files import atomic_write
 
-        _atomic_write(output, text)
+        atomic_write(output, text)
     else:
         sys.stdout.write(text)
 

@@ -35,9 +35,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Pool and report."""
+    from reljudge.io.files import atomic_write
     from reljudge.pool import build_pool, judged_at_k
     from reljudge.report.tables import json_dumps, render
-    from reljudge.trec import _atomic_write, read_run
+    from reljudge.trec import read_run
 
     runs = [read_run(r) for r in args.runs]
     labelled: set = set()
@@ -62,7 +63,7 @@ def run(args) -> int:
     if store is not None:
         store.close()
     if args.out:
-        _atomic_write(args.out, "".join(f"{q} {d}\n" for q, d in pool.to_label))
+        atomic_write(args.out, "".join(f"{q} {d}\n" for q, d in pool.to_label))
     if args.format == "json":
         print(json_dumps({"depth": args.depth, "pairs": len(pool.pairs), "labelled": pool.judged,
                           "to_label": len(pool.to_label),

@@ -40,9 +40,10 @@ def register(sub) -> None:
 def run(args) -> int:
     """Gather inputs and write the report."""
     from reljudge.errors import ConfigError
+    from reljudge.io.files import atomic_write
     from reljudge.report.html import build_report
     from reljudge.store import LabelStore
-    from reljudge.trec import _atomic_write, read_qrels, read_run
+    from reljudge.trec import read_qrels, read_run
 
     store = reference = judge = None
     judge_name = "judge"
@@ -79,6 +80,6 @@ def run(args) -> int:
     finally:
         if store is not None:
             store.close()
-    _atomic_write(args.out, page)
+    atomic_write(args.out, page)
     print(f"wrote {args.out} ({len(page) / 1024:.0f} KB)")
     return 0

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reljudge.trec import _atomic_write
+from reljudge.io.files import atomic_write
 
 MANIFEST = "manifest.json"
 
@@ -66,4 +66,4 @@ class Manifest:
 
     def save(self) -> None:
         """Write the manifest atomically."""
-        _atomic_write(self.path, json.dumps(self.data, indent=2, sort_keys=True) + "\n")
+        atomic_write(self.path, json.dumps(self.data, indent=2, sort_keys=True) + "\n")

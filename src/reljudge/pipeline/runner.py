@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reljudge.io.files import atomic_write
 from reljudge.pipeline.config import PipelineConfig
 from reljudge.pipeline.manifest import Manifest, fingerprint
-from reljudge.trec import _atomic_write
 
 
 @dataclass
@@ -71,7 +71,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
     passages = read_passages(config.path(inp.passages))
     runs = [read_run(config.path(r)) for r in inp.runs]
     if config_text is not None:
-        _atomic_write(out / "config.toml", f"# reljudge {_version()}\n{config_text}")
+        atomic_write(out / "config.toml", f"# reljudge {_version()}\n{config_text}")
 
     with LabelStore(config.store_path) as store:
         store.add_queries(queries)
@@ -164,7 +164,7 @@ def _pool_stage(config, runs, store, labeller, queries, passages, manifest, say)
             best[pair] = min(rank, best.get(pair, rank))
     lines = ["qid\tdocid\tbest_rank"]  # the pool itself; what was labelled is state, not here
     lines += [f"{q}\t{d}\t{best[(q, d)]}" for q, d in pool.pairs]
-    _atomic_write(out / "pool.tsv", "\n".join(lines) + "\n")
+    atomic_write(out / "pool.tsv", "\n".join(lines) + "\n")
     k = config.pool.depth
     summary = {"pairs": len(pool.pairs), "labelled": pool.judged, "to_label": len(pool.to_label),
                f"judged@{k}": {r.name: judged_at_k(r, labelled, k) for r in runs}}
@@ -199,11 +199,11 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
             lines += [f"{name}\t{q}\t" + "\t".join(f"{v:.6f}" for v in row)
                       for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
             lines.append(f"{name}\tall\t" + "\t".join(f"{v:.6f}" for v in ev.mean().values()))
-        _atomic_write(outputs[0], "\n".join(lines) + "\n")
+        atomic_write(outputs[0], "\n".join(lines) + "\n")
         data = {"measures": measures, "conventions": "trec_eval: ideal from qrels, unjudged = 0",
                 "runs": {n: {"queries": len(ev.query_ids), "mean": ev.mean(),
                              "per_query": ev.per_query()} for n, ev in results.items()}}
-        _atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
+        atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
         manifest.record("eval", key, outputs, {"runs": len(results)})
     data = json.loads(outputs[1].read_text())
     rows = [[n, r["queries"], *(r["mean"][m] for m in data["measures"])]
@@ -235,10 +235,10 @@ def _audit_stage(config, runs, human, judge, judge_name, manifest, say) -> Stage
                        bootstrap=config.audit.bootstrap, seed=config.audit.seed,
                        reference_name=config.inputs.human_source)
         data = result_to_dict(result)
-        _atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         row = result.row(result.judges[0])
         cols = [c for c in COLUMNS if c in row]
-        _atomic_write(outputs[1], "# Judge audit\n\n" + markdown_table(
+        atomic_write(outputs[1], "# Judge audit\n\n" + markdown_table(
             cols, [[row[c] for c in cols]], 3))
         manifest.record("audit", key, outputs, {"pairs": row["pairs"]})
     data = json.loads(outputs[0].read_text())

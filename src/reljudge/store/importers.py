@@ -12,8 +12,9 @@ import numpy as np
 
 from reljudge.errors import InputError
 from reljudge.io import iter_jsonl
+from reljudge.io.files import read_text
 from reljudge.store.store import LabelStore
-from reljudge.trec import _read_text, read_qrels
+from reljudge.trec import read_qrels
 from reljudge.types import GRADE_MAX, GRADE_MIN
 
 FORMATS = ("qrels", "csv", "jsonl")
@@ -31,7 +32,7 @@ class Labels:
     def lines(self) -> list[int]:
         """The file line of each row."""
         if self._lines is None:
-            self._lines = _line_numbers(_read_text(self.path), len(self.rows))
+            self._lines = _line_numbers(read_text(self.path), len(self.rows))
         return self._lines
 
 
@@ -72,7 +73,7 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
         q = read_qrels(path)
         rows = list(zip(q.qid.tolist(), q.docid.tolist(), q.grade.tolist(), strict=False))
         return Labels(str(path), rows)
-    text = _read_text(path)
+    text = read_text(path)
     rows, lines = [], []
     if fmt == "jsonl":
         for n, obj in iter_jsonl(path):

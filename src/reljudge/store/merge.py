@@ -66,7 +66,7 @@ class Merged:
         """The provenance side file: JSONL, or TSV when the name ends in .tsv (atomic)."""
         import json
 
-        from reljudge.trec import _atomic_write
+        from reljudge.io.files import atomic_write
 
         rows = self.provenance_rows()
         if str(path).endswith(".tsv"):
@@ -74,9 +74,9 @@ class Merged:
             body = "".join(f"{r['qid']}\t{r['docid']}\t{r['grade']:g}\t{r['decided_by']}\t"
                            f"{','.join(r['sources'])}\t{','.join(map(str, r['votes']))}\t"
                            f"{r['policy']}\t{r['aggregate']}\n" for r in rows)
-            _atomic_write(path, head + body)
+            atomic_write(path, head + body)
         else:
-            _atomic_write(path, "".join(json.dumps(r) + "\n" for r in rows))
+            atomic_write(path, "".join(json.dumps(r) + "\n" for r in rows))
 
     def provenance_rows(self) -> list[dict]:
         """One record per final label (for the TSV / JSONL side file)."""

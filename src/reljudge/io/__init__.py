@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from reljudge.errors import InputError
-from reljudge.trec import _read_text
+from reljudge.io.files import read_text
 
 _QID_KEYS = ("qid", "query_id", "id", "_id")
 _QTEXT_KEYS = ("query", "text", "title")
@@ -24,7 +24,7 @@ def _pick(obj: dict, keys: tuple[str, ...], what: str, path, lineno: int) -> str
 
 def iter_jsonl(path: str | Path):
     """(line number, object) of each non-blank line of a JSONL file; strict."""
-    text = _read_text(path)
+    text = read_text(path)
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -59,7 +59,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
             text = _pick(obj, _QTEXT_KEYS, "the query text", path, lineno)
             _add_unique(out, qid, text, "query id", path, lineno, first)
         return out
-    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         parts = line.rstrip("\r").split("\t", 1)
@@ -84,7 +84,7 @@ def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
                 rec["title"] = str(obj["title"])
             _add_unique(out, docid, rec, "document id", path, lineno, first)
         return out
-    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         parts = line.rstrip("\r").split("\t", 1)
@@ -105,7 +105,7 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
                     _pick(obj, _DOCID_KEYS, "a document id", path, lineno))
             _add_pair(pairs, first, pair, path, lineno)
         return pairs
-    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
         fields = line.split()
         if not fields:
             continue
