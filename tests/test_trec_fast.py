@@ -126,6 +126,11 @@ def test_compact_join_builds_the_same_matrices_as_the_dict_path(
     assert q1 == q2
     for a, b in ((r1.grades, r2.grades), (r1.length, r2.length), (r1.ideal, r2.ideal)):
         assert a.shape == b.shape and (a == b).all()
+    if qrels.keys().isdisjoint(q for q, _, _ in run):  # both paths refuse to score nothing
+        for qr, ru in ((fq, fr), (fq.to_dict(), fr.to_dict())):
+            with pytest.raises(InputError, match="no query in common"):
+                evaluate(qr, ru, MEASURES, **kw)
+        return
     ours, theirs = evaluate(fq, fr, MEASURES, **kw), evaluate(fq.to_dict(), fr.to_dict(),
                                                                MEASURES, **kw)
     assert ours.query_ids == theirs.query_ids
