@@ -15,7 +15,7 @@ import numpy as np
 
 from reljudge import columns
 from reljudge.errors import InputError
-from reljudge.io.files import Content, atomic_write
+from reljudge.io.files import Content, atomic_write, content_stem
 from reljudge.types import Qrels, Run
 
 QRELS_FORM = "'QID ITER DOCID GRADE' (4 fields)"
@@ -300,6 +300,8 @@ def _run_fast(text: str) -> tuple | None:
 
 def _duplicate_in_groups(qid: np.ndarray, docid: list[str]) -> tuple[int, int] | None:
     """(first row, repeated row) of a repeated (qid, docid), checking query by query."""
+    if not len(qid):
+        return None
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
     firsts = qid[starts].tolist()
     if len(set(firsts)) != len(firsts):  # a query's lines are not contiguous
@@ -338,7 +340,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     dup = _duplicate_in_groups(qid, d)
     if dup is not None:
         raise _duplicate_error(path, content.text(), "run", *dup, q[dup[1]], d[dup[1]])
-    run_name = name or first_tag or Path(path).stem
+    run_name = name or first_tag or content_stem(path)
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
 
 

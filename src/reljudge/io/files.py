@@ -44,6 +44,14 @@ def content_suffix(path: str | Path) -> str:
     return p.suffix.lower()
 
 
+def content_stem(path: str | Path) -> str:
+    """The file's name without its suffixes of format and compression (``a.run.gz`` -> ``a``)."""
+    p = Path(path)
+    if p.suffix.lower() in EXTENSIONS:
+        p = p.with_suffix("")
+    return p.stem
+
+
 def _open_error(path, e: OSError) -> InputError:
     if isinstance(e, FileNotFoundError):
         return InputError("no such file", path)
