@@ -216,3 +216,16 @@ def test_constructors_compare_and_audit_take_the_same_forms():
     assert [j.name for j in r3.judges] == ["j1", "j2"] and r3.judges[1].items.stats["exact"] == 1
     with pytest.raises(InputError, match="the judge labels are empty"):
         audit(qrels, {})
+
+
+def test_pandas_and_ir_measures_are_not_imported_for_plain_inputs(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "x.run").write_text("q Q0 a 1 0.5 t\n")
+    code = ("import sys; from reljudge.metrics import evaluate; from reljudge.trec import read_run;"
+            f"evaluate({{1: {{'a': 1}}}}, {{1: {{'a': .5}}}}, 'AP');"
+            f"evaluate({{'q': {{'a': 1}}}}, read_run({str(tmp_path / 'x.run')!r}), ['AP']);"
+            "print(sorted({'pandas', 'ir_measures'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
