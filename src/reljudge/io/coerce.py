@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +165,8 @@ def _refuse(obj, what: str, shape: str) -> InputError:
 def _clean_dict(data: Mapping, what: str, value_what: str, ok_types: set,
                 convert) -> dict[str, dict]:
     """{str: {str: value}} from a dict of dicts, shared untouched where already so."""
+    if _already_clean(data, ok_types):
+        return data  # type: ignore[return-value]
     out: dict[str, dict] = {}
     for q, docs in data.items():
         if not isinstance(docs, Mapping):
@@ -186,6 +189,17 @@ def _clean_dict(data: Mapping, what: str, value_what: str, ok_types: set,
                              f"the same text)")
         out[key] = inner
     return out
+
+
+def _already_clean(data: Mapping, ok_types: set) -> bool:
+    """True when every id is a str and every value of an accepted type: checked in a few
+    C-level passes over the whole dict (the common case costs no Python loop per query)."""
+    if not isinstance(data, dict) or not set(map(type, data)) <= {str} \
+            or not set(map(type, data.values())) <= {dict}:
+        return False
+    inner = data.values()
+    return (set(map(type, chain.from_iterable(inner))) <= {str}
+            and set(map(type, chain.from_iterable(map(dict.values, inner)))) <= ok_types)
 
 
 def qrels_dict(data: Mapping, what: str = "qrels") -> dict[str, dict[str, int]]:

@@ -12,7 +12,7 @@ from reljudge.errors import InputError, MeasureError
 from reljudge.io import coerce
 from reljudge.metrics.kernels import compute
 from reljudge.metrics.measures import Measure, parse_measure
-from reljudge.metrics.ranking import QrelsLike, RunLike, rank
+from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
 from reljudge.types import Qrels, Run
 
 
@@ -86,7 +86,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     qrels, run = coerce.qrels_like(qrels), coerce.run_like(run)
     name = run.name if isinstance(run, Run) else "run"
     _check_inputs(qrels, run, name)
-    qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
+    qids, ranked = rank_clean(qrels, run, all_queries=all_queries,
+                              float32_scores=float32_scores)
     cache: dict = {}
     cols = [compute(m, ranked, cache) for m in parsed]
     scores = np.column_stack(cols) if cols else np.zeros((len(qids), 0))

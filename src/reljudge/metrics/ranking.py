@@ -38,7 +38,13 @@ def rank(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
     """
     from reljudge.io.coerce import qrels_like, run_like
 
-    qrels, run = qrels_like(qrels), run_like(run)
+    return rank_clean(qrels_like(qrels), run_like(run), all_queries=all_queries,
+                      float32_scores=float32_scores)
+
+
+def rank_clean(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
+               float32_scores: bool = False) -> tuple[list[str], Ranked]:
+    """``rank`` for inputs already through ``reljudge.io.coerce`` (dicts with str ids)."""
     if isinstance(run, Run):
         as_qrels = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
         return rank_columns(as_qrels, run.compacted(), all_queries=all_queries,
