@@ -195,8 +195,10 @@ def test_constructors_compare_and_audit_take_the_same_forms():
     assert Qrels.from_dict({1: {"a": 2, "b": 0}, 2: {"c": 1.0}}) == qrels
     run = Run.from_any([GenericScoredDoc(1, "a", 0.5), GenericScoredDoc(2, "c", 0.1)], name="x")
     assert run.name == "x" and run.to_dict() == {"1": {"a": 0.5}, "2": {"c": 0.1}}
-    with pytest.raises(InputError, match="qrels grades must be integers|expected an integer"):
+    with pytest.raises(InputError, match="qrels: expected an integer grade, found 'high'"):
         Qrels.from_arrays(["q"], ["a"], ["high"])
+    with pytest.raises(InputError, match="run: expected a numeric score, found '0.5'"):
+        Run.from_arrays(["q"], ["a"], ["0.5"])
 
     runs = {"a": {1: {"a": 1.0, "b": 0.5}, 2: {"c": 1.0}},
             "b": pd.DataFrame([(1, "b", 1.0), (1, "a", 0.5)], columns=["qid", "docid", "score"])}
@@ -212,6 +214,8 @@ def test_constructors_compare_and_audit_take_the_same_forms():
     r1 = audit({"1": {"a": 2, "b": 0}, "2": {"c": 1}}, judge, runs=[runs["a"]])
     r2 = audit(qrels, Qrels.from_dict(judge), runs=[Run.from_dict(runs["a"], name="run1")])
     assert r1.row(r1.judges[0]) == r2.row(r2.judges[0])
+    r4 = audit(qrels, judge, runs=[runs["a"]], measure=ir_measures.AP)
+    assert r4.measure == "AP" and r4.judges[0].systems.measure == "AP"
     r3 = audit(qrels, {"j1": judge, "j2": pd.DataFrame(rows, columns=["qid", "docid", "label"])})
     assert [j.name for j in r3.judges] == ["j1", "j2"] and r3.judges[1].items.stats["exact"] == 1
     with pytest.raises(InputError, match="the judge labels are empty"):

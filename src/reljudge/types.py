@@ -244,7 +244,12 @@ class Run(_IdColumns):
     def from_arrays(cls, qid, docid, score, *, name: str = "run", check: bool = True) -> Run:
         """Build from three equal-length columns."""
         q, d = _as_str_array(qid), _as_str_array(docid)
-        s = np.asarray(score, dtype=np.float64)
+        s = np.asarray(score)
+        if s.dtype.kind not in "iuf":  # text is refused, not parsed
+            from reljudge.io.coerce import numeric_scores  # io sits above types
+
+            s = numeric_scores(s, "run")
+        s = s.astype(np.float64, copy=False)
         if not (len(q) == len(d) == len(s)):
             raise InputError("run columns differ in length")
         if check:

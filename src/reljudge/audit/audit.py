@@ -137,9 +137,10 @@ def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
                      ) -> SystemAgreement:
     """Score every run under both label sets and compare the rankings."""
     from reljudge.metrics import evaluate
-    from reljudge.metrics.evaluate import as_runs
+    from reljudge.metrics.evaluate import as_runs, parse_measures
 
     reference, judge, runs = as_qrels(reference, "reference"), as_qrels(judge, "judge"), as_runs(runs)
+    measure = str(parse_measures(measure)[0])
     names = [r.name for r in runs]
     if reference_scores is None:
         reference_scores = {r.name: evaluate(reference, r, [measure]) for r in runs}
@@ -238,8 +239,9 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
 
     Labels and runs may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
     records, DataFrames); empty reference or judge labels are an InputError."""
-    from reljudge.metrics.evaluate import as_runs
+    from reljudge.metrics.evaluate import as_runs, parse_measures
 
+    measure = str(parse_measures(measure)[0])  # text, a Measure or an ir_measures object
     reference = _labels(reference, "reference")
     judges = ({n: _labels(q, f"judge {n!r}") for n, q in judge.items()}
               if _is_judge_mapping(judge) else {"judge": _labels(judge, "judge")})

@@ -91,7 +91,7 @@ def _grade(g, what: str, where: str) -> int:
     raise InputError(f"{what}: expected an integer grade, found {g!r} ({where})")
 
 
-def _scores(values, what: str) -> np.ndarray:
+def numeric_scores(values, what: str) -> np.ndarray:
     """Numeric scores as float64 (text is refused, not parsed)."""
     arr = np.asarray(values)
     if arr.dtype.kind in "iuf":
@@ -239,7 +239,7 @@ def as_run(obj, name: str | None = None, what: str = "run") -> Run:
         raise _refuse(obj, "run", "{qid: {docid: score}}")
     q, d, s = _columns(obj, SCORE_NAMES, "score", what)
     return Run.from_arrays(_ids(q, what, "query id"), _ids(d, what, "document id"),
-                           _scores(s, what), name=name or "run")
+                           numeric_scores(s, what), name=name or "run")
 
 
 def qrels_like(obj, what: str = "qrels") -> Qrels | dict[str, dict[str, int]]:
