@@ -346,3 +346,11 @@ def test_label_files_with_unclear_columns_are_refused(tmp_path, name, text, need
     (tmp_path / name).write_text(text)
     with pytest.raises(InputError, match=needle):
         read_labels(tmp_path / name)
+
+
+def test_a_compressed_label_file_imports_under_its_plain_name(store, tmp_path):
+    p = tmp_path / "assessor7.csv.gz"
+    p.write_bytes(gzip.compress(b"\xef\xbb\xbfquery_id,doc_id,relevance\r\nq,a,2\r\n"))
+    report = import_labels(store, p, "human")
+    assert report.name == "assessor7" and report.events == 1
+    assert final(store.merge()) == {("q", "a"): 2}

@@ -13,7 +13,7 @@ import numpy as np
 from reljudge.errors import InputError
 from reljudge.io import iter_jsonl
 from reljudge.io.coerce import DOCID_NAMES, GRADE_NAMES, QID_NAMES, pick_column
-from reljudge.io.files import content_suffix, read_text
+from reljudge.io.files import content_stem, content_suffix, read_text
 from reljudge.store.store import LabelStore
 from reljudge.trec import read_qrels
 from reljudge.types import GRADE_MAX, GRADE_MIN
@@ -155,7 +155,7 @@ def import_labels(store: LabelStore, path: str | Path, kind: str, name: str | No
     Importing the same file (same bytes) into the same source again does nothing unless
     ``force``; unknown query or passage ids are reported when the store knows texts.
     """
-    name = name or Path(path).stem
+    name = name or content_stem(path)
     report = ImportReport(str(path), kind, name)
     labels = read_labels(path, fmt)
     rows, report.clipped = check_scale(labels, clip)
