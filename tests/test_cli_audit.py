@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 
 from reljudge.cli import main
 
@@ -40,3 +42,17 @@ def test_audit_bad_inputs(tmp_path, capsys):
     assert "give at least one --judge" in capsys.readouterr().err
     assert main(["audit", "--reference", str(ref), "--judge", str(ref), "--sort", "nope"]) == 2
     assert "no such column" in capsys.readouterr().err
+
+
+def test_judges_dir_takes_compressed_and_bom_files_under_their_plain_names(tmp_path, capsys):
+    ref = write(tmp_path, "human.qrels", [0, 1, 2, 3, 0, 1])
+    judges = tmp_path / "judges"
+    judges.mkdir()
+    text = write(tmp_path, "x", [0, 1, 2, 3, 0, 1]).read_bytes()
+    (judges / "gpt.txt.gz").write_bytes(gzip.compress(b"\xef\xbb\xbf" + text))
+    (judges / "llama.qrels.xz").write_bytes(lzma.compress(text.replace(b"\n", b"\r\n")))
+    (judges / "notes.md").write_text("not a judge")
+    assert main(["audit", "--reference", str(ref), "--judges-dir", str(judges), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(j["name"], j["items"]["pairs"], j["items"]["stats"]["exact"])
+            for j in data["judges"]] == [("gpt", 6, 1.0), ("llama", 6, 1.0)]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reljudge.errors import MeasureError
+from reljudge.errors import InputError, MeasureError
 from reljudge.metrics import evaluate, parse_measure
 from reljudge.trec import read_qrels
 from reljudge.types import Qrels, Run
@@ -35,8 +35,12 @@ def pytrec(qrels: dict, run: dict, rel: int = 1) -> dict:
 def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1) -> None:
     measures = list(SHARED) if rel == 1 else [m for m in SHARED if not m.startswith("nDCG")]
     asked = [m if rel == 1 or m in ("NumRet",) else _with_rel(m, rel) for m in measures]
-    ours = evaluate(qrels, run, asked, float32_scores=True)
     theirs = pytrec(qrels, run, rel)
+    if not theirs:  # no query in common: an error, never a mean of 0.0 over 0 queries
+        with pytest.raises(InputError, match="empty|no query in common"):
+            evaluate(qrels, run, asked)
+        return
+    ours = evaluate(qrels, run, asked, float32_scores=True)
     assert sorted(theirs) == ours.query_ids
     # the column path (a Run object, as from a file) builds the same rankings
     columns = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), asked, float32_scores=True)
@@ -303,5 +307,5 @@ def test_a_nan_score_is_an_error_on_both_paths():
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     run = {"q1": {"a": 0.5}, "q2": {"b": float("nan"), "c": 1.0}}
     for r in (run, Run.from_dict(run)):
-        with pytest.raises(ValueError, match="query 'q2' is nan"):
+        with pytest.raises(InputError, match="query 'q2' is nan"):
             evaluate(qrels, r, ["AP"])

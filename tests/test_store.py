@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 import os
 import signal
 import sqlite3
@@ -12,9 +14,11 @@ import time
 
 import pytest
 
+from reljudge.audit import read_judge
 from reljudge.cli import main
 from reljudge.errors import InputError, StoreError
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
+from reljudge.store.importers import read_labels
 from reljudge.store.schema import SCHEMA_VERSION, V1
 from reljudge.trec import read_qrels
 from reljudge.types import LabelEvent
@@ -306,3 +310,47 @@ def test_real_llmjudge_labels_import_and_merge(llmjudge, tmp_path):
         merged = s.merge("human-first")
         assert merged.qrels == read_qrels(human)
         assert all(lab.decided_by == "human" for lab in merged.labels)
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("excel.csv", b"\xef\xbb\xbfqid,docid,grade\r\nhr01,a,2\r\nhr01,b,0\r\n"),  # what spreadsheets write
+    ("pandas.csv", b"query_id,doc_id,relevance\nhr01,a,2\nhr01,b,0\n"),
+    ("irds.csv.gz", gzip.compress(b"QUERY_ID,DOCNO,LABEL,iteration\nhr01,a,2,0\nhr01,b,0,0\n")),
+    ("l.jsonl", b'\xef\xbb\xbf{"query_id": "hr01", "doc_id": "a", "relevance": 2}\r\n'
+                b'{"qid": "hr01", "docno": "b", "label": 0}\r\n'),
+    ("l.jsonl.xz", lzma.compress(b'{"qid": "hr01", "docid": "a", "grade": 2}\n'
+                                 b'{"qid": "hr01", "docid": "b", "grade": 0}\n')),
+    ("l.qrels", b"\xef\xbb\xbfhr01 0 a 2\r\nhr01 0 b 0\r\n"),
+])
+def test_label_files_accept_bom_crlf_compression_and_column_synonyms(tmp_path, name, data):
+    p = tmp_path / name
+    p.write_bytes(data)
+    labels = read_labels(p)
+    assert labels.rows == [("hr01", "a", 2), ("hr01", "b", 0)]
+    assert labels.lines == ([1, 2] if "qrels" in name or "jsonl" in name else [2, 3])
+    judge, clipped = read_judge(p)
+    assert judge.to_dict() == {"hr01": {"a": 2, "b": 0}} and clipped == 0
+
+
+@pytest.mark.parametrize(("name", "text", "needle"), [
+    ("h.csv", "qid,query_id,docid,grade\nq,q,a,1\n",
+     r"h.csv:1: columns 'qid' and 'query_id' both name the query id; keep one"),
+    ("h.csv", "qid,passage,grade\nq,a,1\n", r"h.csv:1: expected a document id column \(one of "),
+    ("h.csv", "", r"h.csv:1: expected a header with query id, document id and grade"),
+    ("l.jsonl", '{"qid": "q", "docid": "a", "grade": 1, "label": 2}\n',
+     r"l.jsonl:1: columns 'grade' and 'label' both name the grade"),
+    ("l.jsonl", '{"qid": null, "docid": "a", "grade": 1}\n',
+     r"l.jsonl:1: expected a query id \(text or number\), found None"),
+])
+def test_label_files_with_unclear_columns_are_refused(tmp_path, name, text, needle):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError, match=needle):
+        read_labels(tmp_path / name)
+
+
+def test_a_compressed_label_file_imports_under_its_plain_name(store, tmp_path):
+    p = tmp_path / "assessor7.csv.gz"
+    p.write_bytes(gzip.compress(b"\xef\xbb\xbfquery_id,doc_id,relevance\r\nq,a,2\r\n"))
+    report = import_labels(store, p, "human")
+    assert report.name == "assessor7" and report.events == 1
+    assert final(store.merge()) == {("q", "a"): 2}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import math
 
 import numpy as np
@@ -23,13 +26,15 @@ MEASURES = ["nDCG@5", "nDCG", "nDCG(dcg='exp-log2')@10", "nDCG(ideal='run')@3",
 def read_both(path, reader):
     """(fast result, python result) of one reader on one file, or the errors they raise."""
     out = []
-    for threshold in (0, 1 << 62):
-        trec.FAST_MIN_BYTES = threshold
-        try:
-            out.append(reader(path))
-        except InputError as e:
-            out.append(str(e))
-    trec.FAST_MIN_BYTES = 1 << 20
+    try:
+        for threshold in (0, 1 << 62):
+            trec.FAST_MIN_BYTES = threshold
+            try:
+                out.append(reader(path))
+            except InputError as e:
+                out.append(str(e))
+    finally:
+        trec.FAST_MIN_BYTES = 1 << 20
     return out
 
 
@@ -126,6 +131,11 @@ def test_compact_join_builds_the_same_matrices_as_the_dict_path(
     assert q1 == q2
     for a, b in ((r1.grades, r2.grades), (r1.length, r2.length), (r1.ideal, r2.ideal)):
         assert a.shape == b.shape and (a == b).all()
+    if qrels.keys().isdisjoint(q for q, _, _ in run):  # both paths refuse to score nothing
+        for qr, ru in ((fq, fr), (fq.to_dict(), fr.to_dict())):
+            with pytest.raises(InputError, match="no query in common"):
+                evaluate(qr, ru, MEASURES, **kw)
+        return
     ours, theirs = evaluate(fq, fr, MEASURES, **kw), evaluate(fq.to_dict(), fr.to_dict(),
                                                                MEASURES, **kw)
     assert ours.query_ids == theirs.query_ids
@@ -171,3 +181,75 @@ def test_large_files_take_the_fast_path_by_default(tmp_path):
     run = read_run(tmp_path / "x.run")
     assert run.compact and len(run) == 40_000 and run.name == "big"
     assert run.docid[123] == "doc123" and run.qid[39_999] == "q39"
+
+
+COMPRESS = {"": lambda b: b, ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+
+
+def wrap(text: str, bom: bool, crlf: bool, suffix: str) -> bytes:
+    """The bytes of ``text`` as other tools write it: with a BOM, CRLF ends, compressed."""
+    data = (text.replace("\n", "\r\n") if crlf else text).encode()
+    return COMPRESS[suffix]((b"\xef\xbb\xbf" if bom else b"") + data)
+
+
+RUN_LINES = ["{q} Q0 {d} {i} {s} tag", "{q} Q0 {d} {i} {s} tag", "{q} Q0 {d} {i} {s} tag",
+             "{q} Q0 {d} {i} {s}", "{q} Q0 {d} x {s} tag", "{q} Q0 {d} {i} nan tag",
+             "{q}  Q0 {d} {i} {s} tag", "{q} Q0 {d}é {i} {s} tag", ""]
+QRELS_LINES = ["{q} 0 {d} {g}", "{q} 0 {d} {g}", "{q} 0 {d} {g}", "{q} 0 {d}", "{q} 0 {d} 1.5",
+               "{q}\t0 {d} {g}", ""]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.tuples(qids, docids, scores, st.integers(-1, 3), st.integers(0, 8)),
+                     min_size=1, max_size=30),
+       bom=st.booleans(), crlf=st.booleans(), suffix=st.sampled_from(sorted(COMPRESS)),
+       kind=st.sampled_from(["run", "qrels"]))
+def test_both_readers_agree_on_bom_crlf_and_compressed_files(tmp_path_factory, rows, bom, crlf,
+                                                            suffix, kind):
+    """Same columns, scores and errors from both readers, and the same as from the plain file
+    (a BOM, CRLF ends and compression change nothing, not even a line number in an error)."""
+    lines, reader = (RUN_LINES, read_run) if kind == "run" else (QRELS_LINES, read_qrels)
+    text = "".join(lines[t % len(lines)].format(q=q, d=d, s=s, g=g, i=i) + "\n"
+                   for i, (q, d, s, g, t) in enumerate(rows))
+    folder = tmp_path_factory.mktemp("w")
+    (folder / "plain").mkdir()
+    plain, wrapped = folder / "plain" / f"x.{kind}", folder / f"x.{kind}{suffix}"
+    plain.write_text(text)
+    wrapped.write_bytes(wrap(text, bom, crlf, suffix))
+    fast, python = read_both(wrapped, reader)
+    want = read_both(plain, reader)[1]
+    if isinstance(want, str):
+        assert fast == python == want.replace(str(plain), str(wrapped))
+    else:
+        assert fast.to_dict() == python.to_dict() == want.to_dict()
+        if kind == "run":
+            assert fast.name == python.name == want.name
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_large_compressed_files_read_like_plain_ones(tmp_path, suffix):
+    """Over the fast threshold after decompression; gzip also over it compressed (the size
+    pyarrow used to decompress by extension). Errors name the line as in the plain file."""
+    rng = np.random.default_rng(7)
+    lines = [f"q{i // 500} Q0 doc{rng.integers(1 << 40)}-{i} {i % 500} {rng.random()!r} big\n"
+             for i in range(60_000)]
+    text = "".join(lines)
+    (tmp_path / "x.run").write_text(text)
+    (tmp_path / f"x.run{suffix}").write_bytes(wrap(text, True, False, suffix))
+    if suffix == ".gz":
+        assert (tmp_path / f"x.run{suffix}").stat().st_size >= trec.FAST_MIN_BYTES
+    plain, packed = read_run(tmp_path / "x.run"), read_run(tmp_path / f"x.run{suffix}")
+    assert plain.compact and packed.compact  # both on the Arrow path
+    assert packed.to_dict() == plain.to_dict() and packed.name == plain.name == "big"
+    bad = text.replace(lines[41_234], lines[41_234].replace(" big", ""))
+    (tmp_path / f"bad.run{suffix}").write_bytes(wrap(bad, True, True, suffix))
+    with pytest.raises(InputError, match=rf"bad.run{suffix}:41235: expected 'QID Q0 DOCID"):
+        read_run(tmp_path / f"bad.run{suffix}")
+
+
+def test_a_small_compressed_file_with_large_content_takes_the_fast_path(tmp_path):
+    text = "".join(f"q1 0 doc{i} {i % 4}\n" for i in range(100_000))
+    (tmp_path / "x.qrels.gz").write_bytes(gzip.compress(text.encode()))
+    assert (tmp_path / "x.qrels.gz").stat().st_size < trec.FAST_MIN_BYTES <= len(text)
+    qrels = read_qrels(tmp_path / "x.qrels.gz")
+    assert qrels.compact and len(qrels) == 100_000 and qrels.get("q1", "doc7") == 3

@@ -7,7 +7,6 @@ parser down a line-by-line path that finds and names the first bad line.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ import numpy as np
 
 from reljudge import columns
 from reljudge.errors import InputError
-from reljudge.io.files import atomic_write, read_text
+from reljudge.io.files import Content, atomic_write, content_stem
 from reljudge.types import Qrels, Run
 
 QRELS_FORM = "'QID ITER DOCID GRADE' (4 fields)"
@@ -114,13 +113,14 @@ def _column_ok(tokens: list[str], ok: Callable) -> bool:
         return False
 
 
-def _arrow_columns(path: str | Path, kinds: str) -> list | None:
+def _arrow_columns(content: Content, kinds: str) -> list | None:
     """Fast path for large, regular files: the columns, or None to take the Python path.
 
     Pyarrow's multi-threaded C++ reader splits on single spaces; a file qualifies only when
     every line has exactly ``len(kinds)`` non-empty fields and every text field is printable
     ASCII, which is exactly when splitting on any whitespace (the Python path) gives the same
-    fields. One letter per column says what to return:
+    fields. A plain file is read by pyarrow itself, a compressed one from its decompressed
+    bytes (pyarrow skips a byte order mark in both). One letter per column says what to return:
     ``q`` (distinct values as bytes in order of first appearance, code of each row),
     ``s`` an ``S`` array, ``v`` text only checked (its first value returned, as bytes),
     ``n`` an int64 array, ``i`` an integer only checked (None), ``f`` a finite float64 array.
@@ -134,8 +134,9 @@ def _arrow_columns(path: str | Path, kinds: str) -> list | None:
              "i": pa.int64(), "f": pa.float64()}
     names = [f"c{i}" for i in range(len(kinds))]
     try:
+        source = content.source()
         table = pcsv.read_csv(
-            path,
+            pa.BufferReader(source) if isinstance(source, bytes) else source,
             read_options=pcsv.ReadOptions(column_names=names, block_size=16 << 20),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
                                             double_quote=False, escape_char=False),
@@ -225,25 +226,27 @@ def _duplicate_error(path, text: str, kind: str, first: int, row: int, q: str,
     return InputError(f"{what} (first on line {first_line})", path, again)
 
 
-def _read_qrels_fast(path: str | Path) -> Qrels | None:
-    cols = _arrow_columns(path, "qvsn")
+def _read_qrels_fast(content: Content) -> Qrels | None:
+    path = content.path
+    cols = _arrow_columns(content, "qvsn")
     if cols is None:
         return None
     (uniq, codes), _, d, g = cols
     qrels = Qrels.from_codes((uniq, codes), d, g)
     dup = qrels.key_index().first_duplicate()
     if dup is not None:
-        raise _duplicate_error(path, read_text(path), "qrels", *dup,
+        raise _duplicate_error(path, content.text(), "qrels", *dup,
                                uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
     return qrels
 
 
 def read_qrels(path: str | Path) -> Qrels:
     """Read a TREC qrels file ``QID ITER DOCID GRADE``; grades must be integers."""
-    fast = _read_qrels_fast(path) if _big(path) else None
+    content = Content(path)
+    fast = _read_qrels_fast(content) if _big(content) else None
     if fast is not None:
         return fast
-    text = read_text(path)
+    text = content.text()
     checks = {3: (_is_int, "an integer grade")}
     q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks)
     dup = _first_duplicate(q, d)
@@ -297,6 +300,8 @@ def _run_fast(text: str) -> tuple | None:
 
 def _duplicate_in_groups(qid: np.ndarray, docid: list[str]) -> tuple[int, int] | None:
     """(first row, repeated row) of a repeated (qid, docid), checking query by query."""
+    if not len(qid):
+        return None
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
     firsts = qid[starts].tolist()
     if len(set(firsts)) != len(firsts):  # a query's lines are not contiguous
@@ -317,10 +322,11 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
 
     The run's name is ``name``, else the tag of its first line, else the file's stem.
     """
-    fast_run = _read_run_fast(path, name) if _big(path) else None
+    content = Content(path)
+    fast_run = _read_run_fast(content, name) if _big(content) else None
     if fast_run is not None:
         return fast_run
-    text = read_text(path)
+    text = content.text()
     fast = _run_fast(text)
     if fast is not None:
         q, d, score, first_tag = fast
@@ -333,13 +339,14 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     qid = np.array(q, dtype=object)
     dup = _duplicate_in_groups(qid, d)
     if dup is not None:
-        raise _duplicate_error(path, read_text(path), "run", *dup, q[dup[1]], d[dup[1]])
-    run_name = name or first_tag or Path(path).stem
+        raise _duplicate_error(path, content.text(), "run", *dup, q[dup[1]], d[dup[1]])
+    run_name = name or first_tag or content_stem(path)
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
 
 
-def _read_run_fast(path: str | Path, name: str | None) -> Run | None:
-    cols = _arrow_columns(path, "qvsifv")
+def _read_run_fast(content: Content, name: str | None) -> Run | None:
+    path = content.path
+    cols = _arrow_columns(content, "qvsifv")
     if cols is None:
         return None
     (uniq, codes), _, d, _, score, tag = cols
@@ -348,19 +355,17 @@ def _read_run_fast(path: str | Path, name: str | None) -> Run | None:
     keys = run.key_index() if grouped else columns.KeyIndex(codes, d, columns.hash_bytes(d))
     dup = keys.first_duplicate()
     if dup is not None:
-        raise _duplicate_error(path, read_text(path), "run", *dup,
+        raise _duplicate_error(path, content.text(), "run", *dup,
                                uniq[codes[dup[1]]].decode(), d[dup[1]].decode())
     return run
 
 
-FAST_MIN_BYTES = 1 << 20  # smaller files take the Python path (no pyarrow start-up cost)
+FAST_MIN_BYTES = 1 << 20  # smaller contents take the Python path (no pyarrow start-up cost)
 
 
-def _big(path: str | Path) -> bool:
-    try:
-        return os.path.getsize(path) >= FAST_MIN_BYTES
-    except OSError:
-        return False
+def _big(content: Content) -> bool:
+    """Whether the content (decompressed) is large enough for the Arrow path."""
+    return content.size >= FAST_MIN_BYTES
 
 
 def format_qrels(qrels: Qrels) -> str:

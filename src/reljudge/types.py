@@ -154,9 +154,9 @@ class Qrels(_IdColumns):
         q, d = _as_str_array(qid), _as_str_array(docid)
         g = np.asarray(grade)
         if g.dtype.kind not in "iu":
-            if g.size and not np.all(np.equal(np.mod(g, 1), 0)):
-                raise InputError("qrels grades must be integers")
-            g = g.astype(np.int64)
+            from reljudge.io.coerce import integer_grades  # io sits above types
+
+            g = integer_grades(g, "qrels")
         g = g.astype(np.int64, copy=False)
         if not (len(q) == len(d) == len(g)):
             raise InputError("qrels columns differ in length")
@@ -175,17 +175,26 @@ class Qrels(_IdColumns):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Qrels:
-        """Build from {qid: {docid: grade}} (the pytrec_eval / ranx shape)."""
+        """Build from {qid: {docid: grade}} (the pytrec_eval / ranx shape); ids of any type
+        are converted with ``str``, grades must be integers."""
+        from reljudge.io.coerce import qrels_dict  # io sits above types
+
+        data = qrels_dict(data)
         qs, ds, gs = [], [], []
         for q, docs in data.items():
             for d, g in docs.items():
                 qs.append(str(q))
                 ds.append(str(d))
                 gs.append(g)
-        for g in gs:
-            if int(g) != g:
-                raise InputError(f"qrels grades must be integers, found {g!r}")
         return cls.from_arrays(qs, ds, np.array(gs, dtype=np.int64), check=False)
+
+    @classmethod
+    def from_any(cls, data) -> Qrels:
+        """Build from any in-memory form: a dict of dicts, records (ir_measures / ir_datasets
+        namedtuples, dicts) or a pandas DataFrame (see ``reljudge.io.coerce``)."""
+        from reljudge.io.coerce import as_qrels
+
+        return as_qrels(data)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """The {qid: {docid: grade}} view (built once, then shared: do not mutate it)."""
@@ -235,7 +244,12 @@ class Run(_IdColumns):
     def from_arrays(cls, qid, docid, score, *, name: str = "run", check: bool = True) -> Run:
         """Build from three equal-length columns."""
         q, d = _as_str_array(qid), _as_str_array(docid)
-        s = np.asarray(score, dtype=np.float64)
+        s = np.asarray(score)
+        if s.dtype.kind not in "iuf":  # text is refused, not parsed
+            from reljudge.io.coerce import numeric_scores  # io sits above types
+
+            s = numeric_scores(s, "run")
+        s = s.astype(np.float64, copy=False)
         if not (len(q) == len(d) == len(s)):
             raise InputError("run columns differ in length")
         if check:
@@ -262,13 +276,25 @@ class Run(_IdColumns):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, float]], *, name: str = "run") -> Run:
-        """Build from {qid: {docid: score}} (the pytrec_eval / ranx shape)."""
+        """Build from {qid: {docid: score}} (the pytrec_eval / ranx shape); ids of any type
+        are converted with ``str``, scores must be numbers."""
+        from reljudge.io.coerce import run_dict  # io sits above types
+
+        data = run_dict(data)
         qs, ds, ss = [], [], []
         for q, docs in data.items():
             qs.extend([str(q)] * len(docs))
             ds.extend(str(d) for d in docs)
             ss.extend(docs.values())
         return cls.from_arrays(qs, ds, np.array(ss, dtype=np.float64), name=name, check=False)
+
+    @classmethod
+    def from_any(cls, data, *, name: str | None = None) -> Run:
+        """Build from any in-memory form: a dict of dicts, records (ir_measures ScoredDoc
+        namedtuples, dicts) or a pandas DataFrame (see ``reljudge.io.coerce``)."""
+        from reljudge.io.coerce import as_run
+
+        return as_run(data, name)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The {qid: {docid: score}} view (built once, then shared: do not mutate it)."""

@@ -10,6 +10,8 @@ import numpy as np
 
 from reljudge.audit import agreement as ag
 from reljudge.audit import systems as sy
+from reljudge.errors import InputError
+from reljudge.io.coerce import as_qrels
 from reljudge.store.merge import aggregate_grades
 from reljudge.types import GRADE_MAX, GRADE_MIN, Qrels, Run
 
@@ -30,6 +32,7 @@ class Joined:
 
 def join(reference: Qrels, judge: Qrels) -> Joined:
     """Pair up the two label sets on (qid, docid); never by line order."""
+    reference, judge = as_qrels(reference, "reference"), as_qrels(judge, "judge")
     ref = reference.to_dict()
     jd = judge.to_dict()
     qs, a, b = [], [], []
@@ -45,7 +48,8 @@ def join(reference: Qrels, judge: Qrels) -> Joined:
                 only_judge += 1
     grades = np.array(a + b, dtype=np.int64)
     if len(grades) and (grades.min() < GRADE_MIN or grades.max() > GRADE_MAX):
-        raise ValueError("grades outside 0..3 reached the audit; clip or reject them on input")
+        raise InputError(f"grades outside {GRADE_MIN}..{GRADE_MAX} reached the audit; clip or "
+                         f"reject them on input")
     return Joined(np.array(qs, dtype=object), np.array(a, dtype=np.int64),
                   np.array(b, dtype=np.int64), len(reference) - len(qs), only_judge)
 
@@ -133,7 +137,10 @@ def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
                      ) -> SystemAgreement:
     """Score every run under both label sets and compare the rankings."""
     from reljudge.metrics import evaluate
+    from reljudge.metrics.evaluate import as_runs, parse_measures
 
+    reference, judge, runs = as_qrels(reference, "reference"), as_qrels(judge, "judge"), as_runs(runs)
+    measure = str(parse_measures(measure)[0])
     names = [r.name for r in runs]
     if reference_scores is None:
         reference_scores = {r.name: evaluate(reference, r, [measure]) for r in runs}
@@ -228,8 +235,17 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
           runs: Sequence[Run] | None = None, *, measure: str = "nDCG@10", bootstrap: int = 0,
           seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
           clipped: Mapping[str, int] | None = None) -> AuditResult:
-    """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels."""
-    judges = {"judge": judge} if isinstance(judge, Qrels) else dict(judge)
+    """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels.
+
+    Labels and runs may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
+    records, DataFrames); empty reference or judge labels are an InputError."""
+    from reljudge.metrics.evaluate import as_runs, parse_measures
+
+    measure = str(parse_measures(measure)[0])  # text, a Measure or an ir_measures object
+    reference = _labels(reference, "reference")
+    judges = ({n: _labels(q, f"judge {n!r}") for n, q in judge.items()}
+              if _is_judge_mapping(judge) else {"judge": _labels(judge, "judge")})
+    runs = as_runs(runs) if runs else None
     rows = dict(judges)
     if with_ensembles and len(judges) >= 3:
         rows.update(ensembles(judges))
@@ -246,6 +262,25 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
         out.append(JudgeAudit(name, items, systems, (clipped or {}).get(name, 0)))
     return AuditResult(reference_name, out, among_judges(judges), measure if runs else None,
                        bootstrap, seed)
+
+
+def _labels(obj, what: str) -> Qrels:
+    q = as_qrels(obj, what)
+    if not len(q):
+        raise InputError(f"the {what} labels are empty: there is nothing to audit")
+    return q
+
+
+def _is_judge_mapping(judge) -> bool:
+    """{name: labels} rather than one judge's {qid: {docid: grade}}: its values are not
+    dicts of grades."""
+    if not isinstance(judge, Mapping) or not judge:
+        return False
+    first = next(iter(judge.values()))
+    if not isinstance(first, Mapping):
+        return True  # Qrels, DataFrames, records
+    inner = next(iter(first.values()), None)
+    return isinstance(inner, Mapping)
 
 
 def read_judge(path: str | Path, clip: bool = False) -> tuple[Qrels, int]:

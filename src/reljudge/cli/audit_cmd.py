@@ -32,7 +32,8 @@ def register(sub) -> None:
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     p.add_argument("--reference", help="reference (human) qrels")
     p.add_argument("--judge", action="append", default=[], help="judge qrels (repeatable)")
-    p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels)")
+    p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels, "
+                   "compressed or not)")
     p.add_argument("--store", help="read labels from a label store instead of files")
     p.add_argument("--reference-source", help="with --store: the reference source name")
     p.add_argument("--judge-source", action="append", default=[],
@@ -58,6 +59,7 @@ def load_labels(args: argparse.Namespace):
 
     from reljudge.audit import read_judge
     from reljudge.errors import ConfigError
+    from reljudge.io.files import content_stem, content_suffix
 
     if args.store:
         from reljudge.store import LabelStore
@@ -75,13 +77,13 @@ def load_labels(args: argparse.Namespace):
         folder = Path(args.judges_dir)
         if not folder.is_dir():
             raise ConfigError(f"{folder}: not a folder")
-        files += sorted(p for p in folder.iterdir() if p.suffix in (".txt", ".qrels"))
+        files += sorted(p for p in folder.iterdir() if content_suffix(p) in (".txt", ".qrels"))
     if not files:
         raise ConfigError("give at least one --judge or --judges-dir")
     ref, _ = read_judge(args.reference, clip=args.clip)
     judges, clipped = {}, {}
     for f in files:
-        judges[f.stem], clipped[f.stem] = read_judge(f, clip=args.clip)
+        judges[content_stem(f)], clipped[content_stem(f)] = read_judge(f, clip=args.clip)
     return Path(args.reference).name, ref, judges, clipped
 
 

@@ -41,13 +41,16 @@ def register(sub) -> None:
         v.add_argument("--store", required=True, help="the label store (SQLite file)")
         return v
 
-    v = verb("import", "import labels from TREC qrels, CSV (qid,docid,grade) or JSONL")
+    v = verb("import", "import labels from TREC qrels, CSV (header qid,docid,grade; also "
+                       "query_id, doc_id, docno, relevance, label) or JSONL (the same keys)")
     v.add_argument("files", nargs="+", metavar="FILE")
     v.add_argument("--source-kind", choices=("human", "llm", "import"), default="import",
                    help="who gave the labels (default: import)")
-    v.add_argument("--source-name", help="assessor or judge name (default: the file's stem)")
+    v.add_argument("--source-name", help="assessor or judge name (default: the file's stem, "
+                   "a compression suffix aside)")
     v.add_argument("--label-format", choices=("qrels", "csv", "jsonl"),
-                   help="file format (default: from the file name; .csv, .jsonl, else qrels)")
+                   help="file format (default: from the file name, a .gz/.bz2/.xz/.zst suffix "
+                        "aside: .csv, .jsonl, else qrels)")
     v.add_argument("--clip", action="store_true",
                    help="clip grades outside 0..3 instead of rejecting the file")
     v.add_argument("--force", action="store_true", help="import a file again even if it was")

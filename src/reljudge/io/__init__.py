@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from reljudge.errors import InputError
-from reljudge.io.files import read_text
+from reljudge.io.files import content_suffix, read_text
 
 _QID_KEYS = ("qid", "query_id", "id", "_id")
 _QTEXT_KEYS = ("query", "text", "title")
@@ -39,7 +39,7 @@ def iter_jsonl(path: str | Path):
 
 
 def _is_jsonl(path: str | Path) -> bool:
-    return Path(path).suffix.lower() in (".jsonl", ".json", ".ndjson")
+    return content_suffix(path) in (".jsonl", ".json", ".ndjson")
 
 
 def _add_unique(out: dict, key: str, value, what: str, path, lineno: int, first: dict) -> None:

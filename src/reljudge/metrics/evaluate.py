@@ -3,14 +3,16 @@ every kernel on them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.errors import InputError, MeasureError
+from reljudge.io import coerce
 from reljudge.metrics.kernels import compute
 from reljudge.metrics.measures import Measure, parse_measure
-from reljudge.metrics.ranking import QrelsLike, RunLike, rank
+from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
 from reljudge.types import Qrels, Run
 
 
@@ -46,33 +48,74 @@ class Evaluation:
                 zip(self.query_ids, self.scores.tolist(), strict=False)}
 
 
-def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure], *,
+def parse_measures(measures) -> list[Measure]:
+    """One measure or several (text, Measure or ir_measures objects), parsed; none twice."""
+    parsed = [parse_measure(m) for m in coerce.measure_list(measures)]
+    names = [str(m) for m in parsed]
+    again = [n for i, n in enumerate(names) if n in names[:i]]
+    if again:
+        raise MeasureError(f"measure {again[0]} is given twice")
+    return parsed
+
+
+def _check_inputs(qrels, run, name: str) -> None:
+    """Empty qrels, an empty run or no query in common are mistakes, not a mean of 0.0."""
+    qrels_q = qrels.query_ids() if isinstance(qrels, Qrels) else [q for q, d in qrels.items() if d]
+    run_q = run.query_ids() if isinstance(run, Run) else [q for q, d in run.items() if d]
+    if not qrels_q:
+        raise InputError("the qrels are empty: there is nothing to evaluate against")
+    if not run_q:
+        raise InputError(f"run {name!r} is empty: it has no scored document")
+    if set(run_q).isdisjoint(qrels_q):
+        raise InputError(f"run {name!r} and the qrels have no query in common (run queries "
+                         f"e.g. {run_q[:3]}, qrels queries e.g. {qrels_q[:3]})")
+
+
+def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] | str, *,
              all_queries: bool = False, float32_scores: bool = False) -> Evaluation:
     """Per-query and mean values of ``measures`` for one run (trec_eval semantics).
 
     By default the queries are those of the run that have qrels (trec_eval); with
     ``all_queries`` every qrels query counts and one the run lacks scores 0 (``trec_eval -c``).
     ``float32_scores`` rounds scores to float32 before ranking, as trec_eval 9 and pytrec_eval.
+    qrels and run may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
+    records, DataFrames); measures one or several, as text or ir_measures objects. Empty
+    inputs, or a run and qrels with no query in common, are an InputError.
     """
-    parsed = [parse_measure(m) for m in measures]
-    qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
+    parsed = parse_measures(measures)
+    qrels, run = coerce.qrels_like(qrels), coerce.run_like(run)
+    name = run.name if isinstance(run, Run) else "run"
+    _check_inputs(qrels, run, name)
+    qids, ranked = rank_clean(qrels, run, all_queries=all_queries,
+                              float32_scores=float32_scores)
     cache: dict = {}
     cols = [compute(m, ranked, cache) for m in parsed]
     scores = np.column_stack(cols) if cols else np.zeros((len(qids), 0))
     if all_queries:  # trec_eval -c: a query the run lacks scores 0 on every measure
         scores[ranked.length == 0] = 0.0
-    name = run.name if isinstance(run, Run) else "run"
     return Evaluation(name, [str(m) for m in parsed], qids, scores)
 
 
-def evaluate_many(qrels: QrelsLike, runs: Sequence[Run], measures: Sequence[str | Measure],
-                  **kwargs) -> dict[str, Evaluation]:
+def as_runs(runs) -> list[Run]:
+    """Runs as a list of Run: a sequence of runs in any accepted form (named "run1", "run2",
+    ... unless Run objects), or a mapping {name: run}."""
+    if isinstance(runs, Run):
+        return [runs]
+    if isinstance(runs, Mapping):
+        return [coerce.as_run(r, str(n)) for n, r in runs.items()]
+    return [r if isinstance(r, Run) else coerce.as_run(r, f"run{i}")
+            for i, r in enumerate(runs, 1)]
+
+
+def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
+                  measures: Sequence[str | Measure] | str, **kwargs) -> dict[str, Evaluation]:
     """``evaluate`` for several runs, keyed by run name (names must be distinct)."""
     out: dict[str, Evaluation] = {}
-    if not isinstance(qrels, Qrels) and any(isinstance(r, Run) for r in runs):
-        qrels = Qrels.from_dict(qrels)  # once, not once per run
+    runs = as_runs(runs)
+    measures = parse_measures(measures)
+    qrels = coerce.as_qrels(qrels)  # once, not once per run
     for run in runs:
         if run.name in out:
-            raise ValueError(f"two runs are named {run.name!r}; rename one (Run.with_name)")
+            raise InputError(f"two runs are named {run.name!r}; rename one (Run.with_name)")
         out[run.name] = evaluate(qrels, run, measures, **kwargs)
     return out

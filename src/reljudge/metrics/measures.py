@@ -108,9 +108,15 @@ def _parse_params(text: str, original: str) -> dict[str, Any]:
 
 
 def parse_measure(text: str | Measure) -> Measure:
-    """Parse ir_measures syntax into a Measure; unknown names or values raise MeasureError."""
+    """Parse ir_measures syntax (or an ir_measures measure object) into a Measure; unknown
+    names or values raise MeasureError."""
     if isinstance(text, Measure):
         return text
+    if not isinstance(text, str):
+        if not type(text).__module__.startswith("ir_measures"):
+            raise MeasureError(f"expected a measure as text, e.g. 'nDCG@10', found "
+                               f"{type(text).__name__} {text!r}")
+        text = str(text)  # ir_measures objects print in the syntax parsed here
     m = _SYNTAX.match(text)
     if not m:
         raise MeasureError(f"cannot parse measure {text!r}: expected NAME, NAME@K or "

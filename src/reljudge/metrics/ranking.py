@@ -20,6 +20,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from reljudge import columns
+from reljudge.errors import InputError
 from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
 from reljudge.types import Qrels, Run
 
@@ -33,7 +34,17 @@ def rank(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
 
     The queries are the run's that have qrels, or with ``all_queries`` every qrels query (one
     the run lacks gets an empty ranking). ``float32_scores`` rounds scores to float32 first.
+    Dicts with ids that are not str are converted (``reljudge.io.coerce``).
     """
+    from reljudge.io.coerce import qrels_like, run_like
+
+    return rank_clean(qrels_like(qrels), run_like(run), all_queries=all_queries,
+                      float32_scores=float32_scores)
+
+
+def rank_clean(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
+               float32_scores: bool = False) -> tuple[list[str], Ranked]:
+    """``rank`` for inputs already through ``reljudge.io.coerce`` (dicts with str ids)."""
     if isinstance(run, Run):
         as_qrels = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
         return rank_columns(as_qrels, run.compacted(), all_queries=all_queries,
@@ -50,7 +61,7 @@ def _no_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
     """A nan score would sort anywhere: refuse it, naming the query of the first one."""
     if np.isnan(score).any():
         q = query_of(int(np.flatnonzero(np.isnan(score))[0]))
-        raise ValueError(f"run score of query {q!r} is nan; scores must be numbers")
+        raise InputError(f"run score of query {q!r} is nan; scores must be numbers")
 
 
 def _unplaced(length: np.ndarray, width: int) -> np.ndarray:

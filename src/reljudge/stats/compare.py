@@ -60,20 +60,24 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
             test: str = "randomization", trials: int = 10_000, correction: str = "holm",
             alpha: float = 0.05, seed: int = 0, ci_method: str = "percentile",
             bootstrap: int = 1000) -> Comparison:
-    """Score the runs and test each against the baseline (default: the first run)."""
+    """Score the runs and test each against the baseline (default: the first run).
+
+    qrels, runs and measures may be in any form ``metrics.evaluate_many`` accepts."""
     from reljudge.errors import ConfigError
-    from reljudge.metrics import evaluate_many, parse_measure
+    from reljudge.io.coerce import as_qrels
+    from reljudge.metrics.evaluate import as_runs, evaluate_many, parse_measures
 
     if test not in TESTS:
         raise ConfigError(f"unknown test {test!r}; expected one of {', '.join(TESTS)}")
     if correction not in CORRECTIONS:
         raise ConfigError(f"unknown correction {correction!r}; expected one of "
                           f"{', '.join(CORRECTIONS)}")
+    runs, qrels = as_runs(runs), as_qrels(qrels)
     names = [r.name for r in runs]
     baseline = baseline or names[0]
     if baseline not in names:
         raise ConfigError(f"baseline {baseline!r} is not one of the runs: {', '.join(names)}")
-    measures = [str(parse_measure(m)) for m in measures]
+    measures = [str(m) for m in parse_measures(measures)]
     results = evaluate_many(qrels, runs, measures, all_queries=True)
     queries = results[baseline].query_ids
     out = Comparison(measures, names, baseline, test, correction, alpha, trials, seed, queries,

@@ -12,7 +12,8 @@ import numpy as np
 
 from reljudge.errors import InputError
 from reljudge.io import iter_jsonl
-from reljudge.io.files import read_text
+from reljudge.io.coerce import DOCID_NAMES, GRADE_NAMES, QID_NAMES, pick_column
+from reljudge.io.files import content_stem, content_suffix, read_text
 from reljudge.store.store import LabelStore
 from reljudge.trec import read_qrels
 from reljudge.types import GRADE_MAX, GRADE_MIN
@@ -51,8 +52,8 @@ class ImportReport:
 
 
 def detect_format(path: str | Path) -> str:
-    """qrels, csv or jsonl, from the file name."""
-    suffix = Path(path).suffix.lower()
+    """qrels, csv or jsonl, from the file name (``labels.csv.gz`` is csv)."""
+    suffix = content_suffix(path)
     if suffix in (".jsonl", ".json", ".ndjson"):
         return "jsonl"
     if suffix == ".csv":
@@ -77,18 +78,18 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
     rows, lines = [], []
     if fmt == "jsonl":
         for n, obj in iter_jsonl(path):
-            if not {"qid", "docid", "grade"} <= set(obj):
-                raise InputError('expected {"qid": ..., "docid": ..., "grade": ...}', path, n)
-            rows.append((str(obj["qid"]), str(obj["docid"]), _grade(obj["grade"], path, n)))
+            keys = [pick_column(obj, names, what, path, n) for names, what in _FIELDS]
+            rows.append((_id(obj[keys[0]], "query id", path, n),
+                         _id(obj[keys[1]], "document id", path, n), _grade(obj[keys[2]], path, n)))
             lines.append(n)
     elif fmt == "csv":
         reader = csv.reader(io.StringIO(text))
         header = [h.strip().lower() for h in next(reader, [])]
-        try:
-            iq, idoc, ig = header.index("qid"), header.index("docid"), header.index("grade")
-        except ValueError:
-            raise InputError(f"expected a header with qid, docid and grade columns, found "
-                             f"{header}", path, 1) from None
+        if not header:
+            raise InputError("expected a header with query id, document id and grade columns "
+                             "(e.g. qid,docid,grade), found an empty file", path, 1)
+        iq, idoc, ig = (header.index(pick_column(header, names, what, path, 1))
+                        for names, what in _FIELDS)
         for n, rec in enumerate(reader, 2):
             if not rec or not any(x.strip() for x in rec):
                 continue
@@ -105,6 +106,15 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
                              f"{seen[(q, d)]})", path, n)
         seen[(q, d)] = n
     return Labels(str(path), rows, lines)
+
+
+_FIELDS = ((QID_NAMES, "query id"), (DOCID_NAMES, "document id"), (GRADE_NAMES, "grade"))
+
+
+def _id(value, what: str, path, line: int) -> str:
+    if value is None or isinstance(value, (dict, list, bool)) or value == "":
+        raise InputError(f"expected a {what} (text or number), found {value!r}", path, line)
+    return str(value)
 
 
 def _grade(value, path, line: int) -> int:
@@ -145,7 +155,7 @@ def import_labels(store: LabelStore, path: str | Path, kind: str, name: str | No
     Importing the same file (same bytes) into the same source again does nothing unless
     ``force``; unknown query or passage ids are reported when the store knows texts.
     """
-    name = name or Path(path).stem
+    name = name or content_stem(path)
     report = ImportReport(str(path), kind, name)
     labels = read_labels(path, fmt)
     rows, report.clipped = check_scale(labels, clip)
