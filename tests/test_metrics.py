@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reljudge.errors import MeasureError
+from reljudge.errors import InputError, MeasureError
 from reljudge.metrics import evaluate, parse_measure
 from reljudge.trec import read_qrels
 from reljudge.types import Qrels, Run
@@ -303,5 +303,5 @@ def test_a_nan_score_is_an_error_on_both_paths():
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     run = {"q1": {"a": 0.5}, "q2": {"b": float("nan"), "c": 1.0}}
     for r in (run, Run.from_dict(run)):
-        with pytest.raises(ValueError, match="query 'q2' is nan"):
+        with pytest.raises(InputError, match="query 'q2' is nan"):
             evaluate(qrels, r, ["AP"])

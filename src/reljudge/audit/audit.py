@@ -10,6 +10,7 @@ import numpy as np
 
 from reljudge.audit import agreement as ag
 from reljudge.audit import systems as sy
+from reljudge.errors import InputError
 from reljudge.store.merge import aggregate_grades
 from reljudge.types import GRADE_MAX, GRADE_MIN, Qrels, Run
 
@@ -45,7 +46,7 @@ def join(reference: Qrels, judge: Qrels) -> Joined:
                 only_judge += 1
     grades = np.array(a + b, dtype=np.int64)
     if len(grades) and (grades.min() < GRADE_MIN or grades.max() > GRADE_MAX):
-        raise ValueError("grades outside 0..3 reached the audit; clip or reject them on input")
+        raise InputError("grades outside 0..3 reached the audit; clip or reject them on input")
     return Joined(np.array(qs, dtype=object), np.array(a, dtype=np.int64),
                   np.array(b, dtype=np.int64), len(reference) - len(qs), only_judge)
 

@@ -20,6 +20,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from reljudge import columns
+from reljudge.errors import InputError
 from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
 from reljudge.types import Qrels, Run
 
@@ -50,7 +51,7 @@ def _no_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
     """A nan score would sort anywhere: refuse it, naming the query of the first one."""
     if np.isnan(score).any():
         q = query_of(int(np.flatnonzero(np.isnan(score))[0]))
-        raise ValueError(f"run score of query {q!r} is nan; scores must be numbers")
+        raise InputError(f"run score of query {q!r} is nan; scores must be numbers")
 
 
 def _unplaced(length: np.ndarray, width: int) -> np.ndarray:
