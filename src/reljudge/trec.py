@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +93,8 @@ def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None
 
 
 def _parse(text: str, path, ncols: int, form: str, checks) -> list[list[str]]:
+    if not text.strip():  # nothing to score is a mistake, never a mean over 0 queries
+        raise InputError(f"empty file, expected lines of {form}", path)
     cols = _columns(text, ncols)
     if cols is not None and not all(_column_ok(cols[i], ok) for i, (ok, _) in checks.items()):
         cols = None
@@ -336,6 +338,13 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
         raise _duplicate_error(path, read_text(path), "run", *dup, q[dup[1]], d[dup[1]])
     run_name = name or first_tag or Path(path).stem
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
+
+
+def read_runs(paths: Sequence[str | Path]) -> list[Run]:
+    """Read several run files, named distinctly: by tag, or by file name when tags collide."""
+    from reljudge.types import distinct_runs
+
+    return distinct_runs([read_run(p) for p in paths], [str(p) for p in paths])
 
 
 def _read_run_fast(path: str | Path, name: str | None) -> Run | None:

@@ -3,15 +3,17 @@ every kernel on them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.errors import InputError, MeasureError
 from reljudge.metrics.kernels import compute
 from reljudge.metrics.measures import Measure, parse_measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank
-from reljudge.types import Qrels, Run
+from reljudge.types import Qrels, Run, distinct_runs
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure], 
     ``float32_scores`` rounds scores to float32 before ranking, as trec_eval 9 and pytrec_eval.
     """
     parsed = [parse_measure(m) for m in measures]
+    check_distinct([str(m) for m in parsed])
     qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
     cache: dict = {}
     cols = [compute(m, ranked, cache) for m in parsed]
@@ -65,14 +68,23 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure], 
     return Evaluation(name, [str(m) for m in parsed], qids, scores)
 
 
+def check_distinct(names: Sequence[str]) -> None:
+    """A MeasureError when a measure name is given twice."""
+    twice = [n for n, k in Counter(names).items() if k > 1]
+    if twice:
+        raise MeasureError(f"measure {twice[0]} given twice; give each measure once")
+
+
 def evaluate_many(qrels: QrelsLike, runs: Sequence[Run], measures: Sequence[str | Measure],
                   **kwargs) -> dict[str, Evaluation]:
-    """``evaluate`` for several runs, keyed by run name (names must be distinct)."""
+    """``evaluate`` for several runs, keyed by run name; runs sharing a name are numbered
+    (``name#1``, ``name#2``; ``trec.read_runs`` names them by file instead)."""
     out: dict[str, Evaluation] = {}
+    runs = distinct_runs(runs) if all(isinstance(r, Run) for r in runs) else runs
     if not isinstance(qrels, Qrels) and any(isinstance(r, Run) for r in runs):
         qrels = Qrels.from_dict(qrels)  # once, not once per run
     for run in runs:
         if run.name in out:
-            raise ValueError(f"two runs are named {run.name!r}; rename one (Run.with_name)")
+            raise InputError(f"two runs are named {run.name!r}; rename one (Run.with_name)")
         out[run.name] = evaluate(qrels, run, measures, **kwargs)
     return out
