@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from reljudge.cli.common import emit
 
@@ -56,17 +57,15 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
     from reljudge.metrics import evaluate_many, parse_measure
+    from reljudge.metrics.queries import describe, rule, warnings
     from reljudge.report.tables import json_dumps, render
-    from reljudge.trec import read_qrels, read_run
+    from reljudge.trec import read_qrels, read_runs
 
     measures = [str(parse_measure(m)) for m in (args.measures or DEFAULT_MEASURES)]
     qrels = read_qrels(args.qrels)
-    runs = [read_run(path) for path in args.runs]
-    names = [r.name for r in runs]
-    if len(set(names)) != len(names):  # two files with one tag: name them by file instead
-        from pathlib import Path
-
-        runs = [r.with_name(Path(p).name) for r, p in zip(runs, args.runs, strict=False)]
+    runs = read_runs(args.runs)  # two files with one tag: named by file instead
+    for line in warnings(qrels, runs, args.all_queries):
+        print(f"reljudge: {line}", file=sys.stderr)
     results = evaluate_many(qrels, runs, measures, all_queries=args.all_queries,
                             float32_scores=args.float32_scores)
     if args.format == "trec":
@@ -83,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
         out = {name: {"queries": len(ev.query_ids), "mean": ev.mean(),
                       **({"per_query": ev.per_query()} if args.per_query else {})}
                for name, ev in results.items()}
-        emit(json_dumps({"measures": measures, "all_queries": args.all_queries, "runs": out}))
+        emit(json_dumps({"measures": measures, "all_queries": args.all_queries,
+                         "rule": rule(args.all_queries), "rule_text": describe(args.all_queries),
+                         "runs": out}))
         return 0
     if args.per_query:
         headers = ["run", "query", *measures]
@@ -94,4 +95,6 @@ def run(args: argparse.Namespace) -> int:
         headers = ["run", "queries", *measures]
         rows = [[name, len(ev.query_ids), *ev.mean().values()] for name, ev in results.items()]
     emit(render(headers, rows, args.format, args.digits))
+    if args.format == "table":
+        emit(f"queries: {describe(args.all_queries)}\n")
     return 0
