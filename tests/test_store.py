@@ -183,7 +183,8 @@ def test_cli_import_of_several_files_is_all_or_nothing(tmp_path, capsys):
     good.write_text("q 0 a 1\n")
     bad.write_text("q 0 a 7\n")
     db = tmp_path / "s.sqlite"
-    assert main(["labels", "import", str(good), str(bad), "--store", str(db)]) == 2
+    assert main(["labels", "import", str(good), str(bad), "--store", str(db),
+                 "--source-kind", "human"]) == 2
     assert "b.qrels:1: grade 7" in capsys.readouterr().err
     with LabelStore(db) as s:
         assert s.count() == 0

@@ -64,7 +64,7 @@ def load_labels(args: argparse.Namespace):
 
         if not args.reference_source or not args.judge_source:
             raise ConfigError("with --store give --reference-source and --judge-source")
-        with LabelStore(args.store) as store:
+        with LabelStore(args.store, create=False) as store:
             ref = store.merge(f"source={args.reference_source}").qrels
             judges = {name: store.merge(f"source={name}").qrels for name in args.judge_source}
         return args.reference_source, ref, judges, {}

@@ -43,8 +43,9 @@ def register(sub) -> None:
 
     v = verb("import", "import labels from TREC qrels, CSV (qid,docid,grade) or JSONL")
     v.add_argument("files", nargs="+", metavar="FILE")
-    v.add_argument("--source-kind", choices=("human", "llm", "import"), default="import",
-                   help="who gave the labels (default: import)")
+    v.add_argument("--source-kind", choices=("human", "llm", "import"),
+                   help="who gave the labels (required): human or llm; 'import' (neither) "
+                        "must be chosen explicitly, since merges rank human labels first")
     v.add_argument("--source-name", help="assessor or judge name (default: the file's stem)")
     v.add_argument("--label-format", choices=("qrels", "csv", "jsonl"),
                    help="file format (default: from the file name; .csv, .jsonl, else qrels)")
@@ -91,10 +92,11 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
                    help="keep fractional aggregated grades (provenance file only)")
 
 
-def _open(args):
+def _open(args, create: bool = False):
+    """The store; only import may create it (elsewhere a missing store is a typo)."""
     from reljudge.store import LabelStore
 
-    return LabelStore(args.store)
+    return LabelStore(args.store, create=create)
 
 
 def do_import(args) -> int:
@@ -103,10 +105,16 @@ def do_import(args) -> int:
     from reljudge.store import import_labels
     from reljudge.store.importers import check_scale, read_labels
 
+    if args.source_kind is None:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError("labels import needs --source-kind human or llm (or import, chosen "
+                          "explicitly): the default human-first merge lets human labels "
+                          "decide, so labels of an unknown kind would be outvoted by LLM ones")
     for path in args.files:  # validate every file before writing any: all or nothing
         check_scale(read_labels(path, args.label_format), args.clip)
     reports = []
-    with _open(args) as store:
+    with _open(args, create=True) as store:
         for path in args.files:
             reports.append(import_labels(store, path, args.source_kind, args.source_name,
                                          fmt=args.label_format, clip=args.clip, force=args.force))
@@ -132,6 +140,10 @@ def do_merge(args) -> int:
 
     with _open(args) as store:
         merged = store.merge(args.policy, args.aggregate, args.fractional)
+    if not merged.labels and (args.out or args.provenance):
+        from reljudge.errors import StoreError
+
+        raise StoreError(f"{args.store}: no labels under {merged.policy}; nothing written")
     if args.out:
         write_qrels(merged.qrels, args.out)
     if args.provenance:
