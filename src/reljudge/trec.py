@@ -95,6 +95,10 @@ def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None
 def _parse(text: str, path, ncols: int, form: str, checks) -> list[list[str]]:
     if not text.strip():  # nothing to score is a mistake, never a mean over 0 queries
         raise InputError(f"empty file, expected lines of {form}", path)
+    nul = text.find("\0")
+    if nul >= 0:  # not whitespace to str.split: it would hide inside an id
+        raise InputError("NUL byte (a binary or corrupt file?)", path,
+                         text.count("\n", 0, nul) + 1)
     cols = _columns(text, ncols)
     if cols is not None and not all(_column_ok(cols[i], ok) for i, (ok, _) in checks.items()):
         cols = None
@@ -264,7 +268,7 @@ def _run_fast(text: str) -> tuple | None:
     Columns are converted at C speed; query ids are interned so that a million lines of one
     query hold one string.
     """
-    if not text:
+    if not text or "\0" in text:  # the line-by-line path names the problem
         return None
     qcol: list[str] = []
     dcol: list[str] = []
