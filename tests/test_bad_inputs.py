@@ -281,6 +281,14 @@ MISTAKES = {
     "out-of-scale judge in report": (lambda p: ["report", p["qrels"], p["run"], "--reference",
                                                 p["qrels"], "--judge", p["bigjudge"], "--out",
                                                 p["new"]], "big.qrels:1: grade 5"),
+    "negative digits": (lambda p: ["eval", p["qrels"], p["run"], "--digits", "-1"],
+                        "argument --digits: expected 0 or more"),
+    "zero trials": (lambda p: ["compare", p["qrels"], p["run"], p["run2"], "--trials", "0"],
+                    "must be at least 1, not 0"),
+    "alpha out of range": (lambda p: ["compare", p["qrels"], p["run"], p["run2"], "--alpha",
+                                      "5"], "alpha must be between 0 and 1"),
+    "negative bootstrap": (lambda p: ["audit", "--reference", p["qrels"], "--judge", p["judge"],
+                                      "--bootstrap", "-1"], "bootstrap resamples must be 0"),
     "run without any qrels query": (lambda p: ["eval", p["qrels"], p["otherrun"]],
                                     "run other has no query that the qrels have"),
 }
@@ -296,7 +304,10 @@ def test_mistakes_are_one_line_exit_2_and_nothing_written(ws, capsys, name):
              "otherrun": str(root / "other.run")}
     argv, needle = MISTAKES[name]
     before = snapshot(root)
-    code, _, err = run_cli(argv(paths), capsys)
+    try:
+        code, _, err = run_cli(argv(paths), capsys)
+    except SystemExit as e:  # argparse's own checks exit from inside the parser
+        code, err = e.code, capsys.readouterr().err
     assert code == 2, err
     assert_one_line_error(err, needle)
     assert snapshot(root) == before

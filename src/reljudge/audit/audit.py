@@ -230,6 +230,10 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
           seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
           clipped: Mapping[str, int] | None = None) -> AuditResult:
     """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels."""
+    if bootstrap < 0:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError(f"bootstrap resamples must be 0 (none) or more, not {bootstrap}")
     judges = {"judge": judge} if isinstance(judge, Qrels) else dict(judge)
     rows = dict(judges)
     if with_ensembles and len(judges) >= 3:

@@ -90,10 +90,10 @@ def run_audit(args: argparse.Namespace) -> int:
     from reljudge.audit import audit
     from reljudge.audit.audit import COLUMNS, result_to_dict
     from reljudge.report.tables import json_dumps, render
-    from reljudge.trec import read_run
+    from reljudge.trec import read_runs
 
     name, ref, judges, clipped = load_labels(args)
-    runs = [read_run(r) for r in args.runs] if args.runs else None
+    runs = read_runs(args.runs) if args.runs else None
     result = audit(ref, judges, runs, measure=args.measure, bootstrap=args.bootstrap,
                    seed=args.seed, with_ensembles=not args.no_ensembles, reference_name=name,
                    clipped=clipped)

@@ -33,7 +33,7 @@ conventions (trec_eval's, stated):
 def register(sub) -> None:
     """Add the ``eval`` subcommand."""
     from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli.common import add_format_flags, non_negative_int
 
     p = sub.add_parser("eval", help="score runs against qrels (trec_eval semantics)",
                        description="Score one or more TREC runs against graded qrels.",
@@ -50,7 +50,7 @@ def register(sub) -> None:
                    help="round scores to float32 before ranking, to match trec_eval 9 and "
                         "pytrec_eval bit for bit")
     add_format_flags(p, ("table", "json", "csv", "markdown", "trec"))
-    p.add_argument("--digits", type=int, default=4, help="decimals in tables (default 4)")
+    p.add_argument("--digits", type=non_negative_int, default=4, help="decimals in tables (default 4)")
     p.set_defaults(func=run)
 
 

@@ -99,6 +99,11 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
                           f"{', '.join(CORRECTIONS)}")
     if not runs:
         raise InputError("no runs to compare")
+    if trials < 1 or bootstrap < 1:
+        raise ConfigError(f"trials and bootstrap resamples must be at least 1, not "
+                          f"{min(trials, bootstrap)}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1, not {alpha}")
     runs = distinct_runs(runs)
     if not isinstance(qrels, Qrels):
         qrels = Qrels.from_dict(qrels)
