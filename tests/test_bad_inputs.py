@@ -289,6 +289,13 @@ MISTAKES = {
                                       "5"], "alpha must be between 0 and 1"),
     "negative bootstrap": (lambda p: ["audit", "--reference", p["qrels"], "--judge", p["judge"],
                                       "--bootstrap", "-1"], "bootstrap resamples must be 0"),
+    "label --qrels-out a directory": (lambda p: ["label", "--queries", p["queries"],
+                                                 "--passages", p["passages"], "--runs",
+                                                 p["run"], "--qrels-out", p["dir"]],
+                                      "adir: is a directory"),
+    "merge --provenance a directory": (lambda p: ["labels", "merge", "--store", p["store"],
+                                                  "--out", p["new"], "--provenance", p["dir"]],
+                                       "adir: is a directory"),
     "run without any qrels query": (lambda p: ["eval", p["qrels"], p["otherrun"]],
                                     "run other has no query that the qrels have"),
 }
@@ -300,8 +307,10 @@ def test_mistakes_are_one_line_exit_2_and_nothing_written(ws, capsys, name):
     (root / "adir").mkdir()
     (root / "big.qrels").write_text("hr01 0 chunk_01 5\n")
     (root / "other.run").write_text("zz Q0 d 1 1.0 other\n")
+    run_cli(["labels", "import", paths["qrels"], "--store", str(root / "s.sqlite"),
+             "--source-kind", "human"], capsys)
     paths = {**paths, "dir": str(root / "adir"), "bigjudge": str(root / "big.qrels"),
-             "otherrun": str(root / "other.run")}
+             "otherrun": str(root / "other.run"), "store": str(root / "s.sqlite")}
     argv, needle = MISTAKES[name]
     before = snapshot(root)
     try:

@@ -29,6 +29,17 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def check_outputs(*paths: str | None) -> None:
+    """Refuse output paths that are folders before any work is done (nothing half-written)."""
+    from pathlib import Path
+
+    from reljudge.errors import InputError
+
+    for p in paths:
+        if p and Path(p).is_dir():
+            raise InputError("is a directory, expected a file to write", p)
+
+
 def emit(text: str, output: str | None = None) -> None:
     """Print text, or write it to a file when --output is given."""
     if output:

@@ -135,9 +135,11 @@ def do_merge(args) -> int:
     """Merge and write."""
     from collections import Counter
 
+    from reljudge.cli.common import check_outputs
     from reljudge.report.tables import json_dumps, render
     from reljudge.trec import write_qrels
 
+    check_outputs(args.out, args.provenance)
     with _open(args) as store:
         merged = store.merge(args.policy, args.aggregate, args.fractional)
     if not merged.labels and (args.out or args.provenance):

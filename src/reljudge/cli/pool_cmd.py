@@ -38,12 +38,14 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Pool and report."""
+    from reljudge.cli.common import check_outputs
     from reljudge.io.files import atomic_write
     from reljudge.pool import build_pool, judged_at_k
     from reljudge.report.tables import json_dumps, render
-    from reljudge.trec import read_run
+    from reljudge.trec import read_runs
 
-    runs = [read_run(r) for r in args.runs]
+    check_outputs(args.out)
+    runs = read_runs(args.runs)
     labelled: set = set()
     store = None
     if args.store:

@@ -47,6 +47,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Gather inputs and write the report."""
+    from reljudge.cli.common import check_outputs
     from reljudge.errors import ConfigError
     from reljudge.io.files import atomic_write
     from reljudge.report.html import build_report
@@ -54,6 +55,7 @@ def run(args) -> int:
     from reljudge.trec import read_qrels, read_runs
     from reljudge.types import distinct_names
 
+    check_outputs(args.out)
     store = reference = None
     judges: dict = {}
     measures = args.measures
