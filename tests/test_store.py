@@ -307,3 +307,27 @@ def test_real_llmjudge_labels_import_and_merge(llmjudge, tmp_path):
         merged = s.merge("human-first")
         assert merged.qrels == read_qrels(human)
         assert all(lab.decided_by == "human" for lab in merged.labels)
+
+
+def test_opening_a_missing_store_without_create_is_an_error_and_creates_nothing(tmp_path):
+    with pytest.raises(StoreError, match="typo.sqlite: no such label store"):
+        LabelStore(tmp_path / "typo.sqlite", create=False)
+    (tmp_path / "dir.sqlite").mkdir()
+    with pytest.raises(StoreError, match="dir.sqlite: is a directory"):
+        LabelStore(tmp_path / "dir.sqlite", create=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.sqlite"]
+    with LabelStore(tmp_path / "s.sqlite") as s:
+        s.add_queries({"q": "text"})
+    with LabelStore(tmp_path / "s.sqlite", create=False) as s:
+        assert s.count() == 0
+
+
+def test_labels_import_requires_a_source_kind_and_says_why(tmp_path, capsys):
+    f = tmp_path / "a.qrels"
+    f.write_text("q 0 a 1\n")
+    assert main(["labels", "import", str(f), "--store", str(tmp_path / "s.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "needs --source-kind human or llm" in err and "outvoted by LLM ones" in err
+    assert not (tmp_path / "s.sqlite").exists()
+    assert main(["labels", "import", str(f), "--store", str(tmp_path / "s.sqlite"),
+                 "--source-kind", "import"]) == 0

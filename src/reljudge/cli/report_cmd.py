@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 EXAMPLES = """\
 examples:
   reljudge report qrels.txt runs/*.run -m nDCG@10 --out report.html
@@ -91,6 +93,10 @@ def run(args) -> int:
                                                                          strict=True)}
         if args.store:
             store = LabelStore(args.store, create=False)
+    from reljudge.metrics.queries import warnings
+
+    for line in warnings(qrels, runs, all_queries):
+        print(f"reljudge: {line}", file=sys.stderr)
     try:
         page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
                             test=args.test, reference=reference, judges=judges, store=store,
