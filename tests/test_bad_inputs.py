@@ -26,15 +26,25 @@ COMMANDS = {
     "label": (lambda p: ["label", "--queries", p["queries"], "--passages", p["passages"],
                          "--runs", p["run"], "--store", p["newstore"]],
               ("queries", "passages", "run")),
-    "labels import": (lambda p: ["labels", "import", p["judge"], "--store", p["newstore"],
-                                 "--source-kind", "llm"], ("judge",)),
+    "label --pairs": (lambda p: ["label", "--queries", p["queries"], "--passages",
+                                 p["passages"], "--pairs", p["pairs"], "--store", p["newstore"]],
+                      ("pairs",)),
+    "labels import": (lambda p: ["labels", "import", p["judge"], p["csv"], p["jsonl"],
+                                 "--store", p["newstore"], "--source-kind", "llm"],
+                      ("judge", "csv", "jsonl")),
+    "labels stats --pool": (lambda p: ["labels", "stats", "--store", p["store"], "--pool",
+                                       p["pairs"]], ("pairs",)),
+    "audit --judges-dir": (lambda p: ["audit", "--reference", p["qrels"], "--judges-dir",
+                                      p["judges"]], ("dirjudge",)),
+    "run": (lambda p: ["run", p["config"]], ("queries", "passages", "run", "run2", "qrels")),
     "audit": (lambda p: ["audit", "--reference", p["qrels"], "--judge", p["judge"], "--runs",
                          p["run"], p["run2"]], ("qrels", "judge", "run")),
     "report": (lambda p: ["report", p["qrels"], p["run"], p["run2"], "--reference", p["qrels"],
                           "--judge", p["judge"], "--out", p["new"]], ("qrels", "run", "judge")),
 }
 KIND = {"qrels": "qrels", "judge": "qrels", "run": "run", "run2": "run", "queries": "tsv",
-        "passages": "jsonl"}
+        "passages": "jsonl", "pairs": "pairs", "csv": "csv", "jsonl": "labels",
+        "dirjudge": "qrels"}
 
 
 def _corrupt_line(text: str, how) -> str:
@@ -45,22 +55,29 @@ def _corrupt_line(text: str, how) -> str:
 
 
 # name -> (kind -> new content (str or bytes), or None where it does not apply; line expected)
+ALL_KINDS = ("qrels", "run", "tsv", "jsonl", "pairs", "csv", "labels")
 CONTENT_CASES = {
-    "empty": ({k: "" for k in ("qrels", "run", "tsv", "jsonl")}, None),
-    "binary": ({k: b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe\x00" for k in ("qrels", "run", "tsv",
-                                                                      "jsonl")}, 1),
+    "empty": ({k: "" for k in ALL_KINDS}, None),
+    "binary": ({k: b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe\x00" for k in ALL_KINDS}, 1),
     "nul byte": ({k: (lambda t: _corrupt_line(t, lambda s: s.replace(" ", "\0 ", 1)))
-                  for k in ("qrels", "run")}, 3),
+                  for k in ("qrels", "run", "pairs")}, 3),
     "duplicate line": ({k: (lambda t: _corrupt_line(t, lambda s: t.splitlines(True)[1]))
-                        for k in ("qrels", "run", "tsv", "jsonl")}, 3),
+                        for k in ALL_KINDS}, 3),
     "wrong field count": ({"qrels": lambda t: _corrupt_line(t, lambda s: s.split(" ", 1)[1]),
                            "run": lambda t: _corrupt_line(t, lambda s: s.split(" ", 1)[1]),
+                           "pairs": lambda t: _corrupt_line(t, lambda s: s.strip() + " 1 2 3\n"),
                            "tsv": lambda t: _corrupt_line(t, lambda s: s.replace("\t", " ")),
-                           "jsonl": lambda t: _corrupt_line(t, lambda s: s[:20] + "\n")}, 3),
+                           "jsonl": lambda t: _corrupt_line(t, lambda s: s[:20] + "\n"),
+                           "labels": lambda t: _corrupt_line(t, lambda s: s[:12] + "\n"),
+                           "csv": lambda t: _corrupt_line(t, lambda s: s.split(",", 1)[1])}, 3),
     "non-numeric value": ({"qrels": lambda t: _corrupt_line(t, lambda s: s.rsplit(" ", 1)[0]
                                                             + " high\n"),
                            "run": lambda t: _corrupt_line(
-                               t, lambda s: " ".join(s.split()[:4] + ["n/a", "x"]) + "\n")}, 3),
+                               t, lambda s: " ".join(s.split()[:4] + ["n/a", "x"]) + "\n"),
+                           "csv": lambda t: _corrupt_line(t, lambda s: s.rsplit(",", 1)[0]
+                                                          + ",high\n"),
+                           "labels": lambda t: _corrupt_line(t, lambda s: s.replace(
+                               '"grade": ', '"grade": "x', 1).replace("}", '"}'))}, 3),
 }
 PATH_CASES = ("missing", "directory")
 
@@ -89,9 +106,22 @@ def ws(tmp_path, monkeypatch):
     judged = [f"{q} 0 {d} {max(0, int(g) - (i % 2))}\n" for i, (q, _, d, g) in
               enumerate(line.split() for line in (tmp_path / "q.qrels").read_text().splitlines())]
     (tmp_path / "judge.qrels").write_text("".join(judged))
+    rows = [line.split() for line in judged]
+    (tmp_path / "judge.csv").write_text("qid,docid,grade\n" + "".join(
+        f"{q},{d},{g}\n" for q, _, d, g in rows))
+    (tmp_path / "judge.jsonl").write_text("".join(
+        json.dumps({"qid": q, "docid": d, "grade": int(g)}) + "\n" for q, _, d, g in rows))
+    (tmp_path / "pairs.txt").write_text("".join(f"{q} {d}\n" for q, _, d, _ in rows[:40]))
+    (tmp_path / "judges").mkdir()
+    shutil.copy(tmp_path / "judge.qrels", tmp_path / "judges" / "dj.qrels")
+    (tmp_path / "pipeline.toml").write_text(GOOD_CONFIG)
+    assert main(["labels", "import", str(tmp_path / "q.qrels"), "--store",
+                 str(tmp_path / "s.sqlite"), "--source-kind", "human", "--json"]) == 0
     paths = {"qrels": "q.qrels", "run": "a.run", "run2": "b.run", "queries": "queries.tsv",
              "passages": "passages.jsonl", "judge": "judge.qrels", "new": "new.out",
-             "newstore": "new.sqlite"}
+             "newstore": "new.sqlite", "csv": "judge.csv", "jsonl": "judge.jsonl",
+             "pairs": "pairs.txt", "store": "s.sqlite", "judges": "judges",
+             "dirjudge": "judges/dj.qrels", "config": "pipeline.toml"}
     return tmp_path, {k: str(tmp_path / v) for k, v in paths.items()}
 
 
@@ -138,10 +168,12 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(ws, capsys, cmd, slot,
         if callable(new):
             new = new(target.read_text())
         target.write_bytes(new if isinstance(new, bytes) else new.encode())
+    capsys.readouterr()
     before = snapshot(root)
     code, _, err = run_cli(COMMANDS[cmd][0](paths), capsys)
     assert code == 2, err
-    assert_one_line_error(err, target.name, line)
+    folder_emptied = slot == "dirjudge" and case == "missing"
+    assert_one_line_error(err, target.parent.name if folder_emptied else target.name, line)
     assert snapshot(root) == before
 
 

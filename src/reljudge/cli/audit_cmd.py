@@ -77,7 +77,8 @@ def load_labels(args: argparse.Namespace):
             raise ConfigError(f"{folder}: not a folder")
         files += sorted(p for p in folder.iterdir() if p.suffix in (".txt", ".qrels"))
     if not files:
-        raise ConfigError("give at least one --judge or --judges-dir")
+        raise ConfigError(f"{args.judges_dir}: no judge label files (*.txt, *.qrels) in it"
+                          if args.judges_dir else "give at least one --judge or --judges-dir")
     ref, _ = read_judge(args.reference, clip=args.clip)
     judges, clipped = {}, {}
     for f in files:

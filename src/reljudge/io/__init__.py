@@ -113,6 +113,8 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
             _add_pair(pairs, first, pair, path, lineno)
         return _not_empty(pairs, path, "JSONL pair objects")
     for lineno, line in enumerate(read_text(path).splitlines(), 1):
+        if "\0" in line:  # not whitespace to str.split: it would hide inside an id
+            raise InputError("NUL byte (a binary or corrupt file?)", path, lineno)
         fields = line.split()
         if not fields:
             continue
