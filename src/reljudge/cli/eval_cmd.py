@@ -26,7 +26,10 @@ conventions (trec_eval's, stated):
              (ideal='run'); a query whose ideal DCG is 0 scores 0
   rel        P, R, AP, RR, Success count grade >= rel as relevant (default rel=1, trec_eval -l)
   queries    the mean is over the run's queries that have qrels; --all-queries averages
-             over every qrels query, a query missing from the run scoring 0 (trec_eval -c)
+             over every qrels query, a query missing from the run scoring 0 (trec_eval -c);
+             the same rule in compare, report and run. A run lacking qrels queries gets a
+             warning line on stderr; one with no query in the qrels is an error
+  names      a run is named by its tag; runs sharing a tag are named by their file names
 """
 
 
