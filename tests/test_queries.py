@@ -122,3 +122,37 @@ def test_python_api_numbers_runs_sharing_a_name_in_evaluate_many_and_compare():
     assert list(ev) == ["bm25#1", "bm25#2"]
     c = compare(QRELS, [run, run], ["AP"], trials=50)
     assert c.runs == ["bm25#1", "bm25#2"] and c.cells[("bm25#2", "AP")].diff == 0
+
+
+@st.composite
+def qrels_and_runs(draw):
+    """Random qrels over q0..q5 and two runs each covering a random subset of the queries."""
+    qids = [f"q{i}" for i in range(6)]
+    docs = [f"d{i}" for i in range(5)]
+    qrels = {q: {d: draw(st.integers(0, 3)) for d in draw(st.sets(st.sampled_from(docs),
+                                                                 min_size=1))}
+             for q in draw(st.sets(st.sampled_from(qids), min_size=1))}
+    runs = []
+    for name in ("a", "b"):
+        covered = draw(st.sets(st.sampled_from(qids), min_size=1))
+        covered.add(sorted(qrels)[0])  # each run shares a query with the qrels
+        runs.append(Run.from_dict({q: {d: draw(st.floats(0, 1)) for d in
+                                       draw(st.sets(st.sampled_from(docs), min_size=1))}
+                                   for q in covered}, name=name))
+    return qrels, runs
+
+
+@settings(max_examples=60, deadline=None)
+@given(qrels_and_runs(), st.booleans())
+def test_compare_and_evaluate_agree_on_random_coverage(data, all_queries):
+    qrels, runs = data
+    c = compare(qrels, runs, ["AP", "nDCG@5"], all_queries=all_queries, trials=20,
+                bootstrap=20)
+    for run in runs:
+        ev = evaluate(qrels, run, ["AP", "nDCG@5"], all_queries=all_queries)
+        assert c.run_queries[run.name] == ev.query_ids
+        for m, v in ev.mean().items():
+            assert c.cells[(run.name, m)].interval.mean == v
+    common, base, vals = c.paired("b", "AP")
+    assert set(common) == set(c.run_queries["a"]) & set(c.run_queries["b"])
+    assert c.cells[("b", "AP")].diff == pytest.approx(float(np.mean(vals - base)))

@@ -9,6 +9,8 @@ examples:
   reljudge report qrels.txt runs/*.run -m nDCG@10 --out report.html
   reljudge report final.qrels bm25.run dense.run --reference human.qrels --judge llm.qrels \\
       --store labels.sqlite --out report.html
+  reljudge report human.qrels runs/*.run --reference human.qrels --judge gpt4o.txt \\
+      --judge llama70b.txt --clip --out report.html      # each judge named by its file
   reljudge report --pipeline examples/hr-handbook/pipeline.toml --out report.html
 
 Queries are averaged as in eval and compare (each run's queries that have qrels, or every
