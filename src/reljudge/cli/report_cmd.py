@@ -39,8 +39,8 @@ def register(sub) -> None:
     p.add_argument("--judge", action="append", default=[],
                    help="judge qrels for the audit (repeatable; each named by its file stem)")
     p.add_argument("--clip", action="store_true",
-                   help="clip judge grades outside 0..3 (default: reject the file with "
-                        "file:line)")
+                   help="clip grades outside 0..3 in the --reference and --judge files "
+                        "(default: reject the file with file:line)")
     p.add_argument("--all-queries", action="store_true",
                    help="average over every qrels query; missing ones score 0 (trec_eval -c)")
     p.add_argument("--store", help="label store for coverage and cost")
