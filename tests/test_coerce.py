@@ -182,7 +182,7 @@ def test_measures_as_a_string_a_list_or_ir_measures_objects():
     text = evaluate(qrels, run, ["nDCG@10", "P(rel=2)@2", "AP"])
     assert objs.measures == text.measures and np.array_equal(objs.scores, text.scores)
     assert evaluate(qrels, run, ir_measures.RR).measures == ["RR"]
-    with pytest.raises(MeasureError, match="measure nDCG@10 is given twice"):
+    with pytest.raises(MeasureError, match="measure nDCG@10 given twice"):
         evaluate(qrels, run, ["nDCG@10", "AP", ir_measures.nDCG @ 10])
     with pytest.raises(MeasureError, match="expected a measure as text, e.g. 'nDCG@10', found int"):
         evaluate(qrels, run, [10])

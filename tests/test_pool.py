@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reljudge.errors import ConfigError
 from reljudge.pool import build_pool, judged_at_k, top_k
 from reljudge.types import Run
 
@@ -18,7 +19,7 @@ def test_top_k_orders_by_score_then_docid_descending_and_ignores_input_order():
 
 
 def test_top_k_rejects_zero_depth():
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="at least 1, not 0"):
         top_k(Run.from_dict({"q": {"a": 1.0}}), 0)
 
 

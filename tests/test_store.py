@@ -187,7 +187,8 @@ def test_cli_import_of_several_files_is_all_or_nothing(tmp_path, capsys):
     good.write_text("q 0 a 1\n")
     bad.write_text("q 0 a 7\n")
     db = tmp_path / "s.sqlite"
-    assert main(["labels", "import", str(good), str(bad), "--store", str(db)]) == 2
+    assert main(["labels", "import", str(good), str(bad), "--store", str(db),
+                 "--source-kind", "human"]) == 2
     assert "b.qrels:1: grade 7" in capsys.readouterr().err
     with LabelStore(db) as s:
         assert s.count() == 0
@@ -354,3 +355,27 @@ def test_a_compressed_label_file_imports_under_its_plain_name(store, tmp_path):
     report = import_labels(store, p, "human")
     assert report.name == "assessor7" and report.events == 1
     assert final(store.merge()) == {("q", "a"): 2}
+
+
+def test_opening_a_missing_store_without_create_is_an_error_and_creates_nothing(tmp_path):
+    with pytest.raises(StoreError, match="typo.sqlite: no such label store"):
+        LabelStore(tmp_path / "typo.sqlite", create=False)
+    (tmp_path / "dir.sqlite").mkdir()
+    with pytest.raises(StoreError, match="dir.sqlite: is a directory"):
+        LabelStore(tmp_path / "dir.sqlite", create=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.sqlite"]
+    with LabelStore(tmp_path / "s.sqlite") as s:
+        s.add_queries({"q": "text"})
+    with LabelStore(tmp_path / "s.sqlite", create=False) as s:
+        assert s.count() == 0
+
+
+def test_labels_import_requires_a_source_kind_and_says_why(tmp_path, capsys):
+    f = tmp_path / "a.qrels"
+    f.write_text("q 0 a 1\n")
+    assert main(["labels", "import", str(f), "--store", str(tmp_path / "s.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "needs --source-kind human or llm" in err and "outvoted by LLM ones" in err
+    assert not (tmp_path / "s.sqlite").exists()
+    assert main(["labels", "import", str(f), "--store", str(tmp_path / "s.sqlite"),
+                 "--source-kind", "import"]) == 0

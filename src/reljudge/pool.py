@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reljudge.errors import ConfigError
 from reljudge.types import Run
 
 
@@ -17,7 +18,7 @@ def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     whose top ``depth`` holds tied scores are sorted in Python (by docid, byte order).
     """
     if depth < 1:
-        raise ValueError("pool depth must be at least 1")
+        raise ConfigError(f"pool depth must be at least 1, not {depth}")
     qids, bounds, docids, scores = run.groups()
     out_q: list[str] = []
     out_d: list[str] = []

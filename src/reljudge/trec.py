@@ -8,7 +8,7 @@ parser down a line-by-line path that finds and names the first bad line.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +92,12 @@ def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None
 
 
 def _parse(text: str, path, ncols: int, form: str, checks) -> list[list[str]]:
+    if not text.strip():  # nothing to score is a mistake, never a mean over 0 queries
+        raise InputError(f"empty file, expected lines of {form}", path)
+    nul = text.find("\0")
+    if nul >= 0:  # not whitespace to str.split: it would hide inside an id
+        raise InputError("NUL byte (a binary or corrupt file?)", path,
+                         text.count("\n", 0, nul) + 1)
     cols = _columns(text, ncols)
     if cols is not None and not all(_column_ok(cols[i], ok) for i, (ok, _) in checks.items()):
         cols = None
@@ -265,7 +271,7 @@ def _run_fast(text: str) -> tuple | None:
     Columns are converted at C speed; query ids are interned so that a million lines of one
     query hold one string.
     """
-    if not text:
+    if not text or "\0" in text:  # the line-by-line path names the problem
         return None
     qcol: list[str] = []
     dcol: list[str] = []
@@ -342,6 +348,13 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
         raise _duplicate_error(path, content.text(), "run", *dup, q[dup[1]], d[dup[1]])
     run_name = name or first_tag or content_stem(path)
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
+
+
+def read_runs(paths: Sequence[str | Path]) -> list[Run]:
+    """Read several run files, named distinctly: by tag, or by file name when tags collide."""
+    from reljudge.types import distinct_runs
+
+    return distinct_runs([read_run(p) for p in paths], [str(p) for p in paths])
 
 
 def _read_run_fast(content: Content, name: str | None) -> Run | None:

@@ -7,8 +7,10 @@ compact and the metric kernels can work on whole arrays; dict views are built on
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 
 import numpy as np
 
@@ -391,3 +393,31 @@ class LabelEvent:
     def ok(self) -> bool:
         """True when the event carries a grade (not a failure)."""
         return self.grade is not None
+
+
+def distinct_names(names: Sequence[str], sources: Sequence[str] | None = None) -> list[str]:
+    """Names made distinct: unchanged when they are; else every one is replaced by its source's
+    file name (then by its source path) when those are distinct, else numbered ``name#k``."""
+    names = list(names)
+    if len(set(names)) == len(names):
+        return names
+    if sources is not None:
+        for candidate in ([PurePath(s).name for s in sources], [str(s) for s in sources]):
+            if len(set(candidate)) == len(candidate):
+                return candidate
+        names = [PurePath(s).name for s in sources]
+    seen: dict[str, int] = {}
+    counts = Counter(names)
+    out = []
+    for n in names:
+        if counts[n] > 1:
+            seen[n] = seen.get(n, 0) + 1
+            n = f"{n}#{seen[n]}"
+        out.append(n)
+    return out
+
+
+def distinct_runs(runs: Sequence[Run], sources: Sequence[str] | None = None) -> list[Run]:
+    """The runs renamed by ``distinct_names`` (each run object kept when its name stands)."""
+    names = distinct_names([r.name for r in runs], sources)
+    return [r if r.name == n else r.with_name(n) for r, n in zip(runs, names, strict=True)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from reljudge.errors import ConfigError
+
 K = 4  # grades 0..3
 GRADES = np.arange(K, dtype=np.float64)
 
@@ -40,7 +42,7 @@ def weights(kind: str | None, k: int = K) -> np.ndarray:
         return np.abs(i - j).astype(np.float64)
     if kind == "quadratic":
         return ((i - j) ** 2).astype(np.float64)
-    raise ValueError(f"unknown kappa weights {kind!r}")
+    raise ConfigError(f"unknown kappa weights {kind!r}")
 
 
 def cohen_kappa(c: np.ndarray, kind: str | None = None) -> np.ndarray:
@@ -120,7 +122,7 @@ def delta2(kind: str, counts: np.ndarray) -> np.ndarray:
         between = cum[:, hi + 1] - cum[:, lo]  # sum of n_g for g in [lo, hi]
         d = between - (counts[:, i] + counts[:, j]) / 2.0
         return d ** 2
-    raise ValueError(f"unknown alpha level {kind!r}")
+    raise ConfigError(f"unknown alpha level {kind!r}")
 
 
 def alpha_from_coincidence(o: np.ndarray, kind: str) -> np.ndarray:

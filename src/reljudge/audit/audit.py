@@ -246,6 +246,10 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     judges = ({n: _labels(q, f"judge {n!r}") for n, q in judge.items()}
               if _is_judge_mapping(judge) else {"judge": _labels(judge, "judge")})
     runs = as_runs(runs) if runs else None
+    if bootstrap < 0:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError(f"bootstrap resamples must be 0 (none) or more, not {bootstrap}")
     rows = dict(judges)
     if with_ensembles and len(judges) >= 3:
         rows.update(ensembles(judges))

@@ -28,12 +28,19 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the examples in descriptions and epilogs as written."""
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like every other reljudge error."""
+
+    def error(self, message: str):
+        """Print ``reljudge: error: COMMAND: message`` and exit 2."""
+        self.exit(2, f"reljudge: error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every available subcommand."""
     from reljudge import __version__
 
-    parser = argparse.ArgumentParser(prog="reljudge", description=DESCRIPTION,
-                                     formatter_class=HelpFormatter)
+    parser = Parser(prog="reljudge", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"reljudge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:

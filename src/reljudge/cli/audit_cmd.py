@@ -66,7 +66,7 @@ def load_labels(args: argparse.Namespace):
 
         if not args.reference_source or not args.judge_source:
             raise ConfigError("with --store give --reference-source and --judge-source")
-        with LabelStore(args.store) as store:
+        with LabelStore(args.store, create=False) as store:
             ref = store.merge(f"source={args.reference_source}").qrels
             judges = {name: store.merge(f"source={name}").qrels for name in args.judge_source}
         return args.reference_source, ref, judges, {}
@@ -79,7 +79,8 @@ def load_labels(args: argparse.Namespace):
             raise ConfigError(f"{folder}: not a folder")
         files += sorted(p for p in folder.iterdir() if content_suffix(p) in (".txt", ".qrels"))
     if not files:
-        raise ConfigError("give at least one --judge or --judges-dir")
+        raise ConfigError(f"{args.judges_dir}: no judge label files (*.txt, *.qrels) in it"
+                          if args.judges_dir else "give at least one --judge or --judges-dir")
     ref, _ = read_judge(args.reference, clip=args.clip)
     judges, clipped = {}, {}
     for f in files:
@@ -92,10 +93,10 @@ def run_audit(args: argparse.Namespace) -> int:
     from reljudge.audit import audit
     from reljudge.audit.audit import COLUMNS, result_to_dict
     from reljudge.report.tables import json_dumps, render
-    from reljudge.trec import read_run
+    from reljudge.trec import read_runs
 
     name, ref, judges, clipped = load_labels(args)
-    runs = [read_run(r) for r in args.runs] if args.runs else None
+    runs = read_runs(args.runs) if args.runs else None
     result = audit(ref, judges, runs, measure=args.measure, bootstrap=args.bootstrap,
                    seed=args.seed, with_ensembles=not args.no_ensembles, reference_name=name,
                    clipped=clipped)

@@ -18,6 +18,28 @@ def add_format_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] =
                         help="same as --format csv")
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, found {value}")
+    return value
+
+
+def check_outputs(*paths: str | None) -> None:
+    """Refuse output paths that are folders before any work is done (nothing half-written)."""
+    from pathlib import Path
+
+    from reljudge.errors import InputError
+
+    for p in paths:
+        if p and Path(p).is_dir():
+            raise InputError("is a directory, expected a file to write", p)
+
+
 def emit(text: str, output: str | None = None) -> None:
     """Print text, or write it to a file when --output is given."""
     if output:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 EXAMPLES = """\
 examples:
   reljudge compare qrels.txt bm25.run dense.run hybrid.run -m nDCG@10 -m RR
@@ -10,9 +12,14 @@ examples:
 
 tests: randomization (Fisher's, default; ours, vectorised), t (paired t-test,
 scipy.stats.ttest_rel), wilcoxon (signed-rank, scipy.stats.wilcoxon), bootstrap (paired
-bootstrap of the mean difference; ours). All two-sided, paired over every qrels query (a run
-missing a query scores 0 there). Correction over the comparisons with the baseline, per
-measure: holm (default), bh (Benjamini-Hochberg) or none.
+bootstrap of the mean difference; ours). All two-sided. Correction over the comparisons with
+the baseline, per measure: holm (default), bh (Benjamini-Hochberg) or none.
+
+queries: as eval, each run's mean is over its queries that have qrels (trec_eval's default),
+and each paired test is over the queries the run shares with the baseline; with
+--all-queries every qrels query counts, a query a run lacks scoring 0 (trec_eval -c). A run
+lacking qrels queries gets a warning line on stderr. Runs with the same tag are named by
+their file names.
 """
 
 
@@ -34,6 +41,8 @@ def register(sub) -> None:
     p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"))
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--all-queries", action="store_true",
+                   help="average over every qrels query; missing ones score 0 (trec_eval -c)")
     p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
                    help="bootstrap interval method (default percentile)")
     add_format_flags(p, ("table", "json", "csv", "markdown", "latex"))
@@ -47,12 +56,15 @@ def run(args) -> int:
     from reljudge.report.tables import json_dumps, render
     from reljudge.stats import compare
     from reljudge.stats.compare import comparison_dict, comparison_rows
-    from reljudge.trec import read_qrels, read_run
+    from reljudge.trec import read_qrels, read_runs
 
-    runs = [read_run(r) for r in args.runs]
+    runs = read_runs(args.runs)
     c = compare(read_qrels(args.qrels), runs, args.measures or ["nDCG@10"],
                 baseline=args.baseline, test=args.test, trials=args.trials,
-                correction=args.correction, alpha=args.alpha, seed=args.seed, ci_method=args.ci)
+                correction=args.correction, alpha=args.alpha, seed=args.seed, ci_method=args.ci,
+                all_queries=args.all_queries)
+    for line in c.warnings:
+        print(f"reljudge: {line}", file=sys.stderr)
     if args.format == "json":
         print(json_dumps(comparison_dict(c)), end="")
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from reljudge.cli.common import emit
 
@@ -25,14 +26,17 @@ conventions (trec_eval's, stated):
              (ideal='run'); a query whose ideal DCG is 0 scores 0
   rel        P, R, AP, RR, Success count grade >= rel as relevant (default rel=1, trec_eval -l)
   queries    the mean is over the run's queries that have qrels; --all-queries averages
-             over every qrels query, a query missing from the run scoring 0 (trec_eval -c)
+             over every qrels query, a query missing from the run scoring 0 (trec_eval -c);
+             the same rule in compare, report and run. A run lacking qrels queries gets a
+             warning line on stderr; one with no query in the qrels is an error
+  names      a run is named by its tag; runs sharing a tag are named by their file names
 """
 
 
 def register(sub) -> None:
     """Add the ``eval`` subcommand."""
     from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli.common import add_format_flags, non_negative_int
 
     p = sub.add_parser("eval", help="score runs against qrels (trec_eval semantics)",
                        description="Score one or more TREC runs against graded qrels.",
@@ -49,24 +53,22 @@ def register(sub) -> None:
                    help="round scores to float32 before ranking, to match trec_eval 9 and "
                         "pytrec_eval bit for bit")
     add_format_flags(p, ("table", "json", "csv", "markdown", "trec"))
-    p.add_argument("--digits", type=int, default=4, help="decimals in tables (default 4)")
+    p.add_argument("--digits", type=non_negative_int, default=4, help="decimals in tables (default 4)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
     from reljudge.metrics import evaluate_many, parse_measure
+    from reljudge.metrics.queries import describe, rule, warnings
     from reljudge.report.tables import json_dumps, render
-    from reljudge.trec import read_qrels, read_run
+    from reljudge.trec import read_qrels, read_runs
 
     measures = [str(parse_measure(m)) for m in (args.measures or DEFAULT_MEASURES)]
     qrels = read_qrels(args.qrels)
-    runs = [read_run(path) for path in args.runs]
-    names = [r.name for r in runs]
-    if len(set(names)) != len(names):  # two files with one tag: name them by file instead
-        from pathlib import Path
-
-        runs = [r.with_name(Path(p).name) for r, p in zip(runs, args.runs, strict=False)]
+    runs = read_runs(args.runs)  # two files with one tag: named by file instead
+    for line in warnings(qrels, runs, args.all_queries):
+        print(f"reljudge: {line}", file=sys.stderr)
     results = evaluate_many(qrels, runs, measures, all_queries=args.all_queries,
                             float32_scores=args.float32_scores)
     if args.format == "trec":
@@ -83,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
         out = {name: {"queries": len(ev.query_ids), "mean": ev.mean(),
                       **({"per_query": ev.per_query()} if args.per_query else {})}
                for name, ev in results.items()}
-        emit(json_dumps({"measures": measures, "all_queries": args.all_queries, "runs": out}))
+        emit(json_dumps({"measures": measures, "all_queries": args.all_queries,
+                         "rule": rule(args.all_queries), "rule_text": describe(args.all_queries),
+                         "runs": out}))
         return 0
     if args.per_query:
         headers = ["run", "query", *measures]
@@ -94,4 +98,6 @@ def run(args: argparse.Namespace) -> int:
         headers = ["run", "queries", *measures]
         rows = [[name, len(ev.query_ids), *ev.mean().values()] for name, ev in results.items()]
     emit(render(headers, rows, args.format, args.digits))
+    if args.format == "table":
+        emit(f"queries: {describe(args.all_queries)}\n")
     return 0

@@ -104,10 +104,12 @@ def run_label(args: argparse.Namespace) -> int:
     """Load inputs, label, print the summary."""
     import asyncio
 
+    from reljudge.cli.common import check_outputs
     from reljudge.io import read_pairs, read_passages, read_queries
     from reljudge.judge import Labeller
     from reljudge.report.tables import json_dumps, render
 
+    check_outputs(args.qrels_out)
     queries = read_queries(args.queries)
     passages = read_passages(args.passages)
     if args.pairs:

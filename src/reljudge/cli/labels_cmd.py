@@ -44,8 +44,9 @@ def register(sub) -> None:
     v = verb("import", "import labels from TREC qrels, CSV (header qid,docid,grade; also "
                        "query_id, doc_id, docno, relevance, label) or JSONL (the same keys)")
     v.add_argument("files", nargs="+", metavar="FILE")
-    v.add_argument("--source-kind", choices=("human", "llm", "import"), default="import",
-                   help="who gave the labels (default: import)")
+    v.add_argument("--source-kind", choices=("human", "llm", "import"),
+                   help="who gave the labels (required): human or llm; 'import' (neither) "
+                        "must be chosen explicitly, since merges rank human labels first")
     v.add_argument("--source-name", help="assessor or judge name (default: the file's stem, "
                    "a compression suffix aside)")
     v.add_argument("--label-format", choices=("qrels", "csv", "jsonl"),
@@ -94,10 +95,11 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
                    help="keep fractional aggregated grades (provenance file only)")
 
 
-def _open(args):
+def _open(args, create: bool = False):
+    """The store; only import may create it (elsewhere a missing store is a typo)."""
     from reljudge.store import LabelStore
 
-    return LabelStore(args.store)
+    return LabelStore(args.store, create=create)
 
 
 def do_import(args) -> int:
@@ -106,10 +108,16 @@ def do_import(args) -> int:
     from reljudge.store import import_labels
     from reljudge.store.importers import check_scale, read_labels
 
+    if args.source_kind is None:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError("labels import needs --source-kind human or llm (or import, chosen "
+                          "explicitly): the default human-first merge lets human labels "
+                          "decide, so labels of an unknown kind would be outvoted by LLM ones")
     for path in args.files:  # validate every file before writing any: all or nothing
         check_scale(read_labels(path, args.label_format), args.clip)
     reports = []
-    with _open(args) as store:
+    with _open(args, create=True) as store:
         for path in args.files:
             reports.append(import_labels(store, path, args.source_kind, args.source_name,
                                          fmt=args.label_format, clip=args.clip, force=args.force))
@@ -130,11 +138,17 @@ def do_merge(args) -> int:
     """Merge and write."""
     from collections import Counter
 
+    from reljudge.cli.common import check_outputs
     from reljudge.report.tables import json_dumps, render
     from reljudge.trec import write_qrels
 
+    check_outputs(args.out, args.provenance)
     with _open(args) as store:
         merged = store.merge(args.policy, args.aggregate, args.fractional)
+    if not merged.labels and (args.out or args.provenance):
+        from reljudge.errors import StoreError
+
+        raise StoreError(f"{args.store}: no labels under {merged.policy}; nothing written")
     if args.out:
         write_qrels(merged.qrels, args.out)
     if args.provenance:

@@ -25,6 +25,9 @@ def register(sub) -> None:
     p.add_argument("--store", help="label store: its labelled pairs are not pooled again")
     p.add_argument("--sources", nargs="+", help="count only labels of these sources as done")
     p.add_argument("--out", help="write the pairs still to label here (QID DOCID)")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="let --out replace a non-empty file when nothing is left to label "
+                        "(refused by default)")
     p.add_argument("--queries", help="with --passages and --model: estimate labelling cost")
     p.add_argument("--passages")
     p.add_argument("--model", help="judge model for the estimate (or OPENAI_MODEL)")
@@ -35,18 +38,20 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Pool and report."""
+    from reljudge.cli.common import check_outputs
     from reljudge.io.files import atomic_write
     from reljudge.pool import build_pool, judged_at_k
     from reljudge.report.tables import json_dumps, render
-    from reljudge.trec import read_run
+    from reljudge.trec import read_runs
 
-    runs = [read_run(r) for r in args.runs]
+    check_outputs(args.out)
+    runs = read_runs(args.runs)
     labelled: set = set()
     store = None
     if args.store:
         from reljudge.store import LabelStore
 
-        store = LabelStore(args.store)
+        store = LabelStore(args.store, create=False)
         labelled = store.labelled_pairs(args.sources)
     pool = build_pool(runs, args.depth, labelled)
     after = labelled | set(pool.pairs)
@@ -63,7 +68,8 @@ def run(args) -> int:
     if store is not None:
         store.close()
     if args.out:
-        atomic_write(args.out, "".join(f"{q} {d}\n" for q, d in pool.to_label))
+        atomic_write(args.out, "".join(f"{q} {d}\n" for q, d in pool.to_label),
+                     allow_empty=args.allow_empty)
     if args.format == "json":
         print(json_dumps({"depth": args.depth, "pairs": len(pool.pairs), "labelled": pool.judged,
                           "to_label": len(pool.to_label),

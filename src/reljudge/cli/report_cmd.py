@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+
 EXAMPLES = """\
 examples:
   reljudge report qrels.txt runs/*.run -m nDCG@10 --out report.html
   reljudge report final.qrels bm25.run dense.run --reference human.qrels --judge llm.qrels \\
       --store labels.sqlite --out report.html
+  reljudge report human.qrels runs/*.run --reference human.qrels --judge gpt4o.txt \\
+      --judge llama70b.txt --clip --out report.html      # each judge named by its file
   reljudge report --pipeline examples/hr-handbook/pipeline.toml --out report.html
 
+Queries are averaged as in eval and compare (each run's queries that have qrels, or every
+qrels query with --all-queries); runs with the same tag are named by their file names.
 The file needs no network to open (inline styles, plots as inline SVG). Plots need the
 optional extra: pip install 'reljudge[report]'.
 """
@@ -30,7 +36,13 @@ def register(sub) -> None:
     p.add_argument("--test", default="randomization",
                    choices=("randomization", "t", "wilcoxon", "bootstrap"))
     p.add_argument("--reference", help="reference (human) qrels for the audit")
-    p.add_argument("--judge", help="judge qrels for the audit")
+    p.add_argument("--judge", action="append", default=[],
+                   help="judge qrels for the audit (repeatable; each named by its file stem)")
+    p.add_argument("--clip", action="store_true",
+                   help="clip grades outside 0..3 in the --reference and --judge files "
+                        "(default: reject the file with file:line)")
+    p.add_argument("--all-queries", action="store_true",
+                   help="average over every qrels query; missing ones score 0 (trec_eval -c)")
     p.add_argument("--store", help="label store for coverage and cost")
     p.add_argument("--title", default="reljudge report")
     p.add_argument("--out", default="report.html", help="output file (default report.html)")
@@ -39,44 +51,58 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Gather inputs and write the report."""
+    from reljudge.cli.common import check_outputs
     from reljudge.errors import ConfigError
     from reljudge.io.files import atomic_write
     from reljudge.report.html import build_report
     from reljudge.store import LabelStore
-    from reljudge.trec import read_qrels, read_run
+    from reljudge.trec import read_qrels, read_runs
+    from reljudge.types import distinct_names
 
-    store = reference = judge = None
-    judge_name = "judge"
+    check_outputs(args.out)
+    store = reference = None
+    judges: dict = {}
     measures = args.measures
+    all_queries = args.all_queries
+    if bool(args.reference) != bool(args.judge):
+        raise ConfigError("the audit needs both --reference and at least one --judge")
     if args.pipeline:
         from reljudge.pipeline import load_config
 
         config = load_config(args.pipeline)
         qrels = read_qrels(config.out_dir / "qrels.txt")
-        runs = [read_run(config.path(r)) for r in config.inputs.runs]
+        runs = read_runs([config.path(r) for r in config.inputs.runs])
         measures = measures or config.eval.measures
-        store = LabelStore(config.store_path)
+        all_queries = all_queries or config.eval.all_queries
+        store = LabelStore(config.store_path, create=False)
         llm = [s.name for s in store.sources() if s.kind == "llm"]
         if config.inputs.human_qrels and llm:
             reference = store.merge(f"source={config.inputs.human_source}").qrels
-            judge_name = llm[-1]
-            judge = store.merge(f"source={judge_name}").qrels
+            judges = {llm[-1]: store.merge(f"source={llm[-1]}").qrels}
     else:
         if not args.qrels or not args.runs:
             raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")
         qrels = read_qrels(args.qrels)
-        runs = [read_run(r) for r in args.runs]
-        if args.reference and args.judge:
+        runs = read_runs(args.runs)
+        if args.reference:
+            from pathlib import Path
+
             from reljudge.audit import read_judge
 
-            reference, _ = read_judge(args.reference)
-            judge, _ = read_judge(args.judge)
+            reference, _ = read_judge(args.reference, clip=args.clip)
+            names = distinct_names([Path(j).stem for j in args.judge], args.judge)
+            judges = {n: read_judge(j, clip=args.clip)[0] for n, j in zip(names, args.judge,
+                                                                         strict=True)}
         if args.store:
-            store = LabelStore(args.store)
+            store = LabelStore(args.store, create=False)
+    from reljudge.metrics.queries import warnings
+
+    for line in warnings(qrels, runs, all_queries):
+        print(f"reljudge: {line}", file=sys.stderr)
     try:
         page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
-                            test=args.test, reference=reference, judge=judge,
-                            judge_name=judge_name, store=store, title=args.title)
+                            test=args.test, reference=reference, judges=judges, store=store,
+                            title=args.title, all_queries=all_queries)
     finally:
         if store is not None:
             store.close()

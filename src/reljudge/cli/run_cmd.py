@@ -14,12 +14,13 @@ default) -> eval -> audit. Re-running is free: answers come from the call cache 
 and stages whose inputs did not change are not recomputed. Without an endpoint the label stage
 is skipped and the rest runs on the labels the store has.
 
-config file (TOML; paths relative to the file):
+config file (TOML; paths relative to the file; checked whole, with strict types, before any
+stage runs: depth = "10" is an error):
   [inputs]  queries, passages, runs = [...], human_qrels (optional), human_source
   [pool]    depth = 10
   [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled
   [merge]   policy = "human-first", aggregate = "majority"
-  [eval]    measures = ["nDCG@10", "P@5", "RR", "Judged@10"]
+  [eval]    measures = ["nDCG@10", "P@5", "RR", "Judged@10"], all_queries = false
   [audit]   measure = "nDCG@10", bootstrap = 1000, seed = 0
   [output]  dir = "out", store (default out/labels.sqlite), cache_dir
 """

@@ -38,6 +38,13 @@ def iter_jsonl(path: str | Path):
         yield lineno, obj
 
 
+def _not_empty(found, path, form: str):
+    """What a reader found; nothing at all is an InputError (an empty file is a mistake)."""
+    if not found:
+        raise InputError(f"empty file, expected {form}", path)
+    return found
+
+
 def _is_jsonl(path: str | Path) -> bool:
     return content_suffix(path) in (".jsonl", ".json", ".ndjson")
 
@@ -58,7 +65,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
             qid = _pick(obj, _QID_KEYS, "a query id", path, lineno)
             text = _pick(obj, _QTEXT_KEYS, "the query text", path, lineno)
             _add_unique(out, qid, text, "query id", path, lineno, first)
-        return out
+        return _not_empty(out, path, "JSONL query objects")
     for lineno, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
@@ -66,7 +73,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
             raise InputError(f"expected 'QID<TAB>QUERY TEXT', found {line.strip()!r}", path, lineno)
         _add_unique(out, parts[0].strip(), parts[1].strip(), "query id", path, lineno, first)
-    return out
+    return _not_empty(out, path, "'QID<TAB>QUERY TEXT' lines")
 
 
 def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
@@ -83,7 +90,7 @@ def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
             if obj.get("title"):
                 rec["title"] = str(obj["title"])
             _add_unique(out, docid, rec, "document id", path, lineno, first)
-        return out
+        return _not_empty(out, path, "JSONL passage objects")
     for lineno, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
@@ -91,7 +98,7 @@ def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
         if len(parts) != 2 or not parts[0].strip():
             raise InputError(f"expected 'DOCID<TAB>TEXT', found {line.strip()!r}", path, lineno)
         _add_unique(out, parts[0].strip(), {"text": parts[1]}, "document id", path, lineno, first)
-    return out
+    return _not_empty(out, path, "'DOCID<TAB>TEXT' lines")
 
 
 def read_pairs(path: str | Path) -> list[tuple[str, str]]:
@@ -104,8 +111,10 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
             pair = (_pick(obj, _QID_KEYS, "a query id", path, lineno),
                     _pick(obj, _DOCID_KEYS, "a document id", path, lineno))
             _add_pair(pairs, first, pair, path, lineno)
-        return pairs
+        return _not_empty(pairs, path, "JSONL pair objects")
     for lineno, line in enumerate(read_text(path).splitlines(), 1):
+        if "\0" in line:  # not whitespace to str.split: it would hide inside an id
+            raise InputError("NUL byte (a binary or corrupt file?)", path, lineno)
         fields = line.split()
         if not fields:
             continue
@@ -117,7 +126,7 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
             raise InputError("expected 'QID DOCID', 'QID 0 DOCID' or 'QID 0 DOCID GRADE', "
                              f"found {len(fields)} fields: {line.strip()!r}", path, lineno)
         _add_pair(pairs, first, pair, path, lineno)
-    return pairs
+    return _not_empty(pairs, path, "'QID DOCID' lines")
 
 
 def _add_pair(pairs, first, pair, path, lineno) -> None:

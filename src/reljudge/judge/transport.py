@@ -25,6 +25,8 @@ from typing import Any, Protocol
 import httpx2  # the openai SDK's HTTP library
 import openai
 
+from reljudge.errors import ConfigError
+
 try:  # imported with the judge, not inside the first call (it takes a while)
     import aiohttp
 except ImportError:  # pragma: no cover - a core dependency; httpx still works without it
@@ -49,7 +51,7 @@ class Transport(Protocol):
 def resolve_transport(name: str) -> str:
     """The transport to use: aiohttp when installed (``auto``), else httpx."""
     if name not in TRANSPORTS:
-        raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {name!r}")
+        raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}, not {name!r}")
     if name != "auto":
         return name
     return "httpx" if aiohttp is None else "aiohttp"

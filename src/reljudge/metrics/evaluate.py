@@ -3,6 +3,7 @@ every kernel on them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from reljudge.io import coerce
 from reljudge.metrics.kernels import compute
 from reljudge.metrics.measures import Measure, parse_measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
-from reljudge.types import Qrels, Run
+from reljudge.types import Qrels, Run, distinct_runs
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,7 @@ class Evaluation:
 def parse_measures(measures) -> list[Measure]:
     """One measure or several (text, Measure or ir_measures objects), parsed; none twice."""
     parsed = [parse_measure(m) for m in coerce.measure_list(measures)]
-    names = [str(m) for m in parsed]
-    again = [n for i, n in enumerate(names) if n in names[:i]]
-    if again:
-        raise MeasureError(f"measure {again[0]} is given twice")
+    check_distinct([str(m) for m in parsed])
     return parsed
 
 
@@ -98,18 +96,26 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
 
 def as_runs(runs) -> list[Run]:
     """Runs as a list of Run: a sequence of runs in any accepted form (named "run1", "run2",
-    ... unless Run objects), or a mapping {name: run}."""
+    ... unless Run objects), or a mapping {name: run}; runs sharing a name are numbered
+    (``name#1``, ``name#2``; ``trec.read_runs`` names them by file instead)."""
     if isinstance(runs, Run):
         return [runs]
     if isinstance(runs, Mapping):
         return [coerce.as_run(r, str(n)) for n, r in runs.items()]
-    return [r if isinstance(r, Run) else coerce.as_run(r, f"run{i}")
-            for i, r in enumerate(runs, 1)]
+    return distinct_runs([r if isinstance(r, Run) else coerce.as_run(r, f"run{i}")
+                          for i, r in enumerate(runs, 1)])
+
+
+def check_distinct(names: Sequence[str]) -> None:
+    """A MeasureError when a measure name is given twice."""
+    twice = [n for n, k in Counter(names).items() if k > 1]
+    if twice:
+        raise MeasureError(f"measure {twice[0]} given twice; give each measure once")
 
 
 def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
                   measures: Sequence[str | Measure] | str, **kwargs) -> dict[str, Evaluation]:
-    """``evaluate`` for several runs, keyed by run name (names must be distinct)."""
+    """``evaluate`` for several runs, keyed by run name (shared names numbered)."""
     out: dict[str, Evaluation] = {}
     runs = as_runs(runs)
     measures = parse_measures(measures)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from reljudge.errors import ConfigError
 
@@ -20,17 +20,22 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 
+# Strict: `depth = "10"` is an error, not coerced. Paths are the one exception: TOML has no
+# path type, so they are strings made paths.
+FilePath = Annotated[Path, Strict(False)]
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Inputs(_Section):
     """What the pipeline reads."""
 
-    queries: Path
-    passages: Path
-    runs: list[Path] = Field(min_length=1)
-    human_qrels: Path | None = None
+    queries: FilePath
+    passages: FilePath
+    runs: list[FilePath] = Field(min_length=1)
+    human_qrels: FilePath | None = None
     human_source: str = "human"
 
 
@@ -81,9 +86,9 @@ class AuditSection(_Section):
 class OutputSection(_Section):
     """Where artefacts go; the store defaults to ``labels.sqlite`` in that folder."""
 
-    dir: Path = Path("out")
-    store: Path | None = None
-    cache_dir: Path | None = None
+    dir: FilePath = Path("out")
+    store: FilePath | None = None
+    cache_dir: FilePath | None = None
 
 
 class PipelineConfig(_Section):
@@ -96,7 +101,7 @@ class PipelineConfig(_Section):
     eval: EvalSection = EvalSection()
     audit: AuditSection = AuditSection()
     output: OutputSection = OutputSection()
-    base: Path = Field(Path("."), exclude=True)
+    base: FilePath = Field(Path("."), exclude=True)
 
     @field_validator("base")
     @classmethod
@@ -122,11 +127,11 @@ class PipelineConfig(_Section):
 
 def load_config(path: str | Path) -> PipelineConfig:
     """Read and validate a pipeline TOML file; errors name the file and the bad setting."""
+    from reljudge.io.files import read_text
+
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
+        data = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
     try:
@@ -137,10 +142,35 @@ def load_config(path: str | Path) -> PipelineConfig:
         raise ConfigError(f"{path}: {problems}") from None
     missing = [str(p) for p in [config.inputs.queries, config.inputs.passages,
                                 *config.inputs.runs, config.inputs.human_qrels]
-               if p is not None and not config.path(p).exists()]
+               if p is not None and not config.path(p).is_file()]
     if missing:
-        raise ConfigError(f"{path}: input file(s) not found: {', '.join(missing)}")
+        raise ConfigError(f"{path}: input file(s) not found (or not files): "
+                          f"{', '.join(missing)}")
+    _check_settings(config, path)
     return config
+
+
+def _check_settings(config: PipelineConfig, path: Path) -> None:
+    """Everything a stage would reject later, rejected now, before any stage writes."""
+    from reljudge.errors import ReljudgeError
+    from reljudge.metrics import parse_measure
+    from reljudge.metrics.evaluate import check_distinct
+    from reljudge.store.merge import AGGREGATES, check_policy
+
+    try:
+        check_distinct([str(parse_measure(m)) for m in config.eval.measures])
+        parse_measure(config.audit.measure)
+        check_policy(config.merge.policy)
+    except ReljudgeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    for section, value in (("merge", config.merge.aggregate), ("judge", config.judge.aggregate)):
+        if value not in AGGREGATES:
+            raise ConfigError(f"{path}: [{section}] aggregate {value!r} unknown; expected one "
+                              f"of {', '.join(AGGREGATES)}")
+    if config.store_path.is_dir():
+        raise ConfigError(f"{path}: [output] store {str(config.output.store)!r} is a directory")
+    if config.out_dir.exists() and not config.out_dir.is_dir():
+        raise ConfigError(f"{path}: [output] dir {str(config.output.dir)!r} is not a folder")
 
 
 def judge_config(config: PipelineConfig, *, model: str | None = None,

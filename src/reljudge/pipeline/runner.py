@@ -58,18 +58,26 @@ def _version() -> str:
 def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], None] = print,
                  progress: bool = False, config_text: str | None = None) -> PipelineResult:
     """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling)."""
+    from reljudge.errors import ConfigError
     from reljudge.io import read_passages, read_queries
     from reljudge.store import LabelStore, import_labels
-    from reljudge.trec import read_run
+    from reljudge.store.importers import check_scale, read_labels
+    from reljudge.trec import read_runs
 
     out = config.out_dir
+    inp = config.inputs
+    # every input is read and checked before anything is written
+    queries = read_queries(config.path(inp.queries))
+    passages = read_passages(config.path(inp.passages))
+    runs = read_runs([config.path(r) for r in inp.runs])
+    if inp.human_qrels:
+        check_scale(read_labels(config.path(inp.human_qrels)), False)
+    if not inp.human_qrels and judge is None and not config.store_path.exists():
+        raise ConfigError("nothing would label the pool: give [inputs] human_qrels or a judge "
+                          "endpoint (model and OPENAI_API_KEY or base_url)")
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(out)
     stages: list[StageResult] = []
-    inp = config.inputs
-    queries = read_queries(config.path(inp.queries))
-    passages = read_passages(config.path(inp.passages))
-    runs = [read_run(config.path(r)) for r in inp.runs]
     if config_text is not None:
         atomic_write(out / "config.toml", f"# reljudge {_version()}\n{config_text}")
 
@@ -119,6 +127,9 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
             from reljudge.trec import write_qrels
 
             merged = store.merge(config.merge.policy, config.merge.aggregate)
+            if not merged.labels:
+                raise ConfigError(f"{config.store_path}: no labels under the merge policy "
+                                  f"{config.merge.policy}; nothing to score")
             write_qrels(merged.qrels, outputs[0])
             merged.write_provenance(outputs[1])
             by: dict[str, int] = {}
@@ -181,6 +192,7 @@ def _pool_stage(config, runs, store, labeller, queries, passages, manifest, say)
 
 def _eval_stage(config, runs, manifest, say) -> StageResult:
     from reljudge.metrics import evaluate_many
+    from reljudge.metrics.queries import describe, rule, warnings
     from reljudge.report.tables import render
     from reljudge.trec import read_qrels
 
@@ -191,7 +203,9 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
     outputs = [out / "scores.tsv", out / "scores.json"]
     fresh = manifest.fresh("eval", key, outputs)
     if not fresh:
-        results = evaluate_many(read_qrels(qrels_file), runs, config.eval.measures,
+        qrels = read_qrels(qrels_file)
+        found = warnings(qrels, runs, config.eval.all_queries)
+        results = evaluate_many(qrels, runs, config.eval.measures,
                                 all_queries=config.eval.all_queries)
         measures = next(iter(results.values())).measures if results else []
         lines = ["run\tquery\t" + "\t".join(measures)]
@@ -201,6 +215,8 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
             lines.append(f"{name}\tall\t" + "\t".join(f"{v:.6f}" for v in ev.mean().values()))
         atomic_write(outputs[0], "\n".join(lines) + "\n")
         data = {"measures": measures, "conventions": "trec_eval: ideal from qrels, unjudged = 0",
+                "rule": rule(config.eval.all_queries),
+                "rule_text": describe(config.eval.all_queries), "warnings": found,
                 "runs": {n: {"queries": len(ev.query_ids), "mean": ev.mean(),
                              "per_query": ev.per_query()} for n, ev in results.items()}}
         atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
@@ -210,6 +226,9 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
             for n, r in data["runs"].items()]
     say(f"[eval] {'up to date' if fresh else 'scored'} with the final qrels:")
     say(render(["run", "queries", *data["measures"]], rows).rstrip())
+    say(f"[eval] queries: {data.get('rule_text', describe(config.eval.all_queries))}")
+    for line in data.get("warnings", []):
+        say(f"[eval] {line}")
     return StageResult("eval", "up to date" if fresh else "ran", {"runs": len(rows)})
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -53,21 +53,25 @@ def _plot(svg: str | None) -> str:
 def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None = None,
                  test: str = "randomization", trials: int = 10_000, seed: int = 0,
                  reference=None, judge=None, judge_name: str = "judge",
-                 audit_measure: str | None = None, store=None, title: str = "reljudge report"
-                 ) -> str:
-    """The report as one HTML string."""
+                 judges: Mapping | None = None, audit_measure: str | None = None, store=None,
+                 title: str = "reljudge report", all_queries: bool = False) -> str:
+    """The report as one HTML string; ``judges`` ({name: qrels}) or one ``judge`` is audited
+    against ``reference``. Queries are averaged as in ``stats.compare``."""
     from reljudge import __version__
     from reljudge.stats import compare
     from reljudge.stats.compare import comparison_rows
 
     comp = compare(qrels, runs, measures, baseline=baseline, test=test, trials=trials,
-                   seed=seed)
+                   seed=seed, all_queries=all_queries)
+    runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]  # distinct names
     m0 = comp.measures[0]
     parts = [f"<h1>{html.escape(title)}</h1>",
              f'<p class="note">reljudge {__version__}, {time.strftime("%Y-%m-%d %H:%M")}; '
-             f"{len(comp.runs)} runs, {len(comp.queries)} queries. Conventions: trec_eval "
+             f"{len(comp.runs)} runs, {len(comp.queries)} queries for the baseline "
+             f"({html.escape(comp.rule_note())}). Conventions: trec_eval "
              "semantics (ties by docid descending, unjudged documents are grade 0, nDCG ideal "
              "ranking from all judged documents).</p>"]
+    parts += [f'<p class="missing">{html.escape(w)}</p>' for w in comp.warnings]
 
     parts.append("<h2>Run scores</h2>")
     rows = []
@@ -89,18 +93,19 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
     parts.append(f'<p class="note">{html.escape(comp.legend())}</p>')
 
     parts.append(f"<h2>Per-query differences ({html.escape(m0)})</h2><div class='plots'>")
-    base = comp.per_query[comp.baseline][:, 0]
     for n in comp.runs:
         if n != comp.baseline:
-            diff = comp.per_query[n][:, 0] - base
+            common, base, vals = comp.paired(n, m0)
+            diff = vals - base
             parts.append(_plot(plots.per_query_differences(
-                comp.queries, diff, f"{n} minus {comp.baseline}: {np.sum(diff > 0)} better, "
-                                    f"{np.sum(diff < 0)} worse")))
+                common, diff, f"{n} minus {comp.baseline}: {np.sum(diff > 0)} better, "
+                              f"{np.sum(diff < 0)} worse")))
     parts.append("</div>")
 
-    if reference is not None and judge is not None:
-        parts.append(_audit_section(reference, judge, judge_name, runs,
-                                    audit_measure or m0))
+    if judges is None and judge is not None:
+        judges = {judge_name: judge}
+    if reference is not None and judges:
+        parts.append(_audit_section(reference, dict(judges), runs, audit_measure or m0))
     if store is not None:
         parts.append(_store_section(store))
     body = "\n".join(parts)
@@ -109,30 +114,34 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
             f"<body>{body}</body></html>\n")
 
 
-def _audit_section(reference, judge, judge_name, runs, measure) -> str:
+def _audit_section(reference, judges: dict, runs, measure) -> str:
     from reljudge.audit import audit
 
-    res = audit(reference, {judge_name: judge}, runs, measure=measure, with_ensembles=False)
-    j = res.judges[0]
-    s = j.items.stats
+    res = audit(reference, judges, runs, measure=measure, with_ensembles=False)
     out = ["<h2>Can the judge be trusted? (audit against the reference labels)</h2>"]
     keys = ["exact", "kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal", "spearman",
             "leniency", "mae"]
     out.append(_table(["judge", "pairs", *keys],
-                      [[judge_name, j.items.pairs, *[s[k] for k in keys]]], 3))
-    for stat, why in j.items.undefined.items():
-        out.append(f'<p class="note">{html.escape(stat)} undefined: {html.escape(why)}</p>')
+                      [[j.name, j.items.pairs, *[j.items.stats[k] for k in keys]]
+                       for j in res.judges], 3))
+    for j in res.judges:
+        for stat, why in j.items.undefined.items():
+            out.append(f'<p class="note">{html.escape(j.name)}: {html.escape(stat)} undefined: '
+                       f"{html.escape(why)}</p>")
     out.append("<div class='plots'>")
-    out.append(_plot(plots.confusion_heatmap(j.items.confusion, f"{judge_name} vs reference")))
-    if j.systems is not None:
-        sy = j.systems
-        out.append(_plot(plots.agreement_scatter(sy.runs, sy.reference_scores, sy.judge_scores,
-                                                 measure, sy.kendall_tau)))
+    for j in res.judges:
+        out.append(_plot(plots.confusion_heatmap(j.items.confusion, f"{j.name} vs reference")))
+        if j.systems is not None:
+            sy = j.systems
+            out.append(_plot(plots.agreement_scatter(sy.runs, sy.reference_scores,
+                                                     sy.judge_scores, measure, sy.kendall_tau)))
     out.append("</div>")
-    if j.systems is not None:
-        out.append(f'<p class="note">Kendall tau {format_value(j.systems.kendall_tau, 3)}, '
-                   f"tau_AP {format_value(j.systems.tau_ap, 3)}, largest rank change "
-                   f"{j.systems.max_rank_change}.</p>")
+    for j in res.judges:
+        if j.systems is not None:
+            out.append(f'<p class="note">{html.escape(j.name)}: Kendall tau '
+                       f"{format_value(j.systems.kendall_tau, 3)}, tau_AP "
+                       f"{format_value(j.systems.tau_ap, 3)}, largest rank change "
+                       f"{j.systems.max_rank_change}.</p>")
     return "\n".join(out)
 
 

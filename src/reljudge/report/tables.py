@@ -9,6 +9,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from reljudge.errors import ConfigError
+
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 
 
@@ -107,4 +109,4 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
         return markdown_table(headers, rows, digits)
     if fmt == "latex":
         return latex_table(headers, rows, digits)
-    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    raise ConfigError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

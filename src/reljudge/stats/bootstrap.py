@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from reljudge.errors import ConfigError, InputError
+
 CHUNK = 2_000_000  # resampled values held at once: bounds memory for 10,000 queries
 
 
@@ -42,7 +44,7 @@ def bootstrap_ci(values, level: float = 0.95, n: int = 1000, seed: int = 0,
     note, where it is undefined (constant values, or every resample on one side)."""
     x = np.asarray(values, dtype=np.float64)
     if len(x) == 0:
-        raise ValueError("no values to bootstrap")
+        raise InputError("no values to bootstrap (no queries were scored)")
     mean = float(x.mean())
     boots = resampled_means(x, n, seed)
     se = float(boots.std(ddof=1)) if n > 1 else 0.0
@@ -63,6 +65,6 @@ def bootstrap_ci(values, level: float = 0.95, n: int = 1000, seed: int = 0,
         else:
             method, note = "percentile", "BCa undefined here (no spread in the resamples)"
     elif method != "percentile":
-        raise ValueError(f"unknown interval method {method!r}; expected percentile or bca")
+        raise ConfigError(f"unknown interval method {method!r}; expected percentile or bca")
     low, high = np.quantile(boots, [lo_q, hi_q])
     return Interval(mean, se, float(low), float(high), level, method, note)

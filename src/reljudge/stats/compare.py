@@ -39,10 +39,31 @@ class Comparison:
     alpha: float
     trials: int
     seed: int
-    queries: list[str]
+    queries: list[str]  # the baseline's averaged queries
     ci_method: str
+    all_queries: bool = False
     cells: dict[tuple[str, str], Cell] = field(default_factory=dict)
-    per_query: dict[str, np.ndarray] = field(default_factory=dict)  # run -> (queries, measures)
+    per_query: dict[str, np.ndarray] = field(default_factory=dict)  # run -> (its queries, m)
+    run_queries: dict[str, list[str]] = field(default_factory=dict)  # run -> averaged queries
+    warnings: list[str] = field(default_factory=list)  # runs lacking qrels queries
+
+    def paired(self, run: str, measure: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(queries, baseline values, run values) over the queries both are averaged over."""
+        j = self.measures.index(measure)
+        base = dict(zip(self.run_queries[self.baseline],
+                        self.per_query[self.baseline][:, j].tolist(), strict=True))
+        mine = dict(zip(self.run_queries[run], self.per_query[run][:, j].tolist(), strict=True))
+        common = [q for q in self.run_queries[self.baseline] if q in mine]
+        return (common, np.array([base[q] for q in common], dtype=np.float64),
+                np.array([mine[q] for q in common], dtype=np.float64))
+
+    def rule_note(self) -> str:
+        """Which queries the means and the paired tests are over."""
+        from reljudge.metrics.queries import describe
+
+        paired = ("paired tests over every qrels query" if self.all_queries else
+                  "paired tests over the queries a run shares with the baseline")
+        return f"{describe(self.all_queries)}; {paired}"
 
     def legend(self) -> str:
         """What the marks mean."""
@@ -51,21 +72,26 @@ class Comparison:
             "randomization", "bootstrap") else ""
         return (f"▲/▼: significantly better/worse than {self.baseline} (two-sided {self.test} "
                 f"test{trials}; {corr} correction over the {len(self.runs) - 1} comparison(s) "
-                f"per measure; alpha {self.alpha}); {len(self.queries)} queries, every qrels "
-                f"query counted (a run missing one scores 0 there); "
+                f"per measure; alpha {self.alpha}); {len(self.queries)} queries for the "
+                f"baseline, {self.rule_note()}; "
                 f"[low, high]: 95% {self.ci_method} bootstrap interval of the mean")
 
 
 def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | None = None,
             test: str = "randomization", trials: int = 10_000, correction: str = "holm",
             alpha: float = 0.05, seed: int = 0, ci_method: str = "percentile",
-            bootstrap: int = 1000) -> Comparison:
+            bootstrap: int = 1000, all_queries: bool = False) -> Comparison:
     """Score the runs and test each against the baseline (default: the first run).
 
-    qrels, runs and measures may be in any form ``metrics.evaluate_many`` accepts."""
-    from reljudge.errors import ConfigError
+    qrels, runs and measures may be in any form ``metrics.evaluate_many`` accepts. Means are
+    over each run's queries that have qrels (trec_eval), or every qrels query with
+    ``all_queries``; each paired test is over the queries the run and the baseline share
+    (``metrics.queries``). Runs sharing a name are numbered (``types.distinct_runs``).
+    """
+    from reljudge.errors import ConfigError, InputError
     from reljudge.io.coerce import as_qrels
     from reljudge.metrics.evaluate import as_runs, evaluate_many, parse_measures
+    from reljudge.metrics.queries import warnings
 
     if test not in TESTS:
         raise ConfigError(f"unknown test {test!r}; expected one of {', '.join(TESTS)}")
@@ -73,24 +99,36 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
         raise ConfigError(f"unknown correction {correction!r}; expected one of "
                           f"{', '.join(CORRECTIONS)}")
     runs, qrels = as_runs(runs), as_qrels(qrels)
+    if not runs:
+        raise InputError("no runs to compare")
+    if trials < 1 or bootstrap < 1:
+        raise ConfigError(f"trials and bootstrap resamples must be at least 1, not "
+                          f"{min(trials, bootstrap)}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1, not {alpha}")
     names = [r.name for r in runs]
     baseline = baseline or names[0]
     if baseline not in names:
         raise ConfigError(f"baseline {baseline!r} is not one of the runs: {', '.join(names)}")
     measures = [str(m) for m in parse_measures(measures)]
-    results = evaluate_many(qrels, runs, measures, all_queries=True)
+    found = warnings(qrels, runs, all_queries)
+    results = evaluate_many(qrels, runs, measures, all_queries=all_queries)
     queries = results[baseline].query_ids
     out = Comparison(measures, names, baseline, test, correction, alpha, trials, seed, queries,
-                     ci_method)
+                     ci_method, all_queries, warnings=found)
     for n in names:
         out.per_query[n] = results[n].scores
+        out.run_queries[n] = results[n].query_ids
     for j, m in enumerate(measures):
-        base = results[baseline].scores[:, j]
         pvals, keys = [], []
         for n in names:
             vals = results[n].scores[:, j]
             cell = Cell(bootstrap_ci(vals, n=bootstrap, seed=seed, method=ci_method))
             if n != baseline:
+                common, base, vals = out.paired(n, m)
+                if not common:
+                    raise InputError(f"runs {baseline} and {n} share no query with qrels; "
+                                     "nothing to pair (use --all-queries)")
                 r = paired_test(test, base, vals, trials, seed)
                 cell.diff, cell.p, cell.note = r.diff, r.p, r.note
                 cell.effect = effect_size(base, vals)
@@ -134,8 +172,13 @@ def comparison_rows(c, with_ci: bool = True):
 
 def comparison_dict(c) -> dict:
     """The comparison as plain data."""
+    from reljudge.metrics.queries import rule
+
     return {"baseline": c.baseline, "test": c.test, "correction": c.correction,
             "alpha": c.alpha, "trials": c.trials, "seed": c.seed, "queries": len(c.queries),
+            "rule": rule(c.all_queries), "rule_text": c.rule_note(),
+            "run_queries": {n: len(q) for n, q in c.run_queries.items()},
+            "warnings": c.warnings,
             "ci_method": c.ci_method, "legend": c.legend(),
             "runs": {n: {m: {"mean": cell.interval.mean, "se": cell.interval.se,
                              "ci": [cell.interval.low, cell.interval.high],

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.errors import ConfigError
+
 TESTS = ("randomization", "t", "wilcoxon", "bootstrap")
 CHUNK = 2_000_000
 
@@ -95,7 +97,7 @@ def paired_test(name: str, a, b, trials: int = 10_000, seed: int = 0) -> TestRes
         return paired_t(a, b)
     if name == "wilcoxon":
         return wilcoxon(a, b)
-    raise ValueError(f"unknown test {name!r}; expected one of {', '.join(TESTS)}")
+    raise ConfigError(f"unknown test {name!r}; expected one of {', '.join(TESTS)}")
 
 
 def effect_size(a, b) -> float | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reljudge.errors import StoreError
+from reljudge.errors import InputError, StoreError
 from reljudge.types import Qrels
 
 POLICIES = ("human-first", "human-only", "llm-only", "source=NAME")
@@ -94,7 +94,7 @@ def round_half_up(x: float) -> int:
 def aggregate_grades(grades: Sequence[int], how: str, fractional: bool = False) -> float:
     """Aggregate several grades of one pair by the named rule."""
     if not grades:
-        raise ValueError("no grades to aggregate")
+        raise InputError("no grades to aggregate")
     if how == "majority":
         counts = Counter(grades)
         top = max(counts.values())
@@ -110,7 +110,8 @@ def aggregate_grades(grades: Sequence[int], how: str, fractional: bool = False) 
     return float(value) if fractional else float(round_half_up(value))
 
 
-def _check_policy(policy: str) -> None:
+def check_policy(policy: str) -> None:
+    """A StoreError unless ``policy`` names a merge policy."""
     if policy in ("human-first", "human-only", "llm-only"):
         return
     if policy.startswith("source=") and policy[len("source="):]:
@@ -121,7 +122,7 @@ def _check_policy(policy: str) -> None:
 def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: str = "majority",
                fractional: bool = False) -> Merged:
     """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels."""
-    _check_policy(policy)
+    check_policy(policy)
     if aggregate not in AGGREGATES:
         raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
                          f"{', '.join(AGGREGATES)}")

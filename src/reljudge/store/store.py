@@ -41,8 +41,11 @@ class SourceStats:
 class LabelStore:
     """One SQLite label store: queries, passages, sources and append-only label events."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 60.0):
+    def __init__(self, path: str | Path, *, timeout: float = 60.0, create: bool = True):
         self.path = Path(path)
+        if not create and not self.path.is_file():  # a typo must not become an empty store
+            what = "is a directory" if self.path.is_dir() else "no such label store"
+            raise StoreError(f"{self.path}: {what} (label, labels import and run create one)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)

@@ -1,0 +1,71 @@
+"""Which queries a mean is over: one rule for every scoring command, stated in every output.
+
+trec_eval's default averages over the run's queries that have qrels; ``-c`` (our
+``all_queries``) averages over every qrels query, one the run lacks scoring 0. Paired
+comparisons (compare, report) use, for each run against the baseline, the queries both runs
+are averaged over: all qrels queries with ``all_queries``, else those the two runs share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reljudge.errors import InputError
+from reljudge.types import Qrels, Run
+
+RUN_QUERIES = "run-queries"
+ALL_QUERIES = "all-queries"
+
+
+def rule(all_queries: bool) -> str:
+    """The rule's short name, as JSON outputs carry it."""
+    return ALL_QUERIES if all_queries else RUN_QUERIES
+
+
+def describe(all_queries: bool) -> str:
+    """One sentence saying which queries a mean is over."""
+    if all_queries:
+        return ("means over every qrels query; a query a run lacks scores 0 "
+                "(--all-queries, trec_eval -c)")
+    return ("means over each run's queries that have qrels (trec_eval's default; "
+            "--all-queries counts every qrels query, missing ones as 0)")
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How a run's queries meet the qrels' queries."""
+
+    run: str
+    qrels_queries: int
+    scored: int  # run queries that have qrels
+    missing: int  # qrels queries the run lacks
+
+    def warning(self, all_queries: bool) -> str | None:
+        """A one-line warning when the run lacks qrels queries, else None."""
+        if not self.missing:
+            return None
+        then = ("they score 0 (--all-queries)" if all_queries else
+                f"its means are over its {self.scored} (--all-queries counts the missing as 0)")
+        return (f"warning: run {self.run} has no results for {self.missing} of the "
+                f"{self.qrels_queries} qrels queries; {then}")
+
+
+def coverage(qrels: Qrels, runs: Sequence[Run], all_queries: bool = False) -> list[Coverage]:
+    """Each run's coverage of the qrels queries; a run with no query in the qrels (and not
+    ``all_queries``) is an InputError, since its mean would be over nothing."""
+    have = set(qrels.query_ids())
+    out = []
+    for run in runs:
+        scored = len(have.intersection(run.query_ids()))
+        if not scored and not all_queries:
+            raise InputError(f"run {run.name} has no query that the qrels have (wrong qrels "
+                             f"file?); nothing to average")
+        out.append(Coverage(run.name, len(have), scored, len(have) - scored))
+    return out
+
+
+def warnings(qrels: Qrels, runs: Sequence[Run], all_queries: bool = False) -> list[str]:
+    """The warning lines of ``coverage`` (one per run that lacks qrels queries)."""
+    return [w for c in coverage(qrels, runs, all_queries)
+            if (w := c.warning(all_queries)) is not None]
