@@ -227,12 +227,16 @@ def among_judges(judges: Mapping[str, Qrels]) -> dict[str, float | None]:
 def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
           runs: Sequence[Run] | None = None, *, measure: str = "nDCG@10", bootstrap: int = 0,
           seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
-          clipped: Mapping[str, int] | None = None) -> AuditResult:
-    """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels."""
+          clipped: Mapping[str, int] | None = None,
+          derived: Mapping[str, Qrels] | None = None) -> AuditResult:
+    """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels.
+    ``derived`` rows (calibrated judges, panels: see ``audit.heldout``) are audited the same
+    way but left out of the ensembles and of the agreement among judges."""
     judges = {"judge": judge} if isinstance(judge, Qrels) else dict(judge)
     rows = dict(judges)
     if with_ensembles and len(judges) >= 3:
         rows.update(ensembles(judges))
+    rows.update(derived or {})
     ref_scores = None
     if runs:
         from reljudge.metrics import evaluate
