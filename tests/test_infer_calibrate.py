@@ -35,13 +35,29 @@ def test_recovers_a_known_confusion_matrix_from_synthetic_labels():
 def test_few_pairs_shrink_toward_the_human_marginal():
     judge, human = synthetic(50, seed=1)
     judge[judge == 3] = 2  # the sample never shows judge grade 3
-    model = fit_calibration(judge, human, strength=4.0)
+    model = fit_calibration(judge, human, strength=4.0, center="marginal")
     np.testing.assert_allclose(model.table[3], model.prior)
     np.testing.assert_allclose(model.table.sum(axis=1), 1.0)
     # hand-computed row for judge grade 0: (counts + 4 * prior) / (n0 + 4)
     n0 = (judge == 0).sum()
     row = (np.bincount(human[judge == 0], minlength=4) + 4 * model.prior) / (n0 + 4)
     np.testing.assert_allclose(model.table[0], row)
+
+
+def test_the_judge_centred_prior_trusts_the_judge_where_the_sample_is_thin():
+    judge, human = synthetic(50, seed=1)
+    judge[judge == 3] = 2
+    model = fit_calibration(judge, human, strength=10.0)  # center="judge" by default
+    np.testing.assert_allclose(model.table[3], 0.9 * np.eye(4)[3] + 0.1 * model.prior)
+    n1 = (judge == 1).sum()
+    centre = 0.9 * np.eye(4)[1] + 0.1 * model.prior
+    row = (np.bincount(human[judge == 1], minlength=4) + 10 * centre) / (n1 + 10)
+    np.testing.assert_allclose(model.table[1], row)
+    # a huge prior leaves every grade where the judge put it
+    assert decide(fit_calibration(judge, human, strength=1e6).table, "median").tolist() == \
+        [0, 1, 2, 3]
+    with pytest.raises(InputError, match="unknown prior centre"):
+        fit_calibration(judge, human, center="identity")
 
 
 def test_zero_strength_is_the_raw_conditional_frequency():

@@ -64,6 +64,18 @@ def test_a_pair_no_judge_graded_gets_the_prior_and_each_absent_judge_is_no_evide
     np.testing.assert_allclose(panel.predict(one)[0], by_hand / by_hand.sum())
 
 
+def test_the_judge_centred_prior_pulls_confusions_toward_the_diagonal():
+    z, labels = synthetic(2_000, seed=5)
+    human = np.where(np.arange(len(z)) < 40, z, -1)
+    flat = fit_panel(labels, human, strength=50.0, em=False)
+    trusting = fit_panel(labels, human, strength=50.0, em=False, center="judge")
+    assert trusting.center == "judge" and flat.center == "marginal"
+    diag = np.diagonal(trusting.confusion, axis1=1, axis2=2)
+    assert (diag > np.diagonal(flat.confusion, axis1=1, axis2=2)).all()
+    with pytest.raises(InputError, match="unknown prior centre"):
+        fit_panel(labels, human, center="x")
+
+
 def test_panel_needs_an_anchor_and_matching_shapes():
     with pytest.raises(InputError, match="at least one human-labelled pair"):
         fit_panel(np.zeros((3, 2), int), np.full(3, -1))

@@ -27,7 +27,7 @@ class HeldoutSpec:
     folds: int = 5
     sample: int | None = None  # human pairs drawn from each fold's training queries
     seed: int = 0
-    strength: float = 4.0
+    strength: float | None = None  # Dirichlet pseudo-counts; None: each model's default
     decision: str = "median"
 
 
@@ -46,23 +46,25 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
         return cross_fit(data, fit_predict, folds=spec.folds, seed=spec.seed,
                          sample=spec.sample)[0]
 
+    kw = {} if spec.strength is None else {"strength": spec.strength}
     if spec.calibrate:
         for r, name in enumerate(data.judges):
-            out[f"calibrated:{name}"] = as_qrels(fold(calibrate_fit_predict(data, r,
-                                                                            spec.strength)))
+            out[f"calibrated:{name}"] = as_qrels(fold(calibrate_fit_predict(data, r, **kw)))
     if spec.panel and len(judges) >= 2:
-        out["panel:all"] = as_qrels(fold(panel_fit_predict(data, strength=spec.strength)))
+        out["panel:all"] = as_qrels(fold(panel_fit_predict(data, **kw)))
     for best in spec.panel_best:
         if 2 <= best < len(judges):
             out[f"panel:best{best}"] = as_qrels(fold(panel_fit_predict(
-                data, best=best, strength=spec.strength)))
+                data, best=best, **kw)))
     return out
 
 
 def describe(spec: HeldoutSpec) -> str:
     """One line saying how the derived rows were validated."""
     what = spec.sample if spec.sample is not None else "all"
+    strength = ("default: 10 calibration, 4 panel" if spec.strength is None
+                else f"{spec.strength:g}")
     return (f"calibrated/panel rows: {spec.folds}-fold cross-fitting by query (seed "
             f"{spec.seed}); each fold fitted on {what} human pairs of the other folds' queries "
-            f"(Dirichlet strength {spec.strength:g}, decision {spec.decision}); statistics "
+            f"(Dirichlet strength {strength}, decision {spec.decision}); statistics "
             "over held-out labels only")

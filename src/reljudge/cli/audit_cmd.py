@@ -66,8 +66,9 @@ def register(sub) -> None:
     g.add_argument("--folds", type=int, default=5, help="folds by query (default 5)")
     g.add_argument("--sample", type=int, default=None, metavar="N",
                    help="human pairs drawn from each fold's training queries (default: all)")
-    g.add_argument("--strength", type=float, default=4.0,
-                   help="Dirichlet prior strength in pseudo-counts (default 4)")
+    g.add_argument("--strength", type=float, default=None,
+                   help="Dirichlet prior strength in pseudo-counts (default: 10 for a "
+                        "calibration, 4 for a panel)")
     g.add_argument("--decision", choices=("mode", "median", "expected"), default="median",
                    help="grade from a calibrated distribution: most probable, median (least "
                         "absolute error; default) or expected grade rounded")

@@ -11,9 +11,10 @@ examples:
       --judge-source b --judge-source c --panel abc --sample 1000
   reljudge calibrate --reference human.qrels --judge judge.qrels --output calibrated.tsv
 
-One judge: fits P(human grade | judge grade) on the human-labelled pairs, smoothed toward the
-human grade marginal by a Dirichlet prior of --strength pseudo-counts (with the judge's logprob
-grade distributions, when the store holds them for every label, as soft counts). Several
+One judge: fits P(human grade | judge grade) on the human-labelled pairs, smoothed by a
+Dirichlet prior of --strength pseudo-counts centred on the judge's own grade (0.9, plus 0.1
+spread like the human grades: trust the judge until the sample says otherwise); the judge's
+logprob grade distributions, when the store holds them for every label, count as soft counts. Several
 judges with --panel NAME: a Dawid-Skene panel whose judge confusion matrices are anchored by
 the human labels and refined by EM over all pairs (judges may cover different pairs).
 The fitted distribution of every pair the judge(s) graded goes to the store as the source
@@ -45,8 +46,9 @@ def register(sub) -> None:
     p.add_argument("--panel", metavar="NAME", help="combine the judges into panel:NAME")
     p.add_argument("--no-em", action="store_true",
                    help="panel: fit on the human-labelled pairs only (no EM over the rest)")
-    p.add_argument("--strength", type=float, default=4.0,
-                   help="Dirichlet prior strength in pseudo-counts (default 4)")
+    p.add_argument("--strength", type=float, default=None,
+                   help="Dirichlet prior strength in pseudo-counts (default: 10 for a "
+                        "calibration, 4 for a panel)")
     p.add_argument("--sample", type=int, default=None, metavar="N",
                    help="fit on N random human-labelled pairs (default: all of them)")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample and the folds")
@@ -104,18 +106,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.folds == 1 or args.folds < 0:
         raise ConfigError(f"--folds {args.folds}: give 0 (no check) or at least 2")
     human_name, human, judges, probs = _load(args)
+    kw = {} if args.strength is None else {"strength": args.strength}
     if args.panel:
         if len(judges) < 2:
             raise ConfigError("--panel needs at least two judges")
         derived = panel_judges(human, judges, name=args.panel, human_name=human_name,
-                               strength=args.strength, em=not args.no_em, sample=args.sample,
+                               em=not args.no_em, sample=args.sample, **kw,
                                seed=args.seed, folds=args.folds, decision=args.decision)
     else:
         if len(judges) != 1:
             raise ConfigError("give one judge to calibrate, or --panel NAME for several")
         (judge_name, judge), = judges.items()
         derived = calibrate_judge(human, judge, judge_name=judge_name, human_name=human_name,
-                                  probs=probs[judge_name], strength=args.strength,
+                                  probs=probs[judge_name], **kw,
                                   sample=args.sample, seed=args.seed, folds=args.folds,
                                   decision=args.decision)
     if args.output:

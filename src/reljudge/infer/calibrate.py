@@ -1,9 +1,11 @@
 """One judge calibrated on a human sample: P(human grade | judge grade), smoothed.
 
 The model is a table with one row per judge grade: row j is the distribution of the human
-grade among the sampled pairs the judge graded j, shrunk toward the human grade marginal by a
-Dirichlet prior of ``strength`` pseudo-counts (a judge grade seen rarely in the sample falls
-back to the marginal instead of a noisy 0/1 row). When the judge's own grade distribution is
+grade among the sampled pairs the judge graded j, smoothed by a Dirichlet prior of ``strength``
+pseudo-counts. The prior's centre (``center``) is either the judge itself (``judge``, default:
+0.9 on grade j plus 0.1 spread like the human marginal, i.e. "trust the judge until the sample
+says otherwise", so a small sample cannot make a judge much worse) or the human grade marginal
+(``marginal``: a judge grade seen rarely falls back to the marginal). When the judge's own grade distribution is
 known (logprobs), each sampled pair adds its probabilities as soft counts, and a label's
 calibrated distribution is the mixture of rows weighted by them.
 
@@ -23,6 +25,8 @@ from reljudge.errors import InputError
 K = 4  # grades 0..3
 GRADES = np.arange(K, dtype=np.float64)
 DECISIONS = ("mode", "median", "expected")
+CENTERS = ("judge", "marginal")
+TRUST = 0.9  # weight of the judge's own grade in the "judge" prior centre
 
 
 def one_hot(grades: np.ndarray, k: int = K) -> np.ndarray:
@@ -82,9 +86,10 @@ class Calibration:
 
     table: np.ndarray  # (K judge grades, K human grades), rows sum to 1
     counts: np.ndarray  # (K, K) sample counts, judge grade x human grade (soft with probs)
-    prior: np.ndarray  # (K,) the human grade marginal the rows shrink toward
+    prior: np.ndarray  # (K,) the human grade marginal of the sample (add-one)
     strength: float
     pairs: int
+    center: str = "judge"
 
     def predict(self, grades: np.ndarray | None = None,
                 probs: np.ndarray | None = None) -> np.ndarray:
@@ -99,11 +104,20 @@ class Calibration:
         """The fitted model as plain data (for the store's derivation record)."""
         return {"table": self.table.round(6).tolist(), "counts": self.counts.tolist(),
                 "prior": self.prior.round(6).tolist(), "strength": self.strength,
-                "pairs": self.pairs}
+                "center": self.center, "pairs": self.pairs}
+
+
+def prior_rows(marginal: np.ndarray, center: str) -> np.ndarray:
+    """(K, K) centre of each row's Dirichlet prior."""
+    if center == "judge":
+        return TRUST * np.eye(K) + (1 - TRUST) * marginal[None, :]
+    if center == "marginal":
+        return np.tile(marginal, (K, 1))
+    raise InputError(f"unknown prior centre {center!r}; expected one of {', '.join(CENTERS)}")
 
 
 def fit_calibration(judge: np.ndarray, human: np.ndarray, *, probs: np.ndarray | None = None,
-                    strength: float = 4.0) -> Calibration:
+                    strength: float = 10.0, center: str = "judge") -> Calibration:
     """Fit P(human | judge) on the sampled pairs (aligned arrays of grades)."""
     human = check_grades(human, "human grades")
     if probs is not None:
@@ -120,7 +134,8 @@ def fit_calibration(judge: np.ndarray, human: np.ndarray, *, probs: np.ndarray |
     counts = soft.T @ one_hot(human)
     # add-one marginal: a grade the sample never shows still keeps a little probability
     prior = (np.bincount(human, minlength=K) + 1.0) / (len(human) + K)
-    rows = counts + strength * prior
+    centre = prior_rows(prior, center)
+    rows = counts + strength * centre
     total = rows.sum(axis=1, keepdims=True)
-    table = np.where(total > 0, rows / np.where(total > 0, total, 1), prior)
-    return Calibration(table, counts, prior, float(strength), int(len(human)))
+    table = np.where(total > 0, rows / np.where(total > 0, total, 1), centre)
+    return Calibration(table, counts, prior, float(strength), int(len(human)), center)

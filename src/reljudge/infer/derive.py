@@ -80,7 +80,7 @@ def _oof_grades(probs: np.ndarray, decision: str) -> np.ndarray:
 
 def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_name: str,
                     probs: Mapping[tuple[str, str], tuple[float, ...]] | None = None,
-                    strength: float = 4.0, sample: int | None = None, seed: int = 0,
+                    strength: float = 10.0, sample: int | None = None, seed: int = 0,
                     folds: int = 0, decision: str = "median") -> Derived:
     """Calibrate one judge on the human labels (all, or a random ``sample`` of pairs)."""
     data = align(reference, {judge_name: judge})

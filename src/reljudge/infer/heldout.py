@@ -109,7 +109,8 @@ def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: i
     return out, fold
 
 
-def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 4.0) -> FitPredict:
+def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 10.0,
+                          center: str = "judge") -> FitPredict:
     """Fit-and-predict for one judge's calibration (pairs it did not grade stay nan)."""
     grades = data.labels[:, judge]
 
@@ -118,7 +119,8 @@ def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 4.0) -> F
         if not use.any():
             raise InputError(f"{data.judges[judge]}: no human-labelled pair it graded to "
                              "calibrate on")
-        model = fit_calibration(grades[use], data.human[use], strength=strength)
+        model = fit_calibration(grades[use], data.human[use], strength=strength,
+                                center=center)
         out = np.full((len(grades), K), np.nan)
         ok = grades >= 0
         out[ok] = model.predict(grades[ok])

@@ -6,8 +6,9 @@ z. Pairs with a human label are anchored: their z is the human grade, so the con
 are learned mostly from the sample and EM only refines them with the judges' labels of the
 other pairs. A judge that did not grade a pair simply contributes no factor (missing labels
 are native to the model). Each confusion row is smoothed by a Dirichlet prior of ``strength``
-pseudo-counts spread like the judge's overall grade distribution (shrinking toward "this
-judge's grade says nothing about z").
+pseudo-counts centred (``center``) on the judge's overall grade distribution (``marginal``,
+default: shrinking toward "this judge's grade says nothing about z") or on the judge being right
+(``judge``: 0.9 on grade z plus 0.1 spread like its grade distribution).
 
 Why Dawid–Skene over a regularised regression on the judges' grades: it needs one 4x4 matrix
 per judge (interpretable, auditable: the matrix is the judge's bias), handles judges that cover
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer.calibrate import K, check_grades, one_hot
+from reljudge.infer.calibrate import CENTERS, TRUST, K, check_grades, one_hot
 
 _TINY = 1e-300
 
@@ -39,6 +40,7 @@ class Panel:
     converged: bool
     anchored: int  # pairs with a human label used in the fit
     strength: float
+    center: str = "marginal"
 
     def predict(self, labels: np.ndarray) -> np.ndarray:
         """(n, K) posterior of the true grade given an (n, R) label matrix (-1 = missing)."""
@@ -53,7 +55,7 @@ class Panel:
         return {"judges": list(self.judges), "prior": self.prior.round(6).tolist(),
                 "confusion": self.confusion.round(6).tolist(), "iterations": self.iterations,
                 "converged": self.converged, "anchored": self.anchored,
-                "strength": self.strength}
+                "strength": self.strength, "center": self.center}
 
 
 def _indicators(labels: np.ndarray) -> np.ndarray:
@@ -72,15 +74,15 @@ def _posterior(ind: np.ndarray, log_prior: np.ndarray, log_conf: np.ndarray) -> 
 
 def _m_step(ind: np.ndarray, resp: np.ndarray, smooth: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.einsum("nz,nrg->rzg", resp, ind) + smooth[:, None, :]
+    counts = np.einsum("nz,nrg->rzg", resp, ind) + smooth
     conf = counts / np.maximum(counts.sum(axis=2, keepdims=True), _TINY)
     prior = resp.sum(axis=0) + 1.0
     return prior / prior.sum(), conf
 
 
 def fit_panel(labels: np.ndarray, human: np.ndarray, *, judges: tuple[str, ...] | None = None,
-              strength: float = 4.0, em: bool = True, max_iter: int = 200,
-              tol: float = 1e-6) -> Panel:
+              strength: float = 4.0, center: str = "marginal", em: bool = True,
+              max_iter: int = 200, tol: float = 1e-6) -> Panel:
     """Fit the panel on an (n, R) judge label matrix and (n,) human grades (-1 = no human)."""
     labels = check_grades(labels, "panel labels", missing=True)
     human = check_grades(human, "human grades", missing=True)
@@ -97,7 +99,14 @@ def fit_panel(labels: np.ndarray, human: np.ndarray, *, judges: tuple[str, ...] 
         raise InputError("a panel needs at least one human-labelled pair to anchor it")
     ind = _indicators(labels)
     marginal = ind.sum(axis=0) + 1.0  # (R, K) each judge's grade counts, add-one
-    smooth = strength * marginal / marginal.sum(axis=1, keepdims=True)
+    marginal = marginal / marginal.sum(axis=1, keepdims=True)
+    if center == "marginal":
+        smooth = strength * np.broadcast_to(marginal[:, None, :], (r, K, K))
+    elif center == "judge":
+        smooth = strength * (TRUST * np.eye(K)[None] + (1 - TRUST) * marginal[:, None, :])
+    else:
+        raise InputError(f"unknown prior centre {center!r}; expected one of "
+                         f"{', '.join(CENTERS)}")
     fixed = one_hot(human)
     # start from the anchored pairs alone (a naive-Bayes fit); EM then adds the rest
     prior, conf = _m_step(ind[anchored], fixed[anchored], smooth)
@@ -115,4 +124,4 @@ def fit_panel(labels: np.ndarray, human: np.ndarray, *, judges: tuple[str, ...] 
                 converged = True
                 break
     return Panel(tuple(names), prior, conf, iterations, converged, int(anchored.sum()),
-                 float(strength))
+                 float(strength), center)
