@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from reljudge.cli import main
 from reljudge.store import LabelStore, import_labels
@@ -115,3 +116,26 @@ def test_audit_adds_held_out_calibrated_and_panel_rows(tmp_path, capsys):
     assert data["heldout"]["by"] == "query" and "calibrated:noisy" in data["heldout"]["rows"]
     assert main([*base, "--panel-best", "3"]) == 2
     assert "--panel-best 3: give 2 to 2" in capsys.readouterr().err
+
+
+def test_a_judge_with_logprob_distributions_is_calibrated_on_them(tmp_path, capsys):
+    from reljudge.types import LabelEvent
+
+    rng = np.random.default_rng(3)
+    human = rng.integers(0, 4, 200)
+    events = [LabelEvent(f"q{i % 10}", f"d{i}", int(h), "human", "nist") for i, h in
+              enumerate(human)]
+    for i, h in enumerate(human):
+        p = np.full(4, 0.1)
+        p[min(int(h) + 1, 3)] += 0.6  # confidently lenient
+        events.append(LabelEvent(f"q{i % 10}", f"d{i}", int(p.argmax()), "llm", "j",
+                                 probs=tuple(p.tolist()), expected_grade=float(p @ range(4))))
+    db = str(tmp_path / "labels.sqlite")
+    with LabelStore(db) as s:
+        s.add_events(events)
+    assert main(["calibrate", "--store", db, "--human-source", "nist", "--judge-source", "j",
+                 "--folds", "0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fitted_on"]["judge_probs"] is True
+    counts = np.array(data["fitted_on"]["model"]["counts"])
+    assert counts.sum() == pytest.approx(200) and (counts != counts.round()).any()  # soft
