@@ -39,11 +39,6 @@ class Derived:
     fitted_on: dict
     heldout: dict[str, dict[str, float | None]] | None = None
 
-    def qrels(self, decision: str = "mode") -> Qrels:
-        """One grade per pair by the decision rule."""
-        return Qrels.from_arrays([p[0] for p in self.pairs], [p[1] for p in self.pairs],
-                                 decide(self.probs, decision), check=False)
-
 
 def agreement(human: np.ndarray, grades: np.ndarray) -> dict[str, float | None]:
     """The audit's statistics (kappa, quadratic kappa, ordinal alpha, MAE) of grades vs human."""
