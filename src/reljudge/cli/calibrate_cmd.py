@@ -14,12 +14,13 @@ examples:
 One judge: fits P(human grade | judge grade) on the human-labelled pairs, smoothed by a
 Dirichlet prior of --strength pseudo-counts centred on the judge's own grade (0.9, plus 0.1
 spread like the human grades: trust the judge until the sample says otherwise); the judge's
-logprob grade distributions, when the store holds them for every label, count as soft counts. Several
-judges with --panel NAME: a Dawid-Skene panel whose judge confusion matrices are anchored by
-the human labels and refined by EM over all pairs (judges may cover different pairs).
-The fitted distribution of every pair the judge(s) graded goes to the store as the source
-calibrated:JUDGE or panel:NAME (kind llm), with a derivation record of what it was fitted on;
-merge it with `--policy source=calibrated:JUDGE` (most probable grade). --output writes a TSV:
+logprob grade distributions, when the store holds them for every label, count as soft
+counts. Several judges with --panel NAME: a Dawid-Skene panel whose judge confusion matrices
+are anchored by the human labels and refined by EM over all pairs (judges may cover different
+pairs). The fitted distribution of every pair the judge(s) graded goes to the store as the
+source calibrated:JUDGE or panel:NAME (kind llm), with a derivation record of what it was
+fitted on; `reljudge labels merge --policy source=calibrated:JUDGE` takes its most probable
+grade (add --derived expected for its expected grade). --output writes a TSV:
 qid docid p0 p1 p2 p3 expected mode. --folds K (default 5) first measures the same fit on
 held-out queries (k-fold by query) and prints it beside the raw judge(s); --folds 0 skips it.
 """
