@@ -232,6 +232,8 @@ def test_opening_a_version_1_store_migrates_it_and_keeps_its_events(tmp_path):
         h = tmp_path / "h.qrels"
         h.write_text("q 0 b 1\n")
         assert import_labels(s, h, "human").events == 1  # v2's import table works
+        s.add_derived("panel:p", [("q", "a")], [[0, 0, 1, 0]], method="m", fitted_on={})
+        assert [d["source"] for d in s.derivations()] == ["panel:p"]  # so does v3's
 
 
 def test_a_newer_schema_is_refused(tmp_path):
@@ -379,3 +381,41 @@ def test_labels_import_requires_a_source_kind_and_says_why(tmp_path, capsys):
     assert not (tmp_path / "s.sqlite").exists()
     assert main(["labels", "import", str(f), "--store", str(tmp_path / "s.sqlite"),
                  "--source-kind", "import"]) == 0
+
+
+def test_a_derived_source_records_what_it_was_fitted_on(store):
+    store.add_events([ev("q1", "d1", 3, name="j"), ev("q1", "d1", 2, kind="human", name="h")])
+    fitted_on = {"judge_source": "j", "human_source": "h", "pairs": [["q1", "d1"]],
+                 "method": "dirichlet", "strength": 4.0, "folds": None}
+    did = store.add_derived("calibrated:j", [("q1", "d1"), ("q2", "d9")],
+                            [[0.1, 0.2, 0.6, 0.1], [0.5, 0.1, 0.1, 0.3]],
+                            method="calibration", fitted_on=fitted_on)
+    (rec,) = store.derivations()
+    assert rec["id"] == did and rec["source"] == "calibrated:j"
+    assert rec["method"] == "calibration" and rec["fitted_on"] == fitted_on
+    got = {(e.qid, e.docid): e for e in store.events(source="calibrated:j")}
+    assert got[("q1", "d1")].grade == 2 and got[("q2", "d9")].grade == 0
+    assert got[("q1", "d1")].expected_grade == pytest.approx(1.7)
+    assert got[("q1", "d1")].meta == {"derivation": did}
+    assert store.distributions("calibrated:j")[("q2", "d9")] == (0.5, 0.1, 0.1, 0.3)
+    mode = {(lab.qid, lab.docid): lab.grade for lab in store.merge("source=calibrated:j").labels}
+    assert mode == {("q1", "d1"): 2.0, ("q2", "d9"): 0.0}
+    exp = store.merge("source=calibrated:j", fractional=True, derived="expected").labels
+    assert [lab.grade for lab in exp] == [pytest.approx(1.7), pytest.approx(1.2)]
+    rounded = store.merge("source=calibrated:j", derived="expected").labels
+    assert [lab.grade for lab in rounded] == [2.0, 1.0]
+    # the plain judge is untouched by the derived choice
+    assert store.merge("source=j", derived="expected").labels[0].grade == 3.0
+
+
+def test_a_derived_source_cannot_take_a_plain_sources_name_or_bad_distributions(store):
+    store.add_events([ev("q1", "d1", 3, name="calibrated:j")])
+    with pytest.raises(StoreError, match="not derived"):
+        store.add_derived("calibrated:j", [("q1", "d1")], [[1, 0, 0, 0]], method="m",
+                          fitted_on={})
+    with pytest.raises(StoreError, match="summing to 1"):
+        store.add_derived("calibrated:k", [("q1", "d1")], [[0.5, 0, 0, 0]], method="m",
+                          fitted_on={})
+    assert store.derivations() == [] and store.count() == 1
+    with pytest.raises(StoreError, match="unknown derived"):
+        store.merge(derived="median")

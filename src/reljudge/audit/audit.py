@@ -234,11 +234,14 @@ def among_judges(judges: Mapping[str, Qrels]) -> dict[str, float | None]:
 def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
           runs: Sequence[Run] | None = None, *, measure: str = "nDCG@10", bootstrap: int = 0,
           seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
-          clipped: Mapping[str, int] | None = None) -> AuditResult:
+          clipped: Mapping[str, int] | None = None,
+          derived: Mapping[str, Qrels] | None = None) -> AuditResult:
     """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels.
 
     Labels and runs may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
-    records, DataFrames); empty reference or judge labels are an InputError."""
+    records, DataFrames); empty reference or judge labels are an InputError. ``derived`` rows
+    (calibrated judges, panels: see ``audit.heldout``) are audited the same way but left out
+    of the ensembles and of the agreement among judges."""
     from reljudge.metrics.evaluate import as_runs, parse_measures
 
     measure = str(parse_measures(measure)[0])  # text, a Measure or an ir_measures object
@@ -253,6 +256,7 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     rows = dict(judges)
     if with_ensembles and len(judges) >= 3:
         rows.update(ensembles(judges))
+    rows.update(derived or {})
     ref_scores = None
     if runs:
         from reljudge.metrics import evaluate

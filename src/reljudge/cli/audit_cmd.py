@@ -19,6 +19,13 @@ al. 2008) between the two system rankings; max_rank_change = the largest move of
 --json adds binary kappas at >=1/>=2/>=3, alpha nominal/interval, Pearson, per-grade
 precision/recall, confusion matrices, bootstrap intervals, and agreement among the judges.
 A statistic that cannot be computed (a constant rater) is shown as '-' and explained.
+
+--calibrate adds a calibrated:JUDGE row per judge, --panel a Dawid-Skene panel:all row
+(--panel-best N: a panel of the N judges with the best training quadratic kappa). Their labels
+are predicted by k-fold cross-fitting BY QUERY (--folds): each fold's model is fitted only on
+human labels of the other folds' queries (--sample N of them, if given), so these rows show
+held-out statistics, on the same pairs as the raw rows.
+  reljudge audit --reference human.qrels --judges-dir judges/ --calibrate --panel --sample 1000
 """
 
 def register(sub) -> None:
@@ -49,6 +56,23 @@ def register(sub) -> None:
     p.add_argument("--confusion", action="store_true", help="print each judge's confusion matrix")
     p.add_argument("--no-ensembles", action="store_true",
                    help="skip the majority and mean-rounded ensemble rows")
+    g = p.add_argument_group("held-out calibration and panels (fitted on the reference)")
+    g.add_argument("--calibrate", action="store_true",
+                   help="add a calibrated row per judge (held-out folds by query)")
+    g.add_argument("--panel", action="store_true",
+                   help="add a Dawid-Skene panel of all judges (held-out folds by query)")
+    g.add_argument("--panel-best", type=int, action="append", default=[], metavar="N",
+                   help="add a panel of the N best judges, chosen on training folds "
+                        "(repeatable)")
+    g.add_argument("--folds", type=int, default=5, help="folds by query (default 5)")
+    g.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="human pairs drawn from each fold's training queries (default: all)")
+    g.add_argument("--strength", type=float, default=None,
+                   help="Dirichlet prior strength in pseudo-counts (default: 10 for a "
+                        "calibration, 4 for a panel)")
+    g.add_argument("--decision", choices=("mode", "median", "expected"), default="median",
+                   help="grade from a calibrated distribution: most probable, median (least "
+                        "absolute error; default) or expected grade rounded")
     add_format_flags(p, ("table", "json", "csv", "markdown"))
     p.set_defaults(func=run_audit)
 
@@ -97,11 +121,17 @@ def run_audit(args: argparse.Namespace) -> int:
 
     name, ref, judges, clipped = load_labels(args)
     runs = read_runs(args.runs) if args.runs else None
+    spec, derived = heldout_rows(args, ref, judges)
     result = audit(ref, judges, runs, measure=args.measure, bootstrap=args.bootstrap,
                    seed=args.seed, with_ensembles=not args.no_ensembles, reference_name=name,
-                   clipped=clipped)
+                   clipped=clipped, derived=derived)
     if args.format == "json":
-        print(json_dumps(result_to_dict(result)), end="")
+        data = result_to_dict(result)
+        if spec is not None:
+            from dataclasses import asdict
+
+            data["heldout"] = {**asdict(spec), "by": "query", "rows": list(derived)}
+        print(json_dumps(data), end="")
         return 0
     rows = [result.row(j) for j in result.judges]
     columns = [c for c in COLUMNS if any(c in r for r in rows)]
@@ -116,12 +146,36 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.format != "table":
         return 0
     print_notes(result, clipped)
+    if spec is not None:
+        from reljudge.audit.heldout import describe
+
+        print(describe(spec))
     if args.confusion:
         for j in result.judges:
             print(f"\nconfusion of {j.name} (rows = reference grade, columns = judge grade)")
             print(render(["ref \\ judge", "0", "1", "2", "3"],
                          [[g, *row] for g, row in enumerate(j.items.confusion)]), end="")
     return 0
+
+
+def heldout_rows(args: argparse.Namespace, ref, judges):
+    """(spec, {row: out-of-fold qrels}) for --calibrate / --panel / --panel-best, or (None, {})."""
+    if not (args.calibrate or args.panel or args.panel_best):
+        return None, {}
+    from reljudge.audit.heldout import HeldoutSpec, heldout_judges
+    from reljudge.errors import ConfigError
+
+    if args.sample is not None and args.sample < 1:
+        raise ConfigError(f"--sample {args.sample}: give a positive number of pairs")
+    if (args.panel or args.panel_best) and len(judges) < 2:
+        raise ConfigError("--panel needs at least two judges")
+    for n in args.panel_best:
+        if not 2 <= n < len(judges):
+            raise ConfigError(f"--panel-best {n}: give 2 to {len(judges) - 1} (of "
+                              f"{len(judges)} judges; --panel takes them all)")
+    spec = HeldoutSpec(args.calibrate, args.panel, tuple(args.panel_best), args.folds,
+                       args.sample, args.seed, args.strength, args.decision)
+    return spec, heldout_judges(ref, judges, spec)
 
 
 def print_notes(result, clipped) -> None:

@@ -21,6 +21,8 @@ merge policies (which labels decide a pair):
 aggregation of several labels of a pair: majority (a tie goes to the lower grade), mean,
 median; rounded half up unless --fractional. Of several labels from one source for one pair
 (and one sample), the latest is a correction and wins. Failed judgments never decide.
+A derived source (calibrated:JUDGE, panel:NAME, from `reljudge calibrate`) votes with its most
+probable grade, or with --derived expected its expected grade (see docs/calibration.md).
 """
 
 
@@ -93,6 +95,9 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
     v.add_argument("--fractional", action="store_true",
                    help="keep fractional aggregated grades (provenance file only)")
+    v.add_argument("--derived", choices=("mode", "expected"), default="mode",
+                   help="a derived (calibrated / panel) source votes with its most probable "
+                        "grade (default) or its expected grade")
 
 
 def _open(args, create: bool = False):
@@ -144,7 +149,7 @@ def do_merge(args) -> int:
 
     check_outputs(args.out, args.provenance)
     with _open(args) as store:
-        merged = store.merge(args.policy, args.aggregate, args.fractional)
+        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
     if not merged.labels and (args.out or args.provenance):
         from reljudge.errors import StoreError
 
@@ -192,7 +197,7 @@ def do_stats(args) -> int:
     with _open(args) as store:
         sources = store.sources()
         failures = store.failures()
-        merged = store.merge(args.policy, args.aggregate, args.fractional)
+        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
     reasons = Counter(f[3].split(":")[0] for f in failures)

@@ -12,6 +12,8 @@ Steps, for every (query, document) pair:
    - ``mean``: the arithmetic mean;  ``median``: the median (mean of the middle two).
    Unless ``fractional``, a non-integer result is rounded half up (1.5 -> 2).
 Failed judgments never decide anything: a pair with only failures has no final label.
+A derived source (a calibrated judge or a panel, see ``LabelStore.add_derived``) votes with its
+most probable grade, or with its expected grade when ``LabelStore.merge(derived="expected")``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from reljudge.types import Qrels
 
 POLICIES = ("human-first", "human-only", "llm-only", "source=NAME")
 AGGREGATES = ("majority", "mean", "median")
+DERIVED = ("mode", "expected")  # how a derived source (calibrated judge, panel) votes
 
 
 @dataclass(frozen=True)

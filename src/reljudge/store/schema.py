@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -50,7 +50,17 @@ CREATE INDEX imports_sha ON imports (sha256, source);
 ALTER TABLE events ADD COLUMN batch INTEGER REFERENCES imports (id);
 """
 
-MIGRATIONS = {1: V1_TO_V2}  # from version -> script to the next version
+# Version 3: derived sources (a calibrated judge, a panel of judges) record what they were
+# fitted on; their events carry the fitted grade distribution in events.probs / expected.
+V2_TO_V3 = """
+CREATE TABLE derivations (id INTEGER PRIMARY KEY,
+                          source INTEGER NOT NULL REFERENCES sources (id),
+                          method TEXT NOT NULL, fitted_on TEXT NOT NULL,
+                          created_at REAL NOT NULL);
+CREATE INDEX derivations_source ON derivations (source);
+"""
+
+MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3}  # from version -> script to the next version
 
 
 def current_version(conn: sqlite3.Connection) -> int:

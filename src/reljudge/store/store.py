@@ -189,6 +189,60 @@ class LabelStore:
             raise
         return len(rows)
 
+    def add_derived(self, name: str, pairs: Sequence[tuple[str, str]],
+                    probs: Sequence[Sequence[float]], *, method: str, fitted_on: dict) -> int:
+        """Append a derived source (kind 'llm': a calibrated judge, a panel) with one grade
+        distribution per pair and the record of what it was fitted on, in one transaction;
+        returns the derivation id. Each event's grade is the most probable grade."""
+        rows = [[float(x) for x in p] for p in probs]
+        if len(rows) != len(pairs):
+            raise StoreError(f"{len(pairs)} pairs but {len(rows)} grade distributions")
+        if any(len(p) != 4 or abs(sum(p) - 1.0) > 1e-6 or min(p) < 0 for p in rows):
+            raise StoreError("each derived label needs 4 grade probabilities summing to 1")
+        now = time.time()
+        self._begin()
+        try:
+            source = self._source_id("llm", name)
+            plain = self.conn.execute(
+                "SELECT count(*) FROM events WHERE source = ? AND source NOT IN "
+                "(SELECT source FROM derivations)", (source,)).fetchone()[0]
+            if plain:
+                raise StoreError(f"source {name!r} already holds labels that were not derived; "
+                                 "choose another name")
+            cur = self.conn.execute(
+                "INSERT INTO derivations (source, method, fitted_on, created_at) "
+                "VALUES (?, ?, ?, ?)", (source, method, json.dumps(fitted_on, sort_keys=True),
+                                        now))
+            derivation = cur.lastrowid
+            meta = json.dumps({"derivation": derivation})
+            qids = self._intern("queries", "qid", self._qids, (q for q, _ in pairs))
+            docids = self._intern("passages", "docid", self._docids, (d for _, d in pairs))
+            self.conn.executemany(
+                "INSERT INTO events (q, d, source, grade, probs, expected, created_at, meta) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ((qids[q], docids[d], source, max(range(4), key=p.__getitem__), json.dumps(p),
+                  sum(g * x for g, x in enumerate(p)), now, meta)
+                 for (q, d), p in zip(pairs, rows, strict=True)))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback_and_forget()
+            raise
+        return derivation
+
+    def derivations(self) -> list[dict]:
+        """Every derivation: id, source name, method, what it was fitted on, time."""
+        return [{"id": i, "source": name, "method": method, "fitted_on": json.loads(f),
+                 "created_at": t} for i, name, method, f, t in self.conn.execute(
+                    "SELECT d.id, s.name, d.method, d.fitted_on, d.created_at FROM derivations d "
+                    "JOIN sources s ON s.id = d.source ORDER BY d.id")]
+
+    def distributions(self, source: str) -> dict[tuple[str, str], tuple[float, ...]]:
+        """{(qid, docid): grade probabilities} of one source, the latest event of each pair."""
+        return {(q, d): tuple(json.loads(p)) for q, d, p in self.conn.execute(
+            "SELECT q.qid, p.docid, e.probs FROM events e JOIN queries q ON q.id = e.q "
+            "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
+            "WHERE s.name = ? AND e.probs IS NOT NULL ORDER BY e.id", (source,))}
+
     def _rollback_and_forget(self) -> None:
         """Roll back and drop the id caches, which may hold ids of rolled-back rows."""
         try:
@@ -290,8 +344,21 @@ class LabelStore:
 
     # -- merging --------------------------------------------------------------------------
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
-              fractional: bool = False):
-        """Final labels under a named policy and aggregation, with provenance (see merge)."""
-        from reljudge.store.merge import merge_rows
+              fractional: bool = False, derived: str = "mode"):
+        """Final labels under a named policy and aggregation, with provenance (see merge).
+        ``derived``: a derived source votes with its most probable grade (``mode``) or its
+        expected grade (``expected``; fractional, so rounded half up unless ``fractional``)."""
+        from reljudge.store.merge import DERIVED, merge_rows, round_half_up
 
-        return merge_rows(self.label_rows(), policy, aggregate, fractional)
+        rows = self.label_rows()
+        if derived not in DERIVED:
+            raise StoreError(f"unknown derived-label choice {derived!r}; expected one of "
+                             f"{', '.join(DERIVED)}")
+        if derived == "expected":
+            expected = dict(self.conn.execute(
+                "SELECT id, expected FROM events WHERE expected IS NOT NULL AND source IN "
+                "(SELECT source FROM derivations)"))
+            if not fractional:
+                expected = {k: round_half_up(v) for k, v in expected.items()}
+            rows = [r if r[6] not in expected else (*r[:5], expected[r[6]], r[6]) for r in rows]
+        return merge_rows(rows, policy, aggregate, fractional)

@@ -1,0 +1,176 @@
+"""``reljudge calibrate``: correct one judge, or combine several, from a human sample."""
+
+from __future__ import annotations
+
+import argparse
+
+EXAMPLES = """\
+examples:
+  reljudge calibrate --store labels.sqlite --human-source nist --judge-source gpt-4o-mini
+  reljudge calibrate --store labels.sqlite --human-source nist --judge-source a \\
+      --judge-source b --judge-source c --panel abc --sample 1000
+  reljudge calibrate --reference human.qrels --judge judge.qrels --output calibrated.tsv
+
+One judge: fits P(human grade | judge grade) on the human-labelled pairs, smoothed by a
+Dirichlet prior of --strength pseudo-counts centred on the judge's own grade (0.9, plus 0.1
+spread like the human grades: trust the judge until the sample says otherwise); the judge's
+logprob grade distributions, when the store holds them for every label, count as soft
+counts. Several judges with --panel NAME: a Dawid-Skene panel whose judge confusion matrices
+are anchored by the human labels and refined by EM over all pairs (judges may cover different
+pairs). The fitted distribution of every pair the judge(s) graded goes to the store as the
+source calibrated:JUDGE or panel:NAME (kind llm), with a derivation record of what it was
+fitted on; `reljudge labels merge --policy source=calibrated:JUDGE` takes its most probable
+grade (add --derived expected for its expected grade). --output writes a TSV:
+qid docid p0 p1 p2 p3 expected mode. --folds K (default 5) first measures the same fit on
+held-out queries (k-fold by query) and prints it beside the raw judge(s); --folds 0 skips it.
+"""
+
+
+def register(sub) -> None:
+    """Add the ``calibrate`` subcommand."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.cli.common import add_format_flags
+
+    p = sub.add_parser("calibrate", help="calibrate a judge (or a panel of judges) on human labels",
+                       description="Fit a judge's calibration, or a panel of judges, on a "
+                                   "human sample and write the derived labels.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("--store", help="label store to read from and write the derived source to")
+    p.add_argument("--human-source", help="with --store: the human source to fit on")
+    p.add_argument("--judge-source", action="append", default=[],
+                   help="with --store: a judge source (repeatable, with --panel)")
+    p.add_argument("--reference", help="human qrels file (instead of --human-source)")
+    p.add_argument("--judge", action="append", default=[],
+                   help="judge qrels file (repeatable, with --panel)")
+    p.add_argument("--clip", action="store_true",
+                   help="clip file grades outside 0..3 (default: reject with file:line)")
+    p.add_argument("--panel", metavar="NAME", help="combine the judges into panel:NAME")
+    p.add_argument("--no-em", action="store_true",
+                   help="panel: fit on the human-labelled pairs only (no EM over the rest)")
+    p.add_argument("--strength", type=float, default=None,
+                   help="Dirichlet prior strength in pseudo-counts (default: 10 for a "
+                        "calibration, 4 for a panel)")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="fit on N random human-labelled pairs (default: all of them)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample and the folds")
+    p.add_argument("--folds", type=int, default=5,
+                   help="held-out check: folds by query (default 5; 0 skips the check)")
+    p.add_argument("--decision", choices=("mode", "median", "expected"), default="median",
+                   help="grade used by the held-out check (default median)")
+    p.add_argument("--output", help="write the distributions as TSV to this file")
+    add_format_flags(p, ("table", "json", "csv", "markdown"))
+    p.set_defaults(func=run_calibrate)
+
+
+def _load(args: argparse.Namespace):
+    """(human name, human qrels, {judge: qrels}, {judge: probs or None})."""
+    from pathlib import Path
+
+    from reljudge.audit import read_judge
+    from reljudge.errors import ConfigError
+
+    if args.store:
+        from reljudge.store import LabelStore
+
+        if args.reference or args.judge:
+            raise ConfigError("give either --store with sources or --reference/--judge files")
+        if not args.human_source or not args.judge_source:
+            raise ConfigError("with --store give --human-source and --judge-source")
+        with LabelStore(args.store) as store:
+            known = {s.name for s in store.sources()}
+            for name in [args.human_source, *args.judge_source]:
+                if name not in known:
+                    raise ConfigError(f"{args.store}: no source named {name!r}; see "
+                                      "`reljudge labels sources`")
+            human = store.merge(f"source={args.human_source}").qrels
+            judges = {n: store.merge(f"source={n}").qrels for n in args.judge_source}
+            probs = {n: store.distributions(n) or None for n in args.judge_source}
+        return args.human_source, human, judges, probs
+    if not args.reference or not args.judge:
+        raise ConfigError("give --reference and --judge files, or --store with "
+                          "--human-source and --judge-source")
+    human, _ = read_judge(args.reference, clip=args.clip)
+    judges = {Path(f).stem: read_judge(f, clip=args.clip)[0] for f in args.judge}
+    if len(judges) != len(args.judge):
+        raise ConfigError("two --judge files share a name; rename one")
+    return Path(args.reference).name, human, judges, dict.fromkeys(judges)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """Fit, check on held-out queries, write."""
+    from reljudge.errors import ConfigError
+    from reljudge.infer.derive import calibrate_judge, panel_judges
+    from reljudge.report.tables import json_dumps, render
+
+    if args.sample is not None and args.sample < 1:
+        raise ConfigError(f"--sample {args.sample}: give a positive number of pairs")
+    if args.folds == 1 or args.folds < 0:
+        raise ConfigError(f"--folds {args.folds}: give 0 (no check) or at least 2")
+    human_name, human, judges, probs = _load(args)
+    kw = {} if args.strength is None else {"strength": args.strength}
+    if args.panel:
+        if len(judges) < 2:
+            raise ConfigError("--panel needs at least two judges")
+        derived = panel_judges(human, judges, name=args.panel, human_name=human_name,
+                               em=not args.no_em, sample=args.sample, **kw,
+                               seed=args.seed, folds=args.folds, decision=args.decision)
+    else:
+        if len(judges) != 1:
+            raise ConfigError("give one judge to calibrate, or --panel NAME for several")
+        (judge_name, judge), = judges.items()
+        derived = calibrate_judge(human, judge, judge_name=judge_name, human_name=human_name,
+                                  probs=probs[judge_name], **kw,
+                                  sample=args.sample, seed=args.seed, folds=args.folds,
+                                  decision=args.decision)
+    if args.output:
+        from reljudge.infer.calibrate import expected_grade
+        from reljudge.io.files import atomic_write
+
+        expected = expected_grade(derived.probs)
+        atomic_write(args.output, "qid\tdocid\tp0\tp1\tp2\tp3\texpected\tmode\n" + "".join(
+            f"{q}\t{d}\t" + "\t".join(f"{x:.6f}" for x in p) + f"\t{e:.6f}\t"
+            f"{int(p.argmax())}\n" for (q, d), p, e in zip(derived.pairs, derived.probs,
+                                                            expected, strict=True)))
+    written = None
+    if args.store:
+        from reljudge.store import LabelStore
+
+        with LabelStore(args.store) as store:
+            written = store.add_derived(derived.name, derived.pairs, derived.probs.tolist(),
+                                        method=derived.method, fitted_on=derived.fitted_on)
+    if args.format == "json":
+        print(json_dumps({"source": derived.name, "derivation": written,
+                          "pairs": len(derived.pairs), "fitted_on": derived.fitted_on}), end="")
+        return 0
+    _print_model(derived, args.format, render)
+    if derived.heldout:
+        cols = ["labels", "pairs", "kappa", "kappa_quadratic", "alpha_ordinal", "mae"]
+        print(f"\nheld-out check: {args.folds}-fold by query, decision {args.decision}")
+        print(render(cols, [[k, *(v[c] for c in cols[1:])] for k, v in derived.heldout.items()],
+                     args.format, 4), end="")
+    if written is not None:
+        print(f"\nwrote {len(derived.pairs)} labels to {args.store} as source {derived.name} "
+              f"(derivation {written})")
+    if args.output:
+        print(f"wrote {len(derived.pairs)} distributions to {args.output}")
+    return 0
+
+
+def _print_model(derived, fmt: str, render) -> None:
+    import numpy as np
+
+    f = derived.fitted_on
+    print(f"{derived.name}: fitted on {f['pairs_used']} human pairs of "
+          f"{len(f['queries_used'])} queries ({f['human_source']})")
+    if derived.method == "calibration":
+        print("P(human grade | judge grade)")
+        rows = [[g, *row.round(3).tolist()] for g, row in enumerate(derived.model.table)]
+        print(render(["judge \\ human", "0", "1", "2", "3"], rows, fmt, 3), end="")
+    else:
+        m = derived.model
+        print(f"Dawid-Skene: {m.iterations} EM iterations, "
+              f"{'converged' if m.converged else 'NOT converged'}; grade prior "
+              + " ".join(f"{x:.3f}" for x in m.prior))
+        rows = [[j, *np.diagonal(c).round(3).tolist()] for j, c in zip(m.judges, m.confusion,
+                                                                         strict=True)]
+        print(render(["judge", "P(0|0)", "P(1|1)", "P(2|2)", "P(3|3)"], rows, fmt, 3), end="")

@@ -1,0 +1,1 @@
+"""Judge labels plus a small human sample -> better labels or honest estimates."""

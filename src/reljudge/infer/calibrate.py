@@ -1,0 +1,141 @@
+"""One judge calibrated on a human sample: P(human grade | judge grade), smoothed.
+
+The model is a table with one row per judge grade: row j is the distribution of the human
+grade among the sampled pairs the judge graded j, smoothed by a Dirichlet prior of ``strength``
+pseudo-counts. The prior's centre (``center``) is either the judge itself (``judge``, default:
+0.9 on grade j plus 0.1 spread like the human marginal, i.e. "trust the judge until the sample
+says otherwise", so a small sample cannot make a judge much worse) or the human grade marginal
+(``marginal``: a judge grade seen rarely falls back to the marginal). When the judge's own grade distribution is
+known (logprobs), each sampled pair adds its probabilities as soft counts, and a label's
+calibrated distribution is the mixture of rows weighted by them.
+
+Decisions turn a distribution into one grade: ``mode`` (the most probable grade: best exact
+agreement), ``median`` (least expected absolute error), ``expected`` (the expected grade,
+rounded half up: least expected squared error among integers, near enough).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.errors import InputError
+
+K = 4  # grades 0..3
+GRADES = np.arange(K, dtype=np.float64)
+DECISIONS = ("mode", "median", "expected")
+CENTERS = ("judge", "marginal")
+TRUST = 0.9  # weight of the judge's own grade in the "judge" prior centre
+
+
+def one_hot(grades: np.ndarray, k: int = K) -> np.ndarray:
+    """(n, k) indicator rows; a grade of -1 (missing) gives a zero row."""
+    grades = np.asarray(grades, dtype=np.int64)
+    out = np.zeros((len(grades), k))
+    ok = grades >= 0
+    out[np.flatnonzero(ok), grades[ok]] = 1.0
+    return out
+
+
+def check_grades(grades: np.ndarray, what: str, missing: bool = False) -> np.ndarray:
+    """Grades as int64, all within 0..3 (or -1 for missing when allowed), else InputError."""
+    g = np.asarray(grades, dtype=np.int64)
+    low = -1 if missing else 0
+    bad = (g < low) | (g >= K)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{what}: grade {int(g[i])} at position {i} is outside 0..{K - 1}")
+    return g
+
+
+def check_probs(probs: np.ndarray, n: int, what: str) -> np.ndarray:
+    """An (n, K) array of grade distributions (rows summing to 1), else InputError."""
+    p = np.asarray(probs, dtype=np.float64)
+    if p.shape != (n, K):
+        raise InputError(f"{what}: expected {n} rows of {K} grade probabilities, got "
+                         f"shape {p.shape}")
+    if not np.isfinite(p).all() or (p < 0).any() or not np.allclose(p.sum(axis=1), 1.0,
+                                                                     atol=1e-6):
+        raise InputError(f"{what}: grade probabilities must be finite, >= 0 and sum to 1")
+    return p
+
+
+def decide(probs: np.ndarray, rule: str = "mode") -> np.ndarray:
+    """One grade per row of an (n, K) distribution by the named decision rule."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if rule == "mode":
+        return probs.argmax(axis=1)  # ties go to the lower grade
+    if rule == "median":
+        cdf = np.cumsum(probs, axis=1)
+        return (cdf < 0.5 - 1e-12).sum(axis=1)
+    if rule == "expected":
+        return np.minimum(np.floor(probs @ GRADES[: probs.shape[1]] + 0.5), K - 1).astype(
+            np.int64)
+    raise InputError(f"unknown decision {rule!r}; expected one of {', '.join(DECISIONS)}")
+
+
+def expected_grade(probs: np.ndarray) -> np.ndarray:
+    """The expected grade of each (n, K) distribution row."""
+    return np.asarray(probs, dtype=np.float64) @ GRADES
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """P(human grade | judge grade) fitted on a human sample."""
+
+    table: np.ndarray  # (K judge grades, K human grades), rows sum to 1
+    counts: np.ndarray  # (K, K) sample counts, judge grade x human grade (soft with probs)
+    prior: np.ndarray  # (K,) the human grade marginal of the sample (add-one)
+    strength: float
+    pairs: int
+    center: str = "judge"
+
+    def predict(self, grades: np.ndarray | None = None,
+                probs: np.ndarray | None = None) -> np.ndarray:
+        """Calibrated (n, K) human-grade distributions for judge grades or judge probabilities."""
+        if probs is not None:
+            return check_probs(probs, len(probs), "judge probabilities") @ self.table
+        if grades is None:
+            raise InputError("give the judge's grades or grade probabilities")
+        return self.table[check_grades(grades, "judge grades")]
+
+    def to_dict(self) -> dict:
+        """The fitted model as plain data (for the store's derivation record)."""
+        return {"table": self.table.round(6).tolist(), "counts": self.counts.tolist(),
+                "prior": self.prior.round(6).tolist(), "strength": self.strength,
+                "center": self.center, "pairs": self.pairs}
+
+
+def prior_rows(marginal: np.ndarray, center: str) -> np.ndarray:
+    """(K, K) centre of each row's Dirichlet prior."""
+    if center == "judge":
+        return TRUST * np.eye(K) + (1 - TRUST) * marginal[None, :]
+    if center == "marginal":
+        return np.tile(marginal, (K, 1))
+    raise InputError(f"unknown prior centre {center!r}; expected one of {', '.join(CENTERS)}")
+
+
+def fit_calibration(judge: np.ndarray, human: np.ndarray, *, probs: np.ndarray | None = None,
+                    strength: float = 10.0, center: str = "judge") -> Calibration:
+    """Fit P(human | judge) on the sampled pairs (aligned arrays of grades)."""
+    human = check_grades(human, "human grades")
+    if probs is not None:
+        soft = check_probs(probs, len(human), "judge probabilities")
+    else:
+        judge = check_grades(judge, "judge grades")
+        if len(judge) != len(human):
+            raise InputError(f"{len(judge)} judge grades but {len(human)} human grades")
+        soft = one_hot(judge)
+    if len(human) == 0:
+        raise InputError("no human-labelled pairs to calibrate on")
+    if strength < 0:
+        raise InputError(f"prior strength must be >= 0, got {strength}")
+    counts = soft.T @ one_hot(human)
+    # add-one marginal: a grade the sample never shows still keeps a little probability
+    prior = (np.bincount(human, minlength=K) + 1.0) / (len(human) + K)
+    centre = prior_rows(prior, center)
+    rows = counts + strength * centre
+    total = rows.sum(axis=1, keepdims=True)
+    table = np.where(total > 0, rows / np.where(total > 0, total, 1), centre)
+    return Calibration(table, counts, prior, float(strength), int(len(human)), center)

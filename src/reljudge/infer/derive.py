@@ -1,0 +1,143 @@
+"""Derived label sets: one judge calibrated, or a panel, fitted on a human sample.
+
+The library side of ``reljudge calibrate``: fit on the human sample, predict every pair the
+judge(s) graded, say what the fit used (for the store's derivation record), and, when asked,
+measure the same fit on held-out queries (k-fold by query) beside the raw judges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.errors import InputError
+from reljudge.infer.calibrate import Calibration, K, decide, fit_calibration
+from reljudge.infer.heldout import (
+    Aligned,
+    align,
+    calibrate_fit_predict,
+    cross_fit,
+    panel_fit_predict,
+)
+from reljudge.infer.panel import Panel, fit_panel
+from reljudge.types import Qrels
+
+HELDOUT_STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")
+
+
+@dataclass
+class Derived:
+    """A fitted derived label set: per-pair grade distributions and what they came from."""
+
+    name: str
+    method: str
+    pairs: list[tuple[str, str]]
+    probs: np.ndarray  # (n, K)
+    model: Calibration | Panel
+    fitted_on: dict
+    heldout: dict[str, dict[str, float | None]] | None = None
+
+
+def agreement(human: np.ndarray, grades: np.ndarray) -> dict[str, float | None]:
+    """The audit's statistics (kappa, quadratic kappa, ordinal alpha, MAE) of grades vs human."""
+    from reljudge.audit import agreement as ag
+
+    ok = (human >= 0) & (grades >= 0)
+    c = ag.confusion(human[ok], grades[ok])[None]
+    stats = ag.all_statistics(c)
+    return {"pairs": int(ok.sum()),
+            **{k: (None if stats[k][0] != stats[k][0] else float(stats[k][0]))
+               for k in HELDOUT_STATS}}
+
+
+def _sample(train: np.ndarray, sample: int | None, seed: int) -> np.ndarray:
+    if sample is None or sample >= train.sum():
+        return train
+    keep = np.random.default_rng(seed).choice(np.flatnonzero(train), size=sample, replace=False)
+    out = np.zeros_like(train)
+    out[keep] = True
+    return out
+
+
+def _used_pairs(data: Aligned, used: np.ndarray) -> list[list[str]]:
+    return [[q, d] for q, d in zip(data.qids[used].tolist(), data.docids[used].tolist(),
+                                   strict=True)]
+
+
+def _oof_grades(probs: np.ndarray, decision: str) -> np.ndarray:
+    ok = ~np.isnan(probs).any(axis=1)
+    out = np.full(len(probs), -1, dtype=np.int64)
+    out[ok] = decide(probs[ok], decision)
+    return out
+
+
+def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_name: str,
+                    probs: Mapping[tuple[str, str], tuple[float, ...]] | None = None,
+                    strength: float = 10.0, sample: int | None = None, seed: int = 0,
+                    folds: int = 0, decision: str = "median") -> Derived:
+    """Calibrate one judge on the human labels (all, or a random ``sample`` of pairs)."""
+    data = align(reference, {judge_name: judge})
+    grades = data.labels[:, 0]
+    soft = None
+    if probs is not None:
+        soft = np.array([probs.get((q, d), (np.nan,) * K)
+                         for q, d in zip(data.qids.tolist(), data.docids.tolist(), strict=True)])
+        if np.isnan(soft).any():
+            soft = None  # some labels have no distribution: calibrate the grades alone
+    used = _sample(data.human >= 0, sample, seed)
+    if not used.any():
+        raise InputError(f"no pair graded by both {human_name!r} and {judge_name!r}")
+    model = fit_calibration(grades[used], data.human[used], strength=strength,
+                            probs=None if soft is None else soft[used])
+    predicted = model.predict(grades) if soft is None else model.predict(probs=soft)
+    fitted_on = {"judge_source": judge_name, "human_source": human_name,
+                 "method": "dirichlet-smoothed P(human | judge)", "strength": strength,
+                 "judge_probs": soft is not None, "sample": sample, "seed": seed,
+                 "pairs_used": int(used.sum()),
+                 "queries_used": sorted(set(data.qids[used].tolist())),
+                 "pairs": _used_pairs(data, used), "model": model.to_dict()}
+    out = Derived(f"calibrated:{judge_name}", "calibration",
+                  list(zip(data.qids.tolist(), data.docids.tolist(), strict=True)), predicted,
+                  model, fitted_on)
+    if folds:
+        oof, _ = cross_fit(data, calibrate_fit_predict(data, 0, strength), folds=folds,
+                           seed=seed, sample=sample)
+        out.heldout = {out.name: agreement(data.human, _oof_grades(oof, decision)),
+                       judge_name: agreement(data.human, grades)}
+        out.fitted_on["heldout"] = {"folds": folds, "by": "query", "decision": decision,
+                                    "seed": seed, "stats": out.heldout}
+    return out
+
+
+def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
+                 human_name: str, strength: float = 4.0, em: bool = True,
+                 sample: int | None = None, seed: int = 0, folds: int = 0,
+                 decision: str = "median") -> Derived:
+    """Combine several judges by Dawid–Skene EM anchored by the human labels."""
+    if len(judges) < 2:
+        raise InputError("a panel needs at least two judges")
+    data = align(reference, judges)
+    used = _sample(data.human >= 0, sample, seed)
+    if not used.any():
+        raise InputError(f"no pair graded by {human_name!r} and the judges")
+    model = fit_panel(data.labels, np.where(used, data.human, -1), judges=data.judges,
+                      strength=strength, em=em)
+    fitted_on = {"judge_sources": list(data.judges), "human_source": human_name,
+                 "method": "Dawid-Skene EM anchored by human labels", "strength": strength,
+                 "em": em, "sample": sample, "seed": seed, "pairs_used": int(used.sum()),
+                 "queries_used": sorted(set(data.qids[used].tolist())),
+                 "pairs": _used_pairs(data, used), "model": model.to_dict()}
+    out = Derived(f"panel:{name}", "panel",
+                  list(zip(data.qids.tolist(), data.docids.tolist(), strict=True)),
+                  model.predict(data.labels), model, fitted_on)
+    if folds:
+        oof, _ = cross_fit(data, panel_fit_predict(data, strength=strength, em=em),
+                           folds=folds, seed=seed, sample=sample)
+        out.heldout = {out.name: agreement(data.human, _oof_grades(oof, decision))}
+        for r, judge in enumerate(data.judges):
+            out.heldout[judge] = agreement(data.human, data.labels[:, r])
+        out.fitted_on["heldout"] = {"folds": folds, "by": "query", "decision": decision,
+                                    "seed": seed, "stats": out.heldout}
+    return out

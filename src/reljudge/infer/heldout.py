@@ -1,0 +1,161 @@
+"""Honest validation: k-fold by query, so nothing fitted ever sees the query it is tested on.
+
+Every pair gets a prediction from a model fitted only on the human labels of the OTHER folds'
+queries (optionally a random sample of them, as a user with a few hundred human labels would
+have); statistics over these out-of-fold predictions are held-out statistics. Folds are by
+query, never by pair: pairs of one query share its topic and its assessor, and splitting them
+would leak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.errors import InputError
+from reljudge.infer.calibrate import K, fit_calibration
+from reljudge.infer.panel import fit_panel
+from reljudge.types import Qrels
+
+
+class FoldLeak(AssertionError):
+    """A query appears both in a training fold and in the fold it is tested on."""
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """Pairs of several label sets side by side (-1 where a set has no label)."""
+
+    qids: np.ndarray  # (n,) object
+    docids: np.ndarray  # (n,) object
+    human: np.ndarray  # (n,) int, -1 missing
+    labels: np.ndarray  # (n, R) int, -1 missing
+    judges: tuple[str, ...]
+
+
+def align(reference: Qrels | None, judges: Mapping[str, Qrels]) -> Aligned:
+    """Every pair any judge graded, with the reference grade and each judge's grade."""
+    index: dict[tuple[str, str], int] = {}
+    for q in judges.values():
+        for qid, docid, _ in q:
+            index.setdefault((qid, docid), len(index))
+    n = len(index)
+    labels = np.full((n, len(judges)), -1, dtype=np.int64)
+    for r, q in enumerate(judges.values()):
+        rows = [index[(qid, docid)] for qid, docid, _ in q]
+        labels[rows, r] = [g for _, _, g in q]
+    human = np.full(n, -1, dtype=np.int64)
+    if reference is not None:
+        ref = reference.to_dict()
+        for (qid, docid), i in index.items():
+            g = ref.get(qid, {}).get(docid)
+            if g is not None:
+                human[i] = g
+    pairs = list(index)
+    return Aligned(np.array([p[0] for p in pairs], dtype=object),
+                   np.array([p[1] for p in pairs], dtype=object), human, labels,
+                   tuple(judges))
+
+
+def query_folds(qids: Sequence[str] | np.ndarray, k: int = 5, seed: int = 0) -> np.ndarray:
+    """The fold (0..k-1) of each pair; all pairs of a query share one fold."""
+    uq, inv = np.unique(np.asarray(qids, dtype=object).astype(str), return_inverse=True)
+    if k < 2:
+        raise InputError(f"need at least 2 folds, got {k}")
+    if len(uq) < k:
+        raise InputError(f"{len(uq)} queries cannot fill {k} folds by query; use fewer folds")
+    order = np.random.default_rng(seed).permutation(len(uq))
+    fold_of_query = np.empty(len(uq), dtype=np.int64)
+    fold_of_query[order] = np.arange(len(uq)) % k  # balanced: sizes differ by at most one
+    return fold_of_query[inv.reshape(-1)]
+
+
+def assert_no_leak(qids: np.ndarray, train: np.ndarray, test: np.ndarray) -> None:
+    """Raise FoldLeak when a query has pairs on both sides of a split."""
+    shared = set(np.asarray(qids)[train].tolist()) & set(np.asarray(qids)[test].tolist())
+    if shared:
+        raise FoldLeak(f"queries in both training and test folds: {sorted(shared)[:5]}")
+
+
+FitPredict = Callable[[np.ndarray], np.ndarray]  # training mask (n,) -> (n, K) predictions
+
+
+def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: int = 0,
+              sample: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold (n, K) predictions and the fold of each pair.
+
+    For each fold, the training mask holds the human-labelled pairs of the other folds (a
+    random ``sample`` of them when given); ``fit_predict`` may use human grades only there.
+    Pairs without a human label are predicted too (so the result covers every pair).
+    """
+    fold = query_folds(data.qids, folds, seed)
+    rng = np.random.default_rng(seed + 1)
+    out = np.full((len(fold), K), np.nan)
+    for f in range(folds):
+        test = fold == f
+        train = ~test & (data.human >= 0)
+        if sample is not None:
+            pool = np.flatnonzero(train)
+            if sample < len(pool):
+                keep = rng.choice(pool, size=sample, replace=False)
+                train = np.zeros_like(train)
+                train[keep] = True
+        assert_no_leak(data.qids, train, test)
+        if not train.any():
+            raise InputError(f"fold {f}: no human-labelled pairs in the other folds to fit on")
+        out[test] = fit_predict(train)[test]
+    return out, fold
+
+
+def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 10.0,
+                          center: str = "judge") -> FitPredict:
+    """Fit-and-predict for one judge's calibration (pairs it did not grade stay nan)."""
+    grades = data.labels[:, judge]
+
+    def run(train: np.ndarray) -> np.ndarray:
+        use = train & (grades >= 0)
+        if not use.any():
+            raise InputError(f"{data.judges[judge]}: no human-labelled pair it graded to "
+                             "calibrate on")
+        model = fit_calibration(grades[use], data.human[use], strength=strength,
+                                center=center)
+        out = np.full((len(grades), K), np.nan)
+        ok = grades >= 0
+        out[ok] = model.predict(grades[ok])
+        return out
+
+    return run
+
+
+def panel_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
+                      best: int | None = None, strength: float = 4.0,
+                      em: bool = True) -> FitPredict:
+    """Fit-and-predict for a Dawid–Skene panel of the given judges (all by default).
+
+    With ``best``, the panel takes the ``best`` judges by quadratic kappa against the human
+    labels of the training pairs only (choosing them on all labels would leak).
+    """
+    from reljudge.audit import agreement as ag
+
+    cols = np.arange(data.labels.shape[1]) if judges is None else np.asarray(judges)
+
+    def run(train: np.ndarray) -> np.ndarray:
+        chosen = cols
+        if best is not None and best < len(cols):
+            scores = []
+            for c in cols:
+                use = train & (data.labels[:, c] >= 0)
+                conf = ag.confusion(data.human[use], data.labels[use, c])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    s = ag.cohen_kappa(conf[None], "quadratic")[0]
+                scores.append(-np.inf if s != s else s)
+            chosen = cols[np.argsort(-np.array(scores), kind="stable")[:best]]
+        labels = data.labels[:, chosen]
+        human = np.where(train, data.human, -1)
+        model = fit_panel(labels, human, judges=tuple(data.judges[c] for c in chosen),
+                          strength=strength, em=em)
+        return model.predict(labels)
+
+    return run
