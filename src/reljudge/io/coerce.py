@@ -242,6 +242,19 @@ def as_run(obj, name: str | None = None, what: str = "run") -> Run:
                            numeric_scores(s, what), name=name or "run")
 
 
+def as_runs(runs) -> list[Run]:
+    """Runs as a list of Run: a sequence of runs in any accepted form (named "run1", "run2",
+    ... unless Run objects), or a mapping {name: run}."""
+    if isinstance(runs, Run):
+        return [runs]
+    if isinstance(runs, Mapping):
+        return [as_run(r, str(n)) for n, r in runs.items()]
+    if isinstance(runs, (str, bytes, Path)) or not isinstance(runs, Iterable):
+        raise InputError(f"expected runs as a list of runs or a {{name: run}} mapping, found "
+                         f"{type(runs).__name__}")
+    return [r if isinstance(r, Run) else as_run(r, f"run{i}") for i, r in enumerate(runs, 1)]
+
+
 def qrels_like(obj, what: str = "qrels") -> Qrels | dict[str, dict[str, int]]:
     """For evaluation: a Qrels as it is, a dict cleaned (``qrels_dict``), anything else
     converted (``as_qrels``). Keeps dicts on the dict path."""

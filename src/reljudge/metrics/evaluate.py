@@ -96,22 +96,11 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     return Evaluation(name, [str(m) for m in parsed], qids, scores)
 
 
-def as_runs(runs) -> list[Run]:
-    """Runs as a list of Run: a sequence of runs in any accepted form (named "run1", "run2",
-    ... unless Run objects), or a mapping {name: run}."""
-    if isinstance(runs, Run):
-        return [runs]
-    if isinstance(runs, Mapping):
-        return [coerce.as_run(r, str(n)) for n, r in runs.items()]
-    return [r if isinstance(r, Run) else coerce.as_run(r, f"run{i}")
-            for i, r in enumerate(runs, 1)]
-
-
 def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
                   measures: Sequence[str | Measure] | str, **kwargs) -> dict[str, Evaluation]:
     """``evaluate`` for several runs, keyed by run name (names must be distinct)."""
     out: dict[str, Evaluation] = {}
-    runs = as_runs(runs)
+    runs = coerce.as_runs(runs)
     measures = parse_measures(measures)
     qrels = coerce.as_qrels(qrels)  # once, not once per run
     for run in runs:

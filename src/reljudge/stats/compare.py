@@ -63,9 +63,9 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     """Score the runs and test each against the baseline (default: the first run).
 
     qrels, runs and measures may be in any form ``metrics.evaluate_many`` accepts."""
-    from reljudge.errors import ConfigError
-    from reljudge.io.coerce import as_qrels
-    from reljudge.metrics.evaluate import as_runs, evaluate_many, parse_measures
+    from reljudge.errors import ConfigError, InputError
+    from reljudge.io.coerce import as_qrels, as_runs
+    from reljudge.metrics.evaluate import evaluate_many, parse_measures
 
     if test not in TESTS:
         raise ConfigError(f"unknown test {test!r}; expected one of {', '.join(TESTS)}")
@@ -73,6 +73,8 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
         raise ConfigError(f"unknown correction {correction!r}; expected one of "
                           f"{', '.join(CORRECTIONS)}")
     runs, qrels = as_runs(runs), as_qrels(qrels)
+    if not runs:
+        raise InputError("no runs to compare")
     names = [r.name for r in runs]
     baseline = baseline or names[0]
     if baseline not in names:
