@@ -233,3 +233,17 @@ def test_pandas_and_ir_measures_are_not_imported_for_plain_inputs(tmp_path):
             "print(sorted({'pandas', 'ir_measures'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_runs_for_compare_and_evaluate_many_in_every_collection():
+    qrels = {"q": {"a": 1}}
+    with pytest.raises(InputError, match="no runs to compare"):
+        compare(qrels, [], "AP")
+    with pytest.raises(InputError, match="expected runs as a list of runs or a"):
+        evaluate_many(qrels, "bm25.run", "AP")
+    got = evaluate_many(qrels, [{"q": {"a": 1.0}}, Run.from_dict({"q": {"b": 1.0}}, name="x"),
+                                [ir_measures.ScoredDoc("q", "a", 0.5)]], "RR")
+    assert {n: e.mean()["RR"] for n, e in got.items()} == {"run1": 1.0, "x": 0.0, "run3": 1.0}
+    # runs sharing a name are numbered, as everywhere (types.distinct_runs)
+    twice = evaluate_many(qrels, [Run.from_dict({"q": {"a": 1.0}})] * 2, "RR")
+    assert sorted(twice) == ["run#1", "run#2"]

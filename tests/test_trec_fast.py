@@ -253,3 +253,38 @@ def test_a_small_compressed_file_with_large_content_takes_the_fast_path(tmp_path
     assert (tmp_path / "x.qrels.gz").stat().st_size < trec.FAST_MIN_BYTES <= len(text)
     qrels = read_qrels(tmp_path / "x.qrels.gz")
     assert qrels.compact and len(qrels) == 100_000 and qrels.get("q1", "doc7") == 3
+
+
+PAD = "".join(f"p{i // 400} Q0 pad{i} {i % 400} {1 / (i + 1)!r} tag\n" for i in range(24_000))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.tuples(qids, docids, scores, st.integers(-1, 3), st.integers(0, 8)),
+                     min_size=1, max_size=10),
+       at=st.floats(0, 1), bom=st.booleans(), crlf=st.booleans(),
+       suffix=st.sampled_from(sorted(COMPRESS)))
+def test_large_wrapped_runs_read_like_plain_ones_at_the_default_threshold(
+        tmp_path_factory, rows, at, bom, crlf, suffix):
+    """Over 1 MB once decompressed, generated lines (some bad) anywhere among regular ones:
+    the default choice of reader gives what the Python reader gives on the plain file."""
+    assert len(PAD) >= trec.FAST_MIN_BYTES
+    lines = "".join(RUN_LINES[t % len(RUN_LINES)].format(q=q, d=d, s=s, i=i) + "\n"
+                    for i, (q, d, s, _, t) in enumerate(rows))
+    cut = PAD.index("\n", int(at * (len(PAD) - 1))) + 1
+    text = PAD[:cut] + lines + PAD[cut:]
+    folder = tmp_path_factory.mktemp("L")
+    (folder / "plain").mkdir()
+    plain, wrapped = folder / "plain" / "x.run", folder / f"x.run{suffix}"
+    plain.write_text(text)
+    wrapped.write_bytes(wrap(text, bom, crlf, suffix))
+    want = read_both(plain, read_run)[1]
+    try:
+        got = read_run(wrapped)
+    except InputError as e:
+        got = str(e)
+    if isinstance(want, str):
+        assert got == want.replace(str(plain), str(wrapped))
+    else:
+        assert got.to_dict() == want.to_dict() and got.name == want.name
+        if all(t % len(RUN_LINES) < 3 for *_, t in rows):  # only regular lines: Arrow read it
+            assert got.compact

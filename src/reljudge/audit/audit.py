@@ -11,7 +11,7 @@ import numpy as np
 from reljudge.audit import agreement as ag
 from reljudge.audit import systems as sy
 from reljudge.errors import InputError
-from reljudge.io.coerce import as_qrels
+from reljudge.io.coerce import as_qrels, as_runs
 from reljudge.store.merge import aggregate_grades
 from reljudge.types import GRADE_MAX, GRADE_MIN, Qrels, Run
 
@@ -137,9 +137,10 @@ def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
                      ) -> SystemAgreement:
     """Score every run under both label sets and compare the rankings."""
     from reljudge.metrics import evaluate
-    from reljudge.metrics.evaluate import as_runs, parse_measures
+    from reljudge.metrics.evaluate import parse_measures
 
-    reference, judge, runs = as_qrels(reference, "reference"), as_qrels(judge, "judge"), as_runs(runs)
+    reference, judge = as_qrels(reference, "reference"), as_qrels(judge, "judge")
+    runs = as_runs(runs)
     measure = str(parse_measures(measure)[0])
     names = [r.name for r in runs]
     if reference_scores is None:
@@ -242,7 +243,7 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     records, DataFrames); empty reference or judge labels are an InputError. ``derived`` rows
     (calibrated judges, panels: see ``audit.heldout``) are audited the same way but left out
     of the ensembles and of the agreement among judges."""
-    from reljudge.metrics.evaluate import as_runs, parse_measures
+    from reljudge.metrics.evaluate import parse_measures
 
     measure = str(parse_measures(measure)[0])  # text, a Measure or an ir_measures object
     reference = _labels(reference, "reference")

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.types import Qrels, Run
+from reljudge.types import Qrels, Run, distinct_runs
 
 QID_NAMES = ("query_id", "qid")
 DOCID_NAMES = ("doc_id", "docid", "docno")
@@ -240,6 +240,21 @@ def as_run(obj, name: str | None = None, what: str = "run") -> Run:
     q, d, s = _columns(obj, SCORE_NAMES, "score", what)
     return Run.from_arrays(_ids(q, what, "query id"), _ids(d, what, "document id"),
                            numeric_scores(s, what), name=name or "run")
+
+
+def as_runs(runs) -> list[Run]:
+    """Runs as a list of Run: a sequence of runs in any accepted form (named "run1", "run2",
+    ... unless Run objects), or a mapping {name: run}; runs sharing a name are numbered
+    (``name#1``, ``name#2``; ``trec.read_runs`` names them by file instead)."""
+    if isinstance(runs, Run):
+        return [runs]
+    if isinstance(runs, Mapping):
+        return [as_run(r, str(n)) for n, r in runs.items()]
+    if isinstance(runs, (str, bytes, Path)) or not isinstance(runs, Iterable):
+        raise InputError(f"expected runs as a list of runs or a {{name: run}} mapping, found "
+                         f"{type(runs).__name__}")
+    return distinct_runs([r if isinstance(r, Run) else as_run(r, f"run{i}")
+                          for i, r in enumerate(runs, 1)])
 
 
 def qrels_like(obj, what: str = "qrels") -> Qrels | dict[str, dict[str, int]]:

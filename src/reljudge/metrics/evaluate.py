@@ -14,7 +14,7 @@ from reljudge.io import coerce
 from reljudge.metrics.kernels import compute
 from reljudge.metrics.measures import Measure, parse_measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
-from reljudge.types import Qrels, Run, distinct_runs
+from reljudge.types import Qrels, Run
 
 
 @dataclass(frozen=True)
@@ -94,18 +94,6 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     return Evaluation(name, [str(m) for m in parsed], qids, scores)
 
 
-def as_runs(runs) -> list[Run]:
-    """Runs as a list of Run: a sequence of runs in any accepted form (named "run1", "run2",
-    ... unless Run objects), or a mapping {name: run}; runs sharing a name are numbered
-    (``name#1``, ``name#2``; ``trec.read_runs`` names them by file instead)."""
-    if isinstance(runs, Run):
-        return [runs]
-    if isinstance(runs, Mapping):
-        return [coerce.as_run(r, str(n)) for n, r in runs.items()]
-    return distinct_runs([r if isinstance(r, Run) else coerce.as_run(r, f"run{i}")
-                          for i, r in enumerate(runs, 1)])
-
-
 def check_distinct(names: Sequence[str]) -> None:
     """A MeasureError when a measure name is given twice."""
     twice = [n for n, k in Counter(names).items() if k > 1]
@@ -117,7 +105,7 @@ def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
                   measures: Sequence[str | Measure] | str, **kwargs) -> dict[str, Evaluation]:
     """``evaluate`` for several runs, keyed by run name (shared names numbered)."""
     out: dict[str, Evaluation] = {}
-    runs = as_runs(runs)
+    runs = coerce.as_runs(runs)
     measures = parse_measures(measures)
     qrels = coerce.as_qrels(qrels)  # once, not once per run
     for run in runs:

@@ -89,8 +89,8 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     (``metrics.queries``). Runs sharing a name are numbered (``types.distinct_runs``).
     """
     from reljudge.errors import ConfigError, InputError
-    from reljudge.io.coerce import as_qrels
-    from reljudge.metrics.evaluate import as_runs, evaluate_many, parse_measures
+    from reljudge.io.coerce import as_qrels, as_runs
+    from reljudge.metrics.evaluate import evaluate_many, parse_measures
     from reljudge.metrics.queries import warnings
 
     if test not in TESTS:
