@@ -1,0 +1,1 @@
+"""Judge labels plus a human sample -> honest estimates (prediction-powered inference)."""
