@@ -134,3 +134,24 @@ def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, 
     return Sample(name, unit, design, seed, budget,
                   [SampleItem(q, d, i, float(p), s) for i, (q, d, p, s) in enumerate(items)],
                   params)
+
+
+def export(sample: Sample, queries: Mapping[str, str | None], passages: Mapping[str, str | None],
+           path: str) -> tuple[str, int]:
+    """The annotators' file text (.tsv or .jsonl by name) and how many pairs lack a text."""
+    import json
+
+    rows = [(i.position, i.qid, i.docid, queries.get(i.qid) or "",
+             passages.get(i.docid) or "") for i in sample.items]
+    lacking = sum(1 for r in rows if not r[3] or not r[4])
+    if path.endswith(".jsonl"):
+        text = "".join(json.dumps({"sample": sample.name, "position": p, "qid": q, "docid": d,
+                                   "query": qt, "passage": pt}, ensure_ascii=False) + "\n"
+                       for p, q, d, qt, pt in rows)
+    else:
+        def clean(s: str) -> str:
+            return s.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+        text = "position\tqid\tdocid\tquery\tpassage\n" + "".join(
+            f"{p}\t{q}\t{d}\t{clean(qt)}\t{clean(pt)}\n" for p, q, d, qt, pt in rows)
+    return text, lacking
