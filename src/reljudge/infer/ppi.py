@@ -109,7 +109,8 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     ssb = (m.sbb - n * mean_b ** 2) / d
     sab = (m.sab - n * mean_a * mean_b) / d
     ssa, ssb = np.maximum(ssa, 0.0), np.maximum(ssb, 0.0)
-    c = np.where(census, 0.0, big_n ** 2 * (1.0 - n / big_n) / n_safe)  # var = sum c s^2
+    frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape), where=big_n > 0)
+    c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
     tuned = lam is None
     lam = _tune(ssa, ssb, sab, c) if tuned else np.broadcast_to(
         np.asarray(lam, np.float64), np.shape(b_total))
