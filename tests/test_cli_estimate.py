@@ -120,3 +120,30 @@ def _as_dict(truth):
 def _read(path):
     rows = [ln.split() for ln in path.read_text().splitlines()]
     return [r[0] for r in rows], [r[2] for r in rows], np.array([float(r[4]) for r in rows])
+
+
+def test_compare_and_report_show_estimates_when_the_store_has_a_graded_sample(world, capsys):
+    tmp, store_path, truth, runs = world
+    qrels = tmp / "judge.qrels"
+    with LabelStore(store_path) as store:
+        grades = store.source_grades("judge-a")
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
+    args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store", str(store_path)]
+    assert main(args) == 0
+    assert "ppi 95% CI" not in capsys.readouterr().out  # no sample yet: nothing added
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
+                 "--design", "srs-queries", "--queries", "8"]) == 0
+    assert main(args) == 0
+    assert "ppi 95% CI" not in capsys.readouterr().out  # drawn but not graded: nothing added
+    _grade(store_path, truth, "q")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ppi 95% CI" in out and "sample 'q' (srs-queries)" in out
+    assert main([*args, "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimates"]
+    assert est["sample"] == "q" and len(est["runs"]) == 2 and len(est["differences"]) == 1
+    page = tmp / "r.html"
+    assert main(["report", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store",
+                 str(store_path), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert "Scores under human labels" in text and "sample &#x27;q&#x27;" in text

@@ -51,59 +51,34 @@ def run(args) -> int:
     """Estimate and print."""
     from reljudge.cli.common import emit
     from reljudge.errors import ConfigError
-    from reljudge.infer.scores import estimate_runs
+    from reljudge.infer.scores import estimate_table, from_store
     from reljudge.report.tables import json_dumps, render
     from reljudge.store import LabelStore
     from reljudge.trec import read_run
-    from reljudge.types import Qrels
 
     if not 0 < args.level < 1:
         raise ConfigError(f"--level must be between 0 and 1, got {args.level}")
     runs = [read_run(r) for r in args.runs]
     with LabelStore(args.store) as store:
-        sample = store.sample(args.sample)
-        judge = args.judge or sample.params.get("judge")
-        if not judge:
-            raise ConfigError("give --judge (the sample does not record one)")
-        jg = store.source_grades(judge)
-        human = {}
-        for e in store.events(kind="human", source=args.human, failed=False):
-            human[(e.qid, e.docid)] = e.grade
-        wanted = set(sample.pairs())
-        human = {p: g for p, g in human.items() if p in wanted}
+        est = from_store(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
+                         judge=args.judge, human=args.human, level=args.level,
+                         seed=args.seed, baseline=args.baseline)
+    if est.skipped:
+        from reljudge.errors import InputError
 
-    def qrels(grades):
-        return Qrels.from_arrays([p[0] for p in grades], [p[1] for p in grades],
-                                 list(grades.values()))
-
-    rows, diffs = estimate_runs(sample, qrels(jg), qrels(human), runs,
-                                args.measures or ["nDCG@10"], level=args.level,
-                                seed=args.seed, baseline=args.baseline)
+        raise InputError(f"{', '.join(est.skipped)} cannot be estimated from a pair-level "
+                         f"sample (only DCG@k and P@k are linear in the gains with a fixed "
+                         f"normaliser); draw a query-level sample (--design srs-queries) for it")
     if args.format == "json":
-        emit(json_dumps({"sample": sample.name, "design": sample.design, "judge": judge,
-                         "level": args.level, "runs": [r.__dict__ for r in rows],
-                         "differences": [d.__dict__ for d in diffs]}))
+        emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,
+                         "level": args.level, "runs": [r.__dict__ for r in est.rows],
+                         "differences": [d.__dict__ for d in est.diffs]}))
         return 0
-    pct = f"{args.level:.0%}"
-    headers = ["run", "measure", "llm", f"llm {pct} CI", "human", f"human {pct} CI", "ppi",
-               f"ppi {pct} CI", "human labels", "worth"]
-
-    def table(items, with_p=False):
-        out = []
-        for r in items:
-            row = [r.run, r.measure, r.llm, f"[{r.llm_low:.4f}, {r.llm_high:.4f}]", r.human,
-                   f"[{r.human_low:.4f}, {r.human_high:.4f}]", r.ppi,
-                   f"[{r.ppi_low:.4f}, {r.ppi_high:.4f}]", r.human_labels,
-                   round(r.effective_labels, 1)]
-            out.append(row + ([r.p] if with_p else []))
-        return out
-
-    text = render(headers, table(rows), args.format)
-    if diffs:
-        sep = "\n" if args.format == "table" else ""
-        text += sep + render(headers + ["p (ppi)"], table(diffs, True), args.format)
+    text = render(*estimate_table(est.rows, args.level), args.format)
+    if est.diffs:
+        text += ("\n" if args.format == "table" else "") + render(
+            *estimate_table(est.diffs, args.level, with_p=True), args.format)
     emit(text)
     if args.format == "table":
-        print(f"sample {sample.name!r} ({sample.design}), judge {judge!r}; 'worth': human "
-              f"labels a human-only estimate would need for the ppi interval")
+        print(est.note())
     return 0

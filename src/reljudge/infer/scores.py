@@ -190,3 +190,83 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
                        float(e.classical_low), float(e.classical_high), float(e.value),
                        float(e.low), float(e.high), float(e.lam), int(e.n),
                        float(e.effective_n), p)
+
+
+def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False
+                   ) -> tuple[list[str], list[list]]:
+    """Headers and rows of the side-by-side table (LLM-only, human-only, PPI)."""
+    pct = f"{level:.0%}"
+    headers = ["run", "measure", "llm", f"llm {pct} CI", "human", f"human {pct} CI", "ppi",
+               f"ppi {pct} CI", "human labels", "worth"] + (["p (ppi)"] if with_p else [])
+    rows = []
+    for r in items:
+        row = [r.run, r.measure, r.llm, f"[{r.llm_low:.4f}, {r.llm_high:.4f}]", r.human,
+               f"[{r.human_low:.4f}, {r.human_high:.4f}]", r.ppi,
+               f"[{r.ppi_low:.4f}, {r.ppi_high:.4f}]", r.human_labels,
+               round(r.effective_labels, 1)]
+        rows.append(row + ([r.p] if with_p else []))
+    return headers, rows
+
+
+@dataclass(frozen=True)
+class StoreEstimates:
+    """Estimates from a store's recorded sample, and the measures it could not serve."""
+
+    sample: str
+    design: str
+    judge: str
+    rows: list[RunEstimate]
+    diffs: list[RunEstimate]
+    skipped: list[str]  # measures a pair-level sample cannot estimate
+
+    def note(self) -> str:
+        """One line saying where the numbers come from."""
+        skipped = (f"; not estimable from this pair-level sample: {', '.join(self.skipped)}"
+                   if self.skipped else "")
+        return (f"sample {self.sample!r} ({self.design}), judge {self.judge!r}; 'worth': human "
+                f"labels a human-only estimate would need for the ppi interval{skipped}")
+
+
+def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
+               sample: str | None = None, judge: str | None = None, human: str | None = None,
+               level: float = 0.95, seed: int = 0, baseline: str | None = None,
+               require: bool = True) -> StoreEstimates | None:
+    """Estimates from a recorded sample (default: the newest fully graded one); None when
+    ``require`` is false and the store has no fully graded sample."""
+    names = [sample] if sample else list(reversed(store.sample_names()))
+    for name in names:
+        s = store.sample(name)
+        judge_name = judge or s.params.get("judge")
+        if not judge_name:
+            raise InputError(f"sample {name!r} does not record its judge; give the judge "
+                             f"source name")
+        wanted = set(s.pairs())
+        graded = {(e.qid, e.docid): e.grade for e in store.events(kind="human", source=human,
+                                                                  failed=False)
+                  if (e.qid, e.docid) in wanted}
+        if len(graded) < len(wanted) and not require and not sample:
+            continue  # not graded yet: try an older sample
+        jg = store.source_grades(judge_name)
+        usable = list(measures)
+        skipped: list[str] = []
+        if s.unit == "pair":
+            usable = [m for m in measures if parse_measure(m).name in PAIR_MEASURES
+                      and parse_measure(m).cutoff is not None]
+            skipped = [str(parse_measure(m)) for m in measures if m not in usable]
+            if not usable:
+                if require:
+                    raise InputError(f"none of {', '.join(skipped)} can be estimated from "
+                                     f"the pair-level sample {name!r} (only DCG@k and P@k); "
+                                     f"draw a query-level sample (--design srs-queries)")
+                return None
+        rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,
+                                    seed=seed, baseline=baseline)
+        return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped)
+    if require:
+        raise InputError("the store has no recorded sample; draw one with `reljudge sample`")
+    return None
+
+
+def _qrels(grades: Mapping[tuple[str, str], int]) -> Qrels:
+    return Qrels.from_arrays([p[0] for p in grades], [p[1] for p in grades],
+                             np.array(list(grades.values()), dtype=np.int64))
