@@ -39,6 +39,7 @@ from reljudge.trec import read_qrels
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "llmjudge"
 K = 10
+QUERY_MEASURES = ["nDCG@10", "AP"]  # query-level samples serve any measure
 
 
 def load(data: Path, judges: int | None):
@@ -98,6 +99,25 @@ def ndcg(weights: np.ndarray, grades: np.ndarray, qidx: np.ndarray, nq: int) -> 
         top = np.sort(grades[qidx == q])[::-1][:K]
         ideal[q] = top @ disc[:len(top)]
     return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
+
+
+def library_values(pairs, ranks: np.ndarray, grades: np.ndarray, measures: list[str],
+                   qids: list[str]) -> np.ndarray:
+    """Per-query values from reljudge.metrics.evaluate, (measures, S, Q): the systems as runs
+    (score = -rank) against qrels holding the given grades."""
+    from reljudge.metrics import evaluate
+    from reljudge.types import Qrels, Run
+
+    q = np.array([p[0] for p in pairs], dtype=object)
+    d = np.array([p[1] for p in pairs], dtype=object)
+    qrels = Qrels.from_arrays(q, d, grades, check=False)
+    out = np.empty((len(measures), len(ranks), len(qids)))
+    for s, r in enumerate(ranks):
+        ev = evaluate(qrels, Run.from_arrays(q, d, -r.astype(np.float64), name=f"s{s}",
+                                             check=False), measures, all_queries=True)
+        assert ev.query_ids == qids
+        out[:, s, :] = ev.scores.T
+    return out
 
 
 def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -171,26 +191,33 @@ def main() -> int:
     pairs, qidx, nq, human, preds, kappas = load(args.data, args.judges)
     ranks = systems(human, qidx, args.systems, args.seed)
     w = dcg_weights(ranks)
-    y_q = ndcg(w, human, qidx, nq)  # (S, Q) human nDCG@10
-    truth_q = y_q.mean(1)
+    qids = sorted({q for q, _ in pairs})
+    y_lib = library_values(pairs, ranks, human, QUERY_MEASURES, qids)  # (M, S, Q)
+    y_q = ndcg(w, human, qidx, nq)  # (S, Q) human nDCG@10, vectorised here
+    assert np.allclose(y_q, y_lib[0]), "bench nDCG@10 differs from reljudge.metrics"
+    truth_qm = y_lib.mean(2)  # (M, S)
+    truth_q = truth_qm[0]
     a_pair = w * human  # DCG@10 contributions under human grades
     truth_p = a_pair.sum(1) / nq
     print(f"{len(pairs)} pairs, {nq} queries, {len(preds)} judges, {args.systems} systems, "
           f"{args.draws} draws per budget; human nDCG@10 of the systems "
           f"{truth_q.min():.3f}..{truth_q.max():.3f}")
-    budgets = [("pairs", f) for f in (0.05, 0.10, 0.20, 0.40)] + [("queries", f)
-                                                                  for f in (0.20, 0.40)]
+    budgets = [("pairs", f, "DCG@10") for f in (0.05, 0.10, 0.20, 0.40)] + [
+        ("queries", f, m) for m in QUERY_MEASURES for f in (0.20, 0.40)]
     results: dict = {b: {} for b in budgets}
     llm_only = {}
     for name, g in preds.items():
-        f_q = ndcg(w, g, qidx, nq)
+        f_lib = library_values(pairs, ranks, g, QUERY_MEASURES, qids)
         b_pair = w * g
-        boot = [bootstrap_ci(f_q[s], n=1000, seed=args.seed) for s in range(args.systems)]
-        llm_only[name] = {
-            "tau_q": kendall(f_q.mean(1), truth_q), "tau_p": kendall(b_pair.sum(1), truth_p),
-            "cover": float(np.mean([i.low <= t <= i.high for i, t in zip(boot, truth_q,
-                                                                          strict=True)]))}
-        for unit, frac in budgets:
+        llm_only[name] = {"DCG@10": {"tau": kendall(b_pair.sum(1), truth_p)}}
+        for j, mname in enumerate(QUERY_MEASURES):
+            boot = [bootstrap_ci(f_lib[j, s], n=1000, seed=args.seed)
+                    for s in range(args.systems)]
+            llm_only[name][mname] = {
+                "tau": kendall(f_lib[j].mean(1), truth_qm[j]),
+                "cover": float(np.mean([i.low <= t <= i.high
+                                        for i, t in zip(boot, truth_qm[j], strict=True)]))}
+        for unit, frac, mname in budgets:
             rng = np.random.default_rng([args.seed, zlib.crc32(name.encode()), int(frac * 100)])
             if unit == "pairs":
                 sizes = np.bincount(g, minlength=4)
@@ -198,24 +225,25 @@ def main() -> int:
                 mask = draw_masks(g, take, args.draws, rng)
                 m = moments_of(mask, g, 4, a_pair, b_pair)
                 e = estimate_from_moments(m, sizes.astype(float), b_pair.sum(1), nq)
-                results[(unit, frac)][name] = summarise(e, truth_p)
+                results[(unit, frac, mname)][name] = summarise(e, truth_p)
             else:
+                j = QUERY_MEASURES.index(mname)
                 take = np.array([round(frac * nq)])
                 mask = draw_masks(np.zeros(nq, dtype=np.int64), take, args.draws, rng)
-                m = moments_of(mask, np.zeros(nq, dtype=np.int64), 1, y_q, f_q)
-                e = estimate_from_moments(m, np.array([float(nq)]), f_q.sum(1), nq)
-                results[(unit, frac)][name] = summarise(e, truth_q)
-    for unit, frac in budgets:
-        measure = "DCG@10, pairs stratified by judge grade" if unit == "pairs" else \
-            "nDCG@10, simple random sample of queries"
+                m = moments_of(mask, np.zeros(nq, dtype=np.int64), 1, y_lib[j], f_lib[j])
+                e = estimate_from_moments(m, np.array([float(nq)]), f_lib[j].sum(1), nq)
+                results[(unit, frac, mname)][name] = summarise(e, truth_qm[j])
+    for unit, frac, mname in budgets:
+        measure = f"{mname}, " + ("pairs stratified by judge grade" if unit == "pairs" else
+                                  "simple random sample of queries")
         n_units = round(frac * (len(pairs) if unit == "pairs" else nq))
         print(f"\n== budget {frac:.0%} of {unit} ({n_units} {unit}; {measure}) ==")
         print(f"{'judge':32} {'kappa_q':>7} {'cover':>6} {'worst':>6} {'width/human':>11} "
               f"{'labels x':>8} {'hum cover':>9} {'tau ppi':>7} {'tau hum':>7} {'tau llm':>7} {'llm cover':>9}")
-        rows = results[(unit, frac)]
+        rows = results[(unit, frac, mname)]
         for name in sorted(rows, key=lambda n: -kappas[n]):
-            r, lo = rows[name], llm_only[name]
-            tau_llm = lo["tau_p"] if unit == "pairs" else lo["tau_q"]
+            r, lo = rows[name], llm_only[name][mname]
+            tau_llm = lo["tau"]
             print(f"{name:32} {kappas[name]:7.3f} {r['cover']:6.3f} {r['worst']:6.3f} "
                   f"{r['width'] / r['width_h']:11.3f} {r['eff']:8.2f} {r['cover_h']:9.3f} {r['tau']:7.3f} "
                   f"{r['tau_h']:7.3f} {tau_llm:7.3f} "

@@ -147,3 +147,35 @@ def test_compare_and_report_show_estimates_when_the_store_has_a_graded_sample(wo
                  str(store_path), "--out", str(page)]) == 0
     text = page.read_text()
     assert "Scores under human labels" in text and "sample &#x27;q&#x27;" in text
+
+
+def test_pair_sample_from_a_run_pool_estimates_the_pool_score(world, capsys):
+    tmp, store_path, truth, runs = world
+    queries = tmp / "q.tsv"
+    queries.write_text("".join(f"q{q}\tnew text {q}\n" for q in range(NQ)))
+    passages = tmp / "p.jsonl"
+    passages.write_text("".join(json.dumps({"docid": d, "text": f"passage {d}"}) + "\n"
+                                for _, d in truth))
+    out = tmp / "pool.tsv"
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "pool",
+                 "--runs", *map(str, runs), "--depth", "5", "--design", "srs-pairs",
+                 "--budget", "150", "--seed", "2", "--out", str(out),
+                 "--queries-file", str(queries), "--passages-file", str(passages)]) == 0
+    assert "no query or passage text" not in capsys.readouterr().err
+    rows = [ln.split("\t") for ln in out.read_text().splitlines()[1:]]
+    assert len(rows) == 150 and rows[0][3].startswith("new text") and rows[0][4].startswith(
+        "passage ")
+    with LabelStore(store_path) as store:
+        s = store.sample("pool")
+    pool = {tuple(p) for p in s.params["population"]}
+    assert s.params["strata"]["all"]["population"] == len(pool) < len(truth)
+    _grade(store_path, truth, "pool")
+    assert main(["estimate", "--store", str(store_path), "--sample", "pool", *map(str, runs),
+                 "-m", "DCG@5", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    pool_qrels = Qrels.from_dict(_as_dict({p: g for p, g in truth.items() if p in pool}))
+    for row in res["runs"]:
+        run = Run.from_arrays(*_read(runs[int(row["run"][-1])]), name=row["run"])
+        target = evaluate(pool_qrels, run, ["DCG@5"], all_queries=True).mean()["DCG@5"]
+        assert row["ppi_low"] <= target <= row["ppi_high"]
+        assert row["human_low"] <= target <= row["human_high"]

@@ -80,9 +80,11 @@ def run(args) -> int:
             raise ConfigError(f"{len(missing)} pooled pairs have no label from judge "
                               f"{args.judge!r} (first: {missing[0][0]} {missing[0][1]}); "
                               f"label the pool first")
+        params = {"judge": args.judge, "pool": pool}
+        if args.runs and args.design != "srs-queries":  # the estimate needs the population
+            params["population"] = [list(p) for p in pairs]
         sample = draw(pairs, args.design, args.budget or 0, args.seed, name=args.name,
-                      grades=grades, queries=args.queries,
-                      params={"judge": args.judge, "pool": pool})
+                      grades=grades, queries=args.queries, params=params)
         text = None
         if args.out:
             queries, passages = store.texts(sample.pairs())

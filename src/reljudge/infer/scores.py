@@ -111,6 +111,11 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
             llm_vals = _per_query(judge, run, m, queries)
             per_run[(run.name, str(m))] = {"llm": llm_vals}
     if sample.unit == "query":
+        recorded = sample.params.get("population_queries")
+        if recorded is not None and recorded != len(queries):
+            raise InputError(f"sample {sample.name!r} was drawn from {recorded} queries, but "
+                             f"the judge labels {len(queries)}: estimate with the judge "
+                             f"source the sample was drawn from")
         idx = np.array([queries.index(q) for q in sampled_q])
         human_sub = human.from_dict({q: v for q, v in human.to_dict().items()
                                      if q in set(sampled_q)})
@@ -164,8 +169,17 @@ def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.nd
 
 
 def _population(sample: Sample, judge: Qrels):
-    """The sampled population (the judge-labelled pairs), strata labels and sizes."""
-    pop = sorted(_grades_of(judge))
+    """The sampled population (the recorded pool, else every judge-labelled pair), strata
+    labels and sizes."""
+    graded = _grades_of(judge)
+    if "population" in sample.params:
+        pop = [tuple(p) for p in sample.params["population"]]
+        missing = [p for p in pop if p not in graded]
+        if missing:
+            raise InputError(f"{len(missing)} pairs of sample {sample.name!r}'s pool have no "
+                             f"judge label (first: {missing[0][0]} {missing[0][1]})")
+    else:
+        pop = sorted(graded)
     strata_info: Mapping = sample.params.get("strata", {"all": {"population": len(pop)}})
     labels = list(strata_info)
     sizes = np.array([strata_info[lab]["population"] for lab in labels], dtype=np.float64)
