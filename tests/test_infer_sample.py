@@ -12,7 +12,7 @@ from reljudge.errors import InputError, StoreError
 from reljudge.infer.sample import allocate, draw, export
 from reljudge.store import LabelStore, schema
 
-PAIRS = [(f"q{q}", f"d{q}-{d}") for q in range(8) for d in range(5 + q)]  # 8 queries, 84 pairs
+PAIRS = [(f"q{q}", f"d{q}-{d}") for q in range(8) for d in range(5 + q)]  # 8 queries, 68 pairs
 GRADES = {p: (i * 7) % 4 if i % 3 else 0 for i, p in enumerate(PAIRS)}
 
 
@@ -71,6 +71,15 @@ def test_allocation_is_proportional_with_a_floor_and_refuses_impossible_budgets(
         allocate(31, np.array([10, 10, 10]))
     with pytest.raises(InputError, match="unknown sampling design"):
         draw(PAIRS, "cluster", 5, 0)
+
+
+def test_too_small_query_samples_are_refused_before_anyone_grades():
+    with pytest.raises(InputError, match=r"at least 3 queries for an interval \(asked for 2\)"):
+        draw(PAIRS, "srs-queries", 0, 0, queries=2)
+    with pytest.raises(InputError, match="at least 3 queries .* budget of at least 26 pairs"):
+        draw(PAIRS, "srs-queries", 10, 0)
+    with pytest.raises(InputError, match="the pool has 8"):
+        draw(PAIRS, "srs-queries", 0, 0, queries=9)
 
 
 def test_sample_recorded_in_the_store_with_the_agreed_schema(tmp_path):

@@ -20,6 +20,7 @@ from reljudge.errors import InputError
 
 DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs")
 MIN_PER_STRATUM = 2
+MIN_QUERIES = 3  # infer.ppi.query_level needs 3: two for a variance, one for lambda
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,12 @@ def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, 
     if design == "srs-queries":
         qids = list(dict.fromkeys(q for q, _ in pairs))
         n_q = queries if queries is not None else round(budget * len(qids) / len(pairs))
-        if not 1 <= n_q <= len(qids):
-            raise InputError(f"cannot draw {n_q} of {len(qids)} queries; give a budget of "
-                             f"at least {len(pairs) / len(qids):.0f} pairs or --queries")
+        if n_q > len(qids):
+            raise InputError(f"cannot draw {n_q} queries: the pool has {len(qids)}")
+        if n_q < MIN_QUERIES:
+            raise InputError(f"a query-level sample needs at least {MIN_QUERIES} queries for "
+                             f"an interval (asked for {n_q}); give --queries or a budget of "
+                             f"at least {MIN_QUERIES * len(pairs) / len(qids):.0f} pairs")
         chosen = [qids[i] for i in rng.permutation(len(qids))[:n_q]]
         by_query: dict[str, list[str]] = {}
         for q, d in pairs:
