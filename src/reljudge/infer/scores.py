@@ -123,6 +123,9 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
             for run in runs:
                 cell = per_run[(run.name, str(m))]
                 cell["human"] = _per_query(human_sub, run, m, sampled_q)
+
+        def estimator(cell: dict) -> ppi.Estimate:
+            return ppi.query_level(cell["human"], cell["llm"], idx, level)
     else:
         pop, labels, sizes = _population(sample, judge)
         item_pairs = sample.pairs()
@@ -140,23 +143,23 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
                 cell["a"] = w_items * gain(h_grades, m)
                 cell["b"] = w_items * gain(j_grades, m)
                 cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+
+        def estimator(cell: dict) -> ppi.Estimate:
+            return ppi.estimate(cell["a"], cell["b"], cell["b_total"], item_strata, sizes,
+                                float(len(queries)), level)
     rows, diffs = [], []
     for m in parsed:
         for run in runs:
             cell = per_run[(run.name, str(m))]
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
-            e = _estimate(sample, cell, idx if sample.unit == "query" else None,
-                          item_strata if sample.unit == "pair" else None,
-                          sizes if sample.unit == "pair" else None, len(queries), level)
+            e = estimator(cell)
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e))
             if run.name == base:
                 continue
             other = per_run[(base, str(m))]
             dcell = {k: cell[k] - other[k] for k in cell}
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
-            de = _estimate(sample, dcell, idx if sample.unit == "query" else None,
-                           item_strata if sample.unit == "pair" else None,
-                           sizes if sample.unit == "pair" else None, len(queries), level)
+            de = estimator(dcell)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, de, float(de.p_value())))
     return rows, diffs
@@ -188,14 +191,6 @@ def _population(sample: Sample, judge: Qrels):
                          f"but the judge labels {len(pop)}: estimate with the judge source "
                          f"the sample was drawn from")
     return pop, labels, sizes
-
-
-def _estimate(sample: Sample, cell: dict, idx, item_strata, sizes, n_queries: int,
-              level: float) -> ppi.Estimate:
-    if sample.unit == "query":
-        return ppi.query_level(cell["human"], cell["llm"], idx, level)
-    return ppi.estimate(cell["a"], cell["b"], cell["b_total"], item_strata, sizes,
-                        float(n_queries), level)
 
 
 def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estimate,
