@@ -185,3 +185,31 @@ def test_too_small_samples_are_refused_with_a_clear_message():
                      np.array([0, 0, 1]), np.array([5, 5]), 2.0)
     with pytest.raises(InputError, match="at least 2 labelled"):
         ppi.ppi_mean_ci([1.0], [1.0], [1.0, 2.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.just(0.0), st.floats(1e-6, 5.0)), st.integers(1, 30)),
+                min_size=1, max_size=5))
+def test_satterthwaite_df_is_the_textbook_formula_within_its_bounds(terms):
+    parts = np.array([t[0] for t in terms])
+    dfs = np.array([float(t[1]) for t in terms])
+    cap = float(dfs.sum())
+    got = float(ppi.satterthwaite_df(parts, dfs, np.array(cap)))
+    if (parts > 0).any():
+        direct = parts.sum() ** 2 / sum(p * p / d for p, d in zip(parts, dfs, strict=True))
+        assert got == pytest.approx(min(max(direct, 1.0), cap))
+        assert got >= min(dfs[parts > 0].min(), cap) - 1e-9  # never below the smallest df
+    else:
+        assert got == cap
+
+
+def test_stratified_df_shrinks_when_one_small_stratum_carries_the_variance():
+    rng = np.random.default_rng(8)
+    stratum = np.repeat([0, 1], [40, 3])
+    a = np.concatenate([rng.normal(0, 0.01, 40), rng.normal(0, 10.0, 3)])
+    b = a + rng.normal(0, 0.01, 43)
+    e = ppi.estimate(a, b, 0.0, stratum, np.array([400, 30]), 10.0, lam=0.0)
+    assert 1.9 < float(e.df) < 2.5  # ~ the 2 df of the small stratum, not 43 - 2 = 41
+    even = ppi.estimate(a[:40], b[:40], 0.0, np.repeat([0, 1], 20), np.array([200, 200]), 10.0,
+                        lam=0.0)
+    assert float(even.df) > 30  # comparable strata: close to n - H = 38

@@ -13,7 +13,9 @@ Two estimators share one formula (written out in docs/ppi.md):
   lambda * (sum of predictions over all units) + the Horvitz-Thompson estimate of the total
   of (human - lambda * prediction); its variance carries the finite-population correction,
   lambda minimises that estimated variance (clipped to [0, 1]), and the interval uses
-  Student's t with (sampled units - strata - 1) degrees of freedom.
+  Student's t with the Welch-Satterthwaite degrees of freedom of the stratified variance
+  (Satterthwaite 1946; Cochran, Sampling Techniques, 3rd ed. 1977, sec. 5.4), one fewer for a tuned
+  lambda: n - 2 for one stratum, fewer when a few strata carry the variance.
 
 Everything is vectorised over leading axes (systems, draws): ``estimate_from_moments``
 takes per-stratum sums, so the benchmark can compute them for 500 draws with one matmul.
@@ -116,17 +118,18 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
         np.asarray(lam, np.float64), np.shape(b_total))
     lam_h = lam[..., None]
     total = lam * b_total + (big_n * (mean_a - lam_h * mean_b)).sum(axis=-1)
-    var = (c * np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)).sum(axis=-1)
+    parts = c * np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
+    var = parts.sum(axis=-1)
     var_classical = (c * ssa).sum(axis=-1)
     classical = (big_n * mean_a).sum(axis=-1)
     sampled = n.sum(axis=-1)
     strata = n.shape[-1]
-    df_c = np.maximum(sampled - strata, 1)
+    df_pooled = np.maximum(sampled - strata, 1)
+    df_c = satterthwaite_df(c * ssa, d, df_pooled)
+    df = satterthwaite_df(parts, d, df_pooled)
     if tuned:  # lambda fitted on the sample: one degree of freedom fewer, as in regression
-        df = np.maximum(sampled - strata - 1, 1)
-        var = var * df_c / df
-    else:
-        df = df_c
+        var = var * df_pooled / np.maximum(sampled - strata - 1, 1)
+        df = np.maximum(df - 1, 1)
     se = np.sqrt(var) / normaliser
     se_c = np.sqrt(var_classical) / normaliser
     q, q_c = stats.t.ppf(0.5 + level / 2, df), stats.t.ppf(0.5 + level / 2, df_c)
@@ -140,6 +143,17 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level)
+
+
+def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent per-stratum variance
+    terms (..., H) with dfs (n_h - 1) each, capped at the pooled n - H (its value when the
+    terms are proportional to their dfs)."""
+    total = parts.sum(axis=-1)
+    den = (parts ** 2 / dfs).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ws = np.where(den > 0, total ** 2 / den, cap)
+    return np.clip(ws, 1.0, cap)
 
 
 def _population_s2(ssa: np.ndarray, mean_a: np.ndarray, big_n: np.ndarray) -> np.ndarray:
