@@ -80,6 +80,8 @@ def test_calibrate_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
     paths = write_sets(tmp_path)
     db = str(tmp_path / "labels.sqlite")
     cases = [
+        (["calibrate", "--store", db, "--human-source", "nist", "--judge-source", "x"],
+         "no such label store"),
         (["calibrate", "--reference", str(paths["human"])], "give --reference and --judge"),
         (["calibrate", "--reference", str(paths["human"]), "--judge", str(paths["noisy"]),
           "--judge", str(paths["lenient"])], "or --panel NAME"),
@@ -94,6 +96,8 @@ def test_calibrate_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+        if message == "no such label store":
+            LabelStore(db).close()  # an existing but empty store for the next case
 
 
 def test_audit_adds_held_out_calibrated_and_panel_rows(tmp_path, capsys):

@@ -76,7 +76,7 @@ def _load(args: argparse.Namespace):
             raise ConfigError("give either --store with sources or --reference/--judge files")
         if not args.human_source or not args.judge_source:
             raise ConfigError("with --store give --human-source and --judge-source")
-        with LabelStore(args.store) as store:
+        with LabelStore(args.store, create=False) as store:
             known = {s.name for s in store.sources()}
             for name in [args.human_source, *args.judge_source]:
                 if name not in known:
@@ -135,7 +135,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.store:
         from reljudge.store import LabelStore
 
-        with LabelStore(args.store) as store:
+        with LabelStore(args.store, create=False) as store:
             written = store.add_derived(derived.name, derived.pairs, derived.probs.tolist(),
                                         method=derived.method, fitted_on=derived.fitted_on)
     if args.format == "json":

@@ -20,6 +20,10 @@ and each paired test is over the queries the run shares with the baseline; with
 --all-queries every qrels query counts, a query a run lacks scoring 0 (trec_eval -c). A run
 lacking qrels queries gets a warning line on stderr. Runs with the same tag are named by
 their file names.
+
+With --store, when the store holds a recorded human sample (`reljudge sample`) whose pairs
+are all graded, a second table shows each run's score under human labels estimated from it
+(LLM-only, human-only and PPI side by side; see `reljudge estimate`).
 """
 
 
@@ -45,6 +49,9 @@ def register(sub) -> None:
                    help="average over every qrels query; missing ones score 0 (trec_eval -c)")
     p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
                    help="bootstrap interval method (default percentile)")
+    p.add_argument("--store", help="label store: add PPI estimates from its newest fully "
+                                   "graded human sample (or --sample)")
+    p.add_argument("--sample", help="with --store: the recorded sample to estimate from")
     add_format_flags(p, ("table", "json", "csv", "markdown", "latex"))
     p.add_argument("--latex", dest="format", action="store_const", const="latex",
                    help="same as --format latex")
@@ -65,8 +72,22 @@ def run(args) -> int:
                 all_queries=args.all_queries)
     for line in c.warnings:
         print(f"reljudge: {line}", file=sys.stderr)
+    est = None
+    if args.store:
+        from reljudge.infer.scores import from_store
+        from reljudge.store import LabelStore
+
+        with LabelStore(args.store, create=False) as store:
+            est = from_store(store, runs, c.measures, sample=args.sample, seed=args.seed,
+                             baseline=c.baseline, require=bool(args.sample))
     if args.format == "json":
-        print(json_dumps(comparison_dict(c)), end="")
+        out = comparison_dict(c)
+        if est is not None:
+            out["estimates"] = {"sample": est.sample, "design": est.design,
+                                "judge": est.judge, "skipped": est.skipped,
+                                "runs": [r.__dict__ for r in est.rows],
+                                "differences": [d.__dict__ for d in est.diffs]}
+        print(json_dumps(out), end="")
         return 0
     headers, rows = comparison_rows(c)
     text = render(headers, rows, args.format)
@@ -78,4 +99,11 @@ def run(args) -> int:
         print(c.legend())
     elif args.format == "latex":
         print("% " + c.legend())
+    if est is not None and args.format != "latex":
+        from reljudge.infer.scores import estimate_table
+
+        print(("\n" if args.format == "table" else "")
+              + render(*estimate_table(est.rows + est.diffs, with_p=True), args.format), end="")
+        if args.format in ("table", "markdown"):
+            print(est.note())
     return 0

@@ -1,1 +1,2 @@
-"""Judge labels plus a small human sample -> better labels or honest estimates."""
+"""Judge labels plus a small human sample -> better labels (calibration, panels) or honest
+estimates (prediction-powered inference)."""

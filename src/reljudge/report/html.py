@@ -107,6 +107,7 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
     if reference is not None and judges:
         parts.append(_audit_section(reference, dict(judges), runs, audit_measure or m0))
     if store is not None:
+        parts.append(_estimate_section(store, runs, comp.measures, comp.baseline))
         parts.append(_store_section(store))
     body = "\n".join(parts)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -143,6 +144,21 @@ def _audit_section(reference, judges: dict, runs, measure) -> str:
                        f"{format_value(j.systems.tau_ap, 3)}, largest rank change "
                        f"{j.systems.max_rank_change}.</p>")
     return "\n".join(out)
+
+
+def _estimate_section(store, runs, measures, baseline) -> str:
+    """Scores under human labels from the store's newest fully graded sample (PPI), if any."""
+    from reljudge.infer.scores import estimate_table, from_store
+
+    est = from_store(store, runs, measures, baseline=baseline, require=False)
+    if est is None:
+        return ""
+    return "\n".join([
+        "<h2>Scores under human labels (prediction-powered, from a human sample)</h2>",
+        _table(*estimate_table(est.rows + est.diffs, with_p=True)),
+        f'<p class="note">{html.escape(est.note())}. llm: the judge\'s labels alone '
+        "(bootstrap interval, biased when the judge is); human: the sample alone; ppi: "
+        "both, valid however bad the judge is.</p>"])
 
 
 def _store_section(store) -> str:

@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -50,9 +50,25 @@ CREATE INDEX imports_sha ON imports (sha256, source);
 ALTER TABLE events ADD COLUMN batch INTEGER REFERENCES imports (id);
 """
 
-# Version 3: derived sources (a calibrated judge, a panel of judges) record what they were
-# fitted on; their events carry the fitted grade distribution in events.probs / expected.
+# Version 3: samples drawn for human labelling (infer.sample) and their items, with the
+# inclusion probability of each item's sampling unit (the schema agreed with `assess`).
 V2_TO_V3 = """
+CREATE TABLE samples (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+    unit TEXT NOT NULL CHECK (unit IN ('query', 'pair')),
+    design TEXT NOT NULL,
+    seed INTEGER, budget INTEGER, params TEXT,
+    created_at REAL NOT NULL);
+CREATE TABLE sample_items (sample INTEGER NOT NULL REFERENCES samples (id),
+    q INTEGER NOT NULL REFERENCES queries (id), d INTEGER NOT NULL REFERENCES passages (id),
+    position INTEGER NOT NULL,
+    prob REAL NOT NULL,
+    stratum TEXT,
+    PRIMARY KEY (sample, q, d));
+"""
+
+# Version 4: derived sources (a calibrated judge, a panel of judges) record what they were
+# fitted on; their events carry the fitted grade distribution in events.probs / expected.
+V3_TO_V4 = """
 CREATE TABLE derivations (id INTEGER PRIMARY KEY,
                           source INTEGER NOT NULL REFERENCES sources (id),
                           method TEXT NOT NULL, fitted_on TEXT NOT NULL,
@@ -60,7 +76,7 @@ CREATE TABLE derivations (id INTEGER PRIMARY KEY,
 CREATE INDEX derivations_source ON derivations (source);
 """
 
-MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3}  # from version -> script to the next version
+MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4}  # from version -> script to the next version
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -342,6 +342,99 @@ class LabelStore:
             "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL ORDER BY e.id"
         ).fetchall()
 
+    # -- samples for human labelling -------------------------------------------------------
+    def add_sample(self, sample) -> int:
+        """Record a drawn ``infer.sample.Sample`` and its items in one transaction; its id."""
+        if sample.name in self.sample_names():
+            raise StoreError(f"a sample named {sample.name!r} is already recorded; "
+                             f"choose another name")
+        self._begin()
+        try:
+            cur = self.conn.execute(
+                "INSERT INTO samples (name, unit, design, seed, budget, params, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (sample.name, sample.unit, sample.design, sample.seed, sample.budget,
+                 json.dumps(sample.params, sort_keys=True), time.time()))
+            sid = cur.lastrowid
+            qids = self._intern("queries", "qid", self._qids, (i.qid for i in sample.items))
+            docids = self._intern("passages", "docid", self._docids,
+                                  (i.docid for i in sample.items))
+            self.conn.executemany(
+                "INSERT INTO sample_items (sample, q, d, position, prob, stratum) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                ((sid, qids[i.qid], docids[i.docid], i.position, i.prob, i.stratum)
+                 for i in sample.items))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback_and_forget()
+            raise
+        return sid
+
+    def source_grades(self, name: str, kind: str | None = None,
+                      pairs: Sequence[tuple[str, str]] | None = None
+                      ) -> dict[tuple[str, str], int]:
+        """{(qid, docid): grade} of one source's latest successful label per pair."""
+        sql = ("SELECT q.qid, p.docid, e.grade FROM events e JOIN queries q ON q.id = e.q "
+               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
+               "WHERE e.grade IS NOT NULL AND s.name = ?")
+        args: list = [name]
+        if kind is not None:
+            sql += " AND s.kind = ?"
+            args.append(kind)
+        out = {(q, d): g for q, d, g in self.conn.execute(sql + " ORDER BY e.id", args)}
+        if not out and not self.conn.execute("SELECT 1 FROM sources WHERE name = ?",
+                                             (name,)).fetchone():
+            known = ", ".join(s.name for s in self.sources()) or "none"
+            raise StoreError(f"no label source named {name!r} in {self.path}; "
+                             f"known sources: {known}")
+        if pairs is not None:
+            wanted = set(pairs)
+            out = {p: g for p, g in out.items() if p in wanted}
+        return out
+
+    def sample_names(self) -> list[str]:
+        """Names of the recorded samples, oldest first."""
+        return [r[0] for r in self.conn.execute("SELECT name FROM samples ORDER BY id")]
+
+    def _sample_row(self, name: str) -> tuple:
+        row = self.conn.execute("SELECT id, unit, design, seed, budget, params FROM samples "
+                                "WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            known = ", ".join(self.sample_names()) or "none"
+            raise StoreError(f"no sample named {name!r} in {self.path}; known samples: {known}")
+        return row
+
+    def sample_pairs(self, name: str) -> list[tuple[str, str]]:
+        """(qid, docid) of a recorded sample in position order (the order people grade in)."""
+        sid = self._sample_row(name)[0]
+        return self.conn.execute(
+            "SELECT q.qid, p.docid FROM sample_items i JOIN queries q ON q.id = i.q "
+            "JOIN passages p ON p.id = i.d WHERE i.sample = ? ORDER BY i.position",
+            (sid,)).fetchall()
+
+    def sample(self, name: str):
+        """A recorded sample as an ``infer.sample.Sample``."""
+        from reljudge.infer.sample import Sample, SampleItem
+
+        sid, unit, design, seed, budget, params = self._sample_row(name)
+        items = [SampleItem(*r) for r in self.conn.execute(
+            "SELECT q.qid, p.docid, i.position, i.prob, i.stratum FROM sample_items i "
+            "JOIN queries q ON q.id = i.q JOIN passages p ON p.id = i.d WHERE i.sample = ? "
+            "ORDER BY i.position", (sid,))]
+        return Sample(name, unit, design, seed, budget, items,
+                      json.loads(params) if params else {})
+
+    def texts(self, pairs: Sequence[tuple[str, str]]) -> tuple[dict[str, str | None],
+                                                               dict[str, str | None]]:
+        """Query and passage texts the store holds for these pairs: ({qid: text}, {docid: text})."""
+        qs = {q for q, _ in pairs}
+        ds = {d for _, d in pairs}
+        queries = {q: t for q, t in self.conn.execute("SELECT qid, text FROM queries")
+                   if q in qs}
+        passages = {d: t for d, t in self.conn.execute("SELECT docid, text FROM passages")
+                    if d in ds}
+        return queries, passages
+
     # -- merging --------------------------------------------------------------------------
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
               fractional: bool = False, derived: str = "mode"):

@@ -1,0 +1,84 @@
+"""``reljudge estimate``: run scores under human labels from a human sample plus the judge."""
+
+from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  reljudge estimate --store labels.sqlite --sample week1 --judge gpt-4o-mini \\
+      runs/bm25.run runs/dense.run -m DCG@10 -m P@10
+  reljudge estimate --store labels.sqlite --sample q5 --judge gpt-4o-mini runs/*.run \\
+      -m nDCG@10 --json
+
+columns, per run and measure:
+  llm     mean under the judge's labels, with a bootstrap CI over queries (biased when the
+          judge is lenient or strict: its interval need not cover the human score)
+  human   the human sample alone (Horvitz-Thompson, Student-t CI)
+  ppi     prediction-powered estimate (PPI++, power-tuned lambda) with its CI: valid however
+          bad the judge is, narrower than `human` when the judge is any good
+  labels  how many human labels a human-only estimate would need for the PPI interval's width
+Differences: each run minus the baseline (first run, or --baseline), same columns, with the
+PPI two-sided p-value. Query-level samples (srs-queries) serve every measure; pair-level
+samples serve DCG@k and P@k only. Human grades: the latest human-source label of each
+sampled pair (every pair must have one). See docs/ppi.md for the formulas.
+"""
+
+
+def register(sub) -> None:
+    """Add the ``estimate`` subcommand."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.cli.common import add_format_flags
+
+    p = sub.add_parser("estimate", help="scores under human labels from a human sample (PPI)",
+                       description="Estimate run scores under human labels from the judge's "
+                                   "labels plus a recorded human sample (prediction-powered "
+                                   "inference).",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("--store", required=True)
+    p.add_argument("--sample", required=True, help="name of a sample recorded by `sample`")
+    p.add_argument("--judge", help="LLM source name (default: the one the sample was drawn "
+                                   "for)")
+    p.add_argument("--human", help="only this human source's labels (default: any human)")
+    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE")
+    p.add_argument("--baseline", help="run name for the differences (default: the first)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    add_format_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Estimate and print."""
+    from reljudge.cli.common import emit
+    from reljudge.errors import ConfigError
+    from reljudge.infer.scores import estimate_table, from_store
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.store import LabelStore
+    from reljudge.trec import read_run
+
+    if not 0 < args.level < 1:
+        raise ConfigError(f"--level must be between 0 and 1, got {args.level}")
+    runs = [read_run(r) for r in args.runs]
+    with LabelStore(args.store, create=False) as store:
+        est = from_store(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
+                         judge=args.judge, human=args.human, level=args.level,
+                         seed=args.seed, baseline=args.baseline)
+    if est.skipped:
+        from reljudge.errors import InputError
+
+        raise InputError(f"{', '.join(est.skipped)} cannot be estimated from a pair-level "
+                         f"sample (only DCG@k and P@k are linear in the gains with a fixed "
+                         f"normaliser); draw a query-level sample (--design srs-queries) for it")
+    if args.format == "json":
+        emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,
+                         "level": args.level, "runs": [r.__dict__ for r in est.rows],
+                         "differences": [d.__dict__ for d in est.diffs]}))
+        return 0
+    text = render(*estimate_table(est.rows, args.level), args.format)
+    if est.diffs:
+        text += ("\n" if args.format == "table" else "") + render(
+            *estimate_table(est.diffs, args.level, with_p=True), args.format)
+    emit(text)
+    if args.format == "table":
+        print(est.note())
+    return 0

@@ -1,0 +1,114 @@
+"""``reljudge sample``: draw what humans should label, record it in the store, export it."""
+
+from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  reljudge sample --store labels.sqlite --judge gpt-4o-mini --name week1 \\
+      --design stratified-pairs --budget 400 --seed 7 --out week1.tsv
+  reljudge sample --store labels.sqlite --judge gpt-4o-mini --runs runs/*.run --depth 10 \\
+      --name q5 --design srs-queries --queries 5 --out q5.jsonl
+
+designs:
+  srs-queries       whole queries, simple random sample: valid for every measure
+  srs-pairs         pooled pairs, simple random sample: DCG@k and P@k
+  stratified-pairs  pairs stratified by the judge's grade (proportional allocation, at least
+                    2 per grade): DCG@k and P@k, usually narrower than srs-pairs
+
+The population is the pool of the runs (--runs, --depth), or, without runs, every pair the
+judge source labelled in the store. The draw, each pair's inclusion probability and its
+stratum are recorded in the store under --name; `reljudge estimate` uses them. The export
+(.tsv or .jsonl by extension) lists the pairs in the order people should grade them, with
+query and passage text (from the store, or --queries-file / --passages-file).
+"""
+
+
+def register(sub) -> None:
+    """Add the ``sample`` subcommand."""
+    from reljudge.cli import HelpFormatter
+    from reljudge.infer.sample import DESIGNS
+
+    p = sub.add_parser("sample", help="draw a random sample of pairs for humans to label",
+                       description="Draw what humans should label, with known inclusion "
+                                   "probabilities, and record it in the label store.",
+                       epilog=EXAMPLES, formatter_class=HelpFormatter)
+    p.add_argument("--store", required=True, help="label store (the sample is recorded here)")
+    p.add_argument("--judge", required=True,
+                   help="LLM source name in the store whose labels the estimate will use")
+    p.add_argument("--name", required=True, help="name of the sample (unique in the store)")
+    p.add_argument("--design", choices=DESIGNS, default="stratified-pairs")
+    p.add_argument("--budget", type=int, help="pairs to label (pair designs; for "
+                   "srs-queries: queries = budget / mean pooled pairs per query)")
+    p.add_argument("--queries", type=int, help="srs-queries: number of queries to draw")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runs", nargs="+", metavar="RUN", help="pool these runs (else: every "
+                   "pair the judge labelled)")
+    p.add_argument("--depth", type=int, default=10, help="pool depth with --runs (default 10)")
+    p.add_argument("--out", help="export for annotators: .tsv or .jsonl")
+    p.add_argument("--queries-file", help="query texts (TSV/JSONL) when the store lacks them")
+    p.add_argument("--passages-file", help="passage texts (JSONL/TSV) when the store lacks them")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Draw, record, export."""
+    import sys
+
+    from reljudge.errors import ConfigError
+    from reljudge.infer.sample import draw, export
+    from reljudge.store import LabelStore
+
+    if args.design == "srs-queries" and args.budget is None and args.queries is None:
+        raise ConfigError("srs-queries needs --queries or --budget")
+    if args.design != "srs-queries" and args.budget is None:
+        raise ConfigError(f"{args.design} needs --budget (pairs to label)")
+    if args.out and not args.out.endswith((".tsv", ".jsonl")):
+        raise ConfigError(f"--out {args.out}: expected a .tsv or .jsonl file name")
+    with LabelStore(args.store, create=False) as store:
+        grades = store.source_grades(args.judge)
+        if args.runs:
+            from reljudge.pool import build_pool
+            from reljudge.trec import read_run
+
+            pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
+            pool = {"runs": args.runs, "depth": args.depth}
+        else:
+            pairs = sorted(grades)
+            pool = {"judge_labelled": True}
+        missing = [pr for pr in pairs if pr not in grades]
+        if missing:
+            raise ConfigError(f"{len(missing)} pooled pairs have no label from judge "
+                              f"{args.judge!r} (first: {missing[0][0]} {missing[0][1]}); "
+                              f"label the pool first")
+        params = {"judge": args.judge, "pool": pool}
+        if args.runs and args.design != "srs-queries":  # the estimate needs the population
+            params["population"] = [list(p) for p in pairs]
+        sample = draw(pairs, args.design, args.budget or 0, args.seed, name=args.name,
+                      grades=grades, queries=args.queries, params=params)
+        text = None
+        if args.out:
+            queries, passages = store.texts(sample.pairs())
+            if args.queries_file:
+                from reljudge.io import read_queries
+
+                queries.update(read_queries(args.queries_file))
+            if args.passages_file:
+                from reljudge.io import read_passages
+
+                passages.update({d: p.get("text", "") for d, p in
+                                 read_passages(args.passages_file).items()})
+            text, lacking = export(sample, queries, passages, args.out)
+        store.add_sample(sample)
+    if args.out:
+        from reljudge.io.files import atomic_write
+
+        atomic_write(args.out, text)
+    print(f"sample {sample.name!r}: {sample.design}, {len(sample.items)} pairs"
+          + (f" of {sample.params['queries']} queries" if sample.unit == "query" else "")
+          + f", seed {sample.seed}, recorded in {args.store}")
+    if args.out:
+        print(f"export for annotators written to {args.out}")
+        if lacking:
+            print(f"note: {lacking} exported pairs have no query or passage text "
+                  f"(give --queries-file / --passages-file)", file=sys.stderr)
+    return 0

@@ -1,0 +1,231 @@
+"""Prediction-powered estimates: a mean under human labels from judge predictions on every
+unit plus human labels on a random sample, with intervals valid however bad the judge is.
+
+Two estimators share one formula (written out in docs/ppi.md):
+
+* ``ppi_mean_ci``: PPI++ (Angelopoulos, Duchi, Zrnic 2023) for i.i.d. labelled and
+  unlabelled data, with the power-tuned lambda clipped to [0, 1] and a normal interval;
+  it reproduces ``ppi_py.ppi_mean_ci`` (the tests check it).
+* ``estimate``: the finite-population form used for retrieval scores. The N units (queries,
+  or pooled pairs) are a fixed population, the target is the total of their human values
+  divided by a normaliser (the number of queries), and the sample is drawn without
+  replacement, optionally stratified, with known inclusion probabilities. The estimate is
+  lambda * (sum of predictions over all units) + the Horvitz-Thompson estimate of the total
+  of (human - lambda * prediction); its variance carries the finite-population correction,
+  lambda minimises that estimated variance (clipped to [0, 1]), and the interval uses
+  Student's t with the Welch-Satterthwaite degrees of freedom of the stratified variance
+  (Satterthwaite 1946; Cochran, Sampling Techniques, 3rd ed. 1977, sec. 5.4), one fewer for a tuned
+  lambda: n - 2 for one stratum, fewer when a few strata carry the variance.
+
+Everything is vectorised over leading axes (systems, draws): ``estimate_from_moments``
+takes per-stratum sums, so the benchmark can compute them for 500 draws with one matmul.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from reljudge.errors import InputError
+
+MIN_PER_STRATUM = 2  # a variance needs two values; below that an interval is a guess
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Per-stratum sums over the sampled units of a (human) and b (prediction); arrays
+    shaped (..., H)."""
+
+    n: np.ndarray
+    sa: np.ndarray
+    sb: np.ndarray
+    saa: np.ndarray
+    sbb: np.ndarray
+    sab: np.ndarray
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """PPI and human-only estimates of one target (arrays when vectorised)."""
+
+    value: np.ndarray  # PPI estimate
+    se: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    lam: np.ndarray  # the power-tuning parameter used
+    classical: np.ndarray  # human-sample-only estimate (lambda = 0)
+    classical_se: np.ndarray
+    classical_low: np.ndarray
+    classical_high: np.ndarray
+    df: np.ndarray  # degrees of freedom of the PPI interval
+    effective_n: np.ndarray  # human labels a human-only estimate would need for the same se
+    n: np.ndarray  # human-labelled units
+    level: float
+
+    def p_value(self) -> np.ndarray:
+        """Two-sided p-value of value == 0 (for a paired difference: no difference)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.abs(self.value) / self.se
+        p = 2 * stats.t.sf(t, self.df)
+        return np.where(self.se > 0, p, np.where(self.value == 0, 1.0, 0.0))
+
+
+def moments(a: np.ndarray, b: np.ndarray, stratum: np.ndarray, strata: int) -> Moments:
+    """Per-stratum sums of the sampled units' values; a and b may have leading axes."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    onehot = (np.asarray(stratum)[:, None] == np.arange(strata)[None, :]).astype(np.float64)
+    return Moments(onehot.sum(axis=0) + np.zeros(a.shape[:-1] + (strata,)),
+                   a @ onehot, b @ onehot, (a * a) @ onehot, (b * b) @ onehot,
+                   (a * b) @ onehot)
+
+
+def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> np.ndarray:
+    num = (c * sab).sum(axis=-1)
+    den = (c * ssb).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(den > 0, num / den, 0.0)
+    return np.clip(lam, 0.0, 1.0)
+
+
+def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarray,
+                          normaliser: float, level: float = 0.95,
+                          lam: float | np.ndarray | None = None) -> Estimate:
+    """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
+
+    ``population``: units per stratum (H,); ``b_total``: sum of the predictions over all
+    units (...,); ``lam=None`` tunes lambda to minimise the estimated variance.
+    """
+    big_n = np.asarray(population, np.float64)
+    n = m.n
+    census = n >= big_n  # a stratum taken whole has no sampling variance
+    if np.any((n < MIN_PER_STRATUM) & ~census):
+        raise InputError(f"each sampled stratum needs at least {MIN_PER_STRATUM} "
+                         f"human-labelled units for an interval; got {int(np.min(n))}")
+    n_safe = np.maximum(n, 1)
+    d = np.maximum(n - 1, 1)
+    mean_a, mean_b = m.sa / n_safe, m.sb / n_safe
+    ssa = (m.saa - n * mean_a ** 2) / d  # sample variances and covariance per stratum
+    ssb = (m.sbb - n * mean_b ** 2) / d
+    sab = (m.sab - n * mean_a * mean_b) / d
+    ssa, ssb = np.maximum(ssa, 0.0), np.maximum(ssb, 0.0)
+    frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape), where=big_n > 0)
+    c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
+    tuned = lam is None
+    lam = _tune(ssa, ssb, sab, c) if tuned else np.broadcast_to(
+        np.asarray(lam, np.float64), np.shape(b_total))
+    lam_h = lam[..., None]
+    total = lam * b_total + (big_n * (mean_a - lam_h * mean_b)).sum(axis=-1)
+    parts = c * np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
+    var = parts.sum(axis=-1)
+    var_classical = (c * ssa).sum(axis=-1)
+    classical = (big_n * mean_a).sum(axis=-1)
+    sampled = n.sum(axis=-1)
+    strata = n.shape[-1]
+    df_pooled = np.maximum(sampled - strata, 1)
+    df_c = satterthwaite_df(c * ssa, d, df_pooled)
+    df = satterthwaite_df(parts, d, df_pooled)
+    if tuned:  # lambda fitted on the sample: one degree of freedom fewer, as in regression
+        var = var * df_pooled / np.maximum(sampled - strata - 1, 1)
+        df = np.maximum(df - 1, 1)
+    se = np.sqrt(var) / normaliser
+    se_c = np.sqrt(var_classical) / normaliser
+    q, q_c = stats.t.ppf(0.5 + level / 2, df), stats.t.ppf(0.5 + level / 2, df_c)
+    value = total / normaliser
+    classical = classical / normaliser
+    # A human-only SRS of m units has variance N^2 (1/m - 1/N) S^2: solve for m at var.
+    n_total = big_n.sum()
+    pooled = _population_s2(ssa, mean_a, big_n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eff = np.where(var > 0, n_total ** 2 * pooled / (var + n_total * pooled), n_total)
+    return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
+                    classical - q_c * se_c, classical + q_c * se_c, df,
+                    np.minimum(eff, n_total), sampled, level)
+
+
+def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent per-stratum variance
+    terms (..., H) with dfs (n_h - 1) each, capped at the pooled n - H (its value when the
+    terms are proportional to their dfs)."""
+    total = parts.sum(axis=-1)
+    den = (parts ** 2 / dfs).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ws = np.where(den > 0, total ** 2 / den, cap)
+    return np.clip(ws, 1.0, cap)
+
+
+def _population_s2(ssa: np.ndarray, mean_a: np.ndarray, big_n: np.ndarray) -> np.ndarray:
+    """The population variance of a, estimated from the strata (within plus between)."""
+    n_total = big_n.sum()
+    overall = (big_n * mean_a).sum(axis=-1, keepdims=True) / n_total
+    within = ((big_n - 1) * ssa).sum(axis=-1)
+    between = (big_n * (mean_a - overall) ** 2).sum(axis=-1)
+    return (within + between) / max(n_total - 1, 1)
+
+
+def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: float,
+             stratum: np.ndarray | None = None, population: np.ndarray | None = None,
+             normaliser: float | None = None, level: float = 0.95,
+             lam: float | None = None) -> Estimate:
+    """PPI estimate of a finite-population total / normaliser from a (stratified) simple
+    random sample without replacement.
+
+    ``human`` and ``predicted_sampled``: the sampled units' human and predicted values;
+    ``predicted_total``: the predictions summed over all units; ``population``: units per
+    stratum (required: without it the sampling fraction is unknown).
+    """
+    a = np.asarray(human, np.float64)
+    b = np.asarray(predicted_sampled, np.float64)
+    if a.shape != b.shape:
+        raise InputError(f"human and predicted values differ in shape: {a.shape} vs {b.shape}")
+    if population is None:
+        raise InputError("the population size (units per stratum) is required")
+    population = np.atleast_1d(np.asarray(population, np.float64))
+    if stratum is None:
+        stratum = np.zeros(a.shape[-1], dtype=np.int64)
+    m = moments(a, b, stratum, len(population))
+    if np.any(m.n > population):
+        raise InputError("more sampled units than the population holds in a stratum")
+    norm = float(population.sum()) if normaliser is None else float(normaliser)
+    return estimate_from_moments(m, population, np.asarray(predicted_total, np.float64), norm,
+                                 level, lam)
+
+
+def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: np.ndarray,
+                level: float = 0.95, lam: float | None = None) -> Estimate:
+    """PPI estimate of the mean over all N queries of a per-query value, from the predicted
+    (LLM-label) values of every query and the human-label values of a simple random sample
+    of queries (``sampled``: their indices into ``predicted_all``)."""
+    f = np.asarray(predicted_all, np.float64)
+    idx = np.asarray(sampled, np.int64)
+    if len(np.unique(idx)) != len(idx):
+        raise InputError("a query-level sample lists a query twice")
+    n_all = f.shape[-1]
+    if len(idx) < MIN_PER_STRATUM + 1:
+        raise InputError(f"a query-level estimate needs at least {MIN_PER_STRATUM + 1} "
+                         f"human-labelled queries; the sample has {len(idx)}")
+    return estimate(human_sampled, f[..., idx], f.sum(axis=-1), None, np.array([n_all]),
+                    n_all, level, lam)
+
+
+def ppi_mean_ci(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
+                level: float = 0.95, lam: float | None = None
+                ) -> tuple[float, float, float, float]:
+    """PPI++ mean for i.i.d. data (as ppi_py.ppi_mean_ci): (estimate, low, high, lambda)."""
+    y, yhat = np.asarray(y, np.float64), np.asarray(yhat, np.float64)
+    u = np.asarray(yhat_unlabelled, np.float64)
+    n, big_n = len(y), len(u)
+    if n < MIN_PER_STRATUM:
+        raise InputError(f"PPI needs at least {MIN_PER_STRATUM} labelled values; got {n}")
+    if lam is None:
+        first = u.mean() + (y - yhat).mean()  # lambda = 1 estimate centres the gradients
+        gy, gh = y - first, yhat - first
+        cov = 2 * ((gy - gy.mean()) * (gh - gh.mean())).sum() / n
+        var = np.var(np.concatenate([gh, u - first]), ddof=1)
+        lam = float(np.clip(cov / (2 * (1 + n / big_n) * var), 0, 1)) if var > 0 else 0.0
+    value = lam * u.mean() + (y - lam * yhat).mean()
+    se = np.sqrt((lam * u).std() ** 2 / big_n + (y - lam * yhat).std() ** 2 / n)
+    z = stats.norm.ppf(0.5 + level / 2)
+    return float(value), float(value - z * se), float(value + z * se), float(lam)

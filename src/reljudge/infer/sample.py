@@ -1,0 +1,161 @@
+"""What humans should label: random samples of queries or pairs with known inclusion
+probabilities, so that ``infer.ppi`` can weight each human label correctly.
+
+Designs (the ``design`` column of the store's ``samples`` table):
+  srs-queries       a simple random sample of whole queries; every pooled pair of a drawn
+                    query is labelled; valid for every measure (query-level PPI)
+  srs-pairs         a simple random sample of pooled pairs
+  stratified-pairs  pairs stratified by the judge's grade, a simple random sample in each
+                    stratum (proportional allocation, at least 2 per stratum)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reljudge.errors import InputError
+
+DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs")
+MIN_PER_STRATUM = 2
+MIN_QUERIES = 3  # infer.ppi.query_level needs 3: two for a variance, one for lambda
+
+
+@dataclass(frozen=True)
+class SampleItem:
+    """One pair to label, in draw order, with the inclusion probability of its unit."""
+
+    qid: str
+    docid: str
+    position: int
+    prob: float
+    stratum: str | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A drawn sample: its design and the pairs in the order people should grade them."""
+
+    name: str
+    unit: str  # "query" or "pair"
+    design: str
+    seed: int
+    budget: int
+    items: list[SampleItem]
+    params: dict = field(default_factory=dict)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """(qid, docid) in position order."""
+        return [(i.qid, i.docid) for i in self.items]
+
+
+def allocate(budget: int, sizes: np.ndarray) -> np.ndarray:
+    """Units to draw per stratum: proportional to the stratum sizes (largest remainders),
+    at least 2 per non-empty stratum (all of a smaller one), summing to the budget."""
+    sizes = np.asarray(sizes, np.int64)
+    floor = np.minimum(sizes, MIN_PER_STRATUM)
+    if budget < floor.sum():
+        raise InputError(f"a budget of {budget} pairs cannot give every stratum "
+                         f"{MIN_PER_STRATUM} labels; it needs at least {int(floor.sum())}")
+    if budget > sizes.sum():
+        raise InputError(f"a budget of {budget} pairs exceeds the {int(sizes.sum())} pairs "
+                         f"in the pool")
+    take = floor.copy()
+    while take.sum() < budget:  # proportional share of what is left, by largest remainder
+        left = budget - take.sum()
+        room = sizes - take
+        want = left * room / room.sum()
+        add = np.minimum(np.floor(want).astype(np.int64), room)
+        if add.sum() == 0:
+            add[np.argmax(want - np.floor(want) + (room > 0))] = 1
+        take += add
+    return take
+
+
+def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, *,
+         name: str = "sample", grades: Mapping[tuple[str, str], int] | None = None,
+         queries: int | None = None, params: dict | None = None) -> Sample:
+    """Draw a sample of the pooled ``pairs`` under a design (see DESIGNS).
+
+    ``budget``: pairs to label (for srs-queries, the number of queries is ``queries`` or
+    the budget divided by the mean pairs per query); ``grades``: the judge's grade of each
+    pair, required for stratified-pairs.
+    """
+    if design not in DESIGNS:
+        raise InputError(f"unknown sampling design {design!r}; expected one of "
+                         f"{', '.join(DESIGNS)}")
+    pairs = list(dict.fromkeys(pairs))
+    if not pairs:
+        raise InputError("the pool is empty: nothing to sample")
+    rng = np.random.default_rng(seed)
+    params = dict(params or {})
+    if design == "srs-queries":
+        qids = list(dict.fromkeys(q for q, _ in pairs))
+        n_q = queries if queries is not None else round(budget * len(qids) / len(pairs))
+        if n_q > len(qids):
+            raise InputError(f"cannot draw {n_q} queries: the pool has {len(qids)}")
+        if n_q < MIN_QUERIES:
+            raise InputError(f"a query-level sample needs at least {MIN_QUERIES} queries for "
+                             f"an interval (asked for {n_q}); give --queries or a budget of "
+                             f"at least {MIN_QUERIES * len(pairs) / len(qids):.0f} pairs")
+        chosen = [qids[i] for i in rng.permutation(len(qids))[:n_q]]
+        by_query: dict[str, list[str]] = {}
+        for q, d in pairs:
+            by_query.setdefault(q, []).append(d)
+        prob = n_q / len(qids)
+        items = [(q, d, prob, None) for q in chosen for d in by_query[q]]
+        params.update(queries=n_q, population_queries=len(qids))
+        unit = "query"
+    else:
+        if design == "srs-pairs":
+            strata = np.zeros(len(pairs), dtype=np.int64)
+            labels = ["all"]
+        else:
+            if grades is None:
+                raise InputError("stratified-pairs needs the judge's grades of the pool")
+            missing = [p for p in pairs if p not in grades]
+            if missing:
+                raise InputError(f"{len(missing)} pooled pairs have no judge grade to "
+                                 f"stratify by, e.g. {missing[0][0]} {missing[0][1]}")
+            values = np.array([grades[p] for p in pairs], dtype=np.int64)
+            levels, strata = np.unique(values, return_inverse=True)
+            labels = [f"grade={g}" for g in levels.tolist()]
+        sizes = np.bincount(strata, minlength=len(labels))
+        take = allocate(budget, sizes)
+        chosen_idx = []
+        for h, n_h in enumerate(take.tolist()):
+            members = np.flatnonzero(strata == h)
+            chosen_idx += rng.choice(members, n_h, replace=False).tolist()
+        chosen_idx = [chosen_idx[i] for i in rng.permutation(len(chosen_idx))]
+        items = [(*pairs[i], take[strata[i]] / sizes[strata[i]],
+                  None if design == "srs-pairs" else labels[strata[i]]) for i in chosen_idx]
+        params.update(strata={lab: {"population": int(s), "sampled": int(t)}
+                              for lab, s, t in zip(labels, sizes, take, strict=True)})
+        unit = "pair"
+    params.setdefault("population_pairs", len(pairs))
+    return Sample(name, unit, design, seed, budget,
+                  [SampleItem(q, d, i, float(p), s) for i, (q, d, p, s) in enumerate(items)],
+                  params)
+
+
+def export(sample: Sample, queries: Mapping[str, str | None], passages: Mapping[str, str | None],
+           path: str) -> tuple[str, int]:
+    """The annotators' file text (.tsv or .jsonl by name) and how many pairs lack a text."""
+    import json
+
+    rows = [(i.position, i.qid, i.docid, queries.get(i.qid) or "",
+             passages.get(i.docid) or "") for i in sample.items]
+    lacking = sum(1 for r in rows if not r[3] or not r[4])
+    if path.endswith(".jsonl"):
+        text = "".join(json.dumps({"sample": sample.name, "position": p, "qid": q, "docid": d,
+                                   "query": qt, "passage": pt}, ensure_ascii=False) + "\n"
+                       for p, q, d, qt, pt in rows)
+    else:
+        def clean(s: str) -> str:
+            return s.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+        text = "position\tqid\tdocid\tquery\tpassage\n" + "".join(
+            f"{p}\t{q}\t{d}\t{clean(qt)}\t{clean(pt)}\n" for p, q, d, qt, pt in rows)
+    return text, lacking

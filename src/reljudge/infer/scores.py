@@ -1,0 +1,281 @@
+"""Run scores from a recorded human sample: LLM-only, human-only and PPI, side by side.
+
+Query-level samples (srs-queries) work for every measure: per-query values under the
+judge's labels for every query and under the human labels for the sampled queries. Pair-level
+samples (srs-pairs, stratified-pairs) work for measures linear in the gains with a fixed
+normaliser, DCG@k and P@k: each pooled pair's contribution is its rank weight times its gain,
+and the Horvitz-Thompson PPI estimate weights the sampled pairs by 1 / inclusion probability.
+nDCG, AP, RR and R have a label-dependent normaliser or are not linear: for them use a
+query-level sample (a pair-level sample is refused with that advice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.errors import InputError
+from reljudge.infer import ppi
+from reljudge.infer.sample import Sample
+from reljudge.metrics import evaluate, parse_measure
+from reljudge.types import Qrels, Run
+
+PAIR_MEASURES = ("DCG", "P")
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """One run (or a difference of two runs) on one measure."""
+
+    run: str
+    measure: str
+    llm: float
+    llm_low: float
+    llm_high: float
+    human: float
+    human_low: float
+    human_high: float
+    ppi: float
+    ppi_low: float
+    ppi_high: float
+    lam: float
+    human_labels: int
+    effective_labels: float
+    p: float | None = None  # for differences: two-sided p-value of no difference
+
+
+def _grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
+    return {(q, d): g for q, d, g in qrels}
+
+
+def check_complete(sample: Sample, human: Qrels) -> None:
+    """Every sampled pair must carry a human label; otherwise say how many are missing."""
+    have = _grades_of(human)
+    missing = [p for p in sample.pairs() if p not in have]
+    if missing:
+        q, d = missing[0]
+        raise InputError(f"sample {sample.name!r} is not fully graded: {len(missing)} of "
+                         f"{len(sample.items)} pairs have no human label (first: {q} {d})")
+
+
+def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
+    """Weight of each pair in a linear measure of the run (0 outside its top k), divided
+    later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k."""
+    from reljudge.pool import top_k
+
+    k = measure.cutoff
+    if measure.name not in PAIR_MEASURES or k is None or measure.param("judged_only") is True:
+        raise InputError(f"{measure} cannot be estimated from a pair-level sample (only "
+                         f"DCG@k and P@k are linear in the gains with a fixed normaliser); "
+                         f"draw a query-level sample (--design srs-queries) for it")
+    q, d, r = top_k(run, int(k))
+    rank = dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
+    ranks = np.array([rank.get(p, 0) for p in pairs], dtype=np.float64)
+    if measure.name == "DCG":
+        return np.where(ranks > 0, 1.0 / np.log2(np.maximum(ranks, 1.0) + 1.0), 0.0)
+    return np.where(ranks > 0, 1.0 / int(k), 0.0)
+
+
+def gain(grades: np.ndarray, measure) -> np.ndarray:
+    """The gain a linear measure gives each grade."""
+    g = np.maximum(np.asarray(grades, np.float64), 0)
+    if measure.name == "P":
+        return (g >= measure.param("rel")).astype(np.float64)
+    return np.exp2(g) - 1.0 if measure.param("dcg") == "exp-log2" else g
+
+
+def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
+                  measures: Sequence[str], *, level: float = 0.95, bootstrap: int = 1000,
+                  seed: int = 0, baseline: str | None = None
+                  ) -> tuple[list[RunEstimate], list[RunEstimate]]:
+    """Per run and measure: LLM-only (bootstrap CI), human-only and PPI estimates; and the
+    same for each run minus the baseline run (default the first), with p-values."""
+    from reljudge.stats import bootstrap_ci
+
+    check_complete(sample, human)
+    parsed = [parse_measure(m) for m in measures]
+    names = [r.name for r in runs]
+    base = baseline or names[0]
+    if base not in names:
+        raise InputError(f"baseline {base!r} is not one of the runs: {', '.join(names)}")
+    queries = sorted({q for q, _, _ in judge})
+    sampled_q = sorted({i.qid for i in sample.items})
+    unknown = [q for q in sampled_q if q not in set(queries)]
+    if unknown:
+        raise InputError(f"sampled query {unknown[0]} has no judge labels")
+    per_run: dict[tuple[str, str], dict] = {}
+    for m in parsed:
+        for run in runs:
+            llm_vals = _per_query(judge, run, m, queries)
+            per_run[(run.name, str(m))] = {"llm": llm_vals}
+    if sample.unit == "query":
+        recorded = sample.params.get("population_queries")
+        if recorded is not None and recorded != len(queries):
+            raise InputError(f"sample {sample.name!r} was drawn from {recorded} queries, but "
+                             f"the judge labels {len(queries)}: estimate with the judge "
+                             f"source the sample was drawn from")
+        idx = np.array([queries.index(q) for q in sampled_q])
+        human_sub = human.from_dict({q: v for q, v in human.to_dict().items()
+                                     if q in set(sampled_q)})
+        for m in parsed:
+            for run in runs:
+                cell = per_run[(run.name, str(m))]
+                cell["human"] = _per_query(human_sub, run, m, sampled_q)
+
+        def estimator(cell: dict) -> ppi.Estimate:
+            return ppi.query_level(cell["human"], cell["llm"], idx, level)
+    else:
+        pop, labels, sizes = _population(sample, judge)
+        item_pairs = sample.pairs()
+        hg = _grades_of(human)
+        jg = _grades_of(judge)
+        h_grades = np.array([hg[p] for p in item_pairs])
+        j_grades = np.array([jg[p] for p in item_pairs])
+        pop_grades = np.array([jg[p] for p in pop])
+        item_strata = np.array([labels.index(i.stratum or "all") for i in sample.items])
+        for m in parsed:
+            for run in runs:
+                w_pop = pair_weights(run, pop, m)
+                w_items = pair_weights(run, item_pairs, m)
+                cell = per_run[(run.name, str(m))]
+                cell["a"] = w_items * gain(h_grades, m)
+                cell["b"] = w_items * gain(j_grades, m)
+                cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+
+        def estimator(cell: dict) -> ppi.Estimate:
+            return ppi.estimate(cell["a"], cell["b"], cell["b_total"], item_strata, sizes,
+                                float(len(queries)), level)
+    rows, diffs = [], []
+    for m in parsed:
+        for run in runs:
+            cell = per_run[(run.name, str(m))]
+            boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
+            e = estimator(cell)
+            rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e))
+            if run.name == base:
+                continue
+            other = per_run[(base, str(m))]
+            dcell = {k: cell[k] - other[k] for k in cell}
+            dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
+            de = estimator(dcell)
+            diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
+                              dboot.high, de, float(de.p_value())))
+    return rows, diffs
+
+
+def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.ndarray:
+    ev = evaluate(qrels, run, [measure], all_queries=True)
+    vals = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
+    return np.array([vals.get(q, 0.0) for q in queries])
+
+
+def _population(sample: Sample, judge: Qrels):
+    """The sampled population (the recorded pool, else every judge-labelled pair), strata
+    labels and sizes."""
+    graded = _grades_of(judge)
+    if "population" in sample.params:
+        pop = [tuple(p) for p in sample.params["population"]]
+        missing = [p for p in pop if p not in graded]
+        if missing:
+            raise InputError(f"{len(missing)} pairs of sample {sample.name!r}'s pool have no "
+                             f"judge label (first: {missing[0][0]} {missing[0][1]})")
+    else:
+        pop = sorted(graded)
+    strata_info: Mapping = sample.params.get("strata", {"all": {"population": len(pop)}})
+    labels = list(strata_info)
+    sizes = np.array([strata_info[lab]["population"] for lab in labels], dtype=np.float64)
+    if int(sizes.sum()) != len(pop):
+        raise InputError(f"sample {sample.name!r} was drawn from {int(sizes.sum())} pairs, "
+                         f"but the judge labels {len(pop)}: estimate with the judge source "
+                         f"the sample was drawn from")
+    return pop, labels, sizes
+
+
+def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estimate,
+         p: float | None = None) -> RunEstimate:
+    return RunEstimate(name, measure, float(llm), float(lo), float(hi), float(e.classical),
+                       float(e.classical_low), float(e.classical_high), float(e.value),
+                       float(e.low), float(e.high), float(e.lam), int(e.n),
+                       float(e.effective_n), p)
+
+
+def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False
+                   ) -> tuple[list[str], list[list]]:
+    """Headers and rows of the side-by-side table (LLM-only, human-only, PPI)."""
+    pct = f"{level:.0%}"
+    headers = ["run", "measure", "llm", f"llm {pct} CI", "human", f"human {pct} CI", "ppi",
+               f"ppi {pct} CI", "human labels", "worth"] + (["p (ppi)"] if with_p else [])
+    rows = []
+    for r in items:
+        row = [r.run, r.measure, r.llm, f"[{r.llm_low:.4f}, {r.llm_high:.4f}]", r.human,
+               f"[{r.human_low:.4f}, {r.human_high:.4f}]", r.ppi,
+               f"[{r.ppi_low:.4f}, {r.ppi_high:.4f}]", r.human_labels,
+               round(r.effective_labels, 1)]
+        rows.append(row + ([r.p] if with_p else []))
+    return headers, rows
+
+
+@dataclass(frozen=True)
+class StoreEstimates:
+    """Estimates from a store's recorded sample, and the measures it could not serve."""
+
+    sample: str
+    design: str
+    judge: str
+    rows: list[RunEstimate]
+    diffs: list[RunEstimate]
+    skipped: list[str]  # measures a pair-level sample cannot estimate
+
+    def note(self) -> str:
+        """One line saying where the numbers come from."""
+        skipped = (f"; not estimable from this pair-level sample: {', '.join(self.skipped)}"
+                   if self.skipped else "")
+        return (f"sample {self.sample!r} ({self.design}), judge {self.judge!r}; 'worth': human "
+                f"labels a human-only estimate would need for the ppi interval{skipped}")
+
+
+def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
+               sample: str | None = None, judge: str | None = None, human: str | None = None,
+               level: float = 0.95, seed: int = 0, baseline: str | None = None,
+               require: bool = True) -> StoreEstimates | None:
+    """Estimates from a recorded sample (default: the newest fully graded one); None when
+    ``require`` is false and the store has no fully graded sample."""
+    names = [sample] if sample else list(reversed(store.sample_names()))
+    for name in names:
+        s = store.sample(name)
+        judge_name = judge or s.params.get("judge")
+        if not judge_name:
+            raise InputError(f"sample {name!r} does not record its judge; give the judge "
+                             f"source name")
+        wanted = set(s.pairs())
+        graded = {(e.qid, e.docid): e.grade for e in store.events(kind="human", source=human,
+                                                                  failed=False)
+                  if (e.qid, e.docid) in wanted}
+        if len(graded) < len(wanted) and not require and not sample:
+            continue  # not graded yet: try an older sample
+        jg = store.source_grades(judge_name)
+        usable = list(measures)
+        skipped: list[str] = []
+        if s.unit == "pair":
+            usable = [m for m in measures if parse_measure(m).name in PAIR_MEASURES
+                      and parse_measure(m).cutoff is not None]
+            skipped = [str(parse_measure(m)) for m in measures if m not in usable]
+            if not usable:
+                if require:
+                    raise InputError(f"none of {', '.join(skipped)} can be estimated from "
+                                     f"the pair-level sample {name!r} (only DCG@k and P@k); "
+                                     f"draw a query-level sample (--design srs-queries)")
+                return None
+        rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,
+                                    seed=seed, baseline=baseline)
+        return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped)
+    if require:
+        raise InputError("the store has no recorded sample; draw one with `reljudge sample`")
+    return None
+
+
+def _qrels(grades: Mapping[tuple[str, str], int]) -> Qrels:
+    return Qrels.from_arrays([p[0] for p in grades], [p[1] for p in grades],
+                             np.array(list(grades.values()), dtype=np.int64))

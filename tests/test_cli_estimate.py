@@ -1,0 +1,181 @@
+"""`reljudge sample` and `reljudge estimate` end to end on a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from reljudge.cli import main
+from reljudge.metrics import evaluate
+from reljudge.store import LabelStore
+from reljudge.types import LabelEvent, Qrels, Run
+
+NQ, ND = 30, 12
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A store with an LLM judge's labels on every pair, human truth, and two runs."""
+    rng = np.random.default_rng(0)
+    truth = {(f"q{q}", f"d{q}-{d}"): int(rng.integers(0, 4)) for q in range(NQ)
+             for d in range(ND)}
+    judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}  # lenient
+    store_path = tmp_path / "labels.sqlite"
+    with LabelStore(store_path) as store:
+        store.add_grades([(q, d, g) for (q, d), g in judge.items()], "llm", "judge-a")
+        store.add_queries({f"q{q}": f"query {q}" for q in range(NQ)})
+    runs = []
+    for i, noise in enumerate((0.5, 2.0)):
+        qs, ds, ss = [], [], []
+        for (q, d), g in truth.items():
+            qs.append(q)
+            ds.append(d)
+            ss.append(g + noise * rng.normal())
+        path = tmp_path / f"r{i}.run"
+        path.write_text("".join(f"{q} Q0 {d} 0 {s:.6f} sys{i}\n"
+                                for q, d, s in zip(qs, ds, ss, strict=True)))
+        runs.append(path)
+    return tmp_path, store_path, truth, runs
+
+
+def _grade(store_path, truth, name):
+    with LabelStore(store_path) as store:
+        pairs = store.sample_pairs(name)
+        store.add_events([LabelEvent(q, d, truth[(q, d)], "human", "ann1",
+                                     meta={"sample": name}) for q, d in pairs])
+
+
+def test_query_sample_then_estimate_shows_three_columns_and_covers(world, capsys):
+    tmp, store_path, truth, runs = world
+    out = tmp / "q.jsonl"
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q10",
+                 "--design", "srs-queries", "--queries", "10", "--seed", "3",
+                 "--out", str(out)]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 10 * ND and lines[0]["query"].startswith("query ")
+    assert "have no query or passage text" in capsys.readouterr().err  # no passage texts
+    _grade(store_path, truth, "q10")
+    assert main(["estimate", "--store", str(store_path), "--sample", "q10", *map(str, runs),
+                 "-m", "nDCG@10", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    qrels = Qrels.from_dict(_as_dict(truth))
+    for row in res["runs"]:
+        run = Run.from_arrays(*_read(runs[int(row["run"][-1])]), name=row["run"])
+        human_truth = evaluate(qrels, run, ["nDCG@10"], all_queries=True).mean()["nDCG@10"]
+        assert row["ppi_low"] <= human_truth <= row["ppi_high"]
+        assert row["human_labels"] == 10
+        assert row["llm"] != pytest.approx(row["ppi"])
+    assert len(res["differences"]) == 1 and 0 <= res["differences"][0]["p"] <= 1
+    assert main(["estimate", "--store", str(store_path), "--sample", "q10",
+                 *map(str, runs)]) == 0
+    table = capsys.readouterr().out
+    for col in ("llm 95% CI", "human 95% CI", "ppi 95% CI", "worth", "p (ppi)",
+                "sys1 - sys0"):
+        assert col in table
+
+
+def test_pair_sample_estimate_for_dcg_and_refusal_for_ndcg(world, capsys):
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "p",
+                 "--design", "stratified-pairs", "--budget", "120"]) == 0
+    _grade(store_path, truth, "p")
+    assert main(["estimate", "--store", str(store_path), "--sample", "p", *map(str, runs),
+                 "-m", "DCG@10", "-m", "P@5", "--csv"]) == 0
+    assert capsys.readouterr().out.count("\n") >= 5
+    assert main(["estimate", "--store", str(store_path), "--sample", "p", str(runs[0]),
+                 "-m", "nDCG@10"]) == 2
+    assert "draw a query-level sample" in capsys.readouterr().err
+
+
+def test_errors_are_one_line_and_write_nothing(world, capsys):
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "nobody", "--name", "x",
+                 "--budget", "20"]) == 2
+    assert "known sources: judge-a" in capsys.readouterr().err
+    out = tmp / "x.tsv"
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "x",
+                 "--budget", "3", "--out", str(out)]) == 2
+    assert "cannot give every stratum" in capsys.readouterr().err and not out.exists()
+    with LabelStore(store_path) as store:
+        assert store.sample_names() == []
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "x",
+                 "--design", "srs-pairs", "--budget", "30"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", "--store", str(store_path), "--sample", "x", str(runs[0]),
+                 "-m", "DCG@10"]) == 2
+    assert "not fully graded: 30 of 30 pairs" in capsys.readouterr().err
+    assert main(["estimate", "--store", str(store_path), "--sample", "y", str(runs[0])]) == 2
+    assert "known samples: x" in capsys.readouterr().err
+
+
+def _as_dict(truth):
+    out: dict = {}
+    for (q, d), g in truth.items():
+        out.setdefault(q, {})[d] = g
+    return out
+
+
+def _read(path):
+    rows = [ln.split() for ln in path.read_text().splitlines()]
+    return [r[0] for r in rows], [r[2] for r in rows], np.array([float(r[4]) for r in rows])
+
+
+def test_compare_and_report_show_estimates_when_the_store_has_a_graded_sample(world, capsys):
+    tmp, store_path, truth, runs = world
+    qrels = tmp / "judge.qrels"
+    with LabelStore(store_path) as store:
+        grades = store.source_grades("judge-a")
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
+    args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store", str(store_path)]
+    assert main(args) == 0
+    assert "ppi 95% CI" not in capsys.readouterr().out  # no sample yet: nothing added
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
+                 "--design", "srs-queries", "--queries", "8"]) == 0
+    assert main(args) == 0
+    assert "ppi 95% CI" not in capsys.readouterr().out  # drawn but not graded: nothing added
+    _grade(store_path, truth, "q")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ppi 95% CI" in out and "sample 'q' (srs-queries)" in out
+    assert main([*args, "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimates"]
+    assert est["sample"] == "q" and len(est["runs"]) == 2 and len(est["differences"]) == 1
+    page = tmp / "r.html"
+    assert main(["report", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store",
+                 str(store_path), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert "Scores under human labels" in text and "sample &#x27;q&#x27;" in text
+
+
+def test_pair_sample_from_a_run_pool_estimates_the_pool_score(world, capsys):
+    tmp, store_path, truth, runs = world
+    queries = tmp / "q.tsv"
+    queries.write_text("".join(f"q{q}\tnew text {q}\n" for q in range(NQ)))
+    passages = tmp / "p.jsonl"
+    passages.write_text("".join(json.dumps({"docid": d, "text": f"passage {d}"}) + "\n"
+                                for _, d in truth))
+    out = tmp / "pool.tsv"
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "pool",
+                 "--runs", *map(str, runs), "--depth", "5", "--design", "srs-pairs",
+                 "--budget", "150", "--seed", "2", "--out", str(out),
+                 "--queries-file", str(queries), "--passages-file", str(passages)]) == 0
+    assert "no query or passage text" not in capsys.readouterr().err
+    rows = [ln.split("\t") for ln in out.read_text().splitlines()[1:]]
+    assert len(rows) == 150 and rows[0][3].startswith("new text") and rows[0][4].startswith(
+        "passage ")
+    with LabelStore(store_path) as store:
+        s = store.sample("pool")
+    pool = {tuple(p) for p in s.params["population"]}
+    assert s.params["strata"]["all"]["population"] == len(pool) < len(truth)
+    _grade(store_path, truth, "pool")
+    assert main(["estimate", "--store", str(store_path), "--sample", "pool", *map(str, runs),
+                 "-m", "DCG@5", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    pool_qrels = Qrels.from_dict(_as_dict({p: g for p, g in truth.items() if p in pool}))
+    for row in res["runs"]:
+        run = Run.from_arrays(*_read(runs[int(row["run"][-1])]), name=row["run"])
+        target = evaluate(pool_qrels, run, ["DCG@5"], all_queries=True).mean()["DCG@5"]
+        assert row["ppi_low"] <= target <= row["ppi_high"]
+        assert row["human_low"] <= target <= row["human_high"]

@@ -1,0 +1,215 @@
+"""PPI estimates: equal to ppi-python on plain means, the moments path equal to the direct
+formula, intervals that cover the known truth in simulation, too-small samples refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reljudge.errors import InputError
+from reljudge.infer import ppi
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(5, 60), st.integers(5, 400),
+       st.floats(0.0, 2.0), st.floats(0.80, 0.99))
+def test_ppi_mean_ci_equals_ppi_python(seed, n, big_n, noise, level):
+    ppi_py = pytest.importorskip("ppi_py")
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=n)
+    yhat = 0.7 * y + noise * rng.normal(size=n) + 0.2
+    u = rng.normal(size=big_n) * 0.7 + noise * rng.normal(size=big_n) + 0.2
+    value, low, high, _ = ppi.ppi_mean_ci(y, yhat, u, level)
+    assert value == pytest.approx(float(ppi_py.ppi_mean_pointestimate(y, yhat, u)[0]),
+                                  rel=1e-9, abs=1e-12)
+    lo, hi = ppi_py.ppi_mean_ci(y, yhat, u, alpha=1 - level)
+    assert (low, high) == (pytest.approx(float(lo[0]), abs=1e-10),
+                           pytest.approx(float(hi[0]), abs=1e-10))
+
+
+def test_ppi_mean_ci_fixed_lambda_equals_ppi_python():
+    ppi_py = pytest.importorskip("ppi_py")
+    rng = np.random.default_rng(3)
+    y, yhat, u = rng.normal(size=30), rng.normal(size=30), rng.normal(size=300)
+    for lam in (0.0, 0.5, 1.0):
+        _, low, high, used = ppi.ppi_mean_ci(y, yhat, u, 0.95, lam=lam)
+        lo, hi = ppi_py.ppi_mean_ci(y, yhat, u, alpha=0.05, lam=lam)
+        assert used == lam
+        assert low == pytest.approx(float(lo[0])) and high == pytest.approx(float(hi[0]))
+
+
+def _direct(a, b, stratum, population, b_total, normaliser, lam):
+    """The stratified HT-PPI estimate and variance, written out unit by unit."""
+    total, var = lam * b_total, 0.0
+    for h, big_n in enumerate(population):
+        za = [a[i] - lam * b[i] for i in range(len(a)) if stratum[i] == h]
+        n = len(za)
+        mean = sum(za) / n
+        total += big_n * mean
+        s2 = sum((z - mean) ** 2 for z in za) / (n - 1)
+        var += big_n ** 2 * (1 - n / big_n) * s2 / n
+    return total / normaliser, var ** 0.5 / normaliser
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.lists(st.integers(2, 8), min_size=1, max_size=4),
+       st.floats(0.0, 1.0))
+def test_stratified_estimate_equals_the_unit_by_unit_formula(seed, sizes, lam):
+    rng = np.random.default_rng(seed)
+    stratum = np.repeat(np.arange(len(sizes)), sizes)
+    population = np.array(sizes) + rng.integers(0, 20, size=len(sizes))
+    a = rng.normal(size=len(stratum))
+    b = a + rng.normal(size=len(stratum))
+    b_total = 3.7
+    e = ppi.estimate(a, b, b_total, stratum, population, 11.0, lam=lam)
+    value, se = _direct(a, b, stratum, population, b_total, 11.0, lam)
+    assert float(e.value) == pytest.approx(value, rel=1e-9, abs=1e-12)
+    assert float(e.se) == pytest.approx(se, rel=1e-7, abs=1e-12)
+    e0 = ppi.estimate(a, b, b_total, stratum, population, 11.0, lam=0.0)
+    assert float(e.classical) == pytest.approx(float(e0.value))
+    assert float(e.classical_se) == pytest.approx(float(e0.se))
+
+
+def test_tuned_lambda_minimises_the_estimated_variance():
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=40)
+    b = 2.0 * a + 1.5 * rng.normal(size=40)
+    tuned = ppi.estimate(a, b, 0.0, None, np.array([400]), 400.0)
+    grid = np.linspace(0, 1, 1001)
+    ses = [float(ppi.estimate(a, b, 0.0, None, np.array([400]), 400.0, lam=x).se) for x in grid]
+    assert 0 < float(tuned.lam) < 1
+    assert float(tuned.lam) == pytest.approx(grid[int(np.argmin(ses))], abs=1e-3)
+    # its variance pays one degree of freedom for the fitted lambda (39 -> 38)
+    fixed = ppi.estimate(a, b, 0.0, None, np.array([400]), 400.0, lam=float(tuned.lam))
+    assert float(tuned.se) == pytest.approx(float(fixed.se) * (39 / 38) ** 0.5)
+    assert (float(tuned.df), float(fixed.df)) == (38.0, 39.0)
+
+
+def test_vectorised_over_systems_equals_one_at_a_time():
+    rng = np.random.default_rng(6)
+    y, f = rng.normal(size=(3, 50)), rng.normal(size=(3, 50))
+    idx = rng.choice(50, 12, replace=False)
+    both = ppi.query_level(y[:, idx], f, idx)
+    for s in range(3):
+        one = ppi.query_level(y[s, idx], f[s], idx)
+        assert float(one.value) == pytest.approx(both.value[s])
+        assert float(one.high) == pytest.approx(both.high[s])
+
+
+def _coverage(draws, make):
+    hits = 0
+    for seed in range(draws):
+        e, truth = make(np.random.default_rng(seed))
+        hits += bool(e.low <= truth <= e.high)
+    return hits / draws
+
+
+def test_query_level_interval_covers_the_finite_population_mean():
+    pop = np.random.default_rng(99)
+    n_queries = 150
+    human = pop.beta(2, 3, size=n_queries)
+    llm = np.clip(human + 0.15 + 0.1 * pop.normal(size=n_queries), 0, 1)  # lenient judge
+
+    def make(rng):
+        idx = rng.choice(n_queries, 30, replace=False)
+        return ppi.query_level(human[idx], llm, idx), human.mean()
+
+    draws = 2000
+    cover = _coverage(draws, make)
+    assert cover >= 0.95 - 3 * (0.95 * 0.05 / draws) ** 0.5  # within Monte-Carlo error
+    # ...where the LLM-only mean is off by the judge's leniency
+    assert llm.mean() - human.mean() > 0.1
+
+
+def test_stratified_pair_level_interval_covers_and_beats_human_only():
+    pop = np.random.default_rng(7)
+    units = 3000
+    pred = pop.choice(4, size=units, p=[0.5, 0.25, 0.15, 0.1])
+    truth = np.clip(pred - pop.binomial(1, 0.4, size=units), 0, 3).astype(float)
+    weight = pop.uniform(0.2, 1, size=units)  # e.g. rank discounts
+    a_all, b_all = weight * truth, weight * pred
+    population = np.bincount(pred, minlength=4)
+    take = np.array([100, 100, 100, 100])
+
+    widths = []
+
+    def make(rng):
+        idx = np.concatenate([rng.choice(np.flatnonzero(pred == h), take[h], replace=False)
+                              for h in range(4)])
+        e = ppi.estimate(a_all[idx], b_all[idx], b_all.sum(), pred[idx], population, 50.0)
+        widths.append((float(e.high - e.low), float(e.classical_high - e.classical_low)))
+        return e, a_all.sum() / 50.0
+
+    draws = 1500
+    assert _coverage(draws, make) >= 0.95 - 3 * (0.95 * 0.05 / draws) ** 0.5
+    ppi_w, human_w = np.mean(widths, axis=0)
+    assert ppi_w < human_w
+
+
+def test_paired_difference_p_value_small_for_a_real_difference_and_uniform_under_none():
+    rng = np.random.default_rng(11)
+    n_queries = 80
+    a = rng.beta(2, 3, size=n_queries)
+    b = a + 0.1
+    idx = rng.choice(n_queries, 30, replace=False)
+    diff = ppi.query_level((b - a)[idx] + 0.02 * rng.normal(size=30), (b - a) + 0.05, idx)
+    assert float(diff.p_value()) < 1e-6
+    ps = []
+    for seed in range(400):
+        r = np.random.default_rng(seed)
+        d = r.normal(size=n_queries)
+        d -= d.mean()  # the finite-population difference is exactly 0
+        i = r.choice(n_queries, 20, replace=False)
+        ps.append(float(ppi.query_level(d[i], d + r.normal(size=n_queries), i).p_value()))
+    assert np.mean(np.array(ps) < 0.05) <= 0.05 + 3 * (0.05 * 0.95 / 400) ** 0.5
+
+
+def test_effective_labels_exceed_the_sample_when_the_judge_is_good():
+    rng = np.random.default_rng(2)
+    human = rng.normal(size=200)
+    idx = rng.choice(200, 20, replace=False)
+    good = ppi.query_level(human[idx], human + 0.1 * rng.normal(size=200), idx)
+    useless = ppi.query_level(human[idx], rng.normal(size=200), idx, lam=0.0)
+    assert float(good.effective_n) > 60
+    assert float(useless.effective_n) == pytest.approx(20, rel=1e-9)
+
+
+def test_too_small_samples_are_refused_with_a_clear_message():
+    f = np.arange(10.0)
+    with pytest.raises(InputError, match="at least 3 human-labelled queries; the sample has 2"):
+        ppi.query_level(np.array([1.0, 2.0]), f, np.array([0, 1]))
+    with pytest.raises(InputError, match="at least 2 human-labelled units"):
+        ppi.estimate(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0]), 10.0,
+                     np.array([0, 0, 1]), np.array([5, 5]), 2.0)
+    with pytest.raises(InputError, match="at least 2 labelled"):
+        ppi.ppi_mean_ci([1.0], [1.0], [1.0, 2.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.just(0.0), st.floats(1e-6, 5.0)), st.integers(1, 30)),
+                min_size=1, max_size=5))
+def test_satterthwaite_df_is_the_textbook_formula_within_its_bounds(terms):
+    parts = np.array([t[0] for t in terms])
+    dfs = np.array([float(t[1]) for t in terms])
+    cap = float(dfs.sum())
+    got = float(ppi.satterthwaite_df(parts, dfs, np.array(cap)))
+    if (parts > 0).any():
+        direct = parts.sum() ** 2 / sum(p * p / d for p, d in zip(parts, dfs, strict=True))
+        assert got == pytest.approx(min(max(direct, 1.0), cap))
+        assert got >= min(dfs[parts > 0].min(), cap) - 1e-9  # never below the smallest df
+    else:
+        assert got == cap
+
+
+def test_stratified_df_shrinks_when_one_small_stratum_carries_the_variance():
+    rng = np.random.default_rng(8)
+    stratum = np.repeat([0, 1], [40, 3])
+    a = np.concatenate([rng.normal(0, 0.01, 40), rng.normal(0, 10.0, 3)])
+    b = a + rng.normal(0, 0.01, 43)
+    e = ppi.estimate(a, b, 0.0, stratum, np.array([400, 30]), 10.0, lam=0.0)
+    assert 1.9 < float(e.df) < 2.5  # ~ the 2 df of the small stratum, not 43 - 2 = 41
+    even = ppi.estimate(a[:40], b[:40], 0.0, np.repeat([0, 1], 20), np.array([200, 200]), 10.0,
+                        lam=0.0)
+    assert float(even.df) > 30  # comparable strata: close to n - H = 38
