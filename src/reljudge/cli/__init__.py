@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 
 # Order here is the order in --help.
-COMMANDS = ("demo", "run", "pool", "label", "labels", "eval", "compare", "audit", "report")
+COMMANDS = ("demo", "run", "pool", "label", "labels", "eval", "compare", "audit", "report",
+            "assess")
 
 DESCRIPTION = """\
 reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels.

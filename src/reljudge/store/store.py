@@ -224,6 +224,27 @@ class LabelStore:
         """{qid: text or None} of every query the store knows."""
         return dict(self.conn.execute("SELECT qid, text FROM queries"))
 
+    def query_texts(self, qids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """{qid: (text, narrative)} of the given queries the store knows (narrative is None
+        unless the store's queries table has a narrative column)."""
+        cols = {r[1] for r in self.conn.execute("PRAGMA table_info(queries)")}
+        narrative = "narrative" if "narrative" in cols else "NULL"
+        return {r[0]: (r[1], r[2]) for r in self._select_in(
+            f"SELECT qid, text, {narrative} FROM queries", "qid", list(qids))}
+
+    def passage_texts(self, docids: Iterable[str]) -> dict[str, str]:
+        """{docid: text} of the given passages whose text the store holds."""
+        return {r[0]: r[1] for r in self._select_in(
+            "SELECT docid, text FROM passages", "docid", list(docids)) if r[1] is not None}
+
+    def _select_in(self, sql: str, column: str, keys: list[str]) -> list[tuple]:
+        rows: list[tuple] = []
+        for i in range(0, len(keys), 900):
+            part = keys[i:i + 900]
+            rows += self.conn.execute(f"{sql} WHERE {column} IN ({','.join('?' * len(part))})",
+                                      part).fetchall()
+        return rows
+
     def passages_with_text(self) -> set[str]:
         """Docids whose text the store holds."""
         return {r[0] for r in self.conn.execute(
