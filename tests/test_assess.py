@@ -50,7 +50,8 @@ PAIRS = [("q1", "d0"), ("q1", "d1"), ("q1", "evil"), ("q1", "d3"), ("q2", "d4"),
 def make_store(path: Path, pairs: list[tuple[str, str]] = PAIRS) -> Path:
     """A store with query and passage texts, a few LLM labels, and sample 's1' of ``pairs``."""
     with LabelStore(path) as store:
-        store.add_queries({"q1": "how do cats purr", "q2": "height of <b>Everest</b>",
+        store.add_queries({**{q: f"query {q}" for q, _ in pairs},
+                           "q1": "how do cats purr", "q2": "height of <b>Everest</b>",
                            "q3": "what is a relevance judgment"})
         store.add_passages({d: EVIL if d == "evil" else
                             f"Passage {d}. " + "Some words about the topic. " * 12

@@ -261,6 +261,9 @@
     $("next").addEventListener("click", () => go(cur + 1));
     $("undo").addEventListener("click", undo);
     $("show-llm").addEventListener("change", toggleLLM);
+    const done = Object.keys(grades).length;
+    if (done) lastSaved = "Saved: your " + done + " grades so far are in the store";
+    showStatus();
     const first = nextUngraded(S.items.length - 1);
     go(first === null ? 0 : first);
   }
