@@ -134,3 +134,24 @@ def test_a_restarted_server_resumes_from_the_store(store_path):
             url, _, lines):
         assert lines[0] == f"grading sample s1 as a: 2 of {len(PAIRS)} pairs graded so far"
         assert json.loads(fetch(url + "api/state")[1])["grades"] == {"0": 3, "1": 2}
+
+
+def test_a_pairs_file_with_text_files_needs_no_sample(tmp_path):
+    store_path = tmp_path / "bare.sqlite"
+    LabelStore(store_path).close()
+    (tmp_path / "pairs.txt").write_text("q1 0 d1 2\nq1 0 d2 0\n")
+    (tmp_path / "q.tsv").write_text("q1\twhat is <i>this</i>\n")
+    (tmp_path / "p.jsonl").write_text('{"docid": "d1", "text": "one"}\n'
+                                      '{"docid": "d2", "text": "two"}\n')
+    with assess_server("--store", str(store_path), "--pairs", str(tmp_path / "pairs.txt"),
+                       "--annotator", "ann", "--queries", str(tmp_path / "q.tsv"),
+                       "--passages", str(tmp_path / "p.jsonl")) as (url, _, lines):
+        assert lines[0].startswith(f"grading pairs {tmp_path / 'pairs.txt'} as ann: 0 of 2")
+        item = json.loads(fetch(url + "api/item/1")[1])
+        assert (item["query"], item["passage"]) == ("what is <i>this</i>", "two")
+        assert fetch(url + "api/grade", {"index": 1, "grade": 2, "note": "ok"})[0] == 200
+    with LabelStore(store_path) as store:
+        (e,) = store.events()
+        assert (e.qid, e.docid, e.grade, e.source_kind, e.source_name) == (
+            "q1", "d2", 2, "human", "ann")
+        assert e.meta == {"pairs": str(tmp_path / "pairs.txt"), "position": 1, "note": "ok"}

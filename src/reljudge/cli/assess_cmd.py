@@ -24,9 +24,9 @@ def register(sub) -> None:
     from reljudge.cli import HelpFormatter
 
     p = sub.add_parser("assess", help="a local web page where people grade pairs into the store",
-                       description="Serve a page on which a person grades query-passage pairs "
-                                   "(0-3, by keyboard); every grade goes into the label store "
-                                   "as it is given. Needs the 'assess' extra "
+                       description="Serve a page on which a person grades query-passage "
+                                   "pairs (0-3, by keyboard);\nevery grade goes into the label "
+                                   "store as it is given.\nNeeds the 'assess' extra "
                                    "(pip install 'reljudge[assess]').",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     p.add_argument("--store", required=True, help="the label store (SQLite file; must exist)")
@@ -44,9 +44,11 @@ def register(sub) -> None:
                    help="the prompt whose scale text describes the grades (default umbrela; "
                         "a shipped name or a .toml path)")
     p.add_argument("--queries", metavar="FILE",
-                   help="query texts (TSV or JSONL) for queries the store has no text for")
+                   help="query texts (TSV or JSONL); used instead of the store's, and "
+                        "needed for queries whose text the store lacks")
     p.add_argument("--passages", metavar="FILE",
-                   help="passage texts (JSONL or TSV) for passages the store has no text for")
+                   help="passage texts (JSONL or TSV); used instead of the store's, and "
+                        "needed for passages whose text the store lacks")
     p.set_defaults(func=run)
 
 

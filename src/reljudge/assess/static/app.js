@@ -45,6 +45,10 @@
     const s = $("status");
     s.dataset.state = state;
     s.textContent = text;
+    // the header keeps a short form in view on small screens
+    const short = {saving: "saving…", saved: "✓ saved", undone: "✓ undone", error: "NOT saved"};
+    $("hstatus").dataset.state = state;
+    $("hstatus").textContent = short[state] || "";
   }
 
   function showStatus() {
