@@ -256,3 +256,12 @@ def test_the_command_prints_the_url_and_stops_on_ctrl_c(store_path):
         assert url.startswith("http://127.0.0.1:") and "token" not in url
         assert lines[0] == "grading sample s1 as alice: 0 of 10 pairs graded so far"
     assert proc.returncode == 0
+
+
+def test_a_narrative_is_shown_when_the_store_has_one(store_path):
+    with LabelStore(store_path) as store:
+        assert task_of(store).items[0].narrative is None
+        store.conn.execute("ALTER TABLE queries ADD COLUMN narrative TEXT")
+        store.conn.execute("UPDATE queries SET narrative = 'cats, not lions' WHERE qid = 'q1'")
+        items = task_of(store).items
+        assert (items[0].narrative, items[4].narrative) == ("cats, not lions", None)

@@ -124,12 +124,14 @@ def test_two_annotators_on_two_servers_write_one_store_at_once(tmp_path):
         assert store.count() == 2 + 2 * len(pairs)  # the two LLM labels, then every grade
 
 
-def test_a_restarted_server_resumes_from_the_store(store_path):
+def test_a_crashed_server_resumes_from_the_store(store_path):
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a") as (
-            url, _, _):
+            url, proc, _):
         for i, g in enumerate([3, 2, 1]):
             assert fetch(url + "api/grade", {"index": i, "grade": g})[0] == 200
         assert json.loads(fetch(url + "api/undo", {})[1])["undone"] == 2
+        proc.kill()  # a crash: what was answered is in the store
+        proc.wait()
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a") as (
             url, _, lines):
         assert lines[0] == f"grading sample s1 as a: 2 of {len(PAIRS)} pairs graded so far"
