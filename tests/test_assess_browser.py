@@ -145,3 +145,21 @@ def test_the_shared_page_works_with_its_token_and_not_without(browser, tmp_path)
         assert b.eval(TEXT.format("done")) == "1 / 10 graded"
     with LabelStore(store_path) as store:
         assert [(e.source_name, e.grade) for e in store.events(kind="human")] == [("bob", 3)]
+
+
+def test_a_grade_the_server_never_got_is_shown_as_not_saved(browser, tmp_path):
+    store_path = make_store(tmp_path / "labels.sqlite")
+    b = browser
+    with assess_server("--store", str(store_path), "--sample", "s1", "--annotator",
+                       "alice") as (url, proc, _):
+        b.open(url)
+        grade_by_key(b, 1, "2")
+        proc.kill()
+        proc.wait()
+        b.press("3")
+        b.wait_for("document.getElementById('status').dataset.state === 'error'")
+        assert b.eval(TEXT.format("status")).startswith("NOT saved")
+        assert b.eval(TEXT.format("hstatus")) == "NOT saved"
+        assert b.eval(TEXT.format("done")) == "1 / 10 graded"
+    with LabelStore(store_path) as store:
+        assert [e.grade for e in store.events(kind="human")] == [2]

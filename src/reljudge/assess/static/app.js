@@ -87,6 +87,7 @@
     const note = $("note").value;
     const seconds = Math.round((performance.now() - shownAt)) / 1000;
     const mine = {i: i, g: g};
+    const before = grades[i];
     inflight.push(mine);
     grades[i] = g;
     if (note.trim()) notes[i] = note; else delete notes[i];
@@ -94,6 +95,9 @@
       let answer = null;
       try {
         answer = await api("api/grade", {index: i, grade: g, note: note, seconds: seconds});
+      } catch (err) {  // not in the store: do not show it as given
+        if (before === undefined) delete grades[i]; else grades[i] = before;
+        throw err;
       } finally {
         inflight.splice(inflight.indexOf(mine), 1);
       }
