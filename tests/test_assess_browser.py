@@ -106,6 +106,11 @@ def test_a_person_grades_undoes_reloads_and_finishes(browser, tmp_path):
             grade_by_key(b, position, key)
         b.wait_for("!document.getElementById('finished').hidden")
         assert b.eval(TEXT.format("done")) == "10 / 10 graded"
+        assert b.eval(TEXT.format("position")) == "pair 10 of 10"
+        b.press("n")  # a note after the grade: Enter records the grade again, with the note
+        b.type_text("second thoughts")
+        b.press("Enter")
+        b.wait_for(SAVED.format(10, "3 with a note"))
         assert b.errors() == [], [e['params'] for e in b.errors()]
 
     given = dict(zip(PAIRS, [2, 1, 3, 0, 1, 3, 0, 1, 2, 3], strict=True))
@@ -114,13 +119,14 @@ def test_a_person_grades_undoes_reloads_and_finishes(browser, tmp_path):
         assert {(lab.qid, lab.docid): lab.grade for lab in merged.labels} == given
         assert {lab.sources for lab in merged.labels} == {("alice",)}
         events = list(store.events(kind="human"))
-    assert len(events) == 12  # 11 grades and one undo, in the order given
+    assert len(events) == 13  # 12 grades and one undo, in the order given
     assert [e.failure for e in events].count(RETRACTED) == 1
     assert events[6].failure == RETRACTED and events[6].docid == PAIRS[5][1]
     assert all(e.source_name == "alice" and e.meta["sample"] == "s1" for e in events)
     assert all(e.latency is not None and e.latency > 0 for e in events if e.ok)
     assert events[1].meta.get("note") == "unsure: partly on topic"
-    assert sum("note" in e.meta for e in events) == 1
+    assert events[-1].meta.get("note") == "second thoughts" and events[-1].grade == 3
+    assert sum("note" in e.meta for e in events) == 2
 
     for width, png in shots.items():
         from matplotlib.image import imread
