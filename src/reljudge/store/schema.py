@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 2
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -50,22 +50,7 @@ CREATE INDEX imports_sha ON imports (sha256, source);
 ALTER TABLE events ADD COLUMN batch INTEGER REFERENCES imports (id);
 """
 
-# Version 3: human samples (what people should grade, with inclusion probabilities).
-V2_TO_V3 = """
-CREATE TABLE samples (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
-    unit TEXT NOT NULL CHECK (unit IN ('query', 'pair')),
-    design TEXT NOT NULL,
-    seed INTEGER, budget INTEGER, params TEXT,
-    created_at REAL NOT NULL);
-CREATE TABLE sample_items (sample INTEGER NOT NULL REFERENCES samples (id),
-    q INTEGER NOT NULL REFERENCES queries (id), d INTEGER NOT NULL REFERENCES passages (id),
-    position INTEGER NOT NULL,
-    prob REAL NOT NULL,
-    stratum TEXT,
-    PRIMARY KEY (sample, q, d));
-"""
-
-MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3}  # from version -> script to the next version
+MIGRATIONS = {1: V1_TO_V2}  # from version -> script to the next version
 
 
 def current_version(conn: sqlite3.Connection) -> int:

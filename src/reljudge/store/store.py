@@ -323,22 +323,6 @@ class LabelStore:
             "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND e.failure != ? "
             "ORDER BY e.id", (RETRACTED,)).fetchall()
 
-    # -- human samples --------------------------------------------------------------------
-    def sample_names(self) -> list[str]:
-        """Names of the human samples in the store, in order of creation."""
-        return [r[0] for r in self.conn.execute("SELECT name FROM samples ORDER BY id")]
-
-    def sample_pairs(self, name: str) -> list[tuple[str, str]]:
-        """The (qid, docid) items of a named sample, in draw order."""
-        row = self.conn.execute("SELECT id FROM samples WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            known = ", ".join(self.sample_names()) or "none"
-            raise StoreError(f"no sample named {name!r} in {self.path}; known: {known}")
-        return self.conn.execute(
-            "SELECT q.qid, p.docid FROM sample_items i JOIN queries q ON q.id = i.q "
-            "JOIN passages p ON p.id = i.d WHERE i.sample = ? ORDER BY i.position",
-            (row[0],)).fetchall()
-
     # -- merging --------------------------------------------------------------------------
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
               fractional: bool = False):
