@@ -354,6 +354,10 @@ class Run(_IdColumns):
 
 SOURCE_KINDS = ("human", "llm", "import")
 
+# The failure kind of an undo: a source takes back its grade of a pair. Every earlier event of
+# that source for the pair (and sample index) stops counting; a later grade counts again.
+RETRACTED = "retracted"
+
 
 @dataclass(frozen=True, slots=True)
 class LabelEvent:
@@ -393,6 +397,11 @@ class LabelEvent:
     def ok(self) -> bool:
         """True when the event carries a grade (not a failure)."""
         return self.grade is not None
+
+    @property
+    def retraction(self) -> bool:
+        """True when the event takes back the source's earlier grade of the pair (an undo)."""
+        return self.failure == RETRACTED
 
 
 def distinct_names(names: Sequence[str], sources: Sequence[str] | None = None) -> list[str]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 # Order here is the order in --help.
 COMMANDS = ("demo", "run", "pool", "label", "labels", "eval", "compare", "audit", "sample",
-            "estimate", "calibrate", "report")
+            "assess", "estimate", "calibrate", "report")
 
 DESCRIPTION = """\
 reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels.

@@ -20,7 +20,8 @@ merge policies (which labels decide a pair):
   source=NAME   only the labels of one source
 aggregation of several labels of a pair: majority (a tie goes to the lower grade), mean,
 median; rounded half up unless --fractional. Of several labels from one source for one pair
-(and one sample), the latest is a correction and wins. Failed judgments never decide.
+(and one sample), the latest is a correction and wins. Failed judgments never decide, and
+neither does a grade its source took back (an undo in `reljudge assess`).
 A derived source (calibrated:JUDGE, panel:NAME, from `reljudge calibrate`) votes with its most
 probable grade, or with --derived expected its expected grade (see docs/calibration.md).
 """
@@ -207,10 +208,10 @@ def do_stats(args) -> int:
                           "coverage": [{"qid": q, "labelled": n, "pooled": p}
                                        for q, n, p in cov]}), end="")
         return 0
-    rows = [[s.kind, s.name, s.events, s.ok, s.failed,
+    rows = [[s.kind, s.name, s.events, s.ok, s.failed, s.retracted,
              *[s.grades.get(g, 0) for g in range(4)], s.cost] for s in sources]
-    print(render(["kind", "source", "events", "ok", "failed", "0", "1", "2", "3", "cost $"],
-                 rows), end="")
+    print(render(["kind", "source", "events", "ok", "failed", "undone", "0", "1", "2", "3",
+                  "cost $"], rows), end="")
     print(f"\nfailed judgments: {len(failures)}" +
           ("".join(f"\n  {n:>6}  {r}" for r, n in reasons.most_common()) if failures else ""))
     print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):")

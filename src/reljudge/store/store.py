@@ -17,10 +17,17 @@ from pathlib import Path
 
 from reljudge.errors import StoreError
 from reljudge.store.schema import migrate
-from reljudge.types import SOURCE_KINDS, LabelEvent
+from reljudge.types import RETRACTED, SOURCE_KINDS, LabelEvent
 
 _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
                "tokens_out, cost, latency, created_at, meta, batch")
+
+# An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
+# join this to ``events e`` and keep the rows where _STANDING holds.
+_UNDONE = ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
+           f"WHERE failure = '{RETRACTED}' GROUP BY q, d, source, sample) r "
+           "ON r.q = e.q AND r.d = e.d AND r.source = e.source AND r.sample = e.sample")
+_STANDING = "(r.rid IS NULL OR r.rid < e.id)"
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,7 @@ class SourceStats:
     cost: float
     tokens_in: int
     tokens_out: int
+    retracted: int = 0  # grades taken back by an undo (counted in events, not in ok/grades)
 
 
 class LabelStore:
@@ -273,6 +281,27 @@ class LabelStore:
         """{qid: text or None} of every query the store knows."""
         return dict(self.conn.execute("SELECT qid, text FROM queries"))
 
+    def query_texts(self, qids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """{qid: (text, narrative)} of the given queries the store knows (narrative is None
+        unless the store's queries table has a narrative column)."""
+        cols = {r[1] for r in self.conn.execute("PRAGMA table_info(queries)")}
+        narrative = "narrative" if "narrative" in cols else "NULL"
+        return {r[0]: (r[1], r[2]) for r in self._select_in(
+            f"SELECT qid, text, {narrative} FROM queries", "qid", list(qids))}
+
+    def passage_texts(self, docids: Iterable[str]) -> dict[str, str]:
+        """{docid: text} of the given passages whose text the store holds."""
+        return {r[0]: r[1] for r in self._select_in(
+            "SELECT docid, text FROM passages", "docid", list(docids)) if r[1] is not None}
+
+    def _select_in(self, sql: str, column: str, keys: list[str]) -> list[tuple]:
+        rows: list[tuple] = []
+        for i in range(0, len(keys), 900):
+            part = keys[i:i + 900]
+            rows += self.conn.execute(f"{sql} WHERE {column} IN ({','.join('?' * len(part))})",
+                                      part).fetchall()
+        return rows
+
     def passages_with_text(self) -> set[str]:
         """Docids whose text the store holds."""
         return {r[0] for r in self.conn.execute(
@@ -280,9 +309,11 @@ class LabelStore:
 
     def labelled_pairs(self, source_names: Sequence[str] | None = None,
                        ok_only: bool = True) -> set[tuple[str, str]]:
-        """(qid, docid) pairs with at least one label (from the named sources, if given)."""
+        """(qid, docid) pairs with at least one label (from the named sources, if given);
+        a retracted label does not count."""
         sql = ("SELECT DISTINCT q.qid, p.docid FROM events e JOIN queries q ON q.id = e.q "
-               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1")
+               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
+               f"{_UNDONE} WHERE {_STANDING} AND e.failure IS NOT '{RETRACTED}'")
         args: list = []
         if ok_only:
             sql += " AND e.grade IS NOT NULL"
@@ -314,24 +345,31 @@ class LabelStore:
                              None if r[15] is None else json.loads(r[15]))
 
     def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
-        """Every successful label as (qid, docid, kind, source, sample, grade, event id)."""
+        """Every successful label not retracted since, as (qid, docid, kind, source, sample,
+        grade, event id)."""
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
             "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
-            "JOIN sources s ON s.id = e.source WHERE e.grade IS NOT NULL").fetchall()
+            f"JOIN sources s ON s.id = e.source {_UNDONE} "
+            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall()
 
     def sources(self) -> list[SourceStats]:
-        """Counts, grade distribution, tokens and cost of every source."""
+        """Counts, grade distribution, tokens and cost of every source (retracted grades and
+        the undo events themselves are neither ok nor failed)."""
         out = []
         for sid, kind, name in self.conn.execute("SELECT id, kind, name FROM sources ORDER BY id"):
-            n, ok, cost, tin, tout = self.conn.execute(
-                "SELECT count(*), count(grade), coalesce(sum(cost), 0), "
-                "coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0) "
-                "FROM events WHERE source = ?", (sid,)).fetchone()
+            n, ok, failed, cost, tin, tout = self.conn.execute(
+                "SELECT count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
+                "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
+                "coalesce(sum(tokens_out), 0) FROM events WHERE source = ?",
+                (RETRACTED, sid)).fetchone()
             grades = dict(self.conn.execute(
-                "SELECT grade, count(*) FROM events WHERE source = ? AND grade IS NOT NULL "
-                "GROUP BY grade ORDER BY grade", (sid,)))
-            out.append(SourceStats(kind, name, n, ok, n - ok, grades, cost, tin, tout))
+                f"SELECT e.grade, count(*) FROM events e {_UNDONE} WHERE e.source = ? AND "
+                f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.grade ORDER BY e.grade",
+                (sid,)))
+            standing = sum(grades.values())
+            out.append(SourceStats(kind, name, n, standing, failed, grades, cost, tin, tout,
+                                   ok - standing))
         return out
 
     def failures(self) -> list[tuple[str, str, str, str, str | None]]:
@@ -339,8 +377,8 @@ class LabelStore:
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.name, e.failure, e.raw FROM events e "
             "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
-            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL ORDER BY e.id"
-        ).fetchall()
+            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND e.failure != ? "
+            "ORDER BY e.id", (RETRACTED,)).fetchall()
 
     # -- samples for human labelling -------------------------------------------------------
     def add_sample(self, sample) -> int:
@@ -373,10 +411,11 @@ class LabelStore:
     def source_grades(self, name: str, kind: str | None = None,
                       pairs: Sequence[tuple[str, str]] | None = None
                       ) -> dict[tuple[str, str], int]:
-        """{(qid, docid): grade} of one source's latest successful label per pair."""
+        """{(qid, docid): grade} of one source's latest successful label per pair that the
+        source has not taken back since (an undo in ``assess``)."""
         sql = ("SELECT q.qid, p.docid, e.grade FROM events e JOIN queries q ON q.id = e.q "
-               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
-               "WHERE e.grade IS NOT NULL AND s.name = ?")
+               f"JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source {_UNDONE} "
+               f"WHERE e.grade IS NOT NULL AND {_STANDING} AND s.name = ?")
         args: list = [name]
         if kind is not None:
             sql += " AND s.kind = ?"

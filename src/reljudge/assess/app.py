@@ -1,0 +1,141 @@
+"""The grading page's web app (Starlette): the page, its static files and a small JSON API.
+
+Handlers are ``async`` and call the store directly, so the one SQLite connection is only ever
+used by the event loop's thread; each grade is one short transaction (the store's WAL mode and
+busy timeout let other processes write the same file at the same time).
+
+Safety: without a token the app answers only requests whose Host is a loopback name (a web
+page elsewhere cannot reach it through DNS rebinding); with a token (``--host``), every
+request must carry it (``?token=``, then a cookie the app sets, or an ``X-Reljudge-Token``
+header), else 403. Writes must be JSON (``application/json``), which a foreign page cannot
+send without the browser asking first; the page builds its DOM with ``textContent`` and the
+Content-Security-Policy allows only our own script.
+"""
+
+from __future__ import annotations
+
+import secrets
+from importlib import resources
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from reljudge.assess.task import AssessTask, Given
+from reljudge.errors import InputError
+
+TOKEN_COOKIE = "reljudge_token"
+TOKEN_HEADER = "x-reljudge-token"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+       "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def static_dir():
+    """The folder of the page's HTML, CSS and JS (package data)."""
+    return resources.files("reljudge.assess") / "static"
+
+
+class _Guard(BaseHTTPMiddleware):
+    """Token or loopback Host check on every request; security headers on every response."""
+
+    def __init__(self, app, token: str | None) -> None:
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next) -> Response:
+        from_query = False
+        if self.token is None:
+            host = request.headers.get("host", "")
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name not in LOOPBACK_NAMES:
+                return PlainTextResponse("forbidden: this server answers loopback names only",
+                                         status_code=403)
+        else:
+            given = request.query_params.get("token")
+            from_query = given is not None
+            if given is None:
+                given = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE)
+            if given is None or not secrets.compare_digest(given.encode(), self.token.encode()):
+                return PlainTextResponse("forbidden: a valid token is required", status_code=403)
+        response = await call_next(request)
+        if from_query:
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+
+def create_app(task: AssessTask, *, token: str | None = None) -> Starlette:
+    """The Starlette app that serves one task to one annotator."""
+    llm = task.llm_grades()
+
+    def state(given: dict[int, Given]) -> dict:
+        return {"grades": {str(i): g.grade for i, g in given.items()},
+                "notes": {str(i): g.note for i, g in given.items() if g.note}}
+
+    async def page(request: Request) -> Response:
+        return FileResponse(str(static_dir() / "index.html"), media_type="text/html")
+
+    async def get_state(request: Request) -> Response:
+        return JSONResponse({
+            "title": task.name, "annotator": task.annotator, "total": len(task.items),
+            "scale": [{"grade": s.grade, "name": s.name, "text": s.text} for s in task.scale],
+            "items": [{"qid": it.qid, "docid": it.docid} for it in task.items],
+            "llm": bool(llm), **state(task.given())})
+
+    async def get_item(request: Request) -> Response:
+        try:
+            index = int(request.path_params["index"])
+            item = task.items[index] if index >= 0 else None
+        except (ValueError, IndexError):
+            item = None
+        if item is None:
+            return JSONResponse({"error": "no such pair"}, status_code=404)
+        return JSONResponse({"index": item.index, "qid": item.qid, "docid": item.docid,
+                             "query": item.query, "narrative": item.narrative,
+                             "passage": item.passage,
+                             "llm": [{"source": s, "grade": g} for s, g in llm.get(index, [])]})
+
+    async def post_grade(request: Request) -> Response:
+        body = await _json(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            given = task.grade(body.get("index"), body.get("grade"), seconds=body.get("seconds"),
+                               note=body.get("note") or "")
+        except InputError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse({"saved": True, **state(given)})
+
+    async def post_undo(request: Request) -> Response:
+        body = await _json(request)
+        if isinstance(body, Response):
+            return body
+        index, given = task.undo()
+        return JSONResponse({"undone": index, **state(given)})
+
+    routes = [Route("/", page), Route("/api/state", get_state),
+              Route("/api/item/{index}", get_item),
+              Route("/api/grade", post_grade, methods=["POST"]),
+              Route("/api/undo", post_undo, methods=["POST"]),
+              Mount("/static", StaticFiles(directory=str(static_dir())), name="static")]
+    return Starlette(routes=routes, middleware=[Middleware(_Guard, token=token)])
+
+
+async def _json(request: Request) -> dict | Response:
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        return JSONResponse({"error": "send application/json"}, status_code=415)
+    try:
+        body = await request.json()
+    except ValueError:
+        return JSONResponse({"error": "the body is not valid JSON"}, status_code=400)
+    if not isinstance(body, dict):
+        return JSONResponse({"error": "expected a JSON object"}, status_code=400)
+    return body

@@ -1,0 +1,185 @@
+"""What one person grades: the pairs, their texts, the scale, and their grades so far.
+
+Everything here reads and writes through the label store; the web server only forwards.
+A grade is a ``human`` label event of source (human, annotator), written the moment it is
+given, with the seconds spent in ``latency`` and ``{"sample": NAME}`` (or ``{"pairs": FILE}``)
+plus the note in ``meta``. An undo is a retraction event (``types.RETRACTED``): the pair
+counts as ungraded again, for resuming here and for every merge, stat and audit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from reljudge.errors import ConfigError, InputError
+from reljudge.store import LabelStore
+from reljudge.types import GRADE_MAX, GRADE_MIN, RETRACTED, LabelEvent
+
+MAX_NOTE = 2000  # characters
+
+
+@dataclass(frozen=True)
+class ScaleStep:
+    """One grade of the scale, with its short name and description."""
+
+    grade: int
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """One pair to grade, with the texts the person reads."""
+
+    index: int
+    qid: str
+    docid: str
+    query: str
+    narrative: str | None
+    passage: str
+
+
+@dataclass(frozen=True)
+class Given:
+    """The annotator's standing grade of one pair in this task."""
+
+    grade: int
+    note: str
+    event: int  # the order of the grade in the store (higher = later)
+
+
+def scale_of(scale_text: str) -> list[ScaleStep]:
+    """The 0-3 steps of a prompt's scale text ("0 = irrelevant: ...", one per grade)."""
+    flat = " ".join(scale_text.split())
+    parts = re.split(r"(?:^|(?<=[\s,;.]))([0-3])\s*=\s*", flat)
+    steps: dict[int, ScaleStep] = {}
+    for number, desc in zip(parts[1::2], parts[2::2], strict=True):
+        desc = desc.strip().rstrip(",;").strip()
+        name, _, text = desc.partition(":")
+        steps[int(number)] = ScaleStep(int(number), name.strip(), text.strip() or name.strip())
+    if sorted(steps) != list(range(GRADE_MIN, GRADE_MAX + 1)):
+        raise ConfigError(f"the prompt's scale text does not describe each grade "
+                          f"{GRADE_MIN}..{GRADE_MAX} as 'N = description': {flat[:120]!r}")
+    return [steps[g] for g in sorted(steps)]
+
+
+class AssessTask:
+    """The pairs of one sample (or pairs file) and one annotator's grades of them."""
+
+    def __init__(self, store: LabelStore, pairs: Sequence[tuple[str, str]], annotator: str, *,
+                 sample: str | None = None, pairs_file: str | None = None,
+                 scale: Sequence[ScaleStep],
+                 queries: Mapping[str, str] | None = None,
+                 passages: Mapping[str, str] | None = None) -> None:
+        if (sample is None) == (pairs_file is None):
+            raise ValueError("give exactly one of sample and pairs_file")
+        if not annotator.strip():
+            raise ConfigError("the annotator name must not be empty")
+        if not pairs:
+            raise InputError(f"nothing to grade: {'sample ' + repr(sample) if sample else pairs_file}"
+                             " has no pairs")
+        self.store, self.annotator, self.scale = store, annotator, list(scale)
+        self.sample, self.pairs_file = sample, pairs_file
+        self.task = {"sample": sample} if sample is not None else {"pairs": pairs_file}
+        self.items = _items(store, pairs, queries or {}, passages or {},
+                            f"sample {sample!r}" if sample else str(pairs_file))
+        self._index = {(it.qid, it.docid): it.index for it in self.items}
+
+    @property
+    def name(self) -> str:
+        """What is being graded, for titles."""
+        return f"sample {self.sample}" if self.sample is not None else f"pairs {self.pairs_file}"
+
+    # -- reading --------------------------------------------------------------------------
+    def given(self) -> dict[int, Given]:
+        """{item index: standing grade} of this annotator in this task (replays the log)."""
+        out: dict[int, Given] = {}
+        for n, e in enumerate(self.store.events(kind="human", source=self.annotator)):
+            i = self._index.get((e.qid, e.docid))
+            if i is None:
+                continue
+            if e.failure == RETRACTED:
+                out.pop(i, None)
+            elif e.grade is not None and self._ours(e.meta):
+                out[i] = Given(e.grade, (e.meta or {}).get("note", ""), n)
+        return out
+
+    def _ours(self, meta: dict | None) -> bool:
+        # A sample's grades carry its name; a pairs file has no identity in the store, so any
+        # grade the annotator gave the pair counts.
+        return self.sample is None or (meta or {}).get("sample") == self.sample
+
+    def llm_grades(self) -> dict[int, list[tuple[str, int]]]:
+        """{item index: [(judge, latest grade)]} of the LLM labels the store holds."""
+        latest: dict[tuple[int, str], tuple[int, int]] = {}
+        for qid, docid, kind, source, _sample, grade, eid in self.store.label_rows():
+            i = self._index.get((qid, docid))
+            if i is not None and kind == "llm" and ((i, source) not in latest
+                                                     or eid > latest[(i, source)][1]):
+                latest[(i, source)] = (grade, eid)
+        out: dict[int, list[tuple[str, int]]] = {}
+        for (i, source), (grade, _) in sorted(latest.items()):
+            out.setdefault(i, []).append((source, grade))
+        return out
+
+    # -- writing --------------------------------------------------------------------------
+    def grade(self, index: int, grade: int, *, seconds: float | None = None,
+              note: str = "") -> dict[int, Given]:
+        """Store one grade now (an append-only event); returns the standing grades."""
+        item = self._item(index)
+        if type(grade) is not int or not GRADE_MIN <= grade <= GRADE_MAX:
+            raise InputError(f"a grade is an integer {GRADE_MIN}..{GRADE_MAX}, found {grade!r}")
+        if seconds is not None and (not isinstance(seconds, (int, float))
+                                    or isinstance(seconds, bool)
+                                    or not math.isfinite(seconds) or seconds < 0):
+            raise InputError(f"seconds spent must be a finite number >= 0, found {seconds!r}")
+        if not isinstance(note, str) or len(note) > MAX_NOTE:
+            raise InputError(f"a note is text of at most {MAX_NOTE} characters")
+        meta = {**self.task, "position": index, **({"note": note} if note.strip() else {})}
+        self.store.add_events([LabelEvent(item.qid, item.docid, grade, "human", self.annotator,
+                                          latency=seconds, meta=meta)])
+        return self.given()
+
+    def undo(self) -> tuple[int | None, dict[int, Given]]:
+        """Retract this annotator's latest standing grade in this task; returns its item index
+        (None when there is nothing to undo) and the standing grades."""
+        given = self.given()
+        if not given:
+            return None, given
+        index = max(given, key=lambda i: given[i].event)
+        item = self.items[index]
+        self.store.add_events([LabelEvent(item.qid, item.docid, None, "human", self.annotator,
+                                          failure=RETRACTED,
+                                          meta={**self.task, "position": index})])
+        del given[index]
+        return index, given
+
+    def _item(self, index: int) -> Item:
+        if type(index) is not int or not 0 <= index < len(self.items):
+            raise InputError(f"no pair number {index!r}; this task has pairs 0..{len(self.items) - 1}")
+        return self.items[index]
+
+
+def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+           passages: Mapping[str, str], where: str) -> list[Item]:
+    qids = list(dict.fromkeys(q for q, _ in pairs))
+    docids = list(dict.fromkeys(d for _, d in pairs))
+    qtexts = store.query_texts(qids)
+    ptexts = store.passage_texts(docids)
+    missing_q = [q for q in qids if q not in queries and not (qtexts.get(q) or (None,))[0]]
+    missing_d = [d for d in docids if d not in passages and d not in ptexts]
+    if missing_q or missing_d:
+        what = "; ".join(f"{len(m)} {kind} (e.g. {m[0]!r})" for kind, m in
+                         (("queries", missing_q), ("passages", missing_d)) if m)
+        raise InputError(f"{where}: the store has no text for {what}; give the texts with "
+                         "--queries FILE / --passages FILE")
+    out = []
+    for i, (q, d) in enumerate(pairs):
+        text, narrative = qtexts.get(q, (None, None))
+        out.append(Item(i, q, d, queries.get(q) or text or "", narrative,
+                        passages.get(d) if d in passages else ptexts[d]))
+    return out
+

@@ -1,0 +1,179 @@
+"""Debian's headless Chromium driven over the Chrome DevTools Protocol (aiohttp websocket).
+
+A test helper, not a test: one page, synchronous calls, every console error and uncaught
+exception collected. No browser is ever downloaded: it runs /usr/bin/chromium or skips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0")
+
+_KEYS = {"ArrowRight": ("ArrowRight", 39), "ArrowLeft": ("ArrowLeft", 37),
+         "Escape": ("Escape", 27), "Enter": ("Enter", 13)}
+
+
+def chromium_path() -> str:
+    """The chromium binary, or skip the test."""
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    return path
+
+
+class Browser:
+    """One headless Chromium page."""
+
+    def __init__(self, profile: Path, width: int = 1280, height: int = 900) -> None:
+        profile.mkdir(parents=True, exist_ok=True)
+        self.log = open(profile.parent / f"{profile.name}.stderr", "w")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [chromium_path(), *FLAGS, f"--user-data-dir={profile}",
+             f"--window-size={width},{height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=self.log)
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("chromium did not start its DevTools endpoint")
+            time.sleep(0.05)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+            pages = [t for t in json.load(r) if t["type"] == "page"]
+        self.loop = asyncio.new_event_loop()
+        self.events: list[dict] = []
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._id = 0
+        self.loop.run_until_complete(self._connect(pages[0]["webSocketDebuggerUrl"]))
+        for domain in ("Page", "Runtime", "Log"):
+            self.send(f"{domain}.enable")
+
+    async def _connect(self, url: str) -> None:
+        self._session = aiohttp.ClientSession()
+        self._ws = await self._session.ws_connect(url, max_msg_size=0)
+        self._reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        async for msg in self._ws:
+            data = json.loads(msg.data)
+            if "id" in data and data["id"] in self._waiting:
+                self._waiting.pop(data["id"]).set_result(data)
+            else:
+                self.events.append(data)
+
+    async def _send(self, method: str, params: dict) -> dict:
+        self._id += 1
+        fut = self.loop.create_future()
+        self._waiting[self._id] = fut
+        await self._ws.send_str(json.dumps({"id": self._id, "method": method, "params": params}))
+        data = await asyncio.wait_for(fut, 60)
+        if "error" in data:
+            raise RuntimeError(f"{method}: {data['error']}")
+        return data["result"]
+
+    def send(self, method: str, **params) -> dict:
+        """One DevTools command; returns its result."""
+        return self.loop.run_until_complete(self._send(method, params))
+
+    def eval(self, expression: str):
+        """The value of a JavaScript expression in the page (promises awaited)."""
+        out = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
+                        awaitPromise=True)
+        if "exceptionDetails" in out:
+            raise RuntimeError(f"{expression}: {out['exceptionDetails']}")
+        return out["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float = 20.0):
+        """Poll an expression until it is truthy; returns its value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.eval(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {expression}")
+            self.loop.run_until_complete(asyncio.sleep(0.05))
+
+    def open(self, url: str, ready: str = "document.body && document.body.dataset.ready === '1'"):
+        """Navigate and wait until the page says it is ready."""
+        self.send("Page.navigate", url=url)
+        self.wait_for(ready)
+
+    def reload(self, ready: str = "document.body && document.body.dataset.ready === '1'"):
+        """Reload the page and wait until the new document is ready."""
+        self.eval("document.body.dataset.ready = '0'")
+        self.send("Page.reload", ignoreCache=True)
+        self.wait_for(ready)
+
+    def press(self, key: str) -> None:
+        """A key press as a person makes it (keyDown with its text, then keyUp)."""
+        if key in _KEYS:
+            code, vk = _KEYS[key]
+            down = {"key": key, "code": code, "windowsVirtualKeyCode": vk}
+        else:
+            code = f"Digit{key}" if key.isdigit() else f"Key{key.upper()}"
+            down = {"key": key, "code": code, "text": key,
+                    "windowsVirtualKeyCode": ord(key.upper())}
+        self.send("Input.dispatchKeyEvent", type="keyDown", **down)
+        self.send("Input.dispatchKeyEvent", type="keyUp",
+                  **{k: v for k, v in down.items() if k != "text"})
+
+    def type_text(self, text: str) -> None:
+        """Type text into the focused field."""
+        self.send("Input.insertText", text=text)
+
+    def screenshot(self, path: Path, width: int, height: int) -> Path:
+        """A PNG of the page at a window width (a phone width emulates a mobile screen)."""
+        self.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                  deviceScaleFactor=1, mobile=width < 600)
+        self.loop.run_until_complete(asyncio.sleep(0.3))
+        data = self.send("Page.captureScreenshot", format="png")["data"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(data))
+        return path
+
+    def errors(self) -> list[dict]:
+        """Console errors, uncaught exceptions and error log entries (e.g. CSP refusals)."""
+        out = []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.exceptionThrown" or (
+                    m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert")) or (
+                    m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error"):
+                out.append(e)
+        return out
+
+    def close(self) -> None:
+        """Close the connection and end the browser process."""
+        if getattr(self, "loop", None) is not None:
+            async def _close():
+                await self._ws.close()
+                await self._session.close()
+                self._reader.cancel()
+            try:
+                self.loop.run_until_complete(_close())
+            finally:
+                self.loop.close()
+                self.loop = None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()

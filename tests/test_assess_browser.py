@@ -1,0 +1,171 @@
+"""reljudge assess in a real headless Chromium against the real server: a person's session.
+
+Screenshots go to $RELJUDGE_ARTIFACTS (default tests/artifacts/, which git ignores).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reljudge.store import LabelStore
+from reljudge.types import RETRACTED
+from tests.browser import Browser, chromium_path
+from tests.test_assess import PAIRS, assess_server, make_store
+
+ARTIFACTS = Path(os.environ.get("RELJUDGE_ARTIFACTS")
+                 or Path(__file__).resolve().parent / "artifacts")
+
+TEXT = "document.getElementById('{}').textContent"
+SAVED = ("document.getElementById('status').dataset.state === 'saved' && "
+         "document.getElementById('status').textContent.startsWith('Saved: pair {} graded {}')")
+
+
+@pytest.fixture
+def browser(tmp_path):
+    chromium_path()
+    b = Browser(tmp_path / "profile")
+    yield b
+    b.close()
+
+
+def grade_by_key(b: Browser, position: int, key: str) -> None:
+    """Press a grade key on pair `position` (1-based) and wait until the page says saved."""
+    assert b.eval(TEXT.format("position")) == f"pair {position} of 10"
+    b.press(key)
+    b.wait_for(SAVED.format(position, key))
+
+
+def test_a_person_grades_undoes_reloads_and_finishes(browser, tmp_path):
+    store_path = make_store(tmp_path / "labels.sqlite")
+    b = browser
+    with assess_server("--store", str(store_path), "--sample", "s1", "--annotator",
+                       "alice") as (url, _, _):
+        b.open(url)
+        assert b.eval(TEXT.format("task")) == "sample s1"
+        assert b.eval(TEXT.format("done")) == "0 / 10 graded"
+        assert b.eval("document.querySelectorAll('#scale button').length") == 4
+        assert "nothing to do with the query" in b.eval(TEXT.format("scale"))
+        # the LLM's grade is hidden until asked for, and hidden again
+        assert b.eval("document.getElementById('llm').hidden") is True
+        assert "gave" not in b.eval(TEXT.format("llm"))
+        b.press("l")
+        assert b.wait_for(TEXT.format("llm")) == "LLM: gpt-judge gave 2"
+        b.press("l")
+        assert b.eval("document.getElementById('llm').hidden") is True
+
+        grade_by_key(b, 1, "2")
+        b.press("n")  # a note for pair 2, then back to the keys
+        assert b.eval("document.activeElement.id") == "note"
+        b.type_text("unsure: partly on topic")
+        b.press("Escape")
+        assert b.eval("document.activeElement.id") != "note"
+        grade_by_key(b, 2, "1")
+
+        # pair 3 holds HTML and a script: shown as text, nothing runs
+        assert b.eval(TEXT.format("passage")).startswith("<script>window.__pwned = 1</script>")
+        assert b.eval("document.querySelectorAll('#passage *').length") == 0
+        assert b.eval(TEXT.format("query")) == "how do cats purr"
+        assert b.eval("typeof window.__pwned") == "undefined"
+        grade_by_key(b, 3, "3")
+        grade_by_key(b, 4, "0")
+        grade_by_key(b, 5, "1")
+        grade_by_key(b, 6, "2")
+        assert b.eval(TEXT.format("done")) == "6 / 10 graded"
+        assert b.eval(TEXT.format("query-done")) == "this query: 2 / 3"
+
+        b.press("u")  # takes back pair 6's grade and goes there
+        b.wait_for("document.getElementById('status').dataset.state === 'undone'")
+        assert b.eval(TEXT.format("status")).startswith("undone: pair 6 is ungraded again")
+        assert b.eval(TEXT.format("position")) == "pair 6 of 10"
+        assert b.eval(TEXT.format("done")) == "5 / 10 graded"
+
+        for key, position in (("k", 5), ("ArrowLeft", 4), ("j", 5), ("ArrowRight", 6)):
+            b.press(key)
+            b.wait_for(f"{TEXT.format('position')} === 'pair {position} of 10'")
+        b.press("ArrowLeft")
+        b.press("ArrowLeft")
+        b.press("ArrowLeft")
+        b.press("ArrowLeft")
+        b.wait_for(f"{TEXT.format('position')} === 'pair 2 of 10'")
+        assert b.eval("document.getElementById('note').value") == "unsure: partly on topic"
+        assert b.eval(TEXT.format("current")) == "· your grade: 1"
+
+        b.reload()  # resumes at the first ungraded pair, with the store's progress
+        assert b.eval(TEXT.format("position")) == "pair 6 of 10"
+        assert b.eval(TEXT.format("done")) == "5 / 10 graded"
+        assert b.eval(TEXT.format("current")) == "· not graded yet"
+        shots = {w: b.screenshot(ARTIFACTS / f"assess-{w}px.png", w, h)
+                 for w, h in ((1280, 900), (390, 844))}
+        b.send("Emulation.clearDeviceMetricsOverride")
+
+        for position, key in zip(range(6, 11), "30123", strict=True):
+            grade_by_key(b, position, key)
+        b.wait_for("!document.getElementById('finished').hidden")
+        assert b.eval(TEXT.format("done")) == "10 / 10 graded"
+        assert b.eval(TEXT.format("position")) == "pair 10 of 10"
+        b.press("n")  # a note after the grade: Enter records the grade again, with the note
+        b.type_text("second thoughts")
+        b.press("Enter")
+        b.wait_for(SAVED.format(10, "3 with a note"))
+        assert b.errors() == [], [e['params'] for e in b.errors()]
+
+    given = dict(zip(PAIRS, [2, 1, 3, 0, 1, 3, 0, 1, 2, 3], strict=True))
+    with LabelStore(store_path) as store:
+        merged = store.merge("human-only")
+        assert {(lab.qid, lab.docid): lab.grade for lab in merged.labels} == given
+        assert {lab.sources for lab in merged.labels} == {("alice",)}
+        events = list(store.events(kind="human"))
+    assert len(events) == 13  # 12 grades and one undo, in the order given
+    assert [e.failure for e in events].count(RETRACTED) == 1
+    assert events[6].failure == RETRACTED and events[6].docid == PAIRS[5][1]
+    assert all(e.source_name == "alice" and e.meta["sample"] == "s1" for e in events)
+    assert all(e.latency is not None and e.latency > 0 for e in events if e.ok)
+    assert events[1].meta.get("note") == "unsure: partly on topic"
+    assert events[-1].meta.get("note") == "second thoughts" and events[-1].grade == 3
+    assert sum("note" in e.meta for e in events) == 2
+
+    for width, png in shots.items():
+        from matplotlib.image import imread
+
+        img = imread(png)
+        assert img.shape[1] == width
+        assert len(np.unique((img[..., :3] * 255).astype(int).reshape(-1, 3), axis=0)) > 20
+
+
+def test_the_shared_page_works_with_its_token_and_not_without(browser, tmp_path):
+    store_path = make_store(tmp_path / "labels.sqlite")
+    b = browser
+    with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "bob",
+                       "--host", "127.0.0.1") as (url, _, lines):
+        assert "?token=" in url and lines[-1].startswith("token: ")
+        bare = url.split("?")[0]
+        b.open(bare, ready="document.readyState === 'complete'")
+        assert "forbidden" in b.eval("document.body.textContent")
+        b.open(url)  # the token in the address; a cookie carries it to the API calls
+        grade_by_key(b, 1, "3")
+        b.open(bare)  # the cookie alone is enough afterwards
+        assert b.eval(TEXT.format("done")) == "1 / 10 graded"
+    with LabelStore(store_path) as store:
+        assert [(e.source_name, e.grade) for e in store.events(kind="human")] == [("bob", 3)]
+
+
+def test_a_grade_the_server_never_got_is_shown_as_not_saved(browser, tmp_path):
+    store_path = make_store(tmp_path / "labels.sqlite")
+    b = browser
+    with assess_server("--store", str(store_path), "--sample", "s1", "--annotator",
+                       "alice") as (url, proc, _):
+        b.open(url)
+        grade_by_key(b, 1, "2")
+        proc.kill()
+        proc.wait()
+        b.press("3")
+        b.wait_for("document.getElementById('status').dataset.state === 'error'")
+        assert b.eval(TEXT.format("status")).startswith("NOT saved")
+        assert b.eval(TEXT.format("hstatus")) == "NOT saved"
+        assert b.eval(TEXT.format("done")) == "1 / 10 graded"
+    with LabelStore(store_path) as store:
+        assert [e.grade for e in store.events(kind="human")] == [2]
