@@ -14,6 +14,9 @@ from reljudge.metrics.ranking import QrelsLike, RunLike, rank
 from reljudge.types import Qrels, Run
 
 
+GM_EPSILON = 0.00001  # trec_eval's MIN_GEO_MEAN
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """Per-query values of several measures for one run; the aggregate is the mean."""
@@ -39,6 +42,15 @@ class Evaluation:
         if not self.query_ids:
             return {m: 0.0 for m in self.measures}
         return dict(zip(self.measures, self.scores.mean(axis=0).tolist(), strict=False))
+
+    def gmean(self) -> dict[str, float]:
+        """Geometric mean of each measure over the evaluated queries, trec_eval's gm_map rule:
+        exp(mean(log(max(value, GM_EPSILON)))), so that a query scoring 0 weighs in as 0.00001
+        instead of zeroing the mean (0.0 when there are no queries)."""
+        if not self.query_ids:
+            return {m: 0.0 for m in self.measures}
+        logs = np.log(np.maximum(self.scores, GM_EPSILON)).mean(axis=0)
+        return dict(zip(self.measures, np.exp(logs).tolist(), strict=True))
 
     def per_query(self) -> dict[str, dict[str, float]]:
         """{qid: {measure: value}}."""
