@@ -13,7 +13,6 @@ from reljudge.metrics.measures import Measure, parse_measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank
 from reljudge.types import Qrels, Run
 
-
 GM_EPSILON = 0.00001  # trec_eval's MIN_GEO_MEAN
 
 
