@@ -36,6 +36,12 @@ class Evaluation:
         except ValueError:
             raise KeyError(f"{name} was not evaluated; have {', '.join(self.measures)}") from None
 
+    def select(self, measures: Sequence[str | Measure]) -> Evaluation:
+        """The same evaluation restricted to some of its measures, in the given order."""
+        idx = [self._index(m) for m in measures]
+        return Evaluation(self.run, [self.measures[i] for i in idx], self.query_ids,
+                          self.scores[:, idx])
+
     def mean(self) -> dict[str, float]:
         """Mean of each measure over the evaluated queries (0.0 when there are none)."""
         if not self.query_ids:
