@@ -98,11 +98,17 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     r = rows[jrow[hit]]
     lo, hi = tie_spans(neg, r, key, length)
     tied = np.flatnonzero(hi - lo > 1)
-    if len(tied):  # docids only now, and only those of the tied documents
-        run_docs = np.fromiter(chain.from_iterable(runs), object, int(bounds[-1]))
+    if len(tied):  # docids only now, and only those of the queries with a tied judged document
+        block_of_row = np.full(n, -1, dtype=np.int64)
+        block_of_row[rows] = np.arange(len(rows))
+
+        def docids(blocks: np.ndarray, flat: np.ndarray) -> np.ndarray:
+            return np.fromiter(chain.from_iterable(runs[b] for b in blocks.tolist()), object,
+                               len(flat))
+
         judged_docs = np.fromiter(chain.from_iterable(judged), object, total)[hit[tied]]
-        order = row_order(score, bounds, rows, n, width)
-        lo[tied] += tie_break(order, r[tied], lo[tied], hi[tied], run_docs, judged_docs)
+        lo[tied] += tie_break(score, bounds, block_of_row, r[tied], lo[tied], hi[tied],
+                              docids, judged_docs)
     grades[r, lo] = jgrade[hit]
 
     icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
@@ -150,12 +156,11 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
         lo, hi = tie_spans(neg, rows, -score[a], length)
         tied = np.flatnonzero(hi - lo > 1)
         if len(tied):
-            if evaluated.all():
-                order = row_order(score, bounds, run_row, n, width)
-            else:  # flat indices into the whole run: the unevaluated queries' rows are -1
-                order = row_order(score, bounds, run_row, n, width, skip=~evaluated)
+            block_of_row = np.full(n, -1, dtype=np.int64)
+            block_of_row[run_row[evaluated]] = np.flatnonzero(evaluated)
             docs = run.docid_bytes()
-            lo[tied] += tie_break(order, rows[tied], lo[tied], hi[tied], docs, docs[a[tied]])
+            lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
+                                  lambda _blocks, flat: docs[flat], docs[a[tied]])
         grades[rows, lo] = qrels.grade[b]
 
     ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
@@ -212,41 +217,39 @@ def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
     return lo, hi
 
 
-def row_order(score: np.ndarray, bounds: np.ndarray, rows: np.ndarray, n: int, width: int,
-              skip: np.ndarray | None = None) -> np.ndarray:
-    """(n, width) indices into ``score`` of each row's documents, by score descending.
-
-    ``score[bounds[i]:bounds[i+1]]`` are the scores of the query on row ``rows[i]``; with
-    ``skip``, the blocks ``i`` where ``skip[i]`` is true are on no row.
-    """
-    counts = np.diff(bounds)
-    keep = np.arange(len(counts)) if skip is None else np.flatnonzero(~skip)
-    neg = np.full((n, width), np.inf)
-    flat = np.repeat(np.arange(len(counts)), counts)
-    inside = np.ones(len(score), dtype=bool) if skip is None else ~skip[flat]
-    idx = np.flatnonzero(inside)
-    row = rows[flat[idx]]
-    col = idx - bounds[flat[idx]]
-    neg[row, col] = -score[idx]
-    order = np.argsort(neg, axis=1, kind="stable")
-    base = np.zeros(n, dtype=np.int64)
-    base[rows[keep]] = bounds[keep]
-    return order + base[:, None]
-
-
-def tie_break(order: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-              run_docs: np.ndarray, judged_docs: np.ndarray) -> np.ndarray:
+def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
+              rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              docids: Callable[[np.ndarray, np.ndarray], np.ndarray],
+              judged_docs: np.ndarray) -> np.ndarray:
     """For each tied judged document, how many documents of its tie have a greater docid.
 
-    A tie is the ranks ``lo:hi`` of row ``rows[i]`` of ``order`` (from ``row_order``), whose
-    docids are ``run_docs[order[row, lo:hi]]``; ``judged_docs[i]`` is the judged document's own
-    docid. Docids compare in byte order: as ``bytes`` (``S`` arrays) or, for ``str``, by code
-    point, which is the byte order of their UTF-8. One lexsort of the tied documents and the
-    judged ones over (tie, docid, judged last) puts after each judged document exactly the
-    documents of its tie with a greater docid.
+    The tie of judged document i is the ranks ``lo[i]:hi[i]`` (by score descending) of the
+    query on row ``rows[i]``, whose scores are ``score[bounds[b]:bounds[b+1]]`` for
+    ``b = block_of_row[row]``; ``judged_docs[i]`` is its own docid, and
+    ``docids(blocks, flat)`` gives the docids at the indices ``flat`` into ``score``, which
+    cover exactly ``blocks`` in order. Only the queries holding a tie are sorted again.
+    Docids compare in byte order: as ``bytes`` (``S`` arrays) or, for ``str``, by code point,
+    which is the byte order of their UTF-8. One lexsort of the tied documents and the judged
+    ones over (tie, docid, judged last) puts after each judged document exactly the documents
+    of its tie with a greater docid.
     """
-    width = order.shape[1]
-    cell, tie = np.unique(rows * width + lo, return_inverse=True)
+    affected, local_row = np.unique(rows, return_inverse=True)
+    local_row = local_row.ravel()
+    blocks = block_of_row[affected]
+    counts = bounds[blocks + 1] - bounds[blocks]
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    total = int(counts.sum())
+    block_at = np.repeat(np.arange(len(blocks)), counts)
+    col = np.arange(total) - starts[block_at]
+    flat = bounds[blocks][block_at] + col
+    width = int(counts.max())
+    neg = np.full((len(blocks), width), np.inf)
+    neg[block_at, col] = -score[flat]
+    order = np.argsort(neg, axis=1, kind="stable")  # ties stay in input order: any is fine
+    order += starts[:, None]  # an index into this function's local arrays
+    docs = docids(blocks, flat)
+
+    cell, tie = np.unique(local_row * width + lo, return_inverse=True)
     tie = tie.ravel()
     t_row, t_lo = np.divmod(cell, width)
     t_len = np.zeros(len(cell), dtype=np.int64)
@@ -254,8 +257,7 @@ def tie_break(order: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     first = np.r_[0, np.cumsum(t_len)[:-1]]
     m = int(t_len.sum())
     m_tie = np.repeat(np.arange(len(cell)), t_len)
-    m_col = np.arange(m) - first[m_tie] + t_lo[m_tie]
-    m_docs = run_docs[order[t_row[m_tie], m_col]]
+    m_docs = docs[order[t_row[m_tie], np.arange(m) - first[m_tie] + t_lo[m_tie]]]
     if m_docs.dtype == object:  # from dicts: str by code point
         m_docs, judged_docs = m_docs.astype(str), judged_docs.astype(str)
     keys_tie = np.r_[m_tie, tie]
