@@ -1,13 +1,21 @@
 """Benchmark: reljudge's metrics against pytrec_eval, ir_measures and ranx, side by side.
 
-Workload (fixed seed): Q queries x D retrieved documents, ~J graded judgments per query (half
-of them among the retrieved). Measures: nDCG@10, nDCG@100, P@10, R@100, RR, AP, aggregates and
-per-query values. Two paths: from in-memory dicts (the dict-of-dicts every tool accepts; for
-reljudge the conversion is inside the time) and from TREC files on disk (each tool's own
-reader). Every (tool, path) runs in a fresh subprocess so that peak memory is its own.
+Workloads (fixed seed): Q queries x D retrieved documents, ~J graded judgments per query (half
+of them among the retrieved), with scores shaped like real runs:
 
-    python bench/metrics.py                    # 10,000 x 1,000, the issue's workload
-    python bench/metrics.py --queries 500      # quick look
+    untied   random floats rounded to 6 decimals (almost no ties)
+    heavy    a few dozen distinct scores (32 levels: quantised, BM25 on short queries)
+    equal    every document of a query has the same score (one tie per query)
+    binary   two scores (a yes/no classifier)
+
+Measures: nDCG@10, nDCG@100, P@10, R@100, RR, AP, aggregates and per-query values. Two paths:
+from in-memory dicts (the dict-of-dicts every tool accepts; for reljudge the conversion is
+inside the time) and from TREC files on disk (each tool's own reader). Every (workload, tool,
+path) runs in a fresh subprocess so that peak memory is its own.
+
+    python bench/metrics.py                                   # 10,000 x 1,000, every workload
+    python bench/metrics.py --queries 500 --repeats 1         # quick look
+    python bench/metrics.py --workloads heavy,equal --tools reljudge,pytrec_eval
 Needs the bench extra: pip install -e '.[bench]'
 """
 
@@ -30,15 +38,31 @@ MEASURES = ["nDCG@10", "nDCG@100", "P@10", "R@100", "RR", "AP"]
 PTE = {"ndcg_cut.10,100", "P.10", "recall.100", "recip_rank", "map"}
 
 
-def make_data(nq: int, nd: int, nj: int, seed: int):
+WORKLOADS = ("untied", "heavy", "equal", "binary")
+
+
+def _scores(rng: np.random.Generator, nd: int, workload: str) -> np.ndarray:
+    """One query's run scores, shaped by the workload."""
+    if workload == "untied":
+        return rng.random(nd).round(6)
+    if workload == "heavy":
+        return rng.integers(0, 32, nd) / 4.0
+    if workload == "equal":
+        return np.full(nd, round(float(rng.random()), 6))
+    if workload == "binary":
+        return rng.integers(0, 2, nd).astype(np.float64)
+    raise ValueError(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)}")
+
+
+def make_data(nq: int, nd: int, nj: int, seed: int, workload: str = "untied"):
     """Deterministic qrels and run dicts."""
     rng = np.random.default_rng(seed)
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for q in range(nq):
         qid = f"q{q}"
-        docs = [f"D{q}_{i}" for i in range(nd)]
-        scores = rng.random(nd).round(6)
+        docs = [f"D{q}_{i}" for i in rng.permutation(nd).tolist()]  # ties: docid order matters
+        scores = _scores(rng, nd, workload)
         run[qid] = dict(zip(docs, scores.tolist(), strict=False))
         judged = rng.choice(nd * 2, size=nj, replace=False)  # half outside the run
         grades = rng.choice(4, size=nj, p=[0.5, 0.25, 0.15, 0.10])
@@ -121,7 +145,7 @@ def _child(args) -> None:
         fn({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 0.5}}, False)
         out["compile"] = time.perf_counter() - t
     if args.path == "dicts":
-        qrels, run = make_data(args.queries, args.docs, args.judged, args.seed)
+        qrels, run = make_data(args.queries, args.docs, args.judged, args.seed, args.workload)
     else:
         qrels, run = Path(args.qrels_file), Path(args.run_file)
     times, first = [], None
@@ -135,8 +159,9 @@ def _child(args) -> None:
     print(json.dumps(out))
 
 
-def _spawn(tool: str, path: str, args, files: tuple[Path, Path]) -> dict:
+def _spawn(tool: str, path: str, workload: str, args, files: tuple[Path, Path]) -> dict:
     cmd = [sys.executable, __file__, "--child", "--tool", tool, "--path", path,
+           "--workload", workload,
            "--queries", str(args.queries), "--docs", str(args.docs), "--judged",
            str(args.judged), "--seed", str(args.seed), "--repeats", str(args.repeats),
            "--qrels-file", str(files[0]), "--run-file", str(files[1])]
@@ -158,18 +183,44 @@ def _first_result(files: tuple[Path, Path], repeats: int) -> float:
     return statistics.median(times)
 
 
+def _table(workload: str, tools: list[str], results: dict) -> None:
+    """Print one workload's rows: median time, ratio to reljudge, peak memory."""
+    header = (f"{'workload':<8} {'path':<6} {'tool':<12} {'median s':>9} {'vs reljudge':>11} "
+              f"{'peak MB':>8}  notes")
+    print(header)
+    print("-" * len(header))
+    for path in ("dicts", "files"):
+        ours = statistics.median(results.get(("reljudge", path), {}).get("times", [float("nan")]))
+        for t in tools:
+            r = results[(t, path)]
+            if "error" in r:
+                print(f"{workload:<8} {path:<6} {t:<12} {'-':>9} {'-':>11} {'-':>8}  "
+                      f"error: {r['error']}")
+                continue
+            med = statistics.median(r["times"])
+            note = f"numba compile {r['compile']:.1f} s (not in median)" if "compile" in r else ""
+            print(f"{workload:<8} {path:<6} {t:<12} {med:>9.2f} {med / ours:>10.1f}x "
+                  f"{r['peak_mb']:>8.0f}  {note}")
+
+
 def main() -> None:
-    """Parse flags; as parent, run every tool on both paths and print the table."""
+    """Parse flags; as parent, run every tool on both paths of each workload; print tables."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--queries", type=int, default=10_000)
     p.add_argument("--docs", type=int, default=1_000)
     p.add_argument("--judged", type=int, default=100)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--tools", default=",".join(TOOLS))
+    p.add_argument("--tools", default=",".join(TOOLS), help="comma-separated, from: "
+                   + ", ".join(TOOLS))
+    p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, from: "
+                   + ", ".join(WORKLOADS))
+    p.add_argument("--fresh", action="store_true",
+                   help="also time fresh `reljudge eval` processes on the files")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tool", help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
+    p.add_argument("--workload", default="untied", help=argparse.SUPPRESS)
     p.add_argument("--qrels-file", help=argparse.SUPPRESS)
     p.add_argument("--run-file", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -177,35 +228,34 @@ def main() -> None:
         _child(args)
         return
     tools = args.tools.split(",")
-    print(f"workload: {args.queries:,} queries x {args.docs:,} docs, ~{args.judged} judgments "
-          f"per query, seed {args.seed}; {args.repeats} repeats, median; "
-          f"{os.cpu_count()} cores")
-    with tempfile.TemporaryDirectory() as tmp:
-        qrels, run = make_data(args.queries, args.docs, args.judged, args.seed)
-        files = write_files(qrels, run, Path(tmp))
-        del qrels, run
-        results = {(t, path): _spawn(t, path, args, files) for path in ("dicts", "files")
-                   for t in tools}
-        steady = statistics.median(results[("reljudge", "files")].get("times", [float("nan")]))
-        fresh = _first_result(files, args.repeats) if "reljudge" in tools else float("nan")
-    header = f"{'path':<6} {'tool':<12} {'median s':>9} {'vs reljudge':>11} {'peak MB':>8}  notes"
-    print(header)
-    print("-" * len(header))
-    for path in ("dicts", "files"):
-        ours = statistics.median(results[("reljudge", path)].get("times", [float("nan")]))
-        for t in tools:
-            r = results[(t, path)]
-            if "error" in r:
-                print(f"{path:<6} {t:<12} {'-':>9} {'-':>11} {'-':>8}  error: {r['error']}")
-                continue
-            med = statistics.median(r["times"])
-            note = f"numba compile {r['compile']:.1f} s (not in median)" if "compile" in r else ""
-            print(f"{path:<6} {t:<12} {med:>9.2f} {med / ours:>10.1f}x {r['peak_mb']:>8.0f}  {note}")
-    ref = results[("reljudge", "dicts")].get("aggregate", {})
-    print("\nreljudge aggregates: " + ", ".join(f"{k}={v:.4f}" for k, v in ref.items()))
-    print(f"fresh process (`reljudge eval` on the files, imports included, median of "
-          f"{args.repeats}): {fresh:.2f} s; "
-          f"steady-state files path: {steady:.2f} s; difference {fresh - steady:+.2f} s")
+    workloads = args.workloads.split(",")
+    for name in tools:
+        if name not in TOOLS:
+            p.error(f"unknown tool {name!r}; known: {', '.join(TOOLS)}")
+    for name in workloads:
+        if name not in WORKLOADS:
+            p.error(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
+    print(f"{args.queries:,} queries x {args.docs:,} docs, ~{args.judged} judgments per query, "
+          f"seed {args.seed}; {args.repeats} repeats, median; {os.cpu_count()} cores")
+    for workload in workloads:
+        with tempfile.TemporaryDirectory() as tmp:
+            qrels, run = make_data(args.queries, args.docs, args.judged, args.seed, workload)
+            files = write_files(qrels, run, Path(tmp))
+            del qrels, run
+            results = {(t, path): _spawn(t, path, workload, args, files)
+                       for path in ("dicts", "files") for t in tools}
+            fresh = (_first_result(files, args.repeats)
+                     if args.fresh and "reljudge" in tools else None)
+        print()
+        _table(workload, tools, results)
+        ref = results.get(("reljudge", "dicts"), {}).get("aggregate", {})
+        if ref:
+            print("reljudge aggregates: " + ", ".join(f"{k}={v:.4f}" for k, v in ref.items()))
+        if fresh is not None:
+            steady = statistics.median(results[("reljudge", "files")].get("times", [float("nan")]))
+            print(f"fresh process (`reljudge eval` on the files, imports included, median of "
+                  f"{args.repeats}): {fresh:.2f} s; steady-state files path: {steady:.2f} s; "
+                  f"difference {fresh - steady:+.2f} s")
 
 
 if __name__ == "__main__":

@@ -66,3 +66,28 @@ def test_eval_does_not_import_the_llm_client():
             "print('openai' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_judged_adds_judged_at_10_and_rbp_residual_columns(files, capsys):
+    args = [str(files / "q.qrels"), str(files / "r.run"), "-m", "Bpref"]
+    assert main(["eval", *args, "--judged", "--json", "--per-query"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["measures"] == ["Bpref", "Judged@10", "RBP(residual=True)"]
+    # q2: the unjudged x at rank 1 could still add (1 - 0.8) to RBP; q1 is fully judged
+    assert data["runs"]["bm25"]["per_query"]["q2"]["RBP(residual=True)"] == pytest.approx(0.2)
+    assert data["runs"]["bm25"]["mean"]["Judged@10"] == 0.75
+    assert captured.err == ""  # the columns say it: no note
+
+
+def test_a_run_resting_on_unjudged_documents_gets_a_note_on_stderr(files, capsys):
+    args = [str(files / "q.qrels"), str(files / "r.run"), "-m", "RR", "--json"]
+    assert main(["eval", *args]) == 0
+    captured = capsys.readouterr()
+    assert list(json.loads(captured.out)["runs"]["bm25"]["mean"]) == ["RR"]  # no extra column
+    assert captured.err.startswith("note: bm25: Judged@10 = 0.75")
+    (files / "r.run").write_text(RUN.replace("q2 Q0 x 1 3.0", "q2 Q0 c 1 3.0")
+                                 .replace("q2 Q0 c 2 2.0", "q2 Q0 x 2 2.0"))
+    (files / "q.qrels").write_text(QRELS + "q2 0 x 0\n")
+    assert main(["eval", *args]) == 0
+    assert capsys.readouterr().err == ""

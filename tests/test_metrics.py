@@ -22,20 +22,36 @@ SHARED = {
     "P@1": "P_1", "P@5": "P_5", "R@5": "recall_5", "R@100": "recall_100",
     "RR": "recip_rank", "AP": "map", "AP@5": "map_cut_5", "Success@1": "success_1",
     "Success@5": "success_5", "NumRel": "num_rel", "NumRet": "num_ret",
+    "NumRelRet": "num_rel_ret", "Rprec": "Rprec", "Bpref": "bpref", "infAP": "infAP",
+    "IPrec@0.0": "iprec_at_recall_0.00", "IPrec@0.1": "iprec_at_recall_0.10",
+    "IPrec@0.3": "iprec_at_recall_0.30", "IPrec@0.7": "iprec_at_recall_0.70",
+    "IPrec@1.0": "iprec_at_recall_1.00", "SetP": "set_P", "SetR": "set_recall",
+    "SetF": "set_F",
 }
 PTE_REQUEST = {"ndcg_cut.5,10", "ndcg", "P.1,5", "recall.5,100", "recip_rank", "map",
-               "map_cut.5", "success.1,5", "num_rel", "num_ret"}
+               "map_cut.5", "success.1,5", "num_rel", "num_ret", "num_rel_ret", "Rprec",
+               "bpref", "infAP", "iprec_at_recall", "set_P", "set_recall", "set_F"}
+# condensed lists (judged_only=True) against trec_eval -J
+JUDGED_ONLY = {"nDCG(judged_only=True)@5": "ndcg_cut_5", "nDCG(judged_only=True)": "ndcg",
+               "P(judged_only=True)@5": "P_5", "R(judged_only=True)@5": "recall_5",
+               "RR(judged_only=True)": "recip_rank", "AP(judged_only=True)": "map"}
+PTE_JUDGED_ONLY = {"ndcg_cut.5", "ndcg", "P.5", "recall.5", "recip_rank", "map"}
 
 
-def pytrec(qrels: dict, run: dict, rel: int = 1) -> dict:
-    ev = pytrec_eval.RelevanceEvaluator(qrels, PTE_REQUEST, relevance_level=rel)
+def pytrec(qrels: dict, run: dict, rel: int = 1, judged_only: bool = False) -> dict:
+    ev = pytrec_eval.RelevanceEvaluator(qrels, PTE_JUDGED_ONLY if judged_only else PTE_REQUEST,
+                                        relevance_level=rel, judged_docs_only_flag=judged_only)
     return ev.evaluate(run)
 
 
-def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1) -> None:
-    measures = list(SHARED) if rel == 1 else [m for m in SHARED if not m.startswith("nDCG")]
+def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1, judged_only: bool = False,
+                          extra_runs: tuple = ()) -> None:
+    """Every shared measure, per query and mean, from dicts and from Run/Qrels columns (and
+    from any ``extra_runs``, e.g. the same run read from a file by both readers)."""
+    table = JUDGED_ONLY if judged_only else SHARED
+    measures = list(table) if rel == 1 else [m for m in table if not m.startswith("nDCG")]
     asked = [m if rel == 1 or m in ("NumRet",) else _with_rel(m, rel) for m in measures]
-    theirs = pytrec(qrels, run, rel)
+    theirs = pytrec(qrels, run, rel, judged_only)
     if not theirs:  # no query in common: an error, never a mean of 0.0 over 0 queries
         with pytest.raises(InputError, match="empty|no query in common"):
             evaluate(qrels, run, asked)
@@ -43,10 +59,11 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1) -> None:
     ours = evaluate(qrels, run, asked, float32_scores=True)
     assert sorted(theirs) == ours.query_ids
     # the column path (a Run object, as from a file) builds the same rankings
-    columns = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), asked, float32_scores=True)
-    assert columns.query_ids == ours.query_ids
-    assert np.array_equal(columns.scores, ours.scores)
-    for mine, key in zip(asked, (SHARED[m] for m in measures), strict=False):
+    for q, r in ((Qrels.from_dict(qrels), Run.from_dict(run)), *extra_runs):
+        columns = evaluate(q, r, asked, float32_scores=True)
+        assert columns.query_ids == ours.query_ids
+        assert np.array_equal(columns.scores, ours.scores)
+    for mine, key in zip(asked, (table[m] for m in measures), strict=False):
         col = ours.column(mine)
         for qid, value in zip(ours.query_ids, col.tolist(), strict=False):
             assert value == pytest.approx(theirs[qid][key], abs=1e-9), (qid, mine)
@@ -57,7 +74,11 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1) -> None:
 
 def _with_rel(m: str, rel: int) -> str:
     name, _, cut = m.partition("@")
-    return f"{name}(rel={rel})" + (f"@{cut}" if cut else "")
+    if name.endswith(")"):
+        name = name[:-1] + f",rel={rel})"
+    else:
+        name += f"(rel={rel})"
+    return name + (f"@{cut}" if cut else "")
 
 
 docids = st.sampled_from([f"d{i}" for i in range(12)])
@@ -75,6 +96,127 @@ grades = st.integers(0, 3)  # negative grades: see the hand-made tests below
 def test_every_shared_measure_equals_pytrec_eval(qrels, run, rel):
     qrels = {q: d for q, d in qrels.items() if d}  # trec_eval has no notion of an empty qrels
     assert_matches_pytrec(qrels, run, rel)
+
+
+SCORE_SHAPES = {  # how a query's scores are drawn: ties as real runs have them
+    "heavy": st.integers(0, 3).map(lambda x: x / 4),  # a few distinct values
+    "equal": st.just(0.5),  # every document of the query tied
+    "binary": st.sampled_from([0.0, 1.0]),
+}
+many_docs = st.sampled_from([f"d{i}" for i in range(30)] + ["D1", "d1x", "é", "a" * 17])
+
+
+@st.composite
+def tied_workload(draw):
+    """(qrels, run, rel) with large ties; the qrels grades include negatives (trec_eval's
+    "pooled, not judged") but every query keeps a non-negative grade (trec_eval needs one)."""
+    shape = SCORE_SHAPES[draw(st.sampled_from(sorted(SCORE_SHAPES)))]
+    qs = draw(st.lists(qids, min_size=1, max_size=3, unique=True))
+    qrels = {q: {**draw(st.dictionaries(many_docs, st.integers(-1, 3), max_size=12)),
+                 "zz": draw(st.integers(0, 3))} for q in qs}
+    run = {q: draw(st.dictionaries(many_docs, shape, min_size=1, max_size=25))
+           for q in draw(st.lists(qids, min_size=1, max_size=3, unique=True))}
+    return qrels, run, draw(st.sampled_from([1, 2]))
+
+
+def _files(folder, qrels: dict, run: dict) -> list:
+    """The (qrels, run) read back from TREC files by the fast reader and the python one."""
+    import reljudge.trec as trec
+
+    (folder / "x.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items()
+                                            for d, g in docs.items()), encoding="utf-8")
+    (folder / "x.run").write_text("".join(f"{q} Q0 {d} 1 {s!r} t\n" for q, docs in run.items()
+                                          for d, s in docs.items()), encoding="utf-8")
+    out = []
+    for threshold in (0, 1 << 62):
+        trec.FAST_MIN_BYTES = threshold
+        try:
+            out.append((trec.read_qrels(folder / "x.qrels"), trec.read_run(folder / "x.run")))
+        finally:
+            trec.FAST_MIN_BYTES = 1 << 20
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tied_workload(), judged_only=st.booleans())
+def test_heavy_ties_equal_and_binary_scores_match_pytrec_eval_on_every_path(
+        tmp_path_factory, data, judged_only):
+    qrels, run, rel = data
+    files = _files(tmp_path_factory.mktemp("w"), qrels, run)
+    ascii_run = all(d.isascii() for docs in run.values() for d in docs)
+    assert files[0][1].compact == ascii_run and not files[1][1].compact  # both readers ran
+    assert_matches_pytrec(qrels, run, rel, judged_only, extra_runs=tuple(files))
+
+
+def test_a_tie_as_long_as_the_run_is_broken_by_docid_on_both_paths():
+    docs = [f"doc{i:04d}" for i in range(500)]
+    qrels = {"q": {"doc0499": 1, "doc0000": 2, "doc0250": 1, "absent": 1}}
+    run = {"q": dict.fromkeys(reversed(docs), 1.0)}
+    expected = {"RR": 1.0, "AP": (1 / 1 + 2 / 250 + 3 / 500) / 4, "NumRelRet": 3.0}
+    for q, r in ((qrels, run), (Qrels.from_dict(qrels), Run.from_dict(run))):
+        assert evaluate(q, r, list(expected)).mean() == pytest.approx(expected)
+
+
+def test_gmean_is_trec_evals_gm_map_with_its_epsilon():
+    qrels = {"a": {"x": 1, "y": 0}, "b": {"x": 1}, "c": {"x": 1}}
+    run = {"a": {"x": 1.0, "y": 2.0}, "b": {"z": 1.0}, "c": {"x": 1.0}}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"gm_map", "gm_bpref"}).evaluate(run)
+    ev = evaluate(qrels, run, ["AP", "Bpref"])
+    for mine, key in (("AP", "gm_map"), ("Bpref", "gm_bpref")):
+        expected = math.exp(np.mean([theirs[q][key] for q in theirs]))  # per query: the log
+        assert ev.gmean()[mine] == pytest.approx(expected, abs=1e-12)
+    assert ev.gmean()["AP"] == pytest.approx((0.5 * 0.00001 * 1.0) ** (1 / 3))
+
+
+def test_rbp_and_its_residual_by_hand():
+    # ranks: 1 rel, 2 unjudged, 3 non-rel, 4 rel (grade 2), 5 pooled-unjudged (grade -1)
+    qrels = {"q": {"a": 1, "c": 0, "d": 2, "e": -1, "f": 1}}
+    run = {"q": {"a": 5.0, "b": 4.0, "c": 3.0, "d": 2.0, "e": 1.0}}
+    p = 0.8
+    ev = evaluate(qrels, run, ["RBP", "RBP(residual=True)", "RBP(p=0.5)", "RBP(rel=2)",
+                               "RBP@3", "RBP(residual=True)@3"])
+    got = ev.mean()
+    assert got["RBP"] == pytest.approx((1 - p) * (1 + p ** 3))
+    assert got["RBP(residual=True)"] == pytest.approx((1 - p) * (p + p ** 4))
+    assert got["RBP(p=0.5)"] == pytest.approx(0.5 * (1 + 0.5 ** 3))
+    assert got["RBP(rel=2)"] == pytest.approx((1 - p) * p ** 3)
+    assert got["RBP@3"] == pytest.approx(1 - p)
+    assert got["RBP(residual=True)@3"] == pytest.approx((1 - p) * p)
+    # the bounds: judging b and e relevant reaches score + residual, exactly
+    full = {"q": {**qrels["q"], "b": 1, "e": 1}}
+    assert one(full, run, "RBP") == pytest.approx(got["RBP"] + got["RBP(residual=True)"])
+    full = {"q": {**qrels["q"], "b": 0, "e": 0}}  # judged non-relevant: nothing left open
+    assert one(full, run, "RBP(residual=True)") == 0.0
+
+
+def test_condensed_lists_by_hand():
+    # x, y unjudged; n pooled-unjudged (-1): all three leave the condensed list
+    qrels = {"q": {"a": 0, "b": 1, "c": 2, "n": -1, "m": 1}}
+    run = {"q": {"x": 9.0, "a": 8.0, "y": 7.0, "n": 6.0, "b": 5.0, "c": 4.0}}
+    # full list: x a y n b c -> relevant at ranks 5, 6; condensed: a b c -> ranks 2, 3
+    ev = evaluate(qrels, run, ["AP", "AP(judged_only=True)", "P@2", "P(judged_only=True)@2",
+                               "RR", "RR(judged_only=True)", "R@3", "R(judged_only=True)@3",
+                               "nDCG(judged_only=True)@3"]).mean()
+    assert ev["AP"] == pytest.approx((1 / 5 + 2 / 6) / 3)
+    assert ev["AP(judged_only=True)"] == pytest.approx((1 / 2 + 2 / 3) / 3)
+    assert ev["P@2"] == 0.0 and ev["P(judged_only=True)@2"] == 0.5
+    assert ev["RR"] == pytest.approx(1 / 5) and ev["RR(judged_only=True)"] == 0.5
+    assert ev["R@3"] == 0.0 and ev["R(judged_only=True)@3"] == pytest.approx(2 / 3)
+    dcg = 1 / math.log2(3) + 2 / math.log2(4)
+    assert ev["nDCG(judged_only=True)@3"] == pytest.approx(dcg / (2 + 1 / math.log2(3)
+                                                                  + 1 / math.log2(4)))
+
+
+def test_bpref_and_infap_by_hand():
+    qrels = {"q": {"r1": 1, "r2": 1, "r3": 1, "n1": 0, "n2": 0, "p": -1}}
+    run = {"q": {"n1": 6.0, "r1": 5.0, "x": 4.0, "p": 3.0, "r2": 2.0, "n2": 1.0}}
+    got = evaluate(qrels, run, ["Bpref", "infAP"]).mean()
+    # R = 3, N = 2: r1 and r2 each have one judged non-relevant above: 1 - 1/2
+    assert got["Bpref"] == pytest.approx((0.5 + 0.5) / 3)
+    eps = 0.00001
+    r1 = 1 / 2 + (1 / 2) * (1 / 1) * ((0 + eps) / (0 + 1 + 2 * eps))
+    r2 = 1 / 5 + (4 / 5) * ((1 + 1 + 1) / 4) * ((1 + eps) / (1 + 1 + 2 * eps))
+    assert got["infAP"] == pytest.approx((r1 + r2) / 3)
 
 
 def test_float64_scores_keep_differences_that_float32_loses():
@@ -269,6 +411,11 @@ def test_real_llmjudge_qrels_match_pytrec_eval(llmjudge):
     ("P(rel=1)@5", "P@5"), ("nDCG(dcg='exp-log2')@10", "nDCG(dcg='exp-log2')@10"),
     ("nDCG(ideal=\"run\", dcg='exp-log2')@10", "nDCG(dcg='exp-log2',ideal='run')@10"),
     ("RR", "RR"), ("AP@100", "AP@100"), ("Judged@10", "Judged@10"), ("NumRel", "NumRel"),
+    ("bpref", "Bpref"), ("infAP", "infAP"), ("Rprec", "Rprec"), ("num_rel_ret", "NumRelRet"),
+    ("IPrec@0.1", "IPrec@0.1"), ("iprec@1", "IPrec@1.0"), ("set_F(beta=0.5)", "SetF(beta=0.5)"),
+    ("SetF(beta=1)", "SetF"), ("RBP(p=0.8)", "RBP"), ("RBP(p=0.95)@100", "RBP(p=0.95)@100"),
+    ("RBP(residual=True)", "RBP(residual=True)"),
+    ("AP(judged_only=True)", "AP(judged_only=True)"),
 ])
 def test_measure_strings_parse_to_canonical_names(text, canonical):
     assert str(parse_measure(text)) == canonical
@@ -281,6 +428,9 @@ def test_measure_strings_parse_to_canonical_names(text, canonical):
     ("P", "needs a cutoff"), ("NumRel@5", "takes no cutoff"),
     ("nDCG(dcg='exp')@10", "must be one of"), ("P(rel='2')@5", "must be an integer"),
     ("nDCG(judged_only=1)@5", "True or False"), ("P(rel=)@5", "cannot parse"),
+    ("IPrec", "IPrec@0.1"), ("IPrec@1.5", "between 0 and 1"), ("IPrec@x", "between 0 and 1"),
+    ("RBP(p=1)", "between 0 and 1"), ("RBP(p='a')", "must be a number"),
+    ("Bpref@10", "takes no cutoff"), ("SetF(beta=-1)", ">= 0"),
 ])
 def test_bad_measure_strings_say_what_is_wrong(text, needle):
     with pytest.raises(MeasureError, match=needle):

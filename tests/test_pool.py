@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reljudge.errors import ConfigError
-from reljudge.pool import build_pool, judged_at_k, top_k
+from reljudge.pool import build_pool, judged_at_k, rbp_residual, top_k
 from reljudge.types import Run
 
 
@@ -67,3 +67,34 @@ def test_top_k_equals_the_sorted_ranking(data, depth):
     for qid in data:
         want = [doc for doc, _ in run.ranked(qid)[:depth]]
         assert [doc for _, doc in sorted(got[qid])] == want
+
+
+def test_rbp_residual_counts_the_unlabelled_ranks_and_agrees_with_the_metric():
+    from reljudge.metrics import evaluate
+
+    run = Run.from_dict({"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"d": 1.0, "e": 1.0}})
+    labelled = {("q1", "a"), ("q1", "c"), ("q2", "e")}  # q2: e outranks d (tie, docid desc)
+    p = 0.8
+    expected = ((1 - p) * p + (1 - p) * p) / 2  # q1: b at rank 2; q2: d at rank 2
+    assert rbp_residual(run, labelled, p) == pytest.approx(expected)
+    qrels = {q: {d: 0 for qq, d in labelled if qq == q} for q in ("q1", "q2")}
+    assert evaluate(qrels, run, ["RBP(residual=True)"]).mean()["RBP(residual=True)"] == \
+        pytest.approx(expected)
+    assert rbp_residual(run, set(), 0.5) == pytest.approx((0.5 + 0.25 + 0.125 + 0.5 + 0.25) / 2)
+    assert rbp_residual(run, {(q, d) for q, docs in run.to_dict().items() for d in docs}) == 0
+
+
+def test_pool_command_reports_the_rbp_residual_before_and_after_labelling(tmp_path, capsys):
+    import json
+
+    from reljudge.cli import main
+
+    (tmp_path / "a.run").write_text("q1 Q0 a 1 3.0 A\nq1 Q0 b 2 2.0 A\nq1 Q0 c 3 1.0 A\n")
+    assert main(["pool", str(tmp_path / "a.run"), "--depth", "2", "--json",
+                 "--rbp-p", "0.5"]) == 0
+    got = json.loads(capsys.readouterr().out)["rbp_residual"]
+    # nothing labelled: every rank open; after labelling the top 2, only rank 3 stays open
+    assert got["p"] == 0.5
+    assert got["A"] == pytest.approx({"before": 0.5 + 0.25 + 0.125, "after": 0.125})
+    assert main(["pool", str(tmp_path / "a.run"), "--rbp-p", "1.5"]) == 2
+    assert "--rbp-p must be between 0 and 1" in capsys.readouterr().err

@@ -107,3 +107,21 @@ def judged_at_k(run: Run, labelled: Iterable[tuple[str, str]], k: int) -> float:
         c[0] += (qid, docid) in done
         c[1] += 1
     return float(np.mean([hit / n for hit, n in counts.values()]))
+
+
+def rbp_residual(run: Run, labelled: Iterable[tuple[str, str]], p: float = 0.8) -> float:
+    """Mean over the run's queries of RBP's residual (Moffat & Zobel 2008): (1-p) times the
+    sum of p^(rank-1) over the ranked documents not in ``labelled``, i.e. how much the run's
+    RBP could still rise; ``RBP(residual=True)`` of the metrics, with every labelled pair
+    counted as judged."""
+    done = set(labelled)
+    depth = max(1, len(run))
+    q, d, r = top_k(run, depth)
+    if len(q) == 0:
+        return 0.0
+    open_ = np.fromiter((pair not in done for pair in zip(q.tolist(), d.tolist(), strict=True)),
+                        bool, len(q))
+    weight = (1.0 - p) * p ** (r - 1.0)
+    codes = np.unique(q, return_inverse=True)[1].ravel()
+    per_query = np.bincount(codes, weights=np.where(open_, weight, 0.0))
+    return float(per_query.mean())

@@ -8,6 +8,8 @@ import sys
 from reljudge.cli.common import emit
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "RR"]
+JUDGED_MEASURES = ["Judged@10", "RBP(residual=True)"]  # what --judged adds
+JUDGED_WARN = 0.9  # below this mean Judged@10, say so on stderr even without --judged
 
 EXAMPLES = """\
 examples:
@@ -15,6 +17,7 @@ examples:
   reljudge eval qrels.txt bm25.run -m nDCG@10 -m 'nDCG(dcg="exp-log2")@10' -m 'P(rel=2)@5'
   reljudge eval qrels.txt bm25.run -m 'nDCG(ideal="run")@10' --per-query --json
   reljudge eval qrels.txt bm25.run -m AP --all-queries --format trec   # like trec_eval -c
+  reljudge eval qrels.txt new.run --judged -m nDCG@10 -m Bpref -m 'RBP(p=0.8)'
 
 conventions (trec_eval's, stated):
   ranking    by score descending, ties by docid descending (byte order); the rank column
@@ -30,6 +33,11 @@ conventions (trec_eval's, stated):
              the same rule in compare, report and run. A run lacking qrels queries gets a
              warning line on stderr; one with no query in the qrels is an error
   names      a run is named by its tag; runs sharing a tag are named by their file names
+  incomplete Bpref, infAP, RBP and judged_only=True (condensed lists: unjudged documents
+             removed) are the measures made for incomplete judgments; --judged adds
+             Judged@10 and RBP's residual (how much RBP could still rise if every unjudged
+             document were relevant); without it, a run whose Judged@10 is below 0.9 gets a
+             note on stderr
 """
 
 
@@ -52,9 +60,24 @@ def register(sub) -> None:
     p.add_argument("--float32-scores", action="store_true",
                    help="round scores to float32 before ranking, to match trec_eval 9 and "
                         "pytrec_eval bit for bit")
+    p.add_argument("--judged", action="store_true",
+                   help="add the columns " + " and ".join(JUDGED_MEASURES) + ": how much of "
+                        "each score rests on unjudged documents")
     add_format_flags(p, ("table", "json", "csv", "markdown", "trec"))
     p.add_argument("--digits", type=non_negative_int, default=4, help="decimals in tables (default 4)")
     p.set_defaults(func=run)
+
+
+def _note_unjudged(results: dict) -> None:
+    """One stderr line per run whose mean Judged@10 is below JUDGED_WARN."""
+    import sys
+
+    for name, ev in results.items():
+        share = ev.mean()[JUDGED_MEASURES[0]]
+        if ev.query_ids and share < JUDGED_WARN:
+            print(f"note: {name}: Judged@10 = {share:.2f}, its scores rest partly on unjudged "
+                  "documents (counted as not relevant); see --judged, Bpref, "
+                  "'nDCG(judged_only=True)@10'", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,12 +88,18 @@ def run(args: argparse.Namespace) -> int:
     from reljudge.trec import read_qrels, read_runs
 
     measures = [str(parse_measure(m)) for m in (args.measures or DEFAULT_MEASURES)]
+    if args.judged:
+        measures += [m for m in JUDGED_MEASURES if m not in measures]
+    computed = measures + [m for m in JUDGED_MEASURES[:1] if m not in measures]
     qrels = read_qrels(args.qrels)
     runs = read_runs(args.runs)  # two files with one tag: named by file instead
     for line in warnings(qrels, runs, args.all_queries):
         print(f"reljudge: {line}", file=sys.stderr)
-    results = evaluate_many(qrels, runs, measures, all_queries=args.all_queries,
+    results = evaluate_many(qrels, runs, computed, all_queries=args.all_queries,
                             float32_scores=args.float32_scores)
+    if not args.judged:  # the columns say it already
+        _note_unjudged(results)
+    results = {name: ev.select(measures) for name, ev in results.items()}
     if args.format == "trec":
         lines = []
         for name, ev in results.items():

@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--passages")
     p.add_argument("--model", help="judge model for the estimate (or OPENAI_MODEL)")
     p.add_argument("--prompt", default="umbrela")
+    p.add_argument("--rbp-p", type=float, default=0.8, metavar="P",
+                   help="persistence of the RBP residual reported per run (default 0.8)")
     add_format_flags(p, ("table", "json"))
     p.set_defaults(func=run)
 
@@ -40,11 +42,15 @@ def run(args) -> int:
     """Pool and report."""
     from reljudge.cli.common import check_outputs
     from reljudge.io.files import atomic_write
-    from reljudge.pool import build_pool, judged_at_k
+    from reljudge.pool import build_pool, judged_at_k, rbp_residual
     from reljudge.report.tables import json_dumps, render
     from reljudge.trec import read_runs
 
     check_outputs(args.out)
+    if not 0.0 < args.rbp_p < 1.0:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError(f"--rbp-p must be between 0 and 1, found {args.rbp_p}")
     runs = read_runs(args.runs)
     labelled: set = set()
     store = None
@@ -57,6 +63,8 @@ def run(args) -> int:
     after = labelled | set(pool.pairs)
     judged = {r.name: (judged_at_k(r, labelled, args.depth), judged_at_k(r, after, args.depth))
               for r in runs}
+    residual = {r.name: (rbp_residual(r, labelled, args.rbp_p), rbp_residual(r, after, args.rbp_p))
+                for r in runs}
     estimate = None
     if args.queries and args.passages:
         from reljudge.io import read_passages, read_queries
@@ -76,6 +84,8 @@ def run(args) -> int:
                           "per_query": [s.__dict__ for s in pool.per_query],
                           "judged_at_k": {n: {"before": b, "after": a}
                                           for n, (b, a) in judged.items()},
+                          "rbp_residual": {"p": args.rbp_p, **{n: {"before": b, "after": a}
+                                           for n, (b, a) in residual.items()}},
                           "estimate": estimate.__dict__ if estimate else None}), end="")
         return 0
     print(render(["qid", "pooled", "labelled", "to label", "share labelled"],
@@ -83,8 +93,9 @@ def run(args) -> int:
                   for s in pool.per_query]), end="")
     print(f"total: {len(pool.pairs)} pooled pairs at depth {args.depth}, {pool.judged} "
           f"labelled, {len(pool.to_label)} to label")
-    print(render(["run", f"Judged@{args.depth} now", "after labelling the pool"],
-                 [[n, b, a] for n, (b, a) in judged.items()]), end="")
+    print(render(["run", f"Judged@{args.depth} now", "after labelling the pool",
+                  f"RBP(p={args.rbp_p}) residual now", "after labelling"],
+                 [[n, b, a, *residual[n]] for n, (b, a) in judged.items()]), end="")
     if estimate:
         print(f"labelling estimate ({estimate.judge}): {estimate.to_send} calls after cache "
               f"hits, ~{estimate.tokens_in:,} tokens in, ~{estimate.tokens_out:,} out, "

@@ -16,6 +16,8 @@ from reljudge.metrics.measures import Measure, parse_measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
 from reljudge.types import Qrels, Run
 
+GM_EPSILON = 0.00001  # trec_eval's MIN_GEO_MEAN
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -37,11 +39,26 @@ class Evaluation:
         except ValueError:
             raise KeyError(f"{name} was not evaluated; have {', '.join(self.measures)}") from None
 
+    def select(self, measures: Sequence[str | Measure]) -> Evaluation:
+        """The same evaluation restricted to some of its measures, in the given order."""
+        idx = [self._index(m) for m in measures]
+        return Evaluation(self.run, [self.measures[i] for i in idx], self.query_ids,
+                          self.scores[:, idx])
+
     def mean(self) -> dict[str, float]:
         """Mean of each measure over the evaluated queries (0.0 when there are none)."""
         if not self.query_ids:
             return {m: 0.0 for m in self.measures}
         return dict(zip(self.measures, self.scores.mean(axis=0).tolist(), strict=False))
+
+    def gmean(self) -> dict[str, float]:
+        """Geometric mean of each measure over the evaluated queries, trec_eval's gm_map rule:
+        exp(mean(log(max(value, GM_EPSILON)))), so that a query scoring 0 weighs in as 0.00001
+        instead of zeroing the mean (0.0 when there are no queries)."""
+        if not self.query_ids:
+            return {m: 0.0 for m in self.measures}
+        logs = np.log(np.maximum(self.scores, GM_EPSILON)).mean(axis=0)
+        return dict(zip(self.measures, np.exp(logs).tolist(), strict=True))
 
     def per_query(self) -> dict[str, dict[str, float]]:
         """{qid: {measure: value}}."""

@@ -30,6 +30,12 @@ class Ranked:
         """Mask of retrieved and judged positions."""
         return self.grades > UNJUDGED
 
+    @property
+    def unjudged(self) -> np.ndarray:
+        """Mask of retrieved positions without a usable judgment: absent from the qrels, or
+        a negative grade (trec_eval's "in the pool but not judged")."""
+        return (self.grades < 0) & (self.grades != PAD)
+
 
 _DISCOUNT_CACHE: dict[int, np.ndarray] = {}
 
@@ -59,8 +65,9 @@ def dcg_of(gain: np.ndarray) -> np.ndarray:
 
 
 def judged_only(r: Ranked) -> Ranked:
-    """The same rankings with unjudged documents removed (later documents move up)."""
-    keep = r.judged
+    """The condensed lists (Sakai 2007; trec_eval -J): the same rankings without the
+    documents absent from the qrels or graded negative; later documents move up."""
+    keep = r.grades >= 0
     n, width = r.grades.shape
     out = np.full((n, width), PAD, dtype=np.int64)
     rows, cols = np.nonzero(keep)
@@ -165,14 +172,121 @@ def judged_share(r: Ranked, k: int | None) -> np.ndarray:
     return out
 
 
+def num_rel_ret(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """Relevant documents retrieved (in the top k)."""
+    return relevant(_upto(r.grades, k), rel).sum(axis=1).astype(np.float64)
+
+
+def r_precision(r: Ranked, rel: int) -> np.ndarray:
+    """Precision at rank R = the query's number of relevant documents (0 when R is 0)."""
+    nr = num_rel(r, rel)
+    width = r.grades.shape[1]
+    out = np.zeros(len(nr))
+    if width == 0:
+        return out
+    hits = np.cumsum(relevant(r.grades, rel), axis=1)
+    at = np.minimum(nr, width) - 1  # past the run's end: nothing more is relevant
+    has = nr > 0
+    rows = np.flatnonzero(has)
+    out[rows] = hits[rows, at[rows]] / nr[rows]
+    return out
+
+
+def bpref(r: Ranked, rel: int) -> np.ndarray:
+    """trec_eval's bpref: each retrieved relevant document scores 1 - min(n, R) / min(N, R),
+    n the judged non-relevant ranked above it (1 when n is 0); the sum is divided by R."""
+    g = r.grades
+    nonrel = (g >= 0) & (g < rel)
+    rel_mask = relevant(g, rel)
+    above = np.cumsum(nonrel, axis=1)  # at a relevant position: the non-relevant above it
+    nr = num_rel(r, rel)
+    n_nonrel = ((r.ideal >= 0) & (r.ideal < rel)).sum(axis=1)
+    denom = np.minimum(n_nonrel, nr).astype(np.float64)[:, None]
+    frac = np.zeros(g.shape)
+    np.divide(np.minimum(above, nr[:, None]), denom, out=frac, where=(above > 0) & (denom > 0))
+    total = np.where(rel_mask, 1.0 - frac, 0.0).sum(axis=1)
+    out = np.zeros(len(nr))
+    np.divide(total, nr, out=out, where=nr > 0)
+    return out
+
+
+INFAP_EPSILON = 0.00001  # trec_eval's, in the estimate of the precision above a document
+
+
+def inf_ap(r: Ranked, rel: int) -> np.ndarray:
+    """trec_eval's infAP: at the relevant document at 0-based rank j > 0,
+    1/(j+1) + j/(j+1) * (above in the pool)/j * (relevant above + eps) / (judged above + 2 eps),
+    where the pool is the documents in the qrels (negative grades: pooled, not judged)."""
+    g = r.grades
+    rel_mask = relevant(g, rel)
+    rel_above = np.cumsum(rel_mask, axis=1) - rel_mask
+    nonrel_above = np.cumsum((g >= 0) & (g < rel), axis=1)  # exact at relevant positions
+    pooled_above = np.cumsum((g < 0) & (g > UNJUDGED), axis=1)
+    j = np.arange(g.shape[1], dtype=np.float64)[None, :]
+    safe_j = np.maximum(j, 1.0)
+    value = (1.0 / (j + 1.0) + (j / (j + 1.0))
+             * ((rel_above + nonrel_above + pooled_above) / safe_j)
+             * ((rel_above + INFAP_EPSILON) / (rel_above + nonrel_above + 2 * INFAP_EPSILON)))
+    value = np.where(j == 0, 1.0, value)
+    total = np.where(rel_mask, value, 0.0).sum(axis=1)
+    nr = num_rel(r, rel)
+    out = np.zeros(len(nr))
+    np.divide(total, nr, out=out, where=nr > 0)
+    return out
+
+
+def interpolated_precision(r: Ranked, recall_level: float, rel: int) -> np.ndarray:
+    """trec_eval's iprec_at_recall: the highest precision at or after the c-th relevant
+    document, c = int(recall_level x R + 0.9) (at least the first); 0 when fewer are retrieved."""
+    rows, cols = np.nonzero(relevant(r.grades, rel))
+    n = r.grades.shape[0]
+    out = np.zeros(n)
+    if not len(rows):
+        return out
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+    need = np.maximum((recall_level * num_rel(r, rel) + 0.9).astype(np.int64), 1)
+    ok = ith >= need[rows]
+    np.maximum.at(out, rows[ok], ith[ok] / (cols[ok] + 1.0))
+    return out
+
+
+def set_measures(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray]:
+    """(SetP, SetR): relevant retrieved over retrieved, and over relevant in the qrels."""
+    hits = num_rel_ret(r, None, rel)
+    nr = num_rel(r, rel)
+    p, rc = np.zeros(len(hits)), np.zeros(len(hits))
+    np.divide(hits, r.length, out=p, where=r.length > 0)
+    np.divide(hits, nr, out=rc, where=nr > 0)
+    return p, rc
+
+
+def set_f(r: Ranked, rel: int, beta: float) -> np.ndarray:
+    """trec_eval's set_F: (1+beta^2) P R / (beta^2 P + R) of the retrieved set, 0 if both 0."""
+    p, rc = set_measures(r, rel)
+    denom = beta * beta * p + rc
+    out = np.zeros(len(p))
+    np.divide((1 + beta * beta) * p * rc, denom, out=out, where=denom > 0)
+    return out
+
+
+def rbp(r: Ranked, k: int | None, p: float, rel: int, residual: bool) -> np.ndarray:
+    """Rank-biased precision (Moffat & Zobel 2008), (1-p) sum p^(rank-1) over relevant ranks;
+    or its residual, the same sum over the unjudged ranks (each could still be relevant)."""
+    upto = r.grades.shape[1] if k is None else min(k, r.grades.shape[1])
+    weight = (1.0 - p) * p ** np.arange(upto, dtype=np.float64)
+    mask = r.unjudged[:, :upto] if residual else relevant(r.grades[:, :upto], rel)
+    return mask @ weight if upto else np.zeros(r.grades.shape[0])
+
+
 def compute(m: Measure, r: Ranked, judged_cache: dict) -> np.ndarray:
     """Per-query values of one measure."""
     k = m.cutoff
+    if m.param("judged_only"):
+        if "j" not in judged_cache:
+            judged_cache["j"] = judged_only(r)
+        r = judged_cache["j"]
     if m.name in ("nDCG", "DCG"):
-        if m.param("judged_only"):
-            if "j" not in judged_cache:
-                judged_cache["j"] = judged_only(r)
-            r = judged_cache["j"]
         if m.name == "DCG":
             return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))
         return ndcg(r, k, m.param("dcg"), m.param("ideal"))
@@ -194,4 +308,20 @@ def compute(m: Measure, r: Ranked, judged_cache: dict) -> np.ndarray:
         return num_rel(r, m.param("rel")).astype(np.float64)
     if m.name == "NumRet":
         return r.length.astype(np.float64)
+    if m.name == "NumRelRet":
+        return num_rel_ret(r, k, m.param("rel"))
+    if m.name == "Rprec":
+        return r_precision(r, m.param("rel"))
+    if m.name == "Bpref":
+        return bpref(r, m.param("rel"))
+    if m.name == "infAP":
+        return inf_ap(r, m.param("rel"))
+    if m.name == "IPrec":
+        return interpolated_precision(r, float(k), m.param("rel"))
+    if m.name in ("SetP", "SetR"):
+        return set_measures(r, m.param("rel"))[m.name == "SetR"]
+    if m.name == "SetF":
+        return set_f(r, m.param("rel"), m.param("beta"))
+    if m.name == "RBP":
+        return rbp(r, k, m.param("p"), m.param("rel"), m.param("residual"))
     raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names

@@ -1,8 +1,9 @@
 """Measures as data: a name, typed parameters with defaults, and an optional cutoff.
 
 Parsed from the strings IR people already write (ir_measures syntax): ``nDCG@10``,
-``nDCG(dcg='exp-log2')@10``, ``P(rel=2)@5``, ``RR``, ``AP@100``, ``Judged@10``, and our
-extension ``nDCG(ideal='run')@10``. Computation lives in ``kernels``; nothing here does math.
+``nDCG(dcg='exp-log2')@10``, ``P(rel=2)@5``, ``RR``, ``AP@100``, ``Judged@10``, ``Bpref``,
+``IPrec@0.1``, ``RBP(p=0.8)``, and our extensions ``nDCG(ideal='run')@10`` and
+``RBP(residual=True)``. Computation lives in ``kernels``; nothing here does math.
 """
 
 from __future__ import annotations
@@ -23,28 +24,34 @@ class MeasureSpec:
     doc: str
     params: dict[str, Any] = field(default_factory=dict)
     choices: dict[str, tuple] = field(default_factory=dict)
-    cutoff: str = "optional"  # "optional" | "required" | "none"
+    cutoff: str = "optional"  # "optional" | "required" | "none" | "recall" (a float in [0, 1])
     trec_eval: str | None = None  # the trec_eval measure name, for the mapping table
 
 
 _REL = {"rel": 1}
+_CONDENSED = {"rel": 1, "judged_only": False}
+_JUDGED_ONLY = ("judged_only=True ranks only judged documents (condensed list, Sakai 2007; "
+                "trec_eval -J): documents absent from the qrels or with a negative grade are "
+                "removed and those below move up.")
 SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
     MeasureSpec("nDCG", "Normalised DCG (Jarvelin & Kekalainen 2002). Gain is the raw grade "
                 "(dcg='log2', trec_eval) or 2^grade-1 (dcg='exp-log2', Burges et al.); the ideal "
                 "ranking comes from all judged documents (ideal='qrels', trec_eval) or from the "
-                "run's own top k (ideal='run'). Ignores `rel`.",
+                "run's own top k (ideal='run'). Ignores `rel`. Without a cutoff, trec_eval's "
+                "ndcg (the whole ranking). " + _JUDGED_ONLY,
                 {"dcg": "log2", "judged_only": False, "ideal": "qrels"},
                 {"dcg": ("log2", "exp-log2"), "ideal": ("qrels", "run")}, trec_eval="ndcg_cut"),
-    MeasureSpec("DCG", "Discounted cumulative gain, discount 1/log2(rank+1).",
+    MeasureSpec("DCG", "Discounted cumulative gain, discount 1/log2(rank+1). " + _JUDGED_ONLY,
                 {"dcg": "log2", "judged_only": False}, {"dcg": ("log2", "exp-log2")}),
-    MeasureSpec("P", "Precision: relevant (grade >= rel) in the top k, divided by k.",
-                dict(_REL), cutoff="required", trec_eval="P"),
-    MeasureSpec("R", "Recall: relevant in the top k, divided by all relevant in the qrels.",
-                dict(_REL), trec_eval="recall"),
-    MeasureSpec("RR", "Reciprocal rank of the first relevant document (0 when none).",
-                dict(_REL), trec_eval="recip_rank"),
+    MeasureSpec("P", "Precision: relevant (grade >= rel) in the top k, divided by k. "
+                + _JUDGED_ONLY, dict(_CONDENSED), cutoff="required", trec_eval="P"),
+    MeasureSpec("R", "Recall: relevant in the top k, divided by all relevant in the qrels. "
+                + _JUDGED_ONLY, dict(_CONDENSED), trec_eval="recall"),
+    MeasureSpec("RR", "Reciprocal rank of the first relevant document (0 when none). "
+                + _JUDGED_ONLY, dict(_CONDENSED), trec_eval="recip_rank"),
     MeasureSpec("AP", "Average precision; with a cutoff, trec_eval's map_cut (still divided "
-                "by all relevant documents).", dict(_REL), trec_eval="map"),
+                "by all relevant documents). " + _JUDGED_ONLY, dict(_CONDENSED),
+                trec_eval="map"),
     MeasureSpec("Success", "1 when a relevant document is in the top k, else 0.",
                 dict(_REL), cutoff="required", trec_eval="success"),
     MeasureSpec("ERR", "Expected reciprocal rank (Chapelle et al. 2009), stop probability "
@@ -56,12 +63,50 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 dict(_REL), cutoff="none", trec_eval="num_rel"),
     MeasureSpec("NumRet", "Number of documents the run returned.", {}, cutoff="none",
                 trec_eval="num_ret"),
+    MeasureSpec("NumRelRet", "Number of relevant documents retrieved (in the top k).",
+                dict(_REL), trec_eval="num_rel_ret"),
+    MeasureSpec("Rprec", "Precision at rank R, R the number of relevant documents in the "
+                "qrels (0 when R is 0); ranks past the run's end count as not relevant.",
+                dict(_REL), cutoff="none", trec_eval="Rprec"),
+    MeasureSpec("Bpref", "Binary preference (Buckley & Voorhees 2004), trec_eval's bpref: for "
+                "each retrieved relevant document, 1 - min(n, R) / min(N, R), n the judged "
+                "non-relevant (0 <= grade < rel) ranked above it, R and N the relevant and "
+                "judged non-relevant documents in the qrels; summed and divided by R. "
+                "Unjudged documents and negative grades are skipped.",
+                dict(_REL), cutoff="none", trec_eval="bpref"),
+    MeasureSpec("infAP", "Inferred AP (Yilmaz & Aslam 2006), trec_eval's infAP: documents "
+                "absent from the qrels are not in the pool (counted as not relevant), a "
+                "negative grade marks a pooled but unjudged document (its relevance is "
+                "estimated from the judged ones above it, epsilon 0.00001).",
+                dict(_REL), cutoff="none", trec_eval="infAP"),
+    MeasureSpec("IPrec", "Interpolated precision at recall r (IPrec@0.1): the highest "
+                "precision at any rank whose recall reaches r, with trec_eval's "
+                "iprec_at_recall rounding (r x R + 0.9 relevant documents, truncated).",
+                dict(_REL), cutoff="recall", trec_eval="iprec_at_recall"),
+    MeasureSpec("SetP", "Precision of the whole retrieved set: relevant retrieved / retrieved.",
+                dict(_REL), cutoff="none", trec_eval="set_P"),
+    MeasureSpec("SetR", "Recall of the whole retrieved set: relevant retrieved / relevant.",
+                dict(_REL), cutoff="none", trec_eval="set_recall"),
+    MeasureSpec("SetF", "F-measure of SetP and SetR: (1+beta^2) P R / (beta^2 P + R), 0 when "
+                "both are 0.", {"rel": 1, "beta": 1.0}, cutoff="none", trec_eval="set_F"),
+    MeasureSpec("RBP", "Rank-biased precision (Moffat & Zobel 2008): (1-p) x the sum of "
+                "p^(rank-1) over relevant documents (grade >= rel) in the top k (the whole "
+                "ranking without a cutoff); unjudged documents count as not relevant, so this "
+                "is the lower bound. residual=True gives instead the residual: how much the "
+                "score could still rise if every unjudged document of the run (absent from the "
+                "qrels or with a negative grade) in the top k were relevant. Ranks past the "
+                "run's end are not counted (Moffat & Zobel add p^depth for them).",
+                {"p": 0.8, "rel": 1, "residual": False}),
 ]}
 
 _ALIASES = {"ndcg": "nDCG", "ndcg_cut": "nDCG", "dcg": "DCG", "p": "P", "precision": "P",
             "r": "R", "recall": "R", "rr": "RR", "mrr": "RR", "recip_rank": "RR", "ap": "AP",
             "map": "AP", "success": "Success", "err": "ERR", "judged": "Judged",
-            "numrel": "NumRel", "num_rel": "NumRel", "numret": "NumRet", "num_ret": "NumRet"}
+            "numrel": "NumRel", "num_rel": "NumRel", "numret": "NumRet", "num_ret": "NumRet",
+            "numrelret": "NumRelRet", "num_rel_ret": "NumRelRet", "rprec": "Rprec",
+            "bpref": "Bpref", "infap": "infAP", "iprec": "IPrec", "setp": "SetP",
+            "set_p": "SetP", "setr": "SetR", "set_recall": "SetR", "setf": "SetF",
+            "set_f": "SetF", "rbp": "RBP"}
 
 _SYNTAX = re.compile(r"^\s*(?P<name>[A-Za-z_]+)\s*(?:\((?P<params>.*)\))?\s*"
                      r"(?:@\s*(?P<cutoff>[^\s]+))?\s*$")
@@ -73,7 +118,7 @@ class Measure:
 
     name: str
     params: tuple[tuple[str, Any], ...] = ()
-    cutoff: int | None = None
+    cutoff: int | float | None = None  # a rank; for IPrec, a recall level
 
     def param(self, key: str) -> Any:
         """A parameter's value, falling back to the measure's default."""
@@ -138,6 +183,14 @@ def parse_measure(text: str | Measure) -> Measure:
                 raise MeasureError(f"{name}({key}=...) must be True or False, found {value!r}")
         elif isinstance(default, int) and (not isinstance(value, int) or isinstance(value, bool)):
             raise MeasureError(f"{name}({key}=...) must be an integer, found {value!r}")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise MeasureError(f"{name}({key}=...) must be a number, found {value!r}")
+            params[key] = value = float(value)
+            if key == "p" and not 0.0 < value < 1.0:
+                raise MeasureError(f"{name}(p=...) must be between 0 and 1, found {value!r}")
+            if key == "beta" and value < 0:
+                raise MeasureError(f"{name}(beta=...) must be >= 0, found {value!r}")
         if key in spec.choices and value not in spec.choices[key]:
             raise MeasureError(f"{name}({key}=...) must be one of "
                                f"{', '.join(map(repr, spec.choices[key]))}, found {value!r}")
@@ -145,13 +198,24 @@ def parse_measure(text: str | Measure) -> Measure:
     if m["cutoff"] is not None:
         if spec.cutoff == "none":
             raise MeasureError(f"{name} takes no cutoff (in {text!r})")
+        if spec.cutoff == "recall":
+            try:
+                cutoff = float(m["cutoff"])
+            except ValueError:
+                cutoff = -1.0
+            if not 0.0 <= cutoff <= 1.0:
+                raise MeasureError(f"{name}@r needs a recall level between 0 and 1, e.g. "
+                                   f"{name}@0.1 (in {text!r})")
+            ordered = tuple((k, params[k]) for k in spec.params if k in params)
+            return Measure(name, ordered, cutoff)
         try:
             cutoff = int(m["cutoff"])
         except ValueError:
             raise MeasureError(f"cutoff of {text!r} must be a positive integer") from None
         if cutoff < 1:
             raise MeasureError(f"cutoff of {text!r} must be a positive integer")
-    elif spec.cutoff == "required":
-        raise MeasureError(f"{name} needs a cutoff, e.g. {name}@10 (in {text!r})")
+    elif spec.cutoff in ("required", "recall"):
+        example = "0.1" if spec.cutoff == "recall" else "10"
+        raise MeasureError(f"{name} needs a cutoff, e.g. {name}@{example} (in {text!r})")
     ordered = tuple((k, params[k]) for k in spec.params if k in params)
     return Measure(name, ordered, cutoff)

@@ -1,9 +1,11 @@
 """Build the (queries x depth) matrices every kernel reads, from dicts or from columns.
 
 Only judged documents need a place: each one's rank is the number of documents of its query
-scoring higher, plus the tied documents whose docid is greater in byte order (trec_eval's
-order), found by a binary search in the query's sorted scores. Unjudged documents are counted,
-not placed. Two inputs, one method, the same matrices (tested):
+scoring higher (a binary search in the query's sorted scores), plus the documents of its tie
+(equal score) whose docid is greater in byte order (trec_eval's order). Ties are broken by one
+routine for both inputs, ``tie_break``: one ``np.lexsort`` over (tie, docid) of the tied
+documents, never a Python loop over them. Unjudged documents are counted, not placed. Two
+inputs, one method, the same matrices (tested):
 
 - ``{qid: {docid: score}}`` dicts: each query's judged documents are looked up in its run dict
   with C-level ``map``s chained over all queries, so that there is one numpy conversion per
@@ -101,23 +103,24 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
                          np.float64, total)
     jgrade = np.fromiter(chain.from_iterable(j.values() for j in judged), np.int64, total)
     jrow = np.repeat(np.arange(len(rows)), jcounts)
-    jstart = np.r_[0, np.cumsum(jcounts)]
     hit = np.flatnonzero(~np.isnan(jscore))
     key = -(_f32(jscore[hit]) if float32_scores else jscore[hit])
     grades = _unplaced(length, width)
-
-    def greater_tied(idx: np.ndarray) -> np.ndarray:
-        out = []
-        for j in idx.tolist():
-            i, r = int(hit[j]), int(jrow[hit[j]])
-            me = str(list(judged[r])[i - jstart[r]]).encode()
-            same = np.flatnonzero(score[bounds[r]:bounds[r + 1]] == -key[j]).tolist()
-            doc_names = list(runs[r])
-            out.append(sum(1 for c in same if str(doc_names[c]).encode() > me))
-        return np.array(out, dtype=np.int64)
-
     r = rows[jrow[hit]]
-    grades[r, positions(neg, r, key, greater_tied)] = jgrade[hit]
+    lo, hi = tie_spans(neg, r, key, length)
+    tied = np.flatnonzero(hi - lo > 1)
+    if len(tied):  # docids only now, and only those of the queries with a tied judged document
+        block_of_row = np.full(n, -1, dtype=np.int64)
+        block_of_row[rows] = np.arange(len(rows))
+
+        def docids(blocks: np.ndarray, flat: np.ndarray) -> np.ndarray:
+            return np.fromiter(chain.from_iterable(runs[b] for b in blocks.tolist()), object,
+                               len(flat))
+
+        judged_docs = np.fromiter(chain.from_iterable(judged), object, total)[hit[tied]]
+        lo[tied] += tie_break(score, bounds, block_of_row, r[tied], lo[tied], hi[tied],
+                              docids, judged_docs)
+    grades[r, lo] = jgrade[hit]
 
     icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
     igrade = np.fromiter(chain.from_iterable(qrels[q].values() for q in qids), np.int64,
@@ -161,18 +164,15 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
     if len(a):
         rows = run_row[r_codes[a]]
-        docs = run.docid_bytes()
-
-        def greater_tied(idx: np.ndarray) -> np.ndarray:
-            out = []
-            for k in a[idx].tolist():
-                c = int(r_codes[k])
-                lo, hi = int(bounds[c]), int(bounds[c + 1])
-                same = score[lo:hi] == score[k]
-                out.append(int(np.count_nonzero(docs[lo:hi][same] > docs[k])))
-            return np.array(out, dtype=np.int64)
-
-        grades[rows, positions(neg, rows, -score[a], greater_tied)] = qrels.grade[b]
+        lo, hi = tie_spans(neg, rows, -score[a], length)
+        tied = np.flatnonzero(hi - lo > 1)
+        if len(tied):
+            block_of_row = np.full(n, -1, dtype=np.int64)
+            block_of_row[run_row[evaluated]] = np.flatnonzero(evaluated)
+            docs = run.docid_bytes()
+            lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
+                                  lambda _blocks, flat: docs[flat], docs[a[tied]])
+        grades[rows, lo] = qrels.grade[b]
 
     ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
     return qids, Ranked(grades, length, ideal)
@@ -207,29 +207,81 @@ def _judged_pairs(qrels: Qrels, run: Run, q_codes: np.ndarray,
     return a, sel[b]
 
 
-def positions(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
-              greater_tied: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """0-based rank of each judged document (negated score ``keys[i]``, on row ``rows[i]``).
-
-    ``greater_tied(idx)`` counts, for the documents ``idx`` whose score another document of
-    their query shares, those tied documents with a greater docid: they rank first.
-    """
+def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
+              length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each judged document (negated score ``keys[i]``, on row ``rows[i]``): the first and
+    one-past-last 0-based rank of the documents of its query with its score (``hi - lo`` is the
+    size of its tie; ``lo`` alone its rank when it is not tied)."""
+    lo = np.empty(len(rows), dtype=np.int64)
+    hi = np.empty(len(rows), dtype=np.int64)
     if not len(rows):
-        return np.zeros(0, dtype=np.int64)
+        return lo, hi
     order = np.argsort(rows, kind="stable")
     sorted_rows = rows[order]
     starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
     ends = np.r_[starts[1:], len(order)]
-    pos = np.empty(len(rows), dtype=np.int64)
     for s, e, r in zip(starts.tolist(), ends.tolist(), sorted_rows[starts].tolist(), strict=True):
-        at = order[s:e]
-        pos[at] = neg[r].searchsorted(keys[at])
-    width = neg.shape[1]
-    after = np.minimum(pos + 1, width - 1)
-    tied = np.flatnonzero((pos + 1 < width) & (neg[rows, after] == keys))
-    if len(tied):
-        pos[tied] += greater_tied(tied)
-    return pos
+        at = order[s:e]  # one binary search per query, not per document
+        lo[at] = neg[r].searchsorted(keys[at], "left")
+        hi[at] = neg[r].searchsorted(keys[at], "right")
+    np.minimum(hi, length[rows], out=hi)  # padding is +inf: a score of -inf must not reach it
+    return lo, hi
+
+
+def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
+              rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              docids: Callable[[np.ndarray, np.ndarray], np.ndarray],
+              judged_docs: np.ndarray) -> np.ndarray:
+    """For each tied judged document, how many documents of its tie have a greater docid.
+
+    The tie of judged document i is the ranks ``lo[i]:hi[i]`` (by score descending) of the
+    query on row ``rows[i]``, whose scores are ``score[bounds[b]:bounds[b+1]]`` for
+    ``b = block_of_row[row]``; ``judged_docs[i]`` is its own docid, and
+    ``docids(blocks, flat)`` gives the docids at the indices ``flat`` into ``score``, which
+    cover exactly ``blocks`` in order. Only the queries holding a tie are sorted again.
+    Docids compare in byte order: as ``bytes`` (``S`` arrays) or, for ``str``, by code point,
+    which is the byte order of their UTF-8. One lexsort of the tied documents and the judged
+    ones over (tie, docid, judged last) puts after each judged document exactly the documents
+    of its tie with a greater docid.
+    """
+    affected, local_row = np.unique(rows, return_inverse=True)
+    local_row = local_row.ravel()
+    blocks = block_of_row[affected]
+    counts = bounds[blocks + 1] - bounds[blocks]
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    total = int(counts.sum())
+    block_at = np.repeat(np.arange(len(blocks)), counts)
+    col = np.arange(total) - starts[block_at]
+    flat = bounds[blocks][block_at] + col
+    width = int(counts.max())
+    neg = np.full((len(blocks), width), np.inf)
+    neg[block_at, col] = -score[flat]
+    order = np.argsort(neg, axis=1, kind="stable")  # ties stay in input order: any is fine
+    order += starts[:, None]  # an index into this function's local arrays
+    docs = docids(blocks, flat)
+
+    cell, tie = np.unique(local_row * width + lo, return_inverse=True)
+    tie = tie.ravel()
+    t_row, t_lo = np.divmod(cell, width)
+    t_len = np.zeros(len(cell), dtype=np.int64)
+    t_len[tie] = hi - lo
+    first = np.r_[0, np.cumsum(t_len)[:-1]]
+    m = int(t_len.sum())
+    m_tie = np.repeat(np.arange(len(cell)), t_len)
+    m_docs = docs[order[t_row[m_tie], np.arange(m) - first[m_tie] + t_lo[m_tie]]]
+    if m_docs.dtype == object:  # from dicts: str by code point
+        m_docs, judged_docs = m_docs.astype(str), judged_docs.astype(str)
+    keys_tie = np.r_[m_tie, tie]
+    keys_doc = np.concatenate([m_docs, judged_docs])
+    is_judged = np.r_[np.zeros(m, dtype=bool), np.ones(len(tie), dtype=bool)]
+    by = np.lexsort((is_judged, keys_doc, keys_tie))
+    members_before = np.cumsum(~is_judged[by])  # tie members up to each sorted position
+    at = np.flatnonzero(is_judged[by])
+    j = by[at] - m
+    not_greater = members_before[at] - first[tie[j]]  # itself included (an equal docid)
+    out = np.empty(len(tie), dtype=np.int64)
+    out[j] = t_len[tie[j]] - not_greater
+    return out
 
 
 def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
