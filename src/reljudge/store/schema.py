@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -50,7 +50,18 @@ CREATE INDEX imports_sha ON imports (sha256, source);
 ALTER TABLE events ADD COLUMN batch INTEGER REFERENCES imports (id);
 """
 
-MIGRATIONS = {1: V1_TO_V2}  # from version -> script to the next version
+# Version 3: a failed judgment's kind has its own column (reljudge.judge.failures), and every
+# labelling run records what it spent (the spend ledger), so spend is capped across runs.
+V2_TO_V3 = """
+ALTER TABLE events ADD COLUMN failure_kind TEXT;
+CREATE TABLE spend (id INTEGER PRIMARY KEY, source INTEGER NOT NULL REFERENCES sources (id),
+                    endpoint TEXT, started_at REAL NOT NULL, updated_at REAL NOT NULL,
+                    calls INTEGER NOT NULL DEFAULT 0, tokens_in INTEGER NOT NULL DEFAULT 0,
+                    tokens_out INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0);
+CREATE INDEX spend_source ON spend (source);
+"""
+
+MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3}  # from version -> script to the next version
 
 
 def current_version(conn: sqlite3.Connection) -> int:
