@@ -163,8 +163,10 @@ class Labeller:
                         self.price.cost(tin, tout), self.price.known)
 
     # -- running ---------------------------------------------------------------------------
-    async def _ready(self, client: ChatClient) -> None:
-        """The pre-flight check, once per run, before the first paid call."""
+    async def _ready(self, client: ChatClient, prober: bool = False) -> bool:
+        """Before the first paid call: the pre-flight check, once per run; then the first
+        call goes alone, so an endpoint that refuses every call costs one call, not one per
+        worker. Returns True for the caller that makes that first call (it opens the gate)."""
         if self._preflight is None:
             self._preflight = asyncio.ensure_future(client.preflight())
         try:
@@ -172,6 +174,16 @@ class Labeller:
         except CallFailed as e:
             self._halt(e, client)
             raise _NotSent from None
+        if prober:
+            return True
+        if self._gate is None:
+            self._gate = asyncio.Event()
+            return True
+        if not self._gate.is_set():
+            await self._gate.wait()
+            if self._stop:
+                raise _NotSent
+        return False
 
     def _halt(self, e: CallFailed, client: ChatClient) -> None:
         """Stop the job for good: one line naming the URL and the cause."""
@@ -190,6 +202,7 @@ class Labeller:
                    sample: int, report: LabelReport) -> tuple[Answer, bool, dict]:
         """An answer for these messages: from the cache, from an identical call in flight, or
         from the endpoint (cached at once). Returns (answer, was_cached, params sent)."""
+        prober = False  # this call is the run's first, and must stay so while it falls back
         while True:
             params = self.params()
             key = self._key(messages, sample, params)
@@ -209,9 +222,9 @@ class Labeller:
                 raise _NotSent
             future: asyncio.Future = asyncio.get_running_loop().create_future()
             inflight[key] = future  # before any await: an identical request waits for this one
-            held = 0.0
+            held, first = 0.0, False
             try:
-                await self._ready(client)
+                first = await self._ready(client, prober)
                 held = await self.budget.reserve(self.budget.worst_case(
                     messages, params.get("max_tokens") or params.get("max_completion_tokens")))
                 await limiter.acquire(estimate_tokens(messages))
@@ -222,21 +235,28 @@ class Labeller:
                 future.set_exception(e)
                 future.exception()  # mark retrieved: waiters re-raise it themselves
                 del inflight[key]
+                again = False
                 if isinstance(e, CallFailed):
-                    if e.feature:
-                        note = self.caps.fall_back(e.feature, params)
-                        if note is not None:
-                            if note:
-                                self._warn(note, report)
-                            continue
-                    if e.fatal or self.breaker.failure(e):
+                    note = self.caps.fall_back(e.feature, params) if e.feature else None
+                    if note is not None:  # stepped down (or another call did): send again
+                        if note:
+                            self._warn(note, report)
+                        again = True
+                    elif e.fatal or self.breaker.failure(e):
                         self._halt(e, client)
+                if again:
+                    prober = first
+                    continue
+                if first:
+                    self._gate.set()
                 raise
             try:
                 await self._cache.put(key, answer.to_cache())  # before anything else happens
                 cost = self.price.cost(answer.tokens_in, answer.tokens_out)
                 await self.budget.settle(held, cost)
                 self.breaker.success()
+                if first:
+                    self._gate.set()
                 report.calls += 1
                 report.tokens_in += answer.tokens_in
                 report.tokens_out += answer.tokens_out
@@ -329,6 +349,7 @@ class Labeller:
         report.items = len(todo) + report.already_done
         self._stop = self._fatal = None
         self._preflight: asyncio.Future | None = None
+        self._gate: asyncio.Event | None = None
         self.breaker = CircuitBreaker(self.config.breaker_after)
         self.caps = self._make_caps()
         spend_run = sink.open_spend(self.judge_id, self.endpoint.display) \
