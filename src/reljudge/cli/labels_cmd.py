@@ -180,10 +180,15 @@ def do_stats(args) -> int:
         merged = store.merge(args.policy, args.aggregate, args.fractional)
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
-    by_kind = Counter(kind or "unrecorded" for *_, kind, _ in current)
+    from reljudge.judge.failures import legacy_kind
+
+    # failures recorded before kinds had a column (store schema < 3) get theirs from the text
+    current = [(q, d, src, n, kind or legacy_kind(detail or "").value, detail)
+               for q, d, src, n, kind, detail in current]
+    by_kind = Counter(kind for *_, kind, _ in current)
     example = {}
     for qid, docid, source, _sample, kind, detail in current:
-        example.setdefault(kind or "unrecorded", f"{qid} {docid} ({source}): {detail}")
+        example.setdefault(kind, f"{qid} {docid} ({source}): {detail}")
     if args.format == "json":
         print(json_dumps({"sources": [s.__dict__ for s in sources],
                           "failures": {"current": len(current), "current_by_kind": dict(by_kind),
