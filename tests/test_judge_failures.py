@@ -92,7 +92,24 @@ def test_always_500_stops_via_the_breaker_with_the_cause(tmp_path, capsys):
         calls = s.calls
     err = capsys.readouterr().err
     assert code == 2 and "model crashed" in err and s.base_url in err
-    assert calls == 3 * 2  # three calls of two attempts each, then the breaker stopped it
+    assert calls == 3  # before any answer every attempt counts: three identical, stop
+
+
+def test_after_a_first_answer_the_breaker_counts_calls_not_attempts(tmp_path, capsys):
+    answered = threading.Event()
+
+    def handler(req):
+        if answered.is_set():
+            return Reply.error(500, "model crashed")
+        answered.set()
+        return Reply.text("final score: 1")
+
+    with FakeOpenAI(handler) as s:
+        code = main(["label", *write_inputs(tmp_path, 30), "--base-url", s.base_url,
+                     "--max-attempts", "2", "--breaker-after", "3", "--concurrency", "1"])
+        calls = s.calls
+    assert code == 2 and "model crashed" in capsys.readouterr().err
+    assert calls == 1 + 3 * 2  # one answer, then three calls of two attempts each
 
 
 def test_breaker_counts_identical_errors_and_endpoint_failures_only():

@@ -15,6 +15,7 @@ import math
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -208,9 +209,11 @@ class ChatClient:
             raise CallFailed(FailureKind.HTTP_STATUS, f"HTTP {status} from {url}: the key was "
                              "rejected", status=status, url=url)
 
-    async def complete(self, messages: list[dict], params: dict[str, Any]) -> Answer:
-        """One answer, retried by policy; raises CallFailed when none can be had."""
-        return await self.policy.run(lambda: self._once(messages, params))
+    async def complete(self, messages: list[dict], params: dict[str, Any],
+                       give_up: Callable[[CallFailed], bool] | None = None) -> Answer:
+        """One answer, retried by policy (``give_up`` hears of each failed attempt and may
+        end the retries); raises CallFailed when none can be had."""
+        return await self.policy.run(lambda: self._once(messages, params), give_up)
 
     async def _once(self, messages: list[dict], params: dict[str, Any]) -> Answer:
         start = time.perf_counter()

@@ -56,8 +56,9 @@ class JudgeConfig(BaseModel):
     backoff: float = Field(1.0, ge=0, description="seconds before the first retry, doubling "
                            "with each one, plus up to half as much jitter (default 1)")
     breaker_after: int = Field(5, ge=0, description="stop the job (exit 2) when this many "
-                               "calls in a row fail with a connection/TLS error or the same "
-                               "error (0: never; default 5)")
+                               "calls in a row (attempts, before the first answer) fail with "
+                               "a connection/TLS error or the same error (0: never; "
+                               "default 5)")
     max_cost: float | None = Field(None, ge=0, description="USD cap for this run: a call starts "
                                    "only if its worst-case cost fits")
     max_total_cost: float | None = Field(None, ge=0, description="USD cap on everything the "

@@ -228,7 +228,7 @@ class Labeller:
                 held = await self.budget.reserve(self.budget.worst_case(
                     messages, params.get("max_tokens") or params.get("max_completion_tokens")))
                 await limiter.acquire(estimate_tokens(messages))
-                answer = await client.complete(messages, params)
+                answer = await client.complete(messages, params, self.breaker.attempt_failed)
             except BaseException as e:
                 if held:
                     await self.budget.release(held)
@@ -242,7 +242,7 @@ class Labeller:
                         if note:
                             self._warn(note, report)
                         again = True
-                    elif e.fatal or self.breaker.failure(e):
+                    elif e.fatal or self.breaker.call_failed(e):
                         self._halt(e, client)
                 if again:
                     prober = first

@@ -97,9 +97,13 @@ class RetryPolicy:
         self.max_attempts = max_attempts
         self.wait = Wait(backoff, max_backoff)
 
-    async def run(self, call: Callable[[], Awaitable[T]]) -> T:
-        """``call()`` until it succeeds, a failure is not retryable, or attempts run out."""
-        retrying = AsyncRetrying(retry=retry_if_exception(is_retryable), wait=self.wait,
+    async def run(self, call: Callable[[], Awaitable[T]],
+                  give_up: Callable[[CallFailed], bool] | None = None) -> T:
+        """``call()`` until it succeeds, a failure is not retryable, attempts run out, or
+        ``give_up(failure)`` (told of every failed attempt) says to stop."""
+        retry = is_retryable if give_up is None else (
+            lambda e: isinstance(e, CallFailed) and not give_up(e) and is_retryable(e))
+        retrying = AsyncRetrying(retry=retry_if_exception(retry), wait=self.wait,
                                  stop=stop_after_attempt(self.max_attempts), reraise=True)
         attempt_number = 0
         try:
