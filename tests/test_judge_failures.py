@@ -430,3 +430,10 @@ def test_failures_recorded_before_kinds_had_a_column_resume_by_their_old_text(tm
         assert s.calls == 1 and report.labelled == 1 and report.already_done == 2
         kinds = [k for *_, k, _ in store.current_failures()]
     assert kinds == [None, None]  # still unanswered, kinds unknown in the store itself
+
+
+def test_a_rejected_feature_costs_one_call_even_with_16_workers_waiting(tmp_path):
+    pairs = [("q1", f"d{i}") for i in range(8)]
+    with FakeOpenAI(rejecting(["json_schema"], lambda r: Reply.text(JSON_ANSWER))) as s:
+        report = run(s.base_url, tmp_path, pairs=pairs, prompt="json", concurrency=16)
+        assert s.calls == 8 + 1 and report.labelled == 8

@@ -220,11 +220,15 @@ class Labeller:
                 return answer, True, params
             if self._stop:
                 raise _NotSent
+            first = False
+            if self._gate is None or not self._gate.is_set():
+                first = await self._ready(client, prober)
+                if not first:
+                    continue  # the first call is done: look again (the request may change)
             future: asyncio.Future = asyncio.get_running_loop().create_future()
             inflight[key] = future  # before any await: an identical request waits for this one
-            held, first = 0.0, False
+            held = 0.0
             try:
-                first = await self._ready(client, prober)
                 held = await self.budget.reserve(self.budget.worst_case(
                     messages, params.get("max_tokens") or params.get("max_completion_tokens")))
                 await limiter.acquire(estimate_tokens(messages))
