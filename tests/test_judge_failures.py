@@ -252,6 +252,7 @@ def test_resume_decides_by_kind_and_stats_show_only_current_failures(tmp_path, c
         second = run(s.base_url, tmp_path, sink=store)
         assert s.calls == before + 1  # only the failed call is asked again
         assert second.labelled == 1 and second.already_done == 2
+        assert second.already_failed == 1 and not second.complete  # d0 has no grade yet
         assert [(k, d) for *_, k, d in store.current_failures()][0][0] == "unparseable"
     assert main(["labels", "stats", "--store", str(db)]) == 0
     out = capsys.readouterr().out
@@ -437,3 +438,18 @@ def test_a_rejected_feature_costs_one_call_even_with_16_workers_waiting(tmp_path
     with FakeOpenAI(rejecting(["json_schema"], lambda r: Reply.text(JSON_ANSWER))) as s:
         report = run(s.base_url, tmp_path, pairs=pairs, prompt="json", concurrency=16)
         assert s.calls == 8 + 1 and report.labelled == 8
+
+
+def test_a_rerun_with_only_old_unreadable_answers_left_still_exits_4(tmp_path, capsys):
+    def handler(req):
+        if "passage 1" in str(req.body["messages"]):
+            return Reply.text("no idea")
+        return Reply.text("final score: 2")
+
+    args = [*write_inputs(tmp_path), "--store", str(tmp_path / "s.sqlite")]
+    with FakeOpenAI(handler) as s:
+        assert main(["label", *args, "--base-url", s.base_url]) == 4
+        calls = s.calls
+        assert main(["label", *args, "--base-url", s.base_url]) == 4
+        assert s.calls == calls  # nothing asked again without --retry-failed
+    assert "1 pair(s) whose earlier answer failed" in capsys.readouterr().out

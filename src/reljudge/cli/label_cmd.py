@@ -194,6 +194,9 @@ def print_report(report, as_json: bool) -> None:
             print(f"  {n:>6}  {kind}  e.g. {report.failure_examples[kind]}")
     else:
         print("failures: none")
+    if report.already_failed:
+        print(f"{report.already_failed} pair(s) whose earlier answer failed (refused or "
+              "unreadable) still have no grade: --retry-failed asks again")
     if not report.price_known and report.calls:
         print("cost: no price known for this model ($0 assumed); pass --price-in/--price-out")
     if report.stop_reason:

@@ -119,31 +119,34 @@ class Labeller:
                              f"(e.g. {missing_d[:3]})")
             raise InputError("cannot label: " + "; ".join(parts))
 
-    def _done(self, sink) -> set[tuple[str, str, int]]:
+    def _done(self, sink) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
         """(qid, docid, sample) already settled in the sink for this judge: graded, or a
-        failure of the answer (refused, unparseable) unless --retry-failed."""
+        failure of the answer (refused, unparseable) unless --retry-failed; and the settled
+        ones that are such failures (they still have no grade)."""
         if sink is None or not hasattr(sink, "events"):
-            return set()
+            return set(), set()
         latest: dict[tuple[str, str, int], LabelEvent] = {}
         for e in sink.events(source=self.judge_id):
             key = (e.qid, e.docid, e.sample)
             if e.grade is not None or key not in latest or latest[key].grade is None:
                 latest[key] = e  # a grade, once given, settles the item
-        return {k for k, e in latest.items()
+        done = {k for k, e in latest.items()
                 if e.grade is not None or not asked_again(e.failure_kind, e.failure,
                                                           self.config.retry_failed)}
+        return done, {k for k in done if latest[k].grade is None}
 
-    def _items(self, pairs, sink) -> tuple[list[tuple[str, str, int]], int]:
-        done = self._done(sink)
+    def _items(self, pairs, sink) -> tuple[list[tuple[str, str, int]], int, int]:
+        """The items to ask, how many are settled already, and how many of those failed."""
+        done, failed = self._done(sink)
         items = [(q, d, s) for q, d in pairs for s in range(self.config.samples)]
         todo = [it for it in items if it not in done]
-        return todo, len(items) - len(todo)
+        return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any], sink=None) -> Estimate:
         """What a run would send after store and cache hits, and its rough cost."""
         self._check_inputs(pairs, queries, passages)
-        todo, done = self._items(pairs, sink)
+        todo, done, _ = self._items(pairs, sink)
         cache = self._cache
         cached = tin = 0
         seen: set[str] = set()
@@ -349,7 +352,7 @@ class Labeller:
         report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
                              endpoint=self.endpoint.display)
         self.budget = self._budget(sink)
-        todo, report.already_done = self._items(pairs, sink)
+        todo, report.already_done, report.already_failed = self._items(pairs, sink)
         report.items = len(todo) + report.already_done
         self._stop = self._fatal = None
         self._preflight: asyncio.Future | None = None

@@ -17,6 +17,7 @@ class LabelReport:
     pairs: int = 0
     items: int = 0  # pairs x samples asked for
     already_done: int = 0  # in the sink from an earlier run
+    already_failed: int = 0  # of those, answers that failed (asked again with retry_failed)
     cached: int = 0  # answers taken from the call cache
     calls: int = 0  # paid answers received (re-asks included)
     labelled: int = 0
@@ -37,7 +38,8 @@ class LabelReport:
     @property
     def complete(self) -> bool:
         """True when every pair x sample asked for has a grade."""
-        return self.labelled + self.already_done == self.items and not self.stop_reason
+        return (self.labelled + self.already_done - self.already_failed == self.items
+                and not self.stop_reason)
 
     def add_failure(self, event: LabelEvent) -> None:
         """Count a failed judgment under its kind (keeping the first as the example)."""
