@@ -198,6 +198,23 @@ def test_ca_bundle_makes_a_self_signed_endpoint_trusted(tmp_path, self_signed, t
     assert report.grades() == {p: 3 for p in PAIRS}
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_client_certificate_for_mutual_tls(tmp_path, self_signed, transport):
+    cert, key = self_signed
+    ccert, ckey = tmp_path / "client.pem", tmp_path / "client-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=judge-client", "-keyout", str(ckey), "-out", str(ccert)],
+                   check=True, capture_output=True)
+    with FakeOpenAI(lambda r: Reply.text("final score: 1"), certfile=str(cert),
+                    keyfile=str(key), client_ca=str(ccert)) as s:
+        report = run(s.base_url, tmp_path, transport=transport, ca_bundle=cert,
+                     client_cert=ccert, client_key=ckey)
+        assert report.labelled == 3
+        with pytest.raises(LLMError, match="stopped: https://127.0.0.1"):
+            run(s.base_url, tmp_path / "other", transport=transport, ca_bundle=cert)
+        assert s.calls == 3
+
+
 # -- retry policy ------------------------------------------------------------------------------
 @pytest.mark.parametrize("value", ["soon", "", "-5", "nan", "Wed, 99 Foo 2015 07:28:00 GMT"])
 def test_a_garbage_retry_after_is_ignored_and_the_pair_graded(tmp_path, value):
@@ -453,3 +470,14 @@ def test_a_rerun_with_only_old_unreadable_answers_left_still_exits_4(tmp_path, c
         assert main(["label", *args, "--base-url", s.base_url]) == 4
         assert s.calls == calls  # nothing asked again without --retry-failed
     assert "1 pair(s) whose earlier answer failed" in capsys.readouterr().out
+
+
+def test_an_unreadable_ca_bundle_or_client_cert_is_a_clear_config_error(tmp_path):
+    from reljudge.judge.transport import ssl_context
+
+    bad = tmp_path / "nope.pem"
+    bad.write_text("not a certificate")
+    with pytest.raises(ConfigError, match="--ca-bundle .*nope.pem"):
+        ssl_context(ca_bundle=bad)
+    with pytest.raises(ConfigError, match="--client-cert .*nope.pem"):
+        ssl_context(client_cert=bad)

@@ -59,15 +59,18 @@ def ssl_context(ca_bundle: str | Path | None = None, client_cert: str | Path | N
     """The one SSL context of a run: the system's trusted CAs (``SSL_CERT_FILE`` /
     ``SSL_CERT_DIR`` honoured), plus a CA bundle and a client certificate when given."""
     ctx = ssl.create_default_context()
-    try:
-        if ca_bundle:
+    if ca_bundle:
+        try:
             ctx.load_verify_locations(cafile=str(ca_bundle))
-        if client_cert:
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"--ca-bundle {ca_bundle}: cannot load the certificates: "
+                              f"{e}") from None
+    if client_cert:
+        try:
             ctx.load_cert_chain(str(client_cert), str(client_key) if client_key else None)
-    except (OSError, ssl.SSLError) as e:
-        which = "--client-cert/--client-key" if client_cert and not (
-            ca_bundle and str(ca_bundle) in str(e)) else "--ca-bundle"
-        raise ConfigError(f"{which}: cannot load the certificate: {e}") from None
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"--client-cert {client_cert}: cannot load the certificate "
+                              f"and its key: {e}") from None
     return ctx
 
 

@@ -124,8 +124,10 @@ class FakeOpenAI:
     """A threaded HTTP server speaking enough of the OpenAI chat-completions API."""
 
     def __init__(self, handler: Callable[[Request], Reply] | None = None, *, delay: float = 0.0,
-                 certfile: str | None = None, keyfile: str | None = None):
-        """``certfile``/``keyfile`` (PEM): serve HTTPS with that certificate."""
+                 certfile: str | None = None, keyfile: str | None = None,
+                 client_ca: str | None = None):
+        """``certfile``/``keyfile`` (PEM): serve HTTPS with that certificate; ``client_ca``:
+        and require a client certificate signed by it (mutual TLS)."""
         self.scheme = "https" if certfile else "http"
         self.handler = handler or (lambda req: Reply.text("final score: 1"))
         self.delay = delay
@@ -201,6 +203,9 @@ class FakeOpenAI:
 
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(certfile, keyfile)
+            if client_ca:
+                ctx.verify_mode = ssl.CERT_REQUIRED
+                ctx.load_verify_locations(client_ca)
             self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
