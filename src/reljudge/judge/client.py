@@ -181,9 +181,15 @@ class ChatClient:
         self.endpoint = Endpoint.resolve(base_url, api_key)
         self.url = self.endpoint.url("chat/completions")
         self.transport = resolve_transport(transport)
+        # loading the system's CAs takes ~40 ms: only when TLS may be spoken
+        tls = self.url.startswith("https:") or ca_bundle or client_cert or any(
+            os.environ.get(v, "").startswith("https:") for v in
+            ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+             "all_proxy"))
         self._post = open_transport(self.transport, self.url, self.endpoint.headers(),
                                     connections=connections, timeout=timeout,
-                                    ssl_ctx=ssl_context(ca_bundle, client_cert, client_key))
+                                    ssl_ctx=ssl_context(ca_bundle, client_cert, client_key)
+                                    if tls else None)
 
     async def close(self) -> None:
         """Close the HTTP connections."""

@@ -232,8 +232,9 @@ class Labeller:
             inflight[key] = future  # before any await: an identical request waits for this one
             held = 0.0
             try:
-                held = await self.budget.reserve(self.budget.worst_case(
-                    messages, params.get("max_tokens") or params.get("max_completion_tokens")))
+                if self.budget.limit is not None:
+                    held = await self.budget.reserve(self.budget.worst_case(
+                        messages, params.get("max_tokens") or params.get("max_completion_tokens")))
                 await limiter.acquire(estimate_tokens(messages))
                 answer = await client.complete(messages, params, self.breaker.attempt_failed)
             except BaseException as e:

@@ -76,13 +76,14 @@ def ssl_context(ca_bundle: str | Path | None = None, client_cert: str | Path | N
 
 def open_transport(name: str, url: str, headers: dict[str, str], *, connections: int,
                    timeout: float, ssl_ctx: ssl.SSLContext | None = None) -> Transport:
-    """A transport posting to ``url`` with ``headers``; ``timeout`` bounds each whole call."""
+    """A transport posting to ``url`` with ``headers``; ``timeout`` bounds each whole call;
+    ``ssl_ctx`` (from ``ssl_context``) is used for HTTPS (None: the library default)."""
     name = resolve_transport(name)
-    ctx = ssl_ctx or ssl_context()
     if name == "aiohttp":
         return AiohttpTransport(url, headers, connections=connections, timeout=timeout,
-                                ssl_ctx=ctx)
-    return HttpxTransport(url, headers, connections=connections, timeout=timeout, ssl_ctx=ctx)
+                                ssl_ctx=ssl_ctx)
+    return HttpxTransport(url, headers, connections=connections, timeout=timeout,
+                          ssl_ctx=ssl_ctx)
 
 
 def env_proxy(url: str) -> str | None:
@@ -135,7 +136,7 @@ class AiohttpTransport:
     """Posts through one aiohttp session (opened inside the running event loop)."""
 
     def __init__(self, url: str, headers: dict[str, str], *, connections: int, timeout: float,
-                 ssl_ctx: ssl.SSLContext):
+                 ssl_ctx: ssl.SSLContext | None):
         self.url, self.headers = url, headers
         self.connections, self.timeout, self.ssl = connections, timeout, ssl_ctx
         self._session = None
@@ -147,7 +148,8 @@ class AiohttpTransport:
 
     def _open(self):
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.connections, ssl=self.ssl),
+            connector=aiohttp.TCPConnector(limit=self.connections,
+                                           ssl=self.ssl if self.ssl is not None else True),
             timeout=aiohttp.ClientTimeout(total=self.timeout))
         return self._session
 
@@ -185,7 +187,7 @@ class HttpxTransport:
     """Posts through the openai SDK's own httpx client class."""
 
     def __init__(self, url: str, headers: dict[str, str], *, connections: int, timeout: float,
-                 ssl_ctx: ssl.SSLContext):
+                 ssl_ctx: ssl.SSLContext | None):
         import httpx2  # the openai SDK's HTTP library
         import openai
 
@@ -193,8 +195,8 @@ class HttpxTransport:
         self.url, self.headers, self.timeout = url, headers, timeout
         limits = httpx2.Limits(max_connections=connections,
                                max_keepalive_connections=connections)
-        self._client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout,
-                                                      verify=ssl_ctx)
+        self._client = openai.DefaultAsyncHttpxClient(
+            limits=limits, timeout=timeout, **({"verify": ssl_ctx} if ssl_ctx else {}))
 
     async def post(self, body: bytes) -> tuple[int, Any, bytes]:
         try:  # httpx bounds each read and write; the whole call is bounded here
