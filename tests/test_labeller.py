@@ -111,9 +111,11 @@ def test_requests_carry_the_sdk_headers_and_the_key(tmp_path, transport):
     assert req.body["model"] == "fake-model" and req.body["temperature"] == 0
 
 
-FAULTS = {"500": (Reply.error(500), "HTTP 500: error"), "503": (Reply.error(503), "HTTP 503: error"),
-          "timeout": (Reply.text("final score: 3", delay=3.0), "timeout"),
-          "reset": (Reply(drop=True), "connection error")}
+FAULTS = {"500": (Reply.error(500), "http_status", "HTTP 500: error"),
+          "503": (Reply.error(503), "http_status", "HTTP 503: error"),
+          "timeout": (Reply.text("final score: 3", delay=3.0), "timeout",
+                      "timeout: no answer within 0.5 s"),
+          "reset": (Reply(drop=True), "connection", "connection error: ")}
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
@@ -128,19 +130,23 @@ def test_transient_faults_are_retried(tmp_path, fault, transport):
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_both_transports_record_the_same_failure_reasons(tmp_path, fault, transport):
-    reply, reason = FAULTS[fault]
+    reply, kind, reason = FAULTS[fault]
     with FakeOpenAI(lambda r: reply) as s:
         report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=2, transport=transport,
                      timeout=0.5)
     assert s.calls == 2 and report.failed == 1
-    assert report.events[0].failure == f"gave up after 2 attempts: {reason}"
+    event = report.events[0]
+    assert event.failure_kind == kind and event.failure.startswith(reason)
+    assert event.failure.endswith("(gave up after 2 attempts)")
+    assert report.failure_reasons == {kind: 1}
 
 
 def test_exhausted_attempts_are_a_recorded_failure_not_a_dropped_row(tmp_path):
     with FakeOpenAI(lambda r: Reply.error(503, "overloaded")) as s:
         report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=3)
     assert s.calls == 3
-    assert report.failed == 1 and report.events[0].failure.startswith("gave up after 3 attempts")
+    assert report.failed == 1
+    assert report.events[0].failure == "HTTP 503: overloaded (gave up after 3 attempts)"
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
@@ -191,19 +197,26 @@ def test_samples_are_separate_calls_and_aggregate_by_majority(tmp_path):
 
 
 def test_budget_stops_new_calls_and_a_rerun_continues(tmp_path):
+    from reljudge.judge.budget import prompt_tokens_bound
+
     pairs = [("q1", f"d{i}") for i in range(6)]
-    # 1000 tokens in at $1/M = $0.001 per call; budget $0.0025 -> 3 calls with 1 in flight
-    reply = Reply(200, chat_reply("final score: 2", prompt_tokens=1000, completion_tokens=0))
+    reply = Reply(200, chat_reply("final score: 2", prompt_tokens=50, completion_tokens=5))
     with FakeOpenAI(lambda r: reply) as s:
         store = LabelStore(tmp_path / "s.sqlite")
-        first = run(s, tmp_path, pairs=pairs, sink=store, concurrency=1, max_cost=0.0025,
+        labeller = Labeller(config(s, tmp_path))
+        worst = prompt_tokens_bound(labeller.messages("q1", "d0", QUERIES, PASSAGES)) + 600
+        # $1 per million tokens, each answer costs 55 tokens: 2 answers plus one worst case
+        # fit, a third answer plus a worst case does not
+        budget = (worst + 2 * 55 + 10) / 1e6
+        first = run(s, tmp_path, pairs=pairs, sink=store, concurrency=1, max_cost=budget,
                     price_in=1.0, price_out=1.0)
         assert first.stop_reason == "budget" and s.calls == 3 and first.not_sent == 3
-        assert first.cost == pytest.approx(0.003)
+        assert first.cost == pytest.approx(3 * 55 / 1e6) and first.cost <= budget
         second = run(s, tmp_path, pairs=pairs, sink=store, concurrency=1, price_in=1.0,
                      price_out=1.0)
-        assert s.calls == 6 and second.already_done == 3 and second.labelled == 3
+        assert s.calls == 6 and second.already_done == first.labelled
         assert len(store.labelled_pairs()) == 6
+        assert store.spend()[0][1:3] == (2, 6)  # two runs, six paid calls in the ledger
         store.close()
 
 
@@ -215,7 +228,9 @@ def test_failures_and_grades_reach_the_store_with_provenance(tmp_path):
     assert len(events) == 3 and sum(e.grade is None for e in events) == 1
     judge = events[0].source_name
     assert judge.startswith("fake-model/umbrela@1#")
-    assert events[0].meta["prompt_hash"] and events[0].meta["endpoint"] == "127.0.0.1"
+    assert events[0].meta["prompt_hash"] and events[0].meta["endpoint"] == s.base_url
+    failed = [e for e in events if e.grade is None][0]
+    assert failed.failure_kind == "http_status" and failed.failure == "HTTP 400: nope"
 
 
 def test_the_api_key_is_never_written_anywhere(tmp_path):
@@ -320,7 +335,7 @@ def test_a_single_allowed_attempt_is_not_retried(tmp_path):
     with FakeOpenAI(lambda r: Reply.error(503, "overloaded")) as s:
         report = run(s, tmp_path, pairs=PAIRS[:1], max_attempts=1)
     assert s.calls == 1
-    assert report.events[0].failure == "gave up after 1 attempt: HTTP 503: overloaded"
+    assert report.events[0].failure == "HTTP 503: overloaded (gave up after 1 attempt)"
 
 
 def test_backoff_grows_between_attempts_without_retry_after(tmp_path):
@@ -328,9 +343,9 @@ def test_backoff_grows_between_attempts_without_retry_after(tmp_path):
         run(s, tmp_path, pairs=PAIRS[:1], max_attempts=4, backoff=0.2)
     gaps = [b.at - a.at for a, b in zip(s.requests, s.requests[1:], strict=False)]
     assert len(gaps) == 3
-    # exponential with jitter: 0.2 * 2**(k-1) + U(0, 1) seconds after attempt k
+    # exponential with jitter proportional to it: 0.2 * 2**(k-1) * (1 + U(0, 0.5))
     for k, gap in enumerate(gaps, 1):
-        assert 0.2 * 2 ** (k - 1) - 0.05 <= gap <= 0.2 * 2 ** (k - 1) + 1.2, (k, gaps)
+        assert 0.2 * 2 ** (k - 1) - 0.05 <= gap <= 0.2 * 2 ** (k - 1) * 1.5 + 0.15, (k, gaps)
 
 
 def test_progress_bar_shows_every_item_though_it_redraws_at_most_20_times_a_second():

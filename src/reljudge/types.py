@@ -383,6 +383,7 @@ class LabelEvent:
     failure: str | None = None  # why no grade could be had (None when grade is set)
     created_at: float | None = None  # unix time; the store fills it in when None
     meta: dict | None = None  # provenance extras (model, prompt name/version/hash, params)
+    failure_kind: str | None = None  # reljudge.judge.failures.FailureKind value of a failure
 
     def __post_init__(self) -> None:
         if self.source_kind not in SOURCE_KINDS:

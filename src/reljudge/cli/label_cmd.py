@@ -22,9 +22,49 @@ The key is used for requests only: it is never written to the cache, the store o
 Every answer is cached (--cache-dir) before anything else happens, so a re-run, or a run after
 a crash or Ctrl-C, pays only for what it does not have. Unreadable answers are re-asked once;
 refusals and failed calls are recorded as failures with their reason, never as grades.
-exit codes: 0 done, 2 bad input or endpoint refused the job, 3 stopped early (budget or Ctrl-C:
-run the same command again to continue).
+Before the first paid call the endpoint is checked (it answers; a key is there if it needs
+one); a job whose calls fail with connection/TLS errors, or the same error, --breaker-after
+times in a row stops at once with the URL and the cause. --max-cost is a cap: a call starts
+only if its worst-case cost (prompt + --max-tokens) fits beside the calls in flight.
+exit codes:
+  0  every pair got a grade
+  2  bad input or settings, or the endpoint cannot be used (unreachable, TLS, key, breaker)
+  3  stopped early (budget or Ctrl-C): run the same command again to continue
+  4  finished, but some pairs have no grade (the summary lists failures by kind; a re-run asks
+     again for failed calls, --retry-failed also for refused or unreadable answers)
 """
+
+EXIT_OK, EXIT_STOPPED, EXIT_FAILURES = 0, 3, 4
+
+#: JudgeConfig fields shown in the "the judge" group; every other field is a "limits" flag
+JUDGE_GROUP = ("model", "base_url", "api_key", "prompt", "temperature", "max_tokens",
+               "token_field", "seed", "logprobs", "samples", "aggregate")
+
+
+def add_config_flags(judge, limits) -> None:
+    """One flag per JudgeConfig field (its type, choices and help come from the model)."""
+    import typing
+    from pathlib import Path
+
+    from pydantic import SecretStr
+
+    from reljudge.judge import JudgeConfig
+
+    for name, field in JudgeConfig.model_fields.items():
+        group = judge if name in JUDGE_GROUP else limits
+        flag = "--" + name.replace("_", "-")
+        types = [t for t in typing.get_args(field.annotation) or (field.annotation,)
+                 if t is not type(None)]
+        kind = types[0] if len(types) == 1 else field.annotation
+        if kind is bool:
+            group.add_argument(flag, action="store_true", default=None,
+                               help=field.description)
+        elif typing.get_origin(kind) is typing.Literal:
+            group.add_argument(flag, choices=typing.get_args(kind), help=field.description)
+        else:
+            convert = kind if kind in (int, float) else str
+            assert kind in (int, float, str, Path, SecretStr), (name, kind)
+            group.add_argument(flag, type=convert, help=field.description)
 
 
 def register(sub) -> None:
@@ -47,38 +87,8 @@ def register(sub) -> None:
     out.add_argument("--store", help="label store (SQLite) to write every judgment to")
     out.add_argument("--qrels-out", help="write this judge's final grades as TREC qrels")
     judge = p.add_argument_group("the judge")
-    judge.add_argument("--model", help="model name (or OPENAI_MODEL)")
-    judge.add_argument("--base-url", help="endpoint URL (or OPENAI_BASE_URL); default OpenAI")
-    judge.add_argument("--api-key", help="API key (or OPENAI_API_KEY); local servers need none")
-    judge.add_argument("--prompt", default="umbrela",
-                       help="umbrela (default), basic, json, or a template .toml file")
-    judge.add_argument("--temperature", type=float, default=0.0)
-    judge.add_argument("--max-tokens", type=int, help="output token limit per answer")
-    judge.add_argument("--seed", type=int, help="sampling seed, where the endpoint supports it")
-    judge.add_argument("--logprobs", action="store_true",
-                       help="ask for logprobs; store P(grade) and the expected grade")
-    judge.add_argument("--samples", type=int, default=1, help="ask N times per pair")
-    judge.add_argument("--aggregate", choices=("majority", "mean", "median"),
-                       default="majority", help="how samples combine (majority: ties go to "
-                                                "the lower grade)")
     run = p.add_argument_group("limits, money and cache")
-    run.add_argument("--concurrency", type=int, default=16, help="calls in flight (default 16)")
-    run.add_argument("--rpm", type=float, help="requests per minute limit")
-    run.add_argument("--tpm", type=float, help="tokens per minute limit")
-    run.add_argument("--timeout", type=float, default=60.0,
-                     help="seconds per call, the whole call (default 60)")
-    run.add_argument("--transport", choices=("auto", "aiohttp", "httpx"), default="auto",
-                     help="HTTP library under the openai SDK's endpoint, headers and errors: "
-                          "aiohttp (auto: the default, fastest at high concurrency) or the "
-                          "SDK's own httpx client")
-    run.add_argument("--max-attempts", type=int, default=6, help="attempts per call")
-    run.add_argument("--max-cost", type=float, help="stop starting calls after this many USD")
-    run.add_argument("--price-in", type=float, help="USD per million input tokens")
-    run.add_argument("--price-out", type=float, help="USD per million output tokens")
-    run.add_argument("--cache-dir", help="answer cache folder (default: the user cache dir)")
-    run.add_argument("--retry-failed", action="store_true",
-                     help="ask again for pairs whose earlier judgment failed (unreadable or "
-                          "refused); failed calls (timeouts, 5xx) are always asked again")
+    add_config_flags(judge, run)
     run.add_argument("--dry-run", action="store_true",
                      help="print what would be sent and its estimated cost; send nothing")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -90,14 +100,8 @@ def config_from_args(args: argparse.Namespace):
     """A JudgeConfig from the flags (and OPENAI_* variables)."""
     from reljudge.judge import JudgeConfig
 
-    return JudgeConfig.from_env(
-        model=args.model, base_url=args.base_url, api_key=args.api_key, prompt=args.prompt,
-        temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
-        logprobs=args.logprobs, samples=args.samples, aggregate=args.aggregate,
-        concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, timeout=args.timeout,
-        transport=args.transport,
-        max_attempts=args.max_attempts, max_cost=args.max_cost, cache_dir=args.cache_dir,
-        price_in=args.price_in, price_out=args.price_out, retry_failed=args.retry_failed)
+    return JudgeConfig.from_env(**{name: getattr(args, name)
+                                   for name in JudgeConfig.model_fields})
 
 
 def run_label(args: argparse.Namespace) -> int:
@@ -119,7 +123,8 @@ def run_label(args: argparse.Namespace) -> int:
         from reljudge.trec import read_run
 
         pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
-    labeller = Labeller(config_from_args(args))
+    config = config_from_args(args)
+    labeller = Labeller(config)
     store = None
     if args.store:
         from reljudge.store import LabelStore
@@ -144,12 +149,15 @@ def run_label(args: argparse.Namespace) -> int:
         report = asyncio.run(labeller.label(pairs, queries, passages, store,
                                             progress=not args.quiet and sys.stderr.isatty()))
         if args.qrels_out:
-            write_judge_qrels(report, store, labeller.judge_id, args.aggregate, args.qrels_out)
+            write_judge_qrels(report, store, labeller.judge_id, config.aggregate,
+                              args.qrels_out)
     finally:
         if store is not None:
             store.close()
     print_report(report, args.json)
-    return 3 if report.stop_reason else 0
+    if report.stop_reason:
+        return EXIT_STOPPED
+    return EXIT_OK if report.complete else EXIT_FAILURES
 
 
 def write_judge_qrels(report, store, judge_id: str, aggregate: str, path: str) -> None:
@@ -180,11 +188,17 @@ def print_report(report, as_json: bool) -> None:
                  [[report.judge, report.items, report.already_done, report.cached, report.calls,
                    report.labelled, report.failed, report.not_sent, report.tokens_in,
                    report.tokens_out, report.cost]]), end="")
+    for note in report.warnings:
+        print(f"warning: {note}")
     if report.failed:
-        print("failures: " + ", ".join(f"{n} {r}" for r, n in
-                                       report.failure_reasons.most_common()))
+        print(f"failures: {report.failed} pair(s) without a grade, by kind:")
+        for kind, n in report.failure_reasons.most_common():
+            print(f"  {n:>6}  {kind}  e.g. {report.failure_examples[kind]}")
     else:
         print("failures: none")
+    if report.already_failed:
+        print(f"{report.already_failed} pair(s) whose earlier answer failed (refused or "
+              "unreadable) still have no grade: --retry-failed asks again")
     if not report.price_known and report.calls:
         print("cost: no price known for this model ($0 assumed); pass --price-in/--price-out")
     if report.stop_reason:

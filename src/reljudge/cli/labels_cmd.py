@@ -197,14 +197,28 @@ def do_stats(args) -> int:
 
     with _open(args) as store:
         sources = store.sources()
-        failures = store.failures()
+        history = store.failures()
+        current = store.current_failures()
+        spend = store.spend()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
-    reasons = Counter(f[3].split(":")[0] for f in failures)
+    from reljudge.judge.failures import legacy_kind
+
+    # failures recorded before kinds had a column (store schema < 5) get theirs from the text
+    current = [(q, d, src, n, kind or legacy_kind(detail or "").value, detail)
+               for q, d, src, n, kind, detail in current]
+    by_kind = Counter(kind for *_, kind, _ in current)
+    example = {}
+    for qid, docid, source, _sample, kind, detail in current:
+        example.setdefault(kind, f"{qid} {docid} ({source}): {detail}")
     if args.format == "json":
         print(json_dumps({"sources": [s.__dict__ for s in sources],
-                          "failures": {"total": len(failures), "by_reason": dict(reasons)},
+                          "failures": {"current": len(current), "current_by_kind": dict(by_kind),
+                                       "current_examples": example, "history": len(history)},
+                          "spend": [{"source": n, "runs": r, "calls": c, "tokens_in": ti,
+                                     "tokens_out": to, "cost": cost}
+                                    for n, r, c, ti, to, cost in spend],
                           "coverage": [{"qid": q, "labelled": n, "pooled": p}
                                        for q, n, p in cov]}), end="")
         return 0
@@ -212,8 +226,13 @@ def do_stats(args) -> int:
              *[s.grades.get(g, 0) for g in range(4)], s.cost] for s in sources]
     print(render(["kind", "source", "events", "ok", "failed", "undone", "0", "1", "2", "3",
                   "cost $"], rows), end="")
-    print(f"\nfailed judgments: {len(failures)}" +
-          ("".join(f"\n  {n:>6}  {r}" for r, n in reasons.most_common()) if failures else ""))
+    print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
+          "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
+    print(f"failed judgments in the history (later answered ones included): {len(history)}")
+    if spend:
+        print("\nspend per judge (the spend ledger: every labelling run):")
+        print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],
+                     [list(r) for r in spend]), end="")
     print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):")
     print(render(["qid", "labelled", "pooled", "share"],
                  [[q, n, p, (n / p if p else None)] for q, n, p in cov]), end="")

@@ -1,26 +1,31 @@
-"""The one place that talks to an LLM: the openai async client against any compatible URL.
+"""The one place that talks to an LLM: chat completions against any OpenAI-compatible URL.
 
-Retries are ours (the openai client's own are off, so every attempt is counted): on 429, 5xx,
-timeouts and dropped connections, exponential backoff with jitter, honouring Retry-After; never
-on 400/401/403/404 or a content-filter refusal. A pair whose attempts run out is a recorded
-failure, not a dropped row.
+The endpoint is resolved as the openai SDK resolves it (``--base-url``, else
+``OPENAI_BASE_URL``, else OpenAI; key from ``--api-key`` or ``OPENAI_API_KEY``); each call is
+one JSON POST carried by a transport (``reljudge.judge.transport``) and retried by the policy
+in ``reljudge.judge.retry``. Every way a call can fail ends as a ``CallFailed`` with a kind
+(``reljudge.judge.failures``): a pair whose attempts run out is a recorded failure, not a
+dropped row.
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
 import math
+import os
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-import httpx2  # the openai SDK's HTTP library
 import openai
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from reljudge.judge.transport import open_transport, resolve_transport, status_error
+from reljudge.errors import ConfigError
+from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.judge.retry import RetryPolicy
+from reljudge.judge.transport import open_transport, resolve_transport, ssl_context
 
 JSON_SCHEMA = {
     "type": "json_schema",
@@ -36,6 +41,9 @@ JSON_SCHEMA = {
         },
     },
 }
+
+OPENAI_URL = "https://api.openai.com/v1"
+_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 
 
 @dataclass(frozen=True)
@@ -55,149 +63,163 @@ class Answer:
         return self.__dict__.copy()
 
 
-class CallFailed(Exception):
-    """A call that produced no usable answer; ``fatal`` stops the whole job (auth, model)."""
+@dataclass(frozen=True)
+class Endpoint:
+    """Where calls go, resolved once: flags, then OPENAI_* variables, then OpenAI."""
 
-    def __init__(self, reason: str, *, fatal: bool = False, attempts: int = 1):
-        super().__init__(reason)
-        self.reason = reason
-        self.fatal = fatal
-        self.attempts = attempts
+    base_url: str  # without a trailing "/", query kept (Azure's api-version)
+    api_key: str | None
+
+    @classmethod
+    def resolve(cls, base_url: str | None, api_key: str | None) -> Endpoint:
+        """The endpoint the openai SDK would use for these settings and this environment."""
+        base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        parts = urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"--base-url {base!r}: expected an http(s) URL such as "
+                              "http://localhost:8000/v1")
+        path = parts.path.rstrip("/")
+        if path.endswith("/chat/completions"):
+            path = path[: -len("/chat/completions")]
+        azure = parts.hostname.endswith(_AZURE_HOSTS)
+        if azure and "/deployments/" in path and "api-version=" not in parts.query:
+            raise ConfigError(f"--base-url {base}: an Azure deployment URL needs its API "
+                              "version, e.g. ...?api-version=2024-10-21")
+        return cls(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")),
+                   api_key or os.environ.get("OPENAI_API_KEY") or None)
+
+    @property
+    def host(self) -> str:
+        """The host name (never credentials or path)."""
+        return urlsplit(self.base_url).hostname or "?"
+
+    @property
+    def display(self) -> str:
+        """The base URL for messages and provenance: credentials and query removed."""
+        p = urlsplit(self.base_url)
+        netloc = p.hostname + (f":{p.port}" if p.port else "") if p.hostname else p.netloc
+        return urlunsplit((p.scheme, netloc, p.path, "", ""))
+
+    @property
+    def azure(self) -> bool:
+        """Azure OpenAI: the key goes in an ``api-key`` header."""
+        return self.host.endswith(_AZURE_HOSTS)
+
+    @property
+    def needs_key(self) -> bool:
+        """Hosted endpoints that answer nothing without a key (local servers need none)."""
+        return self.host == "api.openai.com" or self.azure
+
+    def url(self, route: str) -> str:
+        """The URL of an API route (``chat/completions``, ``models``), query kept."""
+        p = urlsplit(self.base_url)
+        return urlunsplit((p.scheme, p.netloc, f"{p.path}/{route}", p.query, ""))
+
+    def headers(self) -> dict[str, str]:
+        """The request headers: JSON, a user agent, the key, OPENAI_ORG_ID / _PROJECT_ID."""
+        from reljudge import __version__
+
+        h = {"Content-Type": "application/json", "Accept": "application/json",
+             "User-Agent": f"AsyncOpenAI/Python {openai.__version__} reljudge/{__version__}"}
+        if self.api_key:
+            h["api-key" if self.azure else "Authorization"] = (
+                self.api_key if self.azure else f"Bearer {self.api_key}")
+        for header, var in (("OpenAI-Organization", "OPENAI_ORG_ID"),
+                            ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+            if os.environ.get(var):
+                h[header] = os.environ[var]
+        return h
 
 
-def is_transient(exc: BaseException) -> bool:
-    """Worth another attempt: rate limits, server errors, timeouts, dropped connections."""
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408
-    return False
+# request features an endpoint may reject, as named in its error text -> the ladder they step
+_FEATURE_NAMES = (("json_schema", "response_format"), ("response_format", "response_format"),
+                  ("top_logprobs", "logprobs"), ("logprobs", "logprobs"),
+                  ("max_completion_tokens", "token_limit"), ("max_tokens", "token_limit"),
+                  ("seed", "seed"))
+_FEATURE_RES = [(re.compile(rf"(?<![A-Za-z_]){name}(?![A-Za-z_])"), name, feature)
+                for name, feature in _FEATURE_NAMES]
 
 
-def retry_after(exc: BaseException | None) -> float | None:
-    """Seconds the server asked us to wait (Retry-After or retry-after-ms), if it did."""
-    if not isinstance(exc, openai.APIStatusError):
-        return None
-    headers = exc.response.headers
-    if headers.get("retry-after-ms"):
-        try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
+def rejected_feature(message: str, params: dict[str, Any]) -> str | None:
+    """The request feature (response_format, logprobs, token_limit, seed) an error names,
+    among those the request used; None when it names none."""
+    sent = set(params)
+    if isinstance(params.get("response_format"), dict):
+        sent.add(params["response_format"].get("type", ""))
+    for regex, name, feature in _FEATURE_RES:
+        if name in sent and regex.search(message):
+            return feature
+    return None
+
+
+def error_message(content: bytes) -> str:
+    """The message of an HTTP error body (OpenAI's shape, FastAPI's, or the plain text)."""
+    text = content.decode("utf-8", "replace").strip()
     try:
-        return max(0.0, float(value))
+        body = json.loads(text)
     except ValueError:
-        when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time()) if when else None
-
-
-class _Attempt:
-    """The one field of tenacity's RetryCallState that its backoff strategies read."""
-
-    def __init__(self, attempt_number: int):
-        self.attempt_number = attempt_number
-
-
-class _Wait:
-    """Retry-After when the server gives one (capped), else exponential backoff with jitter.
-
-    The first attempt runs outside tenacity (see ``ChatClient.complete``), so tenacity's
-    attempt k is our attempt k + 1.
-    """
-
-    def __init__(self, initial: float, maximum: float):
-        try:
-            self.backoff = wait_exponential_jitter(multiplier=initial, max=maximum)
-        except TypeError:  # tenacity before 9.1 names it `initial`
-            self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
-        self.maximum = maximum
-
-    def after(self, exc: BaseException | None, attempt: int) -> float:
-        """Seconds to wait after our attempt number ``attempt`` failed with ``exc``."""
-        asked = retry_after(exc)
-        return min(asked, self.maximum) if asked is not None else self.backoff(_Attempt(attempt))
-
-    def __call__(self, state) -> float:
-        return self.after(state.outcome.exception() if state.outcome else None,
-                          state.attempt_number + 1)
-
-
-def describe(exc: BaseException) -> str:
-    """A short failure reason for the record."""
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout"
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection error"
-    if isinstance(exc, openai.APIStatusError):
-        message = ""
-        try:
-            body = exc.body if isinstance(exc.body, dict) else {}
-            message = str(body.get("message") or body.get("error", {}).get("message") or "")
-        except AttributeError:
-            message = ""
-        return f"HTTP {exc.status_code}" + (f": {message[:200]}" if message else "")
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _never(request: httpx2.Request) -> httpx2.Response:
-    raise AssertionError("reljudge sends through its transport, not the SDK client")
-
-
-_NOT_SENDING = httpx2.AsyncClient(transport=httpx2.MockTransport(_never), trust_env=False)
+        return text[:300]
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        message = error.get("message") or error.get("detail") or error
+    else:
+        message = error
+    return (message if isinstance(message, str) else json.dumps(message))[:300]
 
 
 class ChatClient:
-    """Chat completions with our retry policy; knows nothing of grades or caches.
-
-    The openai SDK supplies the endpoint (base URL, ``OPENAI_*`` settings), the headers and
-    auth, and the exception classes; each call is one prepared JSON POST sent by a
-    ``transport`` (see ``reljudge.judge.transport`` for why not the SDK's request path).
-    """
+    """Chat completions with our retry policy; knows nothing of grades or caches."""
 
     def __init__(self, *, base_url: str | None, api_key: str | None, model: str,
                  timeout: float = 60.0, max_attempts: int = 6, backoff: float = 1.0,
-                 max_backoff: float = 60.0, connections: int = 16, transport: str = "auto"):
+                 max_backoff: float = 60.0, connections: int = 16, transport: str = "auto",
+                 ca_bundle: str | None = None, client_cert: str | None = None,
+                 client_key: str | None = None):
         self.model = model
-        self.max_attempts = max_attempts
-        self._wait = _Wait(backoff, max_backoff)
-        # the SDK resolves the endpoint and headers; its own HTTP client never sends (so none
-        # is built: that costs a tenth of a second per run)
-        sdk = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                 max_retries=0, http_client=_NOT_SENDING)
-        base = sdk.base_url  # always ends in "/"
-        self.url = str(base.copy_with(raw_path=base.raw_path + b"chat/completions"))
-        headers = {k: v for k, v in {**sdk.default_headers, **sdk.auth_headers}.items()
-                   if isinstance(v, str)}  # the SDK marks headers it leaves out with Omit
+        self.timeout = timeout
+        self.policy = RetryPolicy(max_attempts, backoff, max_backoff)
+        self.endpoint = Endpoint.resolve(base_url, api_key)
+        self.url = self.endpoint.url("chat/completions")
         self.transport = resolve_transport(transport)
-        self._post = open_transport(self.transport, self.url, headers, connections=connections,
-                                    timeout=timeout)
+        # loading the system's CAs takes ~40 ms: only when TLS may be spoken
+        tls = self.url.startswith("https:") or ca_bundle or client_cert or any(
+            os.environ.get(v, "").startswith("https:") for v in
+            ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+             "all_proxy"))
+        self._post = open_transport(self.transport, self.url, self.endpoint.headers(),
+                                    connections=connections, timeout=timeout,
+                                    ssl_ctx=ssl_context(ca_bundle, client_cert, client_key)
+                                    if tls else None)
 
     async def close(self) -> None:
         """Close the HTTP connections."""
         await self._post.close()
 
-    async def complete(self, messages: list[dict], params: dict[str, Any]) -> Answer:
-        """One answer, retried by policy; raises CallFailed when none can be had."""
-        try:  # the first attempt without retry machinery: most calls need no other
-            return await self._once(messages, params)
-        except openai.APIError as e:
-            if not is_transient(e) or self.max_attempts == 1:
-                raise _failure(e, 1) from None
-            await asyncio.sleep(self._wait.after(e, 1))
-        attempts = 1
+    async def preflight(self) -> None:
+        """Before the first paid call: the endpoint answers and accepts the key.
+
+        A GET of the models list costs nothing; any answer but 401/403 will do (some servers
+        have no such route). Raises a fatal CallFailed otherwise.
+        """
+        if self.endpoint.needs_key and not self.endpoint.api_key:
+            raise CallFailed(FailureKind.HTTP_STATUS, f"{self.endpoint.display} needs an API "
+                             "key: pass --api-key or set OPENAI_API_KEY", fatal=True,
+                             url=self.url)
+        url = self.endpoint.url("models")
         try:
-            async for attempt in AsyncRetrying(
-                    retry=retry_if_exception(is_transient), wait=self._wait,
-                    stop=stop_after_attempt(self.max_attempts - 1), reraise=True):
-                with attempt:
-                    attempts += 1
-                    return await self._once(messages, params)
-        except openai.APIError as e:
-            raise _failure(e, attempts) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+            status = await self._post.get(url, min(self.timeout, 10.0))
+        except CallFailed as e:
+            e.fatal = True
+            raise
+        if status in (401, 403):
+            raise CallFailed(FailureKind.HTTP_STATUS, f"HTTP {status} from {url}: the key was "
+                             "rejected", status=status, url=url)
+
+    async def complete(self, messages: list[dict], params: dict[str, Any],
+                       give_up: Callable[[CallFailed], bool] | None = None) -> Answer:
+        """One answer, retried by policy (``give_up`` hears of each failed attempt and may
+        end the retries); raises CallFailed when none can be had."""
+        return await self.policy.run(lambda: self._once(messages, params), give_up)
 
     async def _once(self, messages: list[dict], params: dict[str, Any]) -> Answer:
         start = time.perf_counter()
@@ -205,25 +227,23 @@ class ChatClient:
         status, headers, content = await self._post.post(body)
         latency = time.perf_counter() - start
         if status >= 400:
-            raise status_error(self.url, status, headers, content)
+            raise self._status_failure(status, headers, content, params)
         try:
             # read as plain data: the SDK's typed models would cost more CPU than the rest of
             # our work per judgment
             resp = json.loads(content)
         except ValueError as e:  # a 200 whose body is not JSON
-            raise CallFailed(f"malformed response: not JSON ({e})") from None
+            raise CallFailed(FailureKind.UNPARSEABLE, f"malformed response: not JSON ({e})",
+                             url=self.url) from None
         return _answer(resp, latency)
 
-
-def _failure(exc: openai.APIError, attempts: int) -> CallFailed:
-    """The recorded failure of a call; auth, permission and unknown-model errors stop the job."""
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError,
-                        openai.NotFoundError)):
-        return CallFailed(describe(exc), fatal=True, attempts=attempts)
-    reason = describe(exc)
-    if is_transient(exc):
-        reason = f"gave up after {attempts} attempt{'s' if attempts > 1 else ''}: {reason}"
-    return CallFailed(reason, attempts=attempts)
+    def _status_failure(self, status: int, headers: Any, content: bytes,
+                        params: dict[str, Any]) -> CallFailed:
+        message = error_message(content)
+        kind = FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_STATUS
+        feature = None if status in (401, 403, 429) else rejected_feature(message, params)
+        return CallFailed(kind, f"HTTP {status}" + (f": {message}" if message else ""),
+                          url=self.url, status=status, headers=headers, feature=feature)
 
 
 def _answer(resp: dict, latency: float) -> Answer:
@@ -233,7 +253,8 @@ def _answer(resp: dict, latency: float) -> Answer:
         choice = resp["choices"][0]
         message = choice.get("message") or {}
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise CallFailed(f"malformed response: {str(resp)[:200]}") from None
+        raise CallFailed(FailureKind.UNPARSEABLE,
+                         f"malformed response: {str(resp)[:200]}") from None
     usage = resp.get("usage") or {}
     logprobs = None
     content = (choice.get("logprobs") or {}).get("content")

@@ -23,28 +23,60 @@ class JudgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str
-    base_url: str | None = None
-    api_key: SecretStr | None = Field(default=None, repr=False)
-    prompt: str = "umbrela"
-    temperature: float = 0.0
-    max_tokens: int | None = Field(None, ge=1)
-    seed: int | None = None
-    logprobs: bool = False
-    samples: int = Field(1, ge=1)
-    aggregate: Literal["majority", "mean", "median"] = "majority"
-    concurrency: int = Field(16, ge=1)
-    transport: Literal["auto", "aiohttp", "httpx"] = "auto"
-    rpm: float | None = Field(None, gt=0)
-    tpm: float | None = Field(None, gt=0)
-    timeout: float = Field(60.0, gt=0)
-    max_attempts: int = Field(6, ge=1)
-    backoff: float = Field(1.0, ge=0)
-    max_cost: float | None = Field(None, ge=0)
-    cache_dir: Path | None = None
-    price_in: float | None = Field(None, ge=0)
-    price_out: float | None = Field(None, ge=0)
-    retry_failed: bool = False
+    model: str = Field(description="model name (or OPENAI_MODEL)")
+    base_url: str | None = Field(None, description="endpoint URL (or OPENAI_BASE_URL); "
+                                 "default OpenAI")
+    api_key: SecretStr | None = Field(default=None, repr=False,
+                                      description="API key (or OPENAI_API_KEY); local servers "
+                                      "need none")
+    prompt: str = Field("umbrela", description="umbrela (default), basic, json, or a template "
+                        ".toml file")
+    temperature: float = Field(0.0, description="sampling temperature (default 0)")
+    max_tokens: int | None = Field(None, ge=1, description="output token limit per answer "
+                                   "(default 600, 300 for --prompt json)")
+    token_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="the request field that carries the output limit "
+        "(reasoning models want max_completion_tokens; switched once automatically when the "
+        "endpoint names it)")
+    seed: int | None = Field(None, description="sampling seed, where the endpoint supports it")
+    logprobs: bool = Field(False, description="ask for logprobs; store P(grade) and the "
+                           "expected grade")
+    samples: int = Field(1, ge=1, description="ask N times per pair")
+    aggregate: Literal["majority", "mean", "median"] = Field(
+        "majority", description="how samples combine (majority: ties go to the lower grade)")
+    concurrency: int = Field(16, ge=1, description="calls in flight (default 16)")
+    transport: Literal["auto", "aiohttp", "httpx"] = Field(
+        "auto", description="HTTP library: aiohttp (auto: the default, fastest at high "
+        "concurrency) or the openai SDK's own httpx client")
+    rpm: float | None = Field(None, gt=0, description="requests per minute limit")
+    tpm: float | None = Field(None, gt=0, description="tokens per minute limit")
+    timeout: float = Field(60.0, gt=0, description="seconds per call, the whole call "
+                           "(default 60)")
+    max_attempts: int = Field(6, ge=1, description="attempts per call (default 6)")
+    backoff: float = Field(1.0, ge=0, description="seconds before the first retry, doubling "
+                           "with each one, plus up to half as much jitter (default 1)")
+    breaker_after: int = Field(5, ge=0, description="stop the job (exit 2) when this many "
+                               "calls in a row (attempts, before the first answer) fail with "
+                               "a connection/TLS error or the same error (0: never; "
+                               "default 5)")
+    max_cost: float | None = Field(None, ge=0, description="USD cap for this run: a call starts "
+                                   "only if its worst-case cost fits")
+    max_total_cost: float | None = Field(None, ge=0, description="USD cap on everything the "
+                                         "store's spend ledger records, this run included "
+                                         "(needs --store)")
+    price_in: float | None = Field(None, ge=0, description="USD per million input tokens")
+    price_out: float | None = Field(None, ge=0, description="USD per million output tokens")
+    cache_dir: Path | None = Field(None, description="answer cache folder (default: the user "
+                                   "cache dir)")
+    ca_bundle: Path | None = Field(None, description="extra CA certificates (PEM) to trust, "
+                                   "besides the system's")
+    client_cert: Path | None = Field(None, description="client certificate (PEM) for mutual "
+                                     "TLS")
+    client_key: Path | None = Field(None, description="the client certificate's key (PEM), if "
+                                    "not in --client-cert")
+    retry_failed: bool = Field(False, description="ask again for pairs whose earlier answer "
+                               "failed (unreadable or refused); failed calls (connection, "
+                               "timeout, HTTP errors) are always asked again")
 
     @classmethod
     def from_env(cls, **values) -> JudgeConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,13 @@ def load_price_file(path: str | Path) -> dict[str, tuple[float, float]]:
                           f"per million tokens ({e})") from None
 
 
+#: characters per token of the bundled prompts rendered over English passages, measured with
+#: OpenAI's o200k_base encoding (4.35-4.49 across umbrela, basic and json: bench/token_estimate.py)
+CHARS_PER_TOKEN = 4.4
+
+
 def estimate_tokens(messages: list[dict[str, str]]) -> int:
-    """A rough token count of chat messages (4 characters a token, plus overhead)."""
-    return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages) + 3
+    """A calibrated token count of chat messages: content at CHARS_PER_TOKEN, plus the 3
+    tokens of framing per message and 3 priming the answer that OpenAI bills."""
+    chars = sum(len(m["content"]) for m in messages)
+    return math.ceil(chars / CHARS_PER_TOKEN) + 3 * len(messages) + 3

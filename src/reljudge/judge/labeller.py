@@ -1,35 +1,46 @@
 """The labeller: grade (query, passage) pairs with an LLM, paying for each answer once.
 
-For each pair (and sample) not already labelled by this judge in the sink (the label store):
-render the prompt, look the exact request up in the call cache, otherwise send it (rate
-limited, retried by policy, within budget) and cache the answer at once; parse it, re-ask once
-with a repair message if it cannot be read, and record a LabelEvent: a grade, or a failure
-with its reason and raw text. Events reach the sink in small batches as they arrive.
+For each pair (and sample) not already settled by this judge in the sink (the label store):
+render the prompt, look the exact request up in the answer cache, otherwise send it (after a
+free pre-flight check of the endpoint, rate limited, retried by policy, within the budget)
+and cache the answer at once; parse it, re-ask once with a repair message if it cannot be
+read, and record a LabelEvent: a grade, or a failure with its kind and detail. Events reach
+the sink in small batches as they arrive. A job whose calls keep failing the same way, or
+cannot reach the endpoint at all, stops with one line naming the URL and the cause.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import signal
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from reljudge.errors import InputError, LLMError
-from reljudge.judge.client import JSON_SCHEMA, Answer, CallFailed, ChatClient, grade_probabilities
+from reljudge.errors import ConfigError, InputError, LLMError
+from reljudge.judge.budget import Budget, BudgetReached
+from reljudge.judge.cache import AnswerCache, cache_key
+from reljudge.judge.capabilities import Capabilities
+from reljudge.judge.client import (
+    JSON_SCHEMA,
+    Answer,
+    CallFailed,
+    ChatClient,
+    Endpoint,
+    grade_probabilities,
+)
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import Price, estimate_tokens, price_for
+from reljudge.judge.failures import CircuitBreaker, FailureKind, asked_again
 from reljudge.judge.limits import RateLimiter
 from reljudge.judge.parse import REPAIR, parse_answer
+from reljudge.judge.progress import OnSigint
+from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
+from reljudge.judge.report import Estimate, LabelReport
 from reljudge.types import LabelEvent
 
-TRANSIENT_PREFIXES = ("gave up after", "timeout", "connection error", "malformed response")
+__all__ = ["BudgetReached", "Estimate", "JudgmentSink", "LabelReport", "Labeller",
+           "label_pairs"]
 
 
 class JudgmentSink(Protocol):
@@ -38,96 +49,26 @@ class JudgmentSink(Protocol):
     def add_events(self, events: Sequence[LabelEvent]) -> int: ...
 
 
-class BudgetReached(Exception):
-    """The spending limit is reached: no new paid call is started."""
-
-
-@dataclass
-class LabelReport:
-    """What a labelling job did."""
-
-    judge: str
-    pairs: int = 0
-    items: int = 0  # pairs x samples asked for
-    already_done: int = 0  # in the sink from an earlier run
-    cached: int = 0  # answers taken from the call cache
-    calls: int = 0  # paid answers received (re-asks included)
-    labelled: int = 0
-    failed: int = 0
-    failure_reasons: Counter = field(default_factory=Counter)
-    not_sent: int = 0  # stopped by budget or interrupt before being asked
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-    price_known: bool = True
-    stop_reason: str | None = None
-    elapsed: float = 0.0
-    events: list[LabelEvent] = field(default_factory=list)
-
-    def grades(self, aggregate: str = "majority") -> dict[tuple[str, str], int]:
-        """The final grade of each pair labelled in this run (samples aggregated)."""
-        from reljudge.store.merge import aggregate_grades
-
-        votes: dict[tuple[str, str], list[int]] = {}
-        for e in self.events:
-            if e.grade is not None:
-                votes.setdefault((e.qid, e.docid), []).append(e.grade)
-        return {p: int(aggregate_grades(v, aggregate)) for p, v in votes.items()}
-
-    def summary(self) -> dict[str, Any]:
-        """The counts, for printing or JSON."""
-        out = {k: v for k, v in self.__dict__.items() if k not in ("events", "failure_reasons")}
-        out["failure_reasons"] = dict(self.failure_reasons)
-        return out
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A dry run: what would be sent, and roughly what it would cost."""
-
-    judge: str
-    items: int
-    already_done: int
-    cached: int
-    to_send: int
-    tokens_in: int
-    tokens_out: int
-    cost: float
-    price_known: bool
-
-
-# json.dumps(..., sort_keys=True, ensure_ascii=False), without building an encoder per call
-_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
-
-
-def _cache_key(base_url: str | None, model: str, messages: list[dict], params: dict,
-               sample: int) -> str:
-    blob = _KEY_JSON.encode({"base_url": (base_url or "").rstrip("/"), "model": model,
-                             "messages": messages, "params": params, "sample": sample})
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _failure_kind(reason: str) -> str:
-    return reason.split(":")[0]
+class _NotSent(Exception):
+    """The job is stopping (budget, breaker, fatal error, Ctrl-C): this item is not asked."""
 
 
 class Labeller:
-    """An LLM judge with a cache, a retry policy, rate limits and a budget."""
+    """An LLM judge with a cache, a retry policy, rate limits, a budget and a breaker."""
 
     def __init__(self, config: JudgeConfig, template: Template | None = None):
         self.config = config
         self.template = template or load_template(config.prompt)
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
-        self._cache = None
-        self._inflight: dict[str, asyncio.Future] = {}
-        self._io: ThreadPoolExecutor | None = None  # the cache's writer thread during a run
+        self.endpoint = Endpoint.resolve(config.base_url, None)
+        self._cache = AnswerCache(config.resolved_cache_dir())
         self._stop: str | None = None
-        # fixed for this judge: computed once, not per judgment
-        self._params = self._make_params()
+        self._fatal: str | None = None
+        self.caps = self._make_caps()
         self._judge_id = f"{config.model}/{self.template.label}"
         self._meta = {"model": config.model, "prompt": self.template.name,
                       "prompt_version": self.template.version, "prompt_hash": self.template.hash,
-                      "params": self._params, "endpoint": _host(config.base_url)}
+                      "endpoint": self.endpoint.display}
 
     # -- identity and request shape --------------------------------------------------------
     @property
@@ -136,23 +77,19 @@ class Labeller:
         return self._judge_id
 
     def params(self) -> dict[str, Any]:
-        """Decoding parameters sent with every request (part of the cache key; shared: do not
-        mutate)."""
-        return self._params
+        """Decoding parameters sent with requests now (after any capability fall-back; part
+        of the cache key; shared: do not mutate)."""
+        return self.caps.params
 
-    def _make_params(self) -> dict[str, Any]:
+    def _make_caps(self) -> Capabilities:
         c = self.config
-        p: dict[str, Any] = {"temperature": c.temperature,
-                             "max_tokens": c.max_tokens or (300 if self.template.output == "json"
-                                                            else 600)}
+        base: dict[str, Any] = {"temperature": c.temperature,
+                                "max_tokens": c.max_tokens or (300 if self.template.output ==
+                                                               "json" else 600)}
         if c.seed is not None:
-            p["seed"] = c.seed
-        if self.template.output == "json":
-            p["response_format"] = JSON_SCHEMA
-        if c.logprobs:
-            p["logprobs"] = True
-            p["top_logprobs"] = 5
-        return p
+            base["seed"] = c.seed
+        return Capabilities(base, json_schema=JSON_SCHEMA if self.template.output == "json"
+                            else None, logprobs=c.logprobs, token_field=c.token_field)
 
     def messages(self, qid: str, docid: str, queries: Mapping[str, str],
                  passages: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -161,20 +98,13 @@ class Labeller:
         text, title = (p, None) if isinstance(p, str) else (p.get("text", ""), p.get("title"))
         return self.template.render(queries[qid], text, title)
 
-    def _key(self, messages: list[dict], sample: int) -> str:
-        return _cache_key(self.config.base_url, self.config.model, messages, self.params(),
-                          sample)
+    def _key(self, messages: list[dict], sample: int, params: dict | None = None) -> str:
+        return cache_key(self.endpoint.base_url, self.config.model, messages,
+                         self.params() if params is None else params, sample)
 
     def cache(self):
         """The diskcache of answers (opened on first use)."""
-        if self._cache is None:
-            import diskcache
-
-            folder = self.config.resolved_cache_dir()
-            folder.mkdir(parents=True, exist_ok=True)
-            # paid answers are never evicted, and no eviction bookkeeping is paid for per call
-            self._cache = diskcache.Cache(str(folder), eviction_policy="none")
-        return self._cache
+        return self._cache.store()
 
     # -- planning ------------------------------------------------------------------------
     def _check_inputs(self, pairs, queries, passages) -> None:
@@ -189,30 +119,35 @@ class Labeller:
                              f"(e.g. {missing_d[:3]})")
             raise InputError("cannot label: " + "; ".join(parts))
 
-    def _done(self, sink) -> set[tuple[str, str, int]]:
-        """(qid, docid, sample) already settled in the sink for this judge."""
+    def _done(self, sink) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
+        """(qid, docid, sample) already settled in the sink for this judge: graded, or a
+        failure of the answer (refused, unparseable) unless --retry-failed; and the settled
+        ones that are such failures (they still have no grade)."""
         if sink is None or not hasattr(sink, "events"):
-            return set()
-        done = set()
+            return set(), set()
+        latest: dict[tuple[str, str, int], LabelEvent] = {}
         for e in sink.events(source=self.judge_id):
             key = (e.qid, e.docid, e.sample)
-            if e.grade is not None or not (self.config.retry_failed or
-                                           e.failure.startswith(TRANSIENT_PREFIXES)):
-                done.add(key)
-        return done
+            if e.grade is not None or key not in latest or latest[key].grade is None:
+                latest[key] = e  # a grade, once given, settles the item
+        done = {k for k, e in latest.items()
+                if e.grade is not None or not asked_again(e.failure_kind, e.failure,
+                                                          self.config.retry_failed)}
+        return done, {k for k in done if latest[k].grade is None}
 
-    def _items(self, pairs, sink) -> tuple[list[tuple[str, str, int]], int]:
-        done = self._done(sink)
+    def _items(self, pairs, sink) -> tuple[list[tuple[str, str, int]], int, int]:
+        """The items to ask, how many are settled already, and how many of those failed."""
+        done, failed = self._done(sink)
         items = [(q, d, s) for q, d in pairs for s in range(self.config.samples)]
         todo = [it for it in items if it not in done]
-        return todo, len(items) - len(todo)
+        return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any], sink=None) -> Estimate:
         """What a run would send after store and cache hits, and its rough cost."""
         self._check_inputs(pairs, queries, passages)
-        todo, done = self._items(pairs, sink)
-        cache = self.cache()
+        todo, done, _ = self._items(pairs, sink)
+        cache = self._cache
         cached = tin = 0
         seen: set[str] = set()
         for q, d, s in todo:
@@ -231,93 +166,183 @@ class Labeller:
                         self.price.cost(tin, tout), self.price.known)
 
     # -- running ---------------------------------------------------------------------------
-    async def _ask(self, client: ChatClient, limiter: RateLimiter, messages: list[dict],
-                   sample: int, report: LabelReport) -> tuple[Answer, bool]:
-        """An answer for these messages: from the cache, from an identical call in flight, or
-        from the endpoint (cached at once). Returns (answer, was_cached)."""
-        key = self._key(messages, sample)
-        hit = self.cache().get(key)
-        if hit is not None:
-            return Answer(**hit), True
-        if key in self._inflight:
-            answer = await asyncio.shield(self._inflight[key])
-            return answer, True
-        if self.config.max_cost is not None and report.cost >= self.config.max_cost:
-            raise BudgetReached
-        if self._stop:
-            raise BudgetReached
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
+    async def _ready(self, client: ChatClient, prober: bool = False) -> bool:
+        """Before the first paid call: the pre-flight check, once per run; then the first
+        call goes alone, so an endpoint that refuses every call costs one call, not one per
+        worker. Returns True for the caller that makes that first call (it opens the gate)."""
+        if self._preflight is None:
+            self._preflight = asyncio.ensure_future(client.preflight())
         try:
-            await limiter.acquire(estimate_tokens(messages))
-            answer = await client.complete(messages, self.params())
-            await self._persist(key, answer)  # before anything else happens
-            report.calls += 1
-            report.tokens_in += answer.tokens_in
-            report.tokens_out += answer.tokens_out
-            report.cost += self.price.cost(answer.tokens_in, answer.tokens_out)
-            future.set_result(answer)
-            return answer, False
-        except BaseException as e:
-            future.set_exception(e)
-            future.exception()  # mark retrieved: waiters re-raise it themselves
-            raise
-        finally:
-            del self._inflight[key]
+            await asyncio.shield(self._preflight)
+        except CallFailed as e:
+            self._halt(e, client)
+            raise _NotSent from None
+        if prober:
+            return True
+        if self._gate is None:
+            self._gate = asyncio.Event()
+            return True
+        if not self._gate.is_set():
+            await self._gate.wait()
+            if self._stop:
+                raise _NotSent
+        return False
 
-    async def _persist(self, key: str, answer: Answer) -> None:
-        """Cache a paid answer. SQLite's work runs on the run's cache thread (it releases the
-        GIL), so the event loop keeps serving the other calls meanwhile."""
-        await asyncio.get_running_loop().run_in_executor(self._io, self.cache().set, key,
-                                                          answer.to_cache())
+    def _halt(self, e: CallFailed, client: ChatClient) -> None:
+        """Stop the job for good: one line naming the URL and the cause."""
+        if self._fatal is None:
+            self._fatal = f"{e.url or client.url}: {e.kind}: {e.describe()}"
+            self._stop = "fatal"
+
+    def _warn(self, note: str, report: LabelReport) -> None:
+        if note not in report.warnings:
+            report.warnings.append(note)
+            import sys
+
+            print(f"warning: {note}", file=sys.stderr)
+
+    async def _ask(self, client: ChatClient, limiter: RateLimiter, messages: list[dict],
+                   sample: int, report: LabelReport) -> tuple[Answer, bool, dict]:
+        """An answer for these messages: from the cache, from an identical call in flight, or
+        from the endpoint (cached at once). Returns (answer, was_cached, params sent)."""
+        prober = False  # this call is the run's first, and must stay so while it falls back
+        while True:
+            params = self.params()
+            key = self._key(messages, sample, params)
+            hit = self._cache.get(key)
+            if hit is not None:
+                return Answer(**hit), True, params
+            inflight = self._cache.inflight
+            if key in inflight:
+                try:
+                    answer = await asyncio.shield(inflight[key])
+                except CallFailed as e:
+                    if e.feature and self.caps.fall_back(e.feature, params) is not None:
+                        continue
+                    raise
+                return answer, True, params
+            if self._stop:
+                raise _NotSent
+            first = False
+            if self._gate is None or not self._gate.is_set():
+                first = await self._ready(client, prober)
+                if not first:
+                    continue  # the first call is done: look again (the request may change)
+            future: asyncio.Future = asyncio.get_running_loop().create_future()
+            inflight[key] = future  # before any await: an identical request waits for this one
+            held = 0.0
+            try:
+                if self.budget.limit is not None:
+                    held = await self.budget.reserve(self.budget.worst_case(
+                        messages, params.get("max_tokens") or params.get("max_completion_tokens")))
+                await limiter.acquire(estimate_tokens(messages))
+                answer = await client.complete(messages, params, self.breaker.attempt_failed)
+            except BaseException as e:
+                if held:
+                    await self.budget.release(held)
+                future.set_exception(e)
+                future.exception()  # mark retrieved: waiters re-raise it themselves
+                del inflight[key]
+                again = False
+                if isinstance(e, CallFailed):
+                    note = self.caps.fall_back(e.feature, params) if e.feature else None
+                    if note is not None:  # stepped down (or another call did): send again
+                        if note:
+                            self._warn(note, report)
+                        again = True
+                    elif e.fatal or self.breaker.call_failed(e):
+                        self._halt(e, client)
+                if again:
+                    prober = first
+                    continue
+                if first:
+                    self._gate.set()
+                raise
+            try:
+                await self._cache.put(key, answer.to_cache())  # before anything else happens
+                cost = self.price.cost(answer.tokens_in, answer.tokens_out)
+                await self.budget.settle(held, cost)
+                self.breaker.success()
+                if first:
+                    self._gate.set()
+                report.calls += 1
+                report.tokens_in += answer.tokens_in
+                report.tokens_out += answer.tokens_out
+                report.cost += cost
+                future.set_result(answer)
+            finally:
+                del inflight[key]
+            return answer, False, params
+
+    def _event(self, base: dict, params: dict, **kw) -> LabelEvent:
+        return LabelEvent(meta={**self._meta, "params": params}, **base, **kw)
 
     async def _judge(self, client, limiter, item, queries, passages, report) -> LabelEvent:
         qid, docid, sample = item
         messages = self.messages(qid, docid, queries, passages)
-        meta = dict(self._meta)
         base = dict(qid=qid, docid=docid, source_kind="llm", source_name=self.judge_id,
-                    sample=sample, meta=meta)
+                    sample=sample)
         t0 = time.perf_counter()
         try:
-            answer, cached = await self._ask(client, limiter, messages, sample, report)
+            answer, cached, params = await self._ask(client, limiter, messages, sample, report)
         except CallFailed as e:
-            if e.fatal:
-                self._stop = self._stop or f"fatal: {e.reason}"
-            return LabelEvent(grade=None, failure=e.reason, **base)
+            return self._event(base, self.params(), grade=None, failure=e.describe(),
+                               failure_kind=e.kind.value)
         report.cached += cached
-        tin, tout, cost = answer.tokens_in, answer.tokens_out, 0.0
+        tin, tout = answer.tokens_in, answer.tokens_out
         cost = 0.0 if cached else self.price.cost(tin, tout)
         raw = answer.text
         if answer.finish_reason == "content_filter" or answer.refusal:
             why = answer.refusal or "content_filter"
-            return LabelEvent(grade=None, failure=f"refused: {why}", raw=raw, tokens_in=tin,
-                              tokens_out=tout, cost=cost, latency=answer.latency, **base)
+            return self._event(base, params, grade=None, failure=f"refused: {why}",
+                               failure_kind=FailureKind.REFUSED.value, raw=raw, tokens_in=tin,
+                               tokens_out=tout, cost=cost, latency=answer.latency)
         parsed = parse_answer(answer.text, self.template.output)
         final = answer
         if parsed.grade is None:  # one re-ask with a short repair message
             repair = messages + [{"role": "assistant", "content": answer.text or ""},
                                  {"role": "user", "content": REPAIR}]
             try:
-                final, cached2 = await self._ask(client, limiter, repair, sample, report)
-            except CallFailed as e:
-                return LabelEvent(grade=None, failure=f"{parsed.reason}; re-ask failed: "
-                                  f"{e.reason}", raw=raw, tokens_in=tin, tokens_out=tout,
-                                  cost=cost, **base)
+                final, cached2, params = await self._ask(client, limiter, repair, sample,
+                                                         report)
+            except (CallFailed, BudgetReached, _NotSent) as e:
+                kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
+                             (FailureKind.BUDGET, "not re-asked: the job is stopping"))
+                return self._event(base, params, grade=None,
+                                   failure=f"{parsed.reason}; re-ask failed: {why}",
+                                   failure_kind=kind.value, raw=raw, tokens_in=tin,
+                                   tokens_out=tout, cost=cost)
             report.cached += cached2
             tin, tout = tin + final.tokens_in, tout + final.tokens_out
             cost += 0.0 if cached2 else self.price.cost(final.tokens_in, final.tokens_out)
             raw = f"{raw}\n--- re-asked ---\n{final.text}"
             second = parse_answer(final.text, self.template.output)
             if second.grade is None:
-                return LabelEvent(grade=None, failure=f"{parsed.reason} (re-asked once: "
-                                  f"{second.reason})", raw=raw, tokens_in=tin, tokens_out=tout,
-                                  cost=cost, latency=time.perf_counter() - t0, **base)
+                return self._event(base, params, grade=None,
+                                   failure=f"{parsed.reason} (re-asked once: {second.reason})",
+                                   failure_kind=FailureKind.UNPARSEABLE.value, raw=raw,
+                                   tokens_in=tin, tokens_out=tout, cost=cost,
+                                   latency=time.perf_counter() - t0)
             parsed = second
         probs = grade_probabilities(final.logprobs, parsed.grade)
         expected = sum(g * p for g, p in enumerate(probs)) if probs else None
-        return LabelEvent(grade=parsed.grade, raw=raw, probs=probs, expected_grade=expected,
-                          tokens_in=tin, tokens_out=tout, cost=cost,
-                          latency=answer.latency, **base)
+        return self._event(base, params, grade=parsed.grade, raw=raw, probs=probs,
+                           expected_grade=expected, tokens_in=tin, tokens_out=tout, cost=cost,
+                           latency=answer.latency)
+
+    def _budget(self, sink) -> Budget:
+        c = self.config
+        if (c.max_cost is not None or c.max_total_cost is not None) and not self.price.known:
+            raise ConfigError(f"no price is known for model {c.model!r}, so --max-cost / "
+                              "--max-total-cost cannot be enforced: pass --price-in and "
+                              "--price-out (0 for a free local model)")
+        spent_before = 0.0
+        if c.max_total_cost is not None:
+            if sink is None or not hasattr(sink, "total_spend"):
+                raise ConfigError("--max-total-cost caps the spend recorded in a label store: "
+                                  "pass --store")
+            spent_before = sink.total_spend()
+        return Budget(self.price, c.max_cost, c.max_total_cost, spent_before)
 
     async def label(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                     passages: Mapping[str, Any], sink: JudgmentSink | None = None, *,
@@ -325,10 +350,18 @@ class Labeller:
         """Label every pair (x samples) not yet settled in the sink; see the module doc."""
         start = time.perf_counter()
         self._check_inputs(pairs, queries, passages)
-        report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known)
-        todo, report.already_done = self._items(pairs, sink)
+        report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
+                             endpoint=self.endpoint.display)
+        self.budget = self._budget(sink)
+        todo, report.already_done, report.already_failed = self._items(pairs, sink)
         report.items = len(todo) + report.already_done
-        self._stop = None
+        self._stop = self._fatal = None
+        self._preflight: asyncio.Future | None = None
+        self._gate: asyncio.Event | None = None
+        self.breaker = CircuitBreaker(self.config.breaker_after)
+        self.caps = self._make_caps()
+        spend_run = sink.open_spend(self.judge_id, self.endpoint.display) \
+            if sink is not None and hasattr(sink, "open_spend") else None
         queue = iter(todo)  # shared by the workers (one thread: no two take the same item)
         pending: list[LabelEvent] = []
         bar = _Progress(len(todo), progress)
@@ -337,13 +370,18 @@ class Labeller:
             if pending and sink is not None:
                 sink.add_events(pending)
             pending.clear()
+            if spend_run is not None:
+                sink.update_spend(spend_run, report.calls, report.tokens_in, report.tokens_out,
+                                  report.cost)
 
         client = ChatClient(base_url=self.config.base_url,
                             api_key=self.config.api_key.get_secret_value()
                             if self.config.api_key else None, model=self.config.model,
                             timeout=self.config.timeout, max_attempts=self.config.max_attempts,
                             backoff=self.config.backoff, connections=self.config.concurrency,
-                            transport=self.config.transport)
+                            transport=self.config.transport, ca_bundle=self.config.ca_bundle,
+                            client_cert=self.config.client_cert,
+                            client_key=self.config.client_key)
         limiter = RateLimiter(self.config.rpm, self.config.tpm)
 
         async def worker() -> None:
@@ -357,11 +395,13 @@ class Labeller:
                     report.not_sent += 1
                     self._stop = self._stop or "budget"
                     continue
+                except _NotSent:
+                    report.not_sent += 1
+                    continue
                 report.events.append(event)
                 pending.append(event)
                 if event.grade is None:
-                    report.failed += 1
-                    report.failure_reasons[_failure_kind(event.failure)] += 1
+                    report.add_failure(event)
                 else:
                     report.labelled += 1
                 if len(pending) >= 64:
@@ -369,8 +409,8 @@ class Labeller:
                 bar.advance(report)
 
         loop = asyncio.get_running_loop()
-        self._io = ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache")
-        interrupted = _on_sigint(loop, self)
+        self._cache.start()
+        interrupted = OnSigint(loop, self)
         try:
             with bar:
                 await asyncio.gather(*(worker() for _ in range(min(self.config.concurrency,
@@ -379,100 +419,13 @@ class Labeller:
             flush()
             interrupted.restore()
             await client.close()
-            if self._cache is not None:
-                await loop.run_in_executor(self._io, self._cache.close)  # that thread's handle
-                self._cache.close()
-                self._cache = None
-            self._io.shutdown()
-            self._io = None
+            await self._cache.close()
         report.stop_reason = self._stop
         report.elapsed = time.perf_counter() - start
-        if self._stop and self._stop.startswith("fatal"):
-            raise LLMError(f"the endpoint refused the job ({self._stop[7:]}); "
-                           f"{report.labelled} labels were saved before it stopped")
+        if self._fatal:
+            raise LLMError(f"stopped: {self._fatal}; {report.labelled} labels were saved "
+                           "before it stopped")
         return report
-
-
-def _host(url: str | None) -> str:
-    """The endpoint's host, never its credentials or path."""
-    if not url:
-        return "api.openai.com"
-    from urllib.parse import urlsplit
-
-    return urlsplit(url).hostname or "?"
-
-
-class _on_sigint:
-    """First Ctrl-C: stop starting calls, finish those in flight, save. Second: default."""
-
-    def __init__(self, loop, labeller: Labeller):
-        self.loop = loop
-        self.active = False
-        try:
-            loop.add_signal_handler(signal.SIGINT, self._handle, labeller)
-            self.active = True
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-
-    def _handle(self, labeller: Labeller) -> None:
-        labeller._stop = "interrupted"
-        self.restore()
-
-    def restore(self) -> None:
-        if self.active:
-            self.loop.remove_signal_handler(signal.SIGINT)
-            self.active = False
-
-
-class _Progress:
-    """A rich progress bar (done/total, rate, ETA, spend, failures); silent when off."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.bar = None
-        if enabled and total:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(TextColumn("labelling"), BarColumn(), MofNCompleteColumn(),
-                                TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(),
-                                TextColumn("ETA"), TimeRemainingColumn(),
-                                TextColumn("${task.fields[spend]:.4f}"),
-                                TextColumn("[red]{task.fields[failed]} failed"), transient=False)
-            self.task = self.bar.add_task("label", total=total, spend=0.0, failed=0, rate="-")
-            self.start = self.shown = time.perf_counter()
-            self.pending, self.report = 0, None  # advanced but not yet shown
-
-    def advance(self, report: LabelReport) -> None:
-        if self.bar is None:
-            return
-        self.pending += 1
-        self.report = report
-        if time.perf_counter() - self.shown >= 0.05:  # at most 20 redraws a second
-            self._show()
-
-    def _show(self) -> None:
-        now, r = time.perf_counter(), self.report
-        rate = (r.labelled + r.failed) / max(1e-9, now - self.start)
-        self.bar.update(self.task, advance=self.pending, spend=r.cost, failed=r.failed,
-                        rate=f"{rate:.1f}")
-        self.pending, self.shown = 0, now
-
-    def __enter__(self):
-        if self.bar is not None:
-            self.bar.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            if self.pending:
-                self._show()
-            self.bar.__exit__(*exc)
 
 
 def label_pairs(config: JudgeConfig, pairs: Sequence[tuple[str, str]],

@@ -1,31 +1,31 @@
 """How a chat-completions request travels: one JSON POST, answered by (status, headers, body).
 
-The openai SDK decides where and how to call (base URL and ``OPENAI_*`` settings, headers,
-auth) and what a failure is (its exception classes); a transport only carries the bytes:
+A transport only carries bytes; the client (``reljudge.judge.client``) decides the URL, the
+headers and what an answer means. Two transports, one behaviour:
 
 - ``aiohttp`` (the default): one ``aiohttp`` session with a pool as large as the concurrency.
   At 128 concurrent calls the SDK's own request path (option models, httpx request and
   response objects) cost 1-2.5 ms of CPU per call and capped a labelling run at 55-75 % of
   the endpoint's capacity; this path costs a fraction of that (``bench/labeller.py``).
-- ``httpx``: the SDK's own HTTP client class (``openai.DefaultAsyncHttpxClient``), for
+- ``httpx``: the openai SDK's own HTTP client class (``openai.DefaultAsyncHttpxClient``), for
   environments where aiohttp is unwelcome.
 
-Both raise the SDK's exceptions: ``APITimeoutError`` when the whole call exceeds the timeout,
-``APIConnectionError`` for refused, reset or dropped connections, ``APIStatusError``
-subclasses (``RateLimitError``, ``InternalServerError``...) for HTTP errors.
+Both use one SSL context (the system trust store, plus ``--ca-bundle`` and an optional client
+certificate), the same proxy settings (``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` /
+``NO_PROXY``), and fail the same way: a ``CallFailed`` of kind ``connection`` (refused, reset,
+closed mid-answer), ``tls`` (certificate or handshake: the detail says which) or ``timeout``
+(the whole call took longer than the timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
+import ssl
+from pathlib import Path
 from typing import Any, Protocol
 
-import httpx2  # the openai SDK's HTTP library
-import openai
-
 from reljudge.errors import ConfigError
+from reljudge.judge.failures import CallFailed, FailureKind
 
 try:  # imported with the judge, not inside the first call (it takes a while)
     import aiohttp
@@ -34,16 +34,13 @@ except ImportError:  # pragma: no cover - a core dependency; httpx still works w
 
 TRANSPORTS = ("auto", "aiohttp", "httpx")
 
-_STATUS_ERRORS = {400: openai.BadRequestError, 401: openai.AuthenticationError,
-                  403: openai.PermissionDeniedError, 404: openai.NotFoundError,
-                  409: openai.ConflictError, 422: openai.UnprocessableEntityError,
-                  429: openai.RateLimitError}
-
 
 class Transport(Protocol):
-    """Sends one request body; returns (status, headers, body) or raises an SDK error."""
+    """Sends one request body; returns (status, headers, body) or raises CallFailed."""
 
     async def post(self, body: bytes) -> tuple[int, Any, bytes]: ...
+
+    async def get(self, url: str, timeout: float) -> int: ...
 
     async def close(self) -> None: ...
 
@@ -57,41 +54,40 @@ def resolve_transport(name: str) -> str:
     return "httpx" if aiohttp is None else "aiohttp"
 
 
+def ssl_context(ca_bundle: str | Path | None = None, client_cert: str | Path | None = None,
+                client_key: str | Path | None = None) -> ssl.SSLContext:
+    """The one SSL context of a run: the system's trusted CAs (``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR`` honoured), plus a CA bundle and a client certificate when given."""
+    ctx = ssl.create_default_context()
+    if ca_bundle:
+        try:
+            ctx.load_verify_locations(cafile=str(ca_bundle))
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"--ca-bundle {ca_bundle}: cannot load the certificates: "
+                              f"{e}") from None
+    if client_cert:
+        try:
+            ctx.load_cert_chain(str(client_cert), str(client_key) if client_key else None)
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"--client-cert {client_cert}: cannot load the certificate "
+                              f"and its key: {e}") from None
+    return ctx
+
+
 def open_transport(name: str, url: str, headers: dict[str, str], *, connections: int,
-                   timeout: float) -> Transport:
-    """A transport posting to ``url`` with ``headers``; ``timeout`` bounds each whole call."""
+                   timeout: float, ssl_ctx: ssl.SSLContext | None = None) -> Transport:
+    """A transport posting to ``url`` with ``headers``; ``timeout`` bounds each whole call;
+    ``ssl_ctx`` (from ``ssl_context``) is used for HTTPS (None: the library default)."""
     name = resolve_transport(name)
     if name == "aiohttp":
-        return AiohttpTransport(url, headers, connections=connections, timeout=timeout)
-    return HttpxTransport(url, headers, connections=connections, timeout=timeout)
-
-
-def status_error(url: str, status: int, headers: Any, content: bytes) -> openai.APIStatusError:
-    """The SDK's exception for an HTTP error answer (same classes and body as the SDK's own)."""
-    response = httpx2.Response(status, headers=list(headers.items()), content=content,
-                               request=httpx2.Request("POST", url))
-    body: Any = response.text.strip() or None
-    with contextlib.suppress(ValueError):  # not JSON: keep the text
-        body = json.loads(body) if body else None
-    error = body.get("error", body) if isinstance(body, dict) else body
-    message = error.get("message") if isinstance(error, dict) else None
-    cls = _STATUS_ERRORS.get(status) or (openai.InternalServerError if status >= 500
-                                         else openai.APIStatusError)
-    return cls(f"Error code: {status}" + (f" - {message}" if message else ""),
-               response=response, body=error)
-
-
-def _timeout(url: str) -> openai.APITimeoutError:
-    return openai.APITimeoutError(request=httpx2.Request("POST", url))
-
-
-def _connection(url: str, exc: BaseException) -> openai.APIConnectionError:
-    return openai.APIConnectionError(message=f"Connection error: {type(exc).__name__}",
-                                     request=httpx2.Request("POST", url))
+        return AiohttpTransport(url, headers, connections=connections, timeout=timeout,
+                                ssl_ctx=ssl_ctx)
+    return HttpxTransport(url, headers, connections=connections, timeout=timeout,
+                          ssl_ctx=ssl_ctx)
 
 
 def env_proxy(url: str) -> str | None:
-    """The proxy that HTTP(S)_PROXY / NO_PROXY name for this URL, as httpx would use.
+    """The proxy that HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY name for this URL.
 
     Looked up once per run: aiohttp's own ``trust_env`` looks it (and ~/.netrc) up in a worker
     thread on every request, two thread hops per call.
@@ -100,25 +96,60 @@ def env_proxy(url: str) -> str | None:
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
-    proxy = urllib.request.getproxies().get(parts.scheme)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
     if proxy and parts.hostname and urllib.request.proxy_bypass(parts.hostname):
         return None
     return proxy
 
 
+def _tls_cause(exc: BaseException) -> ssl.SSLError | None:
+    """The SSL error somewhere in an exception's chain, if any."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, ssl.SSLError):
+            return exc
+        if aiohttp is not None and isinstance(exc, aiohttp.ClientSSLError):
+            inner = getattr(exc, "os_error", None) or getattr(exc, "certificate_error", None)
+            return inner if isinstance(inner, ssl.SSLError) else ssl.SSLError(str(exc))
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def connection_failure(url: str, exc: BaseException) -> CallFailed:
+    """A CallFailed for an exception raised while sending: tls when SSL is the cause."""
+    tls = _tls_cause(exc)
+    if tls is not None:
+        why = getattr(tls, "verify_message", None) or getattr(tls, "reason", None) or str(tls)
+        return CallFailed(FailureKind.TLS, f"TLS error: {why}", url=url)
+    cause = str(exc) or type(exc).__name__
+    return CallFailed(FailureKind.CONNECTION, f"connection error: {cause}", url=url)
+
+
+def timeout_failure(url: str, timeout: float) -> CallFailed:
+    """A CallFailed for a call that took longer than ``timeout`` seconds."""
+    return CallFailed(FailureKind.TIMEOUT, f"timeout: no answer within {timeout:g} s", url=url)
+
+
 class AiohttpTransport:
     """Posts through one aiohttp session (opened inside the running event loop)."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, connections: int, timeout: float):
+    def __init__(self, url: str, headers: dict[str, str], *, connections: int, timeout: float,
+                 ssl_ctx: ssl.SSLContext | None):
         self.url, self.headers = url, headers
-        self.connections, self.timeout = connections, timeout
+        self.connections, self.timeout, self.ssl = connections, timeout, ssl_ctx
         self._session = None
-        self._proxy: str | None = None
+        self._proxy = env_proxy(url)
+        if self._proxy and not self._proxy.startswith(("http://", "https://")):
+            raise ConfigError(f"proxy {self._proxy}: the aiohttp transport reaches endpoints "
+                              "through HTTP(S) proxies only; use --transport httpx (with "
+                              "httpx's socks support installed) or an HTTP proxy")
 
     def _open(self):
-        self._proxy = env_proxy(self.url)
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.connections),
+            connector=aiohttp.TCPConnector(limit=self.connections,
+                                           ssl=self.ssl if self.ssl is not None else True),
             timeout=aiohttp.ClientTimeout(total=self.timeout))
         return self._session
 
@@ -129,9 +160,22 @@ class AiohttpTransport:
                                     proxy=self._proxy) as r:
                 return r.status, r.headers, await r.read()
         except asyncio.TimeoutError:  # also aiohttp's ServerTimeoutError
-            raise _timeout(self.url) from None
-        except (aiohttp.ClientError, OSError) as e:  # refused, reset, closed mid-answer
-            raise _connection(self.url, e) from e
+            raise timeout_failure(self.url, self.timeout) from None
+        except (aiohttp.ClientError, OSError) as e:  # refused, reset, closed mid-answer, TLS
+            raise connection_failure(self.url, e) from None
+
+    async def get(self, url: str, timeout: float) -> int:
+        """The status of a GET (the pre-flight check); raises CallFailed like post."""
+        session = self._session or self._open()
+        try:
+            async with session.get(url, headers=self.headers, proxy=self._proxy,
+                                   timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+                await r.read()
+                return r.status
+        except asyncio.TimeoutError:
+            raise timeout_failure(url, timeout) from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise connection_failure(url, e) from None
 
     async def close(self) -> None:
         if self._session is not None:
@@ -140,23 +184,39 @@ class AiohttpTransport:
 
 
 class HttpxTransport:
-    """Posts through the SDK's own httpx client class."""
+    """Posts through the openai SDK's own httpx client class."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, connections: int, timeout: float):
+    def __init__(self, url: str, headers: dict[str, str], *, connections: int, timeout: float,
+                 ssl_ctx: ssl.SSLContext | None):
+        import httpx2  # the openai SDK's HTTP library
+        import openai
+
+        self._httpx = httpx2
         self.url, self.headers, self.timeout = url, headers, timeout
         limits = httpx2.Limits(max_connections=connections,
                                max_keepalive_connections=connections)
-        self._client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
+        self._client = openai.DefaultAsyncHttpxClient(
+            limits=limits, timeout=timeout, **({"verify": ssl_ctx} if ssl_ctx else {}))
 
     async def post(self, body: bytes) -> tuple[int, Any, bytes]:
         try:  # httpx bounds each read and write; the whole call is bounded here
             r = await asyncio.wait_for(self._client.post(self.url, content=body,
                                                          headers=self.headers), self.timeout)
-        except (asyncio.TimeoutError, httpx2.TimeoutException):
-            raise _timeout(self.url) from None
-        except httpx2.TransportError as e:  # refused, reset, closed mid-answer
-            raise _connection(self.url, e) from e
+        except (asyncio.TimeoutError, self._httpx.TimeoutException):
+            raise timeout_failure(self.url, self.timeout) from None
+        except (self._httpx.TransportError, OSError) as e:  # refused, reset, TLS...
+            raise connection_failure(self.url, e) from None
         return r.status_code, r.headers, r.content
+
+    async def get(self, url: str, timeout: float) -> int:
+        """The status of a GET (the pre-flight check); raises CallFailed like post."""
+        try:
+            r = await asyncio.wait_for(self._client.get(url, headers=self.headers), timeout)
+        except (asyncio.TimeoutError, self._httpx.TimeoutException):
+            raise timeout_failure(url, timeout) from None
+        except (self._httpx.TransportError, OSError) as e:
+            raise connection_failure(url, e) from None
+        return r.status_code
 
     async def close(self) -> None:
         await self._client.aclose()

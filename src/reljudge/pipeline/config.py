@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
@@ -45,20 +45,34 @@ class PoolSection(_Section):
     depth: int = Field(10, ge=1)
 
 
-class JudgeSection(_Section):
-    """The LLM judge. Endpoint and key come from here, flags or OPENAI_* variables."""
+#: JudgeConfig fields a pipeline file does not hold: the key stays out of files (flag or
+#: OPENAI_API_KEY), the cache folder is [output] cache_dir
+JUDGE_NOT_IN_FILE = ("api_key", "cache_dir")
 
-    model: str | None = None
-    base_url: str | None = None
-    prompt: str = "umbrela"
-    samples: int = Field(1, ge=1)
-    aggregate: str = "majority"
-    temperature: float = 0.0
-    concurrency: int = Field(16, ge=1)
-    transport: Literal["auto", "aiohttp", "httpx"] = "auto"
-    max_cost: float | None = Field(None, ge=0)
-    logprobs: bool = False
-    enabled: bool = True
+
+def _judge_section() -> type[_Section]:
+    """The [judge] section, generated from JudgeConfig: every judge setting but the key and
+    the cache folder, the model optional (flag or OPENAI_MODEL), plus ``enabled``."""
+    from pydantic import create_model
+    from pydantic.fields import FieldInfo
+
+    from reljudge.judge.config import JudgeConfig
+
+    fields: dict = {}
+    for name, info in JudgeConfig.model_fields.items():
+        if name in JUDGE_NOT_IN_FILE:
+            continue
+        if name == "model":
+            fields[name] = (str | None, Field(None, description=info.description))
+        else:
+            fields[name] = (info.annotation, FieldInfo.merge_field_infos(info))
+    fields["enabled"] = (bool, Field(True, description="label with the LLM at all"))
+    return create_model("JudgeSection", __base__=_Section, __module__=__name__,
+                        __doc__="The LLM judge (generated from JudgeConfig). Endpoint and key "
+                                "come from here, flags or OPENAI_* variables.", **fields)
+
+
+JudgeSection = _judge_section()
 
 
 class MergeSection(_Section):
@@ -189,7 +203,6 @@ def judge_config(config: PipelineConfig, *, model: str | None = None,
     api_key = api_key or os.environ.get("OPENAI_API_KEY")
     if not model or not (base_url or api_key):
         return None
-    return JudgeConfig.from_env(
-        model=model, base_url=base_url, api_key=api_key, prompt=j.prompt, samples=j.samples,
-        aggregate=j.aggregate, temperature=j.temperature, concurrency=j.concurrency,
-        transport=j.transport, max_cost=j.max_cost, logprobs=j.logprobs, cache_dir=config.path(config.output.cache_dir))
+    settings = j.model_dump(exclude={"enabled", "model", "base_url"})
+    return JudgeConfig.from_env(model=model, base_url=base_url, api_key=api_key,
+                                cache_dir=config.path(config.output.cache_dir), **settings)

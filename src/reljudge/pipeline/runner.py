@@ -117,6 +117,8 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
                 + (f" ({dict(report.failure_reasons)})" if report.failed else "")
                 + f", ${report.cost:.4f}" + (f"; stopped: {report.stop_reason}"
                                              if report.stop_reason else ""))
+            for kind, example in report.failure_examples.items():
+                say(f"[label]   {report.failure_reasons[kind]} {kind}, e.g. {example}")
 
         # 3. merge
         key = fingerprint("merge", config.merge.model_dump(), store.fingerprint())

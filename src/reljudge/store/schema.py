@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -76,7 +76,18 @@ CREATE TABLE derivations (id INTEGER PRIMARY KEY,
 CREATE INDEX derivations_source ON derivations (source);
 """
 
-MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4}  # from version -> script to the next version
+# Version 5: a failed judgment's kind has its own column (reljudge.judge.failures), and every
+# labelling run records what it spent (the spend ledger), so spend is capped across runs.
+V4_TO_V5 = """
+ALTER TABLE events ADD COLUMN failure_kind TEXT;
+CREATE TABLE spend (id INTEGER PRIMARY KEY, source INTEGER NOT NULL REFERENCES sources (id),
+                    endpoint TEXT, started_at REAL NOT NULL, updated_at REAL NOT NULL,
+                    calls INTEGER NOT NULL DEFAULT 0, tokens_in INTEGER NOT NULL DEFAULT 0,
+                    tokens_out INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0);
+CREATE INDEX spend_source ON spend (source);
+"""
+
+MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5}  # from version -> the next
 
 
 def current_version(conn: sqlite3.Connection) -> int:

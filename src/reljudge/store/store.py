@@ -20,7 +20,7 @@ from reljudge.store.schema import migrate
 from reljudge.types import RETRACTED, SOURCE_KINDS, LabelEvent
 
 _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
-               "tokens_out, cost, latency, created_at, meta, batch")
+               "tokens_out, cost, latency, created_at, meta, batch, failure_kind")
 
 # An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
 # join this to ``events e`` and keep the rows where _STANDING holds.
@@ -157,10 +157,11 @@ class LabelStore:
                      None if e.probs is None else json.dumps(list(e.probs)),
                      e.expected_grade, e.tokens_in, e.tokens_out, e.cost, e.latency,
                      e.created_at if e.created_at is not None else now,
-                     None if e.meta is None else json.dumps(e.meta, sort_keys=True), batch)
+                     None if e.meta is None else json.dumps(e.meta, sort_keys=True), batch,
+                     e.failure_kind)
                     for e in events]
             self.conn.executemany(f"INSERT INTO events ({_EVENT_COLS}) VALUES "
-                                  f"({','.join('?' * 16)})", rows)
+                                  f"({','.join('?' * 17)})", rows)
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback_and_forget()
@@ -327,7 +328,8 @@ class LabelStore:
         """Label events in the order they were added, optionally filtered."""
         sql = ("SELECT q.qid, p.docid, e.grade, s.kind, s.name, e.sample, e.raw, e.probs, "
                "e.expected, e.tokens_in, e.tokens_out, e.cost, e.latency, e.failure, "
-               "e.created_at, e.meta FROM events e JOIN queries q ON q.id = e.q "
+               "e.created_at, e.meta, e.failure_kind FROM events e "
+               "JOIN queries q ON q.id = e.q "
                "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1")
         args: list = []
         if kind is not None:
@@ -342,7 +344,7 @@ class LabelStore:
             yield LabelEvent(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
                              None if r[7] is None else tuple(json.loads(r[7])), r[8], r[9],
                              r[10], r[11], r[12], r[13], r[14],
-                             None if r[15] is None else json.loads(r[15]))
+                             None if r[15] is None else json.loads(r[15]), r[16])
 
     def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
         """Every successful label not retracted since, as (qid, docid, kind, source, sample,
@@ -473,6 +475,51 @@ class LabelStore:
         passages = {d: t for d, t in self.conn.execute("SELECT docid, text FROM passages")
                     if d in ds}
         return queries, passages
+
+    def current_failures(self) -> list[tuple[str, str, str, int, str, str]]:
+        """Judgments whose latest event failed and that no grade settled (per pair, source
+        and sample): (qid, docid, source, sample, kind, detail). Kind is None for failures
+        recorded before kinds had a column."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
+            "JOIN (SELECT max(id) AS id, max(grade IS NOT NULL) AS graded FROM events "
+            "GROUP BY q, d, source, sample) last ON last.id = e.id "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND NOT last.graded "
+            "ORDER BY e.id").fetchall()
+
+    # -- the spend ledger --------------------------------------------------------------------
+    def open_spend(self, judge: str, endpoint: str) -> int:
+        """Start a labelling run's line in the spend ledger; returns its id."""
+        now = time.time()
+        self._begin()
+        try:
+            cur = self.conn.execute(
+                "INSERT INTO spend (source, endpoint, started_at, updated_at) VALUES (?,?,?,?)",
+                (self._source_id("llm", judge), endpoint, now, now))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback_and_forget()
+            raise
+        return int(cur.lastrowid)
+
+    def update_spend(self, run: int, calls: int, tokens_in: int, tokens_out: int,
+                     cost: float) -> None:
+        """What a run has spent so far (its totals, not an increment)."""
+        self.conn.execute("UPDATE spend SET calls = ?, tokens_in = ?, tokens_out = ?, cost = ?, "
+                          "updated_at = ? WHERE id = ?",
+                          (calls, tokens_in, tokens_out, cost, time.time(), run))
+
+    def total_spend(self) -> float:
+        """USD spent by every labelling run recorded in this store."""
+        return float(self.conn.execute("SELECT coalesce(sum(cost), 0) FROM spend").fetchone()[0])
+
+    def spend(self) -> list[tuple[str, int, int, int, int, float]]:
+        """Per judge: (source, runs, calls, tokens in, tokens out, USD spent)."""
+        return self.conn.execute(
+            "SELECT s.name, count(*), sum(l.calls), sum(l.tokens_in), sum(l.tokens_out), "
+            "sum(l.cost) FROM spend l JOIN sources s ON s.id = l.source "
+            "GROUP BY l.source ORDER BY s.name").fetchall()
 
     # -- merging --------------------------------------------------------------------------
     def merge(self, policy: str = "human-first", aggregate: str = "majority",

@@ -70,6 +70,40 @@ class Reply:
                    headers or {})
 
 
+#: request features a server may reject, and how a request shows it uses them
+FEATURES = {
+    "json_schema": lambda b: (b.get("response_format") or {}).get("type") == "json_schema",
+    "json_object": lambda b: (b.get("response_format") or {}).get("type") == "json_object",
+    "logprobs": lambda b: "logprobs" in b or "top_logprobs" in b,
+    "seed": lambda b: "seed" in b,
+    "max_tokens": lambda b: "max_tokens" in b,
+    "max_completion_tokens": lambda b: "max_completion_tokens" in b,
+}
+
+
+def rejecting(features: set[str] | list[str], handler: Callable | None = None, *,
+              status: int = 500) -> Callable:
+    """A handler that rejects requests using any of ``features`` (see FEATURES) the way
+    llama-cpp-python's server rejects ``response_format: json_schema``: an HTTP ``status``
+    whose body is a validation error naming the field; other requests go to ``handler``."""
+    handler = handler or (lambda req: Reply.text("final score: 1"))
+    unknown = set(features) - set(FEATURES)
+    if unknown:
+        raise ValueError(f"unknown features {sorted(unknown)}; known: {sorted(FEATURES)}")
+
+    def reject(req: Request) -> Reply:
+        for name in features:
+            if FEATURES[name](req.body):
+                field = {"json_schema": "response_format", "json_object": "response_format",
+                         "logprobs": "top_logprobs" if "top_logprobs" in req.body
+                         else "logprobs"}.get(name, name)
+                detail = (f"1 validation error for CreateChatCompletionRequest\n{field}\n  "
+                          f"Input should be a valid value, {name} is not supported")
+                return Reply.error(status, detail, code="invalid_request")
+        return handler(req)
+    return reject
+
+
 @dataclass
 class Request:
     """One request the server received."""
@@ -89,10 +123,16 @@ class Request:
 class FakeOpenAI:
     """A threaded HTTP server speaking enough of the OpenAI chat-completions API."""
 
-    def __init__(self, handler: Callable[[Request], Reply] | None = None, *, delay: float = 0.0):
+    def __init__(self, handler: Callable[[Request], Reply] | None = None, *, delay: float = 0.0,
+                 certfile: str | None = None, keyfile: str | None = None,
+                 client_ca: str | None = None):
+        """``certfile``/``keyfile`` (PEM): serve HTTPS with that certificate; ``client_ca``:
+        and require a client certificate signed by it (mutual TLS)."""
+        self.scheme = "https" if certfile else "http"
         self.handler = handler or (lambda req: Reply.text("final score: 1"))
         self.delay = delay
         self.requests: list[Request] = []
+        self.gets: list[str] = []  # paths of GET requests (the labeller's pre-flight check)
         self._lock = threading.Lock()
         server = self
 
@@ -101,6 +141,8 @@ class FakeOpenAI:
             disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
 
             def do_GET(self) -> None:
+                with server._lock:
+                    server.gets.append(self.path)
                 data = json.dumps({"calls": server.calls}).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
@@ -122,7 +164,7 @@ class FakeOpenAI:
                               time.time())
                 with server._lock:
                     server.requests.append(req)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
                     reply = Reply.error(404, f"no route {self.path}")
                 else:
                     reply = server.handler(req)
@@ -156,13 +198,22 @@ class FakeOpenAI:
             request_queue_size = 512
 
         self._server = Server(("127.0.0.1", 0), Handler)
+        if certfile:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(certfile, keyfile)
+            if client_ca:
+                ctx.verify_mode = ssl.CERT_REQUIRED
+                ctx.load_verify_locations(client_ca)
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
         """The URL to give the openai client (ends in /v1)."""
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self.scheme}://{host}:{port}/v1"
 
     @property
     def calls(self) -> int:

@@ -1,0 +1,75 @@
+"""The answer cache: every paid answer kept on disk under the exact request, and identical
+requests in flight sent once.
+
+The key is the resolved endpoint (base URL after flags and ``OPENAI_BASE_URL``), the model,
+the messages, the parameters actually sent (so the features an endpoint accepted are part of
+it) and the sample index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+# json.dumps(..., sort_keys=True, ensure_ascii=False), without building an encoder per call
+_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+
+
+def cache_key(base_url: str, model: str, messages: list[dict], params: dict,
+              sample: int) -> str:
+    """The cache key of one request."""
+    blob = _KEY_JSON.encode({"base_url": base_url.rstrip("/"), "model": model,
+                             "messages": messages, "params": params, "sample": sample})
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class AnswerCache:
+    """A diskcache of answers, plus the futures of identical requests in flight."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.inflight: dict[str, asyncio.Future] = {}
+        self._cache = None
+        self._io: ThreadPoolExecutor | None = None  # the writer thread during a run
+
+    def store(self):
+        """The diskcache (opened on first use)."""
+        if self._cache is None:
+            import diskcache
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            # paid answers are never evicted, and no eviction bookkeeping is paid for per call
+            self._cache = diskcache.Cache(str(self.folder), eviction_policy="none")
+        return self._cache
+
+    def get(self, key: str) -> dict | None:
+        """The cached answer of a request, if any."""
+        return self.store().get(key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.store()
+
+    def start(self) -> None:
+        """Open the writer thread for a run."""
+        self._io = ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache")
+
+    async def put(self, key: str, value: dict[str, Any]) -> None:
+        """Cache a paid answer. SQLite's work runs on the run's cache thread (it releases the
+        GIL), so the event loop keeps serving the other calls meanwhile."""
+        await asyncio.get_running_loop().run_in_executor(self._io, self.store().set, key,
+                                                          value)
+
+    async def close(self) -> None:
+        """Close the cache (from its writer thread too) and stop that thread."""
+        if self._cache is not None:
+            if self._io is not None:
+                await asyncio.get_running_loop().run_in_executor(self._io, self._cache.close)
+            self._cache.close()
+            self._cache = None
+        if self._io is not None:
+            self._io.shutdown()
+            self._io = None

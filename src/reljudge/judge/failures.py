@@ -1,0 +1,154 @@
+"""Why a judgment failed, as data: the failure kinds and the rules that follow from them.
+
+A failed judgment is recorded with a kind (its own store column) and a detail text. Every
+decision about a failure (retry it now, ask it again on resume, stop the job) reads the kind,
+never the wording of the detail.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+
+class FailureKind(str, enum.Enum):
+    """What went wrong with one judgment."""
+
+    CONNECTION = "connection"  # refused, reset, closed mid-answer, DNS, proxy
+    TLS = "tls"  # certificate or handshake failure: fatal, never retried
+    TIMEOUT = "timeout"  # the whole call took longer than --timeout
+    HTTP_STATUS = "http_status"  # an HTTP error answer other than 429
+    RATE_LIMITED = "rate_limited"  # HTTP 429
+    REFUSED = "refused"  # the model refused or a content filter stopped the answer
+    UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
+    BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: failures of the call itself: asked again on the next run (the endpoint may be back)
+CALL_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS, FailureKind.TIMEOUT,
+                        FailureKind.HTTP_STATUS, FailureKind.RATE_LIMITED, FailureKind.BUDGET})
+#: failures of the answer (the model spoke): asked again only with --retry-failed
+ANSWER_KINDS = frozenset({FailureKind.REFUSED, FailureKind.UNPARSEABLE})
+#: kinds that say the endpoint itself is unusable: they feed the circuit breaker at once
+ENDPOINT_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS})
+
+#: HTTP statuses worth another attempt (OpenAI's own SDK retries the same ones)
+RETRY_STATUSES = frozenset({408, 409, 429})
+#: HTTP statuses that mean the job cannot work at all (bad key, no access, unknown model)
+FATAL_STATUSES = frozenset({401, 403, 404})
+
+
+class CallFailed(Exception):
+    """A call that produced no usable answer.
+
+    ``status``/``headers`` are set for HTTP error answers (the retry policy reads them),
+    ``feature`` when the error names a request feature the endpoint rejects, ``fatal`` when
+    the job cannot go on (auth, unknown model, TLS).
+    """
+
+    def __init__(self, kind: FailureKind, detail: str, *, url: str = "", attempts: int = 1,
+                 status: int | None = None, headers: Mapping[str, str] | None = None,
+                 feature: str | None = None, fatal: bool = False):
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.url = url
+        self.attempts = attempts
+        self.status = status
+        self.headers: Mapping[str, str] = headers or {}
+        self.feature = feature
+        self.fatal = fatal or kind is FailureKind.TLS or status in FATAL_STATUSES
+        self.gave_up = False  # set by the retry policy: retryable, but attempts ran out
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        """What makes two failures 'the same error' for the circuit breaker."""
+        return (self.kind, self.status, self.detail)
+
+    def describe(self) -> str:
+        """The recorded detail text: the cause, and the attempts when the policy gave up."""
+        if self.gave_up:
+            return (f"{self.detail} (gave up after {self.attempts} "
+                    f"attempt{'s' if self.attempts != 1 else ''})")
+        return self.detail
+
+
+def asked_again(kind: str | None, detail: str | None, retry_failed: bool) -> bool:
+    """Whether a recorded failure is asked again by a new run (resume)."""
+    resolved = _kind(kind, detail)
+    return retry_failed or resolved in CALL_KINDS
+
+
+def _kind(kind: str | None, detail: str | None) -> FailureKind:
+    if kind is not None:
+        try:
+            return FailureKind(kind)
+        except ValueError:
+            return FailureKind.HTTP_STATUS
+    return legacy_kind(detail or "")
+
+
+def legacy_kind(detail: str) -> FailureKind:
+    """The kind of a failure recorded before kinds had their own column (store schema < 5).
+
+    The only place failure text is read: older stores have nothing else to go by.
+    """
+    if detail.startswith(("gave up after", "malformed response")):
+        return FailureKind.CONNECTION if "connection" in detail else FailureKind.HTTP_STATUS
+    if detail.startswith("timeout"):
+        return FailureKind.TIMEOUT
+    if detail.startswith("connection error"):
+        return FailureKind.CONNECTION
+    if detail.startswith("HTTP "):
+        return FailureKind.HTTP_STATUS
+    if detail.startswith("refused"):
+        return FailureKind.REFUSED
+    return FailureKind.UNPARSEABLE
+
+
+class CircuitBreaker:
+    """Stops a job whose calls keep failing the same way.
+
+    Trips when ``threshold`` failures in a row were each an endpoint failure (connection,
+    TLS) or identical to the one before. Until the first answer of a run it hears of every
+    failed attempt (so a job whose first calls all fail stops within one call's retries);
+    after that, of calls whose attempts ran out. An answer resets it.
+    """
+
+    def __init__(self, threshold: int):
+        self.threshold = threshold
+        self.streak = 0
+        self.last: CallFailed | None = None
+        self.answered = False  # some call of this run got an answer
+        self.tripped = False
+
+    def success(self) -> None:
+        """A call got an answer."""
+        self.streak, self.last, self.answered = 0, None, True
+
+    def failure(self, exc: CallFailed) -> bool:
+        """Count a failure; True when the breaker trips (and from then on)."""
+        same = self.last is not None and self.last.signature == exc.signature
+        endpoint_down = exc.kind in ENDPOINT_KINDS and (self.last is None or
+                                                       self.last.kind in ENDPOINT_KINDS)
+        self.streak = self.streak + 1 if (same or endpoint_down or self.last is None) else 1
+        self.last = exc
+        self.tripped = self.tripped or (self.threshold > 0 and self.streak >= self.threshold)
+        return self.tripped
+
+    def attempt_failed(self, exc: CallFailed) -> bool:
+        """A failed attempt (retries may follow): counted until the run's first answer
+        (a rejected feature is not: the run falls back). True when retries should stop."""
+        if not self.tripped and not self.answered and exc.feature is None:
+            self.failure(exc)
+        return self.tripped
+
+    def call_failed(self, exc: CallFailed) -> bool:
+        """A call whose attempts ended in failure; True when the job must stop."""
+        if self.tripped or (not self.answered and exc.feature is None):
+            return self.tripped  # before the first answer its attempts were counted already
+        return self.failure(exc)

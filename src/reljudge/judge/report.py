@@ -1,0 +1,82 @@
+"""What a labelling job did (LabelReport) and what it would do (Estimate)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from reljudge.types import LabelEvent
+
+
+@dataclass
+class LabelReport:
+    """What a labelling job did."""
+
+    judge: str
+    pairs: int = 0
+    items: int = 0  # pairs x samples asked for
+    already_done: int = 0  # in the sink from an earlier run
+    already_failed: int = 0  # of those, answers that failed (asked again with retry_failed)
+    cached: int = 0  # answers taken from the call cache
+    calls: int = 0  # paid answers received (re-asks included)
+    labelled: int = 0
+    failed: int = 0
+    failure_reasons: Counter = field(default_factory=Counter)  # failure kind -> count
+    failure_examples: dict[str, str] = field(default_factory=dict)  # kind -> "qid docid: why"
+    not_sent: int = 0  # stopped by budget, breaker or interrupt before being asked
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    price_known: bool = True
+    endpoint: str = ""  # the resolved base URL (no credentials)
+    warnings: list[str] = field(default_factory=list)  # capability fall-backs, once each
+    stop_reason: str | None = None
+    elapsed: float = 0.0
+    events: list[LabelEvent] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """True when every pair x sample asked for has a grade."""
+        return (self.labelled + self.already_done - self.already_failed == self.items
+                and not self.stop_reason)
+
+    def add_failure(self, event: LabelEvent) -> None:
+        """Count a failed judgment under its kind (keeping the first as the example)."""
+        kind = event.failure_kind or "unknown"
+        self.failed += 1
+        self.failure_reasons[kind] += 1
+        self.failure_examples.setdefault(kind, f"{event.qid} {event.docid}: {event.failure}")
+
+    def grades(self, aggregate: str = "majority") -> dict[tuple[str, str], int]:
+        """The final grade of each pair labelled in this run (samples aggregated)."""
+        from reljudge.store.merge import aggregate_grades
+
+        votes: dict[tuple[str, str], list[int]] = {}
+        for e in self.events:
+            if e.grade is not None:
+                votes.setdefault((e.qid, e.docid), []).append(e.grade)
+        return {p: int(aggregate_grades(v, aggregate)) for p, v in votes.items()}
+
+    def summary(self) -> dict[str, Any]:
+        """The counts, for printing or JSON."""
+        out = {k: v for k, v in self.__dict__.items()
+               if k not in ("events", "failure_reasons", "failure_examples")}
+        out["failure_reasons"] = dict(self.failure_reasons)
+        out["failure_examples"] = dict(self.failure_examples)
+        return out
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A dry run: what would be sent, and roughly what it would cost."""
+
+    judge: str
+    items: int
+    already_done: int
+    cached: int
+    to_send: int
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    price_known: bool
