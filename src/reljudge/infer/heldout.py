@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer.calibrate import K, fit_calibration
+from reljudge.infer.calibrate import GRADES, K, fit_calibration, one_hot
 from reljudge.infer.panel import fit_panel
 from reljudge.types import Qrels
 
@@ -129,6 +129,24 @@ def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 10.0,
     return run
 
 
+def best_judges(data: Aligned, train: np.ndarray, best: int | None,
+                cols: np.ndarray | None = None) -> np.ndarray:
+    """The ``best`` columns by quadratic kappa on the training pairs only (all when None)."""
+    from reljudge.audit import agreement as ag
+
+    cols = np.arange(data.labels.shape[1]) if cols is None else np.asarray(cols)
+    if best is None or best >= len(cols):
+        return cols
+    scores = []
+    for c in cols:
+        use = train & (data.labels[:, c] >= 0)
+        conf = ag.confusion(data.human[use], data.labels[use, c])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = ag.cohen_kappa(conf[None], "quadratic")[0]
+        scores.append(-np.inf if s != s else s)
+    return cols[np.argsort(-np.array(scores), kind="stable")[:best]]
+
+
 def panel_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
                       best: int | None = None, strength: float = 4.0,
                       em: bool = True) -> FitPredict:
@@ -137,25 +155,58 @@ def panel_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
     With ``best``, the panel takes the ``best`` judges by quadratic kappa against the human
     labels of the training pairs only (choosing them on all labels would leak).
     """
-    from reljudge.audit import agreement as ag
-
     cols = np.arange(data.labels.shape[1]) if judges is None else np.asarray(judges)
 
     def run(train: np.ndarray) -> np.ndarray:
-        chosen = cols
-        if best is not None and best < len(cols):
-            scores = []
-            for c in cols:
-                use = train & (data.labels[:, c] >= 0)
-                conf = ag.confusion(data.human[use], data.labels[use, c])
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    s = ag.cohen_kappa(conf[None], "quadratic")[0]
-                scores.append(-np.inf if s != s else s)
-            chosen = cols[np.argsort(-np.array(scores), kind="stable")[:best]]
+        chosen = best_judges(data, train, best, cols)
         labels = data.labels[:, chosen]
         human = np.where(train, data.human, -1)
         model = fit_panel(labels, human, judges=tuple(data.judges[c] for c in chosen),
                           strength=strength, em=em)
         return model.predict(labels)
+
+    return run
+
+
+def vote_shares(labels: np.ndarray) -> np.ndarray:
+    """(n, K) share of the judges giving each grade (nan rows where no judge graded)."""
+    votes = one_hot(labels.reshape(-1)).reshape(*labels.shape, K).sum(axis=1)
+    total = votes.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return votes / total
+
+
+def mean_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
+                     best: int | None = None) -> FitPredict:
+    """Fit-and-predict for a mean panel: each pair's vote shares over the chosen judges.
+
+    The expected grade of the shares is the judges' mean grade, their mode the majority; with
+    ``best`` the judges are the best by training quadratic kappa. Nothing else is fitted: pair
+    it with :func:`thresholded` to cut the mean grade where the training sample says.
+    """
+    cols = np.arange(data.labels.shape[1]) if judges is None else np.asarray(judges)
+    return lambda train: vote_shares(data.labels[:, best_judges(data, train, best, cols)])
+
+
+def thresholded(data: Aligned, fit_predict: FitPredict) -> FitPredict:
+    """Wrap a fit-and-predict so its expected grade is cut by thresholds fitted on training.
+
+    The thresholds (:func:`reljudge.infer.decision.fit_thresholds`) are fitted on the training
+    pairs' predicted expected grades and human grades only; the result is one-hot (every
+    fixed decision rule then returns the thresholded grade).
+    """
+    from reljudge.infer.decision import fit_thresholds
+
+    def run(train: np.ndarray) -> np.ndarray:
+        probs = fit_predict(train)
+        ok = ~np.isnan(probs).any(axis=1)
+        score = np.where(ok, np.nan_to_num(probs) @ GRADES, np.nan)
+        use = train & ok
+        if not use.any():
+            raise InputError("thresholds: no human-labelled training pair was predicted")
+        rule = fit_thresholds(score[use], data.human[use])
+        out = np.full(probs.shape, np.nan)
+        out[ok] = one_hot(rule.apply(score[ok]))
+        return out
 
     return run
