@@ -12,15 +12,21 @@ resampling queries (1,000 resamples) of the per-query error sums pooled over rep
 is "worse by more than noise" when the whole interval is above 0. Panels choose their best N
 judges inside each fold by training quadratic kappa (never on held-out labels); dawid-skene
 is the EM fit over all pairs anchored by the sample, ds-no-em the fit on the sample alone
-(naive Bayes with the same smoothing); "raw best" is the single judge with the best training
-quadratic kappa, chosen inside each fold (an honest version of "the best raw judge"); majority
-(ties to the lower grade) and mean-rounded (half up) over the same judges are the baselines.
+(naive Bayes with the same smoothing); "ds thresholds" and "mean thresholds" cut the
+Dawid-Skene expected grade, or the chosen judges' mean grade, at three thresholds fitted on
+the training sample to maximise quadratic kappa (reljudge.infer.decision); "raw best" is the
+single judge with the best training quadratic kappa, chosen inside each fold (an honest
+version of "the best raw judge"); majority (ties to the lower grade) and mean-rounded (half up)
+over the same judges are the baselines. "selected" picks, inside each outer training fold, one
+of the ds/mean thresholds panels of the best 3, best 5 or all judges by an inner 3-fold CV by
+query on the training sample (quadratic kappa), so even that choice never sees held-out labels.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +34,15 @@ import numpy as np
 from reljudge.audit import agreement as ag
 from reljudge.audit import read_judge
 from reljudge.infer.calibrate import K, decide, one_hot
-from reljudge.infer.heldout import align, calibrate_fit_predict, cross_fit, panel_fit_predict
+from reljudge.infer.heldout import (
+    align,
+    calibrate_fit_predict,
+    cross_fit,
+    mean_fit_predict,
+    panel_fit_predict,
+    selected_fit_predict,
+    thresholded,
+)
 
 STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")
 BEST_RAW = {"kappa": 0.2863, "kappa_quadratic": 0.5069, "alpha_ordinal": 0.5020}
@@ -123,7 +137,9 @@ def main() -> None:
             g = decide(probs, args.decision)
             rows.append(stats(h, g))
             err += per_query_abs_error(qcode, nq, h, g)
-        return {k: float(np.mean([r[k] for r in rows])) for k in STATS}, err / args.repeats
+        return ({k: float(np.mean([r[k] for r in rows])) for k in STATS} |
+                {f"{k}_sd": float(np.std([r[k] for r in rows])) for k in STATS},
+                err / args.repeats)
 
     panel_rows = []
     for size in args.sizes:
@@ -147,21 +163,41 @@ def main() -> None:
             label = f"best {best}" if best else f"all {len(judges)}"
             for method, fp in (("dawid-skene", panel_fit_predict(data, best=best, **kw)),
                                ("ds-no-em", panel_fit_predict(data, best=best, em=False, **kw)),
+                               ("ds thresholds", thresholded(
+                                   data, panel_fit_predict(data, best=best, **kw))),
+                               ("mean thresholds", thresholded(
+                                   data, mean_fit_predict(data, best=best))),
                                ("raw best", baseline_fit_predict(data, 1, "majority")),
                                ("majority", baseline_fit_predict(data, best, "majority")),
                                ("mean-rounded", baseline_fit_predict(data, best, "mean"))):
                 s, _ = heldout(fp)
                 panel_rows.append((size, label, method, s))
+        # the panel and its size chosen per fold by inner 3-fold CV on the training sample
+        candidates = {}
+        for best in (3, 5, None):
+            name = f"best {best}" if best else f"all {len(judges)}"
+            candidates[f"ds thresholds, {name}"] = thresholded(
+                data, panel_fit_predict(data, best=best, **kw))
+            candidates[f"mean thresholds, {name}"] = thresholded(
+                data, mean_fit_predict(data, best=best))
+        record: list = []
+        s, _ = heldout(selected_fit_predict(data, candidates, record=record))
+        panel_rows.append((size, "inner CV", "selected", s))
+        picks = Counter(sel.chosen for sel in record)
+        print("selected by inner CV (per fold and repeat): " +
+              ", ".join(f"{n} x{c}" for n, c in picks.most_common()))
         print(f"({time.perf_counter() - t:.1f} s)")
     print("\n== panels on held-out queries (mean over repeats); best single raw judge: kappa "
           f"{BEST_RAW['kappa']}, ordinal alpha {BEST_RAW['alpha_ordinal']}, quadratic kappa "
           f"{BEST_RAW['kappa_quadratic']} ==")
-    print(f"{'sample':>6s} {'judges':>7s} {'method':14s} {'kappa':>7s} {'kappa_quad':>10s} "
-          f"{'alpha_ord':>9s} {'mae':>7s}  beats best raw on")
+    print("(each cell: mean ± standard deviation over repeats)")
+    print(f"{'sample':>6s} {'judges':>7s} {'method':15s} {'kappa':>15s} {'kappa_quad':>15s} "
+          f"{'alpha_ord':>15s} {'mae':>15s}  beats best raw on")
     for size, label, method, s in panel_rows:
         beats = [k for k in ("kappa", "kappa_quadratic", "alpha_ordinal") if s[k] > BEST_RAW[k]]
-        print(f"{size:6d} {label:>7s} {method:14s} {s['kappa']:7.4f} {s['kappa_quadratic']:10.4f}"
-              f" {s['alpha_ordinal']:9.4f} {s['mae']:7.4f}  {', '.join(beats) or '-'}")
+        print(f"{size:6d} {label:>7s} {method:15s} " +
+              " ".join(f"{s[k]:7.4f} ± {s[k + '_sd']:.4f}" for k in STATS) +
+              f"  {', '.join(beats) or '-'}")
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")
 
 

@@ -17,6 +17,8 @@ from reljudge.infer.heldout import (
     mean_fit_predict,
     panel_fit_predict,
     query_folds,
+    select_by_inner_cv,
+    selected_fit_predict,
     thresholded,
 )
 from reljudge.types import Qrels
@@ -118,3 +120,27 @@ def test_thresholds_never_see_the_human_labels_of_the_fold_they_predict():
     again, _ = cross_fit(other, thresholded(other, mean_fit_predict(other)), folds=4, seed=7)
     np.testing.assert_array_equal(again[fold == 2], base[fold == 2])
     assert not np.array_equal(again[fold != 2], base[fold != 2])
+
+
+def test_inner_cv_picks_the_informative_panel_from_training_labels_only():
+    human, judges = two_biased_judges(seed=6, noise=0.1)
+    pairs = [(q, d) for q, d, _ in human]
+    noise = Qrels.from_arrays([q for q, _ in pairs], [d for _, d in pairs],
+                              np.random.default_rng(0).integers(0, 4, len(pairs)))
+    data = align(human, {**judges, "random": noise})
+    cands = {"random alone": thresholded(data, mean_fit_predict(data, [2])),
+             "lenient + strict": thresholded(data, mean_fit_predict(data, [0, 1]))}
+    train = query_folds(data.qids, 5, seed=0) != 0
+    sel = select_by_inner_cv(data, cands, train)
+    assert sel.chosen == "lenient + strict"
+    assert sel.scores["lenient + strict"] > 0.8 > 0.2 > sel.scores["random alone"]
+    # labels outside the training pairs are never read: poisoning them changes nothing
+    other = align(human, {**judges, "random": noise})
+    object.__setattr__(other, "human", np.where(train, data.human, 3 - data.human))
+    cands2 = {"random alone": thresholded(other, mean_fit_predict(other, [2])),
+              "lenient + strict": thresholded(other, mean_fit_predict(other, [0, 1]))}
+    assert select_by_inner_cv(other, cands2, train) == sel
+    record = []
+    out, _ = cross_fit(data, selected_fit_predict(data, cands, record=record), folds=5)
+    assert [r.chosen for r in record] == ["lenient + strict"] * 5
+    assert qk(data.human, decide(out, "mode")) > 0.8

@@ -210,3 +210,62 @@ def thresholded(data: Aligned, fit_predict: FitPredict) -> FitPredict:
         return out
 
     return run
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What an inner cross-validation chose, and every candidate's inner score."""
+
+    chosen: str
+    scores: dict[str, float]  # candidate -> quadratic kappa over the inner held-out pairs
+
+
+def select_by_inner_cv(data: Aligned, candidates: Mapping[str, FitPredict], train: np.ndarray,
+                       *, folds: int = 3, seed: int = 0) -> Selection:
+    """The candidate with the best quadratic kappa in k-fold-by-query CV inside ``train``.
+
+    Only the human labels of ``train`` are read: its queries are split into inner folds, each
+    candidate is fitted on the others and scored on the held-out inner fold (every
+    candidate's fit-and-predict must make its own decision, e.g. :func:`thresholded`; its
+    most probable grade is scored). Ties go to the first candidate.
+    """
+    from reljudge.audit import agreement as ag
+
+    if not candidates:
+        raise InputError("no candidates to select from")
+    inner = np.full(len(train), -1)
+    inner[train] = query_folds(data.qids[train], folds, seed)
+    grades = {name: np.full(len(train), -1) for name in candidates}
+    for f in range(folds):
+        test = inner == f
+        fit_on = train & ~test
+        assert_no_leak(data.qids, fit_on, test)
+        for name, fit_predict in candidates.items():
+            probs = fit_predict(fit_on)[test]
+            ok = ~np.isnan(probs).any(axis=1)
+            grades[name][np.flatnonzero(test)[ok]] = probs[ok].argmax(axis=1)
+    scores = {}
+    for name, g in grades.items():
+        ok = train & (g >= 0)
+        conf = ag.confusion(data.human[ok], g[ok])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = float(ag.cohen_kappa(conf[None], "quadratic")[0])
+        scores[name] = -np.inf if s != s else s
+    chosen = max(scores, key=lambda n: (scores[n], -list(scores).index(n)))
+    return Selection(chosen, scores)
+
+
+def selected_fit_predict(data: Aligned, candidates: Mapping[str, FitPredict], *,
+                         folds: int = 3, seed: int = 0,
+                         record: list[Selection] | None = None) -> FitPredict:
+    """Fit-and-predict that first picks a candidate by inner CV on the training pairs only.
+
+    Pass ``record`` to collect each fit's :class:`Selection`.
+    """
+    def run(train: np.ndarray) -> np.ndarray:
+        sel = select_by_inner_cv(data, candidates, train, folds=folds, seed=seed)
+        if record is not None:
+            record.append(sel)
+        return candidates[sel.chosen](train)
+
+    return run
