@@ -182,6 +182,8 @@ def test_audit_panel_rows_by_mean_and_thresholds(tmp_path, capsys):
     assert main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "panel:all" in data["heldout"]["rows"]
+    assert (data["heldout"]["panel_method"], data["heldout"]["decision"]) == \
+        ("mean", "thresholds")
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "panels: mean" in out and "decision thresholds" in out

@@ -144,3 +144,18 @@ def test_inner_cv_picks_the_informative_panel_from_training_labels_only():
     out, _ = cross_fit(data, selected_fit_predict(data, cands, record=record), folds=5)
     assert [r.chosen for r in record] == ["lenient + strict"] * 5
     assert qk(data.human, decide(out, "mode")) > 0.8
+
+
+def test_a_calibrated_judge_cut_at_thresholds_records_its_cuts():
+    from reljudge.infer.derive import calibrate_judge
+
+    human, judges = two_biased_judges(seed=8)
+    d = calibrate_judge(human, judges["strict"], judge_name="strict", human_name="h",
+                        sample=200, folds=4, decision="thresholds")
+    rule = d.fitted_on["decision"]
+    assert len(rule["cuts"]) == 3 and rule["pairs"] == 200
+    assert set(d.probs.sum(axis=1)) == {1.0} and set(d.probs.max(axis=1)) == {1.0}
+    # the strict judge merges human 0 and 1 (both graded 0): at best three grades survive
+    held = d.heldout["calibrated:strict"]
+    assert held["kappa_quadratic"] >= d.heldout["strict"]["kappa_quadratic"]
+    assert d.fitted_on["heldout"]["decision"] == "thresholds"
