@@ -15,6 +15,7 @@ import numpy as np
 from reljudge.errors import InputError
 from reljudge.infer.calibrate import decide
 from reljudge.infer.heldout import (
+    PANEL_METHODS,
     align,
     calibrate_fit_predict,
     cross_fit,
@@ -23,8 +24,6 @@ from reljudge.infer.heldout import (
     thresholded,
 )
 from reljudge.types import Qrels
-
-PANEL_METHODS = ("dawid-skene", "mean")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from reljudge.infer.calibrate import (
 )
 from reljudge.infer.decision import fit_thresholds
 from reljudge.infer.heldout import (
+    PANEL_METHODS,
     Aligned,
     FitPredict,
     align,
@@ -37,7 +38,6 @@ from reljudge.infer.panel import Panel, fit_panel
 from reljudge.types import Qrels
 
 HELDOUT_STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")
-PANEL_METHODS = ("dawid-skene", "mean")
 
 
 @dataclass

@@ -80,6 +80,7 @@ def assert_no_leak(qids: np.ndarray, train: np.ndarray, test: np.ndarray) -> Non
 
 
 FitPredict = Callable[[np.ndarray], np.ndarray]  # training mask (n,) -> (n, K) predictions
+PANEL_METHODS = ("dawid-skene", "mean")  # how a panel combines its judges
 
 
 def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: int = 0,
