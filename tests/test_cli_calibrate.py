@@ -143,3 +143,54 @@ def test_a_judge_with_logprob_distributions_is_calibrated_on_them(tmp_path, caps
     assert data["fitted_on"]["judge_probs"] is True
     counts = np.array(data["fitted_on"]["model"]["counts"])
     assert counts.sum() == pytest.approx(200) and (counts != counts.round()).any()  # soft
+
+
+def test_a_mean_panel_cut_at_thresholds_is_stored_as_grades_with_its_cuts(tmp_path, capsys):
+    paths = write_sets(tmp_path, seed=4)
+    db = str(tmp_path / "labels.sqlite")
+    with LabelStore(db) as s:
+        import_labels(s, paths["human"], "human", "nist")
+        for j in ("lenient", "noisy", "partial"):
+            import_labels(s, paths[j], "llm", j)
+    argv = ["calibrate", "--store", db, "--human-source", "nist", "--panel", "mean3",
+            "--panel-method", "mean", "--decision", "thresholds", "--sample", "250"]
+    for j in ("lenient", "noisy", "partial"):
+        argv += ["--judge-source", j]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "mean of 3 judges' grades" in out and "thresholds on the expected grade" in out
+    with LabelStore(db) as s:
+        (d,) = s.derivations()
+        f = d["fitted_on"]
+        dist = s.distributions("panel:mean3")
+        merged = s.merge("source=panel:mean3").qrels.to_dict()
+        human = s.merge("source=nist").qrels.to_dict()
+    cuts = f["decision"]["cuts"]
+    assert f["decision"]["decision"] == "thresholds" and cuts == sorted(cuts)
+    assert f["heldout"]["decision"] == "thresholds" and f["heldout"]["by"] == "query"
+    assert all(sorted(p) == [0.0, 0.0, 0.0, 1.0] for p in dist.values())  # certain grades
+    # two of three judges near the human grade: the cut mean agrees with it on most pairs
+    agree = np.mean([merged[q][d] == g for q in human for d, g in human[q].items()])
+    assert agree > 0.8
+    held = f["heldout"]["stats"]["panel:mean3"]
+    assert held["kappa_quadratic"] > f["heldout"]["stats"]["noisy"]["kappa_quadratic"]
+
+
+def test_audit_panel_rows_by_mean_and_thresholds(tmp_path, capsys):
+    paths = write_sets(tmp_path, seed=5)
+    base = ["audit", "--reference", str(paths["human"]), "--no-ensembles", "--panel",
+            "--panel-method", "mean", "--sample", "200"]
+    for j in ("lenient", "noisy", "partial"):
+        base += ["--judge", str(paths[j])]
+    argv = [*base, "--decision", "thresholds"]
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "panel:all" in data["heldout"]["rows"]
+    assert (data["heldout"]["panel_method"], data["heldout"]["decision"]) == \
+        ("mean", "thresholds")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "panels: mean" in out and "decision thresholds" in out
+    with pytest.raises(SystemExit) as bad:
+        main([*base, "--decision", "vote"])
+    assert bad.value.code == 2

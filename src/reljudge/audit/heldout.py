@@ -12,8 +12,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.errors import InputError
 from reljudge.infer.calibrate import decide
-from reljudge.infer.heldout import align, calibrate_fit_predict, cross_fit, panel_fit_predict
+from reljudge.infer.heldout import (
+    PANEL_METHODS,
+    align,
+    calibrate_fit_predict,
+    cross_fit,
+    mean_fit_predict,
+    panel_fit_predict,
+    thresholded,
+)
 from reljudge.types import Qrels
 
 
@@ -28,34 +37,46 @@ class HeldoutSpec:
     sample: int | None = None  # human pairs drawn from each fold's training queries
     seed: int = 0
     strength: float | None = None  # Dirichlet pseudo-counts; None: each model's default
-    decision: str = "median"
+    decision: str = "median"  # or "thresholds": cuts on the expected grade fitted per fold
+    panel_method: str = "dawid-skene"  # or "mean": the chosen judges' mean grade
 
 
 def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutSpec
                    ) -> dict[str, Qrels]:
     """{row name: out-of-fold qrels} for the calibrated judges and the panels asked for."""
+    if spec.panel_method not in PANEL_METHODS:
+        raise InputError(f"unknown panel method {spec.panel_method!r}; expected one of "
+                         f"{', '.join(PANEL_METHODS)}")
     data = align(reference, judges)
     out: dict[str, Qrels] = {}
+    rule = "mode" if spec.decision == "thresholds" else spec.decision
 
     def as_qrels(probs: np.ndarray) -> Qrels:
         ok = ~np.isnan(probs).any(axis=1)
-        return Qrels.from_arrays(data.qids[ok], data.docids[ok], decide(probs[ok],
-                                 spec.decision), check=False)
+        return Qrels.from_arrays(data.qids[ok], data.docids[ok], decide(probs[ok], rule),
+                                 check=False)
 
     def fold(fit_predict) -> np.ndarray:
+        if spec.decision == "thresholds":  # the cuts too are fitted inside each fold
+            fit_predict = thresholded(data, fit_predict)
         return cross_fit(data, fit_predict, folds=spec.folds, seed=spec.seed,
                          sample=spec.sample)[0]
 
     kw = {} if spec.strength is None else {"strength": spec.strength}
+
+    def panel(best: int | None):
+        if spec.panel_method == "mean":
+            return mean_fit_predict(data, best=best)
+        return panel_fit_predict(data, best=best, **kw)
+
     if spec.calibrate:
         for r, name in enumerate(data.judges):
             out[f"calibrated:{name}"] = as_qrels(fold(calibrate_fit_predict(data, r, **kw)))
     if spec.panel and len(judges) >= 2:
-        out["panel:all"] = as_qrels(fold(panel_fit_predict(data, **kw)))
+        out["panel:all"] = as_qrels(fold(panel(None)))
     for best in spec.panel_best:
         if 2 <= best < len(judges):
-            out[f"panel:best{best}"] = as_qrels(fold(panel_fit_predict(
-                data, best=best, **kw)))
+            out[f"panel:best{best}"] = as_qrels(fold(panel(best)))
     return out
 
 
@@ -66,5 +87,5 @@ def describe(spec: HeldoutSpec) -> str:
                 else f"{spec.strength:g}")
     return (f"calibrated/panel rows: {spec.folds}-fold cross-fitting by query (seed "
             f"{spec.seed}); each fold fitted on {what} human pairs of the other folds' queries "
-            f"(Dirichlet strength {strength}, decision {spec.decision}); statistics "
-            "over held-out labels only")
+            f"(panels: {spec.panel_method}; Dirichlet strength {strength}, decision "
+            f"{spec.decision}); statistics over held-out labels only")

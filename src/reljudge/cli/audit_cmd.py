@@ -24,8 +24,12 @@ A statistic that cannot be computed (a constant rater) is shown as '-' and expla
 (--panel-best N: a panel of the N judges with the best training quadratic kappa). Their labels
 are predicted by k-fold cross-fitting BY QUERY (--folds): each fold's model is fitted only on
 human labels of the other folds' queries (--sample N of them, if given), so these rows show
-held-out statistics, on the same pairs as the raw rows.
+held-out statistics, on the same pairs as the raw rows. --decision thresholds fits, inside
+each fold too, three cuts on the expected grade that maximise quadratic kappa on the training
+sample; with --panel-method mean the panel is the chosen judges' mean grade so cut.
   reljudge audit --reference human.qrels --judges-dir judges/ --calibrate --panel --sample 1000
+  reljudge audit --reference human.qrels --judges-dir judges/ --panel-best 5 \
+      --panel-method mean --decision thresholds --sample 1000
 """
 
 def register(sub) -> None:
@@ -70,9 +74,16 @@ def register(sub) -> None:
     g.add_argument("--strength", type=float, default=None,
                    help="Dirichlet prior strength in pseudo-counts (default: 10 for a "
                         "calibration, 4 for a panel)")
-    g.add_argument("--decision", choices=("mode", "median", "expected"), default="median",
+    g.add_argument("--panel-method", choices=("dawid-skene", "mean"), default="dawid-skene",
+                   help="how --panel/--panel-best combine judges: a Dawid-Skene model "
+                        "(default) or the judges' mean grade (best with --decision "
+                        "thresholds)")
+    g.add_argument("--decision", choices=("mode", "median", "expected", "thresholds"),
+                   default="median",
                    help="grade from a calibrated distribution: most probable, median (least "
-                        "absolute error; default) or expected grade rounded")
+                        "absolute error; default), expected grade rounded, or thresholds "
+                        "on the expected grade fitted on each fold's training sample to "
+                        "maximise quadratic kappa")
     add_format_flags(p, ("table", "json", "csv", "markdown"))
     p.set_defaults(func=run_audit)
 
@@ -174,7 +185,8 @@ def heldout_rows(args: argparse.Namespace, ref, judges):
             raise ConfigError(f"--panel-best {n}: give 2 to {len(judges) - 1} (of "
                               f"{len(judges)} judges; --panel takes them all)")
     spec = HeldoutSpec(args.calibrate, args.panel, tuple(args.panel_best), args.folds,
-                       args.sample, args.seed, args.strength, args.decision)
+                       args.sample, args.seed, args.strength, args.decision,
+                       args.panel_method)
     return spec, heldout_judges(ref, judges, spec)
 
 

@@ -13,13 +13,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer.calibrate import Calibration, K, decide, fit_calibration
+from reljudge.infer.calibrate import (
+    Calibration,
+    K,
+    decide,
+    expected_grade,
+    fit_calibration,
+    one_hot,
+)
+from reljudge.infer.decision import fit_thresholds
 from reljudge.infer.heldout import (
+    PANEL_METHODS,
     Aligned,
+    FitPredict,
     align,
     calibrate_fit_predict,
     cross_fit,
+    mean_fit_predict,
     panel_fit_predict,
+    thresholded,
+    vote_shares,
 )
 from reljudge.infer.panel import Panel, fit_panel
 from reljudge.types import Qrels
@@ -35,7 +48,7 @@ class Derived:
     method: str
     pairs: list[tuple[str, str]]
     probs: np.ndarray  # (n, K)
-    model: Calibration | Panel
+    model: Calibration | Panel | None  # None: a mean panel (nothing fitted but the cuts)
     fitted_on: dict
     heldout: dict[str, dict[str, float | None]] | None = None
 
@@ -69,8 +82,25 @@ def _used_pairs(data: Aligned, used: np.ndarray) -> list[list[str]]:
 def _oof_grades(probs: np.ndarray, decision: str) -> np.ndarray:
     ok = ~np.isnan(probs).any(axis=1)
     out = np.full(len(probs), -1, dtype=np.int64)
-    out[ok] = decide(probs[ok], decision)
+    out[ok] = decide(probs[ok], "mode" if decision == "thresholds" else decision)
     return out
+
+
+def _heldout(data: Aligned, fit_predict: FitPredict, *, folds: int, seed: int,
+             sample: int | None, decision: str) -> np.ndarray:
+    """Out-of-fold grades by query (thresholds, when asked, fitted inside each fold too)."""
+    if decision == "thresholds":
+        fit_predict = thresholded(data, fit_predict)
+    oof, _ = cross_fit(data, fit_predict, folds=folds, seed=seed, sample=sample)
+    return _oof_grades(oof, decision)
+
+
+def _apply_thresholds(out: Derived, data: Aligned, used: np.ndarray) -> None:
+    """Replace the distributions by grades cut at thresholds fitted on the sampled pairs."""
+    score = expected_grade(out.probs)
+    rule = fit_thresholds(score[used], data.human[used])
+    out.probs = one_hot(rule.apply(score))
+    out.fitted_on["decision"] = rule.to_dict()
 
 
 def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_name: str,
@@ -101,10 +131,12 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
     out = Derived(f"calibrated:{judge_name}", "calibration",
                   list(zip(data.qids.tolist(), data.docids.tolist(), strict=True)), predicted,
                   model, fitted_on)
+    if decision == "thresholds":
+        _apply_thresholds(out, data, used)
     if folds:
-        oof, _ = cross_fit(data, calibrate_fit_predict(data, 0, strength), folds=folds,
-                           seed=seed, sample=sample)
-        out.heldout = {out.name: agreement(data.human, _oof_grades(oof, decision)),
+        oof = _heldout(data, calibrate_fit_predict(data, 0, strength), folds=folds, seed=seed,
+                       sample=sample, decision=decision)
+        out.heldout = {out.name: agreement(data.human, oof),
                        judge_name: agreement(data.human, grades)}
         out.fitted_on["heldout"] = {"folds": folds, "by": "query", "decision": decision,
                                     "seed": seed, "stats": out.heldout}
@@ -114,28 +146,42 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
 def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
                  human_name: str, strength: float = 4.0, em: bool = True,
                  sample: int | None = None, seed: int = 0, folds: int = 0,
-                 decision: str = "median") -> Derived:
-    """Combine several judges by Dawid–Skene EM anchored by the human labels."""
+                 decision: str = "median", method: str = "dawid-skene") -> Derived:
+    """Combine several judges: Dawid–Skene EM anchored by the human labels, or their mean."""
     if len(judges) < 2:
         raise InputError("a panel needs at least two judges")
+    if method not in PANEL_METHODS:
+        raise InputError(f"unknown panel method {method!r}; expected one of "
+                         f"{', '.join(PANEL_METHODS)}")
     data = align(reference, judges)
     used = _sample(data.human >= 0, sample, seed)
     if not used.any():
         raise InputError(f"no pair graded by {human_name!r} and the judges")
-    model = fit_panel(data.labels, np.where(used, data.human, -1), judges=data.judges,
-                      strength=strength, em=em)
     fitted_on = {"judge_sources": list(data.judges), "human_source": human_name,
-                 "method": "Dawid-Skene EM anchored by human labels", "strength": strength,
-                 "em": em, "sample": sample, "seed": seed, "pairs_used": int(used.sum()),
+                 "sample": sample, "seed": seed, "pairs_used": int(used.sum()),
                  "queries_used": sorted(set(data.qids[used].tolist())),
-                 "pairs": _used_pairs(data, used), "model": model.to_dict()}
+                 "pairs": _used_pairs(data, used)}
+    model: Panel | None = None
+    if method == "mean":
+        probs = vote_shares(data.labels)
+        fit_predict = mean_fit_predict(data)
+        fitted_on["method"] = "mean: each pair's share of judges giving each grade"
+    else:
+        model = fit_panel(data.labels, np.where(used, data.human, -1), judges=data.judges,
+                          strength=strength, em=em)
+        probs = model.predict(data.labels)
+        fit_predict = panel_fit_predict(data, strength=strength, em=em)
+        fitted_on |= {"method": "Dawid-Skene EM anchored by human labels",
+                      "strength": strength, "em": em, "model": model.to_dict()}
     out = Derived(f"panel:{name}", "panel",
                   list(zip(data.qids.tolist(), data.docids.tolist(), strict=True)),
-                  model.predict(data.labels), model, fitted_on)
+                  probs, model, fitted_on)
+    if decision == "thresholds":
+        _apply_thresholds(out, data, used)
     if folds:
-        oof, _ = cross_fit(data, panel_fit_predict(data, strength=strength, em=em),
-                           folds=folds, seed=seed, sample=sample)
-        out.heldout = {out.name: agreement(data.human, _oof_grades(oof, decision))}
+        oof = _heldout(data, fit_predict, folds=folds, seed=seed, sample=sample,
+                       decision=decision)
+        out.heldout = {out.name: agreement(data.human, oof)}
         for r, judge in enumerate(data.judges):
             out.heldout[judge] = agreement(data.human, data.labels[:, r])
         out.fitted_on["heldout"] = {"folds": folds, "by": "query", "decision": decision,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer.calibrate import K, fit_calibration
+from reljudge.infer.calibrate import GRADES, K, fit_calibration, one_hot
 from reljudge.infer.panel import fit_panel
 from reljudge.types import Qrels
 
@@ -80,6 +80,7 @@ def assert_no_leak(qids: np.ndarray, train: np.ndarray, test: np.ndarray) -> Non
 
 
 FitPredict = Callable[[np.ndarray], np.ndarray]  # training mask (n,) -> (n, K) predictions
+PANEL_METHODS = ("dawid-skene", "mean")  # how a panel combines its judges
 
 
 def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: int = 0,
@@ -129,6 +130,24 @@ def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 10.0,
     return run
 
 
+def best_judges(data: Aligned, train: np.ndarray, best: int | None,
+                cols: np.ndarray | None = None) -> np.ndarray:
+    """The ``best`` columns by quadratic kappa on the training pairs only (all when None)."""
+    from reljudge.audit import agreement as ag
+
+    cols = np.arange(data.labels.shape[1]) if cols is None else np.asarray(cols)
+    if best is None or best >= len(cols):
+        return cols
+    scores = []
+    for c in cols:
+        use = train & (data.labels[:, c] >= 0)
+        conf = ag.confusion(data.human[use], data.labels[use, c])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = ag.cohen_kappa(conf[None], "quadratic")[0]
+        scores.append(-np.inf if s != s else s)
+    return cols[np.argsort(-np.array(scores), kind="stable")[:best]]
+
+
 def panel_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
                       best: int | None = None, strength: float = 4.0,
                       em: bool = True) -> FitPredict:
@@ -137,25 +156,117 @@ def panel_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
     With ``best``, the panel takes the ``best`` judges by quadratic kappa against the human
     labels of the training pairs only (choosing them on all labels would leak).
     """
-    from reljudge.audit import agreement as ag
-
     cols = np.arange(data.labels.shape[1]) if judges is None else np.asarray(judges)
 
     def run(train: np.ndarray) -> np.ndarray:
-        chosen = cols
-        if best is not None and best < len(cols):
-            scores = []
-            for c in cols:
-                use = train & (data.labels[:, c] >= 0)
-                conf = ag.confusion(data.human[use], data.labels[use, c])
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    s = ag.cohen_kappa(conf[None], "quadratic")[0]
-                scores.append(-np.inf if s != s else s)
-            chosen = cols[np.argsort(-np.array(scores), kind="stable")[:best]]
+        chosen = best_judges(data, train, best, cols)
         labels = data.labels[:, chosen]
         human = np.where(train, data.human, -1)
         model = fit_panel(labels, human, judges=tuple(data.judges[c] for c in chosen),
                           strength=strength, em=em)
         return model.predict(labels)
+
+    return run
+
+
+def vote_shares(labels: np.ndarray) -> np.ndarray:
+    """(n, K) share of the judges giving each grade (nan rows where no judge graded)."""
+    votes = one_hot(labels.reshape(-1)).reshape(*labels.shape, K).sum(axis=1)
+    total = votes.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return votes / total
+
+
+def mean_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
+                     best: int | None = None) -> FitPredict:
+    """Fit-and-predict for a mean panel: each pair's vote shares over the chosen judges.
+
+    The expected grade of the shares is the judges' mean grade, their mode the majority; with
+    ``best`` the judges are the best by training quadratic kappa. Nothing else is fitted: pair
+    it with :func:`thresholded` to cut the mean grade where the training sample says.
+    """
+    cols = np.arange(data.labels.shape[1]) if judges is None else np.asarray(judges)
+    return lambda train: vote_shares(data.labels[:, best_judges(data, train, best, cols)])
+
+
+def thresholded(data: Aligned, fit_predict: FitPredict) -> FitPredict:
+    """Wrap a fit-and-predict so its expected grade is cut by thresholds fitted on training.
+
+    The thresholds (:func:`reljudge.infer.decision.fit_thresholds`) are fitted on the training
+    pairs' predicted expected grades and human grades only; the result is one-hot (every
+    fixed decision rule then returns the thresholded grade).
+    """
+    from reljudge.infer.decision import fit_thresholds
+
+    def run(train: np.ndarray) -> np.ndarray:
+        probs = fit_predict(train)
+        ok = ~np.isnan(probs).any(axis=1)
+        score = np.where(ok, np.nan_to_num(probs) @ GRADES, np.nan)
+        use = train & ok
+        if not use.any():
+            raise InputError("thresholds: no human-labelled training pair was predicted")
+        rule = fit_thresholds(score[use], data.human[use])
+        out = np.full(probs.shape, np.nan)
+        out[ok] = one_hot(rule.apply(score[ok]))
+        return out
+
+    return run
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What an inner cross-validation chose, and every candidate's inner score."""
+
+    chosen: str
+    scores: dict[str, float]  # candidate -> quadratic kappa over the inner held-out pairs
+
+
+def select_by_inner_cv(data: Aligned, candidates: Mapping[str, FitPredict], train: np.ndarray,
+                       *, folds: int = 3, seed: int = 0) -> Selection:
+    """The candidate with the best quadratic kappa in k-fold-by-query CV inside ``train``.
+
+    Only the human labels of ``train`` are read: its queries are split into inner folds, each
+    candidate is fitted on the others and scored on the held-out inner fold (every
+    candidate's fit-and-predict must make its own decision, e.g. :func:`thresholded`; its
+    most probable grade is scored). Ties go to the first candidate.
+    """
+    from reljudge.audit import agreement as ag
+
+    if not candidates:
+        raise InputError("no candidates to select from")
+    inner = np.full(len(train), -1)
+    inner[train] = query_folds(data.qids[train], folds, seed)
+    grades = {name: np.full(len(train), -1) for name in candidates}
+    for f in range(folds):
+        test = inner == f
+        fit_on = train & ~test
+        assert_no_leak(data.qids, fit_on, test)
+        for name, fit_predict in candidates.items():
+            probs = fit_predict(fit_on)[test]
+            ok = ~np.isnan(probs).any(axis=1)
+            grades[name][np.flatnonzero(test)[ok]] = probs[ok].argmax(axis=1)
+    scores = {}
+    for name, g in grades.items():
+        ok = train & (g >= 0)
+        conf = ag.confusion(data.human[ok], g[ok])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = float(ag.cohen_kappa(conf[None], "quadratic")[0])
+        scores[name] = -np.inf if s != s else s
+    chosen = max(scores, key=lambda n: (scores[n], -list(scores).index(n)))
+    return Selection(chosen, scores)
+
+
+def selected_fit_predict(data: Aligned, candidates: Mapping[str, FitPredict], *,
+                         folds: int = 3, seed: int = 0,
+                         record: list[Selection] | None = None) -> FitPredict:
+    """Fit-and-predict that first picks a candidate by inner CV on the training pairs only.
+
+    Pass ``record`` to collect each fit's :class:`Selection`.
+    """
+    def run(train: np.ndarray) -> np.ndarray:
+        sel = select_by_inner_cv(data, candidates, train, folds=folds, seed=seed)
+        if record is not None:
+            record.append(sel)
+        return candidates[sel.chosen](train)
 
     return run
