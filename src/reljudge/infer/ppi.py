@@ -23,7 +23,7 @@ takes per-stratum sums, so the benchmark can compute them for 500 draws with one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy import stats
@@ -92,16 +92,18 @@ def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> n
 
 def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarray,
                           normaliser: float, level: float = 0.95,
-                          lam: float | np.ndarray | None = None) -> Estimate:
+                          lam: float | np.ndarray | None = None, check: bool = True
+                          ) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
-    ``population``: units per stratum (H,); ``b_total``: sum of the predictions over all
-    units (...,); ``lam=None`` tunes lambda to minimise the estimated variance.
+    ``population``: units per stratum (H,) or (..., H); ``b_total``: sum of the predictions
+    over all units (...,); ``lam=None`` tunes lambda to minimise the estimated variance;
+    ``check=False`` skips the two-per-stratum check (for callers that mask such cells).
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
     census = n >= big_n  # a stratum taken whole has no sampling variance
-    if np.any((n < MIN_PER_STRATUM) & ~census):
+    if check and np.any((n < MIN_PER_STRATUM) & ~census):
         raise InputError(f"each sampled stratum needs at least {MIN_PER_STRATUM} "
                          f"human-labelled units for an interval; got {int(np.min(n))}")
     n_safe = np.maximum(n, 1)
@@ -123,7 +125,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     var_classical = (c * ssa).sum(axis=-1)
     classical = (big_n * mean_a).sum(axis=-1)
     sampled = n.sum(axis=-1)
-    strata = n.shape[-1]
+    strata = (n > 0).sum(axis=-1)
     df_pooled = np.maximum(sampled - strata, 1)
     df_c = satterthwaite_df(c * ssa, d, df_pooled)
     df = satterthwaite_df(parts, d, df_pooled)
@@ -136,13 +138,43 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     value = total / normaliser
     classical = classical / normaliser
     # A human-only SRS of m units has variance N^2 (1/m - 1/N) S^2: solve for m at var.
-    n_total = big_n.sum()
+    n_total = big_n.sum(axis=-1)
     pooled = _population_s2(ssa, mean_a, big_n)
     with np.errstate(divide="ignore", invalid="ignore"):
         eff = np.where(var > 0, n_total ** 2 * pooled / (var + n_total * pooled), n_total)
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level)
+
+
+def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
+                    normaliser: float, level: float = 0.95,
+                    lam: float | np.ndarray | None = None) -> tuple[Estimate, np.ndarray]:
+    """The estimate post-stratified by a known domain outside which every a and b is 0 (for
+    a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
+
+    ``m``: moments of the sampled units in the domain only (n counts them per stratum);
+    ``domain_sizes``: the domain's units per design stratum, (H,) or (..., H). Given how
+    many sampled units fell in the domain, they are a simple random sample of its part of
+    each stratum, so the estimate weights them by N_dh / n_dh (post-stratification:
+    Cochran 1977 sec. 5A.9; Saerndal, Swensson, Wretman 1992 sec. 7.6) and its interval is
+    conditional on that number: few sampled units in the run's top k give a wide interval
+    instead of a narrow wrong one. Where a post-stratum has fewer than two sampled units
+    they are all pooled into one (collapsed) post-stratum; where the domain holds fewer than
+    three sampled units the second value is False and the estimate must not be used.
+    """
+    big_n = np.broadcast_to(np.asarray(domain_sizes, np.float64), m.n.shape)
+    short = ((m.n < MIN_PER_STRATUM) & (m.n < big_n)).any(axis=-1)
+    split = estimate_from_moments(m, big_n, b_total, normaliser, level, lam, check=False)
+    one = Moments(*(np.asarray(x).sum(axis=-1, keepdims=True) for x in
+                    (m.n, m.sa, m.sb, m.saa, m.sbb, m.sab)))
+    whole = estimate_from_moments(one, big_n.sum(axis=-1, keepdims=True), b_total,
+                                  normaliser, level, lam, check=False)
+    usable = (one.n[..., 0] >= MIN_PER_STRATUM + 1) | (one.n[..., 0] >= big_n.sum(axis=-1))
+    merged = {f.name: (getattr(split, f.name) if f.name == "level" else
+                       np.where(short, getattr(whole, f.name), getattr(split, f.name)))
+              for f in fields(Estimate)}
+    return Estimate(**merged), usable
 
 
 def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -158,11 +190,11 @@ def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.
 
 def _population_s2(ssa: np.ndarray, mean_a: np.ndarray, big_n: np.ndarray) -> np.ndarray:
     """The population variance of a, estimated from the strata (within plus between)."""
-    n_total = big_n.sum()
-    overall = (big_n * mean_a).sum(axis=-1, keepdims=True) / n_total
+    n_total = big_n.sum(axis=-1)
+    overall = (big_n * mean_a).sum(axis=-1, keepdims=True) / np.maximum(n_total, 1)[..., None]
     within = ((big_n - 1) * ssa).sum(axis=-1)
     between = (big_n * (mean_a - overall) ** 2).sum(axis=-1)
-    return (within + between) / max(n_total - 1, 1)
+    return (within + between) / np.maximum(n_total - 1, 1)
 
 
 def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: float,
