@@ -10,8 +10,13 @@ judge's labels (out-of-scale grades clipped to 0..3, as the challenge organisers
 
 Budgets:
   pairs 5/10/20/40 %: a sample of pooled pairs stratified by the judge's grade (proportional
-    allocation, at least 2 per stratum), DCG@10 (linear in the gains: pair-level HT-PPI)
-  queries 20/40 %: a simple random sample of whole queries, nDCG@10 (query-level PPI)
+    allocation, at least 2 per stratum), DCG@10 (linear in the gains: pair-level PPI,
+    post-stratified by each system's top 10 as `reljudge estimate` does; "ht cover" and
+    "width/ht": the plain design-based estimator's coverage, and the width relative to it)
+  queries 20/40/60/80 %: a simple random sample of whole queries, nDCG@10 and AP
+    (query-level PPI)
+At the end: coverage by the number of sampled pairs in the system's top 10, and the smallest
+samples at which every judge reached 93 % (the thresholds of the tool's warnings).
 For each judge and budget, over --draws random draws: coverage of the 95 % PPI interval
 (averaged over systems and draws; target >= 93 %), its mean width divided by the
 human-sample-only interval's ("hum cover": that interval's coverage) (target < 1 for every judge with quadratic kappa >= 0.3), and
