@@ -69,6 +69,8 @@ def test_pair_estimate_is_post_stratified_by_the_run_top_k_and_warns_when_small(
             assert f"from {len(items)} sampled pairs in the run's top 10" in row.warning
     both = set(_top(runs[0], 10)) | set(_top(runs[1], 10))
     assert diffs[0].informative == sum(p in both for p in s.pairs())
+    if diffs[0].warning:
+        assert "sampled pairs in either run's top 10" in diffs[0].warning
 
 
 def test_small_and_large_pair_samples_on_either_side_of_the_threshold():

@@ -31,10 +31,11 @@ QUERY_COVERAGE = ((5, 0.831), (10, 0.867), (15, 0.904), (20, 0.917))
 
 
 def small_sample_warning(unit: str, informative: int, cutoff: int | None = None,
-                         population: int | None = None) -> str | None:
+                         population: int | None = None, pair_of_runs: bool = False
+                         ) -> str | None:
     """A warning when an interval rests on a sample the benchmark found too small for
-    honest coverage (``informative``: sampled pairs in the run's top k, or sampled queries
-    of ``population``); None otherwise."""
+    honest coverage (``informative``: sampled pairs in the run's top k, or in either run's
+    for a difference, or sampled queries of ``population``); None otherwise."""
     if unit == "query":
         if population is not None and informative >= population:
             return None  # every query graded: no sampling error
@@ -46,7 +47,8 @@ def small_sample_warning(unit: str, informative: int, cutoff: int | None = None,
     if informative >= RELIABLE_TOP_PAIRS:
         return None
     top = f"top {cutoff}" if cutoff else "top k"
-    return (f"from {informative} sampled pairs in the run's {top}, fewer than the "
+    whose = "either run's" if pair_of_runs else "the run's"
+    return (f"from {informative} sampled pairs in {whose} {top}, fewer than the "
             f"{RELIABLE_TOP_PAIRS} from which the benchmark's 95 % intervals covered >= 93 %: "
             f"likely too narrow")
 

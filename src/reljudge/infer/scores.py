@@ -186,7 +186,7 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, de, float(de.p_value()), k,
                               small_sample_warning(sample.unit, k, m.cutoff,
-                                                   len(queries))))
+                                                   len(queries), pair_of_runs=True)))
     return rows, diffs
 
 
