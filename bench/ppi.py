@@ -228,6 +228,8 @@ def main() -> int:
     p.add_argument("--judges", type=int, default=None, help="only the first N judges")
     p.add_argument("--systems", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--collapse", choices=("adjacent", "all"), default="adjacent",
+                   help="how post-strata with fewer than 2 sampled pairs are merged")
     p.add_argument("--lam", type=float, default=None,
                    help="a fixed lambda (default: power-tuned) to compare")
     args = p.parse_args()
@@ -278,7 +280,8 @@ def main() -> int:
                 n_top = np.stack([(mask * (g == h)) @ top.T for h in range(4)], axis=-1)
                 e, usable = post_stratified(Moments(n_top, m.sa, m.sb, m.saa, m.sbb, m.sab),
                                             top @ (g[:, None] == np.arange(4)).astype(float),
-                                            b_pair.sum(1), nq, lam=args.lam)
+                                            b_pair.sum(1), nq, lam=args.lam,
+                                            collapse=args.collapse)
                 e = _where(usable, e, design)
                 results[(unit, frac, mname)][name] = summarise(e, truth_p) | {
                     "cover_ht": float(((design.low <= truth_p) & (truth_p <= design.high)).mean()),

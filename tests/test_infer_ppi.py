@@ -242,18 +242,31 @@ def test_post_stratified_equals_the_stratified_estimate_on_the_domain_units():
         assert float(getattr(e, f)) == pytest.approx(float(getattr(direct, f)))
 
 
-def test_post_strata_with_one_unit_are_collapsed_and_two_units_are_unusable():
+def test_post_strata_with_one_unit_are_merged_and_two_units_are_unusable():
     pred, in_dom, a, b = _sparse_population()
     sizes = np.bincount(pred[in_dom], minlength=3)
     dom = np.flatnonzero(in_dom)
     one_in_2 = np.concatenate([dom[pred[dom] == 0][:4], dom[pred[dom] == 1][:3],
                                dom[pred[dom] == 2][:1]])
     m = ppi.moments(a[one_in_2], b[one_in_2], pred[one_in_2], 3)
-    e, usable = ppi.post_stratified(m, sizes, b.sum(), 25.0)
+    e, usable = ppi.post_stratified(m, sizes, b.sum(), 25.0)  # the last into the one before
+    merged = ppi.estimate(a[one_in_2], b[one_in_2], b.sum(), np.minimum(pred[one_in_2], 1),
+                          np.array([sizes[0], sizes[1] + sizes[2]]), 25.0)
+    assert bool(usable) and float(e.value) == pytest.approx(float(merged.value))
+    assert float(e.high) == pytest.approx(float(merged.high))
+    e, _ = ppi.post_stratified(m, sizes, b.sum(), 25.0, collapse="all")
     whole = ppi.estimate(a[one_in_2], b[one_in_2], b.sum(), None, np.array([sizes.sum()]),
                          25.0)
-    assert bool(usable) and float(e.value) == pytest.approx(float(whole.value))
+    assert float(e.value) == pytest.approx(float(whole.value))
     assert float(e.high) == pytest.approx(float(whole.high))
+    first = np.concatenate([dom[pred[dom] == 0][:1], dom[pred[dom] == 1][:3],
+                            dom[pred[dom] == 2][:3]])  # the first into the next
+    e, _ = ppi.post_stratified(ppi.moments(a[first], b[first], pred[first], 3), sizes, b.sum(),
+                               25.0)
+    merged = ppi.estimate(a[first], b[first], b.sum(), np.maximum(pred[first], 1) - 1,
+                          np.array([sizes[0] + sizes[1], sizes[2]]), 25.0)
+    assert float(e.value) == pytest.approx(float(merged.value))
+    assert float(e.high) == pytest.approx(float(merged.high))
     two = one_in_2[:2]
     _, usable = ppi.post_stratified(ppi.moments(a[two], b[two], pred[two], 3), sizes, b.sum(),
                                     25.0)

@@ -19,7 +19,7 @@ columns, per run and measure:
 Differences: each run minus the baseline (first run, or --baseline), same columns, with the
 PPI two-sided p-value. A warning (stderr; "warning" per row and "warnings" in --json) marks
 an interval whose sample is smaller than the one at which the benchmark's 95 % intervals
-covered >= 93 % for every judge: fewer than 80 sampled pairs in the run's top k, or a
+covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k, or a
 query sample of fewer than all queries (no query budget up to 20 of 25 reached it). Read
 such intervals as approximate. Pair-sample estimates are post-stratified by each run's top
 k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level

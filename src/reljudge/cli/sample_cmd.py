@@ -23,7 +23,7 @@ query and passage text (from the store, or --queries-file / --passages-file).
 
 A warning (stderr) with a recommended --budget / --queries is printed when the sample is
 smaller than the one at which the benchmark's 95 % intervals covered >= 93 % for every
-judge: fewer than 80 expected sampled pairs in a run's top --depth (per run with --runs;
+judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with --runs;
 otherwise for the largest top k the pool allows), or a query sample of fewer than all
 queries. The sample is still drawn and recorded (docs/ppi.md).
 """

@@ -23,7 +23,7 @@ takes per-stratum sums, so the benchmark can compute them for 500 draws with one
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -149,7 +149,8 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
 
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     normaliser: float, level: float = 0.95,
-                    lam: float | np.ndarray | None = None) -> tuple[Estimate, np.ndarray]:
+                    lam: float | np.ndarray | None = None, collapse: str = "adjacent"
+                    ) -> tuple[Estimate, np.ndarray]:
     """The estimate post-stratified by a known domain outside which every a and b is 0 (for
     a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
 
@@ -159,22 +160,39 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
     each stratum, so the estimate weights them by N_dh / n_dh (post-stratification:
     Cochran 1977 sec. 5A.9; Saerndal, Swensson, Wretman 1992 sec. 7.6) and its interval is
     conditional on that number: few sampled units in the run's top k give a wide interval
-    instead of a narrow wrong one. Where a post-stratum has fewer than two sampled units
-    they are all pooled into one (collapsed) post-stratum; where the domain holds fewer than
-    three sampled units the second value is False and the estimate must not be used.
+    instead of a narrow wrong one. A post-stratum with fewer than two sampled units is
+    merged into the next one in stratum order (the last into the one before;
+    ``collapse="all"``: every post-stratum into one) (collapsed strata, Cochran 1977
+    sec. 5A.12); where the domain holds fewer than three sampled units the second value is
+    False and the estimate must not be used.
     """
+    if collapse not in ("adjacent", "all"):
+        raise InputError(f"collapse must be 'adjacent' or 'all', got {collapse!r}")
     big_n = np.broadcast_to(np.asarray(domain_sizes, np.float64), m.n.shape)
-    short = ((m.n < MIN_PER_STRATUM) & (m.n < big_n)).any(axis=-1)
-    split = estimate_from_moments(m, big_n, b_total, normaliser, level, lam, check=False)
-    one = Moments(*(np.asarray(x).sum(axis=-1, keepdims=True) for x in
-                    (m.n, m.sa, m.sb, m.saa, m.sbb, m.sab)))
-    whole = estimate_from_moments(one, big_n.sum(axis=-1, keepdims=True), b_total,
-                                  normaliser, level, lam, check=False)
-    usable = (one.n[..., 0] >= MIN_PER_STRATUM + 1) | (one.n[..., 0] >= big_n.sum(axis=-1))
-    merged = {f.name: (getattr(split, f.name) if f.name == "level" else
-                       np.where(short, getattr(whole, f.name), getattr(split, f.name)))
-              for f in fields(Estimate)}
-    return Estimate(**merged), usable
+    parts = np.stack(np.broadcast_arrays(m.n, m.sa, m.sb, m.saa, m.sbb, m.sab, big_n))
+
+    def short(h: int) -> np.ndarray:  # sampled, or not, too thinly for a variance
+        n_h, size = parts[0][..., h], parts[6][..., h]
+        return (size > 0) & (n_h < MIN_PER_STRATUM) & (n_h < size)
+
+    strata = parts.shape[-1]
+    if collapse == "all":
+        any_short = np.any([short(h) for h in range(strata)], axis=0)
+        total = parts.sum(axis=-1)
+        parts = np.where(any_short[..., None], 0.0, parts)
+        parts[..., 0] = np.where(any_short, total, parts[..., 0])
+    else:
+        moves = [(h, h + 1) for h in range(strata - 1)] + [(h, h - 1)
+                                                             for h in range(strata - 1, 0, -1)]
+        for h, to in moves:
+            s_h = short(h)
+            parts[..., to] += np.where(s_h, parts[..., h], 0.0)
+            parts[..., h] = np.where(s_h, 0.0, parts[..., h])
+    merged = Moments(*parts[:6])
+    e = estimate_from_moments(merged, parts[6], b_total, normaliser, level, lam, check=False)
+    n_dom = m.n.sum(axis=-1)
+    usable = (n_dom >= MIN_PER_STRATUM + 1) | (n_dom >= big_n.sum(axis=-1))
+    return e, usable
 
 
 def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.ndarray:
