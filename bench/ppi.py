@@ -10,8 +10,13 @@ judge's labels (out-of-scale grades clipped to 0..3, as the challenge organisers
 
 Budgets:
   pairs 5/10/20/40 %: a sample of pooled pairs stratified by the judge's grade (proportional
-    allocation, at least 2 per stratum), DCG@10 (linear in the gains: pair-level HT-PPI)
-  queries 20/40 %: a simple random sample of whole queries, nDCG@10 (query-level PPI)
+    allocation, at least 2 per stratum), DCG@10 (linear in the gains: pair-level PPI,
+    post-stratified by each system's top 10 as `reljudge estimate` does; "ht cover" and
+    "width/ht": the plain design-based estimator's coverage, and the width relative to it)
+  queries 20/40/60/80 %: a simple random sample of whole queries, nDCG@10 and AP
+    (query-level PPI)
+At the end: coverage by the number of sampled pairs in the system's top 10, and the smallest
+samples at which every judge reached 93 % (the thresholds of the tool's warnings).
 For each judge and budget, over --draws random draws: coverage of the 95 % PPI interval
 (averaged over systems and draws; target >= 93 %), its mean width divided by the
 human-sample-only interval's ("hum cover": that interval's coverage) (target < 1 for every judge with quadratic kappa >= 0.3), and
@@ -32,7 +37,7 @@ import numpy as np
 
 from reljudge.audit import agreement as ag
 from reljudge.audit.audit import join, read_judge
-from reljudge.infer.ppi import Moments, estimate_from_moments
+from reljudge.infer.ppi import Estimate, Moments, estimate_from_moments, post_stratified
 from reljudge.infer.sample import allocate
 from reljudge.stats import bootstrap_ci
 from reljudge.trec import read_qrels
@@ -161,6 +166,13 @@ def moments_of(mask: np.ndarray, strata: np.ndarray, nstrata: int, a: np.ndarray
     return Moments(**{k: np.stack(v, axis=-1) for k, v in parts.items()})
 
 
+def _where(usable: np.ndarray, e: Estimate, fallback: Estimate) -> Estimate:
+    """e where usable, else the fallback (the design-based estimate)."""
+    return Estimate(**{f: getattr(e, f) if f == "level" else
+                       np.where(usable, getattr(e, f), getattr(fallback, f))
+                       for f in Estimate.__dataclass_fields__})
+
+
 def summarise(e, truth: np.ndarray) -> dict[str, float]:
     """Coverage, widths and taus of a (draws, systems) estimate."""
     cover = (e.low <= truth) & (truth <= e.high)
@@ -174,6 +186,39 @@ def summarise(e, truth: np.ndarray) -> dict[str, float]:
             "eff": float(np.mean(e.effective_n / e.n))}
 
 
+def print_thresholds(informative: dict, results: dict, budgets: list) -> None:
+    """The smallest sample at which every judge's intervals covered >= 93 %: for pair samples
+    by the number of sampled pairs in the system's top K (coverage of the intervals from at
+    least t such pairs, for every judge and every pair budget with >= 100 of them), for query
+    samples by the number of queries."""
+    print("\n== pair samples: coverage of the DCG@10 intervals from >= t sampled pairs in the "
+          "system's top 10 (lowest over judges; per pair budget) ==")
+    pair_budgets = [f for u, f, _ in budgets if u == "pairs"]
+    print(f"{'t':>4} " + " ".join(f"{f:>10.0%}" for f in pair_budgets) + f" {'lowest':>7}"
+          + f" {'share':>6}")
+    found = None
+    for t in (1, 5, 10, 15, 20, 25, 30, 40, 50, 60, 80):
+        cells, shares = [], []
+        for i, _ in enumerate(pair_budgets):
+            lows = []
+            for v in informative.values():
+                k, hit = v[i]
+                shares.append((k >= t).mean())
+                lows.append(hit[k >= t].mean() if (k >= t).sum() >= 100 else np.nan)
+            cells.append(min(lows) if not np.isnan(lows).any() else np.nan)
+        low = np.nanmin(cells)
+        print(f"{t:4d} " + " ".join(f"{c:10.3f}" for c in cells) + f" {low:7.3f}"
+              + f" {np.mean(shares):6.3f}")
+        if found is None and low >= 0.93:
+            found = t
+    print(f"smallest t with coverage >= 0.93 for every judge and pair budget: {found}")
+    for mname in QUERY_MEASURES:
+        ok = [f for u, f, m in budgets if u == "queries" and m == mname
+              and min(r["cover"] for r in results[(u, f, m)].values()) >= 0.93]
+        print(f"{mname}: smallest query budget with coverage >= 0.93 for every judge: "
+              + (f"{min(ok):.0%} of the queries" if ok else "none"))
+
+
 def main() -> int:
     """Run every budget for every judge and print one table per budget."""
     p = argparse.ArgumentParser(description=__doc__,
@@ -183,6 +228,10 @@ def main() -> int:
     p.add_argument("--judges", type=int, default=None, help="only the first N judges")
     p.add_argument("--systems", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--collapse", choices=("adjacent", "all"), default="adjacent",
+                   help="how post-strata with fewer than 2 sampled pairs are merged")
+    p.add_argument("--lam", type=float, default=None,
+                   help="a fixed lambda (default: power-tuned) to compare")
     args = p.parse_args()
     if not (args.data / "human" / "test.qrels").exists():
         print(f"no LLMJudge data at {args.data}", file=sys.stderr)
@@ -191,6 +240,7 @@ def main() -> int:
     pairs, qidx, nq, human, preds, kappas = load(args.data, args.judges)
     ranks = systems(human, qidx, args.systems, args.seed)
     w = dcg_weights(ranks)
+    top = (w > 0).astype(np.float64)  # (S, P): each system's top K
     qids = sorted({q for q, _ in pairs})
     y_lib = library_values(pairs, ranks, human, QUERY_MEASURES, qids)  # (M, S, Q)
     y_q = ndcg(w, human, qidx, nq)  # (S, Q) human nDCG@10, vectorised here
@@ -203,8 +253,9 @@ def main() -> int:
           f"{args.draws} draws per budget; human nDCG@10 of the systems "
           f"{truth_q.min():.3f}..{truth_q.max():.3f}")
     budgets = [("pairs", f, "DCG@10") for f in (0.05, 0.10, 0.20, 0.40)] + [
-        ("queries", f, m) for m in QUERY_MEASURES for f in (0.20, 0.40)]
+        ("queries", f, m) for m in QUERY_MEASURES for f in (0.20, 0.40, 0.60, 0.80)]
     results: dict = {b: {} for b in budgets}
+    informative: dict = {name: [] for name in preds}
     llm_only = {}
     for name, g in preds.items():
         f_lib = library_values(pairs, ranks, g, QUERY_MEASURES, qids)
@@ -224,14 +275,26 @@ def main() -> int:
                 take = allocate(round(frac * len(pairs)), sizes)
                 mask = draw_masks(g, take, args.draws, rng)
                 m = moments_of(mask, g, 4, a_pair, b_pair)
-                e = estimate_from_moments(m, sizes.astype(float), b_pair.sum(1), nq)
-                results[(unit, frac, mname)][name] = summarise(e, truth_p)
+                design = estimate_from_moments(m, sizes.astype(float), b_pair.sum(1), nq)
+                # post-stratified by each system's top K (a and b are 0 outside it)
+                n_top = np.stack([(mask * (g == h)) @ top.T for h in range(4)], axis=-1)
+                e, usable = post_stratified(Moments(n_top, m.sa, m.sb, m.saa, m.sbb, m.sab),
+                                            top @ (g[:, None] == np.arange(4)).astype(float),
+                                            b_pair.sum(1), nq, lam=args.lam,
+                                            collapse=args.collapse)
+                e = _where(usable, e, design)
+                results[(unit, frac, mname)][name] = summarise(e, truth_p) | {
+                    "cover_ht": float(((design.low <= truth_p) & (truth_p <= design.high)).mean()),
+                    "width_ht": float((design.high - design.low).mean())}
+                informative[name].append((n_top.sum(-1),  # sampled pairs in the top K
+                                          (e.low <= truth_p) & (truth_p <= e.high)))
             else:
                 j = QUERY_MEASURES.index(mname)
                 take = np.array([round(frac * nq)])
                 mask = draw_masks(np.zeros(nq, dtype=np.int64), take, args.draws, rng)
                 m = moments_of(mask, np.zeros(nq, dtype=np.int64), 1, y_lib[j], f_lib[j])
-                e = estimate_from_moments(m, np.array([float(nq)]), f_lib[j].sum(1), nq)
+                e = estimate_from_moments(m, np.array([float(nq)]), f_lib[j].sum(1), nq,
+                                          lam=args.lam)
                 results[(unit, frac, mname)][name] = summarise(e, truth_qm[j])
     for unit, frac, mname in budgets:
         measure = f"{mname}, " + ("pairs stratified by judge grade" if unit == "pairs" else
@@ -239,7 +302,8 @@ def main() -> int:
         n_units = round(frac * (len(pairs) if unit == "pairs" else nq))
         print(f"\n== budget {frac:.0%} of {unit} ({n_units} {unit}; {measure}) ==")
         print(f"{'judge':32} {'kappa_q':>7} {'cover':>6} {'worst':>6} {'width/human':>11} "
-              f"{'labels x':>8} {'hum cover':>9} {'tau ppi':>7} {'tau hum':>7} {'tau llm':>7} {'llm cover':>9}")
+              f"{'labels x':>8} {'hum cover':>9} {'tau ppi':>7} {'tau hum':>7} {'tau llm':>7} {'llm cover':>9}"
+              f" {'ht cover':>8} {'width/ht':>8}")
         rows = results[(unit, frac, mname)]
         for name in sorted(rows, key=lambda n: -kappas[n]):
             r, lo = rows[name], llm_only[name][mname]
@@ -247,13 +311,15 @@ def main() -> int:
             print(f"{name:32} {kappas[name]:7.3f} {r['cover']:6.3f} {r['worst']:6.3f} "
                   f"{r['width'] / r['width_h']:11.3f} {r['eff']:8.2f} {r['cover_h']:9.3f} {r['tau']:7.3f} "
                   f"{r['tau_h']:7.3f} {tau_llm:7.3f} "
-                  + (f"{lo['cover']:9.3f}" if unit == "queries" else f"{'':9}"))
+                  + (f"{lo['cover']:9.3f}" if unit == "queries" else
+                     f"{'':9} {r['cover_ht']:8.3f} {r['width'] / r['width_ht']:8.3f}"))
         covered = sum(r["cover"] >= 0.93 for r in rows.values())
         good = [n for n in rows if kappas[n] >= 0.3]
         narrower = sum(rows[n]["width"] < rows[n]["width_h"] for n in good)
         print(f"coverage >= 0.93: {covered}/{len(rows)} judges (lowest "
               f"{min(r['cover'] for r in rows.values()):.3f}); narrower than human-only: "
               f"{narrower}/{len(good)} judges with kappa_q >= 0.3")
+    print_thresholds(informative, results, budgets)
     print(f"\n{time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -179,3 +179,76 @@ def test_pair_sample_from_a_run_pool_estimates_the_pool_score(world, capsys):
         target = evaluate(pool_qrels, run, ["DCG@5"], all_queries=True).mean()["DCG@5"]
         assert row["ppi_low"] <= target <= row["ppi_high"]
         assert row["human_low"] <= target <= row["human_high"]
+
+
+def test_small_query_sample_warns_at_draw_time_and_on_every_estimate(world, capsys):
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
+                 "--design", "srs-queries", "--queries", "6"]) == 0
+    err = capsys.readouterr().err
+    assert "a sample of 6 of 30 queries" in err and "Recommended: --queries 20 or more" in err
+    _grade(store_path, truth, "q")
+    assert main(["estimate", "--store", str(store_path), "--sample", "q", *map(str, runs),
+                 "-m", "nDCG@10", "--json"]) == 0
+    cap = capsys.readouterr()
+    res = json.loads(cap.out)
+    assert all("from 6 sampled queries" in r["warning"] for r in res["runs"] + res["differences"])
+    assert len(res["warnings"]) == 3 and cap.err.count("warning: ") == 3
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "all",
+                 "--design", "srs-queries", "--queries", str(NQ)]) == 0
+    assert "warning" not in capsys.readouterr().err  # every query: no sampling error
+    _grade(store_path, truth, "all")
+    assert main(["estimate", "--store", str(store_path), "--sample", "all", *map(str, runs),
+                 "-m", "nDCG@10", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["warnings"] == [] and "warning" not in cap.err
+
+
+def test_small_pair_sample_warns_with_a_budget_that_clears_the_warning(world, capsys):
+    tmp, store_path, truth, runs = world
+    common = ["sample", "--store", str(store_path), "--judge", "judge-a", "--runs",
+              *map(str, runs), "--depth", "10", "--design", "stratified-pairs"]
+    assert main([*common, "--name", "small", "--budget", "16"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: this sample puts about" in err
+    budget = int(err.split("Recommended: --budget ")[1].split()[0])
+    _grade(store_path, truth, "small")
+    assert main(["estimate", "--store", str(store_path), "--sample", "small", *map(str, runs),
+                 "-m", "DCG@10"]) == 0
+    cap = capsys.readouterr()
+    assert "sampled pairs in the run's top 10" in cap.err and "ppi 95% CI" in cap.out
+    assert 16 < budget <= 4 * 16  # 16 * 25 / (expected top-10 pairs, ~14 of them)
+    assert main([*common, "--name", "enough", "--budget", str(budget)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_compare_and_report_carry_the_warning(world, capsys):
+    tmp, store_path, truth, runs = world
+    qrels = tmp / "judge.qrels"
+    with LabelStore(store_path) as store:
+        grades = store.source_grades("judge-a")
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
+                 "--design", "srs-queries", "--queries", "5"]) == 0
+    _grade(store_path, truth, "q")
+    capsys.readouterr()
+    args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store", str(store_path)]
+    assert main([*args, "--json"]) == 0
+    cap = capsys.readouterr()
+    assert len(json.loads(cap.out)["estimates"]["warnings"]) == 3 and "5 sampled" in cap.err
+    page = tmp / "r.html"
+    assert main(["report", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store",
+                 str(store_path), "--out", str(page)]) == 0
+    assert page.read_text().count('<p class="warning">warning: ') == 3
+
+
+def test_pair_sample_without_runs_warns_from_the_largest_possible_top_k(world, capsys):
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "s",
+                 "--design", "srs-pairs", "--budget", "10"]) == 0
+    err = capsys.readouterr().err  # a top 10 holds at most 300 of the 360 pairs: ~8.3 of 10
+    assert "at most 300 of the 360 pairs" in err and "about 8.3" in err
+    assert "give --runs" in err and "Recommended: --budget of at least 30" in err
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "t",
+                 "--design", "srs-pairs", "--budget", "30"]) == 0
+    assert "warning" not in capsys.readouterr().err

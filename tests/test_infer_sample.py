@@ -118,3 +118,34 @@ def test_export_has_texts_in_grading_order_and_counts_missing_texts():
     assert lacking == sum(p == PAIRS[-1] for p in s.pairs())
     jtext, _ = export(s, q, d, "x.jsonl")
     assert len(jtext.splitlines()) == 4 and '"sample": "sample"' in jtext
+
+
+def test_recommended_budget_reaches_the_reliable_number_of_top_k_pairs():
+    from reljudge.infer.sample import RELIABLE_TOP_PAIRS, recommended_budget
+
+    rng = np.random.default_rng(4)
+    pool = [(f"q{q}", f"d{d}") for q in range(40) for d in range(50)]
+    grades = {p: int(rng.integers(0, 4)) for p in pool}
+    tops = [[f"grade={grades[p]}" for p in pool if int(p[1][1:]) < 10],
+            [f"grade={grades[p]}" for p in pool if 5 <= int(p[1][1:]) < 15]]
+    small = draw(pool, "stratified-pairs", 60, 1, grades=grades)
+    rate = {lab: v["sampled"] / v["population"] for lab, v in small.params["strata"].items()}
+    expected, budget = recommended_budget(small, tops, len(pool))
+    assert expected == pytest.approx(min(sum(rate[lab] for lab in t) for t in tops))
+    assert expected < RELIABLE_TOP_PAIRS < RELIABLE_TOP_PAIRS * budget / 60
+    assert recommended_budget(draw(pool, "stratified-pairs", budget, 1, grades=grades), tops,
+                              len(pool)) is None
+
+
+def test_small_sample_warning_at_the_thresholds():
+    from reljudge.infer.sample import QUERY_COVERAGE, RELIABLE_TOP_PAIRS, small_sample_warning
+
+    assert small_sample_warning("pair", RELIABLE_TOP_PAIRS, 10) is None
+    below = RELIABLE_TOP_PAIRS - 1
+    assert f"from {below} sampled pairs in the run's top 10" in small_sample_warning("pair", below,
+                                                                                      10)
+    assert small_sample_warning("query", 25, population=25) is None
+    size, low = QUERY_COVERAGE[0]
+    assert f"lowest {low:.0%} at {size})" in small_sample_warning("query", 3, population=25)
+    size, low = QUERY_COVERAGE[-1]
+    assert f"lowest {low:.0%} at {size})" in small_sample_warning("query", 24, population=25)

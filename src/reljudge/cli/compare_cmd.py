@@ -86,8 +86,10 @@ def run(args) -> int:
             out["estimates"] = {"sample": est.sample, "design": est.design,
                                 "judge": est.judge, "skipped": est.skipped,
                                 "runs": [r.__dict__ for r in est.rows],
-                                "differences": [d.__dict__ for d in est.diffs]}
+                                "differences": [d.__dict__ for d in est.diffs],
+                                "warnings": est.warnings()}
         print(json_dumps(out), end="")
+        _warn(est)
         return 0
     headers, rows = comparison_rows(c)
     text = render(headers, rows, args.format)
@@ -106,4 +108,12 @@ def run(args) -> int:
               + render(*estimate_table(est.rows + est.diffs, with_p=True), args.format), end="")
         if args.format in ("table", "markdown"):
             print(est.note())
+    _warn(est)
     return 0
+
+
+def _warn(est) -> None:
+    import sys
+
+    for line in est.warnings() if est is not None else []:
+        print(line, file=sys.stderr)

@@ -17,7 +17,12 @@ columns, per run and measure:
           bad the judge is, narrower than `human` when the judge is any good
   labels  how many human labels a human-only estimate would need for the PPI interval's width
 Differences: each run minus the baseline (first run, or --baseline), same columns, with the
-PPI two-sided p-value. Query-level samples (srs-queries) serve every measure; pair-level
+PPI two-sided p-value. A warning (stderr; "warning" per row and "warnings" in --json) marks
+an interval whose sample is smaller than the one at which the benchmark's 95 % intervals
+covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k, or a
+query sample of fewer than all queries (no query budget up to 20 of 25 reached it). Read
+such intervals as approximate. Pair-sample estimates are post-stratified by each run's top
+k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level
 samples serve DCG@k and P@k only. Human grades: the latest human-source label of each
 sampled pair (every pair must have one). See docs/ppi.md for the formulas.
 """
@@ -72,7 +77,9 @@ def run(args) -> int:
     if args.format == "json":
         emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,
                          "level": args.level, "runs": [r.__dict__ for r in est.rows],
-                         "differences": [d.__dict__ for d in est.diffs]}))
+                         "differences": [d.__dict__ for d in est.diffs],
+                         "warnings": est.warnings()}))
+        _warn(est)
         return 0
     text = render(*estimate_table(est.rows, args.level), args.format)
     if est.diffs:
@@ -81,4 +88,12 @@ def run(args) -> int:
     emit(text)
     if args.format == "table":
         print(est.note())
+    _warn(est)
     return 0
+
+
+def _warn(est) -> None:
+    import sys
+
+    for line in est.warnings():
+        print(line, file=sys.stderr)

@@ -20,6 +20,12 @@ judge source labelled in the store. The draw, each pair's inclusion probability 
 stratum are recorded in the store under --name; `reljudge estimate` uses them. The export
 (.tsv or .jsonl by extension) lists the pairs in the order people should grade them, with
 query and passage text (from the store, or --queries-file / --passages-file).
+
+A warning (stderr) with a recommended --budget / --queries is printed when the sample is
+smaller than the one at which the benchmark's 95 % intervals covered >= 93 % for every
+judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with --runs;
+otherwise for the largest top k the pool allows), or a query sample of fewer than all
+queries. The sample is still drawn and recorded (docs/ppi.md).
 """
 
 
@@ -66,11 +72,13 @@ def run(args) -> int:
         raise ConfigError(f"--out {args.out}: expected a .tsv or .jsonl file name")
     with LabelStore(args.store, create=False) as store:
         grades = store.source_grades(args.judge)
+        runs = []
         if args.runs:
             from reljudge.pool import build_pool
             from reljudge.trec import read_run
 
-            pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
+            runs = [read_run(r) for r in args.runs]
+            pairs = build_pool(runs, args.depth).pairs
             pool = {"runs": args.runs, "depth": args.depth}
         else:
             pairs = sorted(grades)
@@ -111,4 +119,57 @@ def run(args) -> int:
         if lacking:
             print(f"note: {lacking} exported pairs have no query or passage text "
                   f"(give --queries-file / --passages-file)", file=sys.stderr)
+    warning = _size_warning(sample, pairs, grades, runs, args.depth)
+    if warning:
+        print(warning, file=sys.stderr)
     return 0
+
+
+def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
+    """Warn when the sample is smaller than the one at which the benchmark's intervals
+    covered >= 93 %, with the budget that would reach it."""
+    import math
+
+    from reljudge.infer.sample import QUERY_COVERAGE, RELIABLE_TOP_PAIRS, recommended_budget
+
+    if sample.unit == "query":
+        have, total = sample.params["queries"], sample.params["population_queries"]
+        if have >= total:
+            return None
+        sizes = ", ".join(f"{c:.0%} at {q}" for q, c in QUERY_COVERAGE)
+        return (f"warning: a sample of {have} of {total} queries: in the benchmark no query "
+                f"sample up to {QUERY_COVERAGE[-1][0]} of 25 queries gave 95 % intervals "
+                f"covering >= 93 % for every judge (lowest coverage {sizes} queries; "
+                f"docs/ppi.md), so the estimates will carry a warning. Recommended: --queries "
+                f"{min(max(have, QUERY_COVERAGE[-1][0]), total)} or more, or a pair sample "
+                f"for DCG@k and P@k")
+    if runs:
+        from reljudge.pool import top_k
+
+        pooled = set(pairs)
+        label = ((lambda p: "all") if sample.design == "srs-pairs"
+                 else (lambda p: f"grade={grades[p]}"))
+        tops = []
+        for run in runs:
+            q, d, _ = top_k(run, depth)
+            tops.append([label(p) for p in zip(q.tolist(), d.tolist(), strict=True)
+                         if p in pooled])
+        rec = recommended_budget(sample, tops, len(pairs))
+        if rec is None:
+            return None
+        expected, budget = rec
+        return (f"warning: this sample puts about {expected:.1f} pairs in the top {depth} of "
+                f"the worst-served run, fewer than the {RELIABLE_TOP_PAIRS} at which the "
+                f"benchmark's 95 % intervals covered >= 93 % (docs/ppi.md); its estimates "
+                f"will carry a warning. Recommended: --budget {budget}")
+    queries = len({q for q, _ in pairs})
+    per_run = min(queries * depth, len(pairs))  # a run's top `depth` holds at most this many
+    expected = len(sample.items) * per_run / len(pairs)
+    if expected >= RELIABLE_TOP_PAIRS:
+        return None
+    budget = min(math.ceil(len(sample.items) * RELIABLE_TOP_PAIRS / expected), len(pairs))
+    return (f"warning: a run's top {depth} holds at most {per_run} of the {len(pairs)} pairs, "
+            f"so this sample puts at most about {expected:.1f} in it, fewer than the "
+            f"{RELIABLE_TOP_PAIRS} at which the benchmark's 95 % intervals covered >= 93 % "
+            f"(docs/ppi.md); give --runs for a per-run check. Recommended: --budget of at "
+            f"least {budget}")

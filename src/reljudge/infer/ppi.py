@@ -92,16 +92,18 @@ def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> n
 
 def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarray,
                           normaliser: float, level: float = 0.95,
-                          lam: float | np.ndarray | None = None) -> Estimate:
+                          lam: float | np.ndarray | None = None, check: bool = True
+                          ) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
-    ``population``: units per stratum (H,); ``b_total``: sum of the predictions over all
-    units (...,); ``lam=None`` tunes lambda to minimise the estimated variance.
+    ``population``: units per stratum (H,) or (..., H); ``b_total``: sum of the predictions
+    over all units (...,); ``lam=None`` tunes lambda to minimise the estimated variance;
+    ``check=False`` skips the two-per-stratum check (for callers that mask such cells).
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
     census = n >= big_n  # a stratum taken whole has no sampling variance
-    if np.any((n < MIN_PER_STRATUM) & ~census):
+    if check and np.any((n < MIN_PER_STRATUM) & ~census):
         raise InputError(f"each sampled stratum needs at least {MIN_PER_STRATUM} "
                          f"human-labelled units for an interval; got {int(np.min(n))}")
     n_safe = np.maximum(n, 1)
@@ -123,7 +125,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     var_classical = (c * ssa).sum(axis=-1)
     classical = (big_n * mean_a).sum(axis=-1)
     sampled = n.sum(axis=-1)
-    strata = n.shape[-1]
+    strata = (n > 0).sum(axis=-1)
     df_pooled = np.maximum(sampled - strata, 1)
     df_c = satterthwaite_df(c * ssa, d, df_pooled)
     df = satterthwaite_df(parts, d, df_pooled)
@@ -136,13 +138,61 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     value = total / normaliser
     classical = classical / normaliser
     # A human-only SRS of m units has variance N^2 (1/m - 1/N) S^2: solve for m at var.
-    n_total = big_n.sum()
+    n_total = big_n.sum(axis=-1)
     pooled = _population_s2(ssa, mean_a, big_n)
     with np.errstate(divide="ignore", invalid="ignore"):
         eff = np.where(var > 0, n_total ** 2 * pooled / (var + n_total * pooled), n_total)
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level)
+
+
+def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
+                    normaliser: float, level: float = 0.95,
+                    lam: float | np.ndarray | None = None, collapse: str = "adjacent"
+                    ) -> tuple[Estimate, np.ndarray]:
+    """The estimate post-stratified by a known domain outside which every a and b is 0 (for
+    a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
+
+    ``m``: moments of the sampled units in the domain only (n counts them per stratum);
+    ``domain_sizes``: the domain's units per design stratum, (H,) or (..., H). Given how
+    many sampled units fell in the domain, they are a simple random sample of its part of
+    each stratum, so the estimate weights them by N_dh / n_dh (post-stratification:
+    Cochran 1977 sec. 5A.9; Saerndal, Swensson, Wretman 1992 sec. 7.6) and its interval is
+    conditional on that number: few sampled units in the run's top k give a wide interval
+    instead of a narrow wrong one. A post-stratum with fewer than two sampled units is
+    merged into the next one in stratum order (the last into the one before;
+    ``collapse="all"``: every post-stratum into one) (collapsed strata, Cochran 1977
+    sec. 5A.12); where the domain holds fewer than three sampled units the second value is
+    False and the estimate must not be used.
+    """
+    if collapse not in ("adjacent", "all"):
+        raise InputError(f"collapse must be 'adjacent' or 'all', got {collapse!r}")
+    big_n = np.broadcast_to(np.asarray(domain_sizes, np.float64), m.n.shape)
+    parts = np.stack(np.broadcast_arrays(m.n, m.sa, m.sb, m.saa, m.sbb, m.sab, big_n))
+
+    def short(h: int) -> np.ndarray:  # sampled, or not, too thinly for a variance
+        n_h, size = parts[0][..., h], parts[6][..., h]
+        return (size > 0) & (n_h < MIN_PER_STRATUM) & (n_h < size)
+
+    strata = parts.shape[-1]
+    if collapse == "all":
+        any_short = np.any([short(h) for h in range(strata)], axis=0)
+        total = parts.sum(axis=-1)
+        parts = np.where(any_short[..., None], 0.0, parts)
+        parts[..., 0] = np.where(any_short, total, parts[..., 0])
+    else:
+        moves = [(h, h + 1) for h in range(strata - 1)] + [(h, h - 1)
+                                                             for h in range(strata - 1, 0, -1)]
+        for h, to in moves:
+            s_h = short(h)
+            parts[..., to] += np.where(s_h, parts[..., h], 0.0)
+            parts[..., h] = np.where(s_h, 0.0, parts[..., h])
+    merged = Moments(*parts[:6])
+    e = estimate_from_moments(merged, parts[6], b_total, normaliser, level, lam, check=False)
+    n_dom = m.n.sum(axis=-1)
+    usable = (n_dom >= MIN_PER_STRATUM + 1) | (n_dom >= big_n.sum(axis=-1))
+    return e, usable
 
 
 def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -158,11 +208,11 @@ def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.
 
 def _population_s2(ssa: np.ndarray, mean_a: np.ndarray, big_n: np.ndarray) -> np.ndarray:
     """The population variance of a, estimated from the strata (within plus between)."""
-    n_total = big_n.sum()
-    overall = (big_n * mean_a).sum(axis=-1, keepdims=True) / n_total
+    n_total = big_n.sum(axis=-1)
+    overall = (big_n * mean_a).sum(axis=-1, keepdims=True) / np.maximum(n_total, 1)[..., None]
     within = ((big_n - 1) * ssa).sum(axis=-1)
     between = (big_n * (mean_a - overall) ** 2).sum(axis=-1)
-    return (within + between) / max(n_total - 1, 1)
+    return (within + between) / np.maximum(n_total - 1, 1)
 
 
 def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: float,

@@ -21,6 +21,55 @@ from reljudge.errors import InputError
 DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs")
 MIN_PER_STRATUM = 2
 MIN_QUERIES = 3  # infer.ppi.query_level needs 3: two for a variance, one for lambda
+# From bench/ppi.py (33 LLMJudge judges, 32 systems, 500 draws; docs/ppi.md). Pair samples:
+# the DCG@10 intervals from at least this many sampled pairs in the system's top 10 covered
+# >= 93 % for every judge at every pair budget (with >= 100 such intervals), and 10 % of the
+# pairs, about this many per system's top 10, was the smallest budget at which every judge
+# reached 93 %; below it an interval carries a warning.
+RELIABLE_TOP_PAIRS = 25
+# Query samples: no budget up to 20 of the 25 queries reached 93 % for every judge; the
+# lowest coverage (over judges, nDCG@10 and AP) at each number of sampled queries.
+QUERY_COVERAGE = ((5, 0.831), (10, 0.867), (15, 0.904), (20, 0.917))
+
+
+def small_sample_warning(unit: str, informative: int, cutoff: int | None = None,
+                         population: int | None = None, pair_of_runs: bool = False
+                         ) -> str | None:
+    """A warning when an interval rests on a sample the benchmark found too small for
+    honest coverage (``informative``: sampled pairs in the run's top k, or in either run's
+    for a difference, or sampled queries of ``population``); None otherwise."""
+    if unit == "query":
+        if population is not None and informative >= population:
+            return None  # every query graded: no sampling error
+        size, low = next(((q, c) for q, c in reversed(QUERY_COVERAGE) if q <= informative),
+                         QUERY_COVERAGE[0])
+        return (f"from {informative} sampled queries; in the benchmark no query sample up to "
+                f"{QUERY_COVERAGE[-1][0]} of 25 queries covered >= 93 % for every judge "
+                f"(lowest {low:.0%} at {size}): likely too narrow")
+    if informative >= RELIABLE_TOP_PAIRS:
+        return None
+    top = f"top {cutoff}" if cutoff else "top k"
+    whose = "either run's" if pair_of_runs else "the run's"
+    return (f"from {informative} sampled pairs in {whose} {top}, fewer than the "
+            f"{RELIABLE_TOP_PAIRS} from which the benchmark's 95 % intervals covered >= 93 %: "
+            f"likely too narrow")
+
+
+def recommended_budget(sample: Sample, run_top_strata: Sequence[Sequence[str]],
+                       population: int) -> tuple[float, int] | None:
+    """For a pair sample: the expected number of sampled pairs in the worst run's top k
+    (``run_top_strata``: per run, the stratum label of each pooled pair in its top k) and
+    the budget that would bring it to RELIABLE_TOP_PAIRS (capped at the population), or
+    None when the sample already reaches it."""
+    rate = {lab: v["sampled"] / v["population"]
+            for lab, v in sample.params.get("strata", {}).items() if v["population"]}
+    if not run_top_strata:
+        return None
+    expected = min(sum(rate.get(lab, 0.0) for lab in labels) for labels in run_top_strata)
+    if expected >= RELIABLE_TOP_PAIRS:
+        return None
+    scale = RELIABLE_TOP_PAIRS / expected if expected > 0 else float("inf")
+    return expected, int(min(np.ceil(len(sample.items) * scale), population))
 
 
 @dataclass(frozen=True)

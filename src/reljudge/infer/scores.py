@@ -12,13 +12,13 @@ query-level sample (a pair-level sample is refused with that advice).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from reljudge.errors import InputError
 from reljudge.infer import ppi
-from reljudge.infer.sample import Sample
+from reljudge.infer.sample import Sample, small_sample_warning
 from reljudge.metrics import evaluate, parse_measure
 from reljudge.types import Qrels, Run
 
@@ -44,6 +44,8 @@ class RunEstimate:
     human_labels: int
     effective_labels: float
     p: float | None = None  # for differences: two-sided p-value of no difference
+    informative: int = 0  # sampled units carrying the measure: queries, or pairs in the top k
+    warning: str | None = None  # set when the sample is below the benchmark's reliable size
 
 
 def _grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
@@ -124,8 +126,9 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
                 cell = per_run[(run.name, str(m))]
                 cell["human"] = _per_query(human_sub, run, m, sampled_q)
 
-        def estimator(cell: dict) -> ppi.Estimate:
-            return ppi.query_level(cell["human"], cell["llm"], idx, level)
+        def estimator(cell: dict, run: str, m, other: str | None = None
+                      ) -> tuple[ppi.Estimate, int]:
+            return ppi.query_level(cell["human"], cell["llm"], idx, level), len(idx)
     else:
         pop, labels, sizes = _population(sample, judge)
         item_pairs = sample.pairs()
@@ -135,6 +138,8 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         j_grades = np.array([jg[p] for p in item_pairs])
         pop_grades = np.array([jg[p] for p in pop])
         item_strata = np.array([labels.index(i.stratum or "all") for i in sample.items])
+        pop_strata = _population_strata(sample, labels, pop_grades, sizes)
+        in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         for m in parsed:
             for run in runs:
                 w_pop = pair_weights(run, pop, m)
@@ -143,25 +148,45 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
                 cell["a"] = w_items * gain(h_grades, m)
                 cell["b"] = w_items * gain(j_grades, m)
                 cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+                in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
 
-        def estimator(cell: dict) -> ppi.Estimate:
-            return ppi.estimate(cell["a"], cell["b"], cell["b_total"], item_strata, sizes,
-                                float(len(queries)), level)
+        def estimator(cell: dict, run: str, m, other: str | None = None
+                      ) -> tuple[ppi.Estimate, int]:
+            items, popd = in_top[(run, str(m))]
+            if other:  # a difference is 0 outside both runs' top k
+                items, popd = items | in_top[(other, str(m))][0], popd | in_top[(other, str(m))][1]
+            design = ppi.estimate(cell["a"], cell["b"], cell["b_total"], item_strata, sizes,
+                                  float(len(queries)), level)
+            if pop_strata is None:
+                return design, int(items.sum())
+            dom = ppi.moments(cell["a"][items], cell["b"][items], item_strata[items],
+                              len(sizes))
+            dsize = np.bincount(pop_strata[popd], minlength=len(sizes)).astype(np.float64)
+            e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
+                                            float(len(queries)), level)
+            if not bool(usable):
+                return design, int(items.sum())
+            # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
+            worth = float(e.effective_n) * float(sizes.sum()) / max(float(dsize.sum()), 1.0)
+            return replace(e, effective_n=np.asarray(worth), n=design.n), int(items.sum())
     rows, diffs = [], []
     for m in parsed:
         for run in runs:
             cell = per_run[(run.name, str(m))]
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
-            e = estimator(cell)
-            rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e))
+            e, k = estimator(cell, run.name, m)
+            rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None,
+                             k, small_sample_warning(sample.unit, k, m.cutoff, len(queries))))
             if run.name == base:
                 continue
             other = per_run[(base, str(m))]
             dcell = {k: cell[k] - other[k] for k in cell}
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
-            de = estimator(dcell)
+            de, k = estimator(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
-                              dboot.high, de, float(de.p_value())))
+                              dboot.high, de, float(de.p_value()), k,
+                              small_sample_warning(sample.unit, k, m.cutoff,
+                                                   len(queries), pair_of_runs=True)))
     return rows, diffs
 
 
@@ -193,12 +218,28 @@ def _population(sample: Sample, judge: Qrels):
     return pop, labels, sizes
 
 
+def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray,
+                       sizes: np.ndarray) -> np.ndarray | None:
+    """Each pooled pair's design stratum (from the judge's grade for stratified-pairs), or
+    None when the judge's grades no longer give the recorded stratum sizes (then only the
+    design-based estimate is possible)."""
+    if sample.design == "srs-pairs":
+        return np.zeros(len(pop_grades), dtype=np.int64)
+    index = {lab: h for h, lab in enumerate(labels)}
+    strata = np.array([index.get(f"grade={g}", -1) for g in pop_grades.tolist()])
+    if (strata < 0).any() or not np.array_equal(np.bincount(strata, minlength=len(labels)),
+                                                sizes.astype(np.int64)):
+        return None
+    return strata
+
+
 def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estimate,
-         p: float | None = None) -> RunEstimate:
+         p: float | None = None, informative: int = 0,
+         warning: str | None = None) -> RunEstimate:
     return RunEstimate(name, measure, float(llm), float(lo), float(hi), float(e.classical),
                        float(e.classical_low), float(e.classical_high), float(e.value),
                        float(e.low), float(e.high), float(e.lam), int(e.n),
-                       float(e.effective_n), p)
+                       float(e.effective_n), p, informative, warning)
 
 
 def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False
@@ -227,6 +268,12 @@ class StoreEstimates:
     rows: list[RunEstimate]
     diffs: list[RunEstimate]
     skipped: list[str]  # measures a pair-level sample cannot estimate
+
+    def warnings(self) -> list[str]:
+        """One line per estimate whose sample is below the benchmark's reliable size."""
+        return [f"warning: {r.run} {r.measure}: the interval is {r.warning}; read it as "
+                f"approximate or label more (docs/ppi.md)" for r in self.rows + self.diffs
+                if r.warning]
 
     def note(self) -> str:
         """One line saying where the numbers come from."""

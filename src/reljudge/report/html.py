@@ -158,7 +158,8 @@ def _estimate_section(store, runs, measures, baseline) -> str:
         _table(*estimate_table(est.rows + est.diffs, with_p=True)),
         f'<p class="note">{html.escape(est.note())}. llm: the judge\'s labels alone '
         "(bootstrap interval, biased when the judge is); human: the sample alone; ppi: "
-        "both, valid however bad the judge is.</p>"])
+        "both, valid however bad the judge is.</p>"]
+        + [f'<p class="warning">{html.escape(w)}</p>' for w in est.warnings()])
 
 
 def _store_section(store) -> str:

@@ -1,0 +1,114 @@
+"""infer.scores: pair-sample estimates post-stratified by each run's top k, the count of
+sampled units each interval rests on, and the small-sample warning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reljudge.infer import ppi
+from reljudge.infer.sample import RELIABLE_TOP_PAIRS, draw
+from reljudge.infer.scores import estimate_runs
+from reljudge.types import Qrels, Run
+
+NQ, ND = 20, 30
+
+
+def _world(seed=0):
+    rng = np.random.default_rng(seed)
+    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(NQ) for d in range(ND)}
+    judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}
+    runs = []
+    for i, noise in enumerate((0.5, 2.0)):
+        pairs = list(truth)
+        score = np.array([truth[p] for p in pairs]) + noise * rng.normal(size=len(pairs))
+        runs.append(Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], score,
+                                    name=f"r{i}"))
+    return truth, judge, runs
+
+
+def _qrels(grades):
+    return Qrels.from_arrays([p[0] for p in grades], [p[1] for p in grades],
+                             np.array(list(grades.values()), dtype=np.int64))
+
+
+def _top(run, k):
+    from reljudge.pool import top_k
+
+    q, d, r = top_k(run, k)
+    return dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("budget", [40, 400])
+def test_pair_estimate_is_post_stratified_by_the_run_top_k_and_warns_when_small(budget):
+    truth, judge, runs = _world()
+    s = draw(sorted(truth), "stratified-pairs", budget, 3, grades=judge)
+    human = _qrels({p: truth[p] for p in s.pairs()})
+    rows, diffs = estimate_runs(s, _qrels(judge), human, runs, ["DCG@10"])
+    labels = list(s.params["strata"])
+    pool = sorted(truth)
+    for row, run in zip(rows, runs, strict=True):
+        rank = _top(run, 10)
+        items = [p for p in s.pairs() if p in rank]
+        w = {p: 1 / np.log2(rank[p] + 1) for p in rank}
+        a = np.array([w[p] * truth[p] for p in items])
+        b = np.array([w[p] * judge[p] for p in items])
+        strata = np.array([labels.index(f"grade={judge[p]}") for p in items])
+        sizes = np.bincount([labels.index(f"grade={judge[p]}") for p in pool if p in rank],
+                            minlength=len(labels))
+        b_total = sum(w[p] * judge[p] for p in rank)
+        e, usable = ppi.post_stratified(ppi.moments(a, b, strata, len(labels)), sizes, b_total,
+                                        float(NQ))
+        assert bool(usable)
+        assert row.ppi == pytest.approx(float(e.value))
+        assert (row.ppi_low, row.ppi_high) == (pytest.approx(float(e.low)),
+                                               pytest.approx(float(e.high)))
+        assert row.informative == len(items) and row.human_labels == budget
+        assert (row.warning is not None) == (len(items) < RELIABLE_TOP_PAIRS)
+        if row.warning:
+            assert f"from {len(items)} sampled pairs in the run's top 10" in row.warning
+    both = set(_top(runs[0], 10)) | set(_top(runs[1], 10))
+    assert diffs[0].informative == sum(p in both for p in s.pairs())
+    if diffs[0].warning:
+        assert "sampled pairs in either run's top 10" in diffs[0].warning
+
+
+def test_small_and_large_pair_samples_on_either_side_of_the_threshold():
+    truth, judge, runs = _world()
+    small = draw(sorted(truth), "stratified-pairs", 40, 3, grades=judge)
+    large = draw(sorted(truth), "stratified-pairs", 400, 3, grades=judge)
+    rows_s, _ = estimate_runs(small, _qrels(judge), _qrels(truth), runs, ["DCG@10"])
+    rows_l, _ = estimate_runs(large, _qrels(judge), _qrels(truth), runs, ["DCG@10"])
+    assert all(r.warning for r in rows_s) and not any(r.warning for r in rows_l)
+
+
+def test_changed_judge_grades_fall_back_to_the_design_based_estimate():
+    truth, judge, runs = _world()
+    s = draw(sorted(truth), "stratified-pairs", 300, 3, grades=judge)
+    relabelled = dict(judge)
+    moved = next(p for p in sorted(truth) if p not in set(s.pairs()) and judge[p] < 3)
+    relabelled[moved] = judge[moved] + 1  # stratum sizes no longer match the record
+    rows, _ = estimate_runs(s, _qrels(relabelled), _qrels(truth), runs[:1], ["P@10"])
+    labels = list(s.params["strata"])
+    pool = sorted(truth)
+    rank = _top(runs[0], 10)
+    a = np.array([0.1 * (truth[p] >= 1) * (p in rank) for p in s.pairs()])
+    b = np.array([0.1 * (relabelled[p] >= 1) * (p in rank) for p in s.pairs()])
+    strata = np.array([labels.index(i.stratum) for i in s.items])
+    sizes = np.array([s.params["strata"][lab]["population"] for lab in labels])
+    b_total = sum(0.1 * (relabelled[p] >= 1) for p in pool if p in rank)
+    design = ppi.estimate(a, b, b_total, strata, sizes, float(NQ))
+    assert rows[0].ppi == pytest.approx(float(design.value))
+    assert rows[0].ppi_high == pytest.approx(float(design.high))
+
+
+def test_query_sample_counts_queries_and_warns_unless_every_query_is_graded():
+    truth, judge, runs = _world()
+    for n_q in (5, 12, NQ):
+        s = draw(sorted(truth), "srs-queries", 0, 1, queries=n_q)
+        rows, diffs = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["nDCG@10"])
+        for r in rows + diffs:
+            assert r.informative == n_q
+            assert (r.warning is not None) == (n_q < NQ)
+        if n_q == 12:  # the lowest benchmark coverage at the nearest smaller size (10)
+            assert "from 12 sampled queries" in rows[0].warning and "87% at 10" in rows[0].warning
