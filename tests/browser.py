@@ -52,8 +52,19 @@ class Browser:
                 raise RuntimeError("chromium did not start its DevTools endpoint")
             time.sleep(0.05)
         port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
-            pages = [t for t in json.load(r) if t["type"] == "page"]
+        pages: list = []
+        while not pages:  # the first page can appear a moment after the endpoint (slow machine)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list",
+                                            timeout=10) as r:
+                    pages = [t for t in json.load(r) if t["type"] == "page"]
+            except OSError:
+                pages = []
+            if not pages:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    raise RuntimeError("chromium started but opened no page")
+                time.sleep(0.05)
         self.loop = asyncio.new_event_loop()
         self.events: list[dict] = []
         self._waiting: dict[int, asyncio.Future] = {}
