@@ -73,6 +73,22 @@ def test_pipeline_end_to_end_then_a_rerun_is_free_and_identical(example, tmp_pat
     assert '"decided_by": "human"' in provenance and '"decided_by": "llm"' in provenance
 
 
+def test_a_pipeline_whose_labelling_leaves_pairs_ungraded_exits_4(example, tmp_path,
+                                                                 monkeypatch, capsys):
+    def refuses_some(req):
+        if "sabbatical" in req.user_text.lower():  # one passage gets a 400, the rest a grade
+            return Reply.error(400, "context too long")
+        return grader(req)
+
+    with FakeOpenAI(refuses_some) as server:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        code = main(["run", str(example / "pipeline.toml"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 4, out
+    assert "http_status" in out  # the summary names the failures by kind
+
+
 def test_changing_one_setting_recomputes_only_what_depends_on_it(example, tmp_path, monkeypatch,
                                                                  capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -23,6 +23,11 @@ stage runs: depth = "10" is an error):
   [eval]    measures = ["nDCG@10", "P@5", "RR", "Judged@10"], all_queries = false
   [audit]   measure = "nDCG@10", bootstrap = 1000, seed = 0
   [output]  dir = "out", store (default out/labels.sqlite), cache_dir
+
+exit codes (as `reljudge label`): 0 everything ran and every pooled pair the judge was asked
+about has a grade; 2 bad input or config, or an endpoint that cannot be used; 3 labelling
+stopped early (budget or Ctrl-C: run again to continue); 4 labelling finished but some pairs
+have no grade (the summary lists the failures by kind; a re-run asks again for failed calls).
 """
 
 
@@ -57,5 +62,13 @@ def run(args) -> int:
                           config_text=Path(args.config).read_text(encoding="utf-8"))
     print(f"outputs in {result.out_dir}: " + ", ".join(
         sorted(p.name for p in result.out_dir.iterdir() if not p.name.startswith("."))))
-    label = result.stage("label")
-    return 3 if label.summary.get("stop_reason") else 0
+    return exit_code(result.stage("label").summary)
+
+
+def exit_code(label: dict) -> int:
+    """As ``reljudge label``: 3 when labelling stopped early, 4 when it finished with pairs
+    that have no grade, else 0."""
+    if label.get("stop_reason"):
+        return 3
+    graded = label.get("labelled", 0) + label.get("already_done", 0) - label.get("already_failed", 0)
+    return 4 if "items" in label and graded != label["items"] else 0
