@@ -56,7 +56,10 @@ class LabelStore:
             raise StoreError(f"{self.path}: {what} (label, labels import and run create one)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            # one thread at a time, not always the opening one: label_pairs called inside a
+            # running event loop (Jupyter) writes from its worker thread while the caller waits
+            self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                        check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self.conn.execute("PRAGMA foreign_keys = ON")
