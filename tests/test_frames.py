@@ -140,6 +140,10 @@ def test_pandas_is_not_imported_until_a_frame_is_asked_for(tmp_path):
             "ev._repr_html_();"
             "c = compare({'q': {'a': 1}}, [{'q': {'a': .5}}, {'q': {'b': .5}}], 'AP', trials=10);"
             "str(c); c._repr_html_();"
+            "from reljudge.audit import audit; a = audit({'q': {'a': 1, 'b': 0}}, "
+            "{'q': {'a': 1, 'b': 1}}); str(a); a._repr_html_();"
+            f"from reljudge.store import LabelStore; s = LabelStore({str(tmp_path / 's.db')!r});"
+            "from reljudge.store.views import conflicts_with_text; conflicts_with_text(s);"
             "print('pandas' in sys.modules); ev.to_dataframe(); print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]

@@ -306,5 +306,5 @@ def _conflicts_with_text(args) -> int:
     if args.format == "table":
         print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
               + (f" (showing {len(found)})" if total > len(found) else "")
-              + "; texts cut to fit: --format json or csv for the whole")
+              + "; long texts cut to one line: --format json or csv for the whole")
     return 0
