@@ -208,6 +208,14 @@ class Qrels(_IdColumns):
         return self._dict
 
 
+    def to_dataframe(self):
+        """A pandas DataFrame with columns qid, docid, grade (``Qrels.from_any`` reads it
+        back); a ReljudgeError naming ``pip install pandas`` when pandas is absent."""
+        from reljudge.frames import import_pandas
+
+        return import_pandas().DataFrame({"qid": self.qid, "docid": self.docid,
+                                          "grade": self.grade})
+
     def get(self, qid: str, docid: str, default: int | None = None) -> int | None:
         """The grade of one pair, or default when unjudged."""
         return self.to_dict().get(qid, {}).get(docid, default)
@@ -312,6 +320,15 @@ class Run(_IdColumns):
         """For a compact run, query i's rows are at ``bounds[i]:bounds[i+1]`` (codes as in
         ``query_codes``); None for a run held as str."""
         return self._bounds
+
+    def to_dataframe(self):
+        """A pandas DataFrame with columns qid, docid, score in the run's row order
+        (``Run.from_any`` reads it back); a ReljudgeError naming ``pip install pandas`` when
+        pandas is absent."""
+        from reljudge.frames import import_pandas
+
+        return import_pandas().DataFrame({"qid": self.qid, "docid": self.docid,
+                                          "score": self.score})
 
     def ranked(self, qid: str) -> list[tuple[str, float]]:
         """One query's (docid, score) list in trec_eval order: score desc, then docid desc."""

@@ -11,6 +11,7 @@ import numpy as np
 from reljudge.audit import agreement as ag
 from reljudge.audit import systems as sy
 from reljudge.errors import InputError
+from reljudge.frames import Tabular, dataframe
 from reljudge.io.coerce import as_qrels, as_runs
 from reljudge.store.merge import aggregate_grades
 from reljudge.types import GRADE_MAX, GRADE_MIN, Qrels, Run
@@ -174,9 +175,12 @@ class JudgeAudit:
     clipped: int = 0
 
 
-@dataclass
-class AuditResult:
-    """The whole audit: one row per judge, ensembles, and agreement among the judges."""
+@dataclass(repr=False)
+class AuditResult(Tabular):
+    """The whole audit: one row per judge, ensembles, and agreement among the judges. Prints
+    as the ``audit`` table and its notes; ``to_dataframe`` gives one row per judge."""
+
+    digits = 3
 
     reference: str
     judges: list[JudgeAudit]
@@ -195,6 +199,47 @@ class AuditResult:
         if j.systems is not None:
             out.update(tau=j.systems.kendall_tau, tau_ap=j.systems.tau_ap,
                        max_rank_change=j.systems.max_rank_change)
+        return out
+
+    def table(self) -> tuple[list[str], list[list]]:
+        """The ``audit`` table: one row per judge, the columns that have values."""
+        rows = [self.row(j) for j in self.judges]
+        columns = [c for c in COLUMNS if any(c in r for r in rows)]
+        return columns, [[r.get(c) for c in columns] for r in rows]
+
+    def to_dataframe(self):
+        """A pandas DataFrame, one row per judge (the table's columns, full precision)."""
+        return dataframe(*self.table())
+
+    def notes(self) -> list[str]:
+        """Undefined statistics, clipping, one-sided pairs, agreement among the judges."""
+        from reljudge.report.tables import format_value
+
+        out = []
+        for j in self.judges:
+            out += [f"note: {j.name}: {stat} undefined ({why})"
+                    for stat, why in j.items.undefined.items()]
+            if j.items.only_reference or j.items.only_judge:
+                out.append(f"note: {j.name}: {j.items.only_reference} reference pairs without "
+                           f"a judge label, {j.items.only_judge} judge pairs without a "
+                           "reference label (not compared)")
+        if sum(j.clipped for j in self.judges):
+            out.append(f"note: {sum(j.clipped for j in self.judges)} out-of-scale grade(s) "
+                       "clipped to 0..3 (" + ", ".join(f"{j.name}: {j.clipped}"
+                                                      for j in self.judges if j.clipped) + ")")
+        if self.among_judges:
+            a = self.among_judges
+            out.append(f"among the {a['raters']} judges ({a['units']} pairs): Krippendorff's "
+                       f"alpha ordinal {format_value(a['alpha_ordinal'], 3)}, interval "
+                       f"{format_value(a['alpha_interval'], 3)}, nominal "
+                       f"{format_value(a['alpha_nominal'], 3)}; Fleiss' kappa "
+                       f"{format_value(a['fleiss_kappa'], 3)}")
+        if self.measure:
+            out.append(f"system agreement: runs scored with {self.measure} under each label "
+                       "set")
+        if self.bootstrap:
+            out.append(f"bootstrap: {self.bootstrap} resamples of queries, seed {self.seed} "
+                       "(intervals in --json)")
         return out
 
 

@@ -126,7 +126,7 @@ def load_labels(args: argparse.Namespace):
 def run_audit(args: argparse.Namespace) -> int:
     """Load, audit, print."""
     from reljudge.audit import audit
-    from reljudge.audit.audit import COLUMNS, result_to_dict
+    from reljudge.audit.audit import result_to_dict
     from reljudge.report.tables import json_dumps, render
     from reljudge.trec import read_runs
 
@@ -144,8 +144,8 @@ def run_audit(args: argparse.Namespace) -> int:
             data["heldout"] = {**asdict(spec), "by": "query", "rows": list(derived)}
         print(json_dumps(data), end="")
         return 0
-    rows = [result.row(j) for j in result.judges]
-    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    columns, values = result.table()
+    rows = [dict(zip(columns, v, strict=True)) for v in values]
     if args.sort:
         if args.sort not in columns:
             from reljudge.errors import ConfigError
@@ -192,28 +192,5 @@ def heldout_rows(args: argparse.Namespace, ref, judges):
 
 def print_notes(result, clipped) -> None:
     """Undefined statistics, clipping, one-sided pairs, inter-judge agreement."""
-    from reljudge.report.tables import format_value
-
-    for j in result.judges:
-        for stat, why in j.items.undefined.items():
-            print(f"note: {j.name}: {stat} undefined ({why})")
-        if j.items.only_reference or j.items.only_judge:
-            print(f"note: {j.name}: {j.items.only_reference} reference pairs without a judge "
-                  f"label, {j.items.only_judge} judge pairs without a reference label "
-                  "(not compared)")
-    total = sum(clipped.values())
-    if total:
-        print(f"note: {total} out-of-scale grade(s) clipped to 0..3 (" +
-              ", ".join(f"{k}: {v}" for k, v in clipped.items() if v) + ")")
-    if result.among_judges:
-        a = result.among_judges
-        print(f"among the {a['raters']} judges ({a['units']} pairs): Krippendorff's alpha "
-              f"ordinal {format_value(a['alpha_ordinal'], 3)}, interval "
-              f"{format_value(a['alpha_interval'], 3)}, nominal "
-              f"{format_value(a['alpha_nominal'], 3)}; Fleiss' kappa "
-              f"{format_value(a['fleiss_kappa'], 3)}")
-    if result.measure:
-        print(f"system agreement: runs scored with {result.measure} under each label set")
-    if result.bootstrap:
-        print(f"bootstrap: {result.bootstrap} resamples of queries, seed {result.seed} "
-              "(intervals in --json)")
+    for line in result.notes():  # clipped counts travel in the result (JudgeAudit.clipped)
+        print(line)

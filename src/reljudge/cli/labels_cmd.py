@@ -13,6 +13,7 @@ examples:
   reljudge labels export --store labels.sqlite --source nist --out nist.qrels
   reljudge labels stats --store labels.sqlite
   reljudge labels conflicts --store labels.sqlite --limit 20
+  reljudge labels conflicts --store labels.sqlite --with-text --format csv > conflicts.csv
 
 merge policies (which labels decide a pair):
   human-first   human labels when there are any, else LLM and imported ones (default)
@@ -86,6 +87,10 @@ def register(sub) -> None:
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
     v.add_argument("--min-diff", type=float, default=1.0, help="smallest |LLM - human| shown")
     v.add_argument("--limit", type=int, default=50, help="rows to show (0: all)")
+    v.add_argument("--with-text", action="store_true",
+                   help="add the query and passage text, the sources of both labels and the "
+                        "judge's raw answer (its reasoning); cut to fit in the table, whole in "
+                        "JSON and CSV")
     add_format_flags(v, ("table", "json", "csv"))
     v.set_defaults(func=do_conflicts)
 
@@ -244,6 +249,8 @@ def do_conflicts(args) -> int:
     from reljudge.report.tables import render
     from reljudge.store import conflicts
 
+    if args.with_text:
+        return _conflicts_with_text(args)
     with _open(args) as store:
         found = [c for c in conflicts(store.label_rows(), args.aggregate)
                  if abs(c.diff) >= args.min_diff]
@@ -255,4 +262,49 @@ def do_conflicts(args) -> int:
     if args.format == "table":
         print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
               + (f" (showing {len(found)})" if total > len(found) else ""))
+    return 0
+
+
+TEXT_WIDTH = {"query": 40, "passage": 60, "reasoning": 60}  # characters shown in the table
+
+
+def _cut(text: str | None, width: int) -> str | None:
+    """One line of at most ``width`` characters, an ellipsis marking a cut."""
+    if text is None:
+        return None
+    line = " ".join(text.split())
+    if len(line) <= width:
+        return line
+    cut = line[: width - 1]
+    if line[width - 1] != " " and " " in cut[width // 2:]:  # not mid-word when avoidable
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
+def _conflicts_with_text(args) -> int:
+    """Conflicts with both texts, both labels' sources and the judge's answers."""
+    from reljudge.report.tables import json_dumps, render
+    from reljudge.store import conflicts
+    from reljudge.store.views import CONFLICT_COLUMNS, conflict_row, conflicts_with_text
+
+    with _open(args) as store:
+        total = sum(1 for c in conflicts(store.label_rows(), args.aggregate)
+                    if abs(c.diff) >= args.min_diff)
+        found = conflicts_with_text(store, args.aggregate, args.min_diff, args.limit)
+    if args.format == "json":
+        print(json_dumps([{"qid": c.qid, "docid": c.docid, "query": c.query,
+                           "passage": c.passage, "human": c.human,
+                           "human_sources": list(c.human_sources), "llm": c.llm,
+                           "llm_sources": list(c.llm_sources), "llm - human": c.diff,
+                           "answers": list(c.answers)} for c in found]), end="")
+        return 0
+    rows = [conflict_row(c) for c in found]
+    if args.format == "table":
+        cut = {CONFLICT_COLUMNS.index(k): w for k, w in TEXT_WIDTH.items()}
+        rows = [[_cut(v, cut[i]) if i in cut else v for i, v in enumerate(r)] for r in rows]
+    print(render(CONFLICT_COLUMNS, rows, args.format, 1), end="")
+    if args.format == "table":
+        print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
+              + (f" (showing {len(found)})" if total > len(found) else "")
+              + "; long texts cut to one line: --format json or csv for the whole")
     return 0

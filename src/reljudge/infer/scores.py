@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from reljudge.errors import InputError
+from reljudge.frames import Tabular, dataframe
 from reljudge.infer import ppi
 from reljudge.infer.sample import Sample, small_sample_warning
 from reljudge.metrics import evaluate, parse_measure
@@ -258,9 +259,10 @@ def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bo
     return headers, rows
 
 
-@dataclass(frozen=True)
-class StoreEstimates:
-    """Estimates from a store's recorded sample, and the measures it could not serve."""
+@dataclass(frozen=True, repr=False)
+class StoreEstimates(Tabular):
+    """Estimates from a store's recorded sample, and the measures it could not serve. Prints
+    as the estimate table (runs, then differences with their p-values) and its note."""
 
     sample: str
     design: str
@@ -274,6 +276,22 @@ class StoreEstimates:
         return [f"warning: {r.run} {r.measure}: the interval is {r.warning}; read it as "
                 f"approximate or label more (docs/ppi.md)" for r in self.rows + self.diffs
                 if r.warning]
+
+    def table(self) -> tuple[list[str], list[list]]:
+        """The side-by-side table ``compare --store`` prints (LLM-only, human-only, PPI)."""
+        return estimate_table(self.rows + self.diffs, with_p=True)
+
+    def notes(self) -> list[str]:
+        """Where the numbers come from, and the small-sample warnings."""
+        return [self.note(), *self.warnings()]
+
+    def to_dataframe(self):
+        """A pandas DataFrame, one row per run (and difference) and measure, every field of
+        ``RunEstimate`` as a column (full precision, interval ends as separate columns)."""
+        from dataclasses import astuple, fields
+
+        return dataframe([f.name for f in fields(RunEstimate)],
+                         [astuple(r) for r in self.rows + self.diffs])
 
     def note(self) -> str:
         """One line saying where the numbers come from."""

@@ -431,6 +431,8 @@ class Labeller:
 def label_pairs(config: JudgeConfig, pairs: Sequence[tuple[str, str]],
                 queries: Mapping[str, str], passages: Mapping[str, Any],
                 sink: JudgmentSink | None = None, *, progress: bool = False) -> LabelReport:
-    """Synchronous convenience wrapper around ``Labeller(config).label(...)``."""
-    return asyncio.run(Labeller(config).label(pairs, queries, passages, sink,
-                                              progress=progress))
+    """Synchronous wrapper around ``await Labeller(config).label(...)``; works inside a running
+    event loop too (Jupyter), by running the job on its own loop in a worker thread."""
+    from reljudge.judge.sync import run_sync
+
+    return run_sync(Labeller(config).label(pairs, queries, passages, sink, progress=progress))

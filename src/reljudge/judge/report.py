@@ -6,12 +6,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from reljudge.frames import Tabular, dataframe
 from reljudge.types import LabelEvent
 
+SUMMARY_COLUMNS = ["judge", "pairs x samples", "already in store", "from cache", "paid calls",
+                   "labelled", "failed", "not sent", "tokens in", "tokens out", "cost $"]
 
-@dataclass
-class LabelReport:
-    """What a labelling job did."""
+
+@dataclass(repr=False)
+class LabelReport(Tabular):
+    """What a labelling job did. Prints as the ``label`` summary table with its failures;
+    ``to_dataframe`` gives one row per event of this run (grades and failures)."""
 
     judge: str
     pairs: int = 0
@@ -57,6 +62,28 @@ class LabelReport:
             if e.grade is not None:
                 votes.setdefault((e.qid, e.docid), []).append(e.grade)
         return {p: int(aggregate_grades(v, aggregate)) for p, v in votes.items()}
+
+    def table(self) -> tuple[list[str], list[list]]:
+        """The summary table ``reljudge label`` prints."""
+        return SUMMARY_COLUMNS, [[self.judge, self.items, self.already_done, self.cached,
+                                  self.calls, self.labelled, self.failed, self.not_sent,
+                                  self.tokens_in, self.tokens_out, self.cost]]
+
+    def notes(self) -> list[str]:
+        """Warnings, failures by kind, and why the job stopped early."""
+        out = [f"warning: {note}" for note in self.warnings]
+        out += [f"failures: {n} x {kind}, e.g. {self.failure_examples[kind]}"
+                for kind, n in self.failure_reasons.most_common()] or ["failures: none"]
+        if self.stop_reason:
+            out.append(f"stopped early ({self.stop_reason})")
+        return out
+
+    def to_dataframe(self):
+        """A pandas DataFrame of this run's events: qid, docid, sample, grade, failure kind,
+        failure, raw answer, tokens, cost, latency."""
+        cols = ["qid", "docid", "sample", "grade", "failure_kind", "failure", "raw",
+                "tokens_in", "tokens_out", "cost", "latency"]
+        return dataframe(cols, [[getattr(e, c) for c in cols] for e in self.events])
 
     def summary(self) -> dict[str, Any]:
         """The counts, for printing or JSON."""

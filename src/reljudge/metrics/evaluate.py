@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError, MeasureError
+from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
 from reljudge.metrics.kernels import compute
 from reljudge.metrics.measures import Measure, parse_measure
@@ -19,9 +20,10 @@ from reljudge.types import Qrels, Run
 GM_EPSILON = 0.00001  # trec_eval's MIN_GEO_MEAN
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    """Per-query values of several measures for one run; the aggregate is the mean."""
+@dataclass(frozen=True, repr=False)
+class Evaluation(Tabular):
+    """Per-query values of several measures for one run; the aggregate is the mean. Prints
+    as the ``eval`` table (its mean row); ``to_dataframe`` gives the values."""
 
     run: str
     measures: list[str]
@@ -64,6 +66,20 @@ class Evaluation:
         """{qid: {measure: value}}."""
         return {q: dict(zip(self.measures, row, strict=False)) for q, row in
                 zip(self.query_ids, self.scores.tolist(), strict=False)}
+
+    def table(self) -> tuple[list[str], list[list]]:
+        """The ``eval`` table: run, number of queries, mean of each measure."""
+        return (["run", "queries", *self.measures],
+                [[self.run, len(self.query_ids), *self.mean().values()]])
+
+    def to_dataframe(self, mean: bool = False):
+        """A pandas DataFrame: one row per query (columns run, query, measures), or with
+        ``mean`` the one row of means (columns run, queries, measures)."""
+        if mean:
+            return dataframe(*self.table())
+        return dataframe(["run", "query", *self.measures],
+                         [[self.run, q, *row] for q, row in
+                          zip(self.query_ids, self.scores.tolist(), strict=True)])
 
 
 def parse_measures(measures) -> list[Measure]:

@@ -80,6 +80,19 @@ def latex_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: i
     return "\n".join(out) + "\n"
 
 
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4) -> str:
+    """A plain HTML table (escaped; numbers right-aligned), for notebook displays."""
+    from html import escape
+
+    def cell(tag: str, v: Any) -> str:
+        style = ' style="text-align:right"' if isinstance(v, (int, float)) else ""
+        return f"<{tag}{style}>{escape(format_value(v, digits))}</{tag}>"
+
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(cell("td", v) for v in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def json_dumps(obj: Any) -> str:
     """JSON for scripts: nan and inf become null, keys keep their order."""
     def clean(o: Any) -> Any:

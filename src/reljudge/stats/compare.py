@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reljudge.frames import Tabular, dataframe
 from reljudge.stats.bootstrap import Interval, bootstrap_ci
 from reljudge.stats.significance import TESTS, benjamini_hochberg, effect_size, holm, paired_test
 
@@ -27,9 +28,14 @@ class Cell:
     note: str = ""
 
 
-@dataclass
-class Comparison:
-    """Runs x measures, each cell against the baseline run."""
+FRAME_COLUMNS = ["run", "measure", "baseline", "mean", "se", "ci_low", "ci_high", "diff", "p",
+                 "p_adjusted", "significant", "effect_size", "note"]
+
+
+@dataclass(repr=False)
+class Comparison(Tabular):
+    """Runs x measures, each cell against the baseline run. Prints as the ``compare`` table
+    and its legend; ``to_dataframe`` gives one row per run and measure."""
 
     measures: list[str]
     runs: list[str]
@@ -56,6 +62,26 @@ class Comparison:
         common = [q for q in self.run_queries[self.baseline] if q in mine]
         return (common, np.array([base[q] for q in common], dtype=np.float64),
                 np.array([mine[q] for q in common], dtype=np.float64))
+
+    def table(self) -> tuple[list[str], list[list]]:
+        """The ``compare`` table: each run's means with marks, intervals and p-values."""
+        return comparison_rows(self)
+
+    def notes(self) -> list[str]:
+        """The legend under the table."""
+        return [self.legend()]
+
+    def to_dataframe(self):
+        """A pandas DataFrame, one row per run and measure (the ``compare --format json``
+        values: mean, se, ci_low/ci_high, diff, p, p_adjusted, significant, effect_size)."""
+        rows = []
+        for n in self.runs:
+            for m in self.measures:
+                c = self.cells[(n, m)]
+                rows.append([n, m, n == self.baseline, c.interval.mean, c.interval.se,
+                             c.interval.low, c.interval.high, c.diff, c.p, c.p_adjusted,
+                             c.significant, c.effect, c.note or c.interval.note])
+        return dataframe(FRAME_COLUMNS, rows)
 
     def rule_note(self) -> str:
         """Which queries the means and the paired tests are over."""

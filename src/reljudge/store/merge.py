@@ -172,6 +172,8 @@ class Conflict:
     docid: str
     human: float
     llm: float
+    human_sources: tuple[str, ...] = ()  # the sources whose labels made each side's grade
+    llm_sources: tuple[str, ...] = ()
 
     @property
     def diff(self) -> float:
@@ -181,12 +183,12 @@ class Conflict:
 
 def conflicts(rows: Sequence[tuple], aggregate: str = "majority") -> list[Conflict]:
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
-    human = {(lab.qid, lab.docid): lab.grade for lab in
+    human = {(lab.qid, lab.docid): lab for lab in
              merge_rows(rows, "human-only", aggregate).labels}
     llm = merge_rows(rows, "llm-only", aggregate).labels
-    out = [Conflict(lab.qid, lab.docid, human[(lab.qid, lab.docid)], lab.grade)
-           for lab in llm if (lab.qid, lab.docid) in human and
-           human[(lab.qid, lab.docid)] != lab.grade]
+    out = [Conflict(lab.qid, lab.docid, h.grade, lab.grade, h.sources, lab.sources)
+           for lab in llm if (h := human.get((lab.qid, lab.docid))) is not None
+           and h.grade != lab.grade]
     return sorted(out, key=lambda c: (-abs(c.diff), c.qid, c.docid))
 
 

@@ -56,7 +56,10 @@ class LabelStore:
             raise StoreError(f"{self.path}: {what} (label, labels import and run create one)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            # one thread at a time, not always the opening one: label_pairs called inside a
+            # running event loop (Jupyter) writes from its worker thread while the caller waits
+            self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                        check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self.conn.execute("PRAGMA foreign_keys = ON")
@@ -381,6 +384,42 @@ class LabelStore:
             "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
             "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND e.failure != ? "
             "ORDER BY e.id", (RETRACTED,)).fetchall()
+
+    # -- DataFrames (pandas optional: a ReljudgeError naming `pip install pandas` without it) --
+    def labels_dataframe(self):
+        """Every event (grades, failures, undos) as a pandas DataFrame, LabelEvent's fields as
+        columns, in the order they were added."""
+        from reljudge.store.views import events_frame
+
+        return events_frame(self)
+
+    def provenance_dataframe(self, policy: str = "human-first", aggregate: str = "majority",
+                             fractional: bool = False, derived: str = "mode"):
+        """The merged labels with provenance as a pandas DataFrame: the records
+        ``labels merge --provenance`` writes (sources and votes as lists)."""
+        from reljudge.frames import dataframe
+        from reljudge.store.views import PROVENANCE_COLUMNS
+
+        rows = self.merge(policy, aggregate, fractional, derived).provenance_rows()
+        return dataframe(PROVENANCE_COLUMNS, [[r[c] for c in PROVENANCE_COLUMNS] for r in rows])
+
+    def failures_dataframe(self, history: bool = False):
+        """Failed judgments as a pandas DataFrame: those still without a grade (qid, docid,
+        source, sample, kind, detail; kind None when recorded before kinds had a column), or
+        with ``history`` every failed event (qid, docid, source, failure, raw)."""
+        from reljudge.frames import dataframe
+        from reljudge.store import views
+
+        if history:
+            return dataframe(views.FAILURE_HISTORY_COLUMNS, self.failures())
+        return dataframe(views.CURRENT_FAILURE_COLUMNS, self.current_failures())
+
+    def conflicts_dataframe(self, aggregate: str = "majority", min_diff: float = 1.0):
+        """Human/LLM conflicts with query and passage text and the judge's raw answers, as a
+        pandas DataFrame (the rows of ``labels conflicts --with-text``)."""
+        from reljudge.store.views import conflicts_frame, conflicts_with_text
+
+        return conflicts_frame(conflicts_with_text(self, aggregate, min_diff))
 
     # -- samples for human labelling -------------------------------------------------------
     def add_sample(self, sample) -> int:

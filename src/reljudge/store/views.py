@@ -1,0 +1,94 @@
+"""Row views of a label store for people and DataFrames: every label event, the merged labels
+with provenance, failures, and human/LLM conflicts with their texts and the judge's answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from reljudge.frames import dataframe
+from reljudge.store.merge import conflicts
+from reljudge.types import LabelEvent
+
+
+@dataclass(frozen=True)
+class ConflictText:
+    """A human/LLM conflict with what a reader needs to judge it: both texts, both labels with
+    their sources, and each LLM label's raw answer (the judge's reasoning)."""
+
+    qid: str
+    docid: str
+    query: str | None  # None when the store holds no text for it
+    passage: str | None
+    human: float
+    human_sources: tuple[str, ...]
+    llm: float
+    llm_sources: tuple[str, ...]
+    answers: tuple[dict, ...]  # {source, sample, grade, raw} of each LLM label that voted
+
+    @property
+    def diff(self) -> float:
+        """LLM minus human (positive: the judge is more lenient)."""
+        return self.llm - self.human
+
+    def reasoning(self) -> str:
+        """The raw answers as one text (prefixed by source and sample when several)."""
+        if len(self.answers) == 1:
+            return self.answers[0]["raw"] or ""
+        return "\n\n".join(f"[{a['source']} #{a['sample']}] {a['raw'] or ''}"
+                           for a in self.answers)
+
+
+def conflicts_with_text(store, aggregate: str = "majority", min_diff: float = 1.0,
+                        limit: int = 0) -> list[ConflictText]:
+    """Pairs whose human and LLM grades differ by at least ``min_diff``, largest first (at most
+    ``limit``, 0: all), with query and passage text and the judge's raw answers."""
+    rows = store.label_rows()
+    found = [c for c in conflicts(rows, aggregate) if abs(c.diff) >= min_diff]
+    if limit:
+        found = found[:limit]
+    wanted = {(c.qid, c.docid) for c in found}
+    latest: dict[tuple, tuple[int, int]] = {}  # the merge's rule: a source's latest label wins
+    for qid, docid, kind, source, sample, grade, eid in rows:
+        key = (qid, docid, source, sample)
+        if kind == "llm" and (qid, docid) in wanted and (key not in latest
+                                                         or eid > latest[key][0]):
+            latest[key] = (eid, grade)
+    raw = dict(store._select_in("SELECT id, raw FROM events", "id",
+                                [eid for eid, _ in latest.values()]))
+    answers: dict[tuple[str, str], list[dict]] = {}
+    for (qid, docid, source, sample), (eid, grade) in sorted(latest.items()):
+        answers.setdefault((qid, docid), []).append(
+            {"source": source, "sample": sample, "grade": grade, "raw": raw.get(eid)})
+    queries = store.query_texts({c.qid for c in found})
+    passages = store.passage_texts({c.docid for c in found})
+    return [ConflictText(c.qid, c.docid, queries.get(c.qid, (None,))[0],
+                         passages.get(c.docid), c.human, c.human_sources, c.llm, c.llm_sources,
+                         tuple(answers.get((c.qid, c.docid), ()))) for c in found]
+
+
+def conflicts_frame(found: list[ConflictText]):
+    """Conflicts as a pandas DataFrame (sources joined by commas, the answers as one text)."""
+    return dataframe(CONFLICT_COLUMNS, [conflict_row(c) for c in found])
+
+
+CONFLICT_COLUMNS = ["qid", "docid", "query", "passage", "human", "human_sources", "llm",
+                    "llm_sources", "llm - human", "reasoning"]
+
+
+def conflict_row(c: ConflictText) -> list:
+    """One conflict as a flat row of CONFLICT_COLUMNS (full texts)."""
+    return [c.qid, c.docid, c.query, c.passage, c.human, ",".join(c.human_sources), c.llm,
+            ",".join(c.llm_sources), c.diff, c.reasoning()]
+
+
+def events_frame(store):
+    """Every event of the store (grades, failures, undos), one row each, LabelEvent's fields
+    as columns, in the order they were added."""
+    cols = [f.name for f in fields(LabelEvent)]
+    return dataframe(cols, [[getattr(e, c) for c in cols] for e in store.events()])
+
+
+PROVENANCE_COLUMNS = ["qid", "docid", "grade", "decided_by", "sources", "votes", "policy",
+                      "aggregate"]
+CURRENT_FAILURE_COLUMNS = ["qid", "docid", "source", "sample", "kind", "detail"]
+FAILURE_HISTORY_COLUMNS = ["qid", "docid", "source", "failure", "raw"]
