@@ -48,10 +48,14 @@ class Evaluation(Tabular):
                           self.scores[:, idx])
 
     def mean(self) -> dict[str, float]:
-        """Mean of each measure over the evaluated queries (0.0 when there are none)."""
+        """Mean of each measure over the evaluated queries (0.0 when there are none).
+
+        Each column is summed on its own (contiguous), so a measure's mean is bit for bit the
+        same whichever other measures were evaluated beside it."""
         if not self.query_ids:
             return {m: 0.0 for m in self.measures}
-        return dict(zip(self.measures, self.scores.mean(axis=0).tolist(), strict=False))
+        return {m: float(np.ascontiguousarray(self.scores[:, j]).mean())
+                for j, m in enumerate(self.measures)}
 
     def gmean(self) -> dict[str, float]:
         """Geometric mean of each measure over the evaluated queries, trec_eval's gm_map rule:
