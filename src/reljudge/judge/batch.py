@@ -1,0 +1,382 @@
+"""Labelling through the OpenAI Batch API: the same requests as online, at the batch price.
+
+Each request line is built from exactly the online path's prompt, parameters and body
+(``Labeller.messages``, ``Labeller.params``, ``client.request_body``), and its ``custom_id`` is
+the answer cache key, so a batch answer and an online answer of the same request are one cache
+entry. Every step is recorded in the label store before the next one happens: the batch row and
+its items before the upload, the input file id after it, the batch id after creation. A run
+(``label --batch`` again, or ``reljudge batch collect``) resumes from those ids: it polls the
+open batches, puts each answer in the answer cache, records failed lines as failures with their
+kind, and then turns cached answers into grades with the online labeller's own code (so parse
+rules, re-asks and events are the online path's). Pairs settled in the store, already cached, or
+held by an open batch are never put in a new batch; so a process killed at any point and run
+again submits no pair twice and loses no answer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from reljudge.errors import ConfigError
+from reljudge.judge.budget import prompt_tokens_bound
+from reljudge.judge.client import answer_from_response, request_body
+from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.judge.labeller import Labeller
+from reljudge.judge.report import LabelReport
+from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
+from reljudge.types import LabelEvent
+
+ENDPOINT = "/v1/chat/completions"
+COMPLETION_WINDOW = "24h"
+_KILL_ENV = "RELJUDGE_TEST_KILL_AT"  # tests: SIGKILL this process at a named step
+
+Item = tuple[str, str, int]
+
+
+def _kill_point(step: str) -> None:
+    """For the crash tests only: die here, as kill -9 would, when asked to."""
+    if os.environ.get(_KILL_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """One request line of a batch input file and the items it answers."""
+
+    custom_id: str
+    data: bytes  # the JSONL line, newline included
+    items: tuple[Item, ...]
+    worst_case: float  # the most this request can cost at the batch price
+
+
+def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str, str],
+                passages: Mapping[str, Any], discount: float = 0.5) -> list[BatchLine]:
+    """The batch request lines of these items (identical requests once), built from the
+    online path's messages, parameters, body and cache key."""
+    params = labeller.params()
+    model = labeller.config.model
+    out_limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
+    price = labeller.price.scaled(discount)
+    by_key: dict[str, list[Item]] = {}
+    bodies: dict[str, tuple[list[dict], bytes]] = {}
+    for item in items:
+        messages = labeller.messages(item[0], item[1], queries, passages)
+        key = labeller.request_key(messages, item[2])
+        if key not in by_key:
+            by_key[key] = []
+            line = {"custom_id": key, "method": "POST", "url": ENDPOINT,
+                    "body": request_body(model, messages, params)}
+            bodies[key] = (messages, (json.dumps(line, ensure_ascii=False) + "\n").encode())
+        by_key[key].append(item)
+    return [BatchLine(k, bodies[k][1], tuple(v),
+                      price.cost(prompt_tokens_bound(bodies[k][0]), out_limit))
+            for k, v in by_key.items()]
+
+
+def split_files(lines: Sequence[BatchLine], max_requests: int,
+                max_bytes: int) -> Iterator[list[BatchLine]]:
+    """Consecutive groups of lines, each within the request and byte limits of one file."""
+    group: list[BatchLine] = []
+    size = 0
+    for line in lines:
+        if len(line.data) > max_bytes:
+            raise ConfigError(f"one batch request is {len(line.data)} bytes, more than "
+                              f"--batch-bytes {max_bytes}")
+        if group and (len(group) >= max_requests or size + len(line.data) > max_bytes):
+            yield group
+            group, size = [], 0
+        group.append(line)
+        size += len(line.data)
+    if group:
+        yield group
+
+
+def line_failure(line: dict) -> tuple[FailureKind, str]:
+    """The failure kind and detail of a batch error-file line."""
+    error = line.get("error") or {}
+    resp = line.get("response") or {}
+    if error.get("code") == "batch_expired":
+        return FailureKind.EXPIRED, "batch expired before this request ran"
+    status = resp.get("status_code")
+    if status:
+        body = resp.get("body") or {}
+        message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+        kind = FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_STATUS
+        return kind, f"HTTP {status}" + (f": {message}" if message else "")
+    return FailureKind.HTTP_STATUS, f"batch error {error.get('code')}: {error.get('message')}"
+
+
+@dataclass
+class BatchResult:
+    """What a ``--batch`` run did, and where the job stands."""
+
+    judge: str
+    items: int = 0  # pairs x samples asked for
+    submitted_batches: int = 0  # batches created by this run
+    submitted_requests: int = 0  # request lines in them
+    collected_batches: int = 0
+    collected_answers: int = 0  # answers put in the cache by this run
+    batch_failures: Counter = field(default_factory=Counter)  # kind -> lines
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0  # at the batch price
+    open: list[BatchRecord] = field(default_factory=list)  # still running at the end
+    graded: int = 0  # items with a grade at the end
+    without_grade: int = 0  # items that have none and are in no open batch
+    stop_reason: str | None = None
+    reports: list[LabelReport] = field(default_factory=list)  # cache -> grades, fallback
+
+    @property
+    def complete(self) -> bool:
+        """Every item asked for has a grade."""
+        return self.graded == self.items and not self.stop_reason
+
+
+class BatchJob:
+    """One judge's Batch API labelling over a label store."""
+
+    def __init__(self, labeller: Labeller, store, *, out: TextIO | None = None):
+        if store is None:
+            raise ConfigError("--batch records its batches in a label store: pass --store")
+        self.labeller = labeller
+        self.config = labeller.config
+        self.store = store
+        self.log = BatchLog(store)
+        self.out = out if out is not None else sys.stderr
+        self._client = None
+
+    @property
+    def client(self):
+        """The openai SDK client of the Files/Batch API (made on first use)."""
+        if self._client is None:
+            import openai
+
+            from reljudge.judge.client import Endpoint
+
+            c = self.config
+            ep = Endpoint.resolve(c.batch_url or c.base_url,
+                                  c.api_key.get_secret_value() if c.api_key else None)
+            self._client = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key or "none",
+                                         timeout=c.timeout, max_retries=c.max_attempts - 1)
+        return self._client
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def _config_record(self) -> dict:
+        return self.config.model_dump(mode="json", exclude={"api_key"})
+
+    # -- resume: poll and collect what earlier runs submitted -------------------------------
+    def poll(self) -> list[BatchRecord]:
+        """Bring every open batch of this judge one step on: create batches for uploaded
+        files, refresh statuses; returns the batches that have finished (not yet collected)."""
+        finished = []
+        for rec in self.log.batches(self.labeller.judge_id, open_only=True):
+            if rec.input_file_id is None:
+                # killed before the upload's id was recorded: nothing was submitted for it
+                self.log.update(rec.id, status="abandoned", collected=1)
+                continue
+            if rec.provider_id is None:
+                self._create(rec.id, rec.input_file_id)
+                rec = self._record(rec.id)
+            b = self.client.batches.retrieve(rec.provider_id)
+            counts = b.request_counts
+            self.log.update(rec.id, status=b.status, output_file_id=b.output_file_id,
+                            error_file_id=b.error_file_id,
+                            completed=counts.completed if counts else 0,
+                            failed=counts.failed if counts else 0)
+            self._say(f"batch {rec.provider_id}: {b.status}"
+                      + (f" ({counts.completed} done, {counts.failed} failed of {counts.total})"
+                         if counts else ""))
+            if b.status in TERMINAL:
+                finished.append(self._record(rec.id))
+        return finished
+
+    def _record(self, bid: int) -> BatchRecord:
+        return next(r for r in self.log.batches() if r.id == bid)
+
+    def _create(self, bid: int, file_id: str) -> str:
+        """Create the batch of an uploaded file (or find the one a killed run created)."""
+        found = None
+        for b in self.client.batches.list():
+            if b.input_file_id == file_id:
+                found = b
+                break
+        if found is None:
+            found = self.client.batches.create(
+                input_file_id=file_id, endpoint=ENDPOINT, completion_window=COMPLETION_WINDOW,
+                metadata={"reljudge_batch": str(bid), "judge": self.labeller.judge_id[:500]})
+        self.log.update(bid, provider_id=found.id, status=found.status)
+        return found.id
+
+    def collect(self, rec: BatchRecord, result: BatchResult) -> set[Item]:
+        """Put a finished batch's answers in the cache and its failed lines in the store;
+        returns the items that got no answer."""
+        items: dict[str, list[Item]] = {}
+        for cid, q, d, s in self.log.items(rec.id):
+            items.setdefault(cid, []).append((q, d, s))
+        cache = self.labeller.cache()
+        price = self.labeller.price.scaled(self.config.batch_discount)
+        seen: set[str] = set()
+        failures: list[LabelEvent] = []
+        calls = tin = tout = 0
+        cost = 0.0
+        meta = {"model": self.config.model, "batch": rec.provider_id,
+                "params": self.labeller.params()}
+
+        def fail(cid: str, kind: FailureKind, why: str) -> None:
+            result.batch_failures[kind.value] += 1
+            for q, d, s in items.get(cid, ()):
+                failures.append(LabelEvent(qid=q, docid=d, source_kind="llm",
+                                           source_name=self.labeller.judge_id, sample=s,
+                                           grade=None, failure=why, failure_kind=kind.value,
+                                           meta=meta))
+
+        for file_id, is_output in ((rec.output_file_id, True), (rec.error_file_id, False)):
+            if not file_id:
+                continue
+            for text in self.client.files.content(file_id).text.splitlines():
+                if not text.strip():
+                    continue
+                line = json.loads(text)
+                cid = line.get("custom_id")
+                if cid not in items or cid in seen:
+                    continue
+                seen.add(cid)
+                resp = line.get("response") or {}
+                if is_output and resp.get("status_code") == 200:
+                    try:
+                        answer = answer_from_response(resp.get("body") or {})
+                    except CallFailed as e:
+                        fail(cid, e.kind, e.describe())
+                        continue
+                    if cid not in cache:
+                        cache.set(cid, answer.to_cache())
+                    calls += 1
+                    tin += answer.tokens_in
+                    tout += answer.tokens_out
+                    cost += price.cost(answer.tokens_in, answer.tokens_out)
+                    result.collected_answers += 1
+                    _kill_point("collecting")
+                else:
+                    fail(cid, *line_failure(line))
+        for cid in items.keys() - seen:  # never run: the batch failed, expired or was cancelled
+            kind = FailureKind.EXPIRED if rec.status in ("expired", "cancelled") \
+                else FailureKind.HTTP_STATUS
+            fail(cid, kind, f"batch {rec.status} before this request ran")
+        now = time.time()
+        source = self.store._source_id("llm", self.labeller.judge_id)
+        self.store.add_events(failures, commit_with=[
+            ("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?", (now, rec.id)),
+            ("INSERT INTO spend (source, endpoint, started_at, updated_at, calls, tokens_in, "
+             "tokens_out, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             (source, f"batch {rec.provider_id}", now, now, calls, tin, tout, cost))])
+        result.collected_batches += 1
+        result.tokens_in += tin
+        result.tokens_out += tout
+        result.cost += cost
+        return {it for e in failures for it in [(e.qid, e.docid, e.sample)]}
+
+    # -- submitting ---------------------------------------------------------------------------
+    def submit(self, lines: Sequence[BatchLine], result: BatchResult) -> None:
+        """Upload and create batches for these lines, recording each id before going on."""
+        budget = self.labeller._budget(self.store)
+        held = sum(r.reserved for r in self.log.batches(open_only=True))
+        for group in split_files(lines, self.config.batch_requests, self.config.batch_bytes):
+            worst = sum(x.worst_case for x in group)
+            if budget.limit is not None and held + worst > budget.limit:
+                result.stop_reason = "budget"
+                self._say(f"--max-cost: the next batch file's worst case (${worst:.4f}) would "
+                          f"pass the limit; {sum(len(x.items) for x in group)} item(s) and "
+                          "later files not submitted")
+                return
+            held += worst
+            records = [(x.custom_id, *it) for x in group for it in x.items]
+            bid = self.log.create(self.labeller.judge_id, ENDPOINT, self._config_record(),
+                                  records, worst)
+            data = b"".join(x.data for x in group)
+            f = self.client.files.create(file=(f"reljudge-batch-{bid}.jsonl", io.BytesIO(data)),
+                                         purpose="batch")
+            self.log.update(bid, input_file_id=f.id, status="uploaded")
+            _kill_point("uploaded")
+            provider_id = self._create(bid, f.id)
+            _kill_point("created")
+            result.submitted_batches += 1
+            result.submitted_requests += len(group)
+            self._say(f"batch {provider_id}: submitted {len(group)} request(s)")
+
+    # -- the whole job ------------------------------------------------------------------------
+    async def run(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+                  passages: Mapping[str, Any], *, wait: bool = False,
+                  progress: bool = False) -> BatchResult:
+        """Collect finished batches, grade their answers, submit what is left; with ``wait``,
+        poll every ``poll_interval`` seconds until no batch of this judge is open."""
+        lab = self.labeller
+        lab._check_inputs(pairs, queries, passages)
+        result = BatchResult(lab.judge_id)
+        all_items = {(q, d, s) for q, d in pairs for s in range(self.config.samples)}
+        result.items = len(all_items)
+        submitted = False
+        while True:
+            missed: set[Item] = set()
+            for rec in self.poll():
+                missed |= self.collect(rec, result) & all_items
+            await self._grade_cached(pairs, queries, passages, result, progress)
+            if missed and self.config.batch_fallback == "online":
+                self._say(f"--batch-fallback online: sending {len(missed)} item(s) a batch did "
+                          "not answer online")
+                report = await lab.label(pairs, queries, passages, self.store,
+                                         progress=progress, only=missed)
+                result.reports.append(report)
+                if report.stop_reason:
+                    result.stop_reason = report.stop_reason
+            if not submitted and not result.stop_reason:
+                todo = self._unsent(pairs, all_items)
+                if todo:
+                    self.submit(build_lines(lab, todo, queries, passages,
+                                            self.config.batch_discount), result)
+                submitted = True  # re-batching happens on the next run, never twice in one
+            result.open = self.log.batches(lab.judge_id, open_only=True)
+            if not wait or not result.open or result.stop_reason:
+                break
+            time.sleep(self.config.poll_interval)
+        todo, _, failed = lab._items(pairs, self.store)
+        result.graded = result.items - len(todo) - failed
+        pending = self.log.pending(lab.judge_id)
+        result.without_grade = len(todo) + failed - len(set(todo) & pending)
+        return result
+
+    def _unsent(self, pairs, all_items) -> list[Item]:
+        """Items to put in a new batch: not settled in the store, not answered in the cache,
+        not held by an open batch."""
+        todo, _, _ = self.labeller._items(pairs, self.store)
+        pending = self.log.pending(self.labeller.judge_id)
+        return [it for it in todo if it not in pending]
+
+    async def _grade_cached(self, pairs, queries, passages, result, progress) -> None:
+        """Turn cached answers of unsettled items into events with the online code (from the
+        cache: nothing is sent, except the one re-ask of an unreadable answer)."""
+        lab = self.labeller
+        todo, _, _ = lab._items(pairs, self.store)
+        if not todo:
+            return
+        cache = lab.cache()
+        ready = {it for it in todo
+                 if lab.request_key(lab.messages(it[0], it[1], queries, passages), it[2])
+                 in cache}
+        if ready:
+            report = await lab.label(pairs, queries, passages, self.store, progress=progress,
+                                     only=ready)
+            result.reports.append(report)
+            if report.stop_reason:
+                result.stop_reason = report.stop_reason
+
