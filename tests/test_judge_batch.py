@@ -184,7 +184,7 @@ def test_cli_exits_5_while_batches_run_then_0(tmp_path, capsys):
         assert store.count() == len(PAIRS)
 
 
-@pytest.mark.parametrize("step", ["uploaded", "created", "collecting"])
+@pytest.mark.parametrize("step", ["uploaded", "creating", "created", "collecting"])
 def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
     write_inputs(tmp_path)
     with FakeBatchAPI(by_passage) as batch:
@@ -202,3 +202,12 @@ def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
     with LabelStore(tmp_path / "s.sqlite") as store:
         assert store.count() == len(PAIRS)  # every answer stored once
         assert len({(e.qid, e.docid) for e in store.events()}) == len(PAIRS)
+
+
+def test_dry_run_estimate_is_at_the_batch_price(tmp_path):
+    online = Labeller(config(tmp_path, "http://127.0.0.1:9/v1", batch=False))
+    batch = Labeller(config(tmp_path, "http://127.0.0.1:9/v1", batch_discount=0.25))
+    a = online.estimate(PAIRS, QUERIES, PASSAGES)
+    b = batch.estimate(PAIRS, QUERIES, PASSAGES)
+    assert a.cost > 0 and b.cost == pytest.approx(a.cost * 0.25)
+    assert (a.to_send, a.tokens_in) == (b.to_send, b.tokens_in)

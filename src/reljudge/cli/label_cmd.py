@@ -149,10 +149,6 @@ def run_label(args: argparse.Namespace) -> int:
     try:
         if args.dry_run:
             est = labeller.estimate(pairs, queries, passages, store)
-            if config.batch:
-                import dataclasses
-
-                est = dataclasses.replace(est, cost=est.cost * config.batch_discount)
             if args.json:
                 print(json_dumps(est.__dict__), end="")
             else:

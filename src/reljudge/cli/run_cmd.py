@@ -18,7 +18,9 @@ config file (TOML; paths relative to the file; checked whole, with strict types,
 stage runs: depth = "10" is an error):
   [inputs]  queries, passages, runs = [...], human_qrels (optional), human_source
   [pool]    depth = 10
-  [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled
+  [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled,
+            batch = true (the Batch API at half price: the run submits, exits 5 while
+            batches run, and the next run collects them and goes on to merge, eval, audit)
   [merge]   policy = "human-first", aggregate = "majority"
   [eval]    measures = ["nDCG@10", "P@5", "RR", "Judged@10"], all_queries = false
   [audit]   measure = "nDCG@10", bootstrap = 1000, seed = 0
@@ -58,4 +60,6 @@ def run(args) -> int:
     print(f"outputs in {result.out_dir}: " + ", ".join(
         sorted(p.name for p in result.out_dir.iterdir() if not p.name.startswith("."))))
     label = result.stage("label")
+    if label.status == "waiting":
+        return 5  # batch = true: batches still running; run again to collect them
     return 3 if label.summary.get("stop_reason") else 0

@@ -204,17 +204,18 @@ class BatchJob:
     def _record(self, bid: int) -> BatchRecord:
         return next(r for r in self.log.batches() if r.id == bid)
 
-    def _create(self, bid: int, file_id: str) -> str:
-        """Create the batch of an uploaded file (or find the one a killed run created)."""
+    def _create(self, bid: int, file_id: str, resuming: bool = True) -> str:
+        """Create the batch of an uploaded file; when resuming, first look for the batch a
+        killed run created but did not record (by its input file id)."""
         found = None
-        for b in self.client.batches.list():
-            if b.input_file_id == file_id:
-                found = b
-                break
+        if resuming:
+            found = next((b for b in self.client.batches.list() if b.input_file_id == file_id),
+                         None)
         if found is None:
             found = self.client.batches.create(
                 input_file_id=file_id, endpoint=ENDPOINT, completion_window=COMPLETION_WINDOW,
                 metadata={"reljudge_batch": str(bid), "judge": self.labeller.judge_id[:500]})
+            _kill_point("creating")
         self.log.update(bid, provider_id=found.id, status=found.status)
         return found.id
 
@@ -308,7 +309,7 @@ class BatchJob:
                                          purpose="batch")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
             _kill_point("uploaded")
-            provider_id = self._create(bid, f.id)
+            provider_id = self._create(bid, f.id, resuming=False)
             _kill_point("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)

@@ -150,7 +150,8 @@ class Labeller:
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any], sink=None) -> Estimate:
-        """What a run would send after store and cache hits, and its rough cost."""
+        """What a run would send after store and cache hits, and its rough cost (at the batch
+        price with ``config.batch``)."""
         self._check_inputs(pairs, queries, passages)
         todo, done, _ = self._items(pairs, sink)
         cache = self._cache
@@ -168,8 +169,10 @@ class Labeller:
         out_each = 150 if self.template.output == "text" and "M (match)" in self.template.user \
             else 40
         tout = to_send * out_each
+        price = self.price.scaled(self.config.batch_discount) if self.config.batch \
+            else self.price
         return Estimate(self.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
-                        self.price.cost(tin, tout), self.price.known)
+                        price.cost(tin, tout), self.price.known)
 
     # -- running ---------------------------------------------------------------------------
     async def _ready(self, client: ChatClient, prober: bool = False) -> bool:
