@@ -211,3 +211,34 @@ def test_dry_run_estimate_is_at_the_batch_price(tmp_path):
     b = batch.estimate(PAIRS, QUERIES, PASSAGES)
     assert a.cost > 0 and b.cost == pytest.approx(a.cost * 0.25)
     assert (a.to_send, a.tokens_in) == (b.to_send, b.tokens_in)
+
+
+def test_batch_status_collect_cancel_commands_over_the_store(tmp_path, capsys):
+    write_inputs(tmp_path)
+    store = str(tmp_path / "s.sqlite")
+    plans = [BatchPlan(), BatchPlan(never_finish=True)]
+    with FakeBatchAPI(by_passage, plans=plans) as batch:
+        assert main(cli_args(tmp_path, batch, "--batch-requests", "5")) == 5
+        capsys.readouterr()
+        assert main(["batch", "status", "--store", store, "--api-key", "k", "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert [r["status"] for r in rows] == ["in_progress", "in_progress"]
+        assert [r["requests"] for r in rows] == [5, 3] and not any(
+            r["collected"] == "yes" for r in rows)
+        collect = ["batch", "collect", "--store", store, "--api-key", "k"]
+        assert main(collect) == 5  # first: finalizing, second: running
+        assert main(collect) == 5  # first collected; the second still runs
+        with LabelStore(store) as s:
+            assert s.count() == 5
+        assert main(["batch", "cancel", "--store", store, "--api-key", "k"]) == 0
+        assert main(collect) == 4  # cancelled: its 3 pairs have no grade
+        with LabelStore(store) as s:
+            kinds = Counter(e.failure_kind for e in s.events() if e.grade is None)
+            assert kinds == {"expired": 3}
+        capsys.readouterr()
+        assert main(cli_args(tmp_path, batch, "--wait")) == 0  # the 3 re-batched, collected
+        assert "requests submitted" in capsys.readouterr().out
+        ids = uploaded_custom_ids(batch)
+    assert sum(ids.values()) == len(PAIRS) + 3 and len(ids) == len(PAIRS)
+    with LabelStore(store) as s:
+        assert len(grades(s, s.sources()[0].name)) == len(PAIRS)

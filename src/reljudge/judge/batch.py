@@ -173,7 +173,13 @@ class BatchJob:
         print(text, file=self.out, flush=True)
 
     def _config_record(self) -> dict:
-        return self.config.model_dump(mode="json", exclude={"api_key"})
+        """The settings a later ``reljudge batch collect`` rebuilds this judge from (never
+        the key; the endpoint and cache folder as resolved now, so the keys match)."""
+        record = self.config.model_dump(mode="json", exclude={"api_key"})
+        record.update(base_url=self.labeller.endpoint.base_url,
+                      batch_url=self.config.batch_url or self.labeller.endpoint.base_url,
+                      cache_dir=str(self.config.resolved_cache_dir()))
+        return record
 
     # -- resume: poll and collect what earlier runs submitted -------------------------------
     def poll(self) -> list[BatchRecord]:
@@ -317,16 +323,17 @@ class BatchJob:
 
     # -- the whole job ------------------------------------------------------------------------
     async def run(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                  passages: Mapping[str, Any], *, wait: bool = False,
-                  progress: bool = False) -> BatchResult:
-        """Collect finished batches, grade their answers, submit what is left; with ``wait``,
-        poll every ``poll_interval`` seconds until no batch of this judge is open."""
+                  passages: Mapping[str, Any], *, wait: bool = False, progress: bool = False,
+                  submit: bool = True) -> BatchResult:
+        """Collect finished batches, grade their answers, submit what is left (unless not
+        ``submit``); with ``wait``, poll every ``poll_interval`` seconds until no batch of this
+        judge is open."""
         lab = self.labeller
         lab._check_inputs(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
         all_items = {(q, d, s) for q, d in pairs for s in range(self.config.samples)}
         result.items = len(all_items)
-        submitted = False
+        submitted = not submit
         while True:
             missed: set[Item] = set()
             for rec in self.poll():
@@ -381,3 +388,48 @@ class BatchJob:
             if report.stop_reason:
                 result.stop_reason = report.stop_reason
 
+    def cancel(self) -> list[str]:
+        """Ask the provider to cancel this judge's open batches; returns their ids (a later
+        collect records their unanswered items as expired, to be sent again)."""
+        cancelled = []
+        for rec in self.log.batches(self.labeller.judge_id, open_only=True):
+            if rec.provider_id and rec.status not in TERMINAL:
+                b = self.client.batches.cancel(rec.provider_id)
+                self.log.update(rec.id, status=b.status)
+                cancelled.append(rec.provider_id)
+        return cancelled
+
+
+def recorded_jobs(store, api_key: str | None = None, *, out: TextIO | None = None,
+                  open_only: bool = True) -> list[BatchJob]:
+    """One BatchJob per judge settings recorded with the store's (open) batches, rebuilt
+    from the settings saved at submission and this key (or OPENAI_API_KEY)."""
+    from reljudge.judge.config import JudgeConfig
+
+    configs: dict[str, dict] = {}
+    for rec in BatchLog(store).batches(open_only=open_only):
+        configs.setdefault(json.dumps(rec.config, sort_keys=True), rec.config)
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    return [BatchJob(Labeller(JudgeConfig(**cfg, api_key=key)), store, out=out)
+            for cfg in configs.values()]
+
+
+async def collect_recorded(store, api_key: str | None = None, *, wait: bool = False,
+                           out: TextIO | None = None) -> list[BatchResult]:
+    """Poll and collect every open batch in a store into the cache and the store, with the
+    query and passage texts the store holds; submits nothing."""
+    results = []
+    for job in recorded_jobs(store, api_key, out=out):
+        log = job.log
+        items = {(q, d) for rec in log.batches(job.labeller.judge_id, open_only=True)
+                 for _, q, d, _ in log.items(rec.id)}
+        pairs = sorted(items)
+        queries, passages = store.texts(pairs)
+        missing = [q for q, _ in pairs if queries.get(q) is None] + \
+            [d for _, d in pairs if passages.get(d) is None]
+        if missing:
+            raise ConfigError(f"{store.path}: no text for {len(missing)} query/passage id(s) "
+                              f"of the recorded batches (e.g. {missing[:3]}): collect with "
+                              "reljudge label --batch and the original inputs")
+        results.append(await job.run(pairs, queries, passages, wait=wait, submit=False))
+    return results
