@@ -28,7 +28,7 @@ PAIRS = [(q, f"d{i}") for q in QUERIES for i in range(4)]  # 8 pairs
 
 def by_passage(req) -> Reply:
     """Grade = (passage number + query length) mod 4: each pair has its own answer."""
-    text = req.body["messages"][-1]["content"]
+    text = " ".join(m["content"] for m in req.body["messages"])  # a re-ask repeats the prompt
     n = int(re.search(r"passage number (\d+)", text).group(1))
     q = 1 if "expenses" in text else 0
     return Reply.text(f"reasoning...\n##final score: {(n + q) % 4}")
@@ -242,3 +242,43 @@ def test_batch_status_collect_cancel_commands_over_the_store(tmp_path, capsys):
     assert sum(ids.values()) == len(PAIRS) + 3 and len(ids) == len(PAIRS)
     with LabelStore(store) as s:
         assert len(grades(s, s.sources()[0].name)) == len(PAIRS)
+
+
+def test_error_lines_are_failures_by_kind_and_are_sent_again(tmp_path):
+    def flaky(req):
+        text = req.body["messages"][-1]["content"]
+        if "passage number 1 " in text and "expenses" not in text:
+            return Reply.error(400, "bad request line")
+        if "passage number 2 " in text and "expenses" not in text:
+            return Reply.error(429, "slow down")
+        return by_passage(req)
+
+    with FakeBatchAPI(flaky) as batch, LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url)
+        first = run_batch(cfg, store)
+        assert first.batch_failures == {"http_status": 1, "rate_limited": 1}
+        assert first.graded == len(PAIRS) - 2 and first.without_grade == 2
+        failed = {(e.qid, e.docid): (e.failure_kind, e.failure) for e in store.events()
+                  if e.grade is None}
+        assert failed == {("q1", "d1"): ("http_status", "HTTP 400: bad request line"),
+                          ("q1", "d2"): ("rate_limited", "HTTP 429: slow down")}
+        second = run_batch(cfg, store)
+        assert second.submitted_requests == 2  # failed calls are asked again, in a batch
+
+
+def test_an_unreadable_batch_answer_is_re_asked_once_as_online(tmp_path):
+    def unreadable_d3(req):
+        if "passage number 3 " in req.body["messages"][1]["content"] and \
+                "expenses" not in req.body["messages"][1]["content"]:
+            return Reply.text("I cannot decide.")
+        return by_passage(req)
+
+    with FakeOpenAI(by_passage) as online, FakeBatchAPI(unreadable_d3) as batch, \
+            LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, online.base_url, batch.base_url)
+        result = run_batch(cfg, store)
+        assert online.calls == 1  # the one repair message, as the online path sends it
+        assert online.requests[0].body["messages"][-2]["content"] == "I cannot decide."
+        assert result.complete
+        e = next(e for e in store.events() if e.docid == "d3" and e.qid == "q1")
+        assert e.grade == 3 and "--- re-asked ---" in e.raw
