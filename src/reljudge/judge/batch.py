@@ -59,9 +59,10 @@ class BatchLine:
 
 
 def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str, str],
-                passages: Mapping[str, Any], discount: float = 0.5) -> list[BatchLine]:
+                passages: Mapping[str, Any], discount: float = 0.5,
+                keys: Mapping[Item, str] | None = None) -> list[BatchLine]:
     """The batch request lines of these items (identical requests once), built from the
-    online path's messages, parameters, body and cache key."""
+    online path's messages, parameters, body and cache key (``keys``: already computed)."""
     params = labeller.params()
     model = labeller.config.model
     out_limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
@@ -70,7 +71,7 @@ def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str,
     bodies: dict[str, tuple[list[dict], bytes]] = {}
     for item in items:
         messages = labeller.messages(item[0], item[1], queries, passages)
-        key = labeller.request_key(messages, item[2])
+        key = keys[item] if keys is not None else labeller.request_key(messages, item[2])
         if key not in by_key:
             by_key[key] = []
             line = {"custom_id": key, "method": "POST", "url": ENDPOINT,
@@ -235,8 +236,7 @@ class BatchJob:
         price = self.labeller.price.scaled(self.config.batch_discount)
         seen: set[str] = set()
         failures: list[LabelEvent] = []
-        calls = tin = tout = 0
-        cost = 0.0
+        tally = [0, 0, 0]  # answers, tokens in, tokens out
         meta = {"model": self.config.model, "batch": rec.provider_id,
                 "params": self.labeller.params()}
 
@@ -251,31 +251,15 @@ class BatchJob:
         for file_id, is_output in ((rec.output_file_id, True), (rec.error_file_id, False)):
             if not file_id:
                 continue
-            for text in self.client.files.content(file_id).text.splitlines():
-                if not text.strip():
-                    continue
-                line = json.loads(text)
-                cid = line.get("custom_id")
-                if cid not in items or cid in seen:
-                    continue
-                seen.add(cid)
-                resp = line.get("response") or {}
-                if is_output and resp.get("status_code") == 200:
-                    try:
-                        answer = answer_from_response(resp.get("body") or {})
-                    except CallFailed as e:
-                        fail(cid, e.kind, e.describe())
-                        continue
-                    if cid not in cache:
-                        cache.set(cid, answer.to_cache())
-                    calls += 1
-                    tin += answer.tokens_in
-                    tout += answer.tokens_out
-                    cost += price.cost(answer.tokens_in, answer.tokens_out)
-                    result.collected_answers += 1
-                    _kill_point("collecting")
-                else:
-                    fail(cid, *line_failure(line))
+            lines = self.client.files.content(file_id).text.splitlines()
+            # one cache transaction per file: a kill loses only uncommitted answers of a batch
+            # not yet marked collected, which the next run downloads again
+            with cache.transact():
+                self._read_lines(lines, is_output, items, seen, cache, fail, tally)
+
+        calls, tin, tout = tally
+        cost = price.cost(tin, tout)
+        result.collected_answers += calls
         for cid in items.keys() - seen:  # never run: the batch failed, expired or was cancelled
             kind = FailureKind.EXPIRED if rec.status in ("expired", "cancelled") \
                 else FailureKind.HTTP_STATUS
@@ -292,6 +276,32 @@ class BatchJob:
         result.tokens_out += tout
         result.cost += cost
         return {it for e in failures for it in [(e.qid, e.docid, e.sample)]}
+
+    @staticmethod
+    def _read_lines(lines, is_output, items, seen, cache, fail, tally) -> None:
+        """Answers of a downloaded file into the cache; failed lines to ``fail``."""
+        for text in lines:
+            if not text.strip():
+                continue
+            line = json.loads(text)
+            cid = line.get("custom_id")
+            if cid not in items or cid in seen:
+                continue
+            seen.add(cid)
+            resp = line.get("response") or {}
+            if not (is_output and resp.get("status_code") == 200):
+                fail(cid, *line_failure(line))
+                continue
+            try:
+                answer = answer_from_response(resp.get("body") or {})
+            except CallFailed as e:
+                fail(cid, e.kind, e.describe())
+                continue
+            cache.set(cid, answer.to_cache())  # the same request's answer: either will do
+            tally[0] += 1
+            tally[1] += answer.tokens_in
+            tally[2] += answer.tokens_out
+            _kill_point("collecting")
 
     # -- submitting ---------------------------------------------------------------------------
     def submit(self, lines: Sequence[BatchLine], result: BatchResult) -> None:
@@ -338,7 +348,7 @@ class BatchJob:
             missed: set[Item] = set()
             for rec in self.poll():
                 missed |= self.collect(rec, result) & all_items
-            await self._grade_cached(pairs, queries, passages, result, progress)
+            keys = await self._grade_cached(pairs, queries, passages, result, progress)
             if missed and self.config.batch_fallback == "online":
                 self._say(f"--batch-fallback online: sending {len(missed)} item(s) a batch did "
                           "not answer online")
@@ -347,11 +357,13 @@ class BatchJob:
                 result.reports.append(report)
                 if report.stop_reason:
                     result.stop_reason = report.stop_reason
+                keys = {it: k for it, k in keys.items() if it not in missed}
             if not submitted and not result.stop_reason:
-                todo = self._unsent(pairs, all_items)
+                pending = self.log.pending(lab.judge_id)
+                todo = [it for it in keys if it not in pending]
                 if todo:
                     self.submit(build_lines(lab, todo, queries, passages,
-                                            self.config.batch_discount), result)
+                                            self.config.batch_discount, keys), result)
                 submitted = True  # re-batching happens on the next run, never twice in one
             result.open = self.log.batches(lab.judge_id, open_only=True)
             if not wait or not result.open or result.stop_reason:
@@ -363,30 +375,27 @@ class BatchJob:
         result.without_grade = len(todo) + failed - len(set(todo) & pending)
         return result
 
-    def _unsent(self, pairs, all_items) -> list[Item]:
-        """Items to put in a new batch: not settled in the store, not answered in the cache,
-        not held by an open batch."""
-        todo, _, _ = self.labeller._items(pairs, self.store)
-        pending = self.log.pending(self.labeller.judge_id)
-        return [it for it in todo if it not in pending]
-
-    async def _grade_cached(self, pairs, queries, passages, result, progress) -> None:
+    async def _grade_cached(self, pairs, queries, passages, result,
+                            progress) -> dict[Item, str]:
         """Turn cached answers of unsettled items into events with the online code (from the
-        cache: nothing is sent, except the one re-ask of an unreadable answer)."""
+        cache: nothing is sent, except the one re-ask of an unreadable answer); returns the
+        cache keys of the unsettled items that have no cached answer (in plan order): the
+        candidates for a new batch."""
         lab = self.labeller
         todo, _, _ = lab._items(pairs, self.store)
         if not todo:
-            return
+            return {}
         cache = lab.cache()
-        ready = {it for it in todo
-                 if lab.request_key(lab.messages(it[0], it[1], queries, passages), it[2])
-                 in cache}
+        keys = {it: lab.request_key(lab.messages(it[0], it[1], queries, passages), it[2])
+                for it in todo}
+        ready = {it for it, key in keys.items() if key in cache}
         if ready:
             report = await lab.label(pairs, queries, passages, self.store, progress=progress,
                                      only=ready)
             result.reports.append(report)
             if report.stop_reason:
                 result.stop_reason = report.stop_reason
+        return {it: key for it, key in keys.items() if it not in ready}
 
     def cancel(self) -> list[str]:
         """Ask the provider to cancel this judge's open batches; returns their ids (a later
