@@ -282,3 +282,21 @@ def test_an_unreadable_batch_answer_is_re_asked_once_as_online(tmp_path):
         assert result.complete
         e = next(e for e in store.events() if e.docid == "d3" and e.qid == "q1")
         assert e.grade == 3 and "--- re-asked ---" in e.raw
+
+
+def test_wait_shows_one_bar_of_the_providers_counts(tmp_path):
+    from reljudge.judge.progress import BatchProgress
+
+    plans = [BatchPlan(expire_after=3), BatchPlan(polls_per_stage=3)]
+    with FakeBatchAPI(by_passage, plans=plans) as batch, \
+            LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url, batch_requests=4)
+        job = BatchJob(Labeller(cfg), store, out=io.StringIO())
+        result = asyncio.run(job.run(PAIRS, QUERIES, PASSAGES, wait=True, progress=True))
+        assert result.graded == len(PAIRS) - 1 and not result.open
+        records = BatchLog(store).batches()
+        with BatchProgress(True) as bar:
+            bar.update(records)
+            task = bar.bar.tasks[0]
+            assert (task.total, task.completed) == (8, 8)
+            assert task.fields["status"] == "1 completed, 1 expired"

@@ -31,6 +31,7 @@ from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.client import answer_from_response, request_body
 from reljudge.judge.failures import CallFailed, FailureKind
 from reljudge.judge.labeller import Labeller
+from reljudge.judge.progress import BatchProgress
 from reljudge.judge.report import LabelReport
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 from reljudge.types import LabelEvent
@@ -344,7 +345,23 @@ class BatchJob:
         all_items = {(q, d, s) for q, d in pairs for s in range(self.config.samples)}
         result.items = len(all_items)
         submitted = not submit
+        watched: set[int] = set()  # our ids of the batches this run waits for
+        with BatchProgress(progress and wait) as bar:
+            await self._loop(pairs, queries, passages, result, all_items, submitted, watched,
+                             bar, wait, progress)
+        todo, _, failed = lab._items(pairs, self.store)
+        result.graded = result.items - len(todo) - failed
+        pending = self.log.pending(lab.judge_id)
+        result.without_grade = len(todo) + failed - len(set(todo) & pending)
+        return result
+
+    async def _loop(self, pairs, queries, passages, result, all_items, submitted, watched, bar,
+                    wait, progress) -> None:
+        """Poll, collect, grade, submit; again every poll_interval while waiting."""
+        lab = self.labeller
+        progress = progress and bar.bar is None  # one live display at a time
         while True:
+            watched |= {r.id for r in self.log.batches(lab.judge_id, open_only=True)}
             missed: set[Item] = set()
             for rec in self.poll():
                 missed |= self.collect(rec, result) & all_items
@@ -366,14 +383,11 @@ class BatchJob:
                                             self.config.batch_discount, keys), result)
                 submitted = True  # re-batching happens on the next run, never twice in one
             result.open = self.log.batches(lab.judge_id, open_only=True)
+            watched |= {r.id for r in result.open}
+            bar.update([r for r in self.log.batches(lab.judge_id) if r.id in watched])
             if not wait or not result.open or result.stop_reason:
-                break
+                return
             time.sleep(self.config.poll_interval)
-        todo, _, failed = lab._items(pairs, self.store)
-        result.graded = result.items - len(todo) - failed
-        pending = self.log.pending(lab.judge_id)
-        result.without_grade = len(todo) + failed - len(set(todo) & pending)
-        return result
 
     async def _grade_cached(self, pairs, queries, passages, result,
                             progress) -> dict[Item, str]:
