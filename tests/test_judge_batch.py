@@ -99,8 +99,9 @@ def test_submit_then_collect_on_the_next_run_and_nothing_is_resubmitted(tmp_path
         assert store.count() == len(PAIRS)
         # the ledger holds the batch spend at half the online price
         spent = store.total_spend()
-        assert spent > 0
-        assert spent == pytest.approx(last.cost)
+        online_price = (last.tokens_in * 0.15 + last.tokens_out * 0.60) / 1e6  # gpt-4o-mini
+        assert spent > 0 and last.tokens_in > 0
+        assert spent == pytest.approx(last.cost) == pytest.approx(online_price * 0.5)
 
 
 def test_files_are_split_within_request_and_byte_limits(tmp_path):
@@ -300,3 +301,15 @@ def test_wait_shows_one_bar_of_the_providers_counts(tmp_path):
             task = bar.bar.tasks[0]
             assert (task.total, task.completed) == (8, 8)
             assert task.fields["status"] == "1 completed, 1 expired"
+
+
+def test_batch_without_a_store_is_one_line_error_exit_2(tmp_path, capsys):
+    write_inputs(tmp_path)
+    with FakeBatchAPI(by_passage) as batch:
+        args = cli_args(tmp_path, batch)
+        i = args.index("--store")
+        assert main(args[:i] + args[i + 2:]) == 2
+        assert not batch.files
+    err = capsys.readouterr().err
+    assert "--batch records its batches in a label store: pass --store" in err
+    assert "Traceback" not in err
