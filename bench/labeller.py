@@ -7,6 +7,10 @@
 2. Per-judgment overhead with zero delay (client, server, parsing, cache, bookkeeping).
 3. Re-labelling 100,000 cached pairs in a new process (as a second ``reljudge label``): time,
    and HTTP calls made (must be 0).
+4. A 100,000-request Batch API job (``--batch-size``) against the local FakeBatchAPI: our
+   seconds to build the request lines, to upload and create the batches, to download and parse
+   the output into the answer cache, and to grade the answers into a label store (the fake
+   server's own time answering the lines is not counted). Target: under 10 s in all.
 
     python bench/labeller.py
     python bench/labeller.py --cached 20000 --delay 0.1 --seconds 4
@@ -79,12 +83,18 @@ def main() -> None:
     p.add_argument("--cached", type=int, default=100_000)
     p.add_argument("--seconds", type=float, default=10.0,
                    help="ideal seconds of work per throughput row (default 10)")
+    p.add_argument("--batch-size", type=int, default=100_000,
+                   help="requests in the Batch API row (default 100000)")
+    p.add_argument("--only-batch", action="store_true", help="run only the Batch API row")
     p.add_argument("--child", choices=("fill", "relabel"), help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     p.add_argument("--cache-dir", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         _child(args.child, args.url, args.cache_dir, args.cached)
+        return
+    if args.only_batch:
+        batch_row(args.batch_size)
         return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -116,6 +126,48 @@ def main() -> None:
                   f"{out['seconds']:.2f} s ({args.cached / out['seconds']:,.0f} pairs/s), "
                   f"HTTP calls made: {server.calls}, labelled {out['labelled']:,} "
                   f"(cache filled in {fill:.1f} s)")
+    batch_row(args.batch_size)
+
+
+def batch_row(n: int) -> None:
+    """Row 4: build, submit, collect (download + parse + cache) and grade (store) n requests."""
+    import io
+
+    from reljudge.judge.batch import BatchJob, BatchResult, build_lines
+    from reljudge.store import LabelStore
+    from reljudge.testing import Reply
+    from reljudge.testing.fake_batch import FakeBatchAPI
+
+    pairs, queries, passages = workload(n, "b-")
+    with tempfile.TemporaryDirectory() as tmp, \
+            FakeBatchAPI(lambda r: Reply.text("final score: 2"), max_requests=n) as server, \
+            LabelStore(Path(tmp) / "s.sqlite") as store:
+        cfg = JudgeConfig(model="gpt-4o-mini", base_url=server.base_url, api_key="k",
+                          cache_dir=Path(tmp) / "cache", prompt="basic", batch=True)
+        job = BatchJob(Labeller(cfg), store, out=io.StringIO())
+        t = time.perf_counter()
+        lines = build_lines(job.labeller, [(q, d, 0) for q, d in pairs], queries, passages)
+        build = time.perf_counter() - t
+        t = time.perf_counter()
+        asyncio.run(job.run(pairs, queries, passages))  # plans, builds, uploads, creates
+        submit = time.perf_counter() - t
+        for bid in list(server.batches):  # the provider's work: not ours, not timed
+            while server.advance(bid) not in ("completed", "expired", "failed"):
+                pass
+        result = BatchResult(job.labeller.judge_id)
+        t = time.perf_counter()
+        for rec in job.poll():
+            job.collect(rec, result)
+        collect = time.perf_counter() - t
+        t = time.perf_counter()
+        final = asyncio.run(job.run(pairs, queries, passages))  # cached answers -> store
+        grade = time.perf_counter() - t
+        assert len(lines) == n and result.collected_answers == n and final.graded == n
+        assert store.count() == n
+        print(f"\n4. Batch API job of {n:,} requests ({len(server.batches)} batch files): "
+              f"build the lines {build:.2f} s; submitting run (plan + build + upload + create) "
+              f"{submit:.2f} s, download + parse + cache {collect:.2f} s, grade + store "
+              f"{grade:.2f} s = {submit + collect + grade:.2f} s (target < 10 s)")
 
 
 def _in_child(step: str, server, cache: Path, n: int) -> dict:

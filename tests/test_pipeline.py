@@ -139,3 +139,29 @@ def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(exampl
         pairs = len((example / "out" / "pool.tsv").read_text().splitlines()) - 1
         assert llm.events == pairs  # no pair labelled twice
     assert read_artefacts(example / "out") == read_artefacts(twin / "out")
+
+
+def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online(
+        example, tmp_path, monkeypatch, capsys):
+    from reljudge.testing.fake_batch import FakeBatchAPI
+
+    twin = tmp_path / "twin"
+    shutil.copytree(example, twin)
+    with FakeOpenAI(grader) as server, FakeBatchAPI(grader) as batch:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
+        online = read_artefacts(example / "out")
+        online_calls = server.calls
+        monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(tmp_path / "cache-batch"))
+        cfg = twin / "pipeline.toml"
+        cfg.write_text(cfg.read_text().replace(
+            "[judge]\n", f'[judge]\nbatch = true\nbatch_url = "{batch.base_url}"\n'
+            "poll_interval = 0.01\n", 1))
+        codes = [main(["run", str(cfg), "--quiet"])]
+        assert not (twin / "out" / "scores.tsv").exists()  # no scores from a part of the labels
+        codes += [main(["run", str(cfg), "--quiet"]) for _ in range(3)]
+        assert server.calls == online_calls  # nothing went online
+    assert codes[-1] == 0 and set(codes[:-1]) == {5}
+    assert "batches are still running" in capsys.readouterr().out
+    assert read_artefacts(twin / "out") == online

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 
 # Order here is the order in --help.
-COMMANDS = ("demo", "run", "pool", "label", "labels", "eval", "compare", "audit", "sample",
-            "assess", "estimate", "calibrate", "report")
+COMMANDS = ("demo", "run", "pool", "label", "batch", "labels", "eval", "compare", "audit",
+            "sample", "assess", "estimate", "calibrate", "report")
 
 DESCRIPTION = """\
 reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels.

@@ -32,9 +32,20 @@ exit codes:
   3  stopped early (budget or Ctrl-C): run the same command again to continue
   4  finished, but some pairs have no grade (the summary lists failures by kind; a re-run asks
      again for failed calls, --retry-failed also for refused or unreadable answers)
+  5  --batch: batches are still running at the provider (nothing is wrong): run the same
+     command again later (or pass --wait) to collect their answers
+
+batch API (--batch, needs --store): builds the same requests as online (same prompt,
+parameters and cache keys), uploads them in files of at most --batch-requests requests and
+--batch-bytes bytes, records every file and batch id in the store, and exits 5. Running the
+same command again collects finished batches into the answer cache and the store, submits
+what is still missing (expired or failed lines included; --batch-fallback online sends those
+online at once instead) and never submits a pair twice, even after kill -9. --wait polls every
+--poll-interval seconds until every batch is done. Cost is at --batch-discount times the
+online price; --max-cost is reserved per batch file (its worst case) before it is submitted.
 """
 
-EXIT_OK, EXIT_STOPPED, EXIT_FAILURES = 0, 3, 4
+EXIT_OK, EXIT_STOPPED, EXIT_FAILURES, EXIT_RUNNING = 0, 3, 4, 5
 
 #: JudgeConfig fields shown in the "the judge" group; every other field is a "limits" flag
 JUDGE_GROUP = ("model", "base_url", "api_key", "prompt", "temperature", "max_tokens",
@@ -89,6 +100,9 @@ def register(sub) -> None:
     judge = p.add_argument_group("the judge")
     run = p.add_argument_group("limits, money and cache")
     add_config_flags(judge, run)
+    run.add_argument("--wait", action="store_true",
+                     help="with --batch: poll until every batch is done (default: submit, exit "
+                          "5, run again to collect)")
     run.add_argument("--dry-run", action="store_true",
                      help="print what would be sent and its estimated cost; send nothing")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -144,8 +158,11 @@ def run_label(args: argparse.Namespace) -> int:
                               "est. tokens in", "est. tokens out", "est. cost $"],
                              [[est.judge, est.items, est.already_done, est.cached, est.to_send,
                                est.tokens_in, est.tokens_out, est.cost]]), end="")
-                print(f"dry run: nothing was sent{price}")
+                print(f"dry run: nothing was sent{price}"
+                      + (f" (batch price: x{config.batch_discount})" if config.batch else ""))
             return 0
+        if config.batch:
+            return run_batch_job(args, labeller, store, pairs, queries, passages)
         report = asyncio.run(labeller.label(pairs, queries, passages, store,
                                             progress=not args.quiet and sys.stderr.isatty()))
         if args.qrels_out:
@@ -158,6 +175,44 @@ def run_label(args: argparse.Namespace) -> int:
     if report.stop_reason:
         return EXIT_STOPPED
     return EXIT_OK if report.complete else EXIT_FAILURES
+
+
+def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
+    """``label --batch``: collect, grade, submit; print where the job stands."""
+    import asyncio
+
+    from reljudge.judge.batch import BatchJob
+    from reljudge.report.tables import json_dumps, render
+
+    job = BatchJob(labeller, store)
+    result = asyncio.run(job.run(pairs, queries, passages, wait=args.wait,
+                                 progress=not args.quiet and sys.stderr.isatty()))
+    if args.qrels_out and not result.open:
+        write_judge_qrels(None, store, labeller.judge_id, labeller.config.aggregate,
+                          args.qrels_out)
+    summary = {"judge": result.judge, "pairs x samples": result.items,
+               "graded": result.graded, "without grade": result.without_grade,
+               "batches submitted": result.submitted_batches,
+               "requests submitted": result.submitted_requests,
+               "batches collected": result.collected_batches,
+               "answers collected": result.collected_answers,
+               "batches open": len(result.open), "tokens in": result.tokens_in,
+               "tokens out": result.tokens_out, "batch cost $": result.cost,
+               "failed lines": dict(result.batch_failures)}
+    if args.json:
+        print(json_dumps(summary), end="")
+    else:
+        print(render(list(summary)[:-1], [list(summary.values())[:-1]]), end="")
+        for kind, n in result.batch_failures.most_common():
+            print(f"  {n:>6} batch line(s) failed: {kind}")
+        if result.open:
+            print(f"{len(result.open)} batch(es) still running: run the same command again to "
+                  "collect them (or pass --wait)")
+    if result.stop_reason:
+        return EXIT_STOPPED
+    if result.open:
+        return EXIT_RUNNING
+    return EXIT_OK if result.complete else EXIT_FAILURES
 
 
 def write_judge_qrels(report, store, judge_id: str, aggregate: str, path: str) -> None:

@@ -18,7 +18,9 @@ config file (TOML; paths relative to the file; checked whole, with strict types,
 stage runs: depth = "10" is an error):
   [inputs]  queries, passages, runs = [...], human_qrels (optional), human_source
   [pool]    depth = 10
-  [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled
+  [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled,
+            batch = true (the Batch API at half price: the run submits, exits 5 while
+            batches run, and the next run collects them and goes on to merge, eval, audit)
   [merge]   policy = "human-first", aggregate = "majority"
   [eval]    measures = ["nDCG@10", "P@5", "RR", "Judged@10"], all_queries = false
   [audit]   measure = "nDCG@10", bootstrap = 1000, seed = 0
@@ -27,7 +29,8 @@ stage runs: depth = "10" is an error):
 exit codes (as `reljudge label`): 0 everything ran and every pooled pair the judge was asked
 about has a grade; 2 bad input or config, or an endpoint that cannot be used; 3 labelling
 stopped early (budget or Ctrl-C: run again to continue); 4 labelling finished but some pairs
-have no grade (the summary lists the failures by kind; a re-run asks again for failed calls).
+have no grade (the summary lists the failures by kind; a re-run asks again for failed calls);
+5 with batch = true while Batch API jobs are still running (run again to collect them).
 """
 
 
@@ -62,7 +65,10 @@ def run(args) -> int:
                           config_text=Path(args.config).read_text(encoding="utf-8"))
     print(f"outputs in {result.out_dir}: " + ", ".join(
         sorted(p.name for p in result.out_dir.iterdir() if not p.name.startswith("."))))
-    return exit_code(result.stage("label").summary)
+    label = result.stage("label")
+    if label.status == "waiting":
+        return 5  # batch = true: batches still running; run again to collect them
+    return exit_code(label.summary)
 
 
 def exit_code(label: dict) -> int:
@@ -70,5 +76,9 @@ def exit_code(label: dict) -> int:
     that have no grade, else 0."""
     if label.get("stop_reason"):
         return 3
-    graded = label.get("labelled", 0) + label.get("already_done", 0) - label.get("already_failed", 0)
+    if "graded" in label:  # the batch path counts graded pairs itself
+        graded = label["graded"]
+    else:
+        graded = (label.get("labelled", 0) + label.get("already_done", 0)
+                  - label.get("already_failed", 0))
     return 4 if "items" in label and graded != label["items"] else 0

@@ -152,6 +152,16 @@ def rejected_feature(message: str, params: dict[str, Any]) -> str | None:
     return None
 
 
+def request_body(model: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body of one chat completion request (online, or a Batch API line's body)."""
+    return {"model": model, "messages": messages, **params}
+
+
+def answer_from_response(resp: dict, latency: float = 0.0) -> Answer:
+    """An Answer from a chat.completion body (raises CallFailed when it has none)."""
+    return _answer(resp, latency)
+
+
 def error_message(content: bytes) -> str:
     """The message of an HTTP error body (OpenAI's shape, FastAPI's, or the plain text)."""
     text = content.decode("utf-8", "replace").strip()
@@ -223,7 +233,7 @@ class ChatClient:
 
     async def _once(self, messages: list[dict], params: dict[str, Any]) -> Answer:
         start = time.perf_counter()
-        body = json.dumps({"model": self.model, "messages": messages, **params}).encode()
+        body = json.dumps(request_body(self.model, messages, params)).encode()
         status, headers, content = await self._post.post(body)
         latency = time.perf_counter() - start
         if status >= 400:

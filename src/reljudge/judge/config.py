@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from reljudge.judge.cost import BATCH_DISCOUNT
+
 
 def default_cache_dir() -> Path:
     """The answer cache folder: $RELJUDGE_CACHE_DIR, else the per-user cache folder."""
@@ -77,6 +79,21 @@ class JudgeConfig(BaseModel):
     retry_failed: bool = Field(False, description="ask again for pairs whose earlier answer "
                                "failed (unreadable or refused); failed calls (connection, "
                                "timeout, HTTP errors) are always asked again")
+    batch: bool = Field(False, description="label through the Batch API (half price, answers "
+                        "within 24 h): submit, then run the same command again to collect")
+    batch_url: str | None = Field(None, description="Files/Batch API URL (default: --base-url; "
+                                  "answers are cached under --base-url's keys either way)")
+    batch_fallback: Literal["none", "online"] = Field(
+        "none", description="pairs an expired or failed batch did not answer: re-batch them on "
+        "the next run (none, the default) or send them online at once (online)")
+    batch_discount: float = Field(BATCH_DISCOUNT, ge=0, description="batch price as a fraction of the "
+                                  "online price (default 0.5)")
+    batch_requests: int = Field(50_000, ge=1, description="requests per batch file "
+                                "(default 50000, OpenAI's limit)")
+    batch_bytes: int = Field(190 * 1024 * 1024, ge=1024, description="bytes per batch file "
+                             "(default 190 MiB, under OpenAI's 200 MB)")
+    poll_interval: float = Field(30.0, gt=0, description="seconds between batch status polls "
+                                 "with --wait (default 30)")
 
     @classmethod
     def from_env(cls, **values) -> JudgeConfig:

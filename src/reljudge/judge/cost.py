@@ -23,6 +23,9 @@ PRICES: dict[str, tuple[float, float]] = {
     "o4-mini": (1.10, 4.40),
 }
 
+#: the Batch API's price as a fraction of the online price (OpenAI: half)
+BATCH_DISCOUNT = 0.5
+
 
 @dataclass(frozen=True)
 class Price:
@@ -35,6 +38,10 @@ class Price:
     def cost(self, tokens_in: int, tokens_out: int) -> float:
         """Dollars for one call."""
         return (tokens_in * self.input + tokens_out * self.output) / 1_000_000
+
+    def scaled(self, factor: float) -> Price:
+        """This price times ``factor`` (the Batch API's discount)."""
+        return Price(self.input * factor, self.output * factor, self.known)
 
 
 def price_for(model: str, table: dict[str, tuple[float, float]] | None = None,

@@ -23,6 +23,7 @@ class FailureKind(str, enum.Enum):
     REFUSED = "refused"  # the model refused or a content filter stopped the answer
     UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
     BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
+    EXPIRED = "expired"  # a Batch API request not run before its batch expired
 
     def __str__(self) -> str:
         return self.value
@@ -30,7 +31,8 @@ class FailureKind(str, enum.Enum):
 
 #: failures of the call itself: asked again on the next run (the endpoint may be back)
 CALL_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS, FailureKind.TIMEOUT,
-                        FailureKind.HTTP_STATUS, FailureKind.RATE_LIMITED, FailureKind.BUDGET})
+                        FailureKind.HTTP_STATUS, FailureKind.RATE_LIMITED, FailureKind.BUDGET,
+                        FailureKind.EXPIRED})
 #: failures of the answer (the model spoke): asked again only with --retry-failed
 ANSWER_KINDS = frozenset({FailureKind.REFUSED, FailureKind.UNPARSEABLE})
 #: kinds that say the endpoint itself is unusable: they feed the circuit breaker at once

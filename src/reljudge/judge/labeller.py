@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from reljudge.errors import ConfigError, InputError, LLMError
@@ -98,6 +98,10 @@ class Labeller:
         text, title = (p, None) if isinstance(p, str) else (p.get("text", ""), p.get("title"))
         return self.template.render(queries[qid], text, title)
 
+    def request_key(self, messages: list[dict], sample: int) -> str:
+        """The cache key of a request sent now (a Batch API line's custom_id)."""
+        return self._key(messages, sample)
+
     def _key(self, messages: list[dict], sample: int, params: dict | None = None) -> str:
         return cache_key(self.endpoint.base_url, self.config.model, messages,
                          self.params() if params is None else params, sample)
@@ -135,16 +139,19 @@ class Labeller:
                                                           self.config.retry_failed)}
         return done, {k for k in done if latest[k].grade is None}
 
-    def _items(self, pairs, sink) -> tuple[list[tuple[str, str, int]], int, int]:
+    def _items(self, pairs, sink, only=None) -> tuple[list[tuple[str, str, int]], int, int]:
         """The items to ask, how many are settled already, and how many of those failed."""
         done, failed = self._done(sink)
         items = [(q, d, s) for q, d in pairs for s in range(self.config.samples)]
+        if only is not None:
+            items = [it for it in items if it in only]
         todo = [it for it in items if it not in done]
         return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any], sink=None) -> Estimate:
-        """What a run would send after store and cache hits, and its rough cost."""
+        """What a run would send after store and cache hits, and its rough cost (at the batch
+        price with ``config.batch``)."""
         self._check_inputs(pairs, queries, passages)
         todo, done, _ = self._items(pairs, sink)
         cache = self._cache
@@ -162,8 +169,10 @@ class Labeller:
         out_each = 150 if self.template.output == "text" and "M (match)" in self.template.user \
             else 40
         tout = to_send * out_each
+        price = self.price.scaled(self.config.batch_discount) if self.config.batch \
+            else self.price
         return Estimate(self.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
-                        self.price.cost(tin, tout), self.price.known)
+                        price.cost(tin, tout), self.price.known)
 
     # -- running ---------------------------------------------------------------------------
     async def _ready(self, client: ChatClient, prober: bool = False) -> bool:
@@ -346,14 +355,16 @@ class Labeller:
 
     async def label(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                     passages: Mapping[str, Any], sink: JudgmentSink | None = None, *,
-                    progress: bool = False) -> LabelReport:
-        """Label every pair (x samples) not yet settled in the sink; see the module doc."""
+                    progress: bool = False,
+                    only: Collection[tuple[str, str, int]] | None = None) -> LabelReport:
+        """Label every pair (x samples) not yet settled in the sink; see the module doc.
+        ``only``: just these (qid, docid, sample) items."""
         start = time.perf_counter()
         self._check_inputs(pairs, queries, passages)
         report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
                              endpoint=self.endpoint.display)
         self.budget = self._budget(sink)
-        todo, report.already_done, report.already_failed = self._items(pairs, sink)
+        todo, report.already_done, report.already_failed = self._items(pairs, sink, only)
         report.items = len(todo) + report.already_done
         self._stop = self._fatal = None
         self._preflight: asyncio.Future | None = None

@@ -81,3 +81,39 @@ class Progress:
             if self.pending:
                 self._show()
             self.bar.__exit__(*exc)
+
+
+class BatchProgress:
+    """With ``--batch --wait``: one bar of the requests the provider has finished (completed
+    or failed) in the batches being waited for; silent when off."""
+
+    def __init__(self, enabled: bool):
+        self.bar = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
+            self.bar = RichProgress(TextColumn("batch requests"), BarColumn(),
+                                    MofNCompleteColumn(), TimeElapsedColumn(),
+                                    TextColumn("{task.fields[status]}"), transient=False)
+            self.task = self.bar.add_task("batch", total=None, status="")
+
+    def update(self, records: list[Any]) -> None:
+        """Show the provider's counts of these batch records."""
+        if self.bar is None or not records:
+            return
+        statuses: dict[str, int] = {}
+        for r in records:
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+        self.bar.update(self.task, total=sum(r.total for r in records),
+                        completed=sum(r.completed + r.failed for r in records),
+                        status=", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)

@@ -30,7 +30,7 @@ class StageResult:
     """One stage: whether it ran, and what it says."""
 
     name: str
-    status: str  # "ran" | "up to date" | "skipped"
+    status: str  # "ran" | "up to date" | "skipped" | "waiting" (batches still running)
     summary: dict = field(default_factory=dict)
     note: str = ""
 
@@ -104,6 +104,26 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
                    "no endpoint configured (set OPENAI_API_KEY or OPENAI_BASE_URL and a model)")
             stages.append(StageResult("label", "skipped", note=why))
             say(f"[label] skipped: {why}")
+        elif labeller.config.batch:
+            import asyncio
+
+            from reljudge.judge.batch import BatchJob
+
+            result = asyncio.run(BatchJob(labeller, store).run(pool_pairs, queries, passages,
+                                                               progress=progress))
+            summary = {"items": result.items, "graded": result.graded,
+                       "batches_submitted": result.submitted_batches,
+                       "batches_open": len(result.open), "cost": result.cost,
+                       "stop_reason": result.stop_reason}
+            say(f"[label] {labeller.judge_id} (batch): {result.graded} of {result.items} pairs "
+                f"x samples graded, {result.submitted_batches} batch(es) submitted, "
+                f"{len(result.open)} running, ${result.cost:.4f}")
+            if result.open:  # scoring now would use a part of the labels: stop here
+                stages.append(StageResult("label", "waiting", summary))
+                say("[label] batches are still running: run the pipeline again to collect "
+                    "them; merge, eval and audit wait for them")
+                return PipelineResult(out, stages)
+            stages.append(StageResult("label", "ran", summary))
         else:
             import asyncio
 

@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -87,7 +87,30 @@ CREATE TABLE spend (id INTEGER PRIMARY KEY, source INTEGER NOT NULL REFERENCES s
 CREATE INDEX spend_source ON spend (source);
 """
 
-MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5}  # from version -> the next
+# Version 6: Batch API jobs (reljudge.judge.batch). A batch row is written before its file is
+# uploaded, and each provider id (input file, batch, output and error files) as soon as it is
+# known, so a killed process resumes from the recorded ids and never submits a pair twice.
+# ``config`` is the judge's settings (never the key); ``collected`` is set, in the same
+# transaction as the batch's failure events, once its answers are in the cache and store.
+V5_TO_V6 = """
+CREATE TABLE batches (id INTEGER PRIMARY KEY,
+                      provider_id TEXT, input_file_id TEXT, output_file_id TEXT,
+                      error_file_id TEXT, endpoint TEXT NOT NULL,
+                      source INTEGER NOT NULL REFERENCES sources (id),
+                      status TEXT NOT NULL, total INTEGER NOT NULL DEFAULT 0,
+                      completed INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+                      reserved REAL NOT NULL DEFAULT 0, config TEXT,
+                      collected INTEGER NOT NULL DEFAULT 0,
+                      created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE INDEX batches_source ON batches (source);
+CREATE TABLE batch_items (batch INTEGER NOT NULL REFERENCES batches (id),
+                          custom_id TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+                          sample INTEGER NOT NULL, PRIMARY KEY (batch, custom_id, qid, docid,
+                                                               sample));
+CREATE INDEX batch_items_key ON batch_items (custom_id);
+"""
+
+MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6}  # from version -> the next
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -145,10 +145,12 @@ class LabelStore:
             self.conn.execute("ROLLBACK")
             raise
 
-    def add_events(self, events: Iterable[LabelEvent], *, batch: int | None = None) -> int:
-        """Append label events in one transaction; returns how many were written."""
+    def add_events(self, events: Iterable[LabelEvent], *, batch: int | None = None,
+                   commit_with: Sequence[tuple[str, tuple]] = ()) -> int:
+        """Append label events in one transaction; returns how many were written.
+        ``commit_with``: more (sql, args) statements run in the same transaction."""
         events = list(events)
-        if not events:
+        if not events and not commit_with:
             return 0
         now = time.time()
         self._begin()
@@ -165,6 +167,8 @@ class LabelStore:
                     for e in events]
             self.conn.executemany(f"INSERT INTO events ({_EVENT_COLS}) VALUES "
                                   f"({','.join('?' * 17)})", rows)
+            for statement in commit_with:
+                self.conn.execute(*statement)
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback_and_forget()

@@ -1,0 +1,128 @@
+"""The store's record of Batch API jobs: every provider id written as soon as it is known.
+
+A batch row is inserted (with the items it holds) before its input file is uploaded; the
+input file id, the batch id and the status follow as each becomes known. These rows are the
+resume point of ``reljudge label --batch`` (see ``reljudge.judge.batch``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reljudge.store.store import LabelStore
+from reljudge.types import LabelEvent
+
+#: batch statuses after which the provider does nothing more
+TERMINAL = ("completed", "expired", "failed", "cancelled")
+
+_COLS = ("id, provider_id, input_file_id, output_file_id, error_file_id, endpoint, status, "
+         "total, completed, failed, reserved, config, collected, created_at, updated_at")
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """One recorded batch (``id`` is ours, ``provider_id`` the provider's)."""
+
+    id: int
+    provider_id: str | None
+    input_file_id: str | None
+    output_file_id: str | None
+    error_file_id: str | None
+    endpoint: str
+    status: str
+    total: int
+    completed: int
+    failed: int
+    reserved: float
+    config: dict
+    collected: bool
+    created_at: float
+    updated_at: float
+    source: str = ""
+
+    @property
+    def open(self) -> bool:
+        """Not yet collected (its items must not be put in another batch)."""
+        return not self.collected
+
+
+def _record(row: tuple, source: str) -> BatchRecord:
+    return BatchRecord(*row[:11], json.loads(row[11] or "{}"), bool(row[12]), *row[13:],
+                       source=source)
+
+
+class BatchLog:
+    """The batches and batch_items tables of one label store."""
+
+    def __init__(self, store: LabelStore):
+        self.store = store
+        self.conn = store.conn
+
+    def _tx(self, fn):
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn()
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return out
+
+    def create(self, judge: str, endpoint: str, config: dict,
+               items: Sequence[tuple[str, str, str, int]], reserved: float = 0.0) -> int:
+        """Record a batch about to be uploaded with its (custom_id, qid, docid, sample) items;
+        returns our id."""
+        now = time.time()
+
+        def write() -> int:
+            source = self.store._source_id("llm", judge)
+            cur = self.conn.execute(
+                "INSERT INTO batches (endpoint, source, status, total, reserved, config, "
+                "created_at, updated_at) VALUES (?, ?, 'uploading', ?, ?, ?, ?, ?)",
+                (endpoint, source, len(items), reserved, json.dumps(config, sort_keys=True),
+                 now, now))
+            bid = int(cur.lastrowid)
+            self.conn.executemany("INSERT OR IGNORE INTO batch_items VALUES (?, ?, ?, ?, ?)",
+                                  ((bid, *it) for it in items))
+            return bid
+
+        return self._tx(write)
+
+    def update(self, bid: int, **fields) -> None:
+        """Set provider ids, status or counts of a recorded batch (committed at once)."""
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        self.conn.execute(f"UPDATE batches SET {cols}, updated_at = ? WHERE id = ?",
+                          (*fields.values(), time.time(), bid))
+
+    def collected(self, bid: int, events: Sequence[LabelEvent]) -> None:
+        """Mark a batch collected and append its failure events, in one transaction."""
+        self.store.add_events(events, commit_with=[(
+            "UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?", (time.time(), bid))])
+
+    def batches(self, judge: str | None = None, *, open_only: bool = False) -> list[BatchRecord]:
+        """Recorded batches (of one judge), oldest first."""
+        sql = (f"SELECT {', '.join('b.' + c.strip() for c in _COLS.split(','))}, s.name "
+               "FROM batches b JOIN sources s ON s.id = b.source")
+        where, args = [], []
+        if judge is not None:
+            where.append("s.name = ?")
+            args.append(judge)
+        if open_only:
+            where.append("b.collected = 0")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [_record(r[:-1], r[-1]) for r in self.conn.execute(sql + " ORDER BY b.id", args)]
+
+    def items(self, bid: int) -> list[tuple[str, str, str, int]]:
+        """(custom_id, qid, docid, sample) of a batch."""
+        return self.conn.execute("SELECT custom_id, qid, docid, sample FROM batch_items "
+                                 "WHERE batch = ?", (bid,)).fetchall()
+
+    def pending(self, judge: str) -> set[tuple[str, str, int]]:
+        """(qid, docid, sample) held by this judge's batches not yet collected."""
+        return {tuple(r) for r in self.conn.execute(
+            "SELECT i.qid, i.docid, i.sample FROM batch_items i JOIN batches b ON b.id = i.batch "
+            "JOIN sources s ON s.id = b.source WHERE b.collected = 0 AND s.name = ?", (judge,))}

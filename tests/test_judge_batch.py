@@ -1,0 +1,315 @@
+"""Batch API labelling: the real openai SDK against FakeBatchAPI on 127.0.0.1, real SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from reljudge.cli import main
+from reljudge.judge import JudgeConfig, Labeller, label_pairs
+from reljudge.judge.batch import BatchJob, build_lines, split_files
+from reljudge.store import LabelStore
+from reljudge.store.batches import BatchLog
+from reljudge.testing import FakeOpenAI, Reply
+from reljudge.testing.fake_batch import BatchPlan, FakeBatchAPI
+
+QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
+PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave"} for i in range(8)}
+PAIRS = [(q, f"d{i}") for q in QUERIES for i in range(4)]  # 8 pairs
+
+
+def by_passage(req) -> Reply:
+    """Grade = (passage number + query length) mod 4: each pair has its own answer."""
+    text = " ".join(m["content"] for m in req.body["messages"])  # a re-ask repeats the prompt
+    n = int(re.search(r"passage number (\d+)", text).group(1))
+    q = 1 if "expenses" in text else 0
+    return Reply.text(f"reasoning...\n##final score: {(n + q) % 4}")
+
+
+def config(tmp_path, online_url, batch_url=None, **kw) -> JudgeConfig:
+    values = dict(model="gpt-4o-mini", base_url=online_url, batch_url=batch_url, api_key="k",
+                  cache_dir=tmp_path / "cache", timeout=5.0, backoff=0.01, max_attempts=2,
+                  batch=True, poll_interval=0.01)
+    values.update(kw)
+    return JudgeConfig(**values)
+
+
+def run_batch(cfg, store, pairs=PAIRS, wait=True):
+    job = BatchJob(Labeller(cfg), store, out=io.StringIO())
+    return asyncio.run(job.run(pairs, QUERIES, PASSAGES, wait=wait))
+
+
+def uploaded_custom_ids(server) -> Counter:
+    """custom_ids across every batch input file the server holds."""
+    ids: Counter = Counter()
+    for f in server.files.values():
+        if f["purpose"] == "batch":
+            ids.update(json.loads(x)["custom_id"] for x in f["_content"].decode().splitlines())
+    return ids
+
+
+def grades(store, judge) -> dict:
+    return {(e.qid, e.docid): e.grade for e in store.events(source=judge) if e.grade is not None}
+
+
+def test_two_paths_one_answer_batch_grades_and_keys_equal_online(tmp_path):
+    with FakeOpenAI(by_passage) as online:
+        online_cfg = config(tmp_path / "a", online.base_url, batch=False)
+        with LabelStore(tmp_path / "online.sqlite") as s1:
+            label_pairs(online_cfg, PAIRS, QUERIES, PASSAGES, s1)
+            online_grades = grades(s1, Labeller(online_cfg).judge_id)
+        with FakeBatchAPI(by_passage) as batch, LabelStore(tmp_path / "b.sqlite") as s2:
+            cfg = config(tmp_path / "b", online.base_url, batch.base_url)
+            result = run_batch(cfg, s2)
+            batch_grades = grades(s2, Labeller(cfg).judge_id)
+            ids = uploaded_custom_ids(batch)
+        assert online.calls == len(PAIRS)  # the batch run sent nothing online
+    assert result.complete and result.graded == len(PAIRS) and not result.open
+    assert batch_grades == online_grades and len(set(batch_grades.values())) == 4
+    # custom_id is the online answer cache key: both caches hold the same keys
+    import diskcache
+    with diskcache.Cache(str(tmp_path / "a" / "cache")) as a:
+        assert set(ids) == set(a.iterkeys())
+    assert all(n == 1 for n in ids.values())
+    assert Labeller(cfg).judge_id == Labeller(online_cfg).judge_id
+
+
+def test_submit_then_collect_on_the_next_run_and_nothing_is_resubmitted(tmp_path):
+    with FakeBatchAPI(by_passage) as batch, LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url)
+        first = run_batch(cfg, store, wait=False)
+        assert first.submitted_requests == len(PAIRS) and len(first.open) == 1
+        assert not first.complete and first.graded == 0
+        rec = BatchLog(store).batches()[0]
+        assert rec.provider_id and rec.input_file_id and rec.total == len(PAIRS)
+        for _ in range(5):
+            last = run_batch(cfg, store, wait=False)
+            if not last.open:
+                break
+        assert last.complete and last.submitted_requests == 0
+        assert sum(uploaded_custom_ids(batch).values()) == len(PAIRS)
+        assert store.count() == len(PAIRS)
+        # the ledger holds the batch spend at half the online price
+        spent = store.total_spend()
+        online_price = (last.tokens_in * 0.15 + last.tokens_out * 0.60) / 1e6  # gpt-4o-mini
+        assert spent > 0 and last.tokens_in > 0
+        assert spent == pytest.approx(last.cost) == pytest.approx(online_price * 0.5)
+
+
+def test_files_are_split_within_request_and_byte_limits(tmp_path):
+    cfg = config(tmp_path, "http://127.0.0.1:9/v1")
+    lab = Labeller(cfg)
+    items = [(q, d, 0) for q, d in PAIRS]
+    lines = build_lines(lab, items, QUERIES, PASSAGES)
+    assert [x.custom_id for x in lines] == [
+        lab.request_key(lab.messages(q, d, QUERIES, PASSAGES), s) for q, d, s in items]
+    groups = list(split_files(lines, 3, 10**9))
+    assert [len(g) for g in groups] == [3, 3, 2]
+    size = len(lines[0].data) * 2 + 1
+    groups = list(split_files(lines, 100, size))
+    assert all(sum(len(x.data) for x in g) <= size for g in groups)
+    assert sum(len(g) for g in groups) == len(lines)
+
+
+def test_expired_batch_half_done_rebatches_only_the_other_half(tmp_path):
+    plans = [BatchPlan(expire_after=4)]
+    with FakeBatchAPI(by_passage, plans=plans) as batch, \
+            LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url)
+        first = run_batch(cfg, store)
+        assert first.graded == 4 and first.batch_failures == {"expired": 4}
+        assert not first.complete
+        second = run_batch(cfg, store)
+        assert second.complete and second.submitted_requests == 4
+        ids = uploaded_custom_ids(batch)
+    assert sum(ids.values()) == len(PAIRS) + 4  # 4 lines were sent twice: the expired ones
+    files = sorted((f for f in batch.files.values() if f["purpose"] == "batch"),
+                   key=lambda f: f["id"])
+    first_ids = [json.loads(x)["custom_id"] for x in files[0]["_content"].decode().splitlines()]
+    second_ids = [json.loads(x)["custom_id"] for x in files[1]["_content"].decode().splitlines()]
+    assert second_ids == first_ids[4:]
+
+
+def test_batch_fallback_online_sends_the_expired_lines_online(tmp_path):
+    with FakeOpenAI(by_passage) as online, \
+            FakeBatchAPI(by_passage, plans=[BatchPlan(expire_after=5)]) as batch, \
+            LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, online.base_url, batch.base_url, batch_fallback="online")
+        result = run_batch(cfg, store)
+        assert online.calls == 3
+        assert result.complete and result.submitted_batches == 1
+        assert sum(uploaded_custom_ids(batch).values()) == len(PAIRS)
+        assert len(grades(store, Labeller(cfg).judge_id)) == len(PAIRS)
+
+
+def test_max_cost_is_reserved_per_file_and_stops_before_submitting(tmp_path):
+    with FakeBatchAPI(by_passage) as batch, LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url, batch_requests=4,
+                     max_cost=1e-9)
+        result = run_batch(cfg, store)
+        assert result.stop_reason == "budget" and result.submitted_batches == 0
+        assert not batch.files and not BatchLog(store).batches()
+
+
+def write_inputs(tmp_path):
+    (tmp_path / "q.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()))
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"docid": d, "text": p["text"]}) + "\n"
+                                              for d, p in PASSAGES.items()))
+    (tmp_path / "pairs.txt").write_text("".join(f"{q} {d}\n" for q, d in PAIRS))
+
+
+def cli_args(tmp_path, batch, *extra):
+    return ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
+            str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"), "--store",
+            str(tmp_path / "s.sqlite"), "--model", "gpt-4o-mini", "--base-url",
+            "http://127.0.0.1:9/v1", "--batch-url", batch.base_url, "--api-key", "k",
+            "--cache-dir", str(tmp_path / "cache"), "--batch", "--quiet", "--poll-interval",
+            "0.01", *extra]
+
+
+def test_cli_exits_5_while_batches_run_then_0(tmp_path, capsys):
+    write_inputs(tmp_path)
+    with FakeBatchAPI(by_passage) as batch:
+        assert main(cli_args(tmp_path, batch)) == 5
+        assert "still running" in capsys.readouterr().out
+        assert main(cli_args(tmp_path, batch, "--wait")) == 0
+    with LabelStore(tmp_path / "s.sqlite") as store:
+        assert store.count() == len(PAIRS)
+
+
+@pytest.mark.parametrize("step", ["uploaded", "creating", "created", "collecting"])
+def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
+    write_inputs(tmp_path)
+    with FakeBatchAPI(by_passage) as batch:
+        cmd = [sys.executable, "-m", "reljudge", *cli_args(tmp_path, batch, "--wait",
+                                                           "--batch-requests", "3")]
+        env = {**os.environ, "RELJUDGE_TEST_KILL_AT": step}
+        killed = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+        assert killed.returncode == -9, killed.stderr.decode()
+        done = subprocess.run(cmd, capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+        ids = uploaded_custom_ids(batch)
+        created = len(batch.batches)
+    assert len(ids) == len(PAIRS) and all(n == 1 for n in ids.values())
+    assert created == 3  # 8 requests in files of 3: one batch per file, none created twice
+    with LabelStore(tmp_path / "s.sqlite") as store:
+        assert store.count() == len(PAIRS)  # every answer stored once
+        assert len({(e.qid, e.docid) for e in store.events()}) == len(PAIRS)
+
+
+def test_dry_run_estimate_is_at_the_batch_price(tmp_path):
+    online = Labeller(config(tmp_path, "http://127.0.0.1:9/v1", batch=False))
+    batch = Labeller(config(tmp_path, "http://127.0.0.1:9/v1", batch_discount=0.25))
+    a = online.estimate(PAIRS, QUERIES, PASSAGES)
+    b = batch.estimate(PAIRS, QUERIES, PASSAGES)
+    assert a.cost > 0 and b.cost == pytest.approx(a.cost * 0.25)
+    assert (a.to_send, a.tokens_in) == (b.to_send, b.tokens_in)
+
+
+def test_batch_status_collect_cancel_commands_over_the_store(tmp_path, capsys):
+    write_inputs(tmp_path)
+    store = str(tmp_path / "s.sqlite")
+    plans = [BatchPlan(), BatchPlan(never_finish=True)]
+    with FakeBatchAPI(by_passage, plans=plans) as batch:
+        assert main(cli_args(tmp_path, batch, "--batch-requests", "5")) == 5
+        capsys.readouterr()
+        assert main(["batch", "status", "--store", store, "--api-key", "k", "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert [r["status"] for r in rows] == ["in_progress", "in_progress"]
+        assert [r["requests"] for r in rows] == [5, 3] and not any(
+            r["collected"] == "yes" for r in rows)
+        collect = ["batch", "collect", "--store", store, "--api-key", "k"]
+        assert main(collect) == 5  # first: finalizing, second: running
+        assert main(collect) == 5  # first collected; the second still runs
+        with LabelStore(store) as s:
+            assert s.count() == 5
+        assert main(["batch", "cancel", "--store", store, "--api-key", "k"]) == 0
+        assert main(collect) == 4  # cancelled: its 3 pairs have no grade
+        with LabelStore(store) as s:
+            kinds = Counter(e.failure_kind for e in s.events() if e.grade is None)
+            assert kinds == {"expired": 3}
+        capsys.readouterr()
+        assert main(cli_args(tmp_path, batch, "--wait")) == 0  # the 3 re-batched, collected
+        assert "requests submitted" in capsys.readouterr().out
+        ids = uploaded_custom_ids(batch)
+    assert sum(ids.values()) == len(PAIRS) + 3 and len(ids) == len(PAIRS)
+    with LabelStore(store) as s:
+        assert len(grades(s, s.sources()[0].name)) == len(PAIRS)
+
+
+def test_error_lines_are_failures_by_kind_and_are_sent_again(tmp_path):
+    def flaky(req):
+        text = req.body["messages"][-1]["content"]
+        if "passage number 1 " in text and "expenses" not in text:
+            return Reply.error(400, "bad request line")
+        if "passage number 2 " in text and "expenses" not in text:
+            return Reply.error(429, "slow down")
+        return by_passage(req)
+
+    with FakeBatchAPI(flaky) as batch, LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url)
+        first = run_batch(cfg, store)
+        assert first.batch_failures == {"http_status": 1, "rate_limited": 1}
+        assert first.graded == len(PAIRS) - 2 and first.without_grade == 2
+        failed = {(e.qid, e.docid): (e.failure_kind, e.failure) for e in store.events()
+                  if e.grade is None}
+        assert failed == {("q1", "d1"): ("http_status", "HTTP 400: bad request line"),
+                          ("q1", "d2"): ("rate_limited", "HTTP 429: slow down")}
+        second = run_batch(cfg, store)
+        assert second.submitted_requests == 2  # failed calls are asked again, in a batch
+
+
+def test_an_unreadable_batch_answer_is_re_asked_once_as_online(tmp_path):
+    def unreadable_d3(req):
+        if "passage number 3 " in req.body["messages"][1]["content"] and \
+                "expenses" not in req.body["messages"][1]["content"]:
+            return Reply.text("I cannot decide.")
+        return by_passage(req)
+
+    with FakeOpenAI(by_passage) as online, FakeBatchAPI(unreadable_d3) as batch, \
+            LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, online.base_url, batch.base_url)
+        result = run_batch(cfg, store)
+        assert online.calls == 1  # the one repair message, as the online path sends it
+        assert online.requests[0].body["messages"][-2]["content"] == "I cannot decide."
+        assert result.complete
+        e = next(e for e in store.events() if e.docid == "d3" and e.qid == "q1")
+        assert e.grade == 3 and "--- re-asked ---" in e.raw
+
+
+def test_wait_shows_one_bar_of_the_providers_counts(tmp_path):
+    from reljudge.judge.progress import BatchProgress
+
+    plans = [BatchPlan(expire_after=3), BatchPlan(polls_per_stage=3)]
+    with FakeBatchAPI(by_passage, plans=plans) as batch, \
+            LabelStore(tmp_path / "s.sqlite") as store:
+        cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url, batch_requests=4)
+        job = BatchJob(Labeller(cfg), store, out=io.StringIO())
+        result = asyncio.run(job.run(PAIRS, QUERIES, PASSAGES, wait=True, progress=True))
+        assert result.graded == len(PAIRS) - 1 and not result.open
+        records = BatchLog(store).batches()
+        with BatchProgress(True) as bar:
+            bar.update(records)
+            task = bar.bar.tasks[0]
+            assert (task.total, task.completed) == (8, 8)
+            assert task.fields["status"] == "1 completed, 1 expired"
+
+
+def test_batch_without_a_store_is_one_line_error_exit_2(tmp_path, capsys):
+    write_inputs(tmp_path)
+    with FakeBatchAPI(by_passage) as batch:
+        args = cli_args(tmp_path, batch)
+        i = args.index("--store")
+        assert main(args[:i] + args[i + 2:]) == 2
+        assert not batch.files
+    err = capsys.readouterr().err
+    assert "--batch records its batches in a label store: pass --store" in err
+    assert "Traceback" not in err
