@@ -112,3 +112,28 @@ def test_query_sample_counts_queries_and_warns_unless_every_query_is_graded():
             assert (r.warning is not None) == (n_q < NQ)
         if n_q == 12:  # the lowest benchmark coverage at the nearest smaller size (10)
             assert "from 12 sampled queries" in rows[0].warning and "87% at 10" in rows[0].warning
+
+
+@pytest.mark.parametrize("measure", ["RBP(p=0.8)@10", "RBP(p=0.5,rel=2)@5", "DCG@10", "P@5"])
+def test_a_pair_sample_of_every_pooled_pair_gives_the_exact_human_score(measure):
+    from reljudge.metrics import evaluate
+
+    truth, judge, runs = _world(seed=4)
+    everything = draw(sorted(truth), "srs-pairs", len(truth), 1)
+    rows, _ = estimate_runs(everything, _qrels(judge), _qrels(truth), runs, [measure])
+    for row, run in zip(rows, runs, strict=True):
+        exact = evaluate(_qrels(truth), run, measure, all_queries=True).mean()
+        llm = evaluate(_qrels(judge), run, measure, all_queries=True).mean()
+        (exact,), (llm,) = exact.values(), llm.values()
+        assert row.human == pytest.approx(exact, abs=1e-12)
+        assert row.ppi == pytest.approx(exact, abs=1e-12)
+        assert row.llm == pytest.approx(llm, abs=1e-12)
+
+
+def test_rbp_residual_is_refused_for_a_pair_sample():
+    from reljudge.errors import InputError
+
+    truth, judge, runs = _world()
+    s = draw(sorted(truth), "srs-pairs", 100, 1)
+    with pytest.raises(InputError, match="RBP@k are linear"):
+        estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["RBP(residual=True)@10"])

@@ -23,7 +23,7 @@ covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k,
 query sample of fewer than all queries (no query budget up to 20 of 25 reached it). Read
 such intervals as approximate. Pair-sample estimates are post-stratified by each run's top
 k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level
-samples serve DCG@k and P@k only. Human grades: the latest human-source label of each
+samples serve DCG@k, P@k and RBP@k only. Human grades: the latest human-source label of each
 sampled pair (every pair must have one). See docs/ppi.md for the formulas.
 """
 
@@ -72,7 +72,7 @@ def run(args) -> int:
         from reljudge.errors import InputError
 
         raise InputError(f"{', '.join(est.skipped)} cannot be estimated from a pair-level "
-                         f"sample (only DCG@k and P@k are linear in the gains with a fixed "
+                         f"sample (only DCG@k, P@k and RBP@k are linear in the gains with a fixed "
                          f"normaliser); draw a query-level sample (--design srs-queries) for it")
     if args.format == "json":
         emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,

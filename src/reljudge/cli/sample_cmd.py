@@ -11,9 +11,9 @@ examples:
 
 designs:
   srs-queries       whole queries, simple random sample: valid for every measure
-  srs-pairs         pooled pairs, simple random sample: DCG@k and P@k
+  srs-pairs         pooled pairs, simple random sample: DCG@k, P@k, RBP@k
   stratified-pairs  pairs stratified by the judge's grade (proportional allocation, at least
-                    2 per grade): DCG@k and P@k, usually narrower than srs-pairs
+                    2 per grade): DCG@k, P@k, RBP@k, usually narrower than srs-pairs
 
 The population is the pool of the runs (--runs, --depth), or, without runs, every pair the
 judge source labelled in the store. The draw, each pair's inclusion probability and its
@@ -142,7 +142,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
                 f"covering >= 93 % for every judge (lowest coverage {sizes} queries; "
                 f"docs/ppi.md), so the estimates will carry a warning. Recommended: --queries "
                 f"{min(max(have, QUERY_COVERAGE[-1][0]), total)} or more, or a pair sample "
-                f"for DCG@k and P@k")
+                f"for DCG@k, P@k and RBP@k")
     if runs:
         from reljudge.pool import top_k
 

@@ -3,7 +3,8 @@
 Query-level samples (srs-queries) work for every measure: per-query values under the
 judge's labels for every query and under the human labels for the sampled queries. Pair-level
 samples (srs-pairs, stratified-pairs) work for measures linear in the gains with a fixed
-normaliser, DCG@k and P@k: each pooled pair's contribution is its rank weight times its gain,
+normaliser, DCG@k, P@k and RBP@k: each pooled pair's contribution is its rank weight times its
+gain,
 and the Horvitz-Thompson PPI estimate weights the sampled pairs by 1 / inclusion probability.
 nDCG, AP, RR and R have a label-dependent normaliser or are not linear: for them use a
 query-level sample (a pair-level sample is refused with that advice).
@@ -23,7 +24,7 @@ from reljudge.infer.sample import Sample, small_sample_warning
 from reljudge.metrics import evaluate, parse_measure
 from reljudge.types import Qrels, Run
 
-PAIR_MEASURES = ("DCG", "P")
+PAIR_MEASURES = ("DCG", "P", "RBP")
 
 
 @dataclass(frozen=True)
@@ -65,26 +66,31 @@ def check_complete(sample: Sample, human: Qrels) -> None:
 
 def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
     """Weight of each pair in a linear measure of the run (0 outside its top k), divided
-    later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k."""
+    later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1)."""
     from reljudge.pool import top_k
 
     k = measure.cutoff
-    if measure.name not in PAIR_MEASURES or k is None or measure.param("judged_only") is True:
+    if measure.name not in PAIR_MEASURES or k is None or measure.param("judged_only") is True \
+            or (measure.name == "RBP" and measure.param("residual")):
         raise InputError(f"{measure} cannot be estimated from a pair-level sample (only "
-                         f"DCG@k and P@k are linear in the gains with a fixed normaliser); "
+                         f"DCG@k, P@k and RBP@k are linear in the gains with a fixed "
+                         f"normaliser); "
                          f"draw a query-level sample (--design srs-queries) for it")
     q, d, r = top_k(run, int(k))
     rank = dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
     ranks = np.array([rank.get(p, 0) for p in pairs], dtype=np.float64)
     if measure.name == "DCG":
         return np.where(ranks > 0, 1.0 / np.log2(np.maximum(ranks, 1.0) + 1.0), 0.0)
+    if measure.name == "RBP":
+        p = float(measure.param("p"))
+        return np.where(ranks > 0, (1.0 - p) * p ** np.maximum(ranks - 1.0, 0.0), 0.0)
     return np.where(ranks > 0, 1.0 / int(k), 0.0)
 
 
 def gain(grades: np.ndarray, measure) -> np.ndarray:
     """The gain a linear measure gives each grade."""
     g = np.maximum(np.asarray(grades, np.float64), 0)
-    if measure.name == "P":
+    if measure.name in ("P", "RBP"):
         return (g >= measure.param("rel")).astype(np.float64)
     return np.exp2(g) - 1.0 if measure.param("dcg") == "exp-log2" else g
 
@@ -330,7 +336,7 @@ def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
             if not usable:
                 if require:
                     raise InputError(f"none of {', '.join(skipped)} can be estimated from "
-                                     f"the pair-level sample {name!r} (only DCG@k and P@k); "
+                                     f"the pair-level sample {name!r} (only DCG@k, P@k, RBP@k); "
                                      f"draw a query-level sample (--design srs-queries)")
                 return None
         rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,
