@@ -30,7 +30,22 @@ class OnSigint:
             self.active = False
 
 
-class Progress:
+class _Bar:
+    """A rich progress bar (``self.bar``, None when off) used as a context manager."""
+
+    bar: Any = None
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+class Progress(_Bar):
     """A rich progress bar (done/total, rate, ETA, spend, failures); silent when off."""
 
     def __init__(self, total: int, enabled: bool):
@@ -71,19 +86,13 @@ class Progress:
                         rate=f"{rate:.1f}")
         self.pending, self.shown = 0, now
 
-    def __enter__(self):
-        if self.bar is not None:
-            self.bar.__enter__()
-        return self
-
     def __exit__(self, *exc):
-        if self.bar is not None:
-            if self.pending:
-                self._show()
-            self.bar.__exit__(*exc)
+        if self.bar is not None and self.pending:
+            self._show()
+        super().__exit__(*exc)
 
 
-class BatchProgress:
+class BatchProgress(_Bar):
     """With ``--batch --wait``: one bar of the requests the provider has finished (completed
     or failed) in the batches being waited for; silent when off."""
 
@@ -108,12 +117,3 @@ class BatchProgress:
         self.bar.update(self.task, total=sum(r.total for r in records),
                         completed=sum(r.completed + r.failed for r in records),
                         status=", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
-
-    def __enter__(self):
-        if self.bar is not None:
-            self.bar.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.__exit__(*exc)
