@@ -248,7 +248,7 @@ def test_pair_sample_without_runs_warns_from_the_largest_possible_top_k(world, c
                  "--design", "srs-pairs", "--budget", "10"]) == 0
     err = capsys.readouterr().err  # a top 10 holds at most 300 of the 360 pairs: ~8.3 of 10
     assert "at most 300 of the 360 pairs" in err and "about 8.3" in err
-    assert "give --runs" in err and "Recommended: --budget of at least 30" in err
+    assert "give RUN files" in err and "Recommended: --budget of at least 30" in err
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "t",
                  "--design", "srs-pairs", "--budget", "30"]) == 0
     assert "warning" not in capsys.readouterr().err

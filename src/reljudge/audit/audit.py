@@ -318,6 +318,38 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
                        bootstrap, seed)
 
 
+def audit_measures(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
+                   runs: Sequence[Run] | None, measures: Sequence[str], *, bootstrap: int = 0,
+                   **kwargs) -> list[AuditResult]:
+    """``audit`` once per measure (the bootstrap only for the first: the item statistics do
+    not depend on the measure); the first result is the whole audit of the first measure."""
+    if not measures:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError("give at least one measure")
+    return [audit(reference, judge, runs, measure=m, bootstrap=bootstrap if i == 0 else 0,
+                  **kwargs) for i, m in enumerate(measures)]
+
+
+SYSTEM_COLUMNS = ("tau", "tau_ap", "max_rank_change")
+
+
+def measures_table(results: Sequence[AuditResult]) -> tuple[list[str], list[list]]:
+    """The audit table of ``audit_measures``: with one result its own table; with several, the
+    system-agreement columns once per measure, named ``tau (MEASURE)`` and so on."""
+    columns, rows = results[0].table()
+    if len(results) == 1 or results[0].measure is None:
+        return columns, rows
+    keep = [i for i, c in enumerate(columns) if c not in SYSTEM_COLUMNS]
+    out_cols = [columns[i] for i in keep]
+    out_rows = [[row[i] for i in keep] for row in rows]
+    for res in results:
+        out_cols += [f"{c} ({res.measure})" for c in SYSTEM_COLUMNS]
+        for out, j in zip(out_rows, res.judges, strict=True):
+            out += [j.systems.kendall_tau, j.systems.tau_ap, j.systems.max_rank_change]
+    return out_cols, out_rows
+
+
 def _labels(obj, what: str) -> Qrels:
     q = as_qrels(obj, what)
     if not len(q):

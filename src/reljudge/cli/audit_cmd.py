@@ -7,15 +7,17 @@ import argparse
 EXAMPLES = """\
 examples:
   reljudge audit --reference human.qrels --judge gpt4o.qrels
-  reljudge audit --reference human.qrels --judges-dir judges/ --clip --runs runs/*.run
+  reljudge audit --reference human.qrels --judges-dir judges/ --clip runs/*.run
+  reljudge audit --reference human.qrels --judges-dir judges/ runs/*.run -m nDCG@10 -m AP
   reljudge audit --reference human.qrels --judge llm.qrels --bootstrap 1000 --json
   reljudge audit --store labels.sqlite --reference-source nist --judge-source gpt-4o-mini/umbrela@1#...
 
 columns: exact agreement; Cohen's kappa unweighted, linear (kappa_lin) and quadratic
 (kappa_quad); Krippendorff's alpha, ordinal; Spearman; leniency = mean(judge - reference),
-positive when the judge is more generous; mae = mean |judge - reference|. With --runs: each run
-is scored with --measure under both label sets; tau = Kendall's tau-b and tau_ap (Yilmaz et
-al. 2008) between the two system rankings; max_rank_change = the largest move of one run.
+positive when the judge is more generous; mae = mean |judge - reference|. With RUN files: each
+run is scored with -m (default nDCG@10) under both label sets; tau = Kendall's tau-b and tau_ap
+(Yilmaz et al. 2008) between the two system rankings; max_rank_change = the largest move of one
+run. With several -m, these three columns come once per measure, named "tau (MEASURE)" etc.
 --json adds binary kappas at >=1/>=2/>=3, alpha nominal/interval, Pearson, per-grade
 precision/recall, confusion matrices, bootstrap intervals, and agreement among the judges.
 A statistic that cannot be computed (a constant rater) is shown as '-' and explained.
@@ -34,8 +36,7 @@ sample; with --panel-method mean the panel is the chosen judges' mean grade so c
 
 def register(sub) -> None:
     """Add the ``audit`` subcommand."""
-    from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("audit", help="agreement of LLM judges with reference (human) labels",
                        description="Audit one or many judges against reference labels: item "
@@ -49,8 +50,9 @@ def register(sub) -> None:
     p.add_argument("--reference-source", help="with --store: the reference source name")
     p.add_argument("--judge-source", action="append", default=[],
                    help="with --store: a judge source name (repeatable)")
-    p.add_argument("--runs", nargs="+", metavar="RUN", help="runs for system agreement")
-    p.add_argument("--measure", default="nDCG@10", help="measure for system agreement")
+    common.add_runs(p, required=False, alias=True,
+                    help="TREC runs: system agreement (each run scored under both label sets)")
+    common.add_measures(p, "nDCG@10")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N",
                    help="bootstrap resamples over queries for 95%% intervals (e.g. 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -84,7 +86,9 @@ def register(sub) -> None:
                         "absolute error; default), expected grade rounded, or thresholds "
                         "on the expected grade fitted on each fold's training sample to "
                         "maximise quadratic kappa")
-    add_format_flags(p, ("table", "json", "csv", "markdown"))
+    common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
+    common.add_digits(p, 3)
+    common.add_quiet(p)
     p.set_defaults(func=run_audit)
 
 
@@ -125,26 +129,36 @@ def load_labels(args: argparse.Namespace):
 
 def run_audit(args: argparse.Namespace) -> int:
     """Load, audit, print."""
-    from reljudge.audit import audit
-    from reljudge.audit.audit import result_to_dict
+    from reljudge.audit.audit import audit_measures, measures_table, result_to_dict
+    from reljudge.cli.common import working
+    from reljudge.metrics.evaluate import parse_measures
     from reljudge.report.tables import json_dumps, render
     from reljudge.trec import read_runs
 
+    measures = [str(m) for m in parse_measures(args.measures or ["nDCG@10"])]
     name, ref, judges, clipped = load_labels(args)
     runs = read_runs(args.runs) if args.runs else None
-    spec, derived = heldout_rows(args, ref, judges)
-    result = audit(ref, judges, runs, measure=args.measure, bootstrap=args.bootstrap,
-                   seed=args.seed, with_ensembles=not args.no_ensembles, reference_name=name,
-                   clipped=clipped, derived=derived)
+    with working("auditing", args.quiet):
+        spec, derived = heldout_rows(args, ref, judges)
+        results = audit_measures(ref, judges, runs, measures if runs else measures[:1],
+                                 bootstrap=args.bootstrap, seed=args.seed,
+                                 with_ensembles=not args.no_ensembles, reference_name=name,
+                                 clipped=clipped, derived=derived)
+    result = results[0]
     if args.format == "json":
         data = result_to_dict(result)
+        if len(results) > 1:
+            from dataclasses import asdict
+
+            data["systems_by_measure"] = {r.measure: {j.name: asdict(j.systems)
+                                                      for j in r.judges} for r in results}
         if spec is not None:
             from dataclasses import asdict
 
             data["heldout"] = {**asdict(spec), "by": "query", "rows": list(derived)}
         print(json_dumps(data), end="")
         return 0
-    columns, values = result.table()
+    columns, values = measures_table(results)
     rows = [dict(zip(columns, v, strict=True)) for v in values]
     if args.sort:
         if args.sort not in columns:
@@ -153,7 +167,8 @@ def run_audit(args: argparse.Namespace) -> int:
             raise ConfigError(f"--sort {args.sort}: no such column; columns: {', '.join(columns)}")
         rows.sort(key=lambda r: (r.get(args.sort) is None, -(r.get(args.sort) or 0))
                   if args.sort != "judge" else r["judge"])
-    print(render(columns, [[r.get(c) for c in columns] for r in rows], args.format, 3), end="")
+    print(render(columns, [[r.get(c) for c in columns] for r in rows], args.format,
+                 args.digits), end="")
     if args.format != "table":
         return 0
     print_notes(result, clipped)
@@ -165,7 +180,8 @@ def run_audit(args: argparse.Namespace) -> int:
         for j in result.judges:
             print(f"\nconfusion of {j.name} (rows = reference grade, columns = judge grade)")
             print(render(["ref \\ judge", "0", "1", "2", "3"],
-                         [[g, *row] for g, row in enumerate(j.items.confusion)]), end="")
+                         [[g, *row] for g, row in enumerate(j.items.confusion)],
+                         args.format, args.digits), end="")
     return 0
 
 

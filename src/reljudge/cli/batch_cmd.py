@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 
 EXAMPLES = """\
@@ -26,18 +27,21 @@ exit codes:
 
 def register(sub) -> None:
     """Add the ``batch`` subcommand."""
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("batch", help="status, collect or cancel recorded Batch API jobs",
                        description="The Batch API jobs recorded in a label store by "
                                    "`reljudge label --batch`.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("action", choices=("status", "collect", "cancel"))
+    p.add_argument("action", choices=("status", "collect", "cancel"),
+                   help="status: poll and show every batch; collect: answers of finished "
+                        "batches into the cache and the store; cancel: cancel running ones")
     p.add_argument("--store", required=True, help="the label store the batches are recorded in")
     p.add_argument("--api-key", help="API key of the batch endpoint (or OPENAI_API_KEY)")
     p.add_argument("--wait", action="store_true",
                    help="collect: poll until every batch is done")
-    p.add_argument("--json", action="store_true", help="print the batches as JSON")
+    common.add_format(p, ("table", "json", "csv", "markdown"))
+    common.add_quiet(p)
     p.set_defaults(func=run_batch)
 
 
@@ -50,25 +54,27 @@ def run_batch(args: argparse.Namespace) -> int:
     from reljudge.store.batches import BatchLog
 
     code = 0
+    out = io.StringIO() if args.quiet else None  # the per-poll progress lines
     with LabelStore(args.store, create=False) as store:
         if args.action == "status":
-            for job in recorded_jobs(store, args.api_key):
+            for job in recorded_jobs(store, args.api_key, out=out):
                 job.poll()  # statuses and counts only: nothing is collected
         elif args.action == "cancel":
-            for job in recorded_jobs(store, args.api_key):
+            for job in recorded_jobs(store, args.api_key, out=out):
                 for bid in job.cancel():
                     print(f"batch {bid}: cancel requested", file=sys.stderr)
         else:
-            results = asyncio.run(collect_recorded(store, args.api_key, wait=args.wait))
+            results = asyncio.run(collect_recorded(store, args.api_key, wait=args.wait,
+                                                   out=out))
             if any(r.open for r in results):
                 code = 5
             elif any(r.without_grade for r in results):
                 code = 4
-        print_batches(BatchLog(store).batches(), args.json)
+        print_batches(BatchLog(store).batches(), args.format)
     return code
 
 
-def print_batches(records, as_json: bool) -> None:
+def print_batches(records, fmt: str = "table") -> None:
     """One line per recorded batch: ids, status, the provider's counts."""
     from reljudge.report.tables import json_dumps, render
 
@@ -76,9 +82,9 @@ def print_batches(records, as_json: bool) -> None:
              r.completed, r.failed, "yes" if r.collected else "no"] for r in records]
     header = ["#", "batch", "input file", "judge", "status", "requests", "completed", "failed",
               "collected"]
-    if as_json:
+    if fmt == "json":
         print(json_dumps([dict(zip(header, row, strict=True)) for row in rows]), end="")
-    elif rows:
-        print(render(header, rows), end="")
+    elif rows or fmt != "table":
+        print(render(header, rows, fmt), end="")
     else:
         print("no batches recorded in this store")

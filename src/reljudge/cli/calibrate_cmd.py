@@ -9,7 +9,7 @@ examples:
   reljudge calibrate --store labels.sqlite --human-source nist --judge-source gpt-4o-mini
   reljudge calibrate --store labels.sqlite --human-source nist --judge-source a \\
       --judge-source b --judge-source c --panel abc --sample 1000
-  reljudge calibrate --reference human.qrels --judge judge.qrels --output calibrated.tsv
+  reljudge calibrate --reference human.qrels --judge judge.qrels --out calibrated.tsv
 
 One judge: fits P(human grade | judge grade) on the human-labelled pairs, smoothed by a
 Dirichlet prior of --strength pseudo-counts centred on the judge's own grade (0.9, plus 0.1
@@ -20,7 +20,7 @@ are anchored by the human labels and refined by EM over all pairs (judges may co
 pairs). The fitted distribution of every pair the judge(s) graded goes to the store as the
 source calibrated:JUDGE or panel:NAME (kind llm), with a derivation record of what it was
 fitted on; `reljudge labels merge --policy source=calibrated:JUDGE` takes its most probable
-grade (add --derived expected for its expected grade). --output writes a TSV:
+grade (add --derived expected for its expected grade). --out writes a TSV:
 qid docid p0 p1 p2 p3 expected mode. --folds K (default 5) first measures the same fit on
 held-out queries (k-fold by query) and prints it beside the raw judge(s); --folds 0 skips it.
 
@@ -37,8 +37,7 @@ ordinal alpha on held-out queries, within query noise, but not its Cohen's kappa
 
 def register(sub) -> None:
     """Add the ``calibrate`` subcommand."""
-    from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("calibrate", help="calibrate a judge (or a panel of judges) on human labels",
                        description="Fit a judge's calibration, or a panel of judges, on a "
@@ -72,8 +71,11 @@ def register(sub) -> None:
                    help="grade used by the held-out check (default median); thresholds "
                         "also changes what is written: grades cut from the expected grade "
                         "at three points fitted on the sample to maximise quadratic kappa")
-    p.add_argument("--output", help="write the distributions as TSV to this file")
-    add_format_flags(p, ("table", "json", "csv", "markdown"))
+    p.add_argument("--out", help="write the distributions to this TSV file")
+    p.add_argument("--output", dest="out", help=argparse.SUPPRESS)
+    common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
+    common.add_digits(p, 3)
+    common.add_quiet(p)
     p.set_defaults(func=run_calibrate)
 
 
@@ -113,6 +115,7 @@ def _load(args: argparse.Namespace):
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Fit, check on held-out queries, write."""
+    from reljudge.cli.common import working
     from reljudge.errors import ConfigError
     from reljudge.infer.derive import calibrate_judge, panel_judges
     from reljudge.report.tables import json_dumps, render
@@ -126,24 +129,26 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.panel:
         if len(judges) < 2:
             raise ConfigError("--panel needs at least two judges")
-        derived = panel_judges(human, judges, name=args.panel, human_name=human_name,
-                               em=not args.no_em, sample=args.sample, **kw,
-                               seed=args.seed, folds=args.folds, decision=args.decision,
-                               method=args.panel_method)
+        with working("fitting the panel", args.quiet):
+            derived = panel_judges(human, judges, name=args.panel, human_name=human_name,
+                                   em=not args.no_em, sample=args.sample, **kw,
+                                   seed=args.seed, folds=args.folds, decision=args.decision,
+                                   method=args.panel_method)
     else:
         if len(judges) != 1:
             raise ConfigError("give one judge to calibrate, or --panel NAME for several")
         (judge_name, judge), = judges.items()
-        derived = calibrate_judge(human, judge, judge_name=judge_name, human_name=human_name,
-                                  probs=probs[judge_name], **kw,
-                                  sample=args.sample, seed=args.seed, folds=args.folds,
-                                  decision=args.decision)
-    if args.output:
+        with working("calibrating", args.quiet):
+            derived = calibrate_judge(human, judge, judge_name=judge_name,
+                                      human_name=human_name, probs=probs[judge_name], **kw,
+                                      sample=args.sample, seed=args.seed, folds=args.folds,
+                                      decision=args.decision)
+    if args.out:
         from reljudge.infer.calibrate import expected_grade
         from reljudge.io.files import atomic_write
 
         expected = expected_grade(derived.probs)
-        atomic_write(args.output, "qid\tdocid\tp0\tp1\tp2\tp3\texpected\tmode\n" + "".join(
+        atomic_write(args.out, "qid\tdocid\tp0\tp1\tp2\tp3\texpected\tmode\n" + "".join(
             f"{q}\t{d}\t" + "\t".join(f"{x:.6f}" for x in p) + f"\t{e:.6f}\t"
             f"{int(p.argmax())}\n" for (q, d), p, e in zip(derived.pairs, derived.probs,
                                                             expected, strict=True)))
@@ -158,21 +163,21 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(json_dumps({"source": derived.name, "derivation": written,
                           "pairs": len(derived.pairs), "fitted_on": derived.fitted_on}), end="")
         return 0
-    _print_model(derived, args.format, render)
+    _print_model(derived, args.format, render, args.digits)
     if derived.heldout:
         cols = ["labels", "pairs", "kappa", "kappa_quadratic", "alpha_ordinal", "mae"]
         print(f"\nheld-out check: {args.folds}-fold by query, decision {args.decision}")
         print(render(cols, [[k, *(v[c] for c in cols[1:])] for k, v in derived.heldout.items()],
-                     args.format, 4), end="")
+                     args.format, args.digits), end="")
     if written is not None:
         print(f"\nwrote {len(derived.pairs)} labels to {args.store} as source {derived.name} "
               f"(derivation {written})")
-    if args.output:
-        print(f"wrote {len(derived.pairs)} distributions to {args.output}")
+    if args.out:
+        print(f"wrote {len(derived.pairs)} distributions to {args.out}")
     return 0
 
 
-def _print_model(derived, fmt: str, render) -> None:
+def _print_model(derived, fmt: str, render, digits: int = 3) -> None:
     import numpy as np
 
     f = derived.fitted_on
@@ -180,8 +185,8 @@ def _print_model(derived, fmt: str, render) -> None:
           f"{len(f['queries_used'])} queries ({f['human_source']})")
     if derived.method == "calibration":
         print("P(human grade | judge grade)")
-        rows = [[g, *row.round(3).tolist()] for g, row in enumerate(derived.model.table)]
-        print(render(["judge \\ human", "0", "1", "2", "3"], rows, fmt, 3), end="")
+        rows = [[g, *row.round(max(digits, 3)).tolist()] for g, row in enumerate(derived.model.table)]
+        print(render(["judge \\ human", "0", "1", "2", "3"], rows, fmt, digits), end="")
     elif derived.model is None:
         print(f"mean of {len(f['judge_sources'])} judges' grades")
     else:
@@ -189,9 +194,10 @@ def _print_model(derived, fmt: str, render) -> None:
         print(f"Dawid-Skene: {m.iterations} EM iterations, "
               f"{'converged' if m.converged else 'NOT converged'}; grade prior "
               + " ".join(f"{x:.3f}" for x in m.prior))
-        rows = [[j, *np.diagonal(c).round(3).tolist()] for j, c in zip(m.judges, m.confusion,
+        rows = [[j, *np.diagonal(c).round(max(digits, 3)).tolist()] for j, c in zip(m.judges, m.confusion,
                                                                          strict=True)]
-        print(render(["judge", "P(0|0)", "P(1|1)", "P(2|2)", "P(3|3)"], rows, fmt, 3), end="")
+        print(render(["judge", "P(0|0)", "P(1|1)", "P(2|2)", "P(3|3)"], rows, fmt, digits),
+              end="")
     if "decision" in f:
         d = f["decision"]
         print(f"thresholds on the expected grade: {' '.join(f'{c:.3f}' for c in d['cuts'])} "

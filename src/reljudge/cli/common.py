@@ -1,21 +1,164 @@
-"""Flag helpers shared by subcommands (output format, writing results)."""
+"""The flags every command shares, defined once: output format, measures, runs, quiet,
+query rule, score precision, digits; and writing results.
+
+One grammar for all commands: runs are positional, ``-m/--measure`` is repeatable,
+``--format`` takes the same names everywhere (each command refusing those it cannot write),
+``--out`` is always a file and ``--out-dir`` a folder. Old spellings stay as hidden aliases
+for one release; ``HIDDEN_ALIASES`` lists them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator, Sequence
 
 from reljudge.report.tables import FORMATS, render
 
+#: every output format a command may accept, in the order --help lists them
+ALL_FORMATS = ("table", "json", "csv", "markdown", "trec", "latex")
 
-def add_format_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:
-    """--format plus the --json / --csv shorthands."""
-    parser.add_argument("--format", choices=formats, default="table",
-                        help="output format (default: an aligned table)")
-    parser.add_argument("--json", dest="format", action="store_const", const="json",
-                        help="same as --format json")
-    parser.add_argument("--csv", dest="format", action="store_const", const="csv",
-                        help="same as --format csv")
+#: the old spellings kept working (hidden from --help) for one release: flag -> new spelling
+HIDDEN_ALIASES = {
+    "--csv": "--format csv",
+    "--latex": "--format latex",
+    "--runs": "RUN files as positional arguments",
+    "--output": "--out",
+    "--out (a folder)": "--out-dir",
+    "--sources": "--source (repeatable or a comma list)",
+}
+
+
+class FormatAction(argparse.Action):
+    """Stores an output format, refusing (exit 2) the formats this command cannot write."""
+
+    def __init__(self, option_strings, dest, allowed: Sequence[str] = ALL_FORMATS,
+                 nargs=None, const=None, **kwargs):
+        self.allowed = tuple(allowed)
+        super().__init__(option_strings, dest, nargs=nargs, const=const, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        value = self.const if self.nargs == 0 else values
+        if value not in self.allowed:
+            parser.error(f"{option_string}{'' if self.nargs == 0 else ' ' + value}: not "
+                         f"available here; this command writes {_words(self.allowed)}")
+        setattr(namespace, self.dest, value)
+
+
+def _words(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def add_format(parser: argparse.ArgumentParser, allowed: Sequence[str] = FORMATS,
+               default: str = "table") -> None:
+    """--format with every format name as a choice, refusing those not in ``allowed``; the
+    --json shorthand, and the hidden --csv / --latex aliases where those formats are allowed."""
+    unknown = set(allowed) - set(ALL_FORMATS)
+    assert not unknown and default in allowed, (allowed, default)
+    parser.add_argument("--format", action=FormatAction, allowed=allowed, choices=ALL_FORMATS,
+                        default=default, metavar="{" + ",".join(allowed) + "}",
+                        help=f"output format: {_words(allowed)} (default: {default})")
+    if "json" in allowed:
+        parser.add_argument("--json", dest="format", action=FormatAction, allowed=allowed,
+                            nargs=0, const="json", help="same as --format json")
+    for name in ("csv", "latex"):
+        if name in allowed:
+            parser.add_argument(f"--{name}", dest="format", action=FormatAction,
+                                allowed=allowed, nargs=0, const=name, help=argparse.SUPPRESS)
+
+
+def add_format_flags(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:
+    """The former name of ``add_format`` (kept for code written against it)."""
+    add_format(parser, formats)
+
+
+def add_measures(parser: argparse.ArgumentParser, default: Sequence[str] | str) -> None:
+    """-m/--measure, repeatable, into ``args.measures`` (None when not given)."""
+    text = default if isinstance(default, str) else " ".join(default)
+    parser.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE",
+                        help=f"a measure in ir_measures syntax, e.g. nDCG@10, 'P(rel=2)@5', AP "
+                             f"(repeatable; default: {text})")
+
+
+class ExtendAction(argparse.Action):
+    """Adds values to a list (so a positional and a hidden alias can fill one list)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = list(getattr(namespace, self.dest, None) or [])
+        items += values if isinstance(values, list) else [values]
+        setattr(namespace, self.dest, items)
+
+
+def add_runs(parser: argparse.ArgumentParser, required: bool = True, alias: bool = False,
+             help: str = "TREC run file(s): QID Q0 DOCID RANK SCORE TAG") -> None:
+    """Run files as positional arguments (``args.runs``, a list); with ``alias``, the old
+    ``--runs FILE`` flag still fills the same list (hidden; it takes one file, the rest stay
+    positional, so ``--runs a.run b.run`` keeps working)."""
+    parser.add_argument("runs", nargs="+" if required else "*", metavar="RUN",
+                        action=ExtendAction, default=None, help=help)
+    if alias:
+        parser.add_argument("--runs", dest="runs", action=ExtendAction, nargs=1,
+                            metavar="RUN", help=argparse.SUPPRESS)
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """--quiet: no progress display (results, warnings and errors are still printed)."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress display on stderr (results, warnings and errors "
+                             "are still printed)")
+
+
+def add_all_queries(parser: argparse.ArgumentParser) -> None:
+    """--all-queries: trec_eval -c."""
+    parser.add_argument("--all-queries", action="store_true",
+                        help="average over every qrels query; missing ones score 0 "
+                             "(trec_eval -c)")
+
+
+def add_float32_scores(parser: argparse.ArgumentParser) -> None:
+    """--float32-scores: rank as trec_eval 9 does."""
+    parser.add_argument("--float32-scores", action="store_true",
+                        help="round scores to float32 before ranking, to match trec_eval 9 "
+                             "and pytrec_eval bit for bit")
+
+
+def add_digits(parser: argparse.ArgumentParser, default: int = 4) -> None:
+    """--digits: decimals of printed numbers (csv and json keep full precision)."""
+    parser.add_argument("--digits", type=non_negative_int, default=default,
+                        help=f"decimals of the numbers printed (default {default}; csv and "
+                             f"json keep full precision)")
+
+
+def add_out_dir(parser: argparse.ArgumentParser, default: str, help: str) -> None:
+    """--out-dir FOLDER (the old --out spelling of a folder stays as a hidden alias)."""
+    parser.add_argument("--out-dir", default=default, metavar="DIR", help=help)
+    parser.add_argument("--out", dest="out_dir", metavar="DIR", help=argparse.SUPPRESS)
+
+
+def comma_list(text: str) -> list[str]:
+    """An argparse type: one value or a comma-separated list of values."""
+    items = [t.strip() for t in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"expected NAME or NAME,NAME,..., found {text!r}")
+    return items
+
+
+def flatten(values: Sequence[Sequence[str]] | None) -> list[str] | None:
+    """The lists of a repeatable comma-list flag as one list (None when never given)."""
+    return None if values is None else [v for vs in values for v in vs]
+
+
+@contextlib.contextmanager
+def working(text: str, quiet: bool) -> Iterator[None]:
+    """A status line on stderr while long work runs (a terminal only; none with --quiet)."""
+    if quiet or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(text):
+        yield
 
 
 def non_negative_int(text: str) -> int:

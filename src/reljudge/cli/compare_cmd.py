@@ -8,7 +8,7 @@ EXAMPLES = """\
 examples:
   reljudge compare qrels.txt bm25.run dense.run hybrid.run -m nDCG@10 -m RR
   reljudge compare qrels.txt runs/*.run -m nDCG@10 --baseline bm25 --test t --correction bh
-  reljudge compare qrels.txt a.run b.run -m AP --latex > table.tex
+  reljudge compare qrels.txt a.run b.run -m AP --format latex > table.tex
 
 tests: randomization (Fisher's, default; ours, vectorised), t (paired t-test,
 scipy.stats.ttest_rel), wilcoxon (signed-rank, scipy.stats.wilcoxon), bootstrap (paired
@@ -29,47 +29,56 @@ are all graded, a second table shows each run's score under human labels estimat
 
 def register(sub) -> None:
     """Add the ``compare`` subcommand."""
-    from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("compare", help="compare runs: intervals and paired significance tests",
                        description="Compare runs on the same queries against a baseline.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("qrels")
-    p.add_argument("runs", nargs="+", metavar="RUN")
-    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE")
+    p.add_argument("qrels", help="TREC qrels file: QID ITER DOCID GRADE")
+    common.add_runs(p)
+    common.add_measures(p, "nDCG@10")
     p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")
     p.add_argument("--test", default="randomization",
-                   choices=("randomization", "t", "wilcoxon", "bootstrap"))
-    p.add_argument("--trials", type=int, default=10_000, help="randomisation/bootstrap trials")
-    p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"))
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--all-queries", action="store_true",
-                   help="average over every qrels query; missing ones score 0 (trec_eval -c)")
+                   choices=("randomization", "t", "wilcoxon", "bootstrap"),
+                   help="paired significance test (default randomization; see below)")
+    p.add_argument("--trials", type=int, default=10_000,
+                   help="randomisation/bootstrap trials (default 10000)")
+    p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"),
+                   help="multiple-comparison correction over the comparisons with the "
+                        "baseline, per measure (default holm)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of the marks (default 0.05)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the randomisation, bootstrap and estimates (default 0)")
+    common.add_all_queries(p)
+    common.add_float32_scores(p)
     p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
                    help="bootstrap interval method (default percentile)")
     p.add_argument("--store", help="label store: add PPI estimates from its newest fully "
                                    "graded human sample (or --sample)")
     p.add_argument("--sample", help="with --store: the recorded sample to estimate from")
-    add_format_flags(p, ("table", "json", "csv", "markdown", "latex"))
-    p.add_argument("--latex", dest="format", action="store_const", const="latex",
-                   help="same as --format latex")
+    common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
+    common.add_digits(p)
+    common.add_quiet(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     """Compare and print."""
+    from reljudge.cli.common import working
     from reljudge.report.tables import json_dumps, render
     from reljudge.stats import compare
     from reljudge.stats.compare import comparison_dict, comparison_rows
     from reljudge.trec import read_qrels, read_runs
 
     runs = read_runs(args.runs)
-    c = compare(read_qrels(args.qrels), runs, args.measures or ["nDCG@10"],
-                baseline=args.baseline, test=args.test, trials=args.trials,
-                correction=args.correction, alpha=args.alpha, seed=args.seed, ci_method=args.ci,
-                all_queries=args.all_queries)
+    qrels = read_qrels(args.qrels)
+    with working("comparing runs", args.quiet):
+        c = compare(qrels, runs, args.measures or ["nDCG@10"],
+                    baseline=args.baseline, test=args.test, trials=args.trials,
+                    correction=args.correction, alpha=args.alpha, seed=args.seed,
+                    ci_method=args.ci, all_queries=args.all_queries,
+                    float32_scores=args.float32_scores)
     for line in c.warnings:
         print(f"reljudge: {line}", file=sys.stderr)
     est = None
@@ -91,8 +100,8 @@ def run(args) -> int:
         print(json_dumps(out), end="")
         _warn(est)
         return 0
-    headers, rows = comparison_rows(c)
-    text = render(headers, rows, args.format)
+    headers, rows = comparison_rows(c, digits=args.digits)
+    text = render(headers, rows, args.format, args.digits)
     if args.format == "latex":
         text = text.replace("▲", r"$^{\blacktriangle}$").replace("▼", r"$^{\blacktriangledown}$")
         text = text.replace(r"\$", "$").replace(r"\{", "{").replace(r"\}", "}")
@@ -105,7 +114,8 @@ def run(args) -> int:
         from reljudge.infer.scores import estimate_table
 
         print(("\n" if args.format == "table" else "")
-              + render(*estimate_table(est.rows + est.diffs, with_p=True), args.format), end="")
+              + render(*estimate_table(est.rows + est.diffs, with_p=True, digits=args.digits),
+                       args.format, args.digits), end="")
         if args.format in ("table", "markdown"):
             print(est.note())
     _warn(est)

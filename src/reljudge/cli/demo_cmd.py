@@ -12,18 +12,20 @@ examples:
 
 def register(sub) -> None:
     """Add the ``demo`` subcommand."""
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("demo", help="run the bundled examples end to end (offline by default)",
                        description="Score the hr-handbook runs from human labels (labelling "
                                    "the rest live when an endpoint is configured) and audit "
                                    "six real TREC DL 2023 LLM judges against NIST assessors.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("--out", default="reljudge-demo", help="output folder (default reljudge-demo)")
+    common.add_out_dir(p, "reljudge-demo", "the folder to write the outputs to (default "
+                                           "reljudge-demo)")
     p.add_argument("--examples", help="the examples folder (default: the source checkout's)")
     p.add_argument("--model", help="judge model (or OPENAI_MODEL)")
     p.add_argument("--base-url", help="endpoint (or OPENAI_BASE_URL)")
     p.add_argument("--api-key", help="API key (or OPENAI_API_KEY)")
+    common.add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -35,6 +37,6 @@ def run(args) -> int:
     from reljudge.demo import find_examples, run_demo
 
     overrides = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key}
-    run_demo(Path(args.out), find_examples(args.examples), judge_overrides=overrides,
-             progress=sys.stderr.isatty())
+    run_demo(Path(args.out_dir), find_examples(args.examples), judge_overrides=overrides,
+             progress=not args.quiet and sys.stderr.isatty())
     return 0

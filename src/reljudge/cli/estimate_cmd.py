@@ -30,31 +30,33 @@ sampled pair (every pair must have one). See docs/ppi.md for the formulas.
 
 def register(sub) -> None:
     """Add the ``estimate`` subcommand."""
-    from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("estimate", help="scores under human labels from a human sample (PPI)",
                        description="Estimate run scores under human labels from the judge's "
                                    "labels plus a recorded human sample (prediction-powered "
                                    "inference).",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("runs", nargs="+", metavar="RUN")
-    p.add_argument("--store", required=True)
+    common.add_runs(p)
+    p.add_argument("--store", required=True,
+                   help="the label store holding the judge's labels and the human sample")
     p.add_argument("--sample", required=True, help="name of a sample recorded by `sample`")
     p.add_argument("--judge", help="LLM source name (default: the one the sample was drawn "
                                    "for)")
     p.add_argument("--human", help="only this human source's labels (default: any human)")
-    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE")
+    common.add_measures(p, "nDCG@10")
     p.add_argument("--baseline", help="run name for the differences (default: the first)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    add_format_flags(p)
+    common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
+    common.add_digits(p)
+    common.add_quiet(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     """Estimate and print."""
-    from reljudge.cli.common import emit
+    from reljudge.cli.common import emit, working
     from reljudge.errors import ConfigError
     from reljudge.infer.scores import estimate_table, from_store
     from reljudge.report.tables import json_dumps, render
@@ -64,7 +66,7 @@ def run(args) -> int:
     if not 0 < args.level < 1:
         raise ConfigError(f"--level must be between 0 and 1, got {args.level}")
     runs = [read_run(r) for r in args.runs]
-    with LabelStore(args.store, create=False) as store:
+    with LabelStore(args.store, create=False) as store, working("estimating", args.quiet):
         est = from_store(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
                          judge=args.judge, human=args.human, level=args.level,
                          seed=args.seed, baseline=args.baseline)
@@ -81,10 +83,12 @@ def run(args) -> int:
                          "warnings": est.warnings()}))
         _warn(est)
         return 0
-    text = render(*estimate_table(est.rows, args.level), args.format)
+    text = render(*estimate_table(est.rows, args.level, digits=args.digits), args.format,
+                  args.digits)
     if est.diffs:
         text += ("\n" if args.format == "table" else "") + render(
-            *estimate_table(est.diffs, args.level, with_p=True), args.format)
+            *estimate_table(est.diffs, args.level, with_p=True, digits=args.digits),
+            args.format, args.digits)
     emit(text)
     if args.format == "table":
         print(est.note())

@@ -43,28 +43,22 @@ conventions (trec_eval's, stated):
 
 def register(sub) -> None:
     """Add the ``eval`` subcommand."""
-    from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags, non_negative_int
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("eval", help="score runs against qrels (trec_eval semantics)",
                        description="Score one or more TREC runs against graded qrels.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     p.add_argument("qrels", help="TREC qrels file: QID ITER DOCID GRADE")
-    p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run file(s): QID Q0 DOCID RANK SCORE TAG")
-    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE",
-                   help=f"measure in ir_measures syntax (repeatable; default: "
-                        f"{' '.join(DEFAULT_MEASURES)})")
+    common.add_runs(p)
+    common.add_measures(p, DEFAULT_MEASURES)
     p.add_argument("--per-query", action="store_true", help="one row per query and run")
-    p.add_argument("--all-queries", action="store_true",
-                   help="average over every qrels query; missing ones score 0 (trec_eval -c)")
-    p.add_argument("--float32-scores", action="store_true",
-                   help="round scores to float32 before ranking, to match trec_eval 9 and "
-                        "pytrec_eval bit for bit")
+    common.add_all_queries(p)
+    common.add_float32_scores(p)
     p.add_argument("--judged", action="store_true",
                    help="add the columns " + " and ".join(JUDGED_MEASURES) + ": how much of "
                         "each score rests on unjudged documents")
-    add_format_flags(p, ("table", "json", "csv", "markdown", "trec"))
-    p.add_argument("--digits", type=non_negative_int, default=4, help="decimals in tables (default 4)")
+    common.add_format(p, ("table", "json", "csv", "markdown", "trec", "latex"))
+    common.add_digits(p)
     p.set_defaults(func=run)
 
 
@@ -106,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
             prefix = f"{name}\t" if len(results) > 1 else ""
             if args.per_query:
                 for q, row in ev.per_query().items():
-                    lines += [f"{prefix}{m}\t{q}\t{v:.4f}" for m, v in row.items()]
-            lines += [f"{prefix}{m}\tall\t{v:.4f}" for m, v in ev.mean().items()]
+                    lines += [f"{prefix}{m}\t{q}\t{v:.{args.digits}f}" for m, v in row.items()]
+            lines += [f"{prefix}{m}\tall\t{v:.{args.digits}f}" for m, v in ev.mean().items()]
         emit("\n".join(lines) + "\n")
         return 0
     if args.format == "json":

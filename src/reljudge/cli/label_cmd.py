@@ -8,10 +8,10 @@ import sys
 EXAMPLES = """\
 examples:
   # what would it cost? (nothing is sent)
-  reljudge label --queries queries.tsv --passages passages.jsonl --runs bm25.run dense.run \\
+  reljudge label --queries queries.tsv --passages passages.jsonl bm25.run dense.run \\
       --depth 10 --model gpt-4o-mini --dry-run
   # label the pool into the store, at most $2, 32 calls at a time
-  reljudge label --queries queries.tsv --passages passages.jsonl --runs bm25.run --depth 10 \\
+  reljudge label --queries queries.tsv --passages passages.jsonl bm25.run --depth 10 \\
       --store labels.sqlite --model gpt-4o-mini --max-cost 2 --concurrency 32
   # a local model behind vLLM / Ollama / llama.cpp (any OpenAI-compatible server)
   reljudge label --queries q.tsv --passages p.jsonl --pairs pairs.txt --qrels-out llm.qrels \\
@@ -80,7 +80,7 @@ def add_config_flags(judge, limits) -> None:
 
 def register(sub) -> None:
     """Add the ``label`` subcommand."""
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("label", help="grade query-passage pairs 0-3 with an LLM",
                        description="Grade (query, passage) pairs on the TREC 0-3 scale with any "
@@ -90,10 +90,11 @@ def register(sub) -> None:
     src.add_argument("--queries", required=True, help="queries: TSV (qid<TAB>text) or JSONL")
     src.add_argument("--passages", required=True,
                      help="passages: JSONL ({docid, text, title?}) or TSV (docid<TAB>text)")
-    which = src.add_mutually_exclusive_group(required=True)
-    which.add_argument("--pairs", help="pairs file: QID DOCID, QID 0 DOCID, qrels or JSONL")
-    which.add_argument("--runs", nargs="+", metavar="RUN", help="TREC runs to pool from")
-    src.add_argument("--depth", type=int, default=10, help="pool depth with --runs (default 10)")
+    src.add_argument("--pairs", help="pairs file: QID DOCID, QID 0 DOCID, qrels or JSONL "
+                                     "(instead of RUN files)")
+    common.add_runs(src, required=False, alias=True,
+                    help="TREC runs to pool from, to depth --depth (or give --pairs)")
+    src.add_argument("--depth", type=int, default=10, help="pool depth with RUN files (default 10)")
     out = p.add_argument_group("where labels go")
     out.add_argument("--store", help="label store (SQLite) to write every judgment to")
     out.add_argument("--qrels-out", help="write this judge's final grades as TREC qrels")
@@ -105,8 +106,8 @@ def register(sub) -> None:
                           "5, run again to collect)")
     run.add_argument("--dry-run", action="store_true",
                      help="print what would be sent and its estimated cost; send nothing")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    common.add_format(p, ("table", "json"))
+    common.add_quiet(p)
     p.set_defaults(func=run_label)
 
 
@@ -127,6 +128,10 @@ def run_label(args: argparse.Namespace) -> int:
     from reljudge.judge import Labeller
     from reljudge.report.tables import json_dumps, render
 
+    if bool(args.pairs) == bool(args.runs):
+        from reljudge.errors import ConfigError
+
+        raise ConfigError("label: give RUN files to pool from, or --pairs FILE (one of them)")
     check_outputs(args.qrels_out)
     queries = read_queries(args.queries)
     passages = read_passages(args.passages)
@@ -149,7 +154,7 @@ def run_label(args: argparse.Namespace) -> int:
     try:
         if args.dry_run:
             est = labeller.estimate(pairs, queries, passages, store)
-            if args.json:
+            if args.format == "json":
                 print(json_dumps(est.__dict__), end="")
             else:
                 price = "" if est.price_known else " (no price known for this model: $0 " \
@@ -171,7 +176,7 @@ def run_label(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    print_report(report, args.json)
+    print_report(report, args.format == "json")
     if report.stop_reason:
         return EXIT_STOPPED
     return EXIT_OK if report.complete else EXIT_FAILURES
@@ -199,7 +204,7 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
                "batches open": len(result.open), "tokens in": result.tokens_in,
                "tokens out": result.tokens_out, "batch cost $": result.cost,
                "failed lines": dict(result.batch_failures)}
-    if args.json:
+    if args.format == "json":
         print(json_dumps(summary), end="")
     else:
         print(render(list(summary)[:-1], [list(summary.values())[:-1]]), end="")

@@ -3,18 +3,44 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-EXAMPLES = """\
+VERB_EXAMPLES = {
+    "import": """\
 examples:
   reljudge labels import human.qrels --store labels.sqlite --source-kind human --source-name nist
   reljudge labels import judges/*.txt --store labels.sqlite --source-kind llm --clip
+  reljudge labels import grades.csv --store labels.sqlite --source-kind human --source-name ann
+
+Each file is one source; files are checked whole before any is written (all or nothing).
+""",
+    "merge": """\
+examples:
+  reljudge labels merge --store labels.sqlite --out final.qrels
   reljudge labels merge --store labels.sqlite --policy human-first --out final.qrels \\
       --provenance final.provenance.jsonl
+  reljudge labels merge --store labels.sqlite --policy source=calibrated:gpt4o --derived expected
+""",
+    "export": """\
+examples:
   reljudge labels export --store labels.sqlite --source nist --out nist.qrels
+  reljudge labels export --store labels.sqlite --kind llm --aggregate mean --out llm.qrels
+""",
+    "stats": """\
+examples:
   reljudge labels stats --store labels.sqlite
+  reljudge labels stats --store labels.sqlite --pool pairs.txt --json
+  reljudge labels stats --store labels.sqlite --format csv > sources.csv   # the sources table
+""",
+    "conflicts": """\
+examples:
   reljudge labels conflicts --store labels.sqlite --limit 20
+  reljudge labels conflicts --store labels.sqlite --min-diff 2 --format markdown
   reljudge labels conflicts --store labels.sqlite --with-text --format csv > conflicts.csv
+""",
+}
 
+MERGE_RULES = """
 merge policies (which labels decide a pair):
   human-first   human labels when there are any, else LLM and imported ones (default)
   human-only    only human labels;  llm-only: only LLM labels
@@ -27,11 +53,16 @@ A derived source (calibrated:JUDGE, panel:NAME, from `reljudge calibrate`) votes
 probable grade, or with --derived expected its expected grade (see docs/calibration.md).
 """
 
+#: the group's --help: every verb's examples, then the merge rules
+EXAMPLES = "examples:\n" + "".join(
+    "".join(line + "\n" for line in text.splitlines()[1:] if line.startswith("  "))
+    for text in VERB_EXAMPLES.values()) + MERGE_RULES
+
 
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli.common import add_digits, add_format
 
     p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
                        description="The label store: one SQLite file with every label and "
@@ -40,14 +71,17 @@ def register(sub) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     def verb(name: str, help_: str) -> argparse.ArgumentParser:
-        v = verbs.add_parser(name, help=help_, description=help_, epilog=EXAMPLES,
+        epilog = VERB_EXAMPLES[name] + (MERGE_RULES if name in ("merge", "export", "stats",
+                                                                  "conflicts") else "")
+        v = verbs.add_parser(name, help=help_, description=help_, epilog=epilog,
                              formatter_class=HelpFormatter)
         v.add_argument("--store", required=True, help="the label store (SQLite file)")
         return v
 
     v = verb("import", "import labels from TREC qrels, CSV (header qid,docid,grade; also "
                        "query_id, doc_id, docno, relevance, label) or JSONL (the same keys)")
-    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("files", nargs="+", metavar="FILE",
+                   help="label files: TREC qrels, CSV or JSONL (compressed or not)")
     v.add_argument("--source-kind", choices=("human", "llm", "import"),
                    help="who gave the labels (required): human or llm; 'import' (neither) "
                         "must be chosen explicitly, since merges rank human labels first")
@@ -59,46 +93,52 @@ def register(sub) -> None:
     v.add_argument("--clip", action="store_true",
                    help="clip grades outside 0..3 instead of rejecting the file")
     v.add_argument("--force", action="store_true", help="import a file again even if it was")
-    add_format_flags(v, ("table", "json"))
+    add_format(v, ("table", "json", "csv", "markdown"))
     v.set_defaults(func=do_import)
 
     v = verb("merge", "merge labels into final qrels with provenance")
     _merge_flags(v)
     v.add_argument("--out", help="write the final TREC qrels here")
     v.add_argument("--provenance", help="write one record per final label here (.jsonl or .tsv)")
-    add_format_flags(v, ("table", "json"))
+    add_format(v, ("table", "json", "csv", "markdown"))
     v.set_defaults(func=do_merge)
 
     v = verb("export", "export the labels of one source (or kind) alone as qrels")
     group = v.add_mutually_exclusive_group(required=True)
     group.add_argument("--source", help="the source name")
     group.add_argument("--kind", choices=("human", "llm"), help="every source of a kind")
-    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
+    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
+                   help="several labels of a pair: majority (default), mean or median")
     v.add_argument("--out", required=True, help="the TREC qrels file to write")
     v.set_defaults(func=do_export)
 
     v = verb("stats", "label sources, grade distributions, failures and coverage per query")
     v.add_argument("--pool", help="pairs file (QID DOCID) to report coverage against")
     _merge_flags(v)
-    add_format_flags(v, ("table", "json"))
+    add_format(v, ("table", "json", "csv", "markdown"))
+    add_digits(v)
     v.set_defaults(func=do_stats)
 
     v = verb("conflicts", "pairs where the human and the LLM labels disagree, largest first")
-    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
+    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
+                   help="several labels of a pair: majority (default), mean or median")
     v.add_argument("--min-diff", type=float, default=1.0, help="smallest |LLM - human| shown")
     v.add_argument("--limit", type=int, default=50, help="rows to show (0: all)")
     v.add_argument("--with-text", action="store_true",
                    help="add the query and passage text, the sources of both labels and the "
                         "judge's raw answer (its reasoning); cut to fit in the table, whole in "
                         "JSON and CSV")
-    add_format_flags(v, ("table", "json", "csv"))
+    add_format(v, ("table", "json", "csv", "markdown"))
+    add_digits(v, 1)
     v.set_defaults(func=do_conflicts)
 
 
 def _merge_flags(v: argparse.ArgumentParser) -> None:
     v.add_argument("--policy", default="human-first",
                    help="human-first (default), human-only, llm-only or source=NAME")
-    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority")
+    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
+                   help="several labels of a pair: majority (default; a tie goes to the lower "
+                        "grade), mean or median")
     v.add_argument("--fractional", action="store_true",
                    help="keep fractional aggregated grades (provenance file only)")
     v.add_argument("--derived", choices=("mode", "expected"), default="mode",
@@ -138,10 +178,11 @@ def do_import(args) -> int:
     rows = [[r.path, r.kind, r.name, "already imported" if r.skipped else r.events,
              len(r.clipped), len(r.unknown_queries), len(r.unknown_passages)] for r in reports]
     print(render(["file", "kind", "source", "events", "clipped", "unknown qids",
-                  "unknown docids"], rows), end="")
-    for r in reports:
+                  "unknown docids"], rows, args.format), end="")
+    for r in reports:  # beside a csv or markdown table, on stderr
         for line, was, now in r.clipped:
-            print(f"clipped: {r.path}:{line}: grade {was} -> {now}")
+            print(f"clipped: {r.path}:{line}: grade {was} -> {now}",
+                  file=sys.stdout if args.format == "table" else sys.stderr)
     return 0
 
 
@@ -172,7 +213,7 @@ def do_merge(args) -> int:
     else:
         print(render(["policy", "aggregate", "final labels", *[f"by {k}" for k in sorted(by)]],
                      [[merged.policy, merged.aggregate, len(merged.labels),
-                       *[by[k] for k in sorted(by)]]]), end="")
+                       *[by[k] for k in sorted(by)]]], args.format), end="")
     return 0
 
 
@@ -229,18 +270,21 @@ def do_stats(args) -> int:
         return 0
     rows = [[s.kind, s.name, s.events, s.ok, s.failed, s.retracted,
              *[s.grades.get(g, 0) for g in range(4)], s.cost] for s in sources]
+    fmt, digits = args.format, args.digits
     print(render(["kind", "source", "events", "ok", "failed", "undone", "0", "1", "2", "3",
-                  "cost $"], rows), end="")
+                  "cost $"], rows, fmt, digits), end="")
+    if fmt == "csv":  # one table: the sources (failures, spend, coverage: --format json)
+        return 0
     print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
           "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
     print(f"failed judgments in the history (later answered ones included): {len(history)}")
     if spend:
         print("\nspend per judge (the spend ledger: every labelling run):")
         print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],
-                     [list(r) for r in spend]), end="")
+                     [list(r) for r in spend], fmt, digits), end="")
     print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):")
     print(render(["qid", "labelled", "pooled", "share"],
-                 [[q, n, p, (n / p if p else None)] for q, n, p in cov]), end="")
+                 [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")
     return 0
 
 
@@ -258,7 +302,8 @@ def do_conflicts(args) -> int:
     if args.limit:
         found = found[: args.limit]
     rows = [[c.qid, c.docid, c.human, c.llm, c.diff] for c in found]
-    print(render(["qid", "docid", "human", "llm", "llm - human"], rows, args.format, 1), end="")
+    print(render(["qid", "docid", "human", "llm", "llm - human"], rows, args.format,
+                 args.digits), end="")
     if args.format == "table":
         print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
               + (f" (showing {len(found)})" if total > len(found) else ""))
@@ -302,7 +347,7 @@ def _conflicts_with_text(args) -> int:
     if args.format == "table":
         cut = {CONFLICT_COLUMNS.index(k): w for k, w in TEXT_WIDTH.items()}
         rows = [[_cut(v, cut[i]) if i in cut else v for i, v in enumerate(r)] for r in rows]
-    print(render(CONFLICT_COLUMNS, rows, args.format, 1), end="")
+    print(render(CONFLICT_COLUMNS, rows, args.format, args.digits), end="")
     if args.format == "table":
         print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
               + (f" (showing {len(found)})" if total > len(found) else "")

@@ -2,45 +2,55 @@
 
 from __future__ import annotations
 
+import argparse
+
 EXAMPLES = """\
 examples:
   reljudge pool runs/bm25.run runs/dense.run --depth 10
   reljudge pool runs/*.run --depth 20 --store labels.sqlite --out pairs.txt
-  reljudge pool runs/*.run --store labels.sqlite --sources nist --queries q.tsv \\
+  reljudge pool runs/*.run --store labels.sqlite --source nist --queries q.tsv \\
       --passages p.jsonl --model gpt-4o-mini      # adds the labeller's dry-run estimate
 """
 
 
 def register(sub) -> None:
     """Add the ``pool`` subcommand."""
-    from reljudge.cli import HelpFormatter
-    from reljudge.cli.common import add_format_flags
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("pool", help="pool the top k of runs; what is labelled, what is not",
                        description="Pool the (query, document) pairs in the top k of any run, "
                                    "minus those already labelled in the store.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("runs", nargs="+", metavar="RUN")
+    common.add_runs(p)
     p.add_argument("--depth", type=int, default=10, help="pool depth k (default 10)")
     p.add_argument("--store", help="label store: its labelled pairs are not pooled again")
-    p.add_argument("--sources", nargs="+", help="count only labels of these sources as done")
-    p.add_argument("--out", help="write the pairs still to label here (QID DOCID)")
+    p.add_argument("--source", action="append", type=common.comma_list, dest="sources",
+                   metavar="NAME", help="count only labels of this source as done "
+                                        "(repeatable, or NAME,NAME,...; default: every source)")
+    p.add_argument("--sources", action="append", type=common.comma_list, dest="sources",
+                   help=argparse.SUPPRESS)
+    p.add_argument("--out", help="write the pairs still to label to this file (QID DOCID)")
     p.add_argument("--allow-empty", action="store_true",
                    help="let --out replace a non-empty file when nothing is left to label "
                         "(refused by default)")
-    p.add_argument("--queries", help="with --passages and --model: estimate labelling cost")
-    p.add_argument("--passages")
+    p.add_argument("--queries", help="with --passages and --model: estimate labelling cost "
+                                     "(query texts: TSV or JSONL)")
+    p.add_argument("--passages", help="with --queries: passage texts for the estimate "
+                                      "(JSONL or TSV)")
     p.add_argument("--model", help="judge model for the estimate (or OPENAI_MODEL)")
-    p.add_argument("--prompt", default="umbrela")
+    p.add_argument("--prompt", default="umbrela",
+                   help="prompt for the estimate: a shipped name or a .toml path "
+                        "(default umbrela)")
     p.add_argument("--rbp-p", type=float, default=0.8, metavar="P",
                    help="persistence of the RBP residual reported per run (default 0.8)")
-    add_format_flags(p, ("table", "json"))
+    common.add_format(p, ("table", "json", "csv", "markdown"))
+    common.add_digits(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     """Pool and report."""
-    from reljudge.cli.common import check_outputs
+    from reljudge.cli.common import check_outputs, flatten
     from reljudge.io.files import atomic_write
     from reljudge.pool import build_pool, judged_at_k, rbp_residual
     from reljudge.report.tables import json_dumps, render
@@ -58,7 +68,7 @@ def run(args) -> int:
         from reljudge.store import LabelStore
 
         store = LabelStore(args.store, create=False)
-        labelled = store.labelled_pairs(args.sources)
+        labelled = store.labelled_pairs(flatten(args.sources))
     pool = build_pool(runs, args.depth, labelled)
     after = labelled | set(pool.pairs)
     judged = {r.name: (judged_at_k(r, labelled, args.depth), judged_at_k(r, after, args.depth))
@@ -88,14 +98,20 @@ def run(args) -> int:
                                            for n, (b, a) in residual.items()}},
                           "estimate": estimate.__dict__ if estimate else None}), end="")
         return 0
-    print(render(["qid", "pooled", "labelled", "to label", "share labelled"],
-                 [[s.qid, s.pooled, s.judged, s.to_label, s.judged_share]
-                  for s in pool.per_query]), end="")
-    print(f"total: {len(pool.pairs)} pooled pairs at depth {args.depth}, {pool.judged} "
-          f"labelled, {len(pool.to_label)} to label")
+    per_query = render(["qid", "pooled", "labelled", "to label", "share labelled"],
+                       [[s.qid, s.pooled, s.judged, s.to_label, s.judged_share]
+                        for s in pool.per_query], args.format, args.digits)
+    if args.format == "csv":  # one table: the per-query one (per run: --format json)
+        print(per_query, end="")
+        return 0
+    gap = "\n" if args.format == "markdown" else ""  # markdown tables need blank lines
+    print(per_query, end="")
+    print(f"{gap}total: {len(pool.pairs)} pooled pairs at depth {args.depth}, {pool.judged} "
+          f"labelled, {len(pool.to_label)} to label{gap}")
     print(render(["run", f"Judged@{args.depth} now", "after labelling the pool",
                   f"RBP(p={args.rbp_p}) residual now", "after labelling"],
-                 [[n, b, a, *residual[n]] for n, (b, a) in judged.items()]), end="")
+                 [[n, b, a, *residual[n]] for n, (b, a) in judged.items()], args.format,
+                 args.digits), end="")
     if estimate:
         print(f"labelling estimate ({estimate.judge}): {estimate.to_send} calls after cache "
               f"hits, ~{estimate.tokens_in:,} tokens in, ~{estimate.tokens_out:,} out, "

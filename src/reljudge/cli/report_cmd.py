@@ -22,36 +22,39 @@ optional extra: pip install 'reljudge[report]'.
 
 def register(sub) -> None:
     """Add the ``report`` subcommand."""
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("report", help="write one self-contained HTML report",
                        description="Scores with intervals, the comparison table, the judge "
                                    "audit with plots, label coverage and cost, in one file.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("qrels", nargs="?", help="the qrels runs are scored with")
-    p.add_argument("runs", nargs="*", metavar="RUN")
+    p.add_argument("qrels", nargs="?", help="the TREC qrels the runs are scored with")
+    common.add_runs(p, required=False)
     p.add_argument("--pipeline", help="take everything from a pipeline config and its outputs")
-    p.add_argument("-m", "--measure", action="append", dest="measures")
-    p.add_argument("--baseline")
+    common.add_measures(p, "nDCG@10, or the pipeline's [eval] measures")
+    p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")
     p.add_argument("--test", default="randomization",
-                   choices=("randomization", "t", "wilcoxon", "bootstrap"))
+                   choices=("randomization", "t", "wilcoxon", "bootstrap"),
+                   help="paired significance test (default randomization; as in compare)")
     p.add_argument("--reference", help="reference (human) qrels for the audit")
     p.add_argument("--judge", action="append", default=[],
                    help="judge qrels for the audit (repeatable; each named by its file stem)")
     p.add_argument("--clip", action="store_true",
                    help="clip grades outside 0..3 in the --reference and --judge files "
                         "(default: reject the file with file:line)")
-    p.add_argument("--all-queries", action="store_true",
-                   help="average over every qrels query; missing ones score 0 (trec_eval -c)")
+    common.add_all_queries(p)
     p.add_argument("--store", help="label store for coverage and cost")
-    p.add_argument("--title", default="reljudge report")
-    p.add_argument("--out", default="report.html", help="output file (default report.html)")
+    p.add_argument("--title", default="reljudge report",
+                   help="title of the page (default: reljudge report)")
+    p.add_argument("--out", default="report.html",
+                   help="the HTML file to write (default report.html)")
+    common.add_quiet(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     """Gather inputs and write the report."""
-    from reljudge.cli.common import check_outputs
+    from reljudge.cli.common import check_outputs, working
     from reljudge.errors import ConfigError
     from reljudge.io.files import atomic_write
     from reljudge.report.html import build_report
@@ -100,9 +103,10 @@ def run(args) -> int:
     for line in warnings(qrels, runs, all_queries):
         print(f"reljudge: {line}", file=sys.stderr)
     try:
-        page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
-                            test=args.test, reference=reference, judges=judges, store=store,
-                            title=args.title, all_queries=all_queries)
+        with working("writing the report", args.quiet):
+            page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
+                                test=args.test, reference=reference, judges=judges,
+                                store=store, title=args.title, all_queries=all_queries)
     finally:
         if store is not None:
             store.close()

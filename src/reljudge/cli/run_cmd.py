@@ -36,7 +36,7 @@ have no grade (the summary lists the failures by kind; a re-run asks again for f
 
 def register(sub) -> None:
     """Add the ``run`` subcommand."""
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("run", help="run pool -> label -> merge -> eval -> audit from a config",
                        description="Run the whole pipeline from a TOML config file; every "
@@ -46,7 +46,7 @@ def register(sub) -> None:
     p.add_argument("--model", help="override the judge model")
     p.add_argument("--base-url", help="override the endpoint URL")
     p.add_argument("--api-key", help="API key (or OPENAI_API_KEY)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    common.add_quiet(p)
     p.set_defaults(func=run)
 
 

@@ -6,7 +6,7 @@ EXAMPLES = """\
 examples:
   reljudge sample --store labels.sqlite --judge gpt-4o-mini --name week1 \\
       --design stratified-pairs --budget 400 --seed 7 --out week1.tsv
-  reljudge sample --store labels.sqlite --judge gpt-4o-mini --runs runs/*.run --depth 10 \\
+  reljudge sample --store labels.sqlite --judge gpt-4o-mini runs/*.run --depth 10 \\
       --name q5 --design srs-queries --queries 5 --out q5.jsonl
 
 designs:
@@ -15,7 +15,7 @@ designs:
   stratified-pairs  pairs stratified by the judge's grade (proportional allocation, at least
                     2 per grade): DCG@k, P@k, RBP@k, usually narrower than srs-pairs
 
-The population is the pool of the runs (--runs, --depth), or, without runs, every pair the
+The population is the pool of the runs (RUN files, --depth), or, without runs, every pair the
 judge source labelled in the store. The draw, each pair's inclusion probability and its
 stratum are recorded in the store under --name; `reljudge estimate` uses them. The export
 (.tsv or .jsonl by extension) lists the pairs in the order people should grade them, with
@@ -23,7 +23,7 @@ query and passage text (from the store, or --queries-file / --passages-file).
 
 A warning (stderr) with a recommended --budget / --queries is printed when the sample is
 smaller than the one at which the benchmark's 95 % intervals covered >= 93 % for every
-judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with --runs;
+judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with RUN files;
 otherwise for the largest top k the pool allows), or a query sample of fewer than all
 queries. The sample is still drawn and recorded (docs/ppi.md).
 """
@@ -31,7 +31,7 @@ queries. The sample is still drawn and recorded (docs/ppi.md).
 
 def register(sub) -> None:
     """Add the ``sample`` subcommand."""
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, common
     from reljudge.infer.sample import DESIGNS
 
     p = sub.add_parser("sample", help="draw a random sample of pairs for humans to label",
@@ -42,14 +42,16 @@ def register(sub) -> None:
     p.add_argument("--judge", required=True,
                    help="LLM source name in the store whose labels the estimate will use")
     p.add_argument("--name", required=True, help="name of the sample (unique in the store)")
-    p.add_argument("--design", choices=DESIGNS, default="stratified-pairs")
+    p.add_argument("--design", choices=DESIGNS, default="stratified-pairs",
+                   help="what to draw (default stratified-pairs; see below)")
     p.add_argument("--budget", type=int, help="pairs to label (pair designs; for "
                    "srs-queries: queries = budget / mean pooled pairs per query)")
     p.add_argument("--queries", type=int, help="srs-queries: number of queries to draw")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--runs", nargs="+", metavar="RUN", help="pool these runs (else: every "
-                   "pair the judge labelled)")
-    p.add_argument("--depth", type=int, default=10, help="pool depth with --runs (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    common.add_runs(p, required=False, alias=True,
+                    help="TREC runs whose pool is the population (default: every pair the "
+                         "judge labelled)")
+    p.add_argument("--depth", type=int, default=10, help="pool depth with RUN files (default 10)")
     p.add_argument("--out", help="export for annotators: .tsv or .jsonl")
     p.add_argument("--queries-file", help="query texts (TSV/JSONL) when the store lacks them")
     p.add_argument("--passages-file", help="passage texts (JSONL/TSV) when the store lacks them")
@@ -171,5 +173,5 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
     return (f"warning: a run's top {depth} holds at most {per_run} of the {len(pairs)} pairs, "
             f"so this sample puts at most about {expected:.1f} in it, fewer than the "
             f"{RELIABLE_TOP_PAIRS} at which the benchmark's 95 % intervals covered >= 93 % "
-            f"(docs/ppi.md); give --runs for a per-run check. Recommended: --budget of at "
+            f"(docs/ppi.md); give RUN files for a per-run check. Recommended: --budget of at "
             f"least {budget}")

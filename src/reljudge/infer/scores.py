@@ -249,17 +249,17 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
                        float(e.effective_n), p, informative, warning)
 
 
-def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False
-                   ) -> tuple[list[str], list[list]]:
+def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False,
+                   digits: int = 4) -> tuple[list[str], list[list]]:
     """Headers and rows of the side-by-side table (LLM-only, human-only, PPI)."""
     pct = f"{level:.0%}"
     headers = ["run", "measure", "llm", f"llm {pct} CI", "human", f"human {pct} CI", "ppi",
                f"ppi {pct} CI", "human labels", "worth"] + (["p (ppi)"] if with_p else [])
     rows = []
     for r in items:
-        row = [r.run, r.measure, r.llm, f"[{r.llm_low:.4f}, {r.llm_high:.4f}]", r.human,
-               f"[{r.human_low:.4f}, {r.human_high:.4f}]", r.ppi,
-               f"[{r.ppi_low:.4f}, {r.ppi_high:.4f}]", r.human_labels,
+        row = [r.run, r.measure, r.llm, f"[{r.llm_low:.{digits}f}, {r.llm_high:.{digits}f}]",
+               r.human, f"[{r.human_low:.{digits}f}, {r.human_high:.{digits}f}]", r.ppi,
+               f"[{r.ppi_low:.{digits}f}, {r.ppi_high:.{digits}f}]", r.human_labels,
                round(r.effective_labels, 1)]
         rows.append(row + ([r.p] if with_p else []))
     return headers, rows

@@ -106,13 +106,15 @@ class Comparison(Tabular):
 def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | None = None,
             test: str = "randomization", trials: int = 10_000, correction: str = "holm",
             alpha: float = 0.05, seed: int = 0, ci_method: str = "percentile",
-            bootstrap: int = 1000, all_queries: bool = False) -> Comparison:
+            bootstrap: int = 1000, all_queries: bool = False,
+            float32_scores: bool = False) -> Comparison:
     """Score the runs and test each against the baseline (default: the first run).
 
     qrels, runs and measures may be in any form ``metrics.evaluate_many`` accepts. Means are
     over each run's queries that have qrels (trec_eval), or every qrels query with
     ``all_queries``; each paired test is over the queries the run and the baseline share
     (``metrics.queries``). Runs sharing a name are numbered (``types.distinct_runs``).
+    ``float32_scores`` ranks on scores rounded to float32, as trec_eval 9 does.
     """
     from reljudge.errors import ConfigError, InputError
     from reljudge.io.coerce import as_qrels, as_runs
@@ -138,7 +140,8 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
         raise ConfigError(f"baseline {baseline!r} is not one of the runs: {', '.join(names)}")
     measures = [str(m) for m in parse_measures(measures)]
     found = warnings(qrels, runs, all_queries)
-    results = evaluate_many(qrels, runs, measures, all_queries=all_queries)
+    results = evaluate_many(qrels, runs, measures, all_queries=all_queries,
+                            float32_scores=float32_scores)
     queries = results[baseline].query_ids
     out = Comparison(measures, names, baseline, test, correction, alpha, trials, seed, queries,
                      ci_method, all_queries, warnings=found)
@@ -178,8 +181,8 @@ def mark(cell: Cell) -> str:
     return "▲" if cell.diff > 0 else "▼"
 
 
-def comparison_rows(c, with_ci: bool = True):
-    """Headers and rows of the results table."""
+def comparison_rows(c, with_ci: bool = True, digits: int = 4):
+    """Headers and rows of the results table (means, intervals and p-values to ``digits``)."""
     headers = ["run"]
     for m in c.measures:
         headers += [m] + (["95% CI"] if with_ci else []) + [f"p ({m})"]
@@ -188,10 +191,10 @@ def comparison_rows(c, with_ci: bool = True):
         row = [n + (" (baseline)" if n == c.baseline else "")]
         for m in c.measures:
             cell = c.cells[(n, m)]
-            row.append(f"{cell.interval.mean:.4f}{mark(cell)}")
+            row.append(f"{cell.interval.mean:.{digits}f}{mark(cell)}")
             if with_ci:
-                row.append(f"[{cell.interval.low:.4f}, {cell.interval.high:.4f}]")
-            row.append("-" if cell.p_adjusted is None else f"{cell.p_adjusted:.4f}")
+                row.append(f"[{cell.interval.low:.{digits}f}, {cell.interval.high:.{digits}f}]")
+            row.append("-" if cell.p_adjusted is None else f"{cell.p_adjusted:.{digits}f}")
         rows.append(row)
     return headers, rows
 
