@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 EXAMPLES = """\
 examples:
@@ -164,16 +165,18 @@ def run_calibrate(args: argparse.Namespace) -> int:
                           "pairs": len(derived.pairs), "fitted_on": derived.fitted_on}), end="")
         return 0
     _print_model(derived, args.format, render, args.digits)
-    if derived.heldout:
+    # csv is one table (the model's) on stdout; the rest goes to stderr, or to --format json
+    say = print if args.format != "csv" else (lambda *a, **k: print(*a, **k, file=sys.stderr))
+    if derived.heldout and args.format != "csv":
         cols = ["labels", "pairs", "kappa", "kappa_quadratic", "alpha_ordinal", "mae"]
         print(f"\nheld-out check: {args.folds}-fold by query, decision {args.decision}")
         print(render(cols, [[k, *(v[c] for c in cols[1:])] for k, v in derived.heldout.items()],
                      args.format, args.digits), end="")
     if written is not None:
-        print(f"\nwrote {len(derived.pairs)} labels to {args.store} as source {derived.name} "
-              f"(derivation {written})")
+        say(f"\nwrote {len(derived.pairs)} labels to {args.store} as source {derived.name} "
+            f"(derivation {written})")
     if args.out:
-        print(f"wrote {len(derived.pairs)} distributions to {args.out}")
+        say(f"wrote {len(derived.pairs)} distributions to {args.out}")
     return 0
 
 
@@ -181,24 +184,25 @@ def _print_model(derived, fmt: str, render, digits: int = 3) -> None:
     import numpy as np
 
     f = derived.fitted_on
-    print(f"{derived.name}: fitted on {f['pairs_used']} human pairs of "
-          f"{len(f['queries_used'])} queries ({f['human_source']})")
+    say = print if fmt != "csv" else (lambda *a, **k: print(*a, **k, file=sys.stderr))
+    say(f"{derived.name}: fitted on {f['pairs_used']} human pairs of "
+        f"{len(f['queries_used'])} queries ({f['human_source']})")
     if derived.method == "calibration":
-        print("P(human grade | judge grade)")
-        rows = [[g, *row.round(max(digits, 3)).tolist()] for g, row in enumerate(derived.model.table)]
+        say("P(human grade | judge grade)")
+        rows = [[g, *row.tolist()] for g, row in enumerate(derived.model.table)]
         print(render(["judge \\ human", "0", "1", "2", "3"], rows, fmt, digits), end="")
     elif derived.model is None:
-        print(f"mean of {len(f['judge_sources'])} judges' grades")
+        say(f"mean of {len(f['judge_sources'])} judges' grades")
     else:
         m = derived.model
-        print(f"Dawid-Skene: {m.iterations} EM iterations, "
-              f"{'converged' if m.converged else 'NOT converged'}; grade prior "
-              + " ".join(f"{x:.3f}" for x in m.prior))
-        rows = [[j, *np.diagonal(c).round(max(digits, 3)).tolist()] for j, c in zip(m.judges, m.confusion,
-                                                                         strict=True)]
+        say(f"Dawid-Skene: {m.iterations} EM iterations, "
+            f"{'converged' if m.converged else 'NOT converged'}; grade prior "
+            + " ".join(f"{x:.3f}" for x in m.prior))
+        rows = [[j, *np.diagonal(c).tolist()] for j, c in zip(m.judges, m.confusion,
+                                                              strict=True)]
         print(render(["judge", "P(0|0)", "P(1|1)", "P(2|2)", "P(3|3)"], rows, fmt, digits),
               end="")
     if "decision" in f:
         d = f["decision"]
-        print(f"thresholds on the expected grade: {' '.join(f'{c:.3f}' for c in d['cuts'])} "
-              f"(quadratic kappa {d['kappa_quadratic']:.4f} on the {d['pairs']} sampled pairs)")
+        say(f"thresholds on the expected grade: {' '.join(f'{c:.3f}' for c in d['cuts'])} "
+            f"(quadratic kappa {d['kappa_quadratic']:.4f} on the {d['pairs']} sampled pairs)")

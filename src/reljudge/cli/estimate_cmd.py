@@ -83,6 +83,10 @@ def run(args) -> int:
                          "warnings": est.warnings()}))
         _warn(est)
         return 0
+    if args.format == "csv":  # one table: runs, then differences (with their p-values)
+        emit(render(*estimate_table(est.rows + est.diffs, args.level, with_p=True), "csv"))
+        _warn(est)
+        return 0
     text = render(*estimate_table(est.rows, args.level, digits=args.digits), args.format,
                   args.digits)
     if est.diffs:

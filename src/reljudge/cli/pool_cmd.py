@@ -45,12 +45,13 @@ def register(sub) -> None:
                    help="persistence of the RBP residual reported per run (default 0.8)")
     common.add_format(p, ("table", "json", "csv", "markdown"))
     common.add_digits(p)
+    common.add_quiet(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     """Pool and report."""
-    from reljudge.cli.common import check_outputs, flatten
+    from reljudge.cli.common import check_outputs, flatten, working
     from reljudge.io.files import atomic_write
     from reljudge.pool import build_pool, judged_at_k, rbp_residual
     from reljudge.report.tables import json_dumps, render
@@ -69,7 +70,8 @@ def run(args) -> int:
 
         store = LabelStore(args.store, create=False)
         labelled = store.labelled_pairs(flatten(args.sources))
-    pool = build_pool(runs, args.depth, labelled)
+    with working("pooling", args.quiet):
+        pool = build_pool(runs, args.depth, labelled)
     after = labelled | set(pool.pairs)
     judged = {r.name: (judged_at_k(r, labelled, args.depth), judged_at_k(r, after, args.depth))
               for r in runs}
@@ -81,8 +83,9 @@ def run(args) -> int:
         from reljudge.judge import JudgeConfig, Labeller
 
         cfg = JudgeConfig.from_env(model=args.model, prompt=args.prompt)
-        estimate = Labeller(cfg).estimate(pool.to_label, read_queries(args.queries),
-                                          read_passages(args.passages), store)
+        with working("estimating the labelling cost", args.quiet):
+            estimate = Labeller(cfg).estimate(pool.to_label, read_queries(args.queries),
+                                              read_passages(args.passages), store)
     if store is not None:
         store.close()
     if args.out:
