@@ -391,3 +391,23 @@ def test_quiet_is_on_every_command_doing_long_work():
     names = {" ".join(path) for path, p in COMMANDS if "--quiet" in options(p)}
     assert {"label", "run", "audit", "calibrate", "estimate", "batch", "report", "compare",
             "demo"} <= names
+
+
+def test_audit_scores_runs_by_the_same_query_rule_as_eval(tmp_path, capsys):
+    from reljudge.metrics import evaluate
+    from reljudge.trec import read_qrels, read_run
+
+    lines = Path(DL_RUNS[0]).read_text().splitlines()
+    keep = sorted({x.split()[0] for x in lines})[:5]  # a run that answers 5 queries only
+    part = tmp_path / "part.run"
+    part.write_text("".join(x + "\n" for x in lines if x.split()[0] in keep))
+    args = ["audit", "--reference", DL / "human.qrels", "--judge", DL_JUDGES[0], "--clip",
+            part, DL_RUNS[1], "--json"]
+    ref = read_qrels(DL / "human.qrels")
+    for extra, every in (([], False), (["--all-queries"], True)):
+        data = json.loads(run_cli(capsys, [*args, *extra]))
+        got = data["judges"][0]["systems"]["reference_scores"][0]
+        want = evaluate(ref, read_run(part), ["nDCG@10"], all_queries=every).mean()["nDCG@10"]
+        assert got == want
+    assert got < json.loads(run_cli(capsys, args))["judges"][0]["systems"][
+        "reference_scores"][0]

@@ -134,9 +134,11 @@ class SystemAgreement:
 
 
 def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
-                     measure: str = "nDCG@10", reference_scores: Mapping | None = None
+                     measure: str = "nDCG@10", reference_scores: Mapping | None = None, *,
+                     all_queries: bool = False, float32_scores: bool = False
                      ) -> SystemAgreement:
-    """Score every run under both label sets and compare the rankings."""
+    """Score every run under both label sets and compare the rankings (``all_queries`` and
+    ``float32_scores`` as in ``metrics.evaluate``)."""
     from reljudge.metrics import evaluate
     from reljudge.metrics.evaluate import parse_measures
 
@@ -144,9 +146,10 @@ def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
     runs = as_runs(runs)
     measure = str(parse_measures(measure)[0])
     names = [r.name for r in runs]
+    how = {"all_queries": all_queries, "float32_scores": float32_scores}
     if reference_scores is None:
-        reference_scores = {r.name: evaluate(reference, r, [measure]) for r in runs}
-    judged = {r.name: evaluate(judge, r, [measure]) for r in runs}
+        reference_scores = {r.name: evaluate(reference, r, [measure], **how) for r in runs}
+    judged = {r.name: evaluate(judge, r, [measure], **how) for r in runs}
     ref = np.array([reference_scores[n].mean()[reference_scores[n].measures[0]] for n in names])
     est = np.array([judged[n].mean()[judged[n].measures[0]] for n in names])
     changes = sy.rank_changes(ref, est, names)
@@ -281,13 +284,15 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
           runs: Sequence[Run] | None = None, *, measure: str = "nDCG@10", bootstrap: int = 0,
           seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
           clipped: Mapping[str, int] | None = None,
-          derived: Mapping[str, Qrels] | None = None) -> AuditResult:
+          derived: Mapping[str, Qrels] | None = None, all_queries: bool = False,
+          float32_scores: bool = False) -> AuditResult:
     """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels.
 
     Labels and runs may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
     records, DataFrames); empty reference or judge labels are an InputError. ``derived`` rows
     (calibrated judges, panels: see ``audit.heldout``) are audited the same way but left out
-    of the ensembles and of the agreement among judges."""
+    of the ensembles and of the agreement among judges. Runs are scored as
+    ``metrics.evaluate`` scores them, with its ``all_queries`` and ``float32_scores``."""
     from reljudge.metrics.evaluate import parse_measures
 
     measure = str(parse_measures(measure)[0])  # text, a Measure or an ir_measures object
@@ -307,12 +312,15 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     if runs:
         from reljudge.metrics import evaluate
 
-        ref_scores = {r.name: evaluate(reference, r, [measure]) for r in runs}
+        ref_scores = {r.name: evaluate(reference, r, [measure], all_queries=all_queries,
+                                       float32_scores=float32_scores) for r in runs}
     out = []
     for name, q in rows.items():
         joined = join(reference, q)
         items = item_agreement(joined, bootstrap, seed)
-        systems = (system_agreement(reference, q, runs, measure, ref_scores) if runs else None)
+        systems = (system_agreement(reference, q, runs, measure, ref_scores,
+                                    all_queries=all_queries, float32_scores=float32_scores)
+                   if runs else None)
         out.append(JudgeAudit(name, items, systems, (clipped or {}).get(name, 0)))
     return AuditResult(reference_name, out, among_judges(judges), measure if runs else None,
                        bootstrap, seed)

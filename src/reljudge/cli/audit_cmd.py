@@ -53,6 +53,8 @@ def register(sub) -> None:
     common.add_runs(p, required=False, alias=True,
                     help="TREC runs: system agreement (each run scored under both label sets)")
     common.add_measures(p, "nDCG@10")
+    common.add_all_queries(p)
+    common.add_float32_scores(p)
     p.add_argument("--bootstrap", type=int, default=0, metavar="N",
                    help="bootstrap resamples over queries for 95%% intervals (e.g. 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -143,7 +145,9 @@ def run_audit(args: argparse.Namespace) -> int:
         results = audit_measures(ref, judges, runs, measures if runs else measures[:1],
                                  bootstrap=args.bootstrap, seed=args.seed,
                                  with_ensembles=not args.no_ensembles, reference_name=name,
-                                 clipped=clipped, derived=derived)
+                                 clipped=clipped, derived=derived,
+                                 all_queries=args.all_queries,
+                                 float32_scores=args.float32_scores)
     result = results[0]
     if args.format == "json":
         data = result_to_dict(result)
