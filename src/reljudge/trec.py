@@ -247,7 +247,12 @@ def _read_qrels_fast(content: Content) -> Qrels | None:
 
 
 def read_qrels(path: str | Path) -> Qrels:
-    """Read a TREC qrels file ``QID ITER DOCID GRADE``; grades must be integers."""
+    """Read a TREC qrels file ``QID ITER DOCID GRADE``; grades must be integers. The qrels of
+    an ir_datasets dataset when ``path`` is ``irds:DATASET_ID``."""
+    from reljudge.io import irds
+
+    if irds.is_irds(path):
+        return irds.read_qrels(path)
     content = Content(path)
     fast = _read_qrels_fast(content) if _big(content) else None
     if fast is not None:

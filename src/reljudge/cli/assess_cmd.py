@@ -78,13 +78,14 @@ def run(args) -> int:
         raise ConfigError(f"{args.store}: no such label store")
     scale = scale_of(load_template(args.prompt).scale)
     queries = read_queries(args.queries) if args.queries else None
-    passages = ({d: p["text"] for d, p in read_passages(args.passages).items()}
-                if args.passages else None)
     pairs = read_pairs(args.pairs) if args.pairs else None
     store = LabelStore(args.store)
     try:
         if pairs is None:
             pairs = store.sample_pairs(args.sample)
+        passages = ({d: p["text"] for d, p in
+                     read_passages(args.passages, {d for _, d in pairs}).items()}
+                    if args.passages else None)  # irds: the ids graded here only
         task = AssessTask(store, pairs, args.annotator, sample=args.sample,
                           pairs_file=args.pairs, scale=scale, queries=queries,
                           passages=passages)

@@ -134,7 +134,6 @@ def run_label(args: argparse.Namespace) -> int:
         raise ConfigError("label: give RUN files to pool from, or --pairs FILE (one of them)")
     check_outputs(args.qrels_out)
     queries = read_queries(args.queries)
-    passages = read_passages(args.passages)
     if args.pairs:
         pairs = read_pairs(args.pairs)
     else:
@@ -142,6 +141,7 @@ def run_label(args: argparse.Namespace) -> int:
         from reljudge.trec import read_run
 
         pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
+    passages = read_passages(args.passages, {d for _, d in pairs})  # irds: these ids only
     config = config_from_args(args)
     labeller = Labeller(config)
     store = None

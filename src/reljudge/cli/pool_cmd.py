@@ -84,8 +84,9 @@ def run(args) -> int:
 
         cfg = JudgeConfig.from_env(model=args.model, prompt=args.prompt)
         with working("estimating the labelling cost", args.quiet):
+            passages = read_passages(args.passages, {d for _, d in pool.to_label})
             estimate = Labeller(cfg).estimate(pool.to_label, read_queries(args.queries),
-                                              read_passages(args.passages), store)
+                                              passages, store)
     if store is not None:
         store.close()
     if args.out:

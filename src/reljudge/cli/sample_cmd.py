@@ -105,8 +105,9 @@ def run(args) -> int:
             if args.passages_file:
                 from reljudge.io import read_passages
 
+                needed = {d for _, d in sample.pairs()}  # irds: these ids only
                 passages.update({d: p.get("text", "") for d, p in
-                                 read_passages(args.passages_file).items()})
+                                 read_passages(args.passages_file, needed).items()})
             text, lacking = export(sample, queries, passages, args.out)
         store.add_sample(sample)
     if args.out:

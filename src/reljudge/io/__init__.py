@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 from reljudge.errors import InputError
+from reljudge.io import irds
 from reljudge.io.files import content_suffix, read_text
 
 _QID_KEYS = ("qid", "query_id", "id", "_id")
@@ -57,7 +59,10 @@ def _add_unique(out: dict, key: str, value, what: str, path, lineno: int, first:
 
 
 def read_queries(path: str | Path) -> dict[str, str]:
-    """Queries from ``qid<TAB>text`` TSV or JSONL (``{"qid": ..., "query": ...}``)."""
+    """Queries from ``qid<TAB>text`` TSV or JSONL (``{"qid": ..., "query": ...}``), or from
+    ``irds:DATASET_ID`` (ir_datasets)."""
+    if irds.is_irds(path):
+        return irds.read_queries(path)
     out: dict[str, str] = {}
     first: dict[str, int] = {}
     if _is_jsonl(path):
@@ -76,11 +81,16 @@ def read_queries(path: str | Path) -> dict[str, str]:
     return _not_empty(out, path, "'QID<TAB>QUERY TEXT' lines")
 
 
-def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
-    """Passages from JSONL (``{"docid": ..., "text": ..., "title"?: ...}``) or ``docid<TAB>text``.
+def read_passages(path: str | Path, ids: Collection[str] | None = None
+                  ) -> dict[str, dict[str, str]]:
+    """Passages from JSONL (``{"docid": ..., "text": ..., "title"?: ...}``) or ``docid<TAB>text``,
+    or from ``irds:DATASET_ID`` (ir_datasets: the ``ids`` the caller needs, looked up in its
+    docs_store; required there, since a corpus is never read whole; a file is read whole).
 
     Returns {docid: {"text": ..., "title": ...}} (title may be absent).
     """
+    if irds.is_irds(path):
+        return irds.read_passages(path, ids)
     out: dict[str, dict[str, str]] = {}
     first: dict[str, int] = {}
     if _is_jsonl(path):
@@ -103,7 +113,14 @@ def read_passages(path: str | Path) -> dict[str, dict[str, str]]:
 
 def read_pairs(path: str | Path) -> list[tuple[str, str]]:
     """(qid, docid) pairs from ``QID DOCID``, ``QID 0 DOCID`` or a qrels file (grade ignored),
-    or JSONL with qid and docid keys. Order is kept; a repeated pair is an error."""
+    or JSONL with qid and docid keys, or the qrels of ``irds:DATASET_ID``. Order is kept; a
+    repeated pair is an error."""
+    if irds.is_irds(path):
+        q, d, _ = irds.qrels_columns(path)
+        pairs, first = [], {}
+        for i, pair in enumerate(zip(q, d, strict=True), 1):
+            _add_pair(pairs, first, pair, path, i)
+        return pairs
     pairs: list[tuple[str, str]] = []
     first: dict[tuple[str, str], int] = {}
     if _is_jsonl(path):

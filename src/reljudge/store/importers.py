@@ -157,11 +157,15 @@ def import_labels(store: LabelStore, path: str | Path, kind: str, name: str | No
     Importing the same file (same bytes) into the same source again does nothing unless
     ``force``; unknown query or passage ids are reported when the store knows texts.
     """
-    name = name or content_stem(path)
+    from reljudge.io import irds
+
+    dataset = irds.is_irds(path)  # irds:DATASET_ID: named by the id, hashed by its labels
+    name = name or (str(path)[len(irds.PREFIX):] if dataset else content_stem(path))
     report = ImportReport(str(path), kind, name)
     labels = read_labels(path, fmt)
     rows, report.clipped = check_scale(labels, clip)
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    digest = hashlib.sha256("".join(f"{q} {d} {g}\n" for q, d, g in rows).encode()
+                            if dataset else Path(path).read_bytes()).hexdigest()
     if not force and store.find_import(digest, kind, name) is not None:
         report.skipped = True
         return report

@@ -1,0 +1,111 @@
+"""ir_datasets as an input: ``irds:DATASET_ID`` wherever a queries, passages or qrels file goes.
+
+Read through ir_datasets' own API: queries with ``queries_iter``, qrels with ``qrels_iter``,
+and passages with ``docs_store().get_many(ids)`` for the ids a command needs only, so a corpus
+is never read into memory whole. ir_datasets is an optional extra: ``pip install
+'reljudge[irds]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from reljudge.errors import ConfigError, InputError
+
+PREFIX = "irds:"
+INSTALL = "pip install 'reljudge[irds]'"
+
+
+def is_irds(path: object) -> bool:
+    """True for an ``irds:DATASET_ID`` input name."""
+    return isinstance(path, str) and path.startswith(PREFIX)
+
+
+def load(spec: str) -> Any:
+    """The ir_datasets dataset named by ``irds:DATASET_ID``."""
+    dataset_id = spec[len(PREFIX):].strip()
+    if not dataset_id:
+        raise InputError("expected irds:DATASET_ID, e.g. irds:msmarco-passage/trec-dl-2019/"
+                         "judged", spec)
+    try:
+        import ir_datasets
+    except ImportError:
+        raise ConfigError(f"{spec}: reading ir_datasets needs the 'irds' extra: "
+                          f"{INSTALL}") from None
+    try:
+        return ir_datasets.load(dataset_id)
+    except KeyError:
+        raise InputError(f"no ir_datasets dataset {dataset_id!r} (see ir_datasets' catalogue "
+                         "at https://ir-datasets.com)", spec) from None
+
+
+def _need(dataset: Any, spec: str, what: str) -> None:
+    if not getattr(dataset, f"has_{what}")():
+        raise InputError(f"this ir_datasets dataset has no {what}", spec)
+
+
+def _text(record: Any, field: str = "text") -> str:
+    """A record's text field, else ir_datasets' default text of it."""
+    value = getattr(record, field, None)
+    if isinstance(value, str):
+        return value
+    return record.default_text()
+
+
+def read_queries(spec: str) -> dict[str, str]:
+    """{qid: text} of the dataset's queries (``queries_iter``)."""
+    dataset = load(spec)
+    _need(dataset, spec, "queries")
+    out: dict[str, str] = {}
+    for q in dataset.queries_iter():
+        if q.query_id in out:
+            raise InputError(f"duplicate query id {q.query_id!r}", spec)
+        out[q.query_id] = _text(q)
+    if not out:
+        raise InputError("the dataset has no queries", spec)
+    return out
+
+
+def read_passages(spec: str, ids: Collection[str] | None) -> dict[str, dict[str, str]]:
+    """{docid: {"text", "title"?}} of these ids only, from the dataset's docs_store."""
+    if ids is None:
+        raise InputError("passages from ir_datasets are looked up by id, and this command "
+                         "did not say which ones it needs (it would read the whole corpus)",
+                         spec)
+    dataset = load(spec)
+    _need(dataset, spec, "docs")
+    found = dataset.docs_store().get_many(sorted(set(ids)))
+    out: dict[str, dict[str, str]] = {}
+    for docid, doc in found.items():
+        rec = {"text": _text(doc)}
+        title = getattr(doc, "title", None)
+        if isinstance(title, str) and title.strip():
+            rec["title"] = title
+        out[docid] = rec
+    return out
+
+
+def qrels_columns(spec: str) -> tuple[list[str], list[str], list[int]]:
+    """(qids, docids, grades) of the dataset's qrels (``qrels_iter``)."""
+    dataset = load(spec)
+    _need(dataset, spec, "qrels")
+    q, d, g = [], [], []
+    for r in dataset.qrels_iter():
+        q.append(r.query_id)
+        d.append(r.doc_id)
+        g.append(int(r.relevance))
+    if not q:
+        raise InputError("the dataset has no qrels", spec)
+    return q, d, g
+
+
+def read_qrels(spec: str):
+    """The dataset's qrels as a ``Qrels`` (a repeated pair is an error, as in a file)."""
+    from reljudge.types import Qrels
+
+    q, d, g = qrels_columns(spec)
+    try:
+        return Qrels.from_arrays(q, d, g)
+    except InputError as e:
+        raise InputError(e.detail, spec) from None
