@@ -30,18 +30,82 @@ class OnSigint:
             self.active = False
 
 
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (also Colab, Databricks): rich's own detection."""
+    from rich.console import Console
+
+    return Console().is_jupyter
+
+
+#: how notebook output shows preformatted text (rich's own Jupyter style)
+_PRE = ('<pre style="white-space:pre;overflow-x:auto;line-height:normal;font-family:Menlo,'
+        "'DejaVu Sans Mono',consolas,'Courier New',monospace\">{code}</pre>")
+
+
+class NotebookDisplay:
+    """A rich progress bar in a notebook cell: one display output updated in place (IPython's
+    display_id), so the cell always ends showing the final counts. Needs IPython only, not
+    ipywidgets; rich's own Jupyter live display does not show the last update of a short job
+    and adds an empty output."""
+
+    def __init__(self, bar: Any, display: Any = None, interval: float = 0.2):
+        if display is None:
+            from IPython.display import display
+        self.bar, self.display, self.interval = bar, display, interval
+        self.handle, self.shown = None, 0.0
+
+    def render(self) -> dict[str, str]:
+        """The bar as text/plain and text/html (inline styles, no terminal escapes)."""
+        import io
+
+        from rich.console import Console
+
+        console = Console(file=io.StringIO(), record=True, width=110, force_terminal=False,
+                          force_jupyter=False, color_system="standard")
+        console.print(self.bar.get_renderable())
+        text = console.export_text(clear=False)
+        return {"text/plain": text.rstrip("\n"),
+                "text/html": console.export_html(inline_styles=True, code_format=_PRE)}
+
+    def show(self, force: bool = False) -> None:
+        """Update the cell's display (at most every ``interval`` seconds unless ``force``)."""
+        now = time.perf_counter()
+        if not force and now - self.shown < self.interval:
+            return
+        self.shown = now
+        if self.handle is None:
+            self.handle = self.display(self.render(), raw=True, display_id=True)
+        else:
+            self.handle.update(self.render(), raw=True)
+
+
 class _Bar:
-    """A rich progress bar (``self.bar``, None when off) used as a context manager."""
+    """A rich progress bar (``self.bar``, None when off) used as a context manager: live in a
+    terminal, a display updated in place in a notebook."""
 
     bar: Any = None
+    notebook: NotebookDisplay | None = None
+
+    def _place(self) -> None:
+        """Show ``self.bar`` in a notebook cell when running in one."""
+        if self.bar is not None and in_notebook():
+            self.notebook = NotebookDisplay(self.bar)
+
+    def _refresh(self) -> None:
+        if self.notebook is not None:
+            self.notebook.show()
 
     def __enter__(self):
-        if self.bar is not None:
+        if self.notebook is not None:
+            self.notebook.show(force=True)
+        elif self.bar is not None:
             self.bar.__enter__()
         return self
 
     def __exit__(self, *exc):
-        if self.bar is not None:
+        if self.notebook is not None:
+            self.notebook.show(force=True)
+        elif self.bar is not None:
             self.bar.__exit__(*exc)
 
 
@@ -68,6 +132,7 @@ class Progress(_Bar):
                                 TextColumn("${task.fields[spend]:.4f}"),
                                 TextColumn("[red]{task.fields[failed]} failed"), transient=False)
             self.task = self.bar.add_task("label", total=total, spend=0.0, failed=0, rate="-")
+            self._place()
             self.start = self.shown = time.perf_counter()
             self.pending, self.report = 0, None  # advanced but not yet shown
 
@@ -85,6 +150,7 @@ class Progress(_Bar):
         self.bar.update(self.task, advance=self.pending, spend=r.cost, failed=r.failed,
                         rate=f"{rate:.1f}")
         self.pending, self.shown = 0, now
+        self._refresh()
 
     def __exit__(self, *exc):
         if self.bar is not None and self.pending:
@@ -106,6 +172,7 @@ class BatchProgress(_Bar):
                                     MofNCompleteColumn(), TimeElapsedColumn(),
                                     TextColumn("{task.fields[status]}"), transient=False)
             self.task = self.bar.add_task("batch", total=None, status="")
+            self._place()
 
     def update(self, records: list[Any]) -> None:
         """Show the provider's counts of these batch records."""
@@ -117,3 +184,4 @@ class BatchProgress(_Bar):
         self.bar.update(self.task, total=sum(r.total for r in records),
                         completed=sum(r.completed + r.failed for r in records),
                         status=", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+        self._refresh()
