@@ -411,3 +411,13 @@ def test_audit_scores_runs_by_the_same_query_rule_as_eval(tmp_path, capsys):
         assert got == want
     assert got < json.loads(run_cli(capsys, args))["judges"][0]["systems"][
         "reference_scores"][0]
+
+
+@pytest.mark.parametrize("head", [["sample", "--store", "s", "--judge", "j", "--name", "n"],
+                                  ["audit", "--reference", "h"],
+                                  ["label", "--queries", "q", "--passages", "p"]])
+def test_old_runs_flag_and_positional_runs_fill_one_list_in_order(head):
+    parse = build_parser().parse_args
+    assert parse([*head, "--runs", "a.run", "b.run", "--depth", "5"] if head[0] != "audit"
+                 else [*head, "--runs", "a.run", "b.run"]).runs == ["a.run", "b.run"]
+    assert parse([*head, "a.run", "b.run"]).runs == ["a.run", "b.run"]
