@@ -275,14 +275,16 @@ def do_stats(args) -> int:
                   "cost $"], rows, fmt, digits), end="")
     if fmt == "csv":  # one table: the sources (failures, spend, coverage: --format json)
         return 0
+    gap = "\n" if fmt == "markdown" else ""  # a markdown table needs a blank line before it
     print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
           "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
     print(f"failed judgments in the history (later answered ones included): {len(history)}")
     if spend:
-        print("\nspend per judge (the spend ledger: every labelling run):")
+        print("\nspend per judge (the spend ledger: every labelling run):" + gap)
         print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],
                      [list(r) for r in spend], fmt, digits), end="")
-    print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):")
+    print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):"
+          + gap)
     print(render(["qid", "labelled", "pooled", "share"],
                  [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")
     return 0
