@@ -42,7 +42,7 @@ def register(sub) -> None:
                        description="Audit one or many judges against reference labels: item "
                                    "agreement, and (with runs) system-ranking agreement.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("--reference", help="reference (human) qrels")
+    p.add_argument("--reference", help="reference (human) qrels file or irds:DATASET_ID")
     p.add_argument("--judge", action="append", default=[], help="judge qrels (repeatable)")
     p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels, "
                    "compressed or not)")

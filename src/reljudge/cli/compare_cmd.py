@@ -34,7 +34,7 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="compare runs: intervals and paired significance tests",
                        description="Compare runs on the same queries against a baseline.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("qrels", help="TREC qrels file: QID ITER DOCID GRADE")
+    p.add_argument("qrels", help="TREC qrels file (QID ITER DOCID GRADE) or irds:DATASET_ID")
     common.add_runs(p)
     common.add_measures(p, "nDCG@10")
     p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")

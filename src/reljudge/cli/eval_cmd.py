@@ -48,7 +48,7 @@ def register(sub) -> None:
     p = sub.add_parser("eval", help="score runs against qrels (trec_eval semantics)",
                        description="Score one or more TREC runs against graded qrels.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("qrels", help="TREC qrels file: QID ITER DOCID GRADE")
+    p.add_argument("qrels", help="TREC qrels file (QID ITER DOCID GRADE) or irds:DATASET_ID")
     common.add_runs(p)
     common.add_measures(p, DEFAULT_MEASURES)
     p.add_argument("--per-query", action="store_true", help="one row per query and run")

@@ -87,9 +87,11 @@ def register(sub) -> None:
                                    "OpenAI-compatible LLM endpoint.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     src = p.add_argument_group("what to label")
-    src.add_argument("--queries", required=True, help="queries: TSV (qid<TAB>text) or JSONL")
+    src.add_argument("--queries", required=True, help="queries: TSV (qid<TAB>text), JSONL or "
+                                                  "irds:DATASET_ID")
     src.add_argument("--passages", required=True,
-                     help="passages: JSONL ({docid, text, title?}) or TSV (docid<TAB>text)")
+                     help="passages: JSONL ({docid, text, title?}), TSV (docid<TAB>text) "
+                          "or irds:DATASET_ID (the pooled ids only)")
     src.add_argument("--pairs", help="pairs file: QID DOCID, QID 0 DOCID, qrels or JSONL "
                                      "(instead of RUN files)")
     common.add_runs(src, required=False, alias=True,

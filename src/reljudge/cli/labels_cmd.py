@@ -81,7 +81,8 @@ def register(sub) -> None:
     v = verb("import", "import labels from TREC qrels, CSV (header qid,docid,grade; also "
                        "query_id, doc_id, docno, relevance, label) or JSONL (the same keys)")
     v.add_argument("files", nargs="+", metavar="FILE",
-                   help="label files: TREC qrels, CSV or JSONL (compressed or not)")
+                   help="label files: TREC qrels, CSV or JSONL (compressed or not), or "
+                        "irds:DATASET_ID (its qrels)")
     v.add_argument("--source-kind", choices=("human", "llm", "import"),
                    help="who gave the labels (required): human or llm; 'import' (neither) "
                         "must be chosen explicitly, since merges rank human labels first")

@@ -34,9 +34,9 @@ def register(sub) -> None:
                    help="let --out replace a non-empty file when nothing is left to label "
                         "(refused by default)")
     p.add_argument("--queries", help="with --passages and --model: estimate labelling cost "
-                                     "(query texts: TSV or JSONL)")
+                                     "(query texts: TSV, JSONL or irds:DATASET_ID)")
     p.add_argument("--passages", help="with --queries: passage texts for the estimate "
-                                      "(JSONL or TSV)")
+                                      "(JSONL, TSV or irds:DATASET_ID)")
     p.add_argument("--model", help="judge model for the estimate (or OPENAI_MODEL)")
     p.add_argument("--prompt", default="umbrela",
                    help="prompt for the estimate: a shipped name or a .toml path "

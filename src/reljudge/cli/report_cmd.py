@@ -28,7 +28,8 @@ def register(sub) -> None:
                        description="Scores with intervals, the comparison table, the judge "
                                    "audit with plots, label coverage and cost, in one file.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("qrels", nargs="?", help="the TREC qrels the runs are scored with")
+    p.add_argument("qrels", nargs="?", help="the TREC qrels (or irds:DATASET_ID) the runs are "
+                                                "scored with")
     common.add_runs(p, required=False)
     p.add_argument("--pipeline", help="take everything from a pipeline config and its outputs")
     common.add_measures(p, "nDCG@10, or the pipeline's [eval] measures")
