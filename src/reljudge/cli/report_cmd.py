@@ -15,8 +15,12 @@ examples:
 
 Queries are averaged as in eval and compare (each run's queries that have qrels, or every
 qrels query with --all-queries); runs with the same tag are named by their file names.
-The file needs no network to open (inline styles, plots as inline SVG). Plots need the
-optional extra: pip install 'reljudge[report]'.
+The report opens with a summary in words (best run, significant differences, how far the
+judge agrees with the reference labels, warnings where too few pairs or runs back a number),
+then plots, tables, conflicts with their texts (--store) and the configuration: judge,
+prompt and hash, pool depth, merge policy, inputs with SHA-256 checksums, and cost as spent
+now / from the cache / total. It needs no network to open (inline styles, plots as inline
+SVG drawn by reljudge itself: no extra to install).
 """
 
 
@@ -60,8 +64,10 @@ def run(args) -> int:
     from reljudge.types import distinct_names
 
     check_outputs(args.out)
-    store = reference = None
+    store = reference = price = None
     judges: dict = {}
+    inputs: list = []
+    settings: dict = {}
     measures = args.measures
     all_queries = args.all_queries
     if bool(args.reference) != bool(args.judge):
@@ -74,6 +80,20 @@ def run(args) -> int:
         runs = read_runs([config.path(r) for r in config.inputs.runs])
         measures = measures or config.eval.measures
         all_queries = all_queries or config.eval.all_queries
+        inputs = [("queries", config.path(config.inputs.queries)),
+                  ("passages", config.path(config.inputs.passages)),
+                  *[("run", config.path(r)) for r in config.inputs.runs],
+                  *([("human labels", config.path(config.inputs.human_qrels))]
+                    if config.inputs.human_qrels else []),
+                  ("final qrels", config.out_dir / "qrels.txt")]
+        settings = {"pool depth": f"top {config.pool.depth} of every run",
+                    "merge policy": f"{config.merge.policy}, {config.merge.aggregate} over "
+                                    "several labels of a pair",
+                    "pipeline": str(args.pipeline)}
+        if config.judge.price_in is not None or config.judge.price_out is not None:
+            from reljudge.judge.cost import Price
+
+            price = Price(config.judge.price_in or 0.0, config.judge.price_out or 0.0)
         store = LabelStore(config.store_path, create=False)
         llm = [s.name for s in store.sources() if s.kind == "llm"]
         if config.inputs.human_qrels and llm:
@@ -84,6 +104,11 @@ def run(args) -> int:
             raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")
         qrels = read_qrels(args.qrels)
         runs = read_runs(args.runs)
+        inputs = [("qrels", args.qrels), *[("run", r) for r in args.runs],
+                  *([("reference", args.reference)] if args.reference else []),
+                  *[("judge", j) for j in args.judge]]
+        settings = {"pool depth": "not recorded (the qrels were given as a file)",
+                    "merge policy": "not recorded (the qrels were given as a file)"}
         if args.reference:
             from pathlib import Path
 
@@ -102,7 +127,8 @@ def run(args) -> int:
     try:
         page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
                             test=args.test, reference=reference, judges=judges, store=store,
-                            title=args.title, all_queries=all_queries)
+                            title=args.title, all_queries=all_queries, inputs=inputs,
+                            settings=settings, price=price)
     finally:
         if store is not None:
             store.close()
