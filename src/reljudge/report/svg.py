@@ -43,19 +43,21 @@ def _line(x1: float, y1: float, x2: float, y2: float, color: str = INK,
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values covering [low, high] (about ``count`` of them)."""
+    """Round tick values inside [low, high]: a step of 1, 2, 2.5 or 5 times a power of ten,
+    the one giving nearest ``count`` ticks, and never fewer than two."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low]
     raw = (high - low) / max(count - 1, 1)
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
-    first = math.ceil(low / step - 1e-9) * step
-    ticks = []
-    t = first
-    while t <= high + step * 1e-9:
-        ticks.append(round(t, 10))
-        t += step
-    return ticks
+    steps = sorted(s * m for m in (mag / 10, mag, mag * 10) for s in (1, 2, 2.5, 5))
+    i = min(range(len(steps)), key=lambda k: abs(math.log(steps[k] / raw)))
+    while True:
+        step = steps[i]
+        first = math.ceil(low / step - 1e-9)
+        last = math.floor(high / step + 1e-9)
+        if last > first or i == 0:
+            return [round(k * step, 12) for k in range(first, last + 1)]
+        i -= 1
 
 
 def _span(values: Sequence[float], include_zero: bool = True) -> tuple[float, float]:
