@@ -9,6 +9,7 @@ from reljudge.audit import audit
 from reljudge.report.summary import (
     MIN_PAIRS,
     MIN_RUNS,
+    TAU_CAVEAT,
     comparison_summary,
     judge_summary,
     landis_koch,
@@ -79,6 +80,7 @@ def test_a_warning_when_fewer_than_5_runs_back_kendall_tau(runs, warned):
     if runs == 2:
         assert "it means nothing" in tau_warnings[0]
     assert any("Kendall tau" in line and f"over {runs} runs" in line for line in s.lines)
+    assert s.lines.count(TAU_CAVEAT) == 1
     assert not [w for w in s.warnings if "fewer than 200" in w]
 
 

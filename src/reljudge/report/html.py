@@ -39,7 +39,7 @@ border-bottom:1px solid #ddd;padding-bottom:.2rem}h3{font-size:1rem;margin:.2rem
 table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
 th,td{padding:.25rem .6rem;border-bottom:1px solid #eee;text-align:left;vertical-align:top;
 overflow-wrap:normal}
-th{background:#f5f7fa}.num{text-align:right;font-variant-numeric:tabular-nums;
+th{background:#f5f7fa}td:first-child{white-space:nowrap}.num{text-align:right;font-variant-numeric:tabular-nums;
 white-space:nowrap}
 .note{color:#555;font-size:.85rem}.up{color:#1e8449;font-weight:600}
 .down{color:#c0392b;font-weight:600}

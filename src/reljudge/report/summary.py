@@ -15,6 +15,10 @@ MIN_RUNS = 5
 #: Landis & Koch's reading of kappa: upper bound of each band, inclusive
 LANDIS_KOCH = ((0.20, "slight"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"),
                (1.00, "almost perfect"))
+#: what a Kendall tau between two run rankings does and does not say
+TAU_CAVEAT = ("Kendall tau counts swapped pairs of runs and weighs every swap alike, near the "
+              "top of the ranking or not; 0.9 is the customary bar for 'the same ranking' "
+              "(Voorhees 2000), and tau says nothing about how far apart the scores are.")
 LANDIS_KOCH_CITATION = ("J. R. Landis and G. G. Koch (1977), The measurement of observer "
                         "agreement for categorical data, Biometrics 33(1):159-174")
 
@@ -161,9 +165,7 @@ def judge_summary(result) -> Summary:
             out.lines.append(
                 f"Judge {j.name}: the runs ranked by {sy.measure} under its labels and under "
                 f"the reference's agree with Kendall tau {_num(tau, 3)} over {n} runs "
-                f"(largest rank change {sy.max_rank_change}). Tau counts swapped pairs of "
-                "runs and weighs every swap alike, near the top or not; 0.9 is the usual bar "
-                "for 'the same ranking' (Voorhees 2000).")
+                f"(largest rank change {sy.max_rank_change}).")
         if n < MIN_RUNS:
             if n <= 2:
                 what = (f"over {n} runs tau can only be +1 or -1 (or undefined): it means "
@@ -173,4 +175,7 @@ def judge_summary(result) -> Summary:
                         "it by a large step, so it means little")
             out.warnings.append(f"Judge {j.name}: Kendall tau is computed from {n} runs, "
                                 f"fewer than {MIN_RUNS}; {what}.")
+    if any(j.systems is not None and j.systems.kendall_tau is not None
+           for j in result.judges):
+        out.lines.append(TAU_CAVEAT)
     return out
