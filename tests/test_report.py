@@ -179,3 +179,25 @@ def test_report_from_files_lists_them_with_checksums(tmp_path):
     assert "pool depth</dt><dd>not recorded" in conf
     assert "cost" not in conf.split("<h3>Inputs")[0]  # no store: no cost line
     assert "Only 6 queries back the paired tests" in section(page, "summary")
+
+
+def test_plots_are_drawn_without_matplotlib(tmp_path):
+    """The default install (no matplotlib) draws every plot: matplotlib made unimportable."""
+    import subprocess
+    import sys
+
+    example = EXAMPLE.parent / "llmjudge-dl23"
+    out = tmp_path / "r.html"
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from reljudge.cli import main\n"
+            f"raise SystemExit(main(['report', {str(example / 'human.qrels')!r}, "
+            f"{str(example / 'runs' / 'synthetic-1.run')!r}, "
+            f"{str(example / 'runs' / 'synthetic-2.run')!r}, "
+            f"'--reference', {str(example / 'human.qrels')!r}, "
+            f"'--judge', {str(example / 'judges' / 'Olz-gpt4o.txt')!r}, '--clip', "
+            f"'--out', {str(out)!r}]))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = out.read_text()
+    assert len(re.findall(r"<svg", page)) == 4 and "matplotlib" not in page

@@ -59,12 +59,32 @@ def requests(b: Browser) -> list[str]:
             if e.get("method") == "Network.requestWillBeSent"]
 
 
+DL23 = Path(__file__).resolve().parent.parent / "examples" / "llmjudge-dl23"
+
+
 def test_report_renders_at_desktop_and_phone_width_offline(labelled_example,  # noqa: F811
                                                             browser, tmp_path):
+    """The hr-handbook pipeline: 2 runs, 44 audited pairs, conflicts with their texts."""
     out = tmp_path / "report.html"
     assert main(["report", "--pipeline", str(labelled_example / "pipeline.toml"),
                  "--out", str(out)]) == 0
-    b = browser
+    check_in_chromium(browser, out, "report")
+
+
+def test_report_of_eight_runs_and_three_judges_renders(browser, tmp_path):
+    """The TREC DL 2023 slice: 8 runs, 3 judges, about 4,400 audited pairs each."""
+    out = tmp_path / "dl23.html"
+    assert main(["report", str(DL23 / "human.qrels"), *sorted(map(str, DL23.glob("runs/*.run"))),
+                 "-m", "nDCG@10", "-m", "P@10", "-m", "Judged@10",
+                 "--reference", str(DL23 / "human.qrels"),
+                 *[x for j in ("Olz-gpt4o", "RMITIR-llama70B", "h2oloo-fewself")
+                   for x in ("--judge", str(DL23 / "judges" / f"{j}.txt"))],
+                 "--clip", "--out", str(out)]) == 0
+    check_in_chromium(browser, out, "report-dl23")
+
+
+def check_in_chromium(b: Browser, out: Path, stem: str) -> None:
+    """Open the report, check it at both widths (folded and unfolded), save screenshots."""
     b.send("Network.enable")
     url = out.as_uri()
     b.open(url, ready=LOADED)
@@ -75,7 +95,7 @@ def test_report_renders_at_desktop_and_phone_width_offline(labelled_example,  # 
         assert closed["scroll"] <= closed["view"], (width, closed)
     b.eval(OPEN_ALL)  # conflicts, per-query tables: wide content must scroll in its own box
     for width in WIDTHS:
-        png = ARTIFACTS / f"report-{width}px.png"
+        png = ARTIFACTS / f"{stem}-{width}px.png"
         geometry = full_page_screenshot(b, png, width)
         assert geometry["view"] == width
         assert geometry["scroll"] <= geometry["view"], (width, geometry)

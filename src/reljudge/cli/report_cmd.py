@@ -64,7 +64,7 @@ def run(args) -> int:
     from reljudge.types import distinct_names
 
     check_outputs(args.out)
-    store = reference = price = None
+    store = reference = price = audit_measure = None
     judges: dict = {}
     inputs: list = []
     settings: dict = {}
@@ -79,6 +79,7 @@ def run(args) -> int:
         qrels = read_qrels(config.out_dir / "qrels.txt")
         runs = read_runs([config.path(r) for r in config.inputs.runs])
         measures = measures or config.eval.measures
+        audit_measure = config.audit.measure
         all_queries = all_queries or config.eval.all_queries
         inputs = [("queries", config.path(config.inputs.queries)),
                   ("passages", config.path(config.inputs.passages)),
@@ -128,7 +129,7 @@ def run(args) -> int:
         page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
                             test=args.test, reference=reference, judges=judges, store=store,
                             title=args.title, all_queries=all_queries, inputs=inputs,
-                            settings=settings, price=price)
+                            settings=settings, price=price, audit_measure=audit_measure)
     finally:
         if store is not None:
             store.close()
