@@ -312,6 +312,11 @@ def _clip(text: str | None, limit: int = 1200) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
+def _grade(g: float) -> str:
+    """A grade as people write it: 3, or 2.50 for an aggregate of several labels."""
+    return str(int(g)) if float(g).is_integer() else f"{g:.2f}"
+
+
 def _conflicts_section(store, limit: int) -> str:
     from reljudge.store.views import conflicts_with_text
 
@@ -326,7 +331,7 @@ def _conflicts_section(store, limit: int) -> str:
     for c in shown:
         out.append(
             f'<article class="conflict"><h3>{html.escape(c.qid)} / {html.escape(c.docid)}: '
-            f"human {format_value(c.human, 2)}, judge {format_value(c.llm, 2)}</h3>"
+            f"human {_grade(c.human)}, judge {_grade(c.llm)}</h3>"
             f"<p><b>Query:</b> {html.escape(_clip(c.query))}</p>"
             f"<p><b>Passage:</b> {html.escape(_clip(c.passage))}</p>"
             f"<p class='note'>human: {html.escape(', '.join(c.human_sources))}; judge: "
