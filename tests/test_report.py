@@ -68,7 +68,8 @@ def test_report_answers_first_and_is_self_contained(labelled_example, tmp_path):
     # 44 pairs and 2 runs: both warnings, in words
     assert "rest on 44 pairs, fewer than 200" in summary
     assert "over 2 runs tau can only be +1 or -1 (or undefined): it means nothing" in summary
-    assert "poor agreement (Landis &amp; Koch 1977)" in summary  # kappa -0.032
+    assert "poor agreement (Landis &amp; Koch 1977), 95% CI " in summary  # kappa -0.032
+    assert "<th class=num>kappa 95% CI</th>" in section(page, "judge")
     assert "Judged@10 is coverage" in summary
     # plots: our own SVG, well-formed, and no box asking for matplotlib
     svgs = re.findall(r"<svg.*?</svg>", page, re.S)

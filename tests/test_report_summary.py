@@ -90,6 +90,22 @@ def test_the_summary_reads_the_judges_kappa_in_words():
     kappa = res.judges[0].items.stats["kappa"]
     line = judge_summary(res).lines[0]
     assert f"Cohen's kappa {kappa:.3f} over 400 pairs, {landis_koch(kappa)} agreement" in line
+    assert "95% CI" not in line  # no bootstrap, no interval
+
+
+def test_the_kappa_interval_is_read_in_words_at_both_ends():
+    ref = labels(400)
+    judge = labels(400, flip=True).to_dict()
+    for k, q in enumerate(sorted(judge)):  # a judge that is worse on some queries than others
+        if k % 2:
+            judge[q] = {d: (g + 2) % 4 for d, g in judge[q].items()}
+    res = audit(ref, {"j": Qrels.from_dict(judge)}, runs_over(ref, 5), bootstrap=300)
+    lo, hi = res.judges[0].items.ci["kappa"]
+    assert lo < hi
+    words = landis_koch(lo), landis_koch(hi)
+    span = words[0] if words[0] == words[1] else f"{words[0]} to {words[1]}"
+    line = judge_summary(res).lines[0]
+    assert f", 95% CI {lo:.3f} to {hi:.3f} over resampled queries ({span})" in line
 
 
 def ranked(name: str, rank_of_relevant: int, queries: int) -> Run:

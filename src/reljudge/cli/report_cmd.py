@@ -65,6 +65,7 @@ def run(args) -> int:
 
     check_outputs(args.out)
     store = reference = price = audit_measure = None
+    audit_bootstrap = 1000
     judges: dict = {}
     inputs: list = []
     settings: dict = {}
@@ -80,6 +81,7 @@ def run(args) -> int:
         runs = read_runs([config.path(r) for r in config.inputs.runs])
         measures = measures or config.eval.measures
         audit_measure = config.audit.measure
+        audit_bootstrap = config.audit.bootstrap
         all_queries = all_queries or config.eval.all_queries
         inputs = [("queries", config.path(config.inputs.queries)),
                   ("passages", config.path(config.inputs.passages)),
@@ -129,7 +131,8 @@ def run(args) -> int:
         page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
                             test=args.test, reference=reference, judges=judges, store=store,
                             title=args.title, all_queries=all_queries, inputs=inputs,
-                            settings=settings, price=price, audit_measure=audit_measure)
+                            settings=settings, price=price, audit_measure=audit_measure,
+                            audit_bootstrap=audit_bootstrap)
     finally:
         if store is not None:
             store.close()

@@ -130,12 +130,13 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
                  title: str = "reljudge report", all_queries: bool = False,
                  inputs: Sequence[tuple[str, str | Path]] = (),
                  settings: Mapping[str, str] | None = None, price=None,
-                 conflicts: int = 50) -> str:
+                 conflicts: int = 50, audit_bootstrap: int = 1000) -> str:
     """The report as one HTML string; ``judges`` ({name: qrels}) or one ``judge`` is audited
     against ``reference``. Queries are averaged as in ``stats.compare``. ``inputs`` are
     (role, path) pairs listed with their checksums, ``settings`` ({name: value}: pool depth,
     merge policy, ...) are shown as the configuration, ``price`` (a ``judge.cost.Price``)
-    values cached answers, and at most ``conflicts`` human/LLM conflicts are shown."""
+    values cached answers, and at most ``conflicts`` human/LLM conflicts are shown. Agreement
+    intervals resample queries ``audit_bootstrap`` times (0: none)."""
     from reljudge import __version__
     from reljudge.stats import compare
 
@@ -150,7 +151,7 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
         from reljudge.audit import audit
 
         result = audit(reference, dict(judges), runs, measure=audit_measure or m0,
-                       with_ensembles=False)
+                       bootstrap=audit_bootstrap, seed=seed, with_ensembles=False)
     summaries = [comparison_summary(comp)] + ([judge_summary(result)] if result else [])
     parts = [f"<header><h1>{html.escape(title)}</h1>",
              _p(f"reljudge {__version__}, {time.strftime('%Y-%m-%d %H:%M')}; "
@@ -260,14 +261,18 @@ def _audit_section(result) -> str:
     rows = []
     for j in result.judges:
         k = j.items.stats.get("kappa")
+        ci = j.items.ci.get("kappa")
         rows.append([j.name, j.items.pairs, *[j.items.stats.get(x) for x in keys[:2]],
+                     Num("-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"),
                      "-" if k is None else landis_koch(k),
                      *[j.items.stats.get(x) for x in keys[2:]]])
-    out.append(table(["judge", "pairs", "exact", "kappa", "reading", *keys[2:]], rows, 3))
+    out.append(table(["judge", "pairs", "exact", "kappa", "kappa 95% CI", "reading",
+                      *keys[2:]], rows, 3))
     out.append(_p(f"Reading of kappa after {LANDIS_KOCH_CITATION}: below 0 poor, 0-0.20 "
                   "slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
-                  f"0.81-1 almost perfect. Fewer than {MIN_PAIRS} pairs or {MIN_RUNS} runs "
-                  "behind a statistic are flagged in the summary."))
+                  f"0.81-1 almost perfect. Intervals: {result.bootstrap} resamples of the "
+                  f"queries (seed {result.seed}). Fewer than {MIN_PAIRS} pairs or {MIN_RUNS} "
+                  "runs behind a statistic are flagged in the summary."))
     for j in result.judges:
         for stat, why in j.items.undefined.items():
             out.append(_p(f"{j.name}: {stat} undefined: {why}"))

@@ -141,6 +141,12 @@ def judge_summary(result) -> Summary:
             line = (f"Judge {j.name} against {result.reference}: Cohen's kappa "
                     f"{_num(kappa, 3)} over {it.pairs} pairs, {landis_koch(kappa)} agreement "
                     "(Landis & Koch 1977)")
+            if "kappa" in it.ci:
+                lo, hi = it.ci["kappa"]
+                words = landis_koch(lo), landis_koch(hi)
+                span = words[0] if words[0] == words[1] else f"{words[0]} to {words[1]}"
+                line += (f", 95% CI {_num(lo, 3)} to {_num(hi, 3)} over resampled queries "
+                         f"({span})")
             if quad is not None:
                 line += (f"; weighted by grade distance (quadratic) {_num(quad, 3)}, "
                          f"{landis_koch(quad)}")
