@@ -202,3 +202,35 @@ def test_plots_are_drawn_without_matplotlib(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = out.read_text()
     assert len(re.findall(r"<svg", page)) == 4 and "matplotlib" not in page
+
+
+def test_price_flags_value_cached_answers_of_a_model_without_a_list_price(tmp_path, capsys):
+    from reljudge.types import LabelEvent
+
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"q{i} 0 d{j} {j % 3}\n" for i in range(3) for j in range(3)))
+    run = tmp_path / "a.run"
+    run.write_text("".join(f"q{i} Q0 d{j} {j + 1} {5 - j} a\n" for i in range(3)
+                           for j in range(3)))
+    store = tmp_path / "s.sqlite"
+    with LabelStore(store) as s:  # answers from the cache: tokens, no cost
+        s.add_events([LabelEvent(f"q{i}", f"d{j}", j % 3, "llm", "my-model/umbrela",
+                                 tokens_in=900, tokens_out=100, cost=0.0,
+                                 meta={"model": "my-model"}) for i in range(3)
+                      for j in range(3)])
+    argv = ["report", str(qrels), str(run), "--store", str(store), "--out"]
+    assert main([*argv, str(tmp_path / "a.html")]) == 0
+    conf = section((tmp_path / "a.html").read_text(), "configuration")
+    assert "$0.0000 spent now (0 tokens) / $0.0000 from the cache (0 tokens" in conf
+    assert "9,000 more tokens at no known price" in conf
+    assert main([*argv, str(tmp_path / "b.html"), "--price-in", "0.15",
+                 "--price-out", "0.60"]) == 0
+    value = 9 * Price(0.15, 0.60).cost(900, 100)
+    conf = section((tmp_path / "b.html").read_text(), "configuration")
+    assert (f"$0.0000 spent now (0 tokens) / ${value:.4f} from the cache (9,000 tokens "
+            f"answered by the answer cache, not charged again) / ${value:.4f} total") in conf
+    capsys.readouterr()
+    assert main([*argv, str(tmp_path / "c.html"), "--price-in", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--price-in and --price-out" in err[0]
+    assert not (tmp_path / "c.html").exists()

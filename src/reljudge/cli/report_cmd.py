@@ -48,6 +48,13 @@ def register(sub) -> None:
     p.add_argument("--all-queries", action="store_true",
                    help="average over every qrels query; missing ones score 0 (trec_eval -c)")
     p.add_argument("--store", help="label store for coverage and cost")
+    from reljudge.judge.config import JudgeConfig
+
+    for flag in ("price_in", "price_out"):
+        p.add_argument(f"--{flag.replace('_', '-')}", type=float, metavar="USD",
+                       help=f"{JudgeConfig.model_fields[flag].description}, to value the "
+                            "answers that came from the cache (default: the model's list "
+                            "price; with --pipeline: its [judge] prices)")
     p.add_argument("--title", default="reljudge report")
     p.add_argument("--out", default="report.html", help="output file (default report.html)")
     p.set_defaults(func=run)
@@ -64,6 +71,14 @@ def run(args) -> int:
     from reljudge.types import distinct_names
 
     check_outputs(args.out)
+    flag_price = None
+    if args.price_in is not None or args.price_out is not None:
+        from reljudge.judge.cost import Price
+
+        if min(x for x in (args.price_in, args.price_out) if x is not None) < 0:
+            raise ConfigError("--price-in and --price-out are US dollars per million tokens: "
+                              "0 or more")
+        flag_price = Price(args.price_in or 0.0, args.price_out or 0.0)
     store = reference = price = audit_measure = None
     audit_bootstrap = 1000
     judges: dict = {}
@@ -123,6 +138,7 @@ def run(args) -> int:
                                                                          strict=True)}
         if args.store:
             store = LabelStore(args.store, create=False)
+    price = flag_price or price
     from reljudge.metrics.queries import warnings
 
     for line in warnings(qrels, runs, all_queries):
