@@ -69,7 +69,7 @@ def test_report_answers_first_and_is_self_contained(labelled_example, tmp_path):
     assert "rest on 44 pairs, fewer than 200" in summary
     assert "over 2 runs tau can only be +1 or -1 (or undefined): it means nothing" in summary
     assert "poor agreement (Landis &amp; Koch 1977), 95% CI " in summary  # kappa -0.032
-    assert "<th class=num>kappa 95% CI</th>" in section(page, "judge")
+    assert '<th class="num">kappa 95% CI</th>' in section(page, "judge")
     assert "Judged@10 is coverage" in summary
     # plots: our own SVG, well-formed, and no box asking for matplotlib
     svgs = re.findall(r"<svg.*?</svg>", page, re.S)
@@ -90,8 +90,8 @@ def test_report_answers_first_and_is_self_contained(labelled_example, tmp_path):
 def test_judged_at_k_is_shown_without_a_test(labelled_example, tmp_path):
     scores = section(report_of(labelled_example, tmp_path / "report.html"), "scores")
     head = re.search(r"<thead>(.*?)</thead>", scores, re.S).group(1)
-    assert '<th colspan="2" class=group>Judged@10</th>' in head
-    assert '<th colspan="3" class=group>nDCG@10</th>' in head
+    assert '<th colspan="2" class="group">Judged@10</th>' in head
+    assert '<th colspan="3" class="group">nDCG@10</th>' in head
     assert head.count("p adj.") == 3  # nDCG@10, P@5, RR; none for Judged@10
 
 
@@ -234,3 +234,18 @@ def test_price_flags_value_cached_answers_of_a_model_without_a_list_price(tmp_pa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--price-in and --price-out" in err[0]
     assert not (tmp_path / "c.html").exists()
+
+
+def test_tables_align_text_left_and_numbers_right():
+    from reljudge.report.html import Num, table
+
+    page = table(["run", "mean", "95% CI", "queries", "p", "note"],
+                 [["bm25", Num("0.7175▲"), "[0.670, 0.770]", 12, None, "ok"],
+                  ["dense", Num("0.6100"), "[-0.100, 0.2]", 8, 0.01, "1 tie"]])
+    root = ET.fromstring(page)
+    heads = [th.get("class") for th in root.iter("th")]
+    assert heads == [None, "num", "num", "num", "num", None]
+    for tr in list(root.iter("tr"))[1:]:
+        assert [td.get("class") for td in tr.iter("td")] == [None, "num", "num", "num", "num",
+                                                              None]
+    assert '<span class="up">▲</span>' in page

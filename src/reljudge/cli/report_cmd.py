@@ -29,8 +29,10 @@ def register(sub) -> None:
     from reljudge.cli import HelpFormatter
 
     p = sub.add_parser("report", help="write one self-contained HTML report",
-                       description="Scores with intervals, the comparison table, the judge "
-                                   "audit with plots, label coverage and cost, in one file.",
+                       description="A summary in words (best run, significant differences, "
+                                   "how far the labels can be trusted), then plots, scores, "
+                                   "the judge audit, conflicts, configuration and cost, in "
+                                   "one file.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     p.add_argument("qrels", nargs="?", help="the qrels runs are scored with")
     p.add_argument("runs", nargs="*", metavar="RUN")

@@ -9,6 +9,7 @@ No network is needed to open it: styles are inline, plots are inline SVG written
 from __future__ import annotations
 
 import html
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -76,20 +77,28 @@ class Num:
     text: str
 
 
+_INTERVAL = re.compile(r"^\[[-+]?\d[^\]]*\]$")  # "[0.61, 0.70]": a number, right-aligned
+
+
 def _cell(v, digits: int) -> str:
+    if isinstance(v, str) and _INTERVAL.match(v):
+        v = Num(v)
     if isinstance(v, Num):
         text = html.escape(v.text)
         text = text.replace("▲", '<span class="up">▲</span>').replace(
             "▼", '<span class="down">▼</span>')
         return f'<td class="num">{text}</td>'
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
+    if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
         return f'<td class="num">{html.escape(format_value(v, digits))}</td>'
     return f"<td>{html.escape(format_value(v, digits))}</td>"
 
 
 def _is_num(v) -> bool:
-    return isinstance(v, Num) or (isinstance(v, (int, float)) and not isinstance(v, bool)) \
+    return isinstance(v, Num) or (isinstance(v, str) and bool(_INTERVAL.match(v))) or (isinstance(v, (int, float)) and not isinstance(v, bool)) \
         or v is None
+
+
+NUM, GROUP = ' class="num"', ' class="group"'
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4,
@@ -99,9 +108,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4,
     numeric = [bool(rows) and all(_is_num(r[i]) for r in rows) for i in range(len(headers))]
     top = ""
     if groups:
-        top = "<tr>" + "".join(f'<th colspan="{n}"{" class=group" if label else ""}>'
+        top = "<tr>" + "".join(f'<th colspan="{n}"{GROUP if label else ""}>'
                                f"{html.escape(label)}</th>" for label, n in groups) + "</tr>"
-    head = "".join(f'<th{" class=num" if n else ""}>{html.escape(str(h))}</th>'
+    head = "".join(f'<th{NUM if n else ""}>{html.escape(str(h))}</th>'
                    for h, n in zip(headers, numeric, strict=True))
     body = "".join("<tr>" + "".join(_cell(v, digits) for v in row) + "</tr>" for row in rows)
     return (f'<div class="scroll"><table><thead>{top}<tr>{head}</tr></thead>'
