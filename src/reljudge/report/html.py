@@ -38,10 +38,10 @@ h1{font-size:1.6rem;margin:.5rem 0 .2rem}h2{font-size:1.2rem;margin-top:2rem;
 border-bottom:1px solid #ddd;padding-bottom:.2rem}h3{font-size:1rem;margin:.2rem 0}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
-th,td{padding:.25rem .6rem;border-bottom:1px solid #eee;text-align:left;vertical-align:top;
+th,td{padding:.25rem .45rem;border-bottom:1px solid #eee;text-align:left;vertical-align:top;
 overflow-wrap:normal}
 th{background:#f5f7fa}td:first-child{white-space:nowrap}.num{text-align:right;font-variant-numeric:tabular-nums;
-white-space:nowrap}
+white-space:nowrap}th.num{white-space:normal}
 .note{color:#555;font-size:.85rem}.up{color:#1e8449;font-weight:600}
 .down{color:#c0392b;font-weight:600}
 .summary{background:#f5f9ff;border:1px solid #cfe0f5;border-radius:6px;padding:.4rem 1rem}
@@ -276,7 +276,8 @@ def _audit_section(result) -> str:
                      "-" if k is None else landis_koch(k),
                      *[j.items.stats.get(x) for x in keys[2:]]])
     out.append(table(["judge", "pairs", "exact", "kappa", "kappa 95% CI", "reading",
-                      *keys[2:]], rows, 3))
+                      "quadratic kappa", "ordinal alpha", "Spearman", "leniency", "MAE"],
+                     rows, 3))
     out.append(_p(f"Reading of kappa after {LANDIS_KOCH_CITATION}: below 0 poor, 0-0.20 "
                   "slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
                   f"0.81-1 almost perfect. Intervals: {result.bootstrap} resamples of the "
