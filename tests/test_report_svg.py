@@ -87,6 +87,33 @@ def test_confusion_heatmap_and_scatter_are_well_formed():
     assert len(scatter.findall(f"{NS}circle")) == 2
 
 
+def test_scatter_labels_of_close_points_do_not_overprint():
+    names = [f"run-{i}" for i in range(6)]
+    scores = [0.5, 0.501, 0.502, 0.503, 0.8, 0.2]
+    root = parse(svg.agreement_scatter(names, scores, scores, "nDCG@10"))
+    labels = [t for t in texts(root) if t.text in names]
+    assert sorted(t.text for t in labels) == names
+    by_side: dict[str, list[float]] = {}
+    for t in labels:
+        by_side.setdefault(t.get("text-anchor"), []).append(float(t.get("y")))
+    height = float(root.get("height"))
+    for ys in by_side.values():
+        ys.sort()
+        assert all(b - a >= 11 - 1e-9 for a, b in zip(ys, ys[1:], strict=False))
+        assert ys[-1] < height - 30  # above the axis labels
+
+
+def test_scatter_labels_clustered_at_the_bottom_stay_inside_the_plot():
+    names = [f"r{i}" for i in range(8)]
+    ref = [0.1 + 0.0001 * i for i in range(8)] + [0.9]
+    judge = [0.1] * 8 + [0.9]
+    root = parse(svg.agreement_scatter([*names, "top"], ref, judge, "AP"))
+    height = float(root.get("height"))
+    ys = sorted(float(t.get("y")) for t in texts(root) if t.text in names)
+    assert len(ys) == 8 and ys[-1] < height - 30
+    assert all(b - a >= 11 - 1e-9 for a, b in zip(ys, ys[1:], strict=False))
+
+
 @given(st.floats(-100, 100), st.floats(1e-4, 200), st.integers(2, 8))
 def test_nice_ticks_cover_the_range_with_an_even_round_step(low, span, count):
     """Over the ranges plots meet (scores, differences, counts), up to float resolution."""

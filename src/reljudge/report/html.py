@@ -254,12 +254,17 @@ def _per_query_section(comp, m0: str) -> str:
     j = comp.measures.index(m0)
     values = {n: dict(zip(comp.run_queries[n], comp.per_query[n][:, j].tolist(), strict=True))
               for n in comp.runs}
-    queries = sorted({q for v in values.values() for q in v})
+    queries = sorted({q for v in values.values() for q in v}, key=_natural)
     rows = [[q, *[values[n].get(q) for n in comp.runs]] for q in queries]
     out.append(f"<details><summary>Per-query {html.escape(m0)} of every run "
                f"({len(queries)} queries)</summary>"
                + table(["query", *comp.runs], rows) + "</details></section>")
     return "\n".join(out)
+
+
+def _natural(text: str) -> list:
+    """Sort key that orders q2 before q10."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
 
 
 def _audit_section(result) -> str:

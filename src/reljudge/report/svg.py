@@ -193,6 +193,24 @@ def confusion_heatmap(matrix: Sequence[Sequence[int]], title: str) -> str:
     return _svg(width, height, body, f"{title}: confusion matrix of grades", "heatmap")
 
 
+def _labels(names: Sequence[str], xs: Sequence[float], ys: Sequence[float], flip_at: float,
+            bottom: float, gap: float = 11.0) -> list[tuple[str, float, float, str]]:
+    """Point labels that do not overprint: labels on the same side are pushed down until
+    they are ``gap`` apart, then the side's labels move up together if the last would pass
+    ``bottom``; points right of ``flip_at`` are labelled on their left."""
+    sides: dict[str, list[list]] = {}
+    for i in sorted(range(len(names)), key=lambda k: ys[k]):
+        anchor = "end" if xs[i] > flip_at else "start"
+        side = sides.setdefault(anchor, [])
+        y = max(ys[i], side[-1][2] + gap) if side else ys[i]
+        side.append([names[i], xs[i], y, anchor])
+    out = []
+    for side in sides.values():
+        excess = max(side[-1][2] - bottom, 0.0)
+        out += [(n, x, y - excess, a) for n, x, y, a in side]
+    return out
+
+
 def agreement_scatter(names: Sequence[str], reference: Sequence[float],
                       judge: Sequence[float], measure: str) -> str:
     """Each run's score under the reference labels (x) against under the judge's (y)."""
@@ -217,9 +235,11 @@ def agreement_scatter(names: Sequence[str], reference: Sequence[float],
     for n, x, y in zip(names, reference, judge, strict=True):
         body.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="{WORSE}">'
                     f"<title>{escape(n)}: {x:.4f} vs {y:.4f}</title></circle>")
-        anchor = "end" if sx(x) > left + pw * 0.7 else "start"
-        dx = -6 if anchor == "end" else 6
-        body.append(_text(sx(x) + dx, sy(y) - 5, n, anchor, font_size=10))
+    for n, x, label_y, anchor in _labels(names, [sx(v) for v in reference],
+                                         [sy(v) - 5 for v in judge], left + pw * 0.7,
+                                         top + ph - 2):
+        body.append(_text(x + (-6 if anchor == "end" else 6), label_y, n, anchor,
+                          font_size=10))
     body.append(_text(left + pw / 2, height - 4, f"{measure}, reference labels", "middle",
                       fill=MUTED, font_size=10))
     body.append(f'<text transform="translate(11,{top + ph / 2:.0f}) rotate(-90)" '
