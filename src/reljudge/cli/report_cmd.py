@@ -15,8 +15,12 @@ examples:
 
 Queries are averaged as in eval and compare (each run's queries that have qrels, or every
 qrels query with --all-queries); runs with the same tag are named by their file names.
-The file needs no network to open (inline styles, plots as inline SVG). Plots need the
-optional extra: pip install 'reljudge[report]'.
+The report opens with a summary in words (best run, significant differences, how far the
+judge agrees with the reference labels, warnings where too few pairs or runs back a number),
+then plots, tables, conflicts with their texts (--store) and the configuration: judge,
+prompt and hash, pool depth, merge policy, inputs with SHA-256 checksums, and cost as spent
+now / from the cache / total. It needs no network to open (inline styles, plots as inline
+SVG drawn by reljudge itself: no extra to install).
 """
 
 
@@ -25,8 +29,10 @@ def register(sub) -> None:
     from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("report", help="write one self-contained HTML report",
-                       description="Scores with intervals, the comparison table, the judge "
-                                   "audit with plots, label coverage and cost, in one file.",
+                       description="A summary in words (best run, significant differences, "
+                                   "how far the labels can be trusted), then plots, scores, "
+                                   "the judge audit, conflicts, configuration and cost, in "
+                                   "one file.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     p.add_argument("qrels", nargs="?", help="the TREC qrels (or irds:DATASET_ID) the runs are "
                                                 "scored with")
@@ -45,6 +51,13 @@ def register(sub) -> None:
                         "(default: reject the file with file:line)")
     common.add_all_queries(p)
     p.add_argument("--store", help="label store for coverage and cost")
+    from reljudge.judge.config import JudgeConfig
+
+    for flag in ("price_in", "price_out"):
+        p.add_argument(f"--{flag.replace('_', '-')}", type=float, metavar="USD",
+                       help=f"{JudgeConfig.model_fields[flag].description}, to value the "
+                            "answers that came from the cache (default: the model's list "
+                            "price; with --pipeline: its [judge] prices)")
     p.add_argument("--title", default="reljudge report",
                    help="title of the page (default: reljudge report)")
     p.add_argument("--out", default="report.html",
@@ -64,8 +77,19 @@ def run(args) -> int:
     from reljudge.types import distinct_names
 
     check_outputs(args.out)
-    store = reference = None
+    flag_price = None
+    if args.price_in is not None or args.price_out is not None:
+        from reljudge.judge.cost import Price
+
+        if min(x for x in (args.price_in, args.price_out) if x is not None) < 0:
+            raise ConfigError("--price-in and --price-out are US dollars per million tokens: "
+                              "0 or more")
+        flag_price = Price(args.price_in or 0.0, args.price_out or 0.0)
+    store = reference = price = audit_measure = None
+    audit_bootstrap = 1000
     judges: dict = {}
+    inputs: list = []
+    settings: dict = {}
     measures = args.measures
     all_queries = args.all_queries
     if bool(args.reference) != bool(args.judge):
@@ -77,7 +101,23 @@ def run(args) -> int:
         qrels = read_qrels(config.out_dir / "qrels.txt")
         runs = read_runs([config.path(r) for r in config.inputs.runs])
         measures = measures or config.eval.measures
+        audit_measure = config.audit.measure
+        audit_bootstrap = config.audit.bootstrap
         all_queries = all_queries or config.eval.all_queries
+        inputs = [("queries", config.path(config.inputs.queries)),
+                  ("passages", config.path(config.inputs.passages)),
+                  *[("run", config.path(r)) for r in config.inputs.runs],
+                  *([("human labels", config.path(config.inputs.human_qrels))]
+                    if config.inputs.human_qrels else []),
+                  ("final qrels", config.out_dir / "qrels.txt")]
+        settings = {"pool depth": f"top {config.pool.depth} of every run",
+                    "merge policy": f"{config.merge.policy}, {config.merge.aggregate} over "
+                                    "several labels of a pair",
+                    "pipeline": str(args.pipeline)}
+        if config.judge.price_in is not None or config.judge.price_out is not None:
+            from reljudge.judge.cost import Price
+
+            price = Price(config.judge.price_in or 0.0, config.judge.price_out or 0.0)
         store = LabelStore(config.store_path, create=False)
         llm = [s.name for s in store.sources() if s.kind == "llm"]
         if config.inputs.human_qrels and llm:
@@ -88,6 +128,11 @@ def run(args) -> int:
             raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")
         qrels = read_qrels(args.qrels)
         runs = read_runs(args.runs)
+        inputs = [("qrels", args.qrels), *[("run", r) for r in args.runs],
+                  *([("reference", args.reference)] if args.reference else []),
+                  *[("judge", j) for j in args.judge]]
+        settings = {"pool depth": "not recorded (the qrels were given as a file)",
+                    "merge policy": "not recorded (the qrels were given as a file)"}
         if args.reference:
             from pathlib import Path
 
@@ -99,6 +144,7 @@ def run(args) -> int:
                                                                          strict=True)}
         if args.store:
             store = LabelStore(args.store, create=False)
+    price = flag_price or price
     from reljudge.metrics.queries import warnings
 
     for line in warnings(qrels, runs, all_queries):
@@ -107,7 +153,9 @@ def run(args) -> int:
         with working("writing the report", args.quiet):
             page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
                                 test=args.test, reference=reference, judges=judges,
-                                store=store, title=args.title, all_queries=all_queries)
+                                store=store, title=args.title, all_queries=all_queries,
+                                inputs=inputs, settings=settings, price=price,
+                                audit_measure=audit_measure, audit_bootstrap=audit_bootstrap)
     finally:
         if store is not None:
             store.close()

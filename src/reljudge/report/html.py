@@ -1,148 +1,313 @@
-"""One self-contained HTML report: scores with intervals, comparison, audit, coverage, cost.
+"""One self-contained HTML report that answers "which run is better, and can I trust the
+labels?": a summary in words first, then the forest plot of differences from the baseline,
+scores, per-query differences, the judge audit, conflicts, and the configuration and cost.
 
-No network is needed to open it: styles are inline and plots are inline SVG.
+No network is needed to open it: styles are inline, plots are inline SVG written by
+``report.svg`` (no plotting library), and there are no scripts.
 """
 
 from __future__ import annotations
 
 import html
+import re
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-import numpy as np
-
-from reljudge.report import plots
+from reljudge.report import svg
+from reljudge.report.summary import (
+    LANDIS_KOCH_CITATION,
+    MIN_PAIRS,
+    MIN_RUNS,
+    Summary,
+    comparison_summary,
+    is_coverage,
+    judge_summary,
+    landis_koch,
+    primary_measure,
+)
 from reljudge.report.tables import format_value
 
 STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
-max-width:1100px;color:#222;line-height:1.45;padding:0 1rem}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2.2rem;
-border-bottom:1px solid #ddd;padding-bottom:.2rem}
+*{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;
+max-width:1100px;color:#222;line-height:1.45;padding:1rem;overflow-wrap:anywhere}
+h1{font-size:1.6rem;margin:.5rem 0 .2rem}h2{font-size:1.2rem;margin-top:2rem;
+border-bottom:1px solid #ddd;padding-bottom:.2rem}h3{font-size:1rem;margin:.2rem 0}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
-th,td{padding:.25rem .6rem;border-bottom:1px solid #eee;text-align:right}
-th:first-child,td:first-child{text-align:left}th{background:#f5f7fa}
-.note{color:#666;font-size:.85rem}.up{color:#1e8449;font-weight:600}
-.down{color:#c0392b;font-weight:600}.plots{display:flex;flex-wrap:wrap;gap:1rem}
-.plots svg{max-width:100%;height:auto}.missing{background:#fff4e5;padding:.5rem;
-border-left:3px solid #f0a030}
+th,td{padding:.25rem .45rem;border-bottom:1px solid #eee;text-align:left;vertical-align:top;
+overflow-wrap:normal}
+th{background:#f5f7fa}td:first-child{white-space:nowrap}.num{text-align:right;font-variant-numeric:tabular-nums;
+white-space:nowrap}th.num{white-space:normal}
+.note{color:#555;font-size:.85rem}.up{color:#1e8449;font-weight:600}
+.down{color:#c0392b;font-weight:600}
+.summary{background:#f5f9ff;border:1px solid #cfe0f5;border-radius:6px;padding:.4rem 1rem}
+.summary li{margin:.3rem 0}
+.warning{background:#fff4e5;padding:.5rem .7rem;border-left:3px solid #f0a030;margin:.5rem 0}
+figure{margin:.8rem 0}figcaption{color:#555;font-size:.85rem;margin-top:.3rem}
+.fig{overflow-x:auto;max-width:100%}.fig svg{display:block;height:auto;max-width:100%}
+.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:.6rem;
+max-width:100%}
+.multiples svg{width:100%;max-width:420px;height:auto;display:block}
+.fig svg.forest{width:100%;max-width:640px}
+.plots{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}
+.plots figure{margin:0;max-width:100%}.plots figcaption{max-width:320px}
+th.group{text-align:center;border-bottom:1px solid #ccd}
+details{margin:.6rem 0;border:1px solid #e3e6ea;border-radius:6px;padding:.3rem .7rem}
+summary{cursor:pointer;font-weight:600}
+.conflict{border-top:1px solid #eee;padding:.5rem 0}
+.conflict p{margin:.25rem 0}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.4rem;
+font-size:.82rem;margin:.3rem 0}
+dl.config{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
+dl.config dt{font-weight:600}dl.config dd{margin:0}
+code{font-size:.85em}
+@media (max-width:600px){body{padding:.6rem}dl.config{grid-template-columns:1fr}
+dl.config dd{margin-bottom:.4rem}}
 """
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = []
-        for v in row:
-            text = html.escape(format_value(v, digits) if not isinstance(v, str) else v)
-            text = text.replace("▲", '<span class="up">▲</span>').replace(
-                "▼", '<span class="down">▼</span>')
-            cells.append(f"<td>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+@dataclass(frozen=True)
+class Num:
+    """A number already formatted as text (it is right-aligned like a number)."""
+
+    text: str
 
 
-def _plot(svg: str | None) -> str:
-    if svg is None:
-        return ('<p class="missing">Plots need matplotlib: '
-                "<code>pip install 'reljudge[report]'</code></p>")
-    return f"<div>{svg}</div>"
+_INTERVAL = re.compile(r"^\[[-+]?\d[^\]]*\]$")  # "[0.61, 0.70]": a number, right-aligned
+
+
+def _cell(v, digits: int) -> str:
+    if isinstance(v, str) and _INTERVAL.match(v):
+        v = Num(v)
+    if isinstance(v, Num):
+        text = html.escape(v.text)
+        text = text.replace("▲", '<span class="up">▲</span>').replace(
+            "▼", '<span class="down">▼</span>')
+        return f'<td class="num">{text}</td>'
+    if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+        return f'<td class="num">{html.escape(format_value(v, digits))}</td>'
+    return f"<td>{html.escape(format_value(v, digits))}</td>"
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, Num) or (isinstance(v, str) and bool(_INTERVAL.match(v))) or (isinstance(v, (int, float)) and not isinstance(v, bool)) \
+        or v is None
+
+
+NUM, GROUP = ' class="num"', ' class="group"'
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4,
+          groups: Sequence[tuple[str, int]] = ()) -> str:
+    """An HTML table in its own scroll box: text left-aligned, numbers right-aligned;
+    ``groups`` ((label, columns spanned), ...) adds a header row above the column names."""
+    numeric = [bool(rows) and all(_is_num(r[i]) for r in rows) for i in range(len(headers))]
+    top = ""
+    if groups:
+        top = "<tr>" + "".join(f'<th colspan="{n}"{GROUP if label else ""}>'
+                               f"{html.escape(label)}</th>" for label, n in groups) + "</tr>"
+    head = "".join(f'<th{NUM if n else ""}>{html.escape(str(h))}</th>'
+                   for h, n in zip(headers, numeric, strict=True))
+    body = "".join("<tr>" + "".join(_cell(v, digits) for v in row) + "</tr>" for row in rows)
+    return (f'<div class="scroll"><table><thead>{top}<tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _p(text: str, cls: str = "note") -> str:
+    return f'<p class="{cls}">{html.escape(text)}</p>'
+
+
+def _summary_html(summaries: Sequence[Summary]) -> str:
+    lines = [x for s in summaries for x in s.lines]
+    warnings = [w for s in summaries for w in s.warnings]
+    out = ['<section id="summary"><h2>Summary</h2><div class="summary"><ul>']
+    out += [f"<li>{html.escape(x)}</li>" for x in lines]
+    out.append("</ul></div>")
+    out += [f'<p class="warning">{html.escape("Warning: " + w)}</p>' for w in warnings]
+    out.append("</section>")
+    return "\n".join(out)
 
 
 def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None = None,
                  test: str = "randomization", trials: int = 10_000, seed: int = 0,
                  reference=None, judge=None, judge_name: str = "judge",
                  judges: Mapping | None = None, audit_measure: str | None = None, store=None,
-                 title: str = "reljudge report", all_queries: bool = False) -> str:
+                 title: str = "reljudge report", all_queries: bool = False,
+                 inputs: Sequence[tuple[str, str | Path]] = (),
+                 settings: Mapping[str, str] | None = None, price=None,
+                 conflicts: int = 50, audit_bootstrap: int = 1000) -> str:
     """The report as one HTML string; ``judges`` ({name: qrels}) or one ``judge`` is audited
-    against ``reference``. Queries are averaged as in ``stats.compare``."""
+    against ``reference``. Queries are averaged as in ``stats.compare``. ``inputs`` are
+    (role, path) pairs listed with their checksums, ``settings`` ({name: value}: pool depth,
+    merge policy, ...) are shown as the configuration, ``price`` (a ``judge.cost.Price``)
+    values cached answers, and at most ``conflicts`` human/LLM conflicts are shown. Agreement
+    intervals resample queries ``audit_bootstrap`` times (0: none)."""
     from reljudge import __version__
     from reljudge.stats import compare
-    from reljudge.stats.compare import comparison_rows
 
     comp = compare(qrels, runs, measures, baseline=baseline, test=test, trials=trials,
                    seed=seed, all_queries=all_queries)
     runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]  # distinct names
-    m0 = comp.measures[0]
-    parts = [f"<h1>{html.escape(title)}</h1>",
-             f'<p class="note">reljudge {__version__}, {time.strftime("%Y-%m-%d %H:%M")}; '
-             f"{len(comp.runs)} runs, {len(comp.queries)} queries for the baseline "
-             f"({html.escape(comp.rule_note())}). Conventions: trec_eval "
-             "semantics (ties by docid descending, unjudged documents are grade 0, nDCG ideal "
-             "ranking from all judged documents).</p>"]
-    parts += [f'<p class="missing">{html.escape(w)}</p>' for w in comp.warnings]
-
-    parts.append("<h2>Run scores</h2>")
-    rows = []
-    for n in comp.runs:
-        row = [n]
-        for m in comp.measures:
-            iv = comp.cells[(n, m)].interval
-            row += [iv.mean, f"[{iv.low:.4f}, {iv.high:.4f}]", iv.se]
-        rows.append(row)
-    headers = ["run"] + [h for m in comp.measures for h in (m, "95% CI", "SE")]
-    parts.append(_table(headers, rows))
-    ivs = [comp.cells[(n, m0)].interval for n in comp.runs]
-    parts.append(_plot(plots.scores_plot(comp.runs, [i.mean for i in ivs],
-                                         [i.low for i in ivs], [i.high for i in ivs], m0)))
-
-    parts.append("<h2>Comparison with the baseline</h2>")
-    h, r = comparison_rows(comp, with_ci=False)
-    parts.append(_table(h, r))
-    parts.append(f'<p class="note">{html.escape(comp.legend())}</p>')
-
-    parts.append(f"<h2>Per-query differences ({html.escape(m0)})</h2><div class='plots'>")
-    for n in comp.runs:
-        if n != comp.baseline:
-            common, base, vals = comp.paired(n, m0)
-            diff = vals - base
-            parts.append(_plot(plots.per_query_differences(
-                common, diff, f"{n} minus {comp.baseline}: {np.sum(diff > 0)} better, "
-                              f"{np.sum(diff < 0)} worse")))
-    parts.append("</div>")
-
+    m0 = primary_measure(comp)
     if judges is None and judge is not None:
         judges = {judge_name: judge}
+    result = None
     if reference is not None and judges:
-        parts.append(_audit_section(reference, dict(judges), runs, audit_measure or m0))
+        from reljudge.audit import audit
+
+        result = audit(reference, dict(judges), runs, measure=audit_measure or m0,
+                       bootstrap=audit_bootstrap, seed=seed, with_ensembles=False)
+    summaries = [comparison_summary(comp)] + ([judge_summary(result)] if result else [])
+    parts = [f"<header><h1>{html.escape(title)}</h1>",
+             _p(f"reljudge {__version__}, {time.strftime('%Y-%m-%d %H:%M')}; "
+                f"{len(comp.runs)} runs, {len(comp.queries)} queries for the baseline "
+                f"({comp.rule_note()}). Conventions: trec_eval semantics (ties by docid "
+                "descending, unjudged documents are grade 0, nDCG ideal ranking from all "
+                "judged documents)."), "</header>",
+             _summary_html(summaries),
+             _forest_section(comp, m0),
+             _scores_section(comp),
+             _per_query_section(comp, m0)]
+    if result is not None:
+        parts.append(_audit_section(result))
     if store is not None:
         parts.append(_estimate_section(store, runs, comp.measures, comp.baseline))
-        parts.append(_store_section(store))
+        parts.append(_conflicts_section(store, conflicts))
+    parts.append(_configuration_section(store, inputs, settings or {}, price))
     body = "\n".join(parts)
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
             f"<body>{body}</body></html>\n")
 
 
-def _audit_section(reference, judges: dict, runs, measure) -> str:
-    from reljudge.audit import audit
+def _forest_section(comp, m0: str) -> str:
+    from reljudge.stats.bootstrap import bootstrap_ci
 
-    res = audit(reference, judges, runs, measure=measure, with_ensembles=False)
-    out = ["<h2>Can the judge be trusted? (audit against the reference labels)</h2>"]
-    keys = ["exact", "kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal", "spearman",
-            "leniency", "mae"]
-    out.append(_table(["judge", "pairs", *keys],
-                      [[j.name, j.items.pairs, *[j.items.stats[k] for k in keys]]
-                       for j in res.judges], 3))
-    for j in res.judges:
+    others = [n for n in comp.runs if n != comp.baseline]
+    out = [f'<section id="differences"><h2>Differences from the baseline '
+           f"{html.escape(comp.baseline)} ({html.escape(m0)})</h2>"]
+    if not others:
+        out.append(_p("Only one run: there is nothing to compare it with.") + "</section>")
+        return "\n".join(out)
+    diffs, lows, highs = [], [], []
+    for n in others:
+        _, base, vals = comp.paired(n, m0)
+        iv = bootstrap_ci(vals - base, n=1000, seed=comp.seed)
+        diffs.append(iv.mean)
+        lows.append(iv.low)
+        highs.append(iv.high)
+    sig = [comp.cells[(n, m0)].significant for n in others]
+    plot = svg.forest_plot(others, diffs, lows, highs, sig, m0, comp.baseline)
+    out.append(f'<figure><div class="fig">{plot}</div><figcaption>Mean per-query difference '
+               f"from {html.escape(comp.baseline)} over the queries both runs are averaged "
+               "over, with a 95% bootstrap interval of that mean (1000 resamples). Filled "
+               "points and * mark differences significant after the correction (see the "
+               "scores table's legend).</figcaption></figure></section>")
+    return "\n".join(out)
+
+
+def _scores_section(comp) -> str:
+    from reljudge.stats.compare import mark
+
+    headers, groups = ["run"], [("", 1)]
+    for m in comp.measures:
+        cov = is_coverage(m)
+        headers += ["mean", "95% CI"] + ([] if cov else ["p adj."])
+        groups.append((m, 2 if cov else 3))
+    rows = []
+    for n in comp.runs:
+        row: list = [n + (" (baseline)" if n == comp.baseline else "")]
+        for m in comp.measures:
+            c = comp.cells[(n, m)]
+            iv = c.interval
+            cov = is_coverage(m)
+            row.append(Num(f"{iv.mean:.4f}" + ("" if cov else mark(c))))
+            row.append(Num(f"[{iv.low:.3f}, {iv.high:.3f}]"))
+            if not cov:
+                row.append(Num("-" if c.p_adjusted is None else f"{c.p_adjusted:.3f}"))
+        rows.append(row)
+    legend = comp.legend()
+    if any(is_coverage(m) for m in comp.measures):
+        legend += ("; Judged@k is coverage (how much of each top k has labels), shown without "
+                   "a test")
+    return "\n".join(['<section id="scores"><h2>Run scores</h2>', table(headers, rows, groups=groups),
+                      _p(legend), "</section>"])
+
+
+def _per_query_section(comp, m0: str) -> str:
+    others = [n for n in comp.runs if n != comp.baseline]
+    out = [f'<section id="per-query"><h2>Per-query differences ({html.escape(m0)})</h2>']
+    if others:
+        panels = []
+        for n in others:
+            _, base, vals = comp.paired(n, m0)
+            panels.append((f"{n} minus {comp.baseline}", (vals - base).tolist()))
+        out.append('<figure><div class="multiples">' + "".join(svg.small_multiples(panels))
+                   + "</div><figcaption>One panel per run: each query's difference from "
+                   f"{html.escape(comp.baseline)}, sorted; green: the run is better on that "
+                   "query, red: worse. All panels share one y-scale.</figcaption></figure>")
+    j = comp.measures.index(m0)
+    values = {n: dict(zip(comp.run_queries[n], comp.per_query[n][:, j].tolist(), strict=True))
+              for n in comp.runs}
+    queries = sorted({q for v in values.values() for q in v}, key=_natural)
+    rows = [[q, *[values[n].get(q) for n in comp.runs]] for q in queries]
+    out.append(f"<details><summary>Per-query {html.escape(m0)} of every run "
+               f"({len(queries)} queries)</summary>"
+               + table(["query", *comp.runs], rows) + "</details></section>")
+    return "\n".join(out)
+
+
+def _natural(text: str) -> list:
+    """Sort key that orders q2 before q10."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
+
+
+def _audit_section(result) -> str:
+    out = ['<section id="judge"><h2>Can the judge be trusted? (audit against the reference '
+           "labels)</h2>"]
+    keys = ["exact", "kappa", "kappa_quadratic", "alpha_ordinal", "spearman", "leniency",
+            "mae"]
+    rows = []
+    for j in result.judges:
+        k = j.items.stats.get("kappa")
+        ci = j.items.ci.get("kappa")
+        rows.append([j.name, j.items.pairs, *[j.items.stats.get(x) for x in keys[:2]],
+                     Num("-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"),
+                     "-" if k is None else landis_koch(k),
+                     *[j.items.stats.get(x) for x in keys[2:]]])
+    out.append(table(["judge", "pairs", "exact", "kappa", "kappa 95% CI", "reading",
+                      "quadratic kappa", "ordinal alpha", "Spearman", "leniency", "MAE"],
+                     rows, 3))
+    out.append(_p(f"Reading of kappa after {LANDIS_KOCH_CITATION}: below 0 poor, 0-0.20 "
+                  "slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
+                  f"0.81-1 almost perfect. Intervals: {result.bootstrap} resamples of the "
+                  f"queries (seed {result.seed}). Fewer than {MIN_PAIRS} pairs or {MIN_RUNS} "
+                  "runs behind a statistic are flagged in the summary."))
+    for j in result.judges:
         for stat, why in j.items.undefined.items():
-            out.append(f'<p class="note">{html.escape(j.name)}: {html.escape(stat)} undefined: '
-                       f"{html.escape(why)}</p>")
+            out.append(_p(f"{j.name}: {stat} undefined: {why}"))
     out.append("<div class='plots'>")
-    for j in res.judges:
-        out.append(_plot(plots.confusion_heatmap(j.items.confusion, f"{j.name} vs reference")))
-        if j.systems is not None:
-            sy = j.systems
-            out.append(_plot(plots.agreement_scatter(sy.runs, sy.reference_scores,
-                                                     sy.judge_scores, measure, sy.kendall_tau)))
-    out.append("</div>")
-    for j in res.judges:
-        if j.systems is not None:
-            out.append(f'<p class="note">{html.escape(j.name)}: Kendall tau '
-                       f"{format_value(j.systems.kendall_tau, 3)}, tau_AP "
-                       f"{format_value(j.systems.tau_ap, 3)}, largest rank change "
-                       f"{j.systems.max_rank_change}.</p>")
+    for j in result.judges:
+        heat = svg.confusion_heatmap(j.items.confusion, f"{j.name} vs reference")
+        out.append(f'<figure><div class="fig">{heat}</div><figcaption>{html.escape(j.name)}: '
+                   "grades against the reference's (rows: reference grade, columns: judge "
+                   "grade; the diagonal is agreement).</figcaption></figure>")
+        sy = j.systems
+        if sy is not None:
+            tau = "undefined" if sy.kendall_tau is None else f"{sy.kendall_tau:.3f}"
+            dots = svg.agreement_scatter(sy.runs, sy.reference_scores, sy.judge_scores,
+                                         sy.measure)
+            out.append(f'<figure><div class="fig">{dots}</div><figcaption>'
+                       f"{html.escape(j.name)}: system ranking, Kendall tau "
+                       f"{tau} over {len(sy.runs)} runs, tau_AP "
+                       f"{html.escape(format_value(sy.tau_ap, 3))}, largest rank change "
+                       f"{sy.max_rank_change}.</figcaption></figure>")
+    out.append("</div></section>")
     return "\n".join(out)
 
 
@@ -154,29 +319,108 @@ def _estimate_section(store, runs, measures, baseline) -> str:
     if est is None:
         return ""
     return "\n".join([
-        "<h2>Scores under human labels (prediction-powered, from a human sample)</h2>",
-        _table(*estimate_table(est.rows + est.diffs, with_p=True)),
-        f'<p class="note">{html.escape(est.note())}. llm: the judge\'s labels alone '
-        "(bootstrap interval, biased when the judge is); human: the sample alone; ppi: "
-        "both, valid however bad the judge is.</p>"]
-        + [f'<p class="warning">{html.escape(w)}</p>' for w in est.warnings()])
+        '<section id="estimates"><h2>Scores under human labels (prediction-powered, from a '
+        "human sample)</h2>", table(*estimate_table(est.rows + est.diffs, with_p=True)),
+        _p(f"{est.note()}. llm: the judge's labels alone (bootstrap interval, biased when "
+           "the judge is); human: the sample alone; ppi: both, valid however bad the judge "
+           "is."), *[_p(w, "warning") for w in est.warnings()], "</section>"])
 
 
-def _store_section(store) -> str:
-    sources = store.sources()
-    failures = store.failures()
-    merged = store.merge()
+def _clip(text: str | None, limit: int = 1200) -> str:
+    if text is None:
+        return "(no text in the store)"
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def _grade(g: float) -> str:
+    """A grade as people write it: 3, or 2.50 for an aggregate of several labels."""
+    return str(int(g)) if float(g).is_integer() else f"{g:.2f}"
+
+
+def _conflicts_section(store, limit: int) -> str:
+    from reljudge.store.views import conflicts_with_text
+
+    found = conflicts_with_text(store)
+    if not found:
+        return ""
+    shown = found[:limit] if limit else found
+    out = ['<section id="conflicts"><h2>Conflicts between people and the judge</h2>',
+           f"<details><summary>{len(found)} pair(s) whose human and LLM grades differ by 1 or "
+           f"more{f', the {len(shown)} largest shown' if len(shown) < len(found) else ''}"
+           "</summary>"]
+    for c in shown:
+        out.append(
+            f'<article class="conflict"><h3>{html.escape(c.qid)} / {html.escape(c.docid)}: '
+            f"human {_grade(c.human)}, judge {_grade(c.llm)}</h3>"
+            f"<p><b>Query:</b> {html.escape(_clip(c.query))}</p>"
+            f"<p><b>Passage:</b> {html.escape(_clip(c.passage))}</p>"
+            f"<p class='note'>human: {html.escape(', '.join(c.human_sources))}; judge: "
+            f"{html.escape(', '.join(c.llm_sources))}</p>"
+            f"<p><b>The judge's reasoning:</b></p><pre>{html.escape(_clip(c.reasoning(), 3000))}"
+            "</pre></article>")
+    out.append("</details>" + _p("The same rows: reljudge labels conflicts --with-text.")
+               + "</section>")
+    return "\n".join(out)
+
+
+def _configuration_section(store, inputs, settings: Mapping[str, str], price) -> str:
+    from reljudge.report.facts import cost_line, input_files, judges_and_costs
+
+    out = ['<section id="configuration"><h2>Configuration</h2><dl class="config">']
+    judges, costs = judges_and_costs(store, price) if store is not None else ([], [])
+    for j in judges:
+        prompt = " ".join(x for x in (j.prompt, j.prompt_version and f"v{j.prompt_version}")
+                          if x) or "not recorded"
+        out.append(f"<dt>judge</dt><dd>{html.escape(j.model or 'model not recorded')} at "
+                   f"{html.escape(j.endpoint_host or 'an endpoint not recorded')} "
+                   f"({j.events} events; source <code>{html.escape(j.source)}</code>)</dd>"
+                   f"<dt>prompt</dt><dd>{html.escape(prompt)}, hash "
+                   f"<code>{html.escape(j.prompt_hash or 'not recorded')}</code></dd>")
+    if store is not None and not judges:
+        out.append("<dt>judge</dt><dd>no LLM labels in the store</dd>")
+    for k, v in settings.items():
+        out.append(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>")
+    if costs:
+        out.append(f"<dt>cost</dt><dd>{html.escape(cost_line(costs))}</dd>")
+    out.append("</dl>")
+    files = input_files(inputs)
+    if files:
+        out.append("<h3>Inputs</h3>")
+        out.append(table(["role", "file", "sha256", "size (bytes)"],
+                         [[f.role, _shown(f.path), f.sha256[:12], f.size] for f in files]))
+        out.append(_p("sha256: the first 12 hex digits of the SHA-256 of the file's bytes "
+                      "(sha256sum FILE)."))
+    if store is not None:
+        out.append(_store_tables(store))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _shown(path: str) -> str:
+    """A path relative to the working folder when it lies inside it, else as given."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+def _store_tables(store) -> str:
     from reljudge.store import coverage
 
-    cov = coverage(merged)
-    out = ["<h2>Labels: sources, coverage and cost</h2>"]
-    out.append(_table(["kind", "source", "events", "ok", "failed", "grade 0", "1", "2", "3",
-                       "tokens in", "tokens out", "cost $"],
-                      [[s.kind, s.name, s.events, s.ok, s.failed,
-                        *[s.grades.get(g, 0) for g in range(4)], s.tokens_in, s.tokens_out,
-                        s.cost] for s in sources]))
-    total = sum(s.cost for s in sources)
-    out.append(f'<p class="note">Total spent on LLM calls: ${total:.4f}; failed judgments: '
-               f"{len(failures)} (never counted as grades).</p>")
-    out.append(_table(["query", "final labels"], [[q, n] for q, n, _ in cov]))
+    sources = store.sources()
+    failures = store.failures()
+    out = ["<h3>Label sources</h3>",
+           table(["kind", "source", "events", "ok", "failed", "grade 0", "1", "2", "3",
+                  "tokens in", "tokens out", "cost $ now"],
+                 [[s.kind, s.name, s.events, s.ok, s.failed,
+                   *[s.grades.get(g, 0) for g in range(4)], s.tokens_in, s.tokens_out, s.cost]
+                  for s in sources]),
+           _p(f"Failed judgments: {len(failures)} (never counted as grades). 'cost $ now' is "
+              "what the calls were charged; answers from the answer cache cost nothing again "
+              "(their value is in the cost line above).")]
+    cov = coverage(store.merge())
+    out.append(f"<details><summary>Final labels per query ({len(cov)} queries)</summary>"
+               + table(["query", "final labels"], [[q, n] for q, n, _ in cov])
+               + "</details>")
     return "\n".join(out)

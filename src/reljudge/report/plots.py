@@ -1,7 +1,8 @@
 """Plots as inline SVG strings (matplotlib, Agg backend). Presentation only.
 
-matplotlib is the optional extra ``reljudge[report]``; without it every function returns None
-and the report says how to get the plots.
+The HTML report no longer uses this module: ``report.svg`` draws its plots without any
+plotting library. It stays for code that calls these functions; matplotlib is the optional
+extra ``reljudge[report]``, and without it every function returns None.
 """
 
 from __future__ import annotations

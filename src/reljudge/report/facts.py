@@ -1,0 +1,132 @@
+"""What produced a report: input files with checksums, the judges (model, endpoint host,
+prompt and its hash) and what their labels cost, split into money spent now and the value of
+answers that came from the answer cache. Read from files and a label store; no network."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file as read: its role, path, SHA-256 of its bytes and size."""
+
+    role: str
+    path: str
+    sha256: str
+    size: int
+
+
+def input_file(role: str, path: str | Path) -> InputFile:
+    """The checksum (SHA-256, full hex) and size of one input file."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return InputFile(role, str(path), h.hexdigest(), size)
+
+
+def input_files(files: Iterable[tuple[str, str | Path]]) -> list[InputFile]:
+    """Checksums of (role, path) pairs, each file once, in the order given."""
+    out, seen = [], set()
+    for role, path in files:
+        key = str(Path(path).resolve())
+        if key not in seen:
+            seen.add(key)
+            out.append(input_file(role, path))
+    return out
+
+
+@dataclass(frozen=True)
+class JudgeFacts:
+    """One LLM label source as its events record it."""
+
+    source: str
+    model: str | None
+    endpoint_host: str | None
+    prompt: str | None
+    prompt_version: str | None
+    prompt_hash: str | None
+    events: int
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one judge's labels cost: paid calls, answers taken from the answer cache (no
+    charge now, valued at the model's price) and tokens whose price is unknown."""
+
+    source: str
+    spent: float  # US dollars charged for the calls made
+    spent_tokens: int
+    cached_value: float  # US dollars the cached answers would cost at the model's price
+    cached_tokens: int
+    unpriced_tokens: int  # tokens of events with no known (non-zero) price
+
+    @property
+    def total(self) -> float:
+        """Spent now plus the value of the cached answers."""
+        return self.spent + self.cached_value
+
+
+def _host(endpoint: str | None) -> str | None:
+    if not endpoint:
+        return None
+    return urlsplit(endpoint).netloc or endpoint
+
+
+def judges_and_costs(store, price=None) -> tuple[list[JudgeFacts], list[Cost]]:
+    """The LLM sources of a store and their cost. ``price`` (a ``judge.cost.Price``) overrides
+    the model's list price, as --price-in/--price-out did when labelling. An event with
+    tokens and no cost was answered from the cache when its model has a known, non-zero
+    price; otherwise its tokens are counted as unpriced (a free or unknown model)."""
+    from reljudge.judge.cost import price_for
+
+    facts: dict[tuple, int] = {}
+    costs: dict[str, list] = {}
+    prices: dict[str, object] = {}
+    for e in store.events(kind="llm"):
+        meta = e.meta or {}
+        model = meta.get("model")
+        key = (e.source_name, model, _host(meta.get("endpoint")), meta.get("prompt"),
+               meta.get("prompt_version"), meta.get("prompt_hash"))
+        facts[key] = facts.get(key, 0) + 1
+        c = costs.setdefault(e.source_name, [0.0, 0, 0.0, 0, 0])
+        tin, tout = e.tokens_in or 0, e.tokens_out or 0
+        if e.cost:
+            c[0] += e.cost
+            c[1] += tin + tout
+            continue
+        if not tin + tout:
+            continue
+        if model not in prices:
+            prices[model] = price if price is not None else price_for(model or "")
+        p = prices[model]
+        value = p.cost(tin, tout) if p.known else 0.0
+        if value > 0:
+            c[2] += value
+            c[3] += tin + tout
+        else:
+            c[4] += tin + tout
+    return ([JudgeFacts(*k, n) for k, n in facts.items()],
+            [Cost(s, *v) for s, v in costs.items()])
+
+
+def cost_line(costs: list[Cost]) -> str:
+    """'$X spent now / $Y from the cache / $Z total', with the tokens behind each part."""
+    spent = sum(c.spent for c in costs)
+    cached = sum(c.cached_value for c in costs)
+    st = sum(c.spent_tokens for c in costs)
+    ct = sum(c.cached_tokens for c in costs)
+    ut = sum(c.unpriced_tokens for c in costs)
+    line = (f"${spent:.4f} spent now ({st:,} tokens) / ${cached:.4f} from the cache "
+            f"({ct:,} tokens answered by the answer cache, not charged again) / "
+            f"${spent + cached:.4f} total")
+    if ut:
+        line += f"; {ut:,} more tokens at no known price (a free or unpriced model)"
+    return line
