@@ -25,8 +25,14 @@ from typing import Any
 from reljudge.errors import ConfigError
 from reljudge.judge.client import Endpoint
 from reljudge.judge.config import EndpointConfig, JudgeConfig
+from reljudge.judge.failures import ENDPOINT_KINDS, FailureKind
 
-__all__ = ["EndpointSpec", "Lane", "WorkQueue", "endpoints_from_file", "resolve_endpoints"]
+__all__ = ["HAND_BACK_KINDS", "EndpointSpec", "Lane", "WorkQueue", "endpoints_from_file",
+           "resolve_endpoints"]
+
+#: failed calls whose pair another endpoint may answer (the endpoint did not): handed back
+#: while another endpoint is up, at most once per endpoint; any failure on a drained one too
+HAND_BACK_KINDS = ENDPOINT_KINDS | {FailureKind.TIMEOUT}
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,14 @@ from reljudge.judge.client import (
 )
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import Price, estimate_tokens, price_for
-from reljudge.judge.endpoints import EndpointSpec, Lane, WorkQueue, resolve_endpoints
-from reljudge.judge.failures import ENDPOINT_KINDS, CircuitBreaker, FailureKind, asked_again
+from reljudge.judge.endpoints import (
+    HAND_BACK_KINDS,
+    EndpointSpec,
+    Lane,
+    WorkQueue,
+    resolve_endpoints,
+)
+from reljudge.judge.failures import CircuitBreaker, FailureKind, asked_again
 from reljudge.judge.limits import RateLimiter
 from reljudge.judge.parse import REPAIR, parse_answer
 from reljudge.judge.progress import OnSigint
@@ -261,9 +267,9 @@ class Labeller:
 
     def _hand_back(self, lane: Lane, e: CallFailed, requeue: bool) -> bool:
         """Whether this failed call's pair goes to another endpoint: this one is drained or
-        could not be reached, and another is up."""
+        did not answer (connection, TLS, timeout), and another is up."""
         return requeue and self._elsewhere(lane) and (lane.drained is not None
-                                                      or e.kind in ENDPOINT_KINDS)
+                                                      or e.kind in HAND_BACK_KINDS)
 
     def _warn(self, note: str, report: LabelReport) -> None:
         if note not in report.warnings:
@@ -293,7 +299,7 @@ class Labeller:
                     if e.feature and self.caps.fall_back(e.feature, params) is not None:
                         continue
                     if len(self.lanes) > 1 and lane.drained is None and (
-                            e.kind in ENDPOINT_KINDS or self._lane_of(e) is not lane):
+                            e.kind in HAND_BACK_KINDS or self._lane_of(e) is not lane):
                         continue  # another endpoint's failure: ask this one
                     raise
                 return answer, True, params
