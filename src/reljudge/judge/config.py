@@ -114,9 +114,10 @@ class JudgeConfig(BaseModel):
     poll_interval: float = Field(30.0, gt=0, description="seconds between batch status polls "
                                  "with --wait (default 30)")
     endpoints: list[EndpointConfig] = Field(
-        default_factory=list, description="several endpoints at once: a TOML or JSON file of "
-        "[[endpoints]] tables (url, and optional api_key_env, model, concurrency, rpm, tpm); "
-        "--base-url given more than once is the same with the shared limits")
+        default_factory=list, description="several endpoints at once, each a url and "
+        "optional api_key_env, model, concurrency, rpm, tpm: on the command line a TOML or "
+        "JSON file of [[endpoints]] tables (--base-url repeated: the same with the shared "
+        "limits)")
     replicas: bool | None = Field(None, description="the endpoints serve one model (default: "
                                   "yes when their models are equal): answers are cached "
                                   "without the endpoint's URL, so any replica's answer serves "

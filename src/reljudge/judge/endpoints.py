@@ -20,10 +20,9 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import ConfigError
-from reljudge.judge.client import Endpoint
 from reljudge.judge.config import EndpointConfig, JudgeConfig
 from reljudge.judge.failures import ENDPOINT_KINDS, FailureKind
 
@@ -33,6 +32,9 @@ __all__ = ["HAND_BACK_KINDS", "EndpointSpec", "Lane", "WorkQueue", "endpoints_fr
 #: failed calls whose pair another endpoint may answer (the endpoint did not): handed back
 #: while another endpoint is up, at most once per endpoint; any failure on a drained one too
 HAND_BACK_KINDS = ENDPOINT_KINDS | {FailureKind.TIMEOUT}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.judge.client import Endpoint
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class EndpointSpec:
 def resolve_endpoints(config: JudgeConfig) -> list[EndpointSpec]:
     """The endpoints of a job: ``config.endpoints``, else the one ``base_url`` (or
     OPENAI_BASE_URL, else OpenAI) with the shared limits."""
+    from reljudge.judge.client import Endpoint  # the HTTP side: imported when a job is built
+
     if not config.endpoints:
         key = config.api_key.get_secret_value() if config.api_key else None
         return [EndpointSpec(Endpoint.resolve(config.base_url, key), config.model,
