@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reljudge.cli import main
 from reljudge.errors import ConfigError, LLMError
@@ -420,3 +422,37 @@ def test_the_json_summary_lists_each_endpoint(tmp_path, capsys):
     assert code == 0 and [e["endpoint"] for e in summary["endpoints"]] == \
         [s.base_url for s in fleet]
     assert sum(e["pairs"] for e in summary["endpoints"]) == 30
+
+
+def test_a_dry_run_counts_answers_any_replica_gave_as_cached(tmp_path):
+    first, second = servers(2), servers(3)
+    try:
+        label_pairs(config(tmp_path, first), PAIRS[:40], QUERIES, PASSAGES)
+        est = Labeller(config(tmp_path, second)).estimate(PAIRS[:50], QUERIES, PASSAGES)
+    finally:
+        stop_all(first + second)
+    assert (est.cached, est.to_send) == (40, 10) and sum(s.calls for s in second) == 0
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(limits=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       kill_at=st.integers(5, 60), victim=st.integers(0, 2))
+def test_any_fleet_with_any_endpoint_killed_grades_every_pair_once(tmp_path_factory, limits,
+                                                                   kill_at, victim):
+    tmp_path = tmp_path_factory.mktemp("fleet")
+    fleet = servers(len(limits), delay=0.005)
+    doomed = fleet[victim % len(fleet)] if len(fleet) > 1 else None
+    try:
+        if doomed is not None:
+            kill_after(doomed, kill_at)
+        cfg = config(tmp_path, fleet, endpoints=[
+            {"url": s.base_url, "concurrency": c} for s, c in zip(fleet, limits, strict=True)])
+        with LabelStore(tmp_path / "s.sqlite") as store:
+            report = label_pairs(cfg, PAIRS[:120], QUERIES, PASSAGES, store)
+            graded_once(store, 120)
+    finally:
+        stop_all(fleet)
+    assert report.labelled == 120 and report.calls == 120
+    assert all(s.max_inflight <= c for s, c in zip(fleet, limits, strict=True))
+    up = [e for e in report.endpoints if e["endpoint"] != getattr(doomed, "base_url", None)]
+    assert all(e["drained"] is None for e in up)

@@ -173,19 +173,35 @@ class Lane:
 
 @dataclass(eq=False)
 class WorkQueue:
-    """The items of a run, shared by every lane's workers: fresh ones in order, and those
-    handed back by a drained endpoint first."""
+    """The items of a run, shared by every lane's workers: those handed back by an endpoint
+    first (never to one whose call of it failed already, while another could take it), then
+    fresh ones in order."""
 
     items: Any  # an iterator of items
     back: deque = field(default_factory=deque)
+    tried: dict = field(default_factory=dict)  # item -> the lanes that handed it back
     busy: int = 0  # items being judged now (any of them may be handed back)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def take(self):
-        """The next item, or None when there is none now."""
-        if self.back:
-            return self.back.popleft()
+    def take(self, lane: Lane, lanes: list[Lane]):
+        """The next item for this lane, or None when there is none for it now."""
+        for i, item in enumerate(self.back):
+            if lane not in self.tried[item] or not self.elsewhere(item, lane, lanes):
+                del self.back[i]
+                return item
         return next(self.items, None)
+
+    def elsewhere(self, item, lane: Lane, lanes: list[Lane]) -> bool:
+        """Another endpoint is up that has not failed this item yet."""
+        tried = self.tried.get(item, ())
+        return any(other is not lane and other.drained is None and other not in tried
+                   for other in lanes)
+
+    def hand_back(self, item, lane: Lane) -> None:
+        """This lane's call of the item failed: it goes to the others."""
+        self.tried.setdefault(item, set()).add(lane)
+        lane.handed_back += 1
+        self.back.append(item)
 
     async def wait(self) -> bool:
         """Nothing to take now: wait until an item in flight ends; False when none is in

@@ -494,7 +494,6 @@ class Labeller:
         self.caps = self._make_caps()
         self.lanes = lanes = [self._open_lane(spec, sink) for spec in self.specs]
         queue = WorkQueue(iter(todo))  # shared by every lane's workers (one thread)
-        tries: dict[tuple[str, str, int], int] = {}  # items handed back, and how often
         pending: list[LabelEvent] = []
         bar = _Progress(len(todo), progress)
 
@@ -509,16 +508,16 @@ class Labeller:
 
         async def worker(lane: Lane) -> None:
             while not self._stop and lane.drained is None:
-                item = queue.take()
+                item = queue.take(lane, lanes)
                 if item is None:
                     if await queue.wait():
                         continue
                     return
                 queue.busy += 1
                 try:
-                    # a pair another endpoint gave back may move on again, not forever
+                    # a pair moves on only to an endpoint that has not failed it yet
                     event = await self._judge(lane, item, queries, passages, report,
-                                              requeue=tries.get(item, 0) < len(lanes))
+                                              requeue=queue.elsewhere(item, lane, lanes))
                 except BudgetReached:
                     report.not_sent += 1
                     self._stop = self._stop or "budget"
@@ -527,9 +526,7 @@ class Labeller:
                     report.not_sent += 1
                     continue
                 except _HandBack:
-                    tries[item] = tries.get(item, 0) + 1
-                    lane.handed_back += 1
-                    queue.back.append(item)
+                    queue.hand_back(item, lane)
                     continue
                 finally:
                     queue.done_one()
