@@ -456,3 +456,20 @@ def test_any_fleet_with_any_endpoint_killed_grades_every_pair_once(tmp_path_fact
     assert all(s.max_inflight <= c for s, c in zip(fleet, limits, strict=True))
     up = [e for e in report.endpoints if e["endpoint"] != getattr(doomed, "base_url", None)]
     assert all(e["drained"] is None for e in up)
+
+
+@pytest.mark.parametrize("with_store", [True, False])
+def test_qrels_out_of_a_two_model_job_has_every_pair(tmp_path, with_store):
+    fleet = servers(2)
+    path = tmp_path / "endpoints.json"
+    path.write_text(json.dumps([{"url": fleet[0].base_url, "model": "m-one"},
+                                {"url": fleet[1].base_url, "model": "m-two"}]))
+    store = ["--store", str(tmp_path / "s.sqlite")] if with_store else []
+    try:
+        code = main(["label", *write_inputs(tmp_path, 60), "--endpoints", str(path), *store,
+                     "--qrels-out", str(tmp_path / "llm.qrels")])
+    finally:
+        stop_all(fleet)
+    lines = (tmp_path / "llm.qrels").read_text().splitlines()
+    assert code == 0 and fleet[0].calls > 0 and fleet[1].calls > 0
+    assert sorted(line.split()[2] for line in lines) == sorted(f"d{i}" for i in range(60))

@@ -201,7 +201,7 @@ def run_label(args: argparse.Namespace) -> int:
         report = asyncio.run(labeller.label(pairs, queries, passages, store,
                                             progress=not args.quiet and sys.stderr.isatty()))
         if args.qrels_out:
-            write_judge_qrels(report, store, labeller.judge_id, config.aggregate,
+            write_judge_qrels(report, store, labeller.judge_ids, config.aggregate,
                               args.qrels_out)
     finally:
         if store is not None:
@@ -250,15 +250,28 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
     return EXIT_OK if result.complete else EXIT_FAILURES
 
 
-def write_judge_qrels(report, store, judge_id: str, aggregate: str, path: str) -> None:
-    """This judge's final grades (from the store when given: all runs, else this run)."""
+def write_judge_qrels(report, store, judge_id: str | list[str], aggregate: str,
+                      path: str) -> None:
+    """This judge's final grades (from the store when given: all runs, else this run); with
+    several judges (endpoints serving different models) each pair's grade comes from the
+    first of them that graded it."""
     import numpy as np
 
     from reljudge.trec import write_qrels
     from reljudge.types import Qrels
 
-    if store is not None:
-        qrels = store.merge(f"source={judge_id}", aggregate).qrels
+    judges = [judge_id] if isinstance(judge_id, str) else judge_id
+    if store is not None and len(judges) == 1:
+        qrels = store.merge(f"source={judges[0]}", aggregate).qrels
+    elif store is not None:
+        grades: dict[tuple[str, str], int] = {}
+        for judge in judges:
+            part = store.merge(f"source={judge}", aggregate).qrels
+            for q, d, g in zip(part.qid.tolist(), part.docid.tolist(), part.grade.tolist(),
+                               strict=True):
+                grades.setdefault((q, d), int(g))
+        qrels = Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
+                                  np.array(list(grades.values()), dtype=np.int64))
     else:
         grades = report.grades(aggregate)
         qrels = Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
