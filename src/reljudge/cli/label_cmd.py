@@ -17,8 +17,8 @@ examples:
   reljudge label --queries q.tsv --passages p.jsonl --pairs pairs.txt --qrels-out llm.qrels \\
       --base-url http://localhost:11434/v1 --model llama3.1:8b --prompt basic
   # one job over two vLLM replicas, 32 calls in flight on each (or --endpoints endpoints.toml)
-  reljudge label --queries q.tsv --passages p.jsonl --runs bm25.run --store labels.sqlite \
-      --model Qwen/Qwen2.5-7B-Instruct --concurrency 32 \
+  reljudge label --queries q.tsv --passages p.jsonl --runs bm25.run --store labels.sqlite \\
+      --model Qwen/Qwen2.5-7B-Instruct --concurrency 32 \\
       --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1
 
 endpoint: --base-url / --api-key / --model, or OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL.
