@@ -11,9 +11,13 @@
    seconds to build the request lines, to upload and create the batches, to download and parse
    the output into the answer cache, and to grade the answers into a label store (the fake
    server's own time answering the lines is not counted). Target: under 10 s in all.
+5. One job over 1, 2 and 4 local endpoints (each its own server process, the same answer delay
+   and the same per-endpoint concurrency): judgments per second, and the scaling against one
+   endpoint (ideal: the number of endpoints).
 
     python bench/labeller.py
     python bench/labeller.py --cached 20000 --delay 0.1 --seconds 4
+    python bench/labeller.py --only-endpoints      # row 5 alone (about a minute)
 """
 
 from __future__ import annotations
@@ -86,6 +90,10 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=100_000,
                    help="requests in the Batch API row (default 100000)")
     p.add_argument("--only-batch", action="store_true", help="run only the Batch API row")
+    p.add_argument("--only-endpoints", action="store_true",
+                   help="run only the many-endpoints rows (5)")
+    p.add_argument("--endpoint-concurrency", type=int, default=16,
+                   help="concurrency of each endpoint in rows 5 (default 16)")
     p.add_argument("--child", choices=("fill", "relabel"), help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     p.add_argument("--cache-dir", type=Path, help=argparse.SUPPRESS)
@@ -95,6 +103,9 @@ def main() -> None:
         return
     if args.only_batch:
         batch_row(args.batch_size)
+        return
+    if args.only_endpoints:
+        endpoints_rows(args.delay, args.endpoint_concurrency, args.seconds)
         return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -127,6 +138,36 @@ def main() -> None:
                   f"HTTP calls made: {server.calls}, labelled {out['labelled']:,} "
                   f"(cache filled in {fill:.1f} s)")
     batch_row(args.batch_size)
+    endpoints_rows(args.delay, args.endpoint_concurrency, args.seconds)
+
+
+def endpoints_rows(delay: float, concurrency: int, seconds: float) -> None:
+    """Rows 5: one job spread over 1, 2 and 4 endpoints; scaling against one."""
+    from contextlib import ExitStack
+
+    print(f"\n5. one job over several endpoints ({delay * 1000:.0f} ms answer delay, "
+          f"concurrency {concurrency} per endpoint, each endpoint its own process)")
+    print(f"{'endpoints':>9} {'pairs':>6} {'seconds':>8} {'judgments/s':>12} {'ideal/s':>8} "
+          f"{'of ideal':>9} {'scaling vs 1':>13} {'pairs per endpoint':>24}")
+    one = None
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        fleet = [stack.enter_context(server_process(delay)) for _ in range(4)]
+        for k in (1, 2, 4):
+            ideal = k * concurrency / delay
+            n = max(20, int(ideal * seconds))
+            pairs, queries, passages = workload(n, f"e{k}-")
+            cfg = JudgeConfig(model="m", api_key="k", cache_dir=Path(tmp) / f"c{k}",
+                              timeout=30, prompt="basic", concurrency=concurrency,
+                              endpoints=[{"url": s.base_url} for s in fleet[:k]])
+            t = time.perf_counter()
+            report = asyncio.run(Labeller(cfg).label(pairs, queries, passages))
+            secs = time.perf_counter() - t
+            assert report.calls == n and report.labelled == n
+            rate = n / secs
+            one = one or rate
+            shares = "/".join(str(e["pairs"]) for e in report.endpoints)
+            print(f"{k:>9} {n:>6} {secs:>8.2f} {rate:>12.1f} {ideal:>8.1f} "
+                  f"{rate / ideal:>9.1%} {rate / one:>12.2f}x {shares:>24}")
 
 
 def batch_row(n: int) -> None:

@@ -16,8 +16,19 @@ examples:
   # a local model behind vLLM / Ollama / llama.cpp (any OpenAI-compatible server)
   reljudge label --queries q.tsv --passages p.jsonl --pairs pairs.txt --qrels-out llm.qrels \\
       --base-url http://localhost:11434/v1 --model llama3.1:8b --prompt basic
+  # one job over two vLLM replicas, 32 calls in flight on each (or --endpoints endpoints.toml)
+  reljudge label --queries q.tsv --passages p.jsonl --runs bm25.run --store labels.sqlite \\
+      --model Qwen/Qwen2.5-7B-Instruct --concurrency 32 \\
+      --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1
 
 endpoint: --base-url / --api-key / --model, or OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL.
+several endpoints: --base-url repeated (each gets --concurrency, --rpm and --tpm of its own),
+or --endpoints FILE, a TOML file of [[endpoints]] tables (or a JSON list) with url and
+optional api_key_env, model, concurrency, rpm, tpm. A pair goes to an endpoint with a free
+worker; an endpoint whose breaker opens (--breaker-after) or that fails fatally is drained
+and its pairs go to the others; the job stops (exit 2) only when every endpoint is down. The
+summary says what each endpoint answered and which were drained, and why. Endpoints serving
+one model are replicas (--no-replicas: not): one cache entry per request whichever answered.
 The key is used for requests only: it is never written to the cache, the store or any output.
 Every answer is cached (--cache-dir) before anything else happens, so a re-run, or a run after
 a crash or Ctrl-C, pays only for what it does not have. Unreadable answers are re-asked once;
@@ -28,7 +39,8 @@ times in a row stops at once with the URL and the cause. --max-cost is a cap: a 
 only if its worst-case cost (prompt + --max-tokens) fits beside the calls in flight.
 exit codes:
   0  every pair got a grade
-  2  bad input or settings, or the endpoint cannot be used (unreachable, TLS, key, breaker)
+  2  bad input or settings, or the endpoint cannot be used (unreachable, TLS, key, breaker;
+     with several endpoints: every one of them)
   3  stopped early (budget or Ctrl-C): run the same command again to continue
   4  finished, but some pairs have no grade (the summary lists failures by kind; a re-run asks
      again for failed calls, --retry-failed also for refused or unreadable answers)
@@ -64,10 +76,21 @@ def add_config_flags(judge, limits) -> None:
     for name, field in JudgeConfig.model_fields.items():
         group = judge if name in JUDGE_GROUP else limits
         flag = "--" + name.replace("_", "-")
+        if name == "base_url":  # repeatable: several endpoints at once
+            group.add_argument(flag, action="append", metavar="URL",
+                               help=field.description + "; repeat it to spread the job over "
+                               "several endpoints (each with --concurrency, --rpm, --tpm)")
+            continue
+        if name == "endpoints":
+            group.add_argument(flag, metavar="FILE", help=field.description)
+            continue
         types = [t for t in typing.get_args(field.annotation) or (field.annotation,)
                  if t is not type(None)]
         kind = types[0] if len(types) == 1 else field.annotation
-        if kind is bool:
+        if kind is bool and field.default is None:  # yes, no, or decided by the job
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                               help=field.description)
+        elif kind is bool:
             group.add_argument(flag, action="store_true", default=None,
                                help=field.description)
         elif typing.get_origin(kind) is typing.Literal:
@@ -114,11 +137,27 @@ def register(sub) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    """A JudgeConfig from the flags (and OPENAI_* variables)."""
+    """A JudgeConfig from the flags (and OPENAI_* variables): ``--base-url`` once is the
+    endpoint, repeated (or ``--endpoints FILE``) several endpoints."""
+    from reljudge.errors import ConfigError
     from reljudge.judge import JudgeConfig
+    from reljudge.judge.endpoints import endpoints_from_file
 
-    return JudgeConfig.from_env(**{name: getattr(args, name)
-                                   for name in JudgeConfig.model_fields})
+    values = {name: getattr(args, name) for name in JudgeConfig.model_fields}
+    urls = values["base_url"] or []
+    if isinstance(urls, str):
+        urls = [urls]
+    if values["endpoints"]:
+        if urls:
+            raise ConfigError("give --base-url or --endpoints FILE, not both")
+        values["endpoints"] = endpoints_from_file(values["endpoints"])
+        values["base_url"] = None
+    elif len(urls) > 1:
+        values["endpoints"] = [{"url": u} for u in urls]
+        values["base_url"] = None
+    else:
+        values["base_url"] = urls[0] if urls else None
+    return JudgeConfig.from_env(**values)
 
 
 def run_label(args: argparse.Namespace) -> int:
@@ -173,7 +212,7 @@ def run_label(args: argparse.Namespace) -> int:
         report = asyncio.run(labeller.label(pairs, queries, passages, store,
                                             progress=not args.quiet and sys.stderr.isatty()))
         if args.qrels_out:
-            write_judge_qrels(report, store, labeller.judge_id, config.aggregate,
+            write_judge_qrels(report, store, labeller.judge_ids, config.aggregate,
                               args.qrels_out)
     finally:
         if store is not None:
@@ -222,15 +261,28 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
     return EXIT_OK if result.complete else EXIT_FAILURES
 
 
-def write_judge_qrels(report, store, judge_id: str, aggregate: str, path: str) -> None:
-    """This judge's final grades (from the store when given: all runs, else this run)."""
+def write_judge_qrels(report, store, judge_id: str | list[str], aggregate: str,
+                      path: str) -> None:
+    """This judge's final grades (from the store when given: all runs, else this run); with
+    several judges (endpoints serving different models) each pair's grade comes from the
+    first of them that graded it."""
     import numpy as np
 
     from reljudge.trec import write_qrels
     from reljudge.types import Qrels
 
-    if store is not None:
-        qrels = store.merge(f"source={judge_id}", aggregate).qrels
+    judges = [judge_id] if isinstance(judge_id, str) else judge_id
+    if store is not None and len(judges) == 1:
+        qrels = store.merge(f"source={judges[0]}", aggregate).qrels
+    elif store is not None:
+        grades: dict[tuple[str, str], int] = {}
+        for judge in judges:
+            part = store.merge(f"source={judge}", aggregate).qrels
+            for q, d, g in zip(part.qid.tolist(), part.docid.tolist(), part.grade.tolist(),
+                               strict=True):
+                grades.setdefault((q, d), int(g))
+        qrels = Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
+                                  np.array(list(grades.values()), dtype=np.int64))
     else:
         grades = report.grades(aggregate)
         qrels = Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
@@ -258,6 +310,11 @@ def print_report(report, as_json: bool) -> None:
             print(f"  {n:>6}  {kind}  e.g. {report.failure_examples[kind]}")
     else:
         print("failures: none")
+    if report.endpoints:
+        from reljudge.judge.report import endpoint_note
+
+        for e in report.endpoints:
+            print(endpoint_note(e))
     if report.already_failed:
         print(f"{report.already_failed} pair(s) whose earlier answer failed (refused or "
               "unreadable) still have no grade: --retry-failed asks again")

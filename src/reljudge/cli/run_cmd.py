@@ -20,7 +20,9 @@ stage runs: depth = "10" is an error):
   [pool]    depth = 10
   [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled,
             batch = true (the Batch API at half price: the run submits, exits 5 while
-            batches run, and the next run collects them and goes on to merge, eval, audit)
+            batches run, and the next run collects them and goes on to merge, eval, audit),
+            [[judge.endpoints]] tables (url, and optional model, concurrency, rpm, tpm,
+            api_key_env) to spread the labelling over several servers
   [merge]   policy = "human-first", aggregate = "majority"
   [eval]    measures = ["nDCG@10", "P@5", "RR", "Judged@10"], all_queries = false
   [audit]   measure = "nDCG@10", bootstrap = 1000, seed = 0

@@ -9,17 +9,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-_WHERE = {"JudgeConfig": "config", "CallFailed": "failures", "FailureKind": "failures",
+_WHERE = {"JudgeConfig": "config", "EndpointConfig": "config", "CallFailed": "failures", "FailureKind": "failures",
           "Estimate": "report", "LabelReport": "report", "Labeller": "labeller",
           "label_pairs": "labeller", "Parsed": "parse", "parse_answer": "parse",
           "Template": "prompts", "builtin_names": "prompts", "load_template": "prompts"}
 
-__all__ = ["CallFailed", "Estimate", "FailureKind", "JudgeConfig", "LabelReport", "Labeller",
+__all__ = ["CallFailed", "EndpointConfig", "Estimate", "FailureKind", "JudgeConfig", "LabelReport", "Labeller",
            "Parsed", "Template", "builtin_names", "label_pairs", "load_template",
            "parse_answer"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.judge.config import JudgeConfig
+    from reljudge.judge.config import EndpointConfig, JudgeConfig
     from reljudge.judge.failures import CallFailed, FailureKind
     from reljudge.judge.labeller import Labeller, label_pairs
     from reljudge.judge.parse import Parsed, parse_answer

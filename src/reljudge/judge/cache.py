@@ -3,7 +3,8 @@ requests in flight sent once.
 
 The key is the resolved endpoint (base URL after flags and ``OPENAI_BASE_URL``), the model,
 the messages, the parameters actually sent (so the features an endpoint accepted are part of
-it) and the sample index.
+it) and the sample index. Endpoints declared replicas of one model (several endpoints, see
+``reljudge.judge.endpoints``) share one key without the URL: any replica's answer serves all.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ def cache_key(base_url: str, model: str, messages: list[dict], params: dict,
     """The cache key of one request."""
     blob = _KEY_JSON.encode({"base_url": base_url.rstrip("/"), "model": model,
                              "messages": messages, "params": params, "sample": sample})
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def replica_key(model: str, messages: list[dict], params: dict, sample: int) -> str:
+    """The cache key of a request to any replica of one model (no endpoint URL in it)."""
+    blob = _KEY_JSON.encode({"replicas_of": model, "messages": messages, "params": params,
+                             "sample": sample})
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

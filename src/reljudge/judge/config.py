@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from reljudge.judge.cost import BATCH_DISCOUNT
 
@@ -18,6 +18,25 @@ def default_cache_dir() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("reljudge")) / "calls"
+
+
+class EndpointConfig(BaseModel):
+    """One of several endpoints a job is spread over (``endpoints``, ``--endpoints FILE``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(description="base URL, e.g. http://gpu1:8000/v1")
+    api_key: SecretStr | None = Field(None, repr=False, description="its API key (default: "
+                                      "--api-key / OPENAI_API_KEY)")
+    api_key_env: str | None = Field(None, description="name of an environment variable that "
+                                    "holds its API key (keeps the key out of the file)")
+    model: str | None = Field(None, description="model name it serves (default: --model)")
+    concurrency: int | None = Field(None, ge=1, description="calls in flight here (default: "
+                                    "--concurrency)")
+    rpm: float | None = Field(None, gt=0, description="requests per minute here (default: "
+                              "--rpm)")
+    tpm: float | None = Field(None, gt=0, description="tokens per minute here (default: "
+                              "--tpm)")
 
 
 class JudgeConfig(BaseModel):
@@ -94,6 +113,27 @@ class JudgeConfig(BaseModel):
                              "(default 190 MiB, under OpenAI's 200 MB)")
     poll_interval: float = Field(30.0, gt=0, description="seconds between batch status polls "
                                  "with --wait (default 30)")
+    endpoints: list[EndpointConfig] = Field(
+        default_factory=list, description="several endpoints at once, each a url and "
+        "optional api_key_env, model, concurrency, rpm, tpm: on the command line a TOML or "
+        "JSON file of [[endpoints]] tables (--base-url repeated: the same with the shared "
+        "limits)")
+    replicas: bool | None = Field(None, description="the endpoints serve one model (default: "
+                                  "yes when their models are equal): answers are cached "
+                                  "without the endpoint's URL, so any replica's answer serves "
+                                  "all (--no-replicas: one cache per endpoint)")
+
+    @model_validator(mode="after")
+    def _one_way_to_name_endpoints(self) -> JudgeConfig:
+        if self.endpoints and self.base_url is not None:
+            raise ValueError("give the endpoint once: --base-url, or several endpoints "
+                             "(--base-url repeated or --endpoints), not both")
+        if self.batch and self.endpoints:
+            raise ValueError("--batch sends to one Batch API: give its endpoint with "
+                             "--base-url, not several endpoints")
+        if self.replicas and len({e.model or self.model for e in self.endpoints}) > 1:
+            raise ValueError("replicas = true, but the endpoints serve different models")
+        return self
 
     @classmethod
     def from_env(cls, **values) -> JudgeConfig:
@@ -101,6 +141,8 @@ class JudgeConfig(BaseModel):
         when not given (None values count as not given)."""
         given = {k: v for k, v in values.items() if v is not None}
         env = {"model": "OPENAI_MODEL", "base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"}
+        if given.get("endpoints"):
+            del env["base_url"]  # the endpoints are named: OPENAI_BASE_URL is not one of them
         for key, var in env.items():
             if key not in given and os.environ.get(var):
                 given[key] = os.environ[var]
@@ -115,8 +157,9 @@ class JudgeConfig(BaseModel):
         except ValidationError as e:
             from reljudge.errors import ConfigError
 
-            problems = "; ".join(f"--{'.'.join(map(str, x['loc'])).replace('_', '-')}: "
-                                 f"{x['msg']}" for x in e.errors())
+            problems = "; ".join(
+                (f"--{'.'.join(map(str, x['loc'])).replace('_', '-')}: " if x["loc"] else "")
+                + x["msg"].removeprefix("Value error, ") for x in e.errors())
             raise ConfigError(f"invalid judge settings: {problems}") from None
 
     def resolved_cache_dir(self) -> Path:

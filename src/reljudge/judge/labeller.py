@@ -6,7 +6,9 @@ free pre-flight check of the endpoint, rate limited, retried by policy, within t
 and cache the answer at once; parse it, re-ask once with a repair message if it cannot be
 read, and record a LabelEvent: a grade, or a failure with its kind and detail. Events reach
 the sink in small batches as they arrive. A job whose calls keep failing the same way, or
-cannot reach the endpoint at all, stops with one line naming the URL and the cause.
+cannot reach the endpoint at all, stops with one line naming the URL and the cause. Spread
+over several endpoints (``reljudge.judge.endpoints``), a pair goes to an endpoint with a free
+worker, and an endpoint that keeps failing is drained while the others go on.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from reljudge.errors import ConfigError, InputError, LLMError
-from reljudge.judge.budget import Budget, BudgetReached
-from reljudge.judge.cache import AnswerCache, cache_key
+from reljudge.judge.budget import Budget, BudgetReached, prompt_tokens_bound
+from reljudge.judge.cache import AnswerCache, cache_key, replica_key
 from reljudge.judge.capabilities import Capabilities
 from reljudge.judge.client import (
     JSON_SCHEMA,
@@ -30,6 +32,13 @@ from reljudge.judge.client import (
 )
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import Price, estimate_tokens, price_for
+from reljudge.judge.endpoints import (
+    HAND_BACK_KINDS,
+    EndpointSpec,
+    Lane,
+    WorkQueue,
+    resolve_endpoints,
+)
 from reljudge.judge.failures import CircuitBreaker, FailureKind, asked_again
 from reljudge.judge.limits import RateLimiter
 from reljudge.judge.parse import REPAIR, parse_answer
@@ -53,6 +62,11 @@ class _NotSent(Exception):
     """The job is stopping (budget, breaker, fatal error, Ctrl-C): this item is not asked."""
 
 
+class _HandBack(Exception):
+    """This item's call failed on an endpoint that is drained or unreachable while another
+    endpoint is up: it goes back to the queue for the others."""
+
+
 class Labeller:
     """An LLM judge with a cache, a retry policy, rate limits, a budget and a breaker."""
 
@@ -60,21 +74,32 @@ class Labeller:
         self.config = config
         self.template = template or load_template(config.prompt)
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
-        self.endpoint = Endpoint.resolve(config.base_url, None)
+        #: where calls go: one endpoint (today's job), or several (config.endpoints)
+        self.specs: list[EndpointSpec] = resolve_endpoints(config)
+        self.endpoint = (Endpoint.resolve(config.base_url, None) if not config.endpoints
+                         else self.specs[0].endpoint)
         self._cache = AnswerCache(config.resolved_cache_dir())
         self._stop: str | None = None
         self._fatal: str | None = None
         self.caps = self._make_caps()
-        self._judge_id = f"{config.model}/{self.template.label}"
-        self._meta = {"model": config.model, "prompt": self.template.name,
+        self._judge_id = f"{self.specs[0].model}/{self.template.label}"
+        self._meta = {"model": self.specs[0].model, "prompt": self.template.name,
                       "prompt_version": self.template.version, "prompt_hash": self.template.hash,
                       "endpoint": self.endpoint.display}
+        self.lanes: list[Lane] = []
+        self._report: LabelReport | None = None
 
     # -- identity and request shape --------------------------------------------------------
     @property
     def judge_id(self) -> str:
-        """The source name of this judge's labels: model/prompt@version#hash8."""
+        """The source name of this judge's labels: model/prompt@version#hash8 (with several
+        endpoints serving different models: the first endpoint's)."""
         return self._judge_id
+
+    @property
+    def judge_ids(self) -> list[str]:
+        """Every judge of this job: one per model its endpoints serve, first endpoint's first."""
+        return list(dict.fromkeys(f"{s.model}/{self.template.label}" for s in self.specs))
 
     def params(self) -> dict[str, Any]:
         """Decoding parameters sent with requests now (after any capability fall-back; part
@@ -99,12 +124,26 @@ class Labeller:
         return self.template.render(queries[qid], text, title)
 
     def request_key(self, messages: list[dict], sample: int) -> str:
-        """The cache key of a request sent now (a Batch API line's custom_id)."""
+        """The cache key of a request sent now (a Batch API line's custom_id; the first
+        endpoint's with several)."""
         return self._key(messages, sample)
 
-    def _key(self, messages: list[dict], sample: int, params: dict | None = None) -> str:
-        return cache_key(self.endpoint.base_url, self.config.model, messages,
-                         self.params() if params is None else params, sample)
+    def _key(self, messages: list[dict], sample: int, params: dict | None = None,
+             spec: EndpointSpec | None = None) -> str:
+        """The cache key of a request to an endpoint (default: the first): without its URL
+        when it is one of several replicas, else today's key."""
+        spec = spec or self.specs[0]
+        params = self.params() if params is None else params
+        if spec.replica:
+            return replica_key(spec.model, messages, params, sample)
+        if not self.config.endpoints:  # one endpoint, as it always was
+            return cache_key(self.endpoint.base_url, self.config.model, messages, params,
+                             sample)
+        return cache_key(spec.endpoint.base_url, spec.model, messages, params, sample)
+
+    def _keys(self, messages: list[dict], sample: int) -> list[str]:
+        """The request's cache key at every endpoint (one for replicas)."""
+        return list(dict.fromkeys(self._key(messages, sample, spec=s) for s in self.specs))
 
     def cache(self):
         """The diskcache of answers (opened on first use)."""
@@ -130,10 +169,11 @@ class Labeller:
         if sink is None or not hasattr(sink, "events"):
             return set(), set()
         latest: dict[tuple[str, str, int], LabelEvent] = {}
-        for e in sink.events(source=self.judge_id):
-            key = (e.qid, e.docid, e.sample)
-            if e.grade is not None or key not in latest or latest[key].grade is None:
-                latest[key] = e  # a grade, once given, settles the item
+        for judge in self.judge_ids:  # several models: a pair graded by any of them is done
+            for e in sink.events(source=judge):
+                key = (e.qid, e.docid, e.sample)
+                if e.grade is not None or key not in latest or latest[key].grade is None:
+                    latest[key] = e  # a grade, once given, settles the item
         done = {k for k, e in latest.items()
                 if e.grade is not None or not asked_again(e.failure_kind, e.failure,
                                                           self.config.retry_failed)}
@@ -159,11 +199,11 @@ class Labeller:
         seen: set[str] = set()
         for q, d, s in todo:
             msgs = self.messages(q, d, queries, passages)
-            key = self._key(msgs, s)
-            if key in cache or key in seen:
+            keys = self._keys(msgs, s)
+            if any(k in cache or k in seen for k in keys):
                 cached += 1
                 continue
-            seen.add(key)
+            seen.update(keys)
             tin += estimate_tokens(msgs)
         to_send = len(todo) - cached
         out_each = 150 if self.template.output == "text" and "M (match)" in self.template.user \
@@ -175,26 +215,29 @@ class Labeller:
                         price.cost(tin, tout), self.price.known)
 
     # -- running ---------------------------------------------------------------------------
-    async def _ready(self, client: ChatClient, prober: bool = False) -> bool:
-        """Before the first paid call: the pre-flight check, once per run; then the first
-        call goes alone, so an endpoint that refuses every call costs one call, not one per
-        worker. Returns True for the caller that makes that first call (it opens the gate)."""
-        if self._preflight is None:
-            self._preflight = asyncio.ensure_future(client.preflight())
+    async def _ready(self, lane: Lane, prober: bool = False) -> bool:
+        """Before an endpoint's first paid call: its pre-flight check, once per run; then its
+        first call goes alone, so an endpoint that refuses every call costs one call, not one
+        per worker. Returns True for the caller that makes that first call (it opens the
+        gate)."""
+        if lane.preflight is None:
+            lane.preflight = asyncio.ensure_future(lane.client.preflight())
         try:
-            await asyncio.shield(self._preflight)
+            await asyncio.shield(lane.preflight)
         except CallFailed as e:
-            self._halt(e, client)
-            raise _NotSent from None
+            self._drain(lane, e)
+            raise (_HandBack if self._elsewhere(lane) else _NotSent) from None
         if prober:
             return True
-        if self._gate is None:
-            self._gate = asyncio.Event()
+        if lane.gate is None:
+            lane.gate = asyncio.Event()
             return True
-        if not self._gate.is_set():
-            await self._gate.wait()
+        if not lane.gate.is_set():
+            await lane.gate.wait()
             if self._stop:
                 raise _NotSent
+            if lane.drained:
+                raise _HandBack
         return False
 
     def _halt(self, e: CallFailed, client: ChatClient) -> None:
@@ -203,6 +246,31 @@ class Labeller:
             self._fatal = f"{e.url or client.url}: {e.kind}: {e.describe()}"
             self._stop = "fatal"
 
+    def _drain(self, lane: Lane, e: CallFailed) -> None:
+        """No more pairs go to this endpoint (breaker open, or a fatal failure); when it was
+        the last one up, the job stops as a job on one endpoint does."""
+        if lane.drained is not None:
+            return
+        lane.drained = f"{e.kind}: {e.describe()}"
+        if lane.gate is not None:
+            lane.gate.set()  # its workers waiting for the first call see the drain
+        if not any(other.drained is None for other in self.lanes):
+            self._halt(e, lane.client)
+        elif self._report is not None:
+            up = sum(other.drained is None for other in self.lanes)
+            self._warn(f"endpoint {lane.display} drained ({lane.drained}): its pairs go to "
+                       f"the other {up} endpoint(s)", self._report)
+
+    def _elsewhere(self, lane: Lane) -> bool:
+        """Another endpoint than this one is up (a pair that failed here may go there)."""
+        return any(other is not lane and other.drained is None for other in self.lanes)
+
+    def _hand_back(self, lane: Lane, e: CallFailed, requeue: bool) -> bool:
+        """Whether this failed call's pair goes to another endpoint: this one is drained or
+        did not answer (connection, TLS, timeout), and another is up."""
+        return requeue and self._elsewhere(lane) and (lane.drained is not None
+                                                      or e.kind in HAND_BACK_KINDS)
+
     def _warn(self, note: str, report: LabelReport) -> None:
         if note not in report.warnings:
             report.warnings.append(note)
@@ -210,14 +278,16 @@ class Labeller:
 
             print(f"warning: {note}", file=sys.stderr)
 
-    async def _ask(self, client: ChatClient, limiter: RateLimiter, messages: list[dict],
-                   sample: int, report: LabelReport) -> tuple[Answer, bool, dict]:
+    async def _ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
+                   requeue: bool = False) -> tuple[Answer, bool, dict]:
         """An answer for these messages: from the cache, from an identical call in flight, or
-        from the endpoint (cached at once). Returns (answer, was_cached, params sent)."""
-        prober = False  # this call is the run's first, and must stay so while it falls back
+        from the endpoint (cached at once). Returns (answer, was_cached, params sent).
+        ``requeue``: a failed call whose pair another endpoint may take raises _HandBack."""
+        prober = False  # this call is the endpoint's first, and must stay so while it falls back
+        breaker = lane.breaker
         while True:
             params = self.params()
-            key = self._key(messages, sample, params)
+            key = self._key(messages, sample, params, lane.spec)
             hit = self._cache.get(key)
             if hit is not None:
                 return Answer(**hit), True, params
@@ -228,13 +298,18 @@ class Labeller:
                 except CallFailed as e:
                     if e.feature and self.caps.fall_back(e.feature, params) is not None:
                         continue
+                    if len(self.lanes) > 1 and lane.drained is None and (
+                            e.kind in HAND_BACK_KINDS or self._lane_of(e) is not lane):
+                        continue  # another endpoint's failure: ask this one
                     raise
                 return answer, True, params
             if self._stop:
                 raise _NotSent
+            if lane.drained is not None:
+                raise _HandBack
             first = False
-            if self._gate is None or not self._gate.is_set():
-                first = await self._ready(client, prober)
+            if lane.gate is None or not lane.gate.is_set():
+                first = await self._ready(lane, prober)
                 if not first:
                     continue  # the first call is done: look again (the request may change)
             future: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -242,10 +317,12 @@ class Labeller:
             held = 0.0
             try:
                 if self.budget.limit is not None:
-                    held = await self.budget.reserve(self.budget.worst_case(
-                        messages, params.get("max_tokens") or params.get("max_completion_tokens")))
-                await limiter.acquire(estimate_tokens(messages))
-                answer = await client.complete(messages, params, self.breaker.attempt_failed)
+                    max_out = params.get("max_tokens") or params.get("max_completion_tokens")
+                    held = await self.budget.reserve(
+                        self.budget.worst_case(messages, max_out) if lane.price is self.price
+                        else lane.price.cost(prompt_tokens_bound(messages), max_out))
+                await lane.limiter.acquire(estimate_tokens(messages))
+                answer = await lane.client.complete(messages, params, breaker.attempt_failed)
             except BaseException as e:
                 if held:
                     await self.budget.release(held)
@@ -259,47 +336,68 @@ class Labeller:
                         if note:
                             self._warn(note, report)
                         again = True
-                    elif e.fatal or self.breaker.call_failed(e):
-                        self._halt(e, client)
+                    elif e.fatal or breaker.call_failed(e):
+                        self._drain(lane, e)
                 if again:
                     prober = first
                     continue
                 if first:
-                    self._gate.set()
+                    lane.gate.set()
+                if isinstance(e, CallFailed) and self._hand_back(lane, e, requeue):
+                    raise _HandBack from e
                 raise
             try:
                 await self._cache.put(key, answer.to_cache())  # before anything else happens
-                cost = self.price.cost(answer.tokens_in, answer.tokens_out)
+                cost = lane.price.cost(answer.tokens_in, answer.tokens_out)
                 await self.budget.settle(held, cost)
-                self.breaker.success()
+                breaker.success()
                 if first:
-                    self._gate.set()
+                    lane.gate.set()
                 report.calls += 1
                 report.tokens_in += answer.tokens_in
                 report.tokens_out += answer.tokens_out
                 report.cost += cost
+                lane.calls += 1
+                lane.tokens_in += answer.tokens_in
+                lane.tokens_out += answer.tokens_out
+                lane.cost += cost
                 future.set_result(answer)
             finally:
                 del inflight[key]
             return answer, False, params
 
-    def _event(self, base: dict, params: dict, **kw) -> LabelEvent:
-        return LabelEvent(meta={**self._meta, "params": params}, **base, **kw)
+    def _lane_of(self, e: CallFailed) -> Lane | None:
+        return next((lane for lane in self.lanes if lane.client.url == e.url), None)
 
-    async def _judge(self, client, limiter, item, queries, passages, report) -> LabelEvent:
+    def _event(self, base: dict, params: dict, **kw) -> LabelEvent:
+        base = dict(base)
+        return LabelEvent(meta={**base.pop("meta"), "params": params}, **base, **kw)
+
+    def _lane_meta(self, spec: EndpointSpec) -> dict[str, Any]:
+        """An endpoint's provenance (one endpoint: exactly what it always was)."""
+        if not self.config.endpoints:
+            return self._meta
+        return {**self._meta, "model": spec.model, "endpoint": spec.display,
+                "cache_scope": "replicas" if spec.replica else "endpoint"}
+
+    async def _judge(self, lane: Lane, item, queries, passages, report,
+                     requeue: bool = False) -> LabelEvent:
         qid, docid, sample = item
         messages = self.messages(qid, docid, queries, passages)
-        base = dict(qid=qid, docid=docid, source_kind="llm", source_name=self.judge_id,
-                    sample=sample)
+        meta = lane.meta
+        base = dict(qid=qid, docid=docid, source_kind="llm", source_name=lane.judge_id,
+                    sample=sample, meta=meta)
         t0 = time.perf_counter()
         try:
-            answer, cached, params = await self._ask(client, limiter, messages, sample, report)
+            answer, cached, params = await self._ask(lane, messages, sample, report, requeue)
         except CallFailed as e:
             return self._event(base, self.params(), grade=None, failure=e.describe(),
                                failure_kind=e.kind.value)
+        if self.config.endpoints:  # which endpoint answered (or the cache: one did before)
+            base["meta"] = {**meta, "answered_by": "cache" if cached else lane.display}
         report.cached += cached
         tin, tout = answer.tokens_in, answer.tokens_out
-        cost = 0.0 if cached else self.price.cost(tin, tout)
+        cost = 0.0 if cached else lane.price.cost(tin, tout)
         raw = answer.text
         if answer.finish_reason == "content_filter" or answer.refusal:
             why = answer.refusal or "content_filter"
@@ -312,8 +410,8 @@ class Labeller:
             repair = messages + [{"role": "assistant", "content": answer.text or ""},
                                  {"role": "user", "content": REPAIR}]
             try:
-                final, cached2, params = await self._ask(client, limiter, repair, sample,
-                                                         report)
+                final, cached2, params = await self._ask(lane, repair, sample, report,
+                                                         requeue)
             except (CallFailed, BudgetReached, _NotSent) as e:
                 kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
                              (FailureKind.BUDGET, "not re-asked: the job is stopping"))
@@ -323,7 +421,7 @@ class Labeller:
                                    tokens_out=tout, cost=cost)
             report.cached += cached2
             tin, tout = tin + final.tokens_in, tout + final.tokens_out
-            cost += 0.0 if cached2 else self.price.cost(final.tokens_in, final.tokens_out)
+            cost += 0.0 if cached2 else lane.price.cost(final.tokens_in, final.tokens_out)
             raw = f"{raw}\n--- re-asked ---\n{final.text}"
             second = parse_answer(final.text, self.template.output)
             if second.grade is None:
@@ -341,8 +439,12 @@ class Labeller:
 
     def _budget(self, sink) -> Budget:
         c = self.config
-        if (c.max_cost is not None or c.max_total_cost is not None) and not self.price.known:
-            raise ConfigError(f"no price is known for model {c.model!r}, so --max-cost / "
+        unknown = [s.model for s in self.specs
+                   if not price_for(s.model, override=(c.price_in, c.price_out)).known]
+        if (c.max_cost is not None or c.max_total_cost is not None) and (
+                not self.price.known or unknown):
+            raise ConfigError(f"no price is known for model {(unknown or [c.model])[0]!r}, "
+                              "so --max-cost / "
                               "--max-total-cost cannot be enforced: pass --price-in and "
                               "--price-out (0 for a free local model)")
         spent_before = 0.0
@@ -352,6 +454,27 @@ class Labeller:
                                   "pass --store")
             spent_before = sink.total_spend()
         return Budget(self.price, c.max_cost, c.max_total_cost, spent_before)
+
+    def _open_lane(self, spec: EndpointSpec, sink) -> Lane:
+        """An endpoint ready for a run: client, limiter, breaker, spend ledger line."""
+        c = self.config
+        price = self.price if spec.model == c.model else price_for(
+            spec.model, override=(c.price_in, c.price_out))
+        lane = Lane(spec, f"{spec.model}/{self.template.label}", price,
+                    meta=self._lane_meta(spec))
+        one = not c.endpoints  # one endpoint: built from the flags exactly as it always was
+        lane.client = ChatClient(
+            base_url=c.base_url if one else spec.endpoint.base_url,
+            api_key=(c.api_key.get_secret_value() if c.api_key else None) if one
+            else spec.endpoint.api_key, model=spec.model, timeout=c.timeout,
+            max_attempts=c.max_attempts, backoff=c.backoff, connections=spec.concurrency,
+            transport=c.transport, ca_bundle=c.ca_bundle, client_cert=c.client_cert,
+            client_key=c.client_key)
+        lane.limiter = RateLimiter(spec.rpm, spec.tpm)
+        lane.breaker = CircuitBreaker(c.breaker_after)
+        if sink is not None and hasattr(sink, "open_spend"):
+            lane.spend_run = sink.open_spend(lane.judge_id, spec.display)
+        return lane
 
     async def label(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                     passages: Mapping[str, Any], sink: JudgmentSink | None = None, *,
@@ -367,13 +490,10 @@ class Labeller:
         todo, report.already_done, report.already_failed = self._items(pairs, sink, only)
         report.items = len(todo) + report.already_done
         self._stop = self._fatal = None
-        self._preflight: asyncio.Future | None = None
-        self._gate: asyncio.Event | None = None
-        self.breaker = CircuitBreaker(self.config.breaker_after)
+        self._report = report
         self.caps = self._make_caps()
-        spend_run = sink.open_spend(self.judge_id, self.endpoint.display) \
-            if sink is not None and hasattr(sink, "open_spend") else None
-        queue = iter(todo)  # shared by the workers (one thread: no two take the same item)
+        self.lanes = lanes = [self._open_lane(spec, sink) for spec in self.specs]
+        queue = WorkQueue(iter(todo))  # shared by every lane's workers (one thread)
         pending: list[LabelEvent] = []
         bar = _Progress(len(todo), progress)
 
@@ -381,27 +501,23 @@ class Labeller:
             if pending and sink is not None:
                 sink.add_events(pending)
             pending.clear()
-            if spend_run is not None:
-                sink.update_spend(spend_run, report.calls, report.tokens_in, report.tokens_out,
-                                  report.cost)
+            for lane in lanes:
+                if lane.spend_run is not None:
+                    sink.update_spend(lane.spend_run, lane.calls, lane.tokens_in,
+                                      lane.tokens_out, lane.cost)
 
-        client = ChatClient(base_url=self.config.base_url,
-                            api_key=self.config.api_key.get_secret_value()
-                            if self.config.api_key else None, model=self.config.model,
-                            timeout=self.config.timeout, max_attempts=self.config.max_attempts,
-                            backoff=self.config.backoff, connections=self.config.concurrency,
-                            transport=self.config.transport, ca_bundle=self.config.ca_bundle,
-                            client_cert=self.config.client_cert,
-                            client_key=self.config.client_key)
-        limiter = RateLimiter(self.config.rpm, self.config.tpm)
-
-        async def worker() -> None:
-            for item in queue:
-                if self._stop:
-                    report.not_sent += 1
-                    continue
+        async def worker(lane: Lane) -> None:
+            while not self._stop and lane.drained is None:
+                item = queue.take(lane, lanes)
+                if item is None:
+                    if await queue.wait():
+                        continue
+                    return
+                queue.busy += 1
                 try:
-                    event = await self._judge(client, limiter, item, queries, passages, report)
+                    # a pair moves on only to an endpoint that has not failed it yet
+                    event = await self._judge(lane, item, queries, passages, report,
+                                              requeue=queue.elsewhere(item, lane, lanes))
                 except BudgetReached:
                     report.not_sent += 1
                     self._stop = self._stop or "budget"
@@ -409,6 +525,12 @@ class Labeller:
                 except _NotSent:
                     report.not_sent += 1
                     continue
+                except _HandBack:
+                    queue.hand_back(item, lane)
+                    continue
+                finally:
+                    queue.done_one()
+                lane.pairs += 1
                 report.events.append(event)
                 pending.append(event)
                 if event.grade is None:
@@ -424,13 +546,19 @@ class Labeller:
         interrupted = OnSigint(loop, self)
         try:
             with bar:
-                await asyncio.gather(*(worker() for _ in range(min(self.config.concurrency,
-                                                                   max(1, len(todo))))))
+                await asyncio.gather(*(worker(lane) for lane in lanes
+                                       for _ in range(min(lane.spec.concurrency,
+                                                          max(1, len(todo))))))
         finally:
+            report.not_sent += queue.left()
             flush()
             interrupted.restore()
-            await client.close()
+            for lane in lanes:
+                await lane.client.close()
             await self._cache.close()
+            self._report = None
+        if self.config.endpoints:
+            report.endpoints = [lane.summary() for lane in lanes]
         report.stop_reason = self._stop
         report.elapsed = time.perf_counter() - start
         if self._fatal:

@@ -39,6 +39,9 @@ class LabelReport(Tabular):
     stop_reason: str | None = None
     elapsed: float = 0.0
     events: list[LabelEvent] = field(default_factory=list)
+    #: with several endpoints: per endpoint its pairs, paid calls, pairs handed back, and why
+    #: it was drained (None: it stayed up)
+    endpoints: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -74,6 +77,8 @@ class LabelReport(Tabular):
         out = [f"warning: {note}" for note in self.warnings]
         out += [f"failures: {n} x {kind}, e.g. {self.failure_examples[kind]}"
                 for kind, n in self.failure_reasons.most_common()] or ["failures: none"]
+        for e in self.endpoints:
+            out.append(endpoint_note(e))
         if self.stop_reason:
             out.append(f"stopped early ({self.stop_reason})")
         return out
@@ -88,10 +93,19 @@ class LabelReport(Tabular):
     def summary(self) -> dict[str, Any]:
         """The counts, for printing or JSON."""
         out = {k: v for k, v in self.__dict__.items()
-               if k not in ("events", "failure_reasons", "failure_examples")}
+               if k not in ("events", "failure_reasons", "failure_examples")
+               and (k != "endpoints" or v)}
         out["failure_reasons"] = dict(self.failure_reasons)
         out["failure_examples"] = dict(self.failure_examples)
         return out
+
+
+def endpoint_note(e: dict[str, Any]) -> str:
+    """One endpoint's line in the summary: what it answered, and whether it was drained."""
+    state = f"DRAINED ({e['drained']})" if e["drained"] else "up"
+    back = f", {e['handed back']} handed back to the others" if e["handed back"] else ""
+    return (f"endpoint {e['endpoint']} ({e['model']}): {e['pairs']} pairs, "
+            f"{e['paid calls']} paid calls{back}; {state}")
 
 
 @dataclass(frozen=True)

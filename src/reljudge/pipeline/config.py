@@ -181,6 +181,9 @@ def _check_settings(config: PipelineConfig, path: Path) -> None:
         if value not in AGGREGATES:
             raise ConfigError(f"{path}: [{section}] aggregate {value!r} unknown; expected one "
                               f"of {', '.join(AGGREGATES)}")
+    if any(e.api_key is not None for e in config.judge.endpoints):
+        raise ConfigError(f"{path}: [judge] endpoints: a key does not belong in the file: name "
+                          "the environment variable that holds it (api_key_env = \"VAR\")")
     if config.store_path.is_dir():
         raise ConfigError(f"{path}: [output] store {str(config.output.store)!r} is a directory")
     if config.out_dir.exists() and not config.out_dir.is_dir():
@@ -199,10 +202,13 @@ def judge_config(config: PipelineConfig, *, model: str | None = None,
     if not j.enabled:
         return None
     model = model or j.model or os.environ.get("OPENAI_MODEL")
-    base_url = base_url or j.base_url or os.environ.get("OPENAI_BASE_URL")
+    endpoints = [] if base_url else j.endpoints  # --base-url overrides the file's endpoints
+    base_url = base_url or j.base_url or (None if endpoints else
+                                          os.environ.get("OPENAI_BASE_URL"))
     api_key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not model or not (base_url or api_key):
+    if not model or not (base_url or api_key or endpoints):
         return None
-    settings = j.model_dump(exclude={"enabled", "model", "base_url"})
+    settings = j.model_dump(exclude={"enabled", "model", "base_url", "endpoints"})
+    settings["endpoints"] = [e.model_dump(exclude_none=True) for e in endpoints]
     return JudgeConfig.from_env(model=model, base_url=base_url, api_key=api_key,
                                 cache_dir=config.path(config.output.cache_dir), **settings)

@@ -133,6 +133,9 @@ class FakeOpenAI:
         self.delay = delay
         self.requests: list[Request] = []
         self.gets: list[str] = []  # paths of GET requests (the labeller's pre-flight check)
+        self.inflight = 0  # POSTs being answered now
+        self.max_inflight = 0  # the most POSTs it was answering at once
+        self.dead = False  # killed: refuses connections, drops every request
         self._lock = threading.Lock()
         server = self
 
@@ -141,6 +144,9 @@ class FakeOpenAI:
             disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
 
             def do_GET(self) -> None:
+                if server.dead:
+                    self._drop()
+                    return
                 with server._lock:
                     server.gets.append(self.path)
                 data = json.dumps({"calls": server.calls}).encode()
@@ -162,8 +168,29 @@ class FakeOpenAI:
                     body = {"_raw": raw.decode(errors="replace")}
                 req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body,
                               time.time())
+                if server.dead:
+                    self._drop()
+                    return
                 with server._lock:
                     server.requests.append(req)
+                    server.inflight += 1
+                    server.max_inflight = max(server.max_inflight, server.inflight)
+                try:
+                    self._answer(req)
+                finally:
+                    with server._lock:
+                        server.inflight -= 1
+
+            def _drop(self) -> None:
+                self.close_connection = True
+                try:
+                    import socket
+
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+            def _answer(self, req: Request) -> None:
                 if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
                     reply = Reply.error(404, f"no route {self.path}")
                 else:
@@ -171,14 +198,8 @@ class FakeOpenAI:
                 wait = reply.delay or server.delay
                 if wait:
                     time.sleep(wait)
-                if reply.drop:
-                    self.close_connection = True
-                    try:
-                        import socket
-
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
+                if reply.drop or server.dead:
+                    self._drop()
                     return
                 data = (reply.body if isinstance(reply.body, str)
                         else json.dumps(reply.body)).encode()
@@ -208,6 +229,7 @@ class FakeOpenAI:
                 ctx.load_verify_locations(client_ca)
             self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._stopped = False
 
     @property
     def base_url(self) -> str:
@@ -228,8 +250,16 @@ class FakeOpenAI:
 
     def stop(self) -> None:
         """Stop serving."""
-        self._server.shutdown()
-        self._server.server_close()
+        if not self._stopped:
+            self._stopped = True
+            self._server.shutdown()
+            self._server.server_close()
+
+    def kill(self) -> None:
+        """Die as a crashed server does: refuse new connections, and drop every request on
+        the open ones (answers being prepared included) without a reply."""
+        self.dead = True
+        self.stop()
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()
