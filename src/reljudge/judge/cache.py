@@ -27,6 +27,28 @@ def cache_key(base_url: str, model: str, messages: list[dict], params: dict,
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+class RequestKeys:
+    """``cache_key`` for many requests to one endpoint, model and parameters: the shared parts
+    are encoded once, each prompt once for all its samples (equal to ``cache_key``: tested)."""
+
+    def __init__(self, base_url: str, model: str, params: dict):
+        # the sorted keys of the blob: base_url, messages, model, params, sample
+        self._head = '{"base_url": ' + _KEY_JSON.encode(base_url.rstrip("/")) + \
+            ', "messages": '
+        self._tail = ', "model": ' + _KEY_JSON.encode(model) + ', "params": ' + \
+            _KEY_JSON.encode(params) + ', "sample": '
+
+    @staticmethod
+    def encode(messages: list[dict]) -> str:
+        """The messages as the key (and a batch request line) encodes them."""
+        return _KEY_JSON.encode(messages)
+
+    def key(self, encoded_messages: str, sample: int) -> str:
+        """The cache key of these (encoded) messages at this sample index."""
+        blob = f"{self._head}{encoded_messages}{self._tail}{int(sample)}}}"
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
 class AnswerCache:
     """A diskcache of answers, plus the futures of identical requests in flight."""
 
@@ -42,8 +64,10 @@ class AnswerCache:
             import diskcache
 
             self.folder.mkdir(parents=True, exist_ok=True)
-            # paid answers are never evicted, and no eviction bookkeeping is paid for per call
-            self._cache = diskcache.Cache(str(self.folder), eviction_policy="none")
+            # paid answers are never evicted nor expire, and no eviction bookkeeping (nor the
+            # look for expired keys diskcache makes on every set) is paid for per call
+            self._cache = diskcache.Cache(str(self.folder), eviction_policy="none",
+                                          cull_limit=0)
         return self._cache
 
     def get(self, key: str) -> dict | None:
