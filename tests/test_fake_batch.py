@@ -132,3 +132,17 @@ def test_unknown_ids_are_404(server):
         client.batches.retrieve("batch-nope")
     with pytest.raises(openai.NotFoundError):
         client.files.content("file-nope")
+
+
+def test_files_list_by_purpose_newest_first_and_batches_list_with_metadata(server):
+    client = client_for(server)
+    first = client.files.create(file=("a.jsonl", request_lines(2)), purpose="batch")
+    client.files.create(file=("notes.txt", b"x"), purpose="assistants")
+    second = client.files.create(file=("b.jsonl", request_lines(3)), purpose="batch")
+    listed = list(client.files.list(purpose="batch"))
+    assert [(f.id, f.filename) for f in listed] == [(second.id, "b.jsonl"), (first.id, "a.jsonl")]
+    assert len(list(client.files.list())) == 3
+    b = client.batches.create(input_file_id=first.id, endpoint="/v1/chat/completions",
+                              completion_window="24h", metadata={"reljudge_intent": "abc"})
+    assert [(x.id, x.metadata) for x in client.batches.list()] == \
+        [(b.id, {"reljudge_intent": "abc"})]

@@ -12,14 +12,18 @@ import sys
 from collections import Counter
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reljudge.cli import main
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.judge.batch import BatchJob, build_lines, split_files
+from reljudge.judge.parse import REPAIR
 from reljudge.store import LabelStore
 from reljudge.store.batches import BatchLog
 from reljudge.testing import FakeOpenAI, Reply
 from reljudge.testing.fake_batch import BatchPlan, FakeBatchAPI
+from reljudge.testing.fake_openai import grade_logprobs
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave"} for i in range(8)}
@@ -185,7 +189,8 @@ def test_cli_exits_5_while_batches_run_then_0(tmp_path, capsys):
         assert store.count() == len(PAIRS)
 
 
-@pytest.mark.parametrize("step", ["uploaded", "creating", "created", "collecting"])
+@pytest.mark.parametrize("step", ["recorded", "uploading", "uploaded", "creating", "created",
+                                  "collecting"])
 def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
     write_inputs(tmp_path)
     with FakeBatchAPI(by_passage) as batch:
@@ -313,3 +318,119 @@ def test_batch_without_a_store_is_one_line_error_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--batch records its batches in a label store: pass --store" in err
     assert "Traceback" not in err
+
+
+# -- two paths, one answer: the bulk collection stores the online path's events ----------------
+
+FIRST = st.one_of(
+    st.sampled_from(["final score: 0", "reasoning...\n##final score: 3", "score: 2", "1",
+                     '{"reason": "r", "grade": 2}', "final score: 7", "score: 1.5",
+                     "I cannot decide.", "", "grade: 2 ... final score: 1"]).map(
+        lambda t: {"text": t}),
+    st.just({"text": None, "refusal": "I will not grade this"}),
+    st.just({"text": "final score: 2", "finish_reason": "content_filter"}),
+    st.sampled_from(["2", "3"]).map(lambda g: {"text": f"final score: {g}", "logprobs":
+                                               grade_logprobs(f"final score: {g}",
+                                                              {"2": 0.6, "3": 0.3, "1": 0.1})}))
+REPAIRED = st.sampled_from(["final score: 1", "still no idea", "final score: 9"])
+SCRIPT: dict[tuple[int, int], tuple[dict, str]] = {}
+
+
+def scripted(req) -> Reply:
+    """The scripted answer of a pair (by passage number and query), or its repair answer."""
+    text = req.body["messages"][1]["content"]
+    n = int(re.search(r"passage number (\d+)", text).group(1))
+    first, repaired = SCRIPT[(n, 1 if "expenses" in text else 0)]
+    if req.body["messages"][-1]["content"] == REPAIR:
+        return Reply.text(repaired)
+    return Reply.text(first["text"], **{k: v for k, v in first.items() if k != "text"})
+
+
+@pytest.fixture(scope="module")
+def servers():
+    with FakeOpenAI(scripted) as online, FakeBatchAPI(scripted) as batch:
+        yield online, batch
+
+
+def comparable(store) -> list[dict]:
+    """Every stored event but its cost and latency (the online call is paid and timed; the
+    batch answer is paid in the batch's spend row), in pair order."""
+    rows = [{name: getattr(e, name) for name in e.__slots__
+             if name not in ("cost", "latency", "created_at")} for e in store.events()]
+    return sorted(rows, key=lambda r: (r["qid"], r["docid"], r["sample"]))
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(st.tuples(FIRST, REPAIRED), min_size=8, max_size=8))
+def test_two_paths_one_answer_online_and_batch_store_identical_events(servers, tmp_path_factory,
+                                                                     script):
+    online, batch = servers
+    SCRIPT.clear()
+    SCRIPT.update({(i % 4, i // 4): x for i, x in enumerate(script)})  # PAIRS order
+    tmp = tmp_path_factory.mktemp("paths")
+    online_cfg = config(tmp / "a", online.base_url, batch=False)
+    with LabelStore(tmp / "online.sqlite") as s1:
+        label_pairs(online_cfg, PAIRS, QUERIES, PASSAGES, s1)
+        by_online = comparable(s1)
+    calls = online.calls
+    with LabelStore(tmp / "batch.sqlite") as s2:
+        result = run_batch(config(tmp / "b", online.base_url, batch.base_url), s2)
+        by_batch = comparable(s2)
+    unreadable = sum(1 for e in by_online if "\n--- re-asked ---\n" in (e["raw"] or ""))
+    assert online.calls - calls == unreadable  # the batch path re-asked those, online, once
+    assert result.collected_answers == len(PAIRS) and not result.open
+    assert by_batch == by_online
+
+
+# -- batch collect over the store alone: titled passages -----------------------------------------
+
+def unreadable_q1_d3(req) -> Reply:
+    """by_passage, except that q1/d3's first answer cannot be read (its re-ask can)."""
+    text = req.body["messages"][1]["content"]
+    if "passage number 3 " in text and "expenses" not in text and \
+            req.body["messages"][-1]["content"] != REPAIR:
+        return Reply.text("I cannot decide.")
+    return by_passage(req)
+
+
+def submit_titled(tmp_path, online, batch) -> str:
+    """label --batch over passages with titles (submit only); returns the store path."""
+    write_inputs(tmp_path)
+    (tmp_path / "p.jsonl").write_text("".join(
+        json.dumps({"docid": d, "text": p["text"], "title": f"Leave policy {d}"}) + "\n"
+        for d, p in PASSAGES.items()))
+    args = cli_args(tmp_path, batch)
+    args[args.index("--base-url") + 1] = online.base_url
+    assert main(args) == 5
+    return str(tmp_path / "s.sqlite")
+
+
+def test_batch_collect_grades_titled_passages_and_re_asks_with_the_title(tmp_path, capsys):
+    with FakeOpenAI(unreadable_q1_d3) as online, FakeBatchAPI(unreadable_q1_d3) as batch:
+        store = submit_titled(tmp_path, online, batch)
+        assert main(["batch", "collect", "--store", store, "--api-key", "k", "--wait"]) == 0
+        assert online.calls == 1  # the one re-ask, of the prompt the batch line carried
+        assert "Title: Leave policy d3" in online.requests[0].body["messages"][1]["content"]
+    with LabelStore(store) as s:
+        got = grades(s, s.sources()[0].name)
+        assert len(got) == len(PAIRS) and got[("q1", "d3")] == 3
+        assert s.count() == len(PAIRS)
+
+
+def test_batch_collect_never_re_asks_a_prompt_the_store_cannot_rebuild(tmp_path, capsys):
+    with FakeOpenAI(unreadable_q1_d3) as online, FakeBatchAPI(unreadable_q1_d3) as batch:
+        store = submit_titled(tmp_path, online, batch)
+        with LabelStore(store) as s:  # as a store written before titles were kept
+            s.conn.execute("UPDATE passages SET title = NULL")
+        capsys.readouterr()
+        assert main(["batch", "collect", "--store", store, "--api-key", "k", "--wait"]) == 4
+        assert online.calls == 0  # a different prompt would have been sent and paid for
+        assert "1 item(s) not re-asked" in capsys.readouterr().err
+        with LabelStore(store) as s:
+            assert len(grades(s, s.sources()[0].name)) == len(PAIRS) - 1
+        # the original inputs finish it: the cached batch answer, then its one re-ask
+        args = cli_args(tmp_path, batch, "--wait")
+        args[args.index("--base-url") + 1] = online.base_url
+        assert main(args) == 0
+        assert online.calls == 1 and sum(uploaded_custom_ids(batch).values()) == len(PAIRS)

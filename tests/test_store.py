@@ -50,6 +50,28 @@ def test_events_round_trip_with_provenance_and_failures(store):
     assert store.labelled_pairs(ok_only=False) == {("q1", "d1"), ("q1", "d2")}
 
 
+def test_outcomes_are_the_events_grade_and_failure_in_order(store):
+    store.add_events([ev("q1", "d1", None, failure="HTTP 500", failure_kind="http_status"),
+                      ev("q1", "d1", 2, sample=1, meta={"model": "m"}, raw="O: 2"),
+                      ev("q2", "d1", 1, name="other"),
+                      ev("q1", "d2", None, failure="empty answer")])
+    want = [(e.qid, e.docid, e.sample, e.grade, e.failure_kind, e.failure)
+            for e in store.events(source="judge")]
+    assert [tuple(o) for o in store.outcomes("judge")] == want and len(want) == 3
+    assert next(iter(store.outcomes("judge"))).failure_kind == "http_status"
+
+
+def test_passage_titles_are_kept_and_texts_give_them_back_on_request(store):
+    store.add_passages({"d1": {"text": "body", "title": "Head"}, "d2": "plain",
+                        "d3": {"text": "no title"}})
+    pairs = [("q", "d1"), ("q", "d2"), ("q", "d3")]
+    assert store.texts(pairs)[1] == {"d1": "body", "d2": "plain", "d3": "no title"}
+    assert store.texts(pairs, titles=True)[1] == {"d1": {"text": "body", "title": "Head"},
+                                                  "d2": "plain", "d3": "no title"}
+    store.add_passages({"d1": "body"})  # the latest input wins, title included
+    assert store.texts(pairs, titles=True)[1]["d1"] == "body"
+
+
 def test_a_failed_judgment_never_becomes_a_grade(store):
     store.add_events([ev("q", "a", None, failure="refused: content_filter")])
     assert store.merge().labels == []

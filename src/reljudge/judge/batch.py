@@ -1,46 +1,62 @@
 """Labelling through the OpenAI Batch API: the same requests as online, at the batch price.
 
-Each request line is built from exactly the online path's prompt, parameters and body
-(``Labeller.messages``, ``Labeller.params``, ``client.request_body``), and its ``custom_id`` is
-the answer cache key, so a batch answer and an online answer of the same request are one cache
-entry. Every step is recorded in the label store before the next one happens: the batch row and
-its items before the upload, the input file id after it, the batch id after creation. A run
-(``label --batch`` again, or ``reljudge batch collect``) resumes from those ids: it polls the
-open batches, puts each answer in the answer cache, records failed lines as failures with their
-kind, and then turns cached answers into grades with the online labeller's own code (so parse
-rules, re-asks and events are the online path's). Pairs settled in the store, already cached, or
-held by an open batch are never put in a new batch; so a process killed at any point and run
-again submits no pair twice and loses no answer.
+Each request line is built from exactly the online path's prompt, parameters and body, and its
+``custom_id`` is the answer cache key, so a batch answer and an online answer of the same
+request are one cache entry (``reljudge.judge.batch_files``). Every step is recorded in the
+label store before the next one happens: the batch row, its items and its intent (the name its
+input file and batch will carry) before the upload, the input file id after it, the batch id
+after creation. A run (``label --batch`` again, or ``reljudge batch collect``) resumes from
+those records: a file or batch a killed run made but did not record is found at the provider by
+its intent, never made again; open batches are polled, and a finished batch is collected in
+bulk: its answers go into the answer cache in one transaction, and its events (grades and
+refusals graded by the online path's rules, failed lines as failures by kind) into the store in
+one transaction that also marks it collected. An unreadable answer gets the online path's one
+re-ask. Pairs settled in the store, already cached, or held by an open batch are never put in a
+new batch; so a process killed at any point and run again submits no pair twice and loses no
+answer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
+import queue
+import secrets
 import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from reljudge.errors import ConfigError
-from reljudge.judge.budget import prompt_tokens_bound
-from reljudge.judge.client import answer_from_response, request_body
-from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.judge.batch_files import (
+    ENDPOINT,
+    BatchLine,
+    Item,
+    answer_fields,
+    build_lines,
+    line_failure,
+    read_lines,
+    split_files,
+)
+from reljudge.judge.client import Answer
+from reljudge.judge.failures import FailureKind
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.progress import BatchProgress
 from reljudge.judge.report import LabelReport
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 from reljudge.types import LabelEvent
 
-ENDPOINT = "/v1/chat/completions"
+__all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "collect_recorded",
+           "line_failure", "recorded_jobs", "split_files", "upload_name"]
+
 COMPLETION_WINDOW = "24h"
 _KILL_ENV = "RELJUDGE_TEST_KILL_AT"  # tests: SIGKILL this process at a named step
-
-Item = tuple[str, str, int]
 
 
 def _kill_point(step: str) -> None:
@@ -49,72 +65,33 @@ def _kill_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-@dataclass(frozen=True)
-class BatchLine:
-    """One request line of a batch input file and the items it answers."""
-
-    custom_id: str
-    data: bytes  # the JSONL line, newline included
-    items: tuple[Item, ...]
-    worst_case: float  # the most this request can cost at the batch price
+def upload_name(intent: str) -> str:
+    """The file name an input file is uploaded under (how a resumed run finds it)."""
+    return f"reljudge-batch-{intent}.jsonl"
 
 
-def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str, str],
-                passages: Mapping[str, Any], discount: float = 0.5,
-                keys: Mapping[Item, str] | None = None) -> list[BatchLine]:
-    """The batch request lines of these items (identical requests once), built from the
-    online path's messages, parameters, body and cache key (``keys``: already computed)."""
-    params = labeller.params()
-    model = labeller.config.model
-    out_limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
-    price = labeller.price.scaled(discount)
-    by_key: dict[str, list[Item]] = {}
-    bodies: dict[str, tuple[list[dict], bytes]] = {}
-    for item in items:
-        messages = labeller.messages(item[0], item[1], queries, passages)
-        key = keys[item] if keys is not None else labeller.request_key(messages, item[2])
-        if key not in by_key:
-            by_key[key] = []
-            line = {"custom_id": key, "method": "POST", "url": ENDPOINT,
-                    "body": request_body(model, messages, params)}
-            bodies[key] = (messages, (json.dumps(line, ensure_ascii=False) + "\n").encode())
-        by_key[key].append(item)
-    return [BatchLine(k, bodies[k][1], tuple(v),
-                      price.cost(prompt_tokens_bound(bodies[k][0]), out_limit))
-            for k, v in by_key.items()]
+def new_intent(data: bytes) -> str:
+    """A batch's intent: its input file's SHA-256 (16 hex) and 8 random hex digits, so two
+    stores submitting the same file never take each other's upload or batch."""
+    return f"{hashlib.sha256(data).hexdigest()[:16]}-{secrets.token_hex(4)}"
 
 
-def split_files(lines: Sequence[BatchLine], max_requests: int,
-                max_bytes: int) -> Iterator[list[BatchLine]]:
-    """Consecutive groups of lines, each within the request and byte limits of one file."""
-    group: list[BatchLine] = []
-    size = 0
-    for line in lines:
-        if len(line.data) > max_bytes:
-            raise ConfigError(f"one batch request is {len(line.data)} bytes, more than "
-                              f"--batch-bytes {max_bytes}")
-        if group and (len(group) >= max_requests or size + len(line.data) > max_bytes):
-            yield group
-            group, size = [], 0
-        group.append(line)
-        size += len(line.data)
-    if group:
-        yield group
+def _cache_all(cache, feed: queue.SimpleQueue) -> None:
+    """Lists of (custom_id, answer) from ``feed`` into the answer cache, until None, in one
+    transaction (all or none, if killed)."""
+    with cache.transact():
+        while (chunk := feed.get()) is not None:
+            for cid, answer in chunk:
+                cache.set(cid, answer.to_cache())  # the same request's answer: either will do
 
 
-def line_failure(line: dict) -> tuple[FailureKind, str]:
-    """The failure kind and detail of a batch error-file line."""
-    error = line.get("error") or {}
-    resp = line.get("response") or {}
-    if error.get("code") == "batch_expired":
-        return FailureKind.EXPIRED, "batch expired before this request ran"
-    status = resp.get("status_code")
-    if status:
-        body = resp.get("body") or {}
-        message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-        kind = FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_STATUS
-        return kind, f"HTTP {status}" + (f": {message}" if message else "")
-    return FailureKind.HTTP_STATUS, f"batch error {error.get('code')}: {error.get('message')}"
+@dataclass
+class Collected:
+    """What collecting one batch left to do: items whose answer could not be read (to re-ask)
+    and items it did not answer, each with its custom_id."""
+
+    reask: dict[Item, str] = field(default_factory=dict)
+    missed: dict[Item, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -155,6 +132,7 @@ class BatchJob:
         self.log = BatchLog(store)
         self.out = out if out is not None else sys.stderr
         self._client = None
+        self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
 
     @property
     def client(self):
@@ -185,16 +163,21 @@ class BatchJob:
 
     # -- resume: poll and collect what earlier runs submitted -------------------------------
     def poll(self) -> list[BatchRecord]:
-        """Bring every open batch of this judge one step on: create batches for uploaded
-        files, refresh statuses; returns the batches that have finished (not yet collected)."""
+        """Bring every open batch of this judge one step on: adopt the uploads and batches a
+        killed run made but did not record, create batches for uploaded files, refresh
+        statuses; returns the batches that have finished (not yet collected)."""
         finished = []
         for rec in self.log.batches(self.labeller.judge_id, open_only=True):
             if rec.input_file_id is None:
-                # killed before the upload's id was recorded: nothing was submitted for it
-                self.log.update(rec.id, status="abandoned", collected=1)
-                continue
+                file_id = self._find_upload(rec.intent) if rec.intent else None
+                if file_id is None:
+                    # killed before the upload: nothing was submitted for it
+                    self.log.update(rec.id, status="abandoned", collected=1)
+                    continue
+                self.log.update(rec.id, input_file_id=file_id, status="uploaded")
+                rec = self._record(rec.id)
             if rec.provider_id is None:
-                self._create(rec.id, rec.input_file_id)
+                self._create(rec, resuming=True)
                 rec = self._record(rec.id)
             b = self.client.batches.retrieve(rec.provider_id)
             counts = b.request_counts
@@ -212,102 +195,117 @@ class BatchJob:
     def _record(self, bid: int) -> BatchRecord:
         return next(r for r in self.log.batches() if r.id == bid)
 
-    def _create(self, bid: int, file_id: str, resuming: bool = True) -> str:
+    def _find_upload(self, intent: str) -> str | None:
+        """The id of the input file a killed run uploaded under this intent, if any."""
+        name = upload_name(intent)
+        return next((f.id for f in self.client.files.list(purpose="batch")
+                     if f.filename == name), None)
+
+    def _create(self, rec: BatchRecord, resuming: bool = True) -> str:
         """Create the batch of an uploaded file; when resuming, first look for the batch a
-        killed run created but did not record (by its input file id)."""
+        killed run created but did not record (by its intent in the metadata, or for batches
+        recorded without one, by its input file id)."""
         found = None
         if resuming:
-            found = next((b for b in self.client.batches.list() if b.input_file_id == file_id),
-                         None)
+            found = next((b for b in self.client.batches.list()
+                          if ((b.metadata or {}).get("reljudge_intent") == rec.intent
+                              if rec.intent else b.input_file_id == rec.input_file_id)), None)
         if found is None:
+            metadata = {"reljudge_batch": str(rec.id), "judge": self.labeller.judge_id[:500]}
+            if rec.intent:
+                metadata["reljudge_intent"] = rec.intent
             found = self.client.batches.create(
-                input_file_id=file_id, endpoint=ENDPOINT, completion_window=COMPLETION_WINDOW,
-                metadata={"reljudge_batch": str(bid), "judge": self.labeller.judge_id[:500]})
+                input_file_id=rec.input_file_id, endpoint=ENDPOINT,
+                completion_window=COMPLETION_WINDOW, metadata=metadata)
             _kill_point("creating")
-        self.log.update(bid, provider_id=found.id, status=found.status)
+        self.log.update(rec.id, provider_id=found.id, status=found.status)
         return found.id
 
-    def collect(self, rec: BatchRecord, result: BatchResult) -> set[Item]:
-        """Put a finished batch's answers in the cache and its failed lines in the store;
-        returns the items that got no answer."""
+    def collect(self, rec: BatchRecord, result: BatchResult,
+                settled: set[Item] | None = None) -> Collected:
+        """Collect a finished batch in bulk: its answers into the cache (one transaction), then
+        its events into the store (one transaction, which marks it collected and records its
+        spend): grades and refusals as the online path grades a cached answer, failed and
+        unanswered lines as failures by kind. Items in ``settled`` get no event; returns the
+        items still to re-ask or to send again."""
+        lab = self.labeller
         items: dict[str, list[Item]] = {}
         for cid, q, d, s in self.log.items(rec.id):
             items.setdefault(cid, []).append((q, d, s))
-        cache = self.labeller.cache()
-        price = self.labeller.price.scaled(self.config.batch_discount)
-        seen: set[str] = set()
-        failures: list[LabelEvent] = []
-        tally = [0, 0, 0]  # answers, tokens in, tokens out
-        meta = {"model": self.config.model, "batch": rec.provider_id,
-                "params": self.labeller.params()}
-
-        def fail(cid: str, kind: FailureKind, why: str) -> None:
-            result.batch_failures[kind.value] += 1
-            for q, d, s in items.get(cid, ()):
-                failures.append(LabelEvent(qid=q, docid=d, source_kind="llm",
-                                           source_name=self.labeller.judge_id, sample=s,
-                                           grade=None, failure=why, failure_kind=kind.value,
-                                           meta=meta))
-
-        for file_id, is_output in ((rec.output_file_id, True), (rec.error_file_id, False)):
-            if not file_id:
-                continue
-            lines = self.client.files.content(file_id).text.splitlines()
-            # one cache transaction per file: a kill loses only uncommitted answers of a batch
-            # not yet marked collected, which the next run downloads again
-            with cache.transact():
-                self._read_lines(lines, is_output, items, seen, cache, fail, tally)
-
-        calls, tin, tout = tally
-        cost = price.cost(tin, tout)
-        result.collected_answers += calls
-        for cid in items.keys() - seen:  # never run: the batch failed, expired or was cancelled
+        answers: dict[str, Answer] = {}
+        failed: dict[str, tuple[FailureKind, str]] = {}
+        # the answers go into the cache in one transaction on a thread (SQLite releases the
+        # GIL) while the files are read and the events built; the cache commits before the
+        # store does, as online
+        with ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache") as pool:
+            feed: queue.SimpleQueue = queue.SimpleQueue()
+            cached = pool.submit(_cache_all, lab.cache(), feed)
+            try:
+                for file_id, is_output in ((rec.output_file_id, True),
+                                           (rec.error_file_id, False)):
+                    if file_id:
+                        lines = self.client.files.content(file_id).text.splitlines()
+                        for i in range(0, len(lines), 4096):
+                            feed.put(read_lines(lines[i:i + 4096], items, is_output, answers,
+                                                failed))
+            finally:
+                feed.put(None)
+            out = Collected()
+            events = self._answer_events(answers, items, settled or set(), out)
+            cached.result()
+        _kill_point("collecting")
+        for cid in items.keys() - answers.keys() - failed.keys():  # never run
             kind = FailureKind.EXPIRED if rec.status in ("expired", "cancelled") \
                 else FailureKind.HTTP_STATUS
-            fail(cid, kind, f"batch {rec.status} before this request ran")
-        now = time.time()
-        source = self.store._source_id("llm", self.labeller.judge_id)
-        self.store.add_events(failures, commit_with=[
-            ("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?", (now, rec.id)),
-            ("INSERT INTO spend (source, endpoint, started_at, updated_at, calls, tokens_in, "
-             "tokens_out, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-             (source, f"batch {rec.provider_id}", now, now, calls, tin, tout, cost))])
+            failed[cid] = (kind, f"batch {rec.status} before this request ran")
+        judge = lab.judge_id
+        meta = {"model": self.config.model, "batch": rec.provider_id, "params": lab.params()}
+        for cid, (kind, why) in failed.items():
+            result.batch_failures[kind.value] += 1
+            for item in items[cid]:
+                if settled is None or item not in settled:  # else: settled meanwhile
+                    out.missed[item] = cid
+                    events.append(LabelEvent(
+                        qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
+                        sample=item[2], grade=None, failure=why, failure_kind=kind.value,
+                        meta=meta))
+        tin = sum(a.tokens_in for a in answers.values())
+        tout = sum(a.tokens_out for a in answers.values())
+        cost = lab.price.scaled(self.config.batch_discount).cost(tin, tout)
+        self.log.collected(rec.id, events, spend=(lab.judge_id, f"batch {rec.provider_id}",
+                                                  len(answers), tin, tout, cost))
         result.collected_batches += 1
+        result.collected_answers += len(answers)
         result.tokens_in += tin
         result.tokens_out += tout
         result.cost += cost
-        return {it for e in failures for it in [(e.qid, e.docid, e.sample)]}
+        return out
 
-    @staticmethod
-    def _read_lines(lines, is_output, items, seen, cache, fail, tally) -> None:
-        """Answers of a downloaded file into the cache; failed lines to ``fail``."""
-        for text in lines:
-            if not text.strip():
-                continue
-            line = json.loads(text)
-            cid = line.get("custom_id")
-            if cid not in items or cid in seen:
-                continue
-            seen.add(cid)
-            resp = line.get("response") or {}
-            if not (is_output and resp.get("status_code") == 200):
-                fail(cid, *line_failure(line))
-                continue
-            try:
-                answer = answer_from_response(resp.get("body") or {})
-            except CallFailed as e:
-                fail(cid, e.kind, e.describe())
-                continue
-            cache.set(cid, answer.to_cache())  # the same request's answer: either will do
-            tally[0] += 1
-            tally[1] += answer.tokens_in
-            tally[2] += answer.tokens_out
-            _kill_point("collecting")
+    def _answer_events(self, answers: Mapping[str, Answer], items: Mapping[str, list[Item]],
+                       settled: set[Item], out: Collected) -> list[LabelEvent]:
+        """The events of a batch's answers, as the online labeller records a cached answer;
+        items whose answer cannot be read go to ``out.reask``."""
+        lab = self.labeller
+        events: list[LabelEvent] = []
+        meta = lab.event_meta(lab.params())  # one dict shared by the batch's events
+        output, judge = lab.template.output, lab.judge_id
+        for cid, answer in answers.items():
+            fields = answer_fields(answer, output)
+            for item in items[cid]:
+                if item in settled:
+                    continue
+                if fields is None:
+                    out.reask[item] = cid
+                else:
+                    events.append(LabelEvent(item[0], item[1], source_kind="llm",
+                                             source_name=judge, sample=item[2], meta=meta,
+                                             **fields))
+        return events
 
     # -- submitting ---------------------------------------------------------------------------
     def submit(self, lines: Sequence[BatchLine], result: BatchResult) -> None:
-        """Upload and create batches for these lines, recording each id before going on."""
-        budget = self.labeller._budget(self.store)
+        """Upload and create batches for these lines, recording each step before the next."""
+        budget = self.labeller.spending_limit(self.store)
         held = sum(r.reserved for r in self.log.batches(open_only=True))
         for group in split_files(lines, self.config.batch_requests, self.config.batch_bytes):
             worst = sum(x.worst_case for x in group)
@@ -318,15 +316,18 @@ class BatchJob:
                           "later files not submitted")
                 return
             held += worst
+            data = b"".join(x.data for x in group)
+            intent = new_intent(data)
             records = [(x.custom_id, *it) for x in group for it in x.items]
             bid = self.log.create(self.labeller.judge_id, ENDPOINT, self._config_record(),
-                                  records, worst)
-            data = b"".join(x.data for x in group)
-            f = self.client.files.create(file=(f"reljudge-batch-{bid}.jsonl", io.BytesIO(data)),
+                                  records, worst, intent=intent)
+            _kill_point("recorded")
+            f = self.client.files.create(file=(upload_name(intent), io.BytesIO(data)),
                                          purpose="batch")
+            _kill_point("uploading")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
             _kill_point("uploaded")
-            provider_id = self._create(bid, f.id, resuming=False)
+            provider_id = self._create(self._record(bid), resuming=False)
             _kill_point("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)
@@ -340,47 +341,48 @@ class BatchJob:
         ``submit``); with ``wait``, poll every ``poll_interval`` seconds until no batch of this
         judge is open."""
         lab = self.labeller
-        lab._check_inputs(pairs, queries, passages)
+        lab.check_inputs(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
-        all_items = {(q, d, s) for q, d in pairs for s in range(self.config.samples)}
-        result.items = len(all_items)
-        submitted = not submit
+        result.items = len(self._items(pairs))
         watched: set[int] = set()  # our ids of the batches this run waits for
         with BatchProgress(progress and wait) as bar:
-            await self._loop(pairs, queries, passages, result, all_items, submitted, watched,
-                             bar, wait, progress)
-        todo, _, failed = lab._items(pairs, self.store)
+            await self._loop(pairs, queries, passages, result, not submit, watched, bar, wait,
+                             progress)
+        todo, failed = self._plan(pairs)
         result.graded = result.items - len(todo) - failed
         pending = self.log.pending(lab.judge_id)
         result.without_grade = len(todo) + failed - len(set(todo) & pending)
         return result
 
-    async def _loop(self, pairs, queries, passages, result, all_items, submitted, watched, bar,
-                    wait, progress) -> None:
-        """Poll, collect, grade, submit; again every poll_interval while waiting."""
+    async def _loop(self, pairs, queries, passages, result, submitted, watched, bar, wait,
+                    progress) -> None:
+        """Poll, collect, re-ask, submit; again every poll_interval while waiting."""
         lab = self.labeller
         progress = progress and bar.bar is None  # one live display at a time
         while True:
             watched |= {r.id for r in self.log.batches(lab.judge_id, open_only=True)}
-            missed: set[Item] = set()
-            for rec in self.poll():
-                missed |= self.collect(rec, result) & all_items
-            keys = await self._grade_cached(pairs, queries, passages, result, progress)
-            if missed and self.config.batch_fallback == "online":
-                self._say(f"--batch-fallback online: sending {len(missed)} item(s) a batch did "
-                          "not answer online")
-                report = await lab.label(pairs, queries, passages, self.store,
-                                         progress=progress, only=missed)
-                result.reports.append(report)
-                if report.stop_reason:
-                    result.stop_reason = report.stop_reason
-                keys = {it: k for it, k in keys.items() if it not in missed}
+            finished = self.poll()
+            if finished:
+                settled = self._settled()[0]
+                left = Collected()
+                for rec in finished:
+                    got = self.collect(rec, result, settled)
+                    left.reask.update(got.reask)
+                    left.missed.update(got.missed)
+                wanted = set(self._items(pairs))
+                reask = self._rebuildable({it: c for it, c in left.reask.items()
+                                           if it in wanted}, queries, passages, "re-asked")
+                if reask:  # the online path's one re-ask, the first answer from the cache
+                    await self._online(pairs, queries, passages, reask, result, progress)
+                missed = {it: c for it, c in left.missed.items() if it in wanted}
+                if missed and self.config.batch_fallback == "online":
+                    self._say(f"--batch-fallback online: sending {len(missed)} item(s) a batch "
+                              "did not answer online")
+                    await self._online(pairs, queries, passages,
+                                       self._rebuildable(missed, queries, passages, "sent"),
+                                       result, progress)
             if not submitted and not result.stop_reason:
-                pending = self.log.pending(lab.judge_id)
-                todo = [it for it in keys if it not in pending]
-                if todo:
-                    self.submit(build_lines(lab, todo, queries, passages,
-                                            self.config.batch_discount, keys), result)
+                await self._submit_rest(pairs, queries, passages, result, progress)
                 submitted = True  # re-batching happens on the next run, never twice in one
             result.open = self.log.batches(lab.judge_id, open_only=True)
             watched |= {r.id for r in result.open}
@@ -389,27 +391,68 @@ class BatchJob:
                 return
             time.sleep(self.config.poll_interval)
 
-    async def _grade_cached(self, pairs, queries, passages, result,
-                            progress) -> dict[Item, str]:
-        """Turn cached answers of unsettled items into events with the online code (from the
-        cache: nothing is sent, except the one re-ask of an unreadable answer); returns the
-        cache keys of the unsettled items that have no cached answer (in plan order): the
-        candidates for a new batch."""
+    def _items(self, pairs: Sequence[tuple[str, str]]) -> list[Item]:
+        """The (qid, docid, sample) items of these pairs, once each, in order."""
+        return list(dict.fromkeys((q, d, s) for q, d in pairs
+                                  for s in range(self.config.samples)))
+
+    def _settled(self) -> tuple[set[Item], set[Item]]:
+        """The labeller's settled items (and failed ones among them) in the store, read again
+        only when the store has changed since the last look."""
+        mark = self.store.fingerprint()
+        if self._seen is None or self._seen[0] != mark:
+            self._seen = (mark, self.labeller.settled(self.store))
+        return self._seen[1]
+
+    def _plan(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[Item], int]:
+        """The items of these pairs still to ask, and how many are settled as failures."""
+        done, failed = self._settled()
+        items = self._items(pairs)
+        return [it for it in items if it not in done], sum(1 for it in items if it in failed)
+
+    def _rebuildable(self, items: dict[Item, str], queries, passages, what: str) -> set[Item]:
+        """The items whose request these texts rebuild exactly (same cache key as the batch
+        line's custom_id); the others are left, with a message, for a run with the original
+        inputs (e.g. a store from before passage titles were kept)."""
         lab = self.labeller
-        todo, _, _ = lab._items(pairs, self.store)
+        ok = {it for it, cid in items.items()
+              if lab.request_key(lab.messages(it[0], it[1], queries, passages), it[2]) == cid}
+        if len(ok) < len(items):
+            self._say(f"{len(items) - len(ok)} item(s) not {what}: the query and passage texts "
+                      "at hand do not rebuild their batch request; run reljudge label --batch "
+                      "with the original inputs")
+        return ok
+
+    async def _online(self, pairs, queries, passages, only: set[Item], result: BatchResult,
+                      progress: bool) -> None:
+        """These items through the online labeller (cached answers are taken from the cache)."""
+        if not only:
+            return
+        report = await self.labeller.label(pairs, queries, passages, self.store,
+                                           progress=progress, only=only)
+        result.reports.append(report)
+        if report.stop_reason:
+            result.stop_reason = report.stop_reason
+
+    async def _submit_rest(self, pairs, queries, passages, result: BatchResult,
+                           progress: bool) -> None:
+        """Batch every unsettled item no open batch holds; those whose answer is cached already
+        (an online run's, or one a killed run collected) are graded from the cache instead."""
+        lab = self.labeller
+        pending = self.log.pending(lab.judge_id)
+        todo = [it for it in self._plan(pairs)[0] if it not in pending]
         if not todo:
-            return {}
+            return
+        lines = build_lines(lab, todo, queries, passages, self.config.batch_discount)
         cache = lab.cache()
-        keys = {it: lab.request_key(lab.messages(it[0], it[1], queries, passages), it[2])
-                for it in todo}
-        ready = {it for it, key in keys.items() if key in cache}
-        if ready:
-            report = await lab.label(pairs, queries, passages, self.store, progress=progress,
-                                     only=ready)
-            result.reports.append(report)
-            if report.stop_reason:
-                result.stop_reason = report.stop_reason
-        return {it: key for it, key in keys.items() if it not in ready}
+        cached = [x for x in lines if x.custom_id in cache]
+        if cached:
+            await self._online(pairs, queries, passages,
+                               {it for x in cached for it in x.items}, result, progress)
+            if result.stop_reason:
+                return
+            lines = [x for x in lines if x.custom_id not in cache]
+        self.submit(lines, result)
 
     def cancel(self) -> list[str]:
         """Ask the provider to cancel this judge's open batches; returns their ids (a later
@@ -447,7 +490,7 @@ async def collect_recorded(store, api_key: str | None = None, *, wait: bool = Fa
         items = {(q, d) for rec in log.batches(job.labeller.judge_id, open_only=True)
                  for _, q, d, _ in log.items(rec.id)}
         pairs = sorted(items)
-        queries, passages = store.texts(pairs)
+        queries, passages = store.texts(pairs, titles=True)
         missing = [q for q, _ in pairs if queries.get(q) is None] + \
             [d for _, d in pairs if passages.get(d) is None]
         if missing:

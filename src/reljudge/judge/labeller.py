@@ -168,9 +168,11 @@ class Labeller:
         ones that are such failures (they still have no grade)."""
         if sink is None or not hasattr(sink, "events"):
             return set(), set()
-        latest: dict[tuple[str, str, int], LabelEvent] = {}
+        latest: dict[tuple[str, str, int], Any] = {}
         for judge in self.judge_ids:  # several models: a pair graded by any of them is done
-            for e in sink.events(source=judge):
+            # the store's lean read when it has one (every event of this judge is read)
+            for e in (sink.outcomes(judge) if hasattr(sink, "outcomes")
+                      else sink.events(source=judge)):
                 key = (e.qid, e.docid, e.sample)
                 if e.grade is not None or key not in latest or latest[key].grade is None:
                     latest[key] = e  # a grade, once given, settles the item
@@ -187,6 +189,26 @@ class Labeller:
             items = [it for it in items if it in only]
         todo = [it for it in items if it not in done]
         return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
+
+    # -- shared with the Batch API path (reljudge.judge.batch) ------------------------------
+    def check_inputs(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+                     passages: Mapping[str, Any]) -> None:
+        """Raise InputError naming the pairs' query and passage ids that have no text."""
+        self._check_inputs(pairs, queries, passages)
+
+    def settled(self, sink=None) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
+        """The (qid, docid, sample) items a run would not ask again (graded, or a failure of
+        the answer), and those of them that are failures."""
+        return self._done(sink)
+
+    def spending_limit(self, sink=None) -> Budget:
+        """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
+        return self._budget(sink)
+
+    def event_meta(self, params: dict) -> dict[str, Any]:
+        """The provenance an event of this judge carries (model, prompt, endpoint, the
+        parameters sent)."""
+        return {**self._meta, "params": params}
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any], sink=None) -> Estimate:

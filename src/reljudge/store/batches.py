@@ -19,7 +19,7 @@ from reljudge.types import LabelEvent
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 
 _COLS = ("id, provider_id, input_file_id, output_file_id, error_file_id, endpoint, status, "
-         "total, completed, failed, reserved, config, collected, created_at, updated_at")
+         "total, completed, failed, reserved, config, collected, created_at, updated_at, intent")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class BatchRecord:
     created_at: float
     updated_at: float
     source: str = ""
+    intent: str | None = None  # names the input file and batch metadata (recorded first)
 
     @property
     def open(self) -> bool:
@@ -50,8 +51,8 @@ class BatchRecord:
 
 
 def _record(row: tuple, source: str) -> BatchRecord:
-    return BatchRecord(*row[:11], json.loads(row[11] or "{}"), bool(row[12]), *row[13:],
-                       source=source)
+    return BatchRecord(*row[:11], json.loads(row[11] or "{}"), bool(row[12]), *row[13:15],
+                       source=source, intent=row[15])
 
 
 class BatchLog:
@@ -72,18 +73,19 @@ class BatchLog:
         return out
 
     def create(self, judge: str, endpoint: str, config: dict,
-               items: Sequence[tuple[str, str, str, int]], reserved: float = 0.0) -> int:
-        """Record a batch about to be uploaded with its (custom_id, qid, docid, sample) items;
-        returns our id."""
+               items: Sequence[tuple[str, str, str, int]], reserved: float = 0.0,
+               intent: str | None = None) -> int:
+        """Record a batch about to be uploaded with its (custom_id, qid, docid, sample) items
+        and its intent (the name its file and batch will carry); returns our id."""
         now = time.time()
 
         def write() -> int:
             source = self.store._source_id("llm", judge)
             cur = self.conn.execute(
                 "INSERT INTO batches (endpoint, source, status, total, reserved, config, "
-                "created_at, updated_at) VALUES (?, ?, 'uploading', ?, ?, ?, ?, ?)",
+                "created_at, updated_at, intent) VALUES (?, ?, 'uploading', ?, ?, ?, ?, ?, ?)",
                 (endpoint, source, len(items), reserved, json.dumps(config, sort_keys=True),
-                 now, now))
+                 now, now, intent))
             bid = int(cur.lastrowid)
             self.conn.executemany("INSERT OR IGNORE INTO batch_items VALUES (?, ?, ?, ?, ?)",
                                   ((bid, *it) for it in items))
@@ -97,10 +99,20 @@ class BatchLog:
         self.conn.execute(f"UPDATE batches SET {cols}, updated_at = ? WHERE id = ?",
                           (*fields.values(), time.time(), bid))
 
-    def collected(self, bid: int, events: Sequence[LabelEvent]) -> None:
-        """Mark a batch collected and append its failure events, in one transaction."""
-        self.store.add_events(events, commit_with=[(
-            "UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?", (time.time(), bid))])
+    def collected(self, bid: int, events: Sequence[LabelEvent],
+                  spend: tuple[str, str, int, int, int, float] | None = None) -> None:
+        """Append a batch's events, mark it collected and record its spend (judge, endpoint,
+        calls, tokens in, tokens out, cost), in one transaction."""
+        now = time.time()
+        statements = [("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?",
+                       (now, bid))]
+        if spend is not None:
+            judge, endpoint, *counts = spend
+            statements.append((
+                "INSERT INTO spend (source, endpoint, started_at, updated_at, calls, tokens_in, "
+                "tokens_out, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.store._source_id("llm", judge), endpoint, now, now, *counts)))
+        self.store.add_events(events, commit_with=statements)
 
     def batches(self, judge: str | None = None, *, open_only: bool = False) -> list[BatchRecord]:
         """Recorded batches (of one judge), oldest first."""

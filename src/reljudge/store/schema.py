@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -110,7 +110,18 @@ CREATE TABLE batch_items (batch INTEGER NOT NULL REFERENCES batches (id),
 CREATE INDEX batch_items_key ON batch_items (custom_id);
 """
 
-MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6}  # from version -> the next
+# Version 7: what a killed Batch API run needs to resume, and what a collect needs to rebuild a
+# prompt. ``batches.intent`` names the batch's input file (``reljudge-batch-<intent>.jsonl``,
+# the intent starting with the file's SHA-256) and its metadata, recorded BEFORE the upload, so
+# a run killed before recording the file or batch id finds them at the provider instead of
+# uploading again. ``passages.title`` keeps the title the prompt showed.
+V6_TO_V7 = """
+ALTER TABLE batches ADD COLUMN intent TEXT;
+ALTER TABLE passages ADD COLUMN title TEXT;
+"""
+
+MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6,
+              6: V6_TO_V7}  # from version -> the next
 
 
 def current_version(conn: sqlite3.Connection) -> int:

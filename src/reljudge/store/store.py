@@ -14,10 +14,23 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from reljudge.errors import StoreError
 from reljudge.store.schema import migrate
 from reljudge.types import RETRACTED, SOURCE_KINDS, LabelEvent
+
+
+class Outcome(NamedTuple):
+    """One event's (qid, docid, sample) and its grade or failure."""
+
+    qid: str
+    docid: str
+    sample: int
+    grade: int | None
+    failure_kind: str | None
+    failure: str | None
+
 
 _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
                "tokens_out, cost, latency, created_at, meta, batch, failure_kind")
@@ -128,18 +141,19 @@ class LabelStore:
             raise
 
     def add_passages(self, passages: Mapping[str, str | Mapping[str, str]]) -> None:
-        """Insert or update passage texts (a text, or a {"text": ...} record)."""
+        """Insert or update passage texts (a text, or a {"text": ..., "title"?: ...} record)."""
         def rows():
             for docid, p in passages.items():
-                text = p if isinstance(p, str) else p.get("text", "")
-                yield docid, text, hashlib.sha256(text.encode()).hexdigest()[:16]
+                text, title = (p, None) if isinstance(p, str) else (p.get("text", ""),
+                                                                     p.get("title") or None)
+                yield docid, text, hashlib.sha256(text.encode()).hexdigest()[:16], title
 
         self._begin()
         try:
             self.conn.executemany(
-                "INSERT INTO passages (docid, text, text_sha) VALUES (?, ?, ?) "
+                "INSERT INTO passages (docid, text, text_sha, title) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (docid) DO UPDATE SET text = excluded.text, "
-                "text_sha = excluded.text_sha", rows())
+                "text_sha = excluded.text_sha, title = excluded.title", rows())
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -157,13 +171,20 @@ class LabelStore:
         try:
             qids = self._intern("queries", "qid", self._qids, (e.qid for e in events))
             docids = self._intern("passages", "docid", self._docids, (e.docid for e in events))
+            metas: dict[int, str] = {}  # events often share one meta dict: encode it once
+
+            def meta(m: dict) -> str:
+                text = metas.get(id(m))
+                if text is None:
+                    text = metas[id(m)] = json.dumps(m, sort_keys=True)
+                return text
+
             rows = [(qids[e.qid], docids[e.docid], self._source_id(e.source_kind, e.source_name),
                      e.sample, e.grade, e.failure, e.raw,
                      None if e.probs is None else json.dumps(list(e.probs)),
                      e.expected_grade, e.tokens_in, e.tokens_out, e.cost, e.latency,
                      e.created_at if e.created_at is not None else now,
-                     None if e.meta is None else json.dumps(e.meta, sort_keys=True), batch,
-                     e.failure_kind)
+                     None if e.meta is None else meta(e.meta), batch, e.failure_kind)
                     for e in events]
             self.conn.executemany(f"INSERT INTO events ({_EVENT_COLS}) VALUES "
                                   f"({','.join('?' * 17)})", rows)
@@ -353,6 +374,14 @@ class LabelStore:
                              r[10], r[11], r[12], r[13], r[14],
                              None if r[15] is None else json.loads(r[15]), r[16])
 
+    def outcomes(self, source: str) -> Iterator[Outcome]:
+        """What each event of one source settled, in the order added (what a resumed labelling
+        run needs, without decoding the rest of the events)."""
+        sql = ("SELECT q.qid, p.docid, e.sample, e.grade, e.failure_kind, e.failure FROM events e "
+               "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+               "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
+        return map(Outcome._make, self.conn.execute(sql, (source,)))
+
     def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
         """Every successful label not retracted since, as (qid, docid, kind, source, sample,
         grade, event id)."""
@@ -508,14 +537,18 @@ class LabelStore:
         return Sample(name, unit, design, seed, budget, items,
                       json.loads(params) if params else {})
 
-    def texts(self, pairs: Sequence[tuple[str, str]]) -> tuple[dict[str, str | None],
-                                                               dict[str, str | None]]:
-        """Query and passage texts the store holds for these pairs: ({qid: text}, {docid: text})."""
+    def texts(self, pairs: Sequence[tuple[str, str]], *, titles: bool = False
+              ) -> tuple[dict[str, str | None], dict[str, Any]]:
+        """Query and passage texts the store holds for these pairs: ({qid: text}, {docid: text});
+        with ``titles``, a passage with a title is a {"text": ..., "title": ...} record, as the
+        labeller takes it."""
         qs = {q for q, _ in pairs}
         ds = {d for _, d in pairs}
         queries = {q: t for q, t in self.conn.execute("SELECT qid, text FROM queries")
                    if q in qs}
-        passages = {d: t for d, t in self.conn.execute("SELECT docid, text FROM passages")
+        passages = {d: ({"text": t, "title": title} if titles and title and t is not None
+                        else t)
+                    for d, t, title in self.conn.execute("SELECT docid, text, title FROM passages")
                     if d in ds}
         return queries, passages
 

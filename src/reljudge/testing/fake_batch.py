@@ -3,11 +3,12 @@
 It speaks enough of the API for the ``openai`` SDK's ``files`` and ``batches`` resources:
 upload (multipart) and download of files, and batches that move through OpenAI's statuses
 ``validating -> in_progress -> finalizing -> completed`` one step per retrieve (or per
-``advance()``), with output and error files in OpenAI's JSONL format. Each request line is
-answered by the same kind of handler as :class:`~reljudge.testing.fake_openai.FakeOpenAI`
-(a ``Request`` in, a ``Reply`` out), so a test scripts answers and per-line errors the same way
-online and in batch. Faults are scripted per batch with :class:`BatchPlan`: an expired batch
-with some lines done, a batch that fails validation, one that never finishes.
+``advance()``), with output and error files in OpenAI's JSONL format; files and batches can
+be listed. Each request line is answered by the same kind of handler as
+:class:`~reljudge.testing.fake_openai.FakeOpenAI` (a ``Request`` in, a ``Reply`` out), so a test
+scripts answers and per-line errors the same way online and in batch. Faults are scripted per
+batch with :class:`BatchPlan`: an expired batch with some lines done, a batch that fails
+validation, one that never finishes.
 
     with FakeBatchAPI(lambda req: Reply.text("final score: 2")) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -24,6 +25,7 @@ import itertools
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,9 +95,10 @@ class FakeBatchAPI:
                 body = self._body() if method == "POST" else b""
                 with api._lock:
                     api.log.append((method, self.path))
+                    path, _, query = self.path.partition("?")
                     status, payload, ctype = api._dispatch(
-                        method, self.path.split("?")[0].rstrip("/"), body,
-                        self.headers.get("content-type", ""))
+                        method, path.rstrip("/"), body, self.headers.get("content-type", ""),
+                        dict(urllib.parse.parse_qsl(query)))
                 self._send(status, payload, ctype)
 
             def do_GET(self) -> None:
@@ -115,11 +118,17 @@ class FakeBatchAPI:
 
     # -- the API ---------------------------------------------------------------------------
 
-    def _dispatch(self, method: str, path: str, body: bytes, ctype: str):
+    def _dispatch(self, method: str, path: str, body: bytes, ctype: str,
+                  query: dict[str, str] | None = None):
         parts = path.split("/")[2:] if path.startswith("/v1/") else []
         json_ct = "application/json"
+        query = query or {}
         if parts == ["files"] and method == "POST":
             return self._upload(body, ctype)
+        if parts == ["files"] and method == "GET":  # newest first, as OpenAI lists them
+            data = [_public(f) for f in reversed(self.files.values())
+                    if query.get("purpose") in (None, f["purpose"])]
+            return 200, {"object": "list", "data": data, "has_more": False}, json_ct
         if len(parts) >= 2 and parts[0] == "files":
             f = self.files.get(parts[1])
             if f is None:

@@ -1,0 +1,149 @@
+"""The two files of a Batch API job: request lines out, answer lines in.
+
+Request lines are the online path's requests (messages, parameters, body) with the answer
+cache key as ``custom_id``; each prompt is rendered and encoded once, for its key and its line
+and all its samples. Answer lines are read with the online path's rules: the answer of a 200
+line is graded as the online labeller grades a cached answer (``answer_fields``; a refusal is a
+failure of kind ``refused``, an unreadable answer is left to the labeller's one re-ask), and
+every other line is a failure with its kind (``line_failure``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reljudge.errors import ConfigError
+from reljudge.judge.budget import prompt_tokens_bound
+from reljudge.judge.cache import RequestKeys
+from reljudge.judge.client import Answer, answer_from_response, grade_probabilities
+from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.judge.parse import parse_answer
+
+ENDPOINT = "/v1/chat/completions"
+
+Item = tuple[str, str, int]
+
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """One request line of a batch input file and the items it answers."""
+
+    custom_id: str
+    data: bytes  # the JSONL line, newline included
+    items: tuple[Item, ...]
+    worst_case: float  # the most this request can cost at the batch price
+
+
+def build_lines(labeller, items: Sequence[Item], queries: Mapping[str, str],
+                passages: Mapping[str, Any], discount: float = 0.5) -> list[BatchLine]:
+    """The batch request lines of these items (identical requests once, in item order), with
+    the online path's messages, parameters, body and cache key."""
+    params = labeller.params()
+    model = labeller.config.model
+    out_limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
+    price = labeller.price.scaled(discount)
+    keys = RequestKeys(labeller.endpoint.base_url, model, params,
+                       replica=labeller.specs[0].replica)  # the online path's key
+    # the body is {"model", "messages", **params} (client.request_body), keys in that order
+    head = f', "method": "POST", "url": "{ENDPOINT}", "body": {{"model": {_JSON.encode(model)}' \
+           ', "messages": '
+    tail = "".join(f", {_JSON.encode(k)}: {_JSON.encode(v)}" for k, v in params.items()) + "}}\n"
+    prompts: dict[tuple[str, str], tuple[str, float]] = {}  # (qid, docid) -> encoded, worst
+    by_key: dict[str, list[Item]] = {}
+    data: dict[str, tuple[bytes, float]] = {}
+    for item in items:
+        pair = item[:2]
+        prompt = prompts.get(pair)
+        if prompt is None:
+            messages = labeller.messages(item[0], item[1], queries, passages)
+            prompt = prompts[pair] = (RequestKeys.encode(messages),
+                                      price.cost(prompt_tokens_bound(messages), out_limit))
+        key = keys.key(prompt[0], item[2])
+        if key in by_key:
+            by_key[key].append(item)
+            continue
+        by_key[key] = [item]
+        data[key] = (f'{{"custom_id": "{key}"{head}{prompt[0]}{tail}'.encode(), prompt[1])
+    return [BatchLine(k, data[k][0], tuple(v), data[k][1]) for k, v in by_key.items()]
+
+
+def split_files(lines: Sequence[BatchLine], max_requests: int,
+                max_bytes: int) -> Iterator[list[BatchLine]]:
+    """Consecutive groups of lines, each within the request and byte limits of one file."""
+    group: list[BatchLine] = []
+    size = 0
+    for line in lines:
+        if len(line.data) > max_bytes:
+            raise ConfigError(f"one batch request is {len(line.data)} bytes, more than "
+                              f"--batch-bytes {max_bytes}")
+        if group and (len(group) >= max_requests or size + len(line.data) > max_bytes):
+            yield group
+            group, size = [], 0
+        group.append(line)
+        size += len(line.data)
+    if group:
+        yield group
+
+
+def line_failure(line: dict) -> tuple[FailureKind, str]:
+    """The failure kind and detail of a batch error-file line."""
+    error = line.get("error") or {}
+    resp = line.get("response") or {}
+    if error.get("code") == "batch_expired":
+        return FailureKind.EXPIRED, "batch expired before this request ran"
+    status = resp.get("status_code")
+    if status:
+        body = resp.get("body") or {}
+        message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+        kind = FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_STATUS
+        return kind, f"HTTP {status}" + (f": {message}" if message else "")
+    return FailureKind.HTTP_STATUS, f"batch error {error.get('code')}: {error.get('message')}"
+
+
+def read_lines(lines: Iterable[str], wanted: Mapping[str, Any], is_output: bool,
+               answers: dict[str, Answer], failures: dict[str, tuple[FailureKind, str]]
+               ) -> list[tuple[str, Answer]]:
+    """The answers (into ``answers``) and failed lines (into ``failures``) of lines of a
+    downloaded output or error file, by custom_id; lines of other ids, and repeats, are
+    skipped. Returns the answers these lines added."""
+    added = []
+    for raw in lines:
+        if not raw.strip():
+            continue
+        line = json.loads(raw)
+        cid = line.get("custom_id")
+        if cid not in wanted or cid in answers or cid in failures:
+            continue
+        resp = line.get("response") or {}
+        if not (is_output and resp.get("status_code") == 200):
+            failures[cid] = line_failure(line)
+            continue
+        try:
+            answers[cid] = answer = answer_from_response(resp.get("body") or {})
+        except CallFailed as e:
+            failures[cid] = (e.kind, e.describe())
+            continue
+        added.append((cid, answer))
+    return added
+
+
+def answer_fields(answer: Answer, output: str) -> dict[str, Any] | None:
+    """The event fields the online labeller records for this answer taken from the cache (a
+    grade, or a refusal), or None when it cannot be read and the labeller must re-ask."""
+    common = dict(raw=answer.text, tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
+                  cost=0.0, latency=answer.latency)
+    if answer.finish_reason == "content_filter" or answer.refusal:
+        why = answer.refusal or "content_filter"
+        return dict(grade=None, failure=f"refused: {why}",
+                    failure_kind=FailureKind.REFUSED.value, **common)
+    parsed = parse_answer(answer.text, output)
+    if parsed.grade is None:
+        return None
+    probs = grade_probabilities(answer.logprobs, parsed.grade)
+    expected = sum(g * p for g, p in enumerate(probs)) if probs else None
+    return dict(grade=parsed.grade, probs=probs, expected_grade=expected, **common)
