@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -24,6 +25,10 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 _KEYS = {"ArrowRight": ("ArrowRight", 39), "ArrowLeft": ("ArrowLeft", 37),
          "Escape": ("Escape", 27), "Enter": ("Enter", 13)}
+
+
+ARTIFACTS = Path(os.environ.get("RELJUDGE_ARTIFACTS")
+                 or Path(__file__).resolve().parent / "artifacts")  # screenshots (git-ignored)
 
 
 def chromium_path() -> str:

@@ -18,3 +18,15 @@ def llmjudge() -> Path:
     if not (LLMJUDGE / "human" / "test.qrels").exists():
         pytest.skip("../shared/data/llmjudge is not present")
     return LLMJUDGE
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """A headless Chromium page with its own profile (tests/browser.py; skips without
+    Debian's chromium)."""
+    from tests.browser import Browser, chromium_path
+
+    chromium_path()
+    b = Browser(tmp_path / "profile")
+    yield b
+    b.close()

@@ -5,31 +5,16 @@ Screenshots go to $RELJUDGE_ARTIFACTS (default tests/artifacts/, which git ignor
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 from reljudge.store import LabelStore
 from reljudge.types import RETRACTED
-from tests.browser import Browser, chromium_path
+from tests.browser import ARTIFACTS, Browser
 from tests.test_assess import PAIRS, assess_server, make_store
-
-ARTIFACTS = Path(os.environ.get("RELJUDGE_ARTIFACTS")
-                 or Path(__file__).resolve().parent / "artifacts")
 
 TEXT = "document.getElementById('{}').textContent"
 SAVED = ("document.getElementById('status').dataset.state === 'saved' && "
          "document.getElementById('status').textContent.startsWith('Saved: pair {} graded {}')")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    chromium_path()
-    b = Browser(tmp_path / "profile")
-    yield b
-    b.close()
 
 
 def grade_by_key(b: Browser, position: int, key: str) -> None:

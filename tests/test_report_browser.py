@@ -9,30 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 from pathlib import Path
 
-import pytest
-
 from reljudge.cli import main
-from tests.browser import Browser, chromium_path
+from tests.browser import ARTIFACTS, Browser
 from tests.test_report import labelled_example  # noqa: F401 - the fixture
 
-ARTIFACTS = Path(os.environ.get("RELJUDGE_ARTIFACTS")
-                 or Path(__file__).resolve().parent / "artifacts")
 WIDTHS = (1280, 390)
 LOADED = "document.readyState === 'complete'"
 OPEN_ALL = "document.querySelectorAll('details').forEach(d => d.open = true), true"
 GEOMETRY = ("({scroll: document.documentElement.scrollWidth, view: window.innerWidth, "
             "height: document.documentElement.scrollHeight})")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    chromium_path()
-    b = Browser(tmp_path / "profile")
-    yield b
-    b.close()
 
 
 def at_width(b: Browser, width: int, height: int = 900) -> dict:
