@@ -1,6 +1,8 @@
 """The labelling progress bar in a notebook: one display output updated in place that ends on
 the final counts; in a terminal, rich's live bar as before. The last test runs a real Jupyter
-kernel (nbclient + ipykernel, in the `test` extra) against the local fake server."""
+kernel (nbclient + ipykernel, in the `test` extra) against the local fake server. On a
+terminal every bar draws on stderr: the CLI runs in a child process whose stderr is a pty and
+whose stdout must hold the result alone."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 from reljudge.judge import JudgeConfig, label_pairs
 from reljudge.judge import progress as progress_module
 from reljudge.judge.progress import NotebookDisplay, Progress
+from reljudge.report.tables import json_dumps
 from reljudge.testing import FakeOpenAI, Reply
 
 N = 40
@@ -113,3 +116,94 @@ def test_in_a_real_jupyter_kernel_the_cell_shows_the_final_bar(tmp_path):
     assert f"{N}/{N}" in shown[0]["data"]["text/plain"]
     assert f"{N}/{N}" in shown[0]["data"]["text/html"]
     assert [(o["name"], o["text"]) for o in streams] == [("stdout", f"labelled {N}\n")]
+
+
+def run_on_terminal(args: list[str]) -> tuple[int, str, str]:
+    """``reljudge ARGS`` in a child process whose stderr is a terminal (a pty) and whose stdout
+    is a pipe, as in ``reljudge ... --format json > out.json`` typed at a shell: (exit code,
+    stdout, what the terminal showed)."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    pty = pytest.importorskip("pty")
+    master, slave = pty.openpty()
+    shown = bytearray()
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                return
+            if not chunk:
+                return
+            shown.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RELJUDGE_"))}
+    env.update(TERM="xterm", COLUMNS="120")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "reljudge", *args], stdout=subprocess.PIPE,
+                              stderr=slave, stdin=subprocess.DEVNULL, env=env, timeout=120)
+    finally:
+        os.close(slave)
+    reader.join(10)
+    os.close(master)
+    return proc.returncode, proc.stdout.decode(), shown.decode(errors="replace")
+
+
+def write_label_inputs(tmp_path) -> None:
+    (tmp_path / "q.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()))
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"docid": d, "text": p["text"]}) + "\n"
+                                              for d, p in PASSAGES.items()))
+    (tmp_path / "pairs.txt").write_text("".join(f"{q} {d}\n" for q, d in PAIRS))
+
+
+def test_on_a_terminal_the_bar_draws_on_stderr_and_stdout_is_exactly_the_json(tmp_path):
+    write_label_inputs(tmp_path)
+    with FakeOpenAI(grade_two) as s:
+        code, out, shown = run_on_terminal(
+            ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
+             str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
+             "--model", "fake-model", "--base-url", s.base_url, "--api-key", "sk-test",
+             "--cache-dir", str(tmp_path / "cache"), "--price-in", "0", "--price-out", "0",
+             "--format", "json"])
+    assert code == 0, (out, shown)
+    summary = json.loads(out)  # nothing but the result on stdout
+    assert out == json_dumps(summary)  # exactly as `label --format json` writes it
+    assert summary["labelled"] == N
+    assert "labelling" in shown and f"{N}/{N}" in shown  # the bar was drawn, on the terminal
+
+
+def test_with_quiet_the_terminal_shows_no_bar(tmp_path):
+    write_label_inputs(tmp_path)
+    with FakeOpenAI(grade_two) as s:
+        code, out, shown = run_on_terminal(
+            ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
+             str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
+             "--model", "fake-model", "--base-url", s.base_url, "--api-key", "sk-test",
+             "--cache-dir", str(tmp_path / "cache"), "--price-in", "0", "--price-out", "0",
+             "--format", "json", "--quiet"])
+    assert code == 0 and json.loads(out)["labelled"] == N
+    assert "labelling" not in shown, shown
+
+
+def test_batch_wait_on_a_terminal_draws_on_stderr_and_stdout_is_exactly_the_json(tmp_path):
+    from reljudge.testing.fake_batch import FakeBatchAPI
+
+    write_label_inputs(tmp_path)
+    with FakeBatchAPI(grade_two) as batch:
+        code, out, shown = run_on_terminal(
+            ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
+             str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
+             "--store", str(tmp_path / "s.sqlite"), "--model", "gpt-4o-mini", "--base-url",
+             "http://127.0.0.1:9/v1", "--batch-url", batch.base_url, "--api-key", "k",
+             "--cache-dir", str(tmp_path / "cache"), "--batch", "--wait",
+             "--poll-interval", "0.01", "--format", "json"])
+    assert code == 0, (out, shown)
+    summary = json.loads(out)
+    assert out == json_dumps(summary) and summary["graded"] == N
+    assert "batch requests" in shown and f"{N}/{N}" in shown

@@ -149,10 +149,16 @@ def flatten(values: Sequence[Sequence[str]] | None) -> list[str] | None:
     return None if values is None else [v for vs in values for v in vs]
 
 
+def show_progress(quiet: bool) -> bool:
+    """Whether to draw progress displays: stderr is a terminal and --quiet was not given.
+    Every progress bar and spinner draws on stderr; stdout carries results only."""
+    return not quiet and sys.stderr.isatty()
+
+
 @contextlib.contextmanager
 def working(text: str, quiet: bool) -> Iterator[None]:
     """A status line on stderr while long work runs (a terminal only; none with --quiet)."""
-    if quiet or not sys.stderr.isatty():
+    if not show_progress(quiet):
         yield
         return
     from rich.console import Console

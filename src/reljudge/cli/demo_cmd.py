@@ -31,12 +31,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Run the demo."""
-    import sys
     from pathlib import Path
 
+    from reljudge.cli.common import show_progress
     from reljudge.demo import find_examples, run_demo
 
     overrides = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key}
     run_demo(Path(args.out_dir), find_examples(args.examples), judge_overrides=overrides,
-             progress=not args.quiet and sys.stderr.isatty())
+             progress=show_progress(args.quiet))
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 EXAMPLES = """\
 examples:
@@ -164,7 +163,7 @@ def run_label(args: argparse.Namespace) -> int:
     """Load inputs, label, print the summary."""
     import asyncio
 
-    from reljudge.cli.common import check_outputs
+    from reljudge.cli.common import check_outputs, show_progress
     from reljudge.io import read_pairs, read_passages, read_queries
     from reljudge.judge import Labeller
     from reljudge.report.tables import json_dumps, render
@@ -210,7 +209,7 @@ def run_label(args: argparse.Namespace) -> int:
         if config.batch:
             return run_batch_job(args, labeller, store, pairs, queries, passages)
         report = asyncio.run(labeller.label(pairs, queries, passages, store,
-                                            progress=not args.quiet and sys.stderr.isatty()))
+                                            progress=show_progress(args.quiet)))
         if args.qrels_out:
             write_judge_qrels(report, store, labeller.judge_ids, config.aggregate,
                               args.qrels_out)
@@ -227,12 +226,13 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
     """``label --batch``: collect, grade, submit; print where the job stands."""
     import asyncio
 
+    from reljudge.cli.common import show_progress
     from reljudge.judge.batch import BatchJob
     from reljudge.report.tables import json_dumps, render
 
     job = BatchJob(labeller, store)
     result = asyncio.run(job.run(pairs, queries, passages, wait=args.wait,
-                                 progress=not args.quiet and sys.stderr.isatty()))
+                                 progress=show_progress(args.quiet)))
     if args.qrels_out and not result.open:
         write_judge_qrels(None, store, labeller.judge_id, labeller.config.aggregate,
                           args.qrels_out)

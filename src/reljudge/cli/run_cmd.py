@@ -54,16 +54,16 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Load the config and run it."""
-    import sys
     from pathlib import Path
 
+    from reljudge.cli.common import show_progress
     from reljudge.pipeline import load_config
     from reljudge.pipeline.config import judge_config
     from reljudge.pipeline.runner import run_pipeline
 
     config = load_config(args.config)
     judge = judge_config(config, model=args.model, base_url=args.base_url, api_key=args.api_key)
-    result = run_pipeline(config, judge=judge, progress=not args.quiet and sys.stderr.isatty(),
+    result = run_pipeline(config, judge=judge, progress=show_progress(args.quiet),
                           config_text=Path(args.config).read_text(encoding="utf-8"))
     print(f"outputs in {result.out_dir}: " + ", ".join(
         sorted(p.name for p in result.out_dir.iterdir() if not p.name.startswith("."))))

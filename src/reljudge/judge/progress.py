@@ -30,6 +30,14 @@ class OnSigint:
             self.active = False
 
 
+def stderr_console() -> Any:
+    """The console every progress display draws on: stderr, so stdout carries results only
+    (``--format json`` stays parseable on a terminal)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
 def in_notebook() -> bool:
     """True inside a Jupyter kernel (also Colab, Databricks): rich's own detection."""
     from rich.console import Console
@@ -130,7 +138,8 @@ class Progress(_Bar):
                                 TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(),
                                 TextColumn("ETA"), TimeRemainingColumn(),
                                 TextColumn("${task.fields[spend]:.4f}"),
-                                TextColumn("[red]{task.fields[failed]} failed"), transient=False)
+                                TextColumn("[red]{task.fields[failed]} failed"),
+                                console=stderr_console(), transient=False)
             self.task = self.bar.add_task("label", total=total, spend=0.0, failed=0, rate="-")
             self._place()
             self.start = self.shown = time.perf_counter()
@@ -170,7 +179,8 @@ class BatchProgress(_Bar):
 
             self.bar = RichProgress(TextColumn("batch requests"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(),
-                                    TextColumn("{task.fields[status]}"), transient=False)
+                                    TextColumn("{task.fields[status]}"),
+                                    console=stderr_console(), transient=False)
             self.task = self.bar.add_task("batch", total=None, status="")
             self._place()
 
