@@ -161,3 +161,83 @@ def test_labels_import_from_irds_is_named_by_the_dataset_and_imported_once(tiny,
     assert main(["labels", "export", "--store", store, "--source", first["name"], "--out",
                  str(tmp_path / "out.qrels")]) == 0
     assert sorted(read_qrels(tmp_path / "out.qrels")) == sorted(read_qrels(files["qrels"]))
+
+
+def grader(req):
+    """A deterministic judge: the grade follows from the passage text."""
+    import hashlib
+
+    from reljudge.testing import Reply
+
+    grade = int(hashlib.sha256(req.user_text.encode()).hexdigest(), 16) % 4
+    return Reply.text(f"##final score: {grade}")
+
+
+def write_pipeline(path: Path, queries, passages, human, out: Path) -> Path:
+    path.write_text(f'[inputs]\nqueries = "{queries}"\npassages = "{passages}"\n'
+                    f'runs = {json.dumps(RUNS)}\nhuman_qrels = "{human}"\n'
+                    'human_source = "hr-team"\n[pool]\ndepth = 5\n[judge]\nprice_in = 0.0\n'
+                    f'price_out = 0.0\n[audit]\nbootstrap = 50\n[output]\ndir = "{out}"\n')
+    return path
+
+
+def test_pipeline_takes_irds_inputs_reads_pooled_passages_only_and_scores_as_files(
+        tiny, tmp_path, monkeypatch, capsys):
+    from reljudge.pool import build_pool
+    from reljudge.store import LabelStore
+    from reljudge.testing import FakeOpenAI
+    from reljudge.trec import read_runs
+
+    spec, files = tiny
+    by_irds = write_pipeline(tmp_path / "irds.toml", spec, spec, spec, tmp_path / "irds-out")
+    by_file = write_pipeline(tmp_path / "file.toml", files["queries"], files["docs"],
+                             files["qrels"], tmp_path / "file-out")
+    with FakeOpenAI(grader) as server:
+        for k, v in {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
+                     "OPENAI_MODEL": "fake-judge",
+                     "RELJUDGE_CACHE_DIR": str(tmp_path / "cache")}.items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", str(by_irds), "--quiet"]) == 0
+        assert main(["run", str(by_file), "--quiet"]) == 0
+    capsys.readouterr()
+    for name in ("pool.tsv", "qrels.txt", "qrels.provenance.jsonl", "scores.tsv",
+                 "audit.json"):
+        assert ((tmp_path / "irds-out" / name).read_text()
+                == (tmp_path / "file-out" / name).read_text()), name
+    pooled = {d for _, d in build_pool(read_runs(RUNS), 5).pairs}
+    with LabelStore(tmp_path / "irds-out" / "labels.sqlite") as store:
+        assert store.passages_with_text() == pooled  # the pooled passages, never the corpus
+    with LabelStore(tmp_path / "file-out" / "labels.sqlite") as store:
+        assert len(store.passages_with_text()) == len(read_passages(files["docs"])) > len(pooled)
+    inputs = json.loads((tmp_path / "irds-out" / "manifest.json").read_text())["inputs"]
+    dataset = spec[len("irds:"):]
+    assert [(i["role"], i.get("dataset")) for i in inputs] == [
+        ("queries", dataset), ("passages", dataset), ("run", None), ("run", None),
+        ("human labels", dataset)]
+    assert all(len(i["sha256"]) == 64 and i["size"] > 0 for i in inputs if i["role"] == "run")
+    assert inputs[0]["ir_datasets"]  # the version that read it
+    report = tmp_path / "report.html"
+    assert main(["report", "--pipeline", str(by_irds), "--out", str(report), "--quiet"]) == 0
+    page = report.read_text()
+    assert spec in page and "ir_datasets " in page
+
+
+def test_pipeline_with_an_unknown_dataset_fails_before_writing(irds, tmp_path):
+    from reljudge.errors import ConfigError
+    from reljudge.pipeline import load_config
+
+    cfg = write_pipeline(tmp_path / "p.toml", "irds:reljudge-test/no-such-thing",
+                         HR / "passages.jsonl", HR / "human.qrels", tmp_path / "out")
+    with pytest.raises(ConfigError, match=r"p\.toml: \[inputs\] queries: .*no ir_datasets "
+                                          r"dataset 'reljudge-test/no-such-thing'"):
+        load_config(cfg)
+    assert main(["run", str(cfg)]) == 2
+    assert not (tmp_path / "out").exists()
+
+
+def test_report_with_irds_qrels_lists_the_dataset_where_a_file_has_a_checksum(tiny, tmp_path):
+    spec, _ = tiny
+    out = tmp_path / "r.html"
+    assert main(["report", spec, *RUNS, "--out", str(out), "--quiet"]) == 0
+    page = out.read_text()
+    assert f"<td>{spec}</td>" in page and "ir_datasets " in page

@@ -70,3 +70,18 @@ def test_answers_all_from_the_cache_show_zero_spent_and_their_value(tmp_path):
     assert cost_line(priced) == (f"$0.0000 spent now (0 tokens) / ${value:.4f} from the cache "
                                  "(19,140 tokens answered by the answer cache, not charged "
                                  f"again) / ${value:.4f} total")
+
+
+def test_an_irds_input_is_recorded_by_dataset_id_once_per_role(tmp_path):
+    run = tmp_path / "a.run"
+    run.write_text("q1 Q0 d1 1 2.0 x\n")
+    got = input_files([("queries", "irds:beir/scifact/test"), ("run", run),
+                       ("passages", "irds:beir/scifact/test"),
+                       ("queries", "irds:beir/scifact/test")])
+    assert [f.role for f in got] == ["queries", "run", "passages"]
+    q = got[0]
+    assert (q.dataset, q.sha256, q.size) == ("beir/scifact/test", None, None)
+    assert q.record() == {"role": "queries", "dataset": "beir/scifact/test",
+                          "ir_datasets": q.ir_datasets}
+    assert got[1].record() == {"role": "run", "path": str(run), "size": run.stat().st_size,
+                               "sha256": hashlib.sha256(run.read_bytes()).hexdigest()}

@@ -96,6 +96,7 @@ def run(args) -> int:
         raise ConfigError("the audit needs both --reference and at least one --judge")
     if args.pipeline:
         from reljudge.pipeline import load_config
+        from reljudge.pipeline.runner import input_roles
 
         config = load_config(args.pipeline)
         qrels = read_qrels(config.out_dir / "qrels.txt")
@@ -104,12 +105,7 @@ def run(args) -> int:
         audit_measure = config.audit.measure
         audit_bootstrap = config.audit.bootstrap
         all_queries = all_queries or config.eval.all_queries
-        inputs = [("queries", config.path(config.inputs.queries)),
-                  ("passages", config.path(config.inputs.passages)),
-                  *[("run", config.path(r)) for r in config.inputs.runs],
-                  *([("human labels", config.path(config.inputs.human_qrels))]
-                    if config.inputs.human_qrels else []),
-                  ("final qrels", config.out_dir / "qrels.txt")]
+        inputs = [*input_roles(config), ("final qrels", config.out_dir / "qrels.txt")]
         settings = {"pool depth": f"top {config.pool.depth} of every run",
                     "merge policy": f"{config.merge.policy}, {config.merge.aggregate} over "
                                     "several labels of a pair",

@@ -40,7 +40,8 @@ def load(spec: str) -> Any:
                          "at https://ir-datasets.com)", spec) from None
 
 
-def _need(dataset: Any, spec: str, what: str) -> None:
+def need(dataset: Any, spec: str, what: str) -> None:
+    """Refuse a dataset without ``what`` (queries, docs or qrels)."""
     if not getattr(dataset, f"has_{what}")():
         raise InputError(f"this ir_datasets dataset has no {what}", spec)
 
@@ -56,7 +57,7 @@ def _text(record: Any, field: str = "text") -> str:
 def read_queries(spec: str) -> dict[str, str]:
     """{qid: text} of the dataset's queries (``queries_iter``)."""
     dataset = load(spec)
-    _need(dataset, spec, "queries")
+    need(dataset, spec, "queries")
     out: dict[str, str] = {}
     for q in dataset.queries_iter():
         if q.query_id in out:
@@ -74,7 +75,7 @@ def read_passages(spec: str, ids: Collection[str] | None) -> dict[str, dict[str,
                          "did not say which ones it needs (it would read the whole corpus)",
                          spec)
     dataset = load(spec)
-    _need(dataset, spec, "docs")
+    need(dataset, spec, "docs")
     found = dataset.docs_store().get_many(sorted(set(ids)))
     out: dict[str, dict[str, str]] = {}
     for docid, doc in found.items():
@@ -89,7 +90,7 @@ def read_passages(spec: str, ids: Collection[str] | None) -> dict[str, dict[str,
 def qrels_columns(spec: str) -> tuple[list[str], list[str], list[int]]:
     """(qids, docids, grades) of the dataset's qrels (``qrels_iter``)."""
     dataset = load(spec)
-    _need(dataset, spec, "qrels")
+    need(dataset, spec, "qrels")
     q, d, g = [], [], []
     for r in dataset.qrels_iter():
         q.append(r.query_id)

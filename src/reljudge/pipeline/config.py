@@ -10,7 +10,15 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    Strict,
+    ValidationError,
+    field_validator,
+)
 
 from reljudge.errors import ConfigError
 
@@ -25,17 +33,39 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 FilePath = Annotated[Path, Strict(False)]
 
 
+def _file_or_dataset(value: object) -> Path | str:
+    """``irds:DATASET_ID`` kept as that name (read through ir_datasets); any other text a
+    path."""
+    from reljudge.io import irds
+
+    if irds.is_irds(value):
+        if not str(value)[len(irds.PREFIX):].strip():
+            raise ValueError("expected irds:DATASET_ID, e.g. irds:msmarco-passage/trec-dl-2019/"
+                             "judged")
+        return value  # type: ignore[return-value]
+    if isinstance(value, Path):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"expected a file path or irds:DATASET_ID, found {value!r}")
+    return Path(value)
+
+
+#: a queries, passages or qrels input: a file, or an ir_datasets dataset as irds:DATASET_ID
+FileOrDataset = Annotated[Path | str, PlainValidator(_file_or_dataset)]
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Inputs(_Section):
-    """What the pipeline reads."""
+    """What the pipeline reads; queries, passages and human qrels may be ``irds:DATASET_ID``
+    (passages then come from the dataset's docs_store, for the pooled ids only)."""
 
-    queries: FilePath
-    passages: FilePath
+    queries: FileOrDataset
+    passages: FileOrDataset
     runs: list[FilePath] = Field(min_length=1)
-    human_qrels: FilePath | None = None
+    human_qrels: FileOrDataset | None = None
     human_source: str = "human"
 
 
@@ -122,10 +152,11 @@ class PipelineConfig(_Section):
     def _absolute(cls, v: Path) -> Path:
         return v.resolve()
 
-    def path(self, p: Path | None) -> Path | None:
-        """A config path resolved against the config file's folder."""
-        if p is None:
-            return None
+    def path(self, p: Path | str | None) -> Path | str | None:
+        """A config path resolved against the config file's folder (an ``irds:`` name as
+        it is)."""
+        if p is None or isinstance(p, str):
+            return p
         return p if p.is_absolute() else (self.base / p)
 
     @property
@@ -154,14 +185,33 @@ def load_config(path: str | Path) -> PipelineConfig:
         problems = "; ".join(
             f"[{'.'.join(str(x) for x in err['loc'])}] {err['msg']}" for err in e.errors())
         raise ConfigError(f"{path}: {problems}") from None
-    missing = [str(p) for p in [config.inputs.queries, config.inputs.passages,
-                                *config.inputs.runs, config.inputs.human_qrels]
-               if p is not None and not config.path(p).is_file()]
+    inputs = [config.inputs.queries, config.inputs.passages, *config.inputs.runs,
+              config.inputs.human_qrels]
+    missing = [str(p) for p in inputs if isinstance(p, Path) and not config.path(p).is_file()]
     if missing:
         raise ConfigError(f"{path}: input file(s) not found (or not files): "
                           f"{', '.join(missing)}")
+    _check_datasets(config, path)
     _check_settings(config, path)
     return config
+
+
+def _check_datasets(config: PipelineConfig, path: Path) -> None:
+    """Every ``irds:`` input names a dataset ir_datasets knows, with what it is read for (a
+    registry lookup: nothing is downloaded here)."""
+    from reljudge.errors import ReljudgeError
+    from reljudge.io import irds
+
+    inp = config.inputs
+    for key, spec, part in (("queries", inp.queries, "queries"), ("passages", inp.passages,
+                            "docs"), ("human_qrels", inp.human_qrels, "qrels")):
+        if not irds.is_irds(spec):
+            continue
+        try:
+            dataset = irds.load(spec)
+            irds.need(dataset, spec, part)
+        except ReljudgeError as e:
+            raise ConfigError(f"{path}: [inputs] {key}: {e}") from None
 
 
 def _check_settings(config: PipelineConfig, path: Path) -> None:

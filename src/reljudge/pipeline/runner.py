@@ -7,7 +7,8 @@ Artefacts in the output folder:
   qrels.provenance.jsonl   one record per final label: who decided it and how
   scores.tsv               per-query and mean scores of every run
   audit.json / audit.md    judge vs human agreement (when there are both)
-  manifest.json            stage fingerprints and summaries
+  manifest.json            stage fingerprints and summaries; the inputs (each file's SHA-256
+                           and size, or the ir_datasets dataset id of an irds: input)
 A stage whose settings and inputs are unchanged is not recomputed; labelling is always
 resumed, and pays only for answers it does not have (call cache + store).
 """
@@ -60,23 +61,28 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
     """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling)."""
     from reljudge.errors import ConfigError
     from reljudge.io import read_passages, read_queries
+    from reljudge.pool import build_pool
     from reljudge.store import LabelStore, import_labels
     from reljudge.store.importers import check_scale, read_labels
     from reljudge.trec import read_runs
 
     out = config.out_dir
     inp = config.inputs
-    # every input is read and checked before anything is written
+    # every input is read and checked before anything is written; pooling is pure, so the
+    # pool comes first, in memory, and passages from ir_datasets are read for its ids only
     queries = read_queries(config.path(inp.queries))
-    passages = read_passages(config.path(inp.passages))
     runs = read_runs([config.path(r) for r in inp.runs])
+    pooled = {d for _, d in build_pool(runs, config.pool.depth).pairs}
+    passages = read_passages(config.path(inp.passages), pooled)  # a file is read whole
     if inp.human_qrels:
         check_scale(read_labels(config.path(inp.human_qrels)), False)
     if not inp.human_qrels and judge is None and not config.store_path.exists():
         raise ConfigError("nothing would label the pool: give [inputs] human_qrels or a judge "
                           "endpoint (model and OPENAI_API_KEY or base_url)")
+    inputs = input_records(config)
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(out)
+    manifest.data["inputs"] = inputs
     stages: list[StageResult] = []
     if config_text is not None:
         atomic_write(out / "config.toml", f"# reljudge {_version()}\n{config_text}")
@@ -180,6 +186,22 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
     audit = json.loads((out / "audit.json").read_text()) if (out / "audit.json").exists() \
         else None
     return PipelineResult(out, stages, scores, audit)
+
+
+def input_roles(config: PipelineConfig) -> list[tuple[str, Path | str]]:
+    """(role, file or ``irds:`` name) of every input of a pipeline, paths resolved."""
+    inp = config.inputs
+    return [("queries", config.path(inp.queries)), ("passages", config.path(inp.passages)),
+            *[("run", config.path(r)) for r in inp.runs],
+            *([("human labels", config.path(inp.human_qrels))] if inp.human_qrels else [])]
+
+
+def input_records(config: PipelineConfig) -> list[dict]:
+    """What the manifest records of each input: a file's SHA-256 and size, or the
+    ir_datasets dataset id (and the ir_datasets version) where a file would have them."""
+    from reljudge.report.facts import input_files
+
+    return [f.record() for f in input_files(input_roles(config))]
 
 
 def _pool_stage(config, runs, store, labeller, queries, passages, manifest, say) -> StageResult:

@@ -387,9 +387,12 @@ def _configuration_section(store, inputs, settings: Mapping[str, str], price) ->
     if files:
         out.append("<h3>Inputs</h3>")
         out.append(table(["role", "file", "sha256", "size (bytes)"],
-                         [[f.role, _shown(f.path), f.sha256[:12], f.size] for f in files]))
+                         [[f.role, f.path, f"ir_datasets {f.ir_datasets or '(not installed)'}",
+                           "-"] if f.dataset is not None else
+                          [f.role, _shown(f.path), f.sha256[:12], f.size] for f in files]))
         out.append(_p("sha256: the first 12 hex digits of the SHA-256 of the file's bytes "
-                      "(sha256sum FILE)."))
+                      "(sha256sum FILE); an irds: input is the ir_datasets dataset of that "
+                      "id, read with the ir_datasets version shown."))
     if store is not None:
         out.append(_store_tables(store))
     out.append("</section>")
