@@ -252,3 +252,30 @@ def test_pair_sample_without_runs_warns_from_the_largest_possible_top_k(world, c
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "t",
                  "--design", "srs-pairs", "--budget", "30"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_compare_with_store_as_csv_is_one_table_and_json_has_the_estimates(world, capsys):
+    import csv
+    import io
+
+    tmp, store_path, truth, runs = world
+    qrels = tmp / "judge.qrels"
+    with LabelStore(store_path) as store:
+        grades = store.source_grades("judge-a")
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
+                 "--design", "srs-queries", "--queries", "8"]) == 0
+    _grade(store_path, truth, "q")
+    capsys.readouterr()
+    args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "-m", "RR",
+            "--format", "csv"]
+    assert main(args) == 0
+    without_store = capsys.readouterr().out
+    assert main([*args, "--store", str(store_path)]) == 0
+    cap = capsys.readouterr()
+    assert cap.out == without_store  # the comparison table, and nothing after it
+    rows = list(csv.reader(io.StringIO(cap.out)))
+    assert len({len(r) for r in rows}) == 1 and len(rows) == 1 + 2  # header, one row per run
+    assert "estimates from sample 'q' are in --format json" in cap.err
+    assert main([*args[:-2], "--json", "--store", str(store_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["estimates"]["sample"] == "q"

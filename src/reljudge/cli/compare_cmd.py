@@ -23,7 +23,8 @@ their file names.
 
 With --store, when the store holds a recorded human sample (`reljudge sample`) whose pairs
 are all graded, a second table shows each run's score under human labels estimated from it
-(LLM-only, human-only and PPI side by side; see `reljudge estimate`).
+(LLM-only, human-only and PPI side by side; see `reljudge estimate`). --format csv and latex
+write the comparison table only; --format json has both.
 """
 
 
@@ -110,7 +111,10 @@ def run(args) -> int:
         print(c.legend())
     elif args.format == "latex":
         print("% " + c.legend())
-    if est is not None and args.format != "latex":
+    if est is not None and args.format in ("csv", "latex"):  # one table: the comparison
+        print(f"reljudge: the estimates from sample {est.sample!r} are in --format json "
+              f"({args.format} holds the comparison table only)", file=sys.stderr)
+    elif est is not None:
         from reljudge.infer.scores import estimate_table
 
         print(("\n" if args.format == "table" else "")
