@@ -249,3 +249,60 @@ def test_tables_align_text_left_and_numbers_right():
         assert [td.get("class") for td in tr.iter("td")] == [None, "num", "num", "num", "num",
                                                               None]
     assert '<span class="up">▲</span>' in page
+
+
+def score_cells(page: str, run: str) -> list[str]:
+    """The cells of one run's row in the scores table."""
+    m = re.search(rf"<tr><td>{re.escape(run)}(?: \(baseline\))?</td>(.*?)</tr>",
+                  section(page, "scores"), re.S)
+    assert m, run
+    return [html.unescape(re.sub(r"<[^>]+>", "", c))
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", m.group(1), re.S)]
+
+
+def test_report_float32_scores_reaches_the_evaluation(tmp_path, capsys):
+    import json
+
+    # as in compare's test: scores equal in float32 only; float64 ranks the relevant `a`
+    # first, float32 sees a tie and breaks it by docid descending, `b` first
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 a 1\n")
+    r, s = tmp_path / "r.run", tmp_path / "s.run"
+    r.write_text("q1 Q0 a 1 1.00000001 r\nq1 Q0 b 2 1.0 r\n")
+    s.write_text("q1 Q0 b 1 2.0 s\nq1 Q0 a 2 1.0 s\n")
+    argv = ["report", str(qrels), str(r), str(s), "-m", "RR", "--quiet", "--out"]
+    assert main([*argv, str(tmp_path / "f64.html")]) == 0
+    assert main([*argv, str(tmp_path / "f32.html"), "--float32-scores"]) == 0
+    f64 = score_cells((tmp_path / "f64.html").read_text(), "r")
+    f32 = score_cells((tmp_path / "f32.html").read_text(), "r")
+    assert f64[0] == "1.0000" and f32[0] == "0.5000"
+    capsys.readouterr()
+    assert main(["compare", str(qrels), str(r), str(s), "-m", "RR", "--json",
+                 "--float32-scores"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"]["r"]["RR"]["mean"] == 0.5
+
+
+def test_report_digits_sets_the_decimals_of_scores_intervals_and_summary(tmp_path):
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"q{i} 0 d{j} {(i + j) % 3}\n" for i in range(6)
+                             for j in range(4)))
+    runs = []
+    for name, shift in (("a", 0), ("b", 1)):
+        path = tmp_path / f"{name}.run"
+        path.write_text("".join(f"q{i} Q0 d{(j + shift) % 4} {j + 1} {10 - j} {name}\n"
+                                for i in range(6) for j in range(4)))
+        runs.append(str(path))
+    pages = {}
+    for digits in (None, "2", "6"):
+        out = tmp_path / f"r{digits}.html"
+        extra = [] if digits is None else ["--digits", digits]
+        assert main(["report", str(qrels), *runs, "--out", str(out), *extra]) == 0
+        pages[digits] = out.read_text()
+    for digits, n in ((None, 4), ("2", 2), ("6", 6)):
+        mean, ci, *_ = score_cells(pages[digits], "a")
+        assert re.fullmatch(rf"\d\.\d{{{n}}}", mean), mean
+        assert re.fullmatch(rf"\[\d\.\d{{{n}}}, \d\.\d{{{n}}}\]", ci), ci
+        assert re.search(rf"Best run on nDCG@10: \w \(\d\.\d{{{n}}}, 95% CI \[\d\.\d{{{n}}},",
+                         section(pages[digits], "summary"))
+    assert float(score_cells(pages["2"], "a")[0]) == pytest.approx(
+        float(score_cells(pages["6"], "a")[0]), abs=0.005)

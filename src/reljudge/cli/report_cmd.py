@@ -12,9 +12,13 @@ examples:
   reljudge report human.qrels runs/*.run --reference human.qrels --judge gpt4o.txt \\
       --judge llama70b.txt --clip --out report.html      # each judge named by its file
   reljudge report --pipeline examples/hr-handbook/pipeline.toml --out report.html
+  reljudge report qrels.txt runs/*.run --float32-scores --digits 3 --out report.html
 
 Queries are averaged as in eval and compare (each run's queries that have qrels, or every
 qrels query with --all-queries); runs with the same tag are named by their file names.
+--float32-scores ranks every run on float32-rounded scores (trec_eval 9) in the scores, the
+tests, the audit's run ranking and the estimates; --digits sets the decimals of the scores,
+intervals, p-values and agreement statistics shown.
 The report opens with a summary in words (best run, significant differences, how far the
 judge agrees with the reference labels, warnings where too few pairs or runs back a number),
 then plots, tables, conflicts with their texts (--store) and the configuration: judge,
@@ -50,6 +54,8 @@ def register(sub) -> None:
                    help="clip grades outside 0..3 in the --reference and --judge files "
                         "(default: reject the file with file:line)")
     common.add_all_queries(p)
+    common.add_float32_scores(p)
+    common.add_digits(p)
     p.add_argument("--store", help="label store for coverage and cost")
     from reljudge.judge.config import JudgeConfig
 
@@ -151,7 +157,8 @@ def run(args) -> int:
                                 test=args.test, reference=reference, judges=judges,
                                 store=store, title=args.title, all_queries=all_queries,
                                 inputs=inputs, settings=settings, price=price,
-                                audit_measure=audit_measure, audit_bootstrap=audit_bootstrap)
+                                audit_measure=audit_measure, audit_bootstrap=audit_bootstrap,
+                                digits=args.digits, float32_scores=args.float32_scores)
     finally:
         if store is not None:
             store.close()

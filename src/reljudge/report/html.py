@@ -139,18 +139,21 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
                  title: str = "reljudge report", all_queries: bool = False,
                  inputs: Sequence[tuple[str, str | Path]] = (),
                  settings: Mapping[str, str] | None = None, price=None,
-                 conflicts: int = 50, audit_bootstrap: int = 1000) -> str:
+                 conflicts: int = 50, audit_bootstrap: int = 1000, digits: int = 4,
+                 float32_scores: bool = False) -> str:
     """The report as one HTML string; ``judges`` ({name: qrels}) or one ``judge`` is audited
     against ``reference``. Queries are averaged as in ``stats.compare``. ``inputs`` are
     (role, path) pairs listed with their checksums, ``settings`` ({name: value}: pool depth,
     merge policy, ...) are shown as the configuration, ``price`` (a ``judge.cost.Price``)
     values cached answers, and at most ``conflicts`` human/LLM conflicts are shown. Agreement
-    intervals resample queries ``audit_bootstrap`` times (0: none)."""
+    intervals resample queries ``audit_bootstrap`` times (0: none). Scores, intervals,
+    p-values and agreement statistics are shown to ``digits`` decimals; ``float32_scores``
+    ranks on scores rounded to float32 (trec_eval 9), in every evaluation of the runs."""
     from reljudge import __version__
     from reljudge.stats import compare
 
     comp = compare(qrels, runs, measures, baseline=baseline, test=test, trials=trials,
-                   seed=seed, all_queries=all_queries)
+                   seed=seed, all_queries=all_queries, float32_scores=float32_scores)
     runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]  # distinct names
     m0 = primary_measure(comp)
     if judges is None and judge is not None:
@@ -160,8 +163,10 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
         from reljudge.audit import audit
 
         result = audit(reference, dict(judges), runs, measure=audit_measure or m0,
-                       bootstrap=audit_bootstrap, seed=seed, with_ensembles=False)
-    summaries = [comparison_summary(comp)] + ([judge_summary(result)] if result else [])
+                       bootstrap=audit_bootstrap, seed=seed, with_ensembles=False,
+                       all_queries=all_queries, float32_scores=float32_scores)
+    summaries = [comparison_summary(comp, digits)] + ([judge_summary(result, digits)]
+                                                      if result else [])
     parts = [f"<header><h1>{html.escape(title)}</h1>",
              _p(f"reljudge {__version__}, {time.strftime('%Y-%m-%d %H:%M')}; "
                 f"{len(comp.runs)} runs, {len(comp.queries)} queries for the baseline "
@@ -170,12 +175,13 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
                 "judged documents)."), "</header>",
              _summary_html(summaries),
              _forest_section(comp, m0),
-             _scores_section(comp),
-             _per_query_section(comp, m0)]
+             _scores_section(comp, digits),
+             _per_query_section(comp, m0, digits)]
     if result is not None:
-        parts.append(_audit_section(result))
+        parts.append(_audit_section(result, digits))
     if store is not None:
-        parts.append(_estimate_section(store, runs, comp.measures, comp.baseline))
+        parts.append(_estimate_section(store, [_float32(r) for r in runs] if float32_scores
+                                       else runs, comp.measures, comp.baseline, digits))
         parts.append(_conflicts_section(store, conflicts))
     parts.append(_configuration_section(store, inputs, settings or {}, price))
     body = "\n".join(parts)
@@ -211,7 +217,18 @@ def _forest_section(comp, m0: str) -> str:
     return "\n".join(out)
 
 
-def _scores_section(comp) -> str:
+def _float32(run):
+    """The run with its scores rounded to float32: ranked on, the same as float32_scores=True
+    (the estimates rank runs without that switch)."""
+    import numpy as np
+
+    from reljudge.types import Run
+
+    return Run.from_arrays(run.qid, run.docid, run.score.astype(np.float32).astype(np.float64),
+                           name=run.name, check=False)
+
+
+def _scores_section(comp, digits: int = 4) -> str:
     from reljudge.stats.compare import mark
 
     headers, groups = ["run"], [("", 1)]
@@ -226,10 +243,10 @@ def _scores_section(comp) -> str:
             c = comp.cells[(n, m)]
             iv = c.interval
             cov = is_coverage(m)
-            row.append(Num(f"{iv.mean:.4f}" + ("" if cov else mark(c))))
-            row.append(Num(f"[{iv.low:.3f}, {iv.high:.3f}]"))
+            row.append(Num(f"{iv.mean:.{digits}f}" + ("" if cov else mark(c))))
+            row.append(Num(f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]"))
             if not cov:
-                row.append(Num("-" if c.p_adjusted is None else f"{c.p_adjusted:.3f}"))
+                row.append(Num("-" if c.p_adjusted is None else f"{c.p_adjusted:.{digits}f}"))
         rows.append(row)
     legend = comp.legend()
     if any(is_coverage(m) for m in comp.measures):
@@ -239,7 +256,7 @@ def _scores_section(comp) -> str:
                       _p(legend), "</section>"])
 
 
-def _per_query_section(comp, m0: str) -> str:
+def _per_query_section(comp, m0: str, digits: int = 4) -> str:
     others = [n for n in comp.runs if n != comp.baseline]
     out = [f'<section id="per-query"><h2>Per-query differences ({html.escape(m0)})</h2>']
     if others:
@@ -258,7 +275,7 @@ def _per_query_section(comp, m0: str) -> str:
     rows = [[q, *[values[n].get(q) for n in comp.runs]] for q in queries]
     out.append(f"<details><summary>Per-query {html.escape(m0)} of every run "
                f"({len(queries)} queries)</summary>"
-               + table(["query", *comp.runs], rows) + "</details></section>")
+               + table(["query", *comp.runs], rows, digits) + "</details></section>")
     return "\n".join(out)
 
 
@@ -267,7 +284,7 @@ def _natural(text: str) -> list:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
 
 
-def _audit_section(result) -> str:
+def _audit_section(result, digits: int = 3) -> str:
     out = ['<section id="judge"><h2>Can the judge be trusted? (audit against the reference '
            "labels)</h2>"]
     keys = ["exact", "kappa", "kappa_quadratic", "alpha_ordinal", "spearman", "leniency",
@@ -277,12 +294,12 @@ def _audit_section(result) -> str:
         k = j.items.stats.get("kappa")
         ci = j.items.ci.get("kappa")
         rows.append([j.name, j.items.pairs, *[j.items.stats.get(x) for x in keys[:2]],
-                     Num("-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"),
+                     Num("-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"),
                      "-" if k is None else landis_koch(k),
                      *[j.items.stats.get(x) for x in keys[2:]]])
     out.append(table(["judge", "pairs", "exact", "kappa", "kappa 95% CI", "reading",
                       "quadratic kappa", "ordinal alpha", "Spearman", "leniency", "MAE"],
-                     rows, 3))
+                     rows, digits))
     out.append(_p(f"Reading of kappa after {LANDIS_KOCH_CITATION}: below 0 poor, 0-0.20 "
                   "slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
                   f"0.81-1 almost perfect. Intervals: {result.bootstrap} resamples of the "
@@ -311,7 +328,7 @@ def _audit_section(result) -> str:
     return "\n".join(out)
 
 
-def _estimate_section(store, runs, measures, baseline) -> str:
+def _estimate_section(store, runs, measures, baseline, digits: int = 4) -> str:
     """Scores under human labels from the store's newest fully graded sample (PPI), if any."""
     from reljudge.infer.scores import estimate_table, from_store
 
@@ -320,7 +337,8 @@ def _estimate_section(store, runs, measures, baseline) -> str:
         return ""
     return "\n".join([
         '<section id="estimates"><h2>Scores under human labels (prediction-powered, from a '
-        "human sample)</h2>", table(*estimate_table(est.rows + est.diffs, with_p=True)),
+        "human sample)</h2>", table(*estimate_table(est.rows + est.diffs, with_p=True,
+                                                    digits=digits), digits),
         _p(f"{est.note()}. llm: the judge's labels alone (bootstrap interval, biased when "
            "the judge is); human: the sample alone; ppi: both, valid however bad the judge "
            "is."), *[_p(w, "warning") for w in est.warnings()], "</section>"])

@@ -63,8 +63,9 @@ def primary_measure(comp) -> str:
     return next((m for m in comp.measures if not is_coverage(m)), comp.measures[0])
 
 
-def comparison_summary(comp) -> Summary:
-    """Best run, significant differences (after the comparison's correction), coverage."""
+def comparison_summary(comp, digits: int = 4) -> Summary:
+    """Best run, significant differences (after the comparison's correction), coverage;
+    numbers to ``digits`` decimals."""
     out = Summary()
     m0 = primary_measure(comp)
     means = {n: comp.cells[(n, m0)].interval.mean for n in comp.runs}
@@ -72,11 +73,11 @@ def comparison_summary(comp) -> Summary:
     best = [n for n in comp.runs if means[n] == top]
     iv = comp.cells[(best[0], m0)].interval
     if len(best) > 1:
-        out.lines.append(f"Best on {m0}: {', '.join(best)} tie at {_num(top)}.")
+        out.lines.append(f"Best on {m0}: {', '.join(best)} tie at {_num(top, digits)}.")
     else:
         b = best[0]
-        line = (f"Best run on {m0}: {b} ({_num(iv.mean)}, 95% CI [{_num(iv.low)}, "
-                f"{_num(iv.high)}])")
+        line = (f"Best run on {m0}: {b} ({_num(iv.mean, digits)}, 95% CI "
+                f"[{_num(iv.low, digits)}, {_num(iv.high, digits)}])")
         if b == comp.baseline:
             line += "; it is the baseline."
         elif comp.cells[(b, m0)].significant:
@@ -97,7 +98,8 @@ def comparison_summary(comp) -> Summary:
             better, worse, same = [], [], []
             for n in others:
                 c = comp.cells[(n, m)]
-                text = f"{n} ({_signed(c.diff)}, adjusted p {_num(c.p_adjusted)})"
+                text = (f"{n} ({_signed(c.diff, digits)}, adjusted p "
+                        f"{_num(c.p_adjusted, digits)})")
                 if c.significant:
                     (better if c.diff > 0 else worse).append(text)
                 else:
@@ -112,7 +114,7 @@ def comparison_summary(comp) -> Summary:
             out.lines.append(f"{m}: " + "; ".join(parts) + ".")
     for m in comp.measures:
         if is_coverage(m):
-            vals = ", ".join(f"{n} {_num(comp.cells[(n, m)].interval.mean, 3)}"
+            vals = ", ".join(f"{n} {_num(comp.cells[(n, m)].interval.mean, digits)}"
                              for n in comp.runs)
             out.lines.append(f"{m} is coverage (the share of each ranking's top documents "
                              f"that has a label), not a test: {vals}.")
@@ -125,9 +127,10 @@ def comparison_summary(comp) -> Summary:
     return out
 
 
-def judge_summary(result) -> Summary:
+def judge_summary(result, digits: int = 3) -> Summary:
     """How far each judge agrees with the reference labels, in Landis & Koch's words, and
-    whether its run ranking matches; warnings when too few pairs or runs back a number."""
+    whether its run ranking matches; warnings when too few pairs or runs back a number.
+    Statistics to ``digits`` decimals."""
     out = Summary()
     for j in result.judges:
         it = j.items
@@ -139,16 +142,16 @@ def judge_summary(result) -> Summary:
                              f"pairs ({why}).")
         else:
             line = (f"Judge {j.name} against {result.reference}: Cohen's kappa "
-                    f"{_num(kappa, 3)} over {it.pairs} pairs, {landis_koch(kappa)} agreement "
-                    "(Landis & Koch 1977)")
+                    f"{_num(kappa, digits)} over {it.pairs} pairs, {landis_koch(kappa)} "
+                    "agreement (Landis & Koch 1977)")
             if "kappa" in it.ci:
                 lo, hi = it.ci["kappa"]
                 words = landis_koch(lo), landis_koch(hi)
                 span = words[0] if words[0] == words[1] else f"{words[0]} to {words[1]}"
-                line += (f", 95% CI {_num(lo, 3)} to {_num(hi, 3)} over resampled queries "
-                         f"({span})")
+                line += (f", 95% CI {_num(lo, digits)} to {_num(hi, digits)} over resampled "
+                         f"queries ({span})")
             if quad is not None:
-                line += (f"; weighted by grade distance (quadratic) {_num(quad, 3)}, "
+                line += (f"; weighted by grade distance (quadratic) {_num(quad, digits)}, "
                          f"{landis_koch(quad)}")
             exact = it.stats.get("exact")
             if exact is not None:
@@ -170,7 +173,7 @@ def judge_summary(result) -> Summary:
         else:
             out.lines.append(
                 f"Judge {j.name}: the runs ranked by {sy.measure} under its labels and under "
-                f"the reference's agree with Kendall tau {_num(tau, 3)} over {n} runs "
+                f"the reference's agree with Kendall tau {_num(tau, digits)} over {n} runs "
                 f"(largest rank change {sy.max_rank_change}).")
         if n < MIN_RUNS:
             if n <= 2:
