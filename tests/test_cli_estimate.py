@@ -51,7 +51,7 @@ def test_query_sample_then_estimate_shows_three_columns_and_covers(world, capsys
     tmp, store_path, truth, runs = world
     out = tmp / "q.jsonl"
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q10",
-                 "--design", "srs-queries", "--queries", "10", "--seed", "3",
+                 "--design", "srs-queries", "--query-count", "10", "--seed", "3",
                  "--out", str(out)]) == 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 10 * ND and lines[0]["query"].startswith("query ")
@@ -132,7 +132,7 @@ def test_compare_and_report_show_estimates_when_the_store_has_a_graded_sample(wo
     assert main(args) == 0
     assert "ppi 95% CI" not in capsys.readouterr().out  # no sample yet: nothing added
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
-                 "--design", "srs-queries", "--queries", "8"]) == 0
+                 "--design", "srs-queries", "--query-count", "8"]) == 0
     assert main(args) == 0
     assert "ppi 95% CI" not in capsys.readouterr().out  # drawn but not graded: nothing added
     _grade(store_path, truth, "q")
@@ -184,9 +184,9 @@ def test_pair_sample_from_a_run_pool_estimates_the_pool_score(world, capsys):
 def test_small_query_sample_warns_at_draw_time_and_on_every_estimate(world, capsys):
     tmp, store_path, truth, runs = world
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
-                 "--design", "srs-queries", "--queries", "6"]) == 0
+                 "--design", "srs-queries", "--query-count", "6"]) == 0
     err = capsys.readouterr().err
-    assert "a sample of 6 of 30 queries" in err and "Recommended: --queries 20 or more" in err
+    assert "a sample of 6 of 30 queries" in err and "Recommended: --query-count 20 or more" in err
     _grade(store_path, truth, "q")
     assert main(["estimate", "--store", str(store_path), "--sample", "q", *map(str, runs),
                  "-m", "nDCG@10", "--json"]) == 0
@@ -195,7 +195,7 @@ def test_small_query_sample_warns_at_draw_time_and_on_every_estimate(world, caps
     assert all("from 6 sampled queries" in r["warning"] for r in res["runs"] + res["differences"])
     assert len(res["warnings"]) == 3 and cap.err.count("warning: ") == 3
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "all",
-                 "--design", "srs-queries", "--queries", str(NQ)]) == 0
+                 "--design", "srs-queries", "--query-count", str(NQ)]) == 0
     assert "warning" not in capsys.readouterr().err  # every query: no sampling error
     _grade(store_path, truth, "all")
     assert main(["estimate", "--store", str(store_path), "--sample", "all", *map(str, runs),
@@ -229,7 +229,7 @@ def test_compare_and_report_carry_the_warning(world, capsys):
         grades = store.source_grades("judge-a")
     qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
-                 "--design", "srs-queries", "--queries", "5"]) == 0
+                 "--design", "srs-queries", "--query-count", "5"]) == 0
     _grade(store_path, truth, "q")
     capsys.readouterr()
     args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store", str(store_path)]
@@ -264,7 +264,7 @@ def test_compare_with_store_as_csv_is_one_table_and_json_has_the_estimates(world
         grades = store.source_grades("judge-a")
     qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
-                 "--design", "srs-queries", "--queries", "8"]) == 0
+                 "--design", "srs-queries", "--query-count", "8"]) == 0
     _grade(store_path, truth, "q")
     capsys.readouterr()
     args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "-m", "RR",

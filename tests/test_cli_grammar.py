@@ -21,7 +21,7 @@ DL_RUNS = sorted(str(p) for p in (DL / "runs").glob("*.run"))
 DL_JUDGES = sorted(str(p) for p in (DL / "judges").iterdir())[:2]
 
 #: the option strings hidden from --help on purpose (old spellings kept for one release)
-HIDDEN = {"--csv", "--latex", "--runs", "--output", "--out", "--sources"}
+HIDDEN = {"--csv", "--latex", "--runs", "--output", "--out", "--sources", "--queries"}
 
 
 def commands() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
@@ -254,7 +254,7 @@ def test_estimate_csv_is_one_table_of_runs_and_differences(tmp_path, capsys):
     with LabelStore(path) as s:
         s.add_grades([(q, d, min(3, g + 1)) for q, d, g in grades], "llm", "judge")
     run_cli(capsys, ["sample", "--store", path, "--judge", "judge", "--name", "all",
-                     "--design", "srs-queries", "--queries", "12"])
+                     "--design", "srs-queries", "--query-count", "12"])
     with LabelStore(path) as s:
         truth = {(q, d): g for q, d, g in grades}
         s.add_events([LabelEvent(q, d, truth[(q, d)], "human", "team", meta={"sample": "all"})
@@ -421,3 +421,30 @@ def test_old_runs_flag_and_positional_runs_fill_one_list_in_order(head):
     assert parse([*head, "--runs", "a.run", "b.run", "--depth", "5"] if head[0] != "audit"
                  else [*head, "--runs", "a.run", "b.run"]).runs == ["a.run", "b.run"]
     assert parse([*head, "a.run", "b.run"]).runs == ["a.run", "b.run"]
+
+
+@pytest.mark.parametrize(("path", "parser"), COMMANDS, ids=IDS)
+def test_visible_queries_flag_is_always_a_file(path, parser):
+    a = options(parser).get("--queries")
+    if a is not None and a.help != argparse.SUPPRESS:
+        assert a.type is None and a.dest == "queries", path  # a file name (or irds:), no count
+
+
+def test_sample_query_count_and_its_old_spelling_draw_the_same_queries(tmp_path, capsys):
+    from reljudge.store import LabelStore
+
+    grades = [(q, d, int(g)) for q, _, d, g in
+              (x.split() for x in (HR / "human.qrels").read_text().splitlines())]
+    drawn = {}
+    for flag in ("--query-count", "--queries"):
+        path = tmp_path / f"{flag.strip('-')}.sqlite"
+        with LabelStore(path) as s:
+            s.add_grades(grades, "llm", "judge")
+        run_cli(capsys, ["sample", "--store", path, "--judge", "judge", "--name", "q",
+                         "--design", "srs-queries", flag, "5", "--seed", "4"])
+        with LabelStore(path) as s:
+            drawn[flag] = s.sample_pairs("q")
+    assert drawn["--queries"] == drawn["--query-count"]
+    assert len({q for q, _ in drawn["--query-count"]}) == 5
+    text = dict(COMMANDS)[("sample",)].format_help()
+    assert "--query-count N" in text and "--queries " not in text and "--queries-file" in text

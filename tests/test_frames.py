@@ -163,7 +163,7 @@ def test_store_estimates_frame_equals_estimate_json_and_prints_its_table(world, 
 
     _tmp, store_path, truth, runs = world
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q10",
-                 "--design", "srs-queries", "--queries", "10", "--seed", "3"]) == 0
+                 "--design", "srs-queries", "--query-count", "10", "--seed", "3"]) == 0
     _grade(store_path, truth, "q10")
     got = cli_json(capsys, "estimate", "--store", str(store_path), "--sample", "q10",
                    *map(str, runs), "-m", "nDCG@10")

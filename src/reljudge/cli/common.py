@@ -27,6 +27,7 @@ HIDDEN_ALIASES = {
     "--output": "--out",
     "--out (a folder)": "--out-dir",
     "--sources": "--source (repeatable or a comma list)",
+    "sample --queries N": "sample --query-count N (everywhere else --queries is a file)",
 }
 
 

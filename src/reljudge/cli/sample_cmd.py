@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 EXAMPLES = """\
 examples:
   reljudge sample --store labels.sqlite --judge gpt-4o-mini --name week1 \\
       --design stratified-pairs --budget 400 --seed 7 --out week1.tsv
   reljudge sample --store labels.sqlite --judge gpt-4o-mini runs/*.run --depth 10 \\
-      --name q5 --design srs-queries --queries 5 --out q5.jsonl
+      --name q5 --design srs-queries --query-count 5 --out q5.jsonl
 
 designs:
   srs-queries       whole queries, simple random sample: valid for every measure
@@ -21,7 +23,7 @@ stratum are recorded in the store under --name; `reljudge estimate` uses them. T
 (.tsv or .jsonl by extension) lists the pairs in the order people should grade them, with
 query and passage text (from the store, or --queries-file / --passages-file).
 
-A warning (stderr) with a recommended --budget / --queries is printed when the sample is
+A warning (stderr) with a recommended --budget / --query-count is printed when the sample is
 smaller than the one at which the benchmark's 95 % intervals covered >= 93 % for every
 judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with RUN files;
 otherwise for the largest top k the pool allows), or a query sample of fewer than all
@@ -46,7 +48,11 @@ def register(sub) -> None:
                    help="what to draw (default stratified-pairs; see below)")
     p.add_argument("--budget", type=int, help="pairs to label (pair designs; for "
                    "srs-queries: queries = budget / mean pooled pairs per query)")
-    p.add_argument("--queries", type=int, help="srs-queries: number of queries to draw")
+    p.add_argument("--query-count", type=int, metavar="N",
+                   help="srs-queries: number of queries to draw")
+    # the old spelling, hidden for one release: everywhere else --queries is a file
+    p.add_argument("--queries", dest="query_count", type=int, metavar="N",
+                   help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     common.add_runs(p, required=False, alias=True,
                     help="TREC runs whose pool is the population (default: every pair the "
@@ -66,8 +72,8 @@ def run(args) -> int:
     from reljudge.infer.sample import draw, export
     from reljudge.store import LabelStore
 
-    if args.design == "srs-queries" and args.budget is None and args.queries is None:
-        raise ConfigError("srs-queries needs --queries or --budget")
+    if args.design == "srs-queries" and args.budget is None and args.query_count is None:
+        raise ConfigError("srs-queries needs --query-count or --budget")
     if args.design != "srs-queries" and args.budget is None:
         raise ConfigError(f"{args.design} needs --budget (pairs to label)")
     if args.out and not args.out.endswith((".tsv", ".jsonl")):
@@ -94,7 +100,7 @@ def run(args) -> int:
         if args.runs and args.design != "srs-queries":  # the estimate needs the population
             params["population"] = [list(p) for p in pairs]
         sample = draw(pairs, args.design, args.budget or 0, args.seed, name=args.name,
-                      grades=grades, queries=args.queries, params=params)
+                      grades=grades, queries=args.query_count, params=params)
         text = None
         if args.out:
             queries, passages = store.texts(sample.pairs())
@@ -143,7 +149,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
         return (f"warning: a sample of {have} of {total} queries: in the benchmark no query "
                 f"sample up to {QUERY_COVERAGE[-1][0]} of 25 queries gave 95 % intervals "
                 f"covering >= 93 % for every judge (lowest coverage {sizes} queries; "
-                f"docs/ppi.md), so the estimates will carry a warning. Recommended: --queries "
+                f"docs/ppi.md), so the estimates will carry a warning. Recommended: --query-count "
                 f"{min(max(have, QUERY_COVERAGE[-1][0]), total)} or more, or a pair sample "
                 f"for DCG@k, P@k and RBP@k")
     if runs:

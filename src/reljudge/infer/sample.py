@@ -147,7 +147,7 @@ def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, 
             raise InputError(f"cannot draw {n_q} queries: the pool has {len(qids)}")
         if n_q < MIN_QUERIES:
             raise InputError(f"a query-level sample needs at least {MIN_QUERIES} queries for "
-                             f"an interval (asked for {n_q}); give --queries or a budget of "
+                             f"an interval (asked for {n_q}); give --query-count or a budget of "
                              f"at least {MIN_QUERIES * len(pairs) / len(qids):.0f} pairs")
         chosen = [qids[i] for i in rng.permutation(len(qids))[:n_q]]
         by_query: dict[str, list[str]] = {}
