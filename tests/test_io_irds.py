@@ -241,3 +241,28 @@ def test_report_with_irds_qrels_lists_the_dataset_where_a_file_has_a_checksum(ti
     assert main(["report", spec, *RUNS, "--out", str(out), "--quiet"]) == 0
     page = out.read_text()
     assert f"<td>{spec}</td>" in page and "ir_datasets " in page
+
+
+def test_pipeline_whose_dataset_lacks_pooled_passages_fails_before_writing(
+        irds, tmp_path, monkeypatch, capsys):
+    from ir_datasets.datasets.base import Dataset
+    from ir_datasets.formats import TsvDocs
+    from ir_datasets.util import LocalDownload
+
+    docs = tmp_path / "docs.tsv"
+    whole = read_passages(HR / "passages.jsonl")
+    docs.write_text("".join(f"{d}\t{' '.join(p['text'].split())}\n"
+                            for d, p in sorted(whole.items())[:10]))  # most are missing
+    name = f"reljudge-test/part-{next(_names)}"
+    irds.registry.register(name, Dataset(TsvDocs(LocalDownload(docs))))
+    cfg = write_pipeline(tmp_path / "p.toml", HR / "queries.tsv", f"irds:{name}",
+                         HR / "human.qrels", tmp_path / "out")
+    for k, v in {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "test-key",
+                 "OPENAI_MODEL": "fake-judge",
+                 "RELJUDGE_CACHE_DIR": str(tmp_path / "cache")}.items():
+        monkeypatch.setenv(k, v)
+    assert main(["run", str(cfg)]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]  # (ir_datasets logs what it builds)
+    assert last.startswith("reljudge: error: cannot label: 32 passage id(s) without text")
+    assert f"passages = irds:{name} (pool depth 5)" in last
+    assert not (tmp_path / "out").exists()  # nothing written

@@ -59,7 +59,7 @@ def _version() -> str:
 def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], None] = print,
                  progress: bool = False, config_text: str | None = None) -> PipelineResult:
     """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling)."""
-    from reljudge.errors import ConfigError
+    from reljudge.errors import ConfigError, InputError
     from reljudge.io import read_passages, read_queries
     from reljudge.pool import build_pool
     from reljudge.store import LabelStore, import_labels
@@ -72,13 +72,22 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
     # pool comes first, in memory, and passages from ir_datasets are read for its ids only
     queries = read_queries(config.path(inp.queries))
     runs = read_runs([config.path(r) for r in inp.runs])
-    pooled = {d for _, d in build_pool(runs, config.pool.depth).pairs}
-    passages = read_passages(config.path(inp.passages), pooled)  # a file is read whole
+    pooled = build_pool(runs, config.pool.depth).pairs
+    passages = read_passages(config.path(inp.passages), {d for _, d in pooled})  # a file: whole
     if inp.human_qrels:
         check_scale(read_labels(config.path(inp.human_qrels)), False)
     if not inp.human_qrels and judge is None and not config.store_path.exists():
         raise ConfigError("nothing would label the pool: give [inputs] human_qrels or a judge "
                           "endpoint (model and OPENAI_API_KEY or base_url)")
+    from reljudge.judge import Labeller
+
+    labeller = Labeller(judge) if judge is not None else None
+    if labeller is not None:  # the judge needs the text of every pooled pair
+        try:
+            labeller.check_inputs(pooled, queries, passages)
+        except InputError as e:
+            raise InputError(f"{e.detail} in [inputs] queries = {inp.queries}, passages = "
+                             f"{inp.passages} (pool depth {config.pool.depth})") from None
     inputs = input_records(config)
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(out)
@@ -96,9 +105,6 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
             say(f"[import] human labels {inp.human_qrels}: {note}")
 
         # 1. pool
-        from reljudge.judge import Labeller
-
-        labeller = Labeller(judge) if judge is not None else None
         stages.append(_pool_stage(config, runs, store, labeller, queries, passages, manifest,
                                   say))
         pool_pairs = [tuple(line.split("\t")[:2]) for line in
