@@ -9,6 +9,8 @@ can cost a little time, never a wrong answer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -54,6 +56,58 @@ def decode(arr: np.ndarray) -> np.ndarray:
 def words(arr: np.ndarray) -> int:
     """How many 64-bit words hold the widest string of an ``S`` array."""
     return max(1, -(-arr.dtype.itemsize // 8))
+
+
+def utf8(values: np.ndarray) -> np.ndarray:
+    """An ``S`` array of the UTF-8 bytes of an array of str (object or ``U``), or the array
+    itself if ``S``: ASCII in one C-level pass, other text one string at a time."""
+    if values.dtype.kind == "S":
+        return values
+    try:
+        return values.astype("S")  # numpy encodes as ASCII
+    except UnicodeEncodeError:
+        encoded = [str(v).encode() for v in values.tolist()]
+        return np.array(encoded, dtype=f"S{max(map(len, encoded), default=1) or 1}")
+
+
+def joined_utf8(strings: Iterable[str], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes, starts, ends) of ``n`` str as one UTF-8 buffer: string i is
+    ``bytes[starts[i]:ends[i]]``. One join and one encode, not one encode per string (a NUL
+    inside a string is told apart from the separators, then each string is encoded alone)."""
+    strings = list(strings)
+    data = np.frombuffer("\0".join(strings).encode(), dtype=np.uint8)
+    sep = np.flatnonzero(data == 0)
+    if n and len(sep) == n - 1:
+        return data, np.r_[0, sep + 1], np.r_[sep, len(data)]
+    encoded = [s.encode() for s in strings]  # none, or a string holds a NUL
+    lengths = np.fromiter(map(len, encoded), np.int64, n)
+    ends = np.cumsum(lengths)
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends
+
+
+def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]``."""
+    lengths = ends - starts
+    width = max(1, int(lengths.max()) if len(lengths) else 1)
+    padded = np.zeros(len(data) + width, dtype=np.uint8)
+    padded[: len(data)] = data
+    windows = np.lib.stride_tricks.as_strided(padded, (len(data) + 1, width), (1, 1))
+    rows = windows[starts]  # `width` bytes from each string's start
+    rows[np.arange(width)[None, :] >= lengths[:, None]] = 0  # the next strings' bytes
+    return rows.view(f"S{width}").ravel()
+
+
+def order_words(*arrays: np.ndarray) -> list[list[np.ndarray]]:
+    """For each ``S`` array, its strings as columns of native uint64 words (big-endian bytes,
+    zero padded, all arrays to one width): the word tuples compare as the strings do in byte
+    order, a shorter string first (its zero padding sorts before any byte). Words equal in
+    every string of every array are left out, since they never decide an order."""
+    width = 8 * max(words(a) for a in arrays)
+    cols = [a.astype(f"S{width}").view(">u8").reshape(len(a), width // 8) for a in arrays]
+    keep = [k for k in range(width // 8)
+            if any(len(c) and (c[:, k] != c[0, k]).any() for c in cols)
+            or len({int(c[0, k]) for c in cols if len(c)}) > 1]
+    return [[c[:, k].astype(np.uint64) for k in keep] for c in cols]
 
 
 def hash_bytes(arr: np.ndarray, nwords: int | None = None) -> np.ndarray:
