@@ -131,22 +131,30 @@ def test_a_tie_split_over_chunks_keeps_every_query_whole():
                                                              for i in range(5)}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(prefix=st.sampled_from(PREFIXES),
        suffixes=st.lists(st.text(alphabet="0a\u00e9z\u4e2d", max_size=12), min_size=1,
-                         max_size=40),
-       ties=st.lists(st.integers(0, 2), min_size=40, max_size=40), n_ties=st.integers(3, 1 << 20))
-def test_tie_keys_never_contradict_the_tie_then_docid_order(prefix, suffixes, ties, n_ties):
-    docs = [prefix + s for s in suffixes]  # one prefix: its bits are cut, the next word's used
-    half = (len(docs) + 1) // 2
-    tie = np.array(ties[:len(docs)], dtype=np.int64)
-    words = columns.order_words(*(columns.utf8(np.array(d, dtype=object))
-                                  for d in (docs[:half], docs[half:])))
-    m_key, j_key = ranking._tie_keys(words[0], words[1], tie[:half], tie[half:], n_ties)
+                         max_size=40, unique=True),
+       ties=st.lists(st.integers(0, 2), min_size=40, max_size=40), n_ties=st.integers(3, 1 << 20),
+       judged=st.lists(st.integers(0, 39), max_size=10))
+def test_tie_keys_never_contradict_the_tie_then_docid_order(prefix, suffixes, ties, n_ties,
+                                                             judged):
+    # members sorted by tie, judged documents among them; one prefix: its bits are skipped
+    ties = ties[:len(suffixes)]
+    dense = {t: i for i, t in enumerate(sorted(set(ties)))}  # ties numbered 0, 1, ...
+    members = sorted(zip((dense[t] for t in ties), (prefix + s for s in suffixes), strict=True))
+    judged = [members[i] for i in sorted(set(judged)) if i < len(members)]
+    tie = np.array([t for t, _ in members], dtype=np.int64)
+    words = columns.order_words(*(columns.utf8(np.array([d for _, d in x] or [""], dtype=object))
+                                  for x in (members, judged)))
+    j_words = [w[:len(judged)] for w in words[1]]
+    m_key, j_key = ranking._tie_keys(words[0], j_words, tie,
+                                     np.array([t for t, _ in judged], dtype=np.int64),
+                                     max(n_ties, len(dense)))
     keys = np.r_[m_key, j_key].tolist()
-    exact = list(zip(tie.tolist(), (d.encode() for d in docs), strict=True))
-    for a in range(len(docs)):
-        for b in range(len(docs)):
+    exact = [(t, d.encode()) for t, d in members + judged]
+    for a in range(len(exact)):
+        for b in range(len(exact)):
             if keys[a] < keys[b]:
                 assert exact[a] < exact[b]
 

@@ -341,20 +341,27 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
 def _tie_keys(m_words: list[np.ndarray], j_words: list[np.ndarray], m_tie: np.ndarray,
               j_tie: np.ndarray, n_ties: int) -> tuple[np.ndarray, np.ndarray]:
     """One uint64 per member and per judged document: its tie in the high bits, then the
-    leading bits of its docid that are not the same in every docid (low bits cut). Keys
-    compare as (tie, docid) do, except that equal keys may hold different docids."""
+    leading docid bits that differ within the tie (the bits all its members share, e.g. a
+    query's common docid prefix, are skipped; low bits cut). Keys compare as (tie, docid) do,
+    except that equal keys may hold different docids.
+
+    ``m_tie`` is sorted and every tie has members, the judged documents among them."""
     tie_bits = max(1, (n_ties - 1).bit_length())
+    if m_words:
+        first = np.flatnonzero(np.r_[True, m_tie[1:] != m_tie[:-1]])
+        w0 = m_words[0]
+        differ = np.minimum.reduceat(w0, first) ^ np.maximum.reduceat(w0, first)
+        # leading bits shared in the tie; float rounding can only make it one too small
+        shared = 64 - np.frexp(differ.astype(np.float64))[1].astype(np.int64)
     keys = []
     for words, tie in ((m_words, m_tie), (j_words, j_tie)):
         key = tie.astype(np.uint64) << np.uint64(64 - tie_bits)
         if words:
-            first = words[0]
-            varying = np.bitwise_or.reduce(m_words[0] ^ m_words[0][0]) \
-                | np.bitwise_or.reduce(j_words[0] ^ m_words[0][0])
-            same = 64 - int(varying).bit_length()  # leading bits every docid shares
-            lead = first << np.uint64(same)
-            if same and len(words) > 1:
-                lead |= words[1] >> np.uint64(64 - same)
+            skip = shared[tie]
+            nxt = words[1] if len(words) > 1 else np.zeros_like(words[0])
+            shift = np.minimum(skip, 63).astype(np.uint64)
+            lead = (words[0] << shift) | ((nxt >> (np.uint64(63) - shift)) >> np.uint64(1))
+            lead = np.where(skip == 64, nxt, lead)  # the first word is the tie's own
             key |= lead >> np.uint64(tie_bits)
         keys.append(key)
     return keys[0], keys[1]
