@@ -33,7 +33,7 @@ from reljudge.types import Qrels, Run
 
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]]
 RunLike = Run | Mapping[str, Mapping[str, float]]
-TIE_CHUNK = 1 << 21  # documents of tied queries handled at a time: bounds the temporaries
+TIE_CHUNK = 1 << 19  # documents of tied queries handled at a time: bounds the temporaries
 
 
 def rank(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
@@ -111,9 +111,9 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     jrow = np.repeat(np.arange(len(rows)), jcounts)
     hit = np.flatnonzero(~np.isnan(jscore))
     key = -(_f32(jscore[hit]) if float32_scores else jscore[hit])
-    grades = _unplaced(length, width)
     r = rows[jrow[hit]]
     lo, hi = tie_spans(neg, r, key, length)
+    del neg
     tied = np.flatnonzero(hi - lo > 1)
     if len(tied):  # docids only now, and only those of the queries with a tied judged document
         block_of_row = np.full(n, -1, dtype=np.int64)
@@ -127,6 +127,7 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
         judged_docs = np.fromiter(chain.from_iterable(judged), object, total)[hit[tied]]
         lo[tied] += tie_break(score, bounds, block_of_row, r[tied], lo[tied], hi[tied],
                               docids, judged_docs)
+    grades = _unplaced(length, width)
     grades[r, lo] = jgrade[hit]
 
     icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
@@ -167,11 +168,12 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
         present = np.flatnonzero(evaluated)
         neg = neg_scores(score[np.repeat(evaluated, counts)],
                          np.r_[0, np.cumsum(counts[present])], run_row[present], n, width)
-    grades = _unplaced(length, width)
     a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
+    grades = None
     if len(a):
         rows = run_row[r_codes[a]]
         lo, hi = tie_spans(neg, rows, -score[a], length)
+        del neg
         tied = np.flatnonzero(hi - lo > 1)
         if len(tied):
             block_of_row = np.full(n, -1, dtype=np.int64)
@@ -179,7 +181,10 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
             docs = run.docid_bytes()
             lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
                                   lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]])
+        grades = _unplaced(length, width)
         grades[rows, lo] = qrels.grade[b]
+    if grades is None:
+        grades = _unplaced(length, width)
 
     ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
     return qids, Ranked(grades, length, ideal)
@@ -191,8 +196,12 @@ def neg_scores(score: np.ndarray, bounds: np.ndarray, rows: np.ndarray, n: int,
 
     ``score[bounds[i]:bounds[i+1]]`` are the scores of the query on row ``rows[i]``.
     """
-    neg = np.full((n, width), np.inf)
     counts = np.diff(bounds)
+    if len(counts) == n and np.all(counts == width) and np.all(rows == np.arange(n)):
+        neg = np.negative(score.reshape(n, width))  # every row in order, a fixed depth
+        neg.sort(axis=1)
+        return neg
+    neg = np.full((n, width), np.inf)
     if len(counts) and np.all(counts == width):  # a fixed depth: whole rows at once
         neg[rows] = -score.reshape(len(counts), width)
     elif len(counts):
