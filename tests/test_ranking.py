@@ -56,13 +56,16 @@ def reference(qrels: dict, run: dict, all_queries: bool, float32: bool) -> tuple
 
 
 @contextmanager
-def tie_chunk(documents: int):
-    """Tie-breaking ``documents`` at a time (a chunk of 1: every query on its own)."""
-    saved, ranking.TIE_CHUNK = ranking.TIE_CHUNK, documents
+def tie_chunk(documents: int, pairs: int | None = None):
+    """Tie-breaking ``documents`` at a time (a chunk of 1: every query on its own); with
+    ``pairs`` 0, members are placed by search as soon as two share a key."""
+    saved = ranking.TIE_CHUNK, ranking.TIE_PAIRS
+    ranking.TIE_CHUNK = documents
+    ranking.TIE_PAIRS = saved[1] if pairs is None else pairs
     try:
         yield
     finally:
-        ranking.TIE_CHUNK = saved
+        ranking.TIE_CHUNK, ranking.TIE_PAIRS = saved
 
 
 def grade_rows(ranked) -> list:
@@ -71,13 +74,14 @@ def grade_rows(ranked) -> list:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=tied(), all_queries=st.booleans(), float32=st.booleans(),
-       chunk=st.sampled_from([1, 3, 16, ranking.TIE_CHUNK]))
+       chunk=st.sampled_from([1, 3, 16, ranking.TIE_CHUNK]),
+       pairs=st.sampled_from([0, ranking.TIE_PAIRS]))
 def test_both_paths_rank_ties_as_a_python_sort_by_score_then_docid_bytes_desc(
-        data, all_queries, float32, chunk):
+        data, all_queries, float32, chunk, pairs):
     qrels, run = data
     want = reference(qrels, run, all_queries, float32)
     kw = {"all_queries": all_queries, "float32_scores": float32}
-    with tie_chunk(chunk):
+    with tie_chunk(chunk, pairs):
         for qids, ranked in (ranking.rank_dicts(qrels, run, **kw),
                              ranking.rank_columns(Qrels.from_dict(qrels),
                                                   Run.from_dict(run).compacted(), **kw)):
@@ -103,8 +107,9 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=tied(), chunk=st.sampled_from([1, 7, ranking.TIE_CHUNK]))
-def test_long_prefixed_and_non_ascii_docids_in_ties_match_pytrec_eval(data, chunk):
+@given(data=tied(), chunk=st.sampled_from([1, 7, ranking.TIE_CHUNK]),
+       pairs=st.sampled_from([0, ranking.TIE_PAIRS]))
+def test_long_prefixed_and_non_ascii_docids_in_ties_match_pytrec_eval(data, chunk, pairs):
     qrels, run = data
     qrels = {q: {d: g for d, g in docs.items() if d} for q, docs in qrels.items()}
     qrels = {q: {**docs, "zz": 1} for q, docs in qrels.items()}  # trec_eval needs a judgment
@@ -114,7 +119,7 @@ def test_long_prefixed_and_non_ascii_docids_in_ties_match_pytrec_eval(data, chun
         return
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg", "recip_rank"}).evaluate(run)
     for q, r in ((qrels, run), (Qrels.from_dict(qrels), Run.from_dict(run))):
-        with tie_chunk(chunk):
+        with tie_chunk(chunk, pairs):
             ours = evaluate(q, r, ["AP", "nDCG", "RR"], float32_scores=True)
         for qid, row in zip(ours.query_ids, ours.scores.tolist(), strict=True):
             want = [theirs[qid][k] for k in ("map", "ndcg", "recip_rank")]

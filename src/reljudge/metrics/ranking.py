@@ -34,6 +34,7 @@ from reljudge.types import Qrels, Run
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]]
 RunLike = Run | Mapping[str, Mapping[str, float]]
 TIE_CHUNK = 1 << 19  # documents of tied queries handled at a time: bounds the temporaries
+TIE_PAIRS = 2  # docid comparisons allowed per tie member before placing members by search
 
 
 def rank(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
@@ -318,14 +319,60 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
                                            columns.utf8(judged_docs))
     del members, flat
 
-    # the judged documents sorted by (tie, docid); tie t's are at [t_first[t], t_end[t])
+    # the judged documents sorted by (tie, docid)
     by = np.lexsort((*reversed(j_words), tie))
     j_words = [w[by] for w in j_words]
-    t_end = np.cumsum(np.bincount(tie, minlength=n_ties))
+    j_tie = tie[by]
+    m_key, j_key = _tie_keys(m_words, j_words, m_tie, j_tie, n_ties)
+    greater = _greater_by_sort(m_key, j_key, m_words, j_words, j_tie, t_len)
+    if greater is None:  # keys collide a lot: place every member by a search instead
+        greater = _greater_by_search(m_key, j_key, m_words, j_words, m_tie, j_tie, n_ties)
+    out = np.empty(len(tie), dtype=np.int64)
+    out[by] = greater
+    return out
 
-    # each member's place among its tie's judged documents (how many are smaller): a search
-    # of (tie, leading bits of the docid) keys, then the full docids where those are equal
-    m_key, j_key = _tie_keys(m_words, j_words, m_tie, tie[by], n_ties)
+
+def _greater_by_sort(m_key: np.ndarray, j_key: np.ndarray, m_words: list[np.ndarray],
+                     j_words: list[np.ndarray], j_tie: np.ndarray,
+                     t_len: np.ndarray) -> np.ndarray | None:
+    """For each judged document (keys sorted, ``_tie_keys``), the members of its tie with a
+    greater docid: those with a greater key, counted in the sorted member keys (one
+    ``np.sort``, no member identity kept), plus those with an equal key and a greater docid
+    (compared in full). None when equal keys would make more than ``TIE_PAIRS`` x members
+    pairs to compare."""
+    m_end = np.cumsum(t_len)  # tie t's keys end there once sorted (the tie is the high bits)
+    m_sorted = np.sort(m_key)
+    left = np.searchsorted(m_sorted, j_key, "left")
+    right = np.searchsorted(m_sorted, j_key, "right")
+    greater = m_end[j_tie] - right
+    shared = np.flatnonzero(right - left > 1)  # another member has the judged one's key
+    if not len(shared):
+        return greater
+    if int((right - left)[shared].sum()) > TIE_PAIRS * len(m_key):
+        return None
+    ties = np.unique(j_tie[shared])
+    size = t_len[ties]
+    cand = np.arange(int(size.sum())) + np.repeat(m_end[ties] - size - (np.cumsum(size) - size),
+                                                  size)  # the members of those ties
+    keys = np.unique(j_key[shared])
+    at = np.minimum(np.searchsorted(keys, m_key[cand]), len(keys) - 1)
+    cand = cand[keys[at] == m_key[cand]]
+    cand = cand[np.argsort(m_key[cand], kind="stable")]
+    a = np.searchsorted(m_key[cand], j_key[shared], "left")
+    n = np.searchsorted(m_key[cand], j_key[shared], "right") - a
+    j_at = np.repeat(shared, n)
+    m_at = cand[np.arange(int(n.sum())) + np.repeat(a - (np.cumsum(n) - n), n)]
+    more = _less(j_words, j_at, m_words, m_at)
+    greater += np.bincount(j_at[more], minlength=len(greater))
+    return greater
+
+
+def _greater_by_search(m_key: np.ndarray, j_key: np.ndarray, m_words: list[np.ndarray],
+                       j_words: list[np.ndarray], m_tie: np.ndarray, j_tie: np.ndarray,
+                       n_ties: int) -> np.ndarray:
+    """``_greater_by_sort`` by placing each member among its tie's judged documents (how
+    many are smaller): a search of the keys, then a binary search on the full docids where
+    keys are equal, and a count of members per place."""
     place = np.searchsorted(j_key, m_key, "left")
     inside = np.flatnonzero(place < len(j_key))
     live = inside[j_key[place[inside]] == m_key[inside]]
@@ -339,12 +386,9 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
         place[live] = a
         live, end = live[a < b], b[a < b]
     # place p of tie t is slot p + t (a tie with k judged documents has k + 1 places)
-    per_slot = np.cumsum(np.bincount(place + m_tie, minlength=len(tie) + n_ties))
-    sorted_tie = tie[by]
-    greater = per_slot[t_end[sorted_tie] + sorted_tie] - per_slot[np.arange(len(tie)) + sorted_tie]
-    out = np.empty(len(tie), dtype=np.int64)
-    out[by] = greater
-    return out
+    per_slot = np.cumsum(np.bincount(place + m_tie, minlength=len(j_key) + n_ties))
+    t_end = np.cumsum(np.bincount(j_tie, minlength=n_ties))
+    return per_slot[t_end[j_tie] + j_tie] - per_slot[np.arange(len(j_key)) + j_tie]
 
 
 def _tie_keys(m_words: list[np.ndarray], j_words: list[np.ndarray], m_tie: np.ndarray,
