@@ -17,6 +17,9 @@ _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _BLOCK = 1 << 20  # rows hashed at a time (keeps the temporaries in cache)
+# masks keeping the first k bytes (in memory) of an 8-byte word, k = 0..8
+_KEEP_BYTES = ((np.arange(8)[None, :] < np.arange(9)[:, None]) * np.uint8(255)).astype(
+    np.uint8).view(np.uint64).ravel()
 
 
 def fixed_width(offsets: np.ndarray, data: np.ndarray, width: int, out: np.ndarray) -> None:
@@ -86,14 +89,18 @@ def joined_utf8(strings: Iterable[str], n: int) -> tuple[np.ndarray, np.ndarray,
 
 
 def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]``."""
+    """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]`` (its width a multiple
+    of 8 bytes)."""
     lengths = ends - starts
-    width = max(1, int(lengths.max()) if len(lengths) else 1)
+    nwords = max(1, -(-int(lengths.max()) // 8)) if len(lengths) else 1
+    width = 8 * nwords
     padded = np.zeros(len(data) + width, dtype=np.uint8)
     padded[: len(data)] = data
     windows = np.lib.stride_tricks.as_strided(padded, (len(data) + 1, width), (1, 1))
-    rows = windows[starts]  # `width` bytes from each string's start
-    rows[np.arange(width)[None, :] >= lengths[:, None]] = 0  # the next strings' bytes
+    rows = windows[starts]  # `width` bytes from each string's start, the next strings' too
+    as_words = rows.view(np.uint64)
+    for k in range(nwords):  # keep each word's bytes that belong to its string
+        as_words[:, k] &= _KEEP_BYTES[np.clip(lengths - 8 * k, 0, 8)]
     return rows.view(f"S{width}").ravel()
 
 
