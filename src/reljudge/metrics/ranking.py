@@ -4,13 +4,13 @@ Only judged documents need a place: each one's rank is the number of documents o
 scoring higher (a binary search in the query's sorted scores), plus the documents of its tie
 (equal score) whose docid is greater in byte order (trec_eval's order). Ties are broken by one
 routine for both inputs, ``tie_break``, never a Python loop over tied documents: docids become
-integer words (``reljudge.columns.order_words``); each tie's judged documents are sorted (few);
-every member of the tie is placed among them by one ``searchsorted`` for all members at once
-(tie and leading docid bits in one uint64 key, the full words only where keys are equal); a
-count of members per place gives each judged document the members after it. The members are
-never sorted, and the queries holding ties are handled a chunk at a time (``TIE_CHUNK``) so
-that memory stays bounded. Unjudged documents are counted, not placed. Two inputs, one
-method, the same matrices (tested):
+integer words (``reljudge.columns.order_words``); every tie member gets one uint64 key (its tie
+in the high bits, then the leading docid bits that vary within the tie); one ``np.sort`` of
+the member keys and a ``searchsorted`` of each judged document's key count the members after
+it, and the full words are compared only where a key is shared. No string is sorted, and the
+queries holding ties are handled a chunk at a time (``TIE_CHUNK``) so that memory stays
+bounded. Unjudged documents are counted, not placed. Two inputs, one method, the same
+matrices (tested):
 
 - ``{qid: {docid: score}}`` dicts: each query's judged documents are looked up in its run dict
   with C-level ``map``s chained over all queries, so that there is one numpy conversion per
@@ -280,13 +280,9 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
                     rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                     docids: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
                     judged_docs: np.ndarray) -> np.ndarray:
-    """``tie_break`` for the queries ``blocks`` (``rows`` index them).
-
-    Each tie's judged docids are sorted (few); every member of the tie is placed among them
-    by a binary search run for all members at once (members x log(judged per tie), no sort
-    of the members), and a count of members per place gives, for each judged document, the
-    members after it.
-    """
+    """``tie_break`` for the queries ``blocks`` (``rows`` index them): the members of each
+    tie found in the chunk's rows sorted by score, their docids as words, then counted with
+    ``_greater_by_sort`` (or ``_greater_by_search`` when keys collide a lot)."""
     counts = bounds[blocks + 1] - bounds[blocks]
     starts = np.cumsum(counts) - counts
     width = int(counts.max())
@@ -414,7 +410,7 @@ def _tie_keys(m_words: list[np.ndarray], j_words: list[np.ndarray], m_tie: np.nd
             nxt = words[1] if len(words) > 1 else np.zeros_like(words[0])
             shift = np.minimum(skip, 63).astype(np.uint64)
             lead = (words[0] << shift) | ((nxt >> (np.uint64(63) - shift)) >> np.uint64(1))
-            lead = np.where(skip == 64, nxt, lead)  # the first word is the tie's own
+            lead = np.where(skip == 64, nxt, lead)  # one first word for the whole tie
             key |= lead >> np.uint64(tie_bits)
         keys.append(key)
     return keys[0], keys[1]
