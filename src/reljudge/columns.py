@@ -75,14 +75,18 @@ def utf8(values: np.ndarray) -> np.ndarray:
 
 def joined_utf8(strings: Iterable[str], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bytes, starts, ends) of ``n`` str as one UTF-8 buffer: string i is
-    ``bytes[starts[i]:ends[i]]``. One join and one encode, not one encode per string (a NUL
-    inside a string is told apart from the separators, then each string is encoded alone)."""
+    ``bytes[starts[i]:ends[i]]``; the buffer may go on past the last string (zero bytes that
+    spare ``take_strings`` a copy). One join and one encode, not one encode per string (a
+    NUL inside a string is told apart from the separators; then each is encoded alone)."""
     strings = list(strings)
-    data = np.frombuffer("\0".join(strings).encode(), dtype=np.uint8)
-    sep = np.flatnonzero(data == 0)
-    if n and len(sep) == n - 1:
-        return data, np.r_[0, sep + 1], np.r_[sep, len(data)]
-    encoded = [s.encode() for s in strings]  # none, or a string holds a NUL
+    if not n:
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, np.int64)
+    strings.append("\0" * 63)  # with its separator: 64 zero bytes after the last string
+    text = "\0".join(strings).encode()
+    zeros = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 0)
+    if len(zeros) == n + 63:  # separators and padding only
+        return np.frombuffer(text, dtype=np.uint8), np.r_[0, zeros[: n - 1] + 1], zeros[:n]
+    encoded = [s.encode() for s in strings[:n]]
     lengths = np.fromiter(map(len, encoded), np.int64, n)
     ends = np.cumsum(lengths)
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends
@@ -94,9 +98,10 @@ def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
     lengths = ends - starts
     nwords = max(1, -(-int(lengths.max()) // 8)) if len(lengths) else 1
     width = 8 * nwords
-    padded = np.zeros(len(data) + width, dtype=np.uint8)
-    padded[: len(data)] = data
-    windows = np.lib.stride_tricks.as_strided(padded, (len(data) + 1, width), (1, 1))
+    if len(starts) and int(starts.max()) + width > len(data):  # too little zero padding
+        data = np.concatenate([data, np.zeros(width, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.as_strided(data, (max(len(data) - width + 1, 0), width),
+                                              (1, 1), writeable=False)
     rows = windows[starts]  # `width` bytes from each string's start, the next strings' too
     as_words = rows.view(np.uint64)
     for k in range(nwords):  # keep each word's bytes that belong to its string
