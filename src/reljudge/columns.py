@@ -9,12 +9,17 @@ can cost a little time, never a wrong answer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _BLOCK = 1 << 20  # rows hashed at a time (keeps the temporaries in cache)
+# masks keeping the first k bytes (in memory) of an 8-byte word, k = 0..8
+_KEEP_BYTES = ((np.arange(8)[None, :] < np.arange(9)[:, None]) * np.uint8(255)).astype(
+    np.uint8).view(np.uint64).ravel()
 
 
 def fixed_width(offsets: np.ndarray, data: np.ndarray, width: int, out: np.ndarray) -> None:
@@ -54,6 +59,67 @@ def decode(arr: np.ndarray) -> np.ndarray:
 def words(arr: np.ndarray) -> int:
     """How many 64-bit words hold the widest string of an ``S`` array."""
     return max(1, -(-arr.dtype.itemsize // 8))
+
+
+def utf8(values: np.ndarray) -> np.ndarray:
+    """An ``S`` array of the UTF-8 bytes of an array of str (object or ``U``), or the array
+    itself if ``S``: ASCII in one C-level pass, other text one string at a time."""
+    if values.dtype.kind == "S":
+        return values
+    try:
+        return values.astype("S")  # numpy encodes as ASCII
+    except UnicodeEncodeError:
+        encoded = [str(v).encode() for v in values.tolist()]
+        return np.array(encoded, dtype=f"S{max(map(len, encoded), default=1) or 1}")
+
+
+def joined_utf8(strings: Iterable[str], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes, starts, ends) of ``n`` str as one UTF-8 buffer: string i is
+    ``bytes[starts[i]:ends[i]]``; the buffer may go on past the last string (zero bytes that
+    spare ``take_strings`` a copy). One join and one encode, not one encode per string (a
+    NUL inside a string is told apart from the separators; then each is encoded alone)."""
+    strings = list(strings)
+    if not n:
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, np.int64)
+    strings.append("\0" * 63)  # with its separator: 64 zero bytes after the last string
+    text = "\0".join(strings).encode()
+    zeros = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 0)
+    if len(zeros) == n + 63:  # separators and padding only
+        return np.frombuffer(text, dtype=np.uint8), np.r_[0, zeros[: n - 1] + 1], zeros[:n]
+    encoded = [s.encode() for s in strings[:n]]
+    lengths = np.fromiter(map(len, encoded), np.int64, n)
+    ends = np.cumsum(lengths)
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends
+
+
+def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]`` (its width a multiple
+    of 8 bytes)."""
+    lengths = ends - starts
+    nwords = max(1, -(-int(lengths.max()) // 8)) if len(lengths) else 1
+    width = 8 * nwords
+    if len(starts) and int(starts.max()) + width > len(data):  # too little zero padding
+        data = np.concatenate([data, np.zeros(width, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.as_strided(data, (max(len(data) - width + 1, 0), width),
+                                              (1, 1), writeable=False)
+    rows = windows[starts]  # `width` bytes from each string's start, the next strings' too
+    as_words = rows.view(np.uint64)
+    for k in range(nwords):  # keep each word's bytes that belong to its string
+        as_words[:, k] &= _KEEP_BYTES[np.clip(lengths - 8 * k, 0, 8)]
+    return rows.view(f"S{width}").ravel()
+
+
+def order_words(*arrays: np.ndarray) -> list[list[np.ndarray]]:
+    """For each ``S`` array, its strings as columns of native uint64 words (big-endian bytes,
+    zero padded, all arrays to one width): the word tuples compare as the strings do in byte
+    order, a shorter string first (its zero padding sorts before any byte). Words equal in
+    every string of every array are left out, since they never decide an order."""
+    width = 8 * max(words(a) for a in arrays)
+    cols = [a.astype(f"S{width}").view(">u8").reshape(len(a), width // 8) for a in arrays]
+    keep = [k for k in range(width // 8)
+            if any(len(c) and (c[:, k] != c[0, k]).any() for c in cols)
+            or len({int(c[0, k]) for c in cols if len(c)}) > 1]
+    return [[c[:, k].astype(np.uint64) for k in keep] for c in cols]
 
 
 def hash_bytes(arr: np.ndarray, nwords: int | None = None) -> np.ndarray:

@@ -1,0 +1,177 @@
+"""Ranking: tied scores broken by docid exactly as trec_eval does, on every path and chunking."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reljudge import columns
+from reljudge.metrics import evaluate, ranking
+from reljudge.metrics.kernels import PAD, UNJUDGED
+from reljudge.types import Qrels, Run
+
+# docids that stress the docid order: empty, prefixes of each other, longer than one and two
+# 8-byte words, non-ASCII (UTF-8 byte order is code point order), long shared prefixes (the
+# leading bits of the search keys are then equal and the full docids decide)
+PREFIXES = ["", "d", "a" * 7, "a" * 8, "msmarco_passage_00_", "\u00e9", "\u4e2d" * 3]
+docid = st.builds(lambda p, s: p + s, st.sampled_from(PREFIXES),
+                  st.text(alphabet="0a\u00e9z\u4e2d", max_size=3))
+qid = st.sampled_from(["q1", "q2", "q10", "q3"])
+SCORES = {  # per workload: how a query's scores are drawn
+    "heavy": st.integers(0, 3).map(lambda x: x / 4),
+    "equal": st.just(0.5),
+    "binary": st.sampled_from([0.0, 1.0]),
+    "near": st.sampled_from([1.0, 1.0 + 1e-12, 1.0 - 1e-12]),  # distinct in float64 only
+    "extreme": st.sampled_from([-np.inf, np.inf, -0.0, 0.0, 1e30]),
+}
+
+
+@st.composite
+def tied(draw):
+    """(qrels, run) dicts whose runs are full of ties."""
+    shape = SCORES[draw(st.sampled_from(sorted(SCORES)))]
+    qs = draw(st.lists(qid, min_size=1, max_size=3, unique=True))
+    qrels = {q: draw(st.dictionaries(docid, st.integers(-1, 3), min_size=1, max_size=10))
+             for q in qs}
+    run = {q: draw(st.dictionaries(docid, shape, min_size=1, max_size=30))
+           for q in draw(st.lists(qid, min_size=1, max_size=3, unique=True))}
+    return qrels, run
+
+
+def reference(qrels: dict, run: dict, all_queries: bool, float32: bool) -> tuple[list, list]:
+    """Query ids and grade rows, from sorting each run in Python (trec_eval's order: score
+    descending, then docid descending in byte order)."""
+    qids = sorted(qrels) if all_queries else sorted(q for q in run if q in qrels and run[q])
+    rows = []
+    for q in qids:
+        docs = run.get(q, {})
+        key = {d: (float(np.float32(s)) if float32 else s, d.encode()) for d, s in docs.items()}
+        ranked = sorted(docs, key=key.__getitem__, reverse=True)
+        rows.append([qrels[q].get(d, UNJUDGED) for d in ranked])
+    return qids, rows
+
+
+@contextmanager
+def tie_chunk(documents: int, pairs: int | None = None):
+    """Tie-breaking ``documents`` at a time (a chunk of 1: every query on its own); with
+    ``pairs`` 0, members are placed by search as soon as two share a key."""
+    saved = ranking.TIE_CHUNK, ranking.TIE_PAIRS
+    ranking.TIE_CHUNK = documents
+    ranking.TIE_PAIRS = saved[1] if pairs is None else pairs
+    try:
+        yield
+    finally:
+        ranking.TIE_CHUNK, ranking.TIE_PAIRS = saved
+
+
+def grade_rows(ranked) -> list:
+    return [[g for g in row if g != PAD] for row in ranked.grades.tolist()]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tied(), all_queries=st.booleans(), float32=st.booleans(),
+       chunk=st.sampled_from([1, 3, 16, ranking.TIE_CHUNK]),
+       pairs=st.sampled_from([0, ranking.TIE_PAIRS]))
+def test_both_paths_rank_ties_as_a_python_sort_by_score_then_docid_bytes_desc(
+        data, all_queries, float32, chunk, pairs):
+    qrels, run = data
+    want = reference(qrels, run, all_queries, float32)
+    kw = {"all_queries": all_queries, "float32_scores": float32}
+    with tie_chunk(chunk, pairs):
+        for qids, ranked in (ranking.rank_dicts(qrels, run, **kw),
+                             ranking.rank_columns(Qrels.from_dict(qrels),
+                                                  Run.from_dict(run).compacted(), **kw)):
+            assert (qids, grade_rows(ranked)) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="\x01a\u00e9\u4e2d\U0001f600", max_size=20), min_size=1,
+                max_size=30))
+def test_order_words_compare_as_the_utf8_bytes(texts):
+    half = len(texts) // 2
+    a, b = (columns.utf8(np.array(t, dtype=object)) for t in (texts[:half], texts[half:]))
+    wa, wb = columns.order_words(a, b)
+    as_tuples = [tuple(int(c[i]) for c in w) for w, n in ((wa, half), (wb, len(b)))
+                 for i in range(n)]
+    encoded = [t.encode() for t in texts]
+    for i in range(len(texts)):
+        for j in range(len(texts)):
+            assert (as_tuples[i] < as_tuples[j]) == (encoded[i] < encoded[j])
+
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tied(), chunk=st.sampled_from([1, 7, ranking.TIE_CHUNK]),
+       pairs=st.sampled_from([0, ranking.TIE_PAIRS]))
+def test_long_prefixed_and_non_ascii_docids_in_ties_match_pytrec_eval(data, chunk, pairs):
+    qrels, run = data
+    qrels = {q: {d: g for d, g in docs.items() if d} for q, docs in qrels.items()}
+    qrels = {q: {**docs, "zz": 1} for q, docs in qrels.items()}  # trec_eval needs a judgment
+    run = {q: {d: s for d, s in docs.items() if d and abs(s) < np.inf} for q, docs in run.items()}
+    run = {q: docs for q, docs in run.items() if docs}
+    if not set(run).intersection(qrels):
+        return
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg", "recip_rank"}).evaluate(run)
+    for q, r in ((qrels, run), (Qrels.from_dict(qrels), Run.from_dict(run))):
+        with tie_chunk(chunk, pairs):
+            ours = evaluate(q, r, ["AP", "nDCG", "RR"], float32_scores=True)
+        for qid, row in zip(ours.query_ids, ours.scores.tolist(), strict=True):
+            want = [theirs[qid][k] for k in ("map", "ndcg", "recip_rank")]
+            assert row == pytest.approx(want, abs=1e-9), qid
+
+
+def test_a_tie_split_over_chunks_keeps_every_query_whole():
+    run = {f"q{i}": {f"doc{j:03d}": 1.0 for j in range(25)} for i in range(5)}
+    qrels = {f"q{i}": {"doc000": 1, f"doc{24 - i:03d}": 2} for i in range(5)}
+    for q, r in ((qrels, run), (Qrels.from_dict(qrels), Run.from_dict(run))):
+        with tie_chunk(10):
+            per_query = evaluate(q, r, ["RR"]).per_query()
+        assert {k: v["RR"] for k, v in per_query.items()} == {f"q{i}": 1 / (1 + i)
+                                                             for i in range(5)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(prefix=st.sampled_from(PREFIXES),
+       suffixes=st.lists(st.text(alphabet="0a\u00e9z\u4e2d", max_size=12), min_size=1,
+                         max_size=40, unique=True),
+       ties=st.lists(st.integers(0, 2), min_size=40, max_size=40), n_ties=st.integers(3, 1 << 20),
+       judged=st.lists(st.integers(0, 39), max_size=10))
+def test_tie_keys_never_contradict_the_tie_then_docid_order(prefix, suffixes, ties, n_ties,
+                                                             judged):
+    # members sorted by tie, judged documents among them; one prefix: its bits are skipped
+    ties = ties[:len(suffixes)]
+    dense = {t: i for i, t in enumerate(sorted(set(ties)))}  # ties numbered 0, 1, ...
+    members = sorted(zip((dense[t] for t in ties), (prefix + s for s in suffixes), strict=True))
+    judged = [members[i] for i in sorted(set(judged)) if i < len(members)]
+    tie = np.array([t for t, _ in members], dtype=np.int64)
+    words = columns.order_words(*(columns.utf8(np.array([d for _, d in x] or [""], dtype=object))
+                                  for x in (members, judged)))
+    j_words = [w[:len(judged)] for w in words[1]]
+    m_key, j_key = ranking._tie_keys(words[0], j_words, tie,
+                                     np.array([t for t, _ in judged], dtype=np.int64),
+                                     max(n_ties, len(dense)))
+    keys = np.r_[m_key, j_key].tolist()
+    exact = [(t, d.encode()) for t, d in members + judged]
+    for a in range(len(exact)):
+        for b in range(len(exact)):
+            if keys[a] < keys[b]:
+                assert exact[a] < exact[b]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="\x00a\u00e9\u4e2d\U0001f600", max_size=6), max_size=20),
+       st.data())
+def test_joined_utf8_then_take_strings_gives_each_strings_bytes(texts, data):
+    raw, starts, ends = columns.joined_utf8(iter(texts), len(texts))
+    take = np.array(data.draw(st.lists(st.integers(0, max(len(texts) - 1, 0)),
+                                       max_size=len(texts) and 10)), dtype=np.int64)
+    got = columns.take_strings(raw, starts[take], ends[take])
+    assert [bytes(raw[starts[i]:ends[i]]) for i in range(len(texts))] == \
+        [t.encode() for t in texts]  # a NUL inside a string included
+    assert got.tolist() == [texts[i].encode().rstrip(b"\0") for i in take.tolist()]
