@@ -42,10 +42,9 @@ def fixed_width(offsets: np.ndarray, data: np.ndarray, width: int, out: np.ndarr
 def as_bytes(values) -> np.ndarray:
     """An ``S`` array of the UTF-8 bytes of the given strings (or the array itself if ``S``)."""
     arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
-    if arr.dtype.kind == "S":
-        return arr
-    encoded = [str(v).encode() for v in arr.tolist()]
-    return np.array(encoded, dtype=f"S{max((len(e) for e in encoded), default=1) or 1}")
+    if arr.dtype.kind not in "OUS":  # numbers: their text, as narrow as it is
+        arr = np.array([str(v) for v in arr.tolist()], dtype=object)
+    return utf8(arr)
 
 
 def decode(arr: np.ndarray) -> np.ndarray:
