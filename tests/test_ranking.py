@@ -175,3 +175,21 @@ def test_joined_utf8_then_take_strings_gives_each_strings_bytes(texts, data):
     assert [bytes(raw[starts[i]:ends[i]]) for i in range(len(texts))] == \
         [t.encode() for t in texts]  # a NUL inside a string included
     assert got.tolist() == [texts[i].encode().rstrip(b"\0") for i in take.tolist()]
+
+
+def test_float32_rounding_of_scores_beyond_its_range_ties_them_quietly():
+    """1e300 and 1e301 both round to float32 +inf: one tie, broken by docid (descending), and
+    no numpy overflow warning on the way."""
+    import warnings
+
+    qrels = {"q": {"a": 1, "b": 0}}
+    run = {"q": {"a": 1e300, "b": 1e301}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tied = evaluate(qrels, run, ["RR"], float32_scores=True)
+        plain = evaluate(qrels, run, ["RR"])
+    assert tied.mean()["RR"] == 0.5  # "b" > "a": b first among the tied
+    assert plain.mean()["RR"] == 0.5  # untied: b's score is higher anyway
+    run = {"q": {"a": 1e301, "b": 1e300}}
+    assert evaluate(qrels, run, ["RR"], float32_scores=True).mean()["RR"] == 0.5
+    assert evaluate(qrels, run, ["RR"]).mean()["RR"] == 1.0

@@ -63,7 +63,10 @@ def rank_clean(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
 
 
 def _f32(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32).astype(np.float64)
+    """Scores rounded to float32 (trec_eval's), as float64; beyond float32's range they become
+    +-inf, as in trec_eval, without numpy's overflow warning."""
+    with np.errstate(over="ignore"):
+        return x.astype(np.float32).astype(np.float64)
 
 
 def _no_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
