@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -165,3 +166,28 @@ def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online
     assert codes[-1] == 0 and set(codes[:-1]) == {5}
     assert "batches are still running" in capsys.readouterr().out
     assert read_artefacts(twin / "out") == online
+
+
+def test_a_pipeline_over_two_models_audits_each_judge_and_the_report_shows_both(
+        example, tmp_path, monkeypatch, capsys):
+    """Endpoints serving two models label as two judges: the audit stage compares each with
+    the human labels, and ``report --pipeline`` shows the judges the pipeline audited."""
+    with FakeOpenAI(grader) as one, FakeOpenAI(grader) as two:
+        for k, v in env_for(one, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        cfg = example / "pipeline.toml"
+        cfg.write_text(cfg.read_text() + (
+            f'\n[[judge.endpoints]]\nurl = "{one.base_url}"\nmodel = "judge-a"\n'
+            f'[[judge.endpoints]]\nurl = "{two.base_url}"\nmodel = "judge-b"\n'))
+        assert main(["run", str(cfg), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    audit = json.loads((example / "out" / "audit.json").read_text())
+    names = [j["name"] for j in audit["judges"]]
+    assert len(names) == 2 and {n.split("/")[0] for n in names} == {"judge-a", "judge-b"}
+    assert all(f"[audit] ran: {n}: " in printed for n in names)
+    assert all(n in (example / "out" / "audit.md").read_text() for n in names)
+    page = tmp_path / "report.html"
+    assert main(["report", "--pipeline", str(cfg), "--out", str(page), "--quiet"]) == 0
+    html = page.read_text()
+    assert all(n in html for n in names)

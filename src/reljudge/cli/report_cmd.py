@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 EXAMPLES = """\
@@ -122,9 +123,15 @@ def run(args) -> int:
             price = Price(config.judge.price_in or 0.0, config.judge.price_out or 0.0)
         store = LabelStore(config.store_path, create=False)
         llm = [s.name for s in store.sources() if s.kind == "llm"]
+        audited = config.out_dir / "audit.json"  # the judges the pipeline audited
+        if audited.exists():
+            named = [j["name"] for j in json.loads(audited.read_text())["judges"]]
+            llm = [name for name in named if name in llm] or llm[-1:]
+        else:
+            llm = llm[-1:]
         if config.inputs.human_qrels and llm:
             reference = store.merge(f"source={config.inputs.human_source}").qrels
-            judges = {llm[-1]: store.merge(f"source={llm[-1]}").qrels}
+            judges = {name: store.merge(f"source={name}").qrels for name in llm}
     else:
         if not args.qrels or not args.runs:
             raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")

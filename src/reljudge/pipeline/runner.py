@@ -176,16 +176,16 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
         say(f"[merge] {config.merge.policy}/{config.merge.aggregate}: "
             f"{s.summary.get('labels')} final labels {s.summary.get('decided_by')}"
             + (" (up to date)" if s.status == "up to date" else ""))
-        judge_name = labeller.judge_id if labeller is not None else None
-        judge_qrels = store.merge(f"source={judge_name}").qrels if judge_name else None
+        # every judge of this job (one per model when the endpoints serve several)
+        judge_qrels = {name: store.merge(f"source={name}").qrels
+                       for name in (labeller.judge_ids if labeller is not None else [])}
         human_qrels = (store.merge(f"source={inp.human_source}").qrels
                        if inp.human_qrels else None)
 
     # 4. eval
     stages.append(_eval_stage(config, runs, manifest, say))
     # 5. audit
-    stages.append(_audit_stage(config, runs, human_qrels, judge_qrels, judge_name, manifest,
-                               say))
+    stages.append(_audit_stage(config, runs, human_qrels, judge_qrels, manifest, say))
     manifest.data["reljudge"] = _version()
     manifest.save()
     scores = json.loads((out / "scores.json").read_text())
@@ -282,9 +282,11 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
     return StageResult("eval", "up to date" if fresh else "ran", {"runs": len(rows)})
 
 
-def _audit_stage(config, runs, human, judge, judge_name, manifest, say) -> StageResult:
+def _audit_stage(config, runs, human, judges, manifest, say) -> StageResult:
+    """Each judge of the job against the human labels (audit.json, audit.md)."""
     out = config.out_dir
-    if human is None or judge is None or len(judge) == 0:
+    judges = {name: q for name, q in judges.items() if len(q)}
+    if human is None or not judges:
         why = "needs human labels and LLM labels of the same pairs"
         for stale in ("audit.json", "audit.md"):
             (out / stale).unlink(missing_ok=True)
@@ -296,29 +298,34 @@ def _audit_stage(config, runs, human, judge, judge_name, manifest, say) -> Stage
     from reljudge.trec import format_qrels
 
     outputs = [out / "audit.json", out / "audit.md"]
-    key = fingerprint("audit", config.audit.model_dump(), format_qrels(human),
-                      format_qrels(judge), [config.path(r) for r in config.inputs.runs])
+    # one judge: the key it always had (an existing audit stays up to date)
+    labels = [format_qrels(q) for q in judges.values()] if len(judges) > 1 else \
+        format_qrels(next(iter(judges.values())))
+    key = fingerprint("audit", config.audit.model_dump(), format_qrels(human), labels,
+                      [config.path(r) for r in config.inputs.runs])
     fresh = manifest.fresh("audit", key, outputs)
     if not fresh:
-        result = audit(human, {judge_name: judge}, runs, measure=config.audit.measure,
+        result = audit(human, judges, runs, measure=config.audit.measure,
                        bootstrap=config.audit.bootstrap, seed=config.audit.seed,
                        reference_name=config.inputs.human_source)
         data = result_to_dict(result)
         atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-        row = result.row(result.judges[0])
-        cols = [c for c in COLUMNS if c in row]
+        rows = [result.row(j) for j in result.judges]
+        cols = [c for c in COLUMNS if c in rows[0]]
         atomic_write(outputs[1], "# Judge audit\n\n" + markdown_table(
-            cols, [[row[c] for c in cols]], 3))
-        manifest.record("audit", key, outputs, {"pairs": row["pairs"]})
+            cols, [[row[c] for c in cols] for row in rows], 3))
+        manifest.record("audit", key, outputs, {"pairs": rows[0]["pairs"]})
     data = json.loads(outputs[0].read_text())
-    j = data["judges"][0]
-    stats = j["items"]["stats"]
-    say(f"[audit] {'up to date' if fresh else 'ran'}: {j['items']['pairs']} pairs judged by "
-        f"both; exact {_f(stats['exact'])}, kappa {_f(stats['kappa'])}, quadratic kappa "
-        f"{_f(stats['kappa_quadratic'])}" + (f", Kendall tau of run ranking "
-                                             f"{_f(j['systems']['kendall_tau'])}"
-                                             if j["systems"] else ""))
-    return StageResult("audit", "up to date" if fresh else "ran", {"pairs": j["items"]["pairs"]})
+    for j in data["judges"]:
+        stats = j["items"]["stats"]
+        say(f"[audit] {'up to date' if fresh else 'ran'}: "
+            + (f"{j['name']}: " if len(data["judges"]) > 1 else "")
+            + f"{j['items']['pairs']} pairs judged by both; exact {_f(stats['exact'])}, kappa "
+            f"{_f(stats['kappa'])}, quadratic kappa {_f(stats['kappa_quadratic'])}"
+            + (f", Kendall tau of run ranking {_f(j['systems']['kendall_tau'])}"
+               if j["systems"] else ""))
+    return StageResult("audit", "up to date" if fresh else "ran",
+                       {"pairs": data["judges"][0]["items"]["pairs"]})
 
 
 def _f(x) -> str:
