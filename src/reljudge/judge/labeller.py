@@ -150,7 +150,9 @@ class Labeller:
         return self._cache.store()
 
     # -- planning ------------------------------------------------------------------------
-    def _check_inputs(self, pairs, queries, passages) -> None:
+    def check_inputs(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+                     passages: Mapping[str, Any]) -> None:
+        """Raise InputError naming the pairs' query and passage ids that have no text."""
         missing_q = sorted({q for q, _ in pairs if q not in queries})
         missing_d = sorted({d for _, d in pairs if d not in passages})
         if missing_q or missing_d:
@@ -162,7 +164,7 @@ class Labeller:
                              f"(e.g. {missing_d[:3]})")
             raise InputError("cannot label: " + "; ".join(parts))
 
-    def _done(self, sink) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
+    def settled(self, sink=None) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
         """(qid, docid, sample) already settled in the sink for this judge: graded, or a
         failure of the answer (refused, unparseable) unless --retry-failed; and the settled
         ones that are such failures (they still have no grade)."""
@@ -183,7 +185,7 @@ class Labeller:
 
     def _items(self, pairs, sink, only=None) -> tuple[list[tuple[str, str, int]], int, int]:
         """The items to ask, how many are settled already, and how many of those failed."""
-        done, failed = self._done(sink)
+        done, failed = self.settled(sink)
         items = [(q, d, s) for q, d in pairs for s in range(self.config.samples)]
         if only is not None:
             items = [it for it in items if it in only]
@@ -191,20 +193,6 @@ class Labeller:
         return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
     # -- shared with the Batch API path (reljudge.judge.batch) ------------------------------
-    def check_inputs(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                     passages: Mapping[str, Any]) -> None:
-        """Raise InputError naming the pairs' query and passage ids that have no text."""
-        self._check_inputs(pairs, queries, passages)
-
-    def settled(self, sink=None) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
-        """The (qid, docid, sample) items a run would not ask again (graded, or a failure of
-        the answer), and those of them that are failures."""
-        return self._done(sink)
-
-    def spending_limit(self, sink=None) -> Budget:
-        """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
-        return self._budget(sink)
-
     def event_meta(self, params: dict) -> dict[str, Any]:
         """The provenance an event of this judge carries (model, prompt, endpoint, the
         parameters sent)."""
@@ -214,7 +202,7 @@ class Labeller:
                  passages: Mapping[str, Any], sink=None) -> Estimate:
         """What a run would send after store and cache hits, and its rough cost (at the batch
         price with ``config.batch``)."""
-        self._check_inputs(pairs, queries, passages)
+        self.check_inputs(pairs, queries, passages)
         todo, done, _ = self._items(pairs, sink)
         cache = self._cache
         cached = tin = 0
@@ -459,7 +447,8 @@ class Labeller:
                            expected_grade=expected, tokens_in=tin, tokens_out=tout, cost=cost,
                            latency=answer.latency)
 
-    def _budget(self, sink) -> Budget:
+    def spending_limit(self, sink=None) -> Budget:
+        """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
         c = self.config
         unknown = [s.model for s in self.specs
                    if not price_for(s.model, override=(c.price_in, c.price_out)).known]
@@ -505,10 +494,10 @@ class Labeller:
         """Label every pair (x samples) not yet settled in the sink; see the module doc.
         ``only``: just these (qid, docid, sample) items."""
         start = time.perf_counter()
-        self._check_inputs(pairs, queries, passages)
+        self.check_inputs(pairs, queries, passages)
         report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
                              endpoint=self.endpoint.display)
-        self.budget = self._budget(sink)
+        self.budget = self.spending_limit(sink)
         todo, report.already_done, report.already_failed = self._items(pairs, sink, only)
         report.items = len(todo) + report.already_done
         self._stop = self._fatal = None
