@@ -16,6 +16,7 @@ path) runs in a fresh subprocess so that peak memory is its own.
     python bench/metrics.py                                   # 10,000 x 1,000, every workload
     python bench/metrics.py --queries 500 --repeats 1         # quick look
     python bench/metrics.py --workloads heavy,equal --tools reljudge,pytrec_eval
+    python bench/metrics.py --floor       # and the dict path's floor (see _floor)
 Needs the bench extra: pip install -e '.[bench]'
 """
 
@@ -136,8 +137,46 @@ TOOLS = {"reljudge": _reljudge, "pytrec_eval": _pytrec, "ir_measures": _ir_measu
          "ranx": _ranx}
 
 
+def _floor(qrels, run, tied: bool, repeats: int) -> dict[str, float]:
+    """Median time of each pass over the Python objects that any reader of the dicts must make
+    when it validates its input (issue 12) and uses numpy, not compiled code, for the rest:
+    the type checks, reading the scores, looking up the judged documents, and (tied runs
+    only) one pass over the docids' text to break ties in byte order. Nothing is ranked."""
+    from itertools import chain, repeat
+
+    qids = sorted(run)
+    runs, judged = [run[q] for q in qids], [qrels.get(q, {}) for q in qids]
+    n, total = sum(map(len, runs)), sum(map(len, judged))
+    steps = {
+        "id and score type checks": lambda: (
+            set(map(type, chain.from_iterable(runs))),
+            set(map(type, chain.from_iterable(map(dict.values, runs))))),
+        "scores read": lambda: np.fromiter(chain.from_iterable(map(dict.values, runs)),
+                                           np.float64, n),
+        "judged looked up": lambda: np.fromiter(
+            chain.from_iterable(map(d.get, j, repeat(np.nan))
+                                for d, j in zip(runs, judged, strict=True)), np.float64, total),
+    }
+    if tied:
+        steps["docid text (join, encode)"] = lambda: "\0".join(
+            chain.from_iterable(runs)).encode()
+    out = {}
+    for name, step in steps.items():
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t)
+        out[name] = statistics.median(times)
+    return out
+
+
 def _child(args) -> None:
     """Run one (tool, path) several times; print JSON with times and peak memory."""
+    if args.tool == "floor":
+        qrels, run = make_data(args.queries, args.docs, args.judged, args.seed, args.workload)
+        print(json.dumps(_floor(qrels, run, args.workload != "untied", args.repeats)))
+        return
     fn = TOOLS[args.tool]
     out: dict = {}
     if args.tool == "ranx":  # numba compiles on first use: time that on a tiny input first
@@ -203,6 +242,18 @@ def _table(workload: str, tools: list[str], results: dict) -> None:
                   f"{r['peak_mb']:>8.0f}  {note}")
 
 
+def _print_floor(floor: dict, pytrec: dict) -> None:
+    """The dict path's floor, step by step, beside the time 3x pytrec_eval allows."""
+    if "error" in floor:
+        print(f"floor: error: {floor['error']}")
+        return
+    steps = ", ".join(f"{k} {v:.2f} s" for k, v in floor.items())
+    line = f"dict-path floor, before any ranking: {steps}; total {sum(floor.values()):.2f} s"
+    if "times" in pytrec:
+        line += f"; 3x pytrec_eval allows {statistics.median(pytrec['times']) / 3:.2f} s"
+    print(line)
+
+
 def main() -> None:
     """Parse flags; as parent, run every tool on both paths of each workload; print tables."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -215,6 +266,9 @@ def main() -> None:
                    + ", ".join(TOOLS))
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, from: "
                    + ", ".join(WORKLOADS))
+    p.add_argument("--floor", action="store_true",
+                   help="also time the passes over Python objects that any validating,\n"
+                        "numpy-only reader of the dicts must make (the dict path's floor)")
     p.add_argument("--fresh", action="store_true",
                    help="also time fresh `reljudge eval` processes on the files")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -246,11 +300,14 @@ def main() -> None:
                        for path in ("dicts", "files") for t in tools}
             fresh = (_first_result(files, args.repeats)
                      if args.fresh and "reljudge" in tools else None)
+            floor = (_spawn("floor", "dicts", workload, args, files) if args.floor else None)
         print()
         _table(workload, tools, results)
         ref = results.get(("reljudge", "dicts"), {}).get("aggregate", {})
         if ref:
             print("reljudge aggregates: " + ", ".join(f"{k}={v:.4f}" for k, v in ref.items()))
+        if floor is not None:
+            _print_floor(floor, results.get(("pytrec_eval", "dicts"), {}))
         if fresh is not None:
             steady = statistics.median(results[("reljudge", "files")].get("times", [float("nan")]))
             print(f"fresh process (`reljudge eval` on the files, imports included, median of "
