@@ -88,6 +88,36 @@ def test_both_paths_rank_ties_as_a_python_sort_by_score_then_docid_bytes_desc(
             assert (qids, grade_rows(ranked)) == want
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tied(), all_queries=st.booleans(), float32=st.booleans())
+def test_dict_scores_read_a_query_at_a_time_or_chained_give_the_same_ranking(
+        data, all_queries, float32):
+    """The two ways ``_read_scores`` reads dicts (a query at a time for long runs, one chained
+    pass for short ones): the same arrays, bit for bit, and the reference ranking."""
+    qrels, run = data
+    qids = sorted(q for q in run if q in qrels and run[q])
+    runs, judged = [run[q] for q in qids], [qrels[q] for q in qids]
+    counts = np.array([len(d) for d in runs], dtype=np.int64)
+    jcounts = np.array([len(j) for j in judged], dtype=np.int64)
+    want = reference(qrels, run, all_queries, float32)
+    saved = ranking.PER_QUERY
+    read = []
+    try:
+        for per_query in (0, 10**9):  # every query on its own; one chained pass
+            ranking.PER_QUERY = per_query
+            read.append(ranking._read_scores(runs, judged, counts, jcounts))
+            qids_got, ranked = ranking.rank_dicts(qrels, run, all_queries=all_queries,
+                                                  float32_scores=float32)
+            assert (qids_got, grade_rows(ranked)) == want
+    finally:
+        ranking.PER_QUERY = saved
+    (score_a, jscore_a), (score_b, jscore_b) = read
+    assert score_a.tobytes() == score_b.tobytes()
+    assert jscore_a.tobytes() == jscore_b.tobytes()  # nan where not retrieved, in both
+    assert np.isnan(jscore_a).sum() == sum(d not in r for r, j in zip(runs, judged, strict=True)
+                                           for d in j)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet="\x01a\u00e9\u4e2d\U0001f600", max_size=20), min_size=1,
                 max_size=30))

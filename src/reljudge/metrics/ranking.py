@@ -13,8 +13,9 @@ bounded. Unjudged documents are counted, not placed. Two inputs, one method, the
 matrices (tested):
 
 - ``{qid: {docid: score}}`` dicts: each query's judged documents are looked up in its run dict
-  with C-level ``map``s chained over all queries, so that there is one numpy conversion per
-  column, not one per query;
+  with C-level ``map``s, a query at a time right after its scores for long runs (the dict is
+  still in cache), chained over all queries for short ones (one numpy conversion per column,
+  not one per query);
 - ``Run`` / ``Qrels`` columns (large files): (query, document) pairs are joined by 64-bit keys
   confirmed on the bytes (``reljudge.columns.KeyIndex``).
 """
@@ -34,6 +35,7 @@ from reljudge.types import Qrels, Run
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]]
 RunLike = Run | Mapping[str, Mapping[str, float]]
 TIE_CHUNK = 1 << 19  # documents of tied queries handled at a time: bounds the temporaries
+PER_QUERY = 256  # mean run length from which _read_scores reads a query at a time
 TIE_PAIRS = 2  # docid comparisons allowed per tie member before placing members by search
 
 
@@ -79,6 +81,8 @@ def _no_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
 def _unplaced(length: np.ndarray, width: int) -> np.ndarray:
     """The grades matrix before judged documents are placed: UNJUDGED within each ranking,
     PAD beyond its end."""
+    if len(length) and (length == width).all():  # a fixed depth: no padding
+        return np.full((len(length), width), UNJUDGED, dtype=np.int64)
     return np.where(np.arange(width)[None, :] < length[:, None], UNJUDGED, PAD)
 
 
@@ -95,8 +99,9 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
 
     counts = np.fromiter(map(len, runs), np.int64, len(runs))
     bounds = np.r_[0, np.cumsum(counts)]
-    score = np.fromiter(chain.from_iterable(d.values() for d in runs), np.float64,
-                        int(bounds[-1]))
+    jcounts = np.fromiter(map(len, judged), np.int64, len(judged))
+    total = int(jcounts.sum())
+    score, jscore = _read_scores(runs, judged, counts, jcounts)
     _no_nan(score, lambda i: qids[rows[np.searchsorted(bounds, i, "right") - 1]])
     if float32_scores:
         score = _f32(score)
@@ -105,12 +110,6 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     width = int(counts.max()) if len(counts) else 0
     neg = neg_scores(score, bounds, rows, n, width)
 
-    # each judged document's score in its query's run dict (nan: not retrieved)
-    jcounts = np.fromiter(map(len, judged), np.int64, len(judged))
-    total = int(jcounts.sum())
-    jscore = np.fromiter(chain.from_iterable(map(d.get, j, repeat(np.nan))
-                                             for d, j in zip(runs, judged, strict=True)),
-                         np.float64, total)
     jgrade = np.fromiter(chain.from_iterable(j.values() for j in judged), np.int64, total)
     jrow = np.repeat(np.arange(len(rows)), jcounts)
     hit = np.flatnonzero(~np.isnan(jscore))
@@ -134,11 +133,37 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     grades = _unplaced(length, width)
     grades[r, lo] = jgrade[hit]
 
-    icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
-    igrade = np.fromiter(chain.from_iterable(qrels[q].values() for q in qids), np.int64,
-                         int(icounts.sum()))
+    if len(rows) == n:  # every query evaluated is ranked: its judgments are read already
+        icounts, igrade = jcounts, jgrade
+    else:
+        icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
+        igrade = np.fromiter(chain.from_iterable(qrels[q].values() for q in qids), np.int64,
+                             int(icounts.sum()))
     ideal = ideal_matrix(igrade, np.repeat(np.arange(n), icounts), n)
     return qids, Ranked(grades, length, ideal)
+
+
+def _read_scores(runs: list[Mapping[str, float]], judged: list[Mapping[str, int]],
+                 counts: np.ndarray, jcounts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every run score, query after query, and each judged document's score in its query's
+    run (nan: not retrieved). Long runs (``PER_QUERY`` documents a query on average) are read
+    a query at a time, its lookups right after its scores while its dict is still in cache
+    (measured: a quarter less time on 10,000 x 1,000); many short ones in one chained pass,
+    which spares the per-query calls. Both give the same arrays (tested)."""
+    n, total = int(counts.sum()), int(jcounts.sum())
+    if n < PER_QUERY * len(runs) or not len(runs):
+        score = np.fromiter(chain.from_iterable(d.values() for d in runs), np.float64, n)
+        jscore = np.fromiter(chain.from_iterable(map(d.get, j, repeat(np.nan))
+                                                 for d, j in zip(runs, judged, strict=True)),
+                             np.float64, total)
+        return score, jscore
+    score, jscore = np.empty(n), np.empty(total)
+    at = j_at = 0
+    for d, j, c, jc in zip(runs, judged, counts.tolist(), jcounts.tolist(), strict=True):
+        score[at:at + c] = np.fromiter(d.values(), np.float64, c)
+        jscore[j_at:j_at + jc] = np.fromiter(map(d.get, j, repeat(np.nan)), np.float64, jc)
+        at, j_at = at + c, j_at + jc
+    return score, jscore
 
 
 def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
@@ -243,7 +268,17 @@ def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
     for s, e, r in zip(starts.tolist(), ends.tolist(), sorted_rows[starts].tolist(), strict=True):
         at = order[s:e]  # one binary search per query, not per document
         lo[at] = neg[r].searchsorted(keys[at], "left")
-        hi[at] = neg[r].searchsorted(keys[at], "right")
+    # a document is alone with its score unless the next one has it too (neg[r, lo] is its own)
+    nxt = np.minimum(lo + 1, neg.shape[1] - 1)
+    shared = (lo + 1 < length[rows]) & (neg[rows, nxt] == keys)
+    hi[:] = lo + 1
+    if shared.any():
+        sel = order[shared[order]]  # the tied ones, still grouped by row
+        sel_rows = rows[sel]
+        cut = np.flatnonzero(np.r_[True, sel_rows[1:] != sel_rows[:-1], True])
+        for s, e in zip(cut[:-1].tolist(), cut[1:].tolist(), strict=True):
+            at = sel[s:e]
+            hi[at] = neg[int(sel_rows[s])].searchsorted(keys[at], "right")
     np.minimum(hi, length[rows], out=hi)  # padding is +inf: a score of -inf must not reach it
     return lo, hi
 
@@ -442,8 +477,9 @@ def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
     depth = int(counts.max()) if n else 0
     ideal = np.full((n, depth), PAD, dtype=np.int64)
     if len(r):
-        order = np.argsort(r, kind="stable")
-        r, g = r[order], g[order]
+        if (r[1:] < r[:-1]).any():  # rows out of order (a file's): group them
+            order = np.argsort(r, kind="stable")
+            r, g = r[order], g[order]
         first = np.r_[0, np.cumsum(counts)[:-1]]
         ideal[r, np.arange(len(r)) - first[r]] = g
         ideal = np.sort(ideal, axis=1)[:, ::-1].copy()  # PAD (the minimum) ends up last
