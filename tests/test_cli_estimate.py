@@ -222,15 +222,22 @@ def test_small_pair_sample_warns_with_a_budget_that_clears_the_warning(world, ca
     assert "warning" not in capsys.readouterr().err
 
 
-def test_compare_and_report_carry_the_warning(world, capsys):
-    tmp, store_path, truth, runs = world
+def _judge_qrels_and_graded_queries(tmp, store_path, truth, count: int):
+    """judge-a's labels written as qrels, and a sample "q" of ``count`` queries graded by
+    the annotators (from ``truth``); the qrels path."""
     qrels = tmp / "judge.qrels"
     with LabelStore(store_path) as store:
         grades = store.source_grades("judge-a")
     qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
-                 "--design", "srs-queries", "--query-count", "5"]) == 0
+                 "--design", "srs-queries", "--query-count", str(count)]) == 0
     _grade(store_path, truth, "q")
+    return qrels
+
+
+def test_compare_and_report_carry_the_warning(world, capsys):
+    tmp, store_path, truth, runs = world
+    qrels = _judge_qrels_and_graded_queries(tmp, store_path, truth, 5)
     capsys.readouterr()
     args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "--store", str(store_path)]
     assert main([*args, "--json"]) == 0
@@ -259,13 +266,7 @@ def test_compare_with_store_as_csv_is_one_table_and_json_has_the_estimates(world
     import io
 
     tmp, store_path, truth, runs = world
-    qrels = tmp / "judge.qrels"
-    with LabelStore(store_path) as store:
-        grades = store.source_grades("judge-a")
-    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
-    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q",
-                 "--design", "srs-queries", "--query-count", "8"]) == 0
-    _grade(store_path, truth, "q")
+    qrels = _judge_qrels_and_graded_queries(tmp, store_path, truth, 8)
     capsys.readouterr()
     args = ["compare", str(qrels), *map(str, runs), "-m", "nDCG@10", "-m", "RR",
             "--format", "csv"]

@@ -155,22 +155,29 @@ def run_on_terminal(args: list[str]) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout.decode(), shown.decode(errors="replace")
 
 
-def write_label_inputs(tmp_path) -> None:
+def write_label_inputs(tmp_path) -> list[str]:
+    """Queries, passages and pairs files for `label`; the command line that reads them."""
     (tmp_path / "q.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()))
     (tmp_path / "p.jsonl").write_text("".join(json.dumps({"docid": d, "text": p["text"]}) + "\n"
                                               for d, p in PASSAGES.items()))
     (tmp_path / "pairs.txt").write_text("".join(f"{q} {d}\n" for q, d in PAIRS))
+    return ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
+            str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt")]
+
+
+def label_json_on_terminal(tmp_path, *extra: str) -> tuple[int, str, str]:
+    """`label --format json` (plus ``extra``) on a pty against a local server: exit code,
+    stdout, and what the terminal showed."""
+    label = write_label_inputs(tmp_path)
+    with FakeOpenAI(grade_two) as s:
+        return run_on_terminal(
+            [*label, "--model", "fake-model", "--base-url", s.base_url, "--api-key", "sk-test",
+             "--cache-dir", str(tmp_path / "cache"), "--price-in", "0", "--price-out", "0",
+             "--format", "json", *extra])
 
 
 def test_on_a_terminal_the_bar_draws_on_stderr_and_stdout_is_exactly_the_json(tmp_path):
-    write_label_inputs(tmp_path)
-    with FakeOpenAI(grade_two) as s:
-        code, out, shown = run_on_terminal(
-            ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
-             str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
-             "--model", "fake-model", "--base-url", s.base_url, "--api-key", "sk-test",
-             "--cache-dir", str(tmp_path / "cache"), "--price-in", "0", "--price-out", "0",
-             "--format", "json"])
+    code, out, shown = label_json_on_terminal(tmp_path)
     assert code == 0, (out, shown)
     summary = json.loads(out)  # nothing but the result on stdout
     assert out == json_dumps(summary)  # exactly as `label --format json` writes it
@@ -179,14 +186,7 @@ def test_on_a_terminal_the_bar_draws_on_stderr_and_stdout_is_exactly_the_json(tm
 
 
 def test_with_quiet_the_terminal_shows_no_bar(tmp_path):
-    write_label_inputs(tmp_path)
-    with FakeOpenAI(grade_two) as s:
-        code, out, shown = run_on_terminal(
-            ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
-             str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
-             "--model", "fake-model", "--base-url", s.base_url, "--api-key", "sk-test",
-             "--cache-dir", str(tmp_path / "cache"), "--price-in", "0", "--price-out", "0",
-             "--format", "json", "--quiet"])
+    code, out, shown = label_json_on_terminal(tmp_path, "--quiet")
     assert code == 0 and json.loads(out)["labelled"] == N
     assert "labelling" not in shown, shown
 
@@ -194,12 +194,10 @@ def test_with_quiet_the_terminal_shows_no_bar(tmp_path):
 def test_batch_wait_on_a_terminal_draws_on_stderr_and_stdout_is_exactly_the_json(tmp_path):
     from reljudge.testing.fake_batch import FakeBatchAPI
 
-    write_label_inputs(tmp_path)
+    label = write_label_inputs(tmp_path)
     with FakeBatchAPI(grade_two) as batch:
         code, out, shown = run_on_terminal(
-            ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
-             str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
-             "--store", str(tmp_path / "s.sqlite"), "--model", "gpt-4o-mini", "--base-url",
+            [*label, "--store", str(tmp_path / "s.sqlite"), "--model", "gpt-4o-mini", "--base-url",
              "http://127.0.0.1:9/v1", "--batch-url", batch.base_url, "--api-key", "k",
              "--cache-dir", str(tmp_path / "cache"), "--batch", "--wait",
              "--poll-interval", "0.01", "--format", "json"])

@@ -161,7 +161,8 @@ def test_conflicts_show_query_passage_and_reasoning_folded(labelled_example, tmp
     assert part.index(html.escape(first.passage)) < part.index(html.escape(first.reasoning()))
 
 
-def test_report_from_files_lists_them_with_checksums(tmp_path):
+def _small_files(tmp_path):
+    """A qrels file of 6 queries x 4 documents and two runs over them (a, b); their paths."""
     qrels = tmp_path / "q.txt"
     qrels.write_text("".join(f"q{i} 0 d{j} {(i + j) % 3}\n" for i in range(6)
                              for j in range(4)))
@@ -171,6 +172,11 @@ def test_report_from_files_lists_them_with_checksums(tmp_path):
         path.write_text("".join(f"q{i} Q0 d{(j + shift) % 4} {j + 1} {10 - j} {name}\n"
                                 for i in range(6) for j in range(4)))
         runs.append(path)
+    return qrels, runs
+
+
+def test_report_from_files_lists_them_with_checksums(tmp_path):
+    qrels, runs = _small_files(tmp_path)
     out = tmp_path / "r.html"
     assert main(["report", str(qrels), *map(str, runs), "--out", str(out)]) == 0
     page = out.read_text()
@@ -283,15 +289,8 @@ def test_report_float32_scores_reaches_the_evaluation(tmp_path, capsys):
 
 
 def test_report_digits_sets_the_decimals_of_scores_intervals_and_summary(tmp_path):
-    qrels = tmp_path / "q.txt"
-    qrels.write_text("".join(f"q{i} 0 d{j} {(i + j) % 3}\n" for i in range(6)
-                             for j in range(4)))
-    runs = []
-    for name, shift in (("a", 0), ("b", 1)):
-        path = tmp_path / f"{name}.run"
-        path.write_text("".join(f"q{i} Q0 d{(j + shift) % 4} {j + 1} {10 - j} {name}\n"
-                                for i in range(6) for j in range(4)))
-        runs.append(str(path))
+    qrels, runs = _small_files(tmp_path)
+    runs = [str(r) for r in runs]
     pages = {}
     for digits in (None, "2", "6"):
         out = tmp_path / f"r{digits}.html"
