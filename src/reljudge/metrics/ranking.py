@@ -198,22 +198,18 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
         neg = neg_scores(score[np.repeat(evaluated, counts)],
                          np.r_[0, np.cumsum(counts[present])], run_row[present], n, width)
     a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
-    grades = None
-    if len(a):
-        rows = run_row[r_codes[a]]
-        lo, hi = tie_spans(neg, rows, -score[a], length)
-        del neg
-        tied = np.flatnonzero(hi - lo > 1)
-        if len(tied):
-            block_of_row = np.full(n, -1, dtype=np.int64)
-            block_of_row[run_row[evaluated]] = np.flatnonzero(evaluated)
-            docs = run.docid_bytes()
-            lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
-                                  lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]])
-        grades = _unplaced(length, width)
-        grades[rows, lo] = qrels.grade[b]
-    if grades is None:
-        grades = _unplaced(length, width)
+    rows = run_row[r_codes[a]]
+    lo, hi = tie_spans(neg, rows, -score[a], length)
+    del neg  # before the grade matrix of the same size is made
+    tied = np.flatnonzero(hi - lo > 1)
+    if len(tied):
+        block_of_row = np.full(n, -1, dtype=np.int64)
+        block_of_row[run_row[evaluated]] = np.flatnonzero(evaluated)
+        docs = run.docid_bytes()
+        lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
+                              lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]])
+    grades = _unplaced(length, width)
+    grades[rows, lo] = qrels.grade[b]
 
     ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
     return qids, Ranked(grades, length, ideal)
