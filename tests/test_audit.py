@@ -8,7 +8,7 @@ import pytest
 from reljudge.audit import agreement as ag
 from reljudge.audit import audit, read_judge
 from reljudge.audit import systems as sy
-from reljudge.audit.audit import join
+from reljudge.audit.audit import audit_measures, join, result_to_dict
 from reljudge.errors import InputError
 from reljudge.trec import read_qrels
 from reljudge.types import Qrels, Run
@@ -170,6 +170,26 @@ def test_many_judges_agreement_matches_krippendorff_and_ensembles_are_rows():
         want = krippendorff.alpha(reliability_data=np.array(data), level_of_measurement=level,
                                   value_domain=[0, 1, 2, 3])
         assert result.among_judges[f"alpha_{level}"] == pytest.approx(want, abs=1e-9)
+
+
+def test_audit_measures_equals_one_audit_per_measure_with_the_bootstrap_only_first():
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 4, 80)
+    ref = Qrels.from_arrays([f"q{i % 4}" for i in range(80)], [f"d{i}" for i in range(80)],
+                            truth)
+    judges = {f"j{j}": Qrels.from_arrays(ref.qid, ref.docid,
+                                         np.clip(truth + rng.integers(-1, 2, 80), 0, 3))
+              for j in range(3)}
+    runs = synthetic_runs(ref, 4)
+    measures = ["nDCG@10", "AP", "P@5"]
+    got = audit_measures(ref, judges, runs, measures, bootstrap=30, seed=2)
+    want = [audit(ref, judges, runs, measure=m, bootstrap=30 if i == 0 else 0, seed=2)
+            for i, m in enumerate(measures)]
+    assert [result_to_dict(r) for r in got] == [result_to_dict(r) for r in want]
+    assert got[0].judges[0].items.ci and not got[1].judges[0].items.ci
+    no_runs = audit_measures(ref, judges, None, measures[:2])
+    assert [result_to_dict(r) for r in no_runs] == \
+        [result_to_dict(audit(ref, judges, measure=m)) for m in measures[:2]]
 
 
 def test_fleiss_kappa_hand_case():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -293,9 +293,35 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     (calibrated judges, panels: see ``audit.heldout``) are audited the same way but left out
     of the ensembles and of the agreement among judges. Runs are scored as
     ``metrics.evaluate`` scores them, with its ``all_queries`` and ``float32_scores``."""
+    return _audit_each(reference, judge, runs, [measure], bootstrap=bootstrap, seed=seed,
+                       with_ensembles=with_ensembles, reference_name=reference_name,
+                       clipped=clipped, derived=derived, all_queries=all_queries,
+                       float32_scores=float32_scores)[0]
+
+
+def audit_measures(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
+                   runs: Sequence[Run] | None, measures: Sequence[str], *, bootstrap: int = 0,
+                   **kwargs) -> list[AuditResult]:
+    """``audit`` under each measure (the bootstrap only for the first: the item statistics do
+    not depend on the measure); the first result is the whole audit of the first measure."""
+    if not measures:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError("give at least one measure")
+    return _audit_each(reference, judge, runs, measures, bootstrap=bootstrap, **kwargs)
+
+
+def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: int = 0,
+                seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
+                clipped: Mapping[str, int] | None = None,
+                derived: Mapping[str, Qrels] | None = None, all_queries: bool = False,
+                float32_scores: bool = False) -> list[AuditResult]:
+    """The whole audit under the first measure; under each further one, the same result
+    without the bootstrap and with the system agreement scored anew (nothing else depends on
+    the measure, so the joins and item statistics are computed once)."""
     from reljudge.metrics.evaluate import parse_measures
 
-    measure = str(parse_measures(measure)[0])  # text, a Measure or an ir_measures object
+    measure = str(parse_measures(measures[0])[0])  # text, a Measure or an ir_measures object
     reference = _labels(reference, "reference")
     judges = ({n: _labels(q, f"judge {n!r}") for n, q in judge.items()}
               if _is_judge_mapping(judge) else {"judge": _labels(judge, "judge")})
@@ -308,35 +334,37 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     if with_ensembles and len(judges) >= 3:
         rows.update(ensembles(judges))
     rows.update(derived or {})
-    ref_scores = None
-    if runs:
-        from reljudge.metrics import evaluate
-
-        ref_scores = {r.name: evaluate(reference, r, [measure], all_queries=all_queries,
-                                       float32_scores=float32_scores) for r in runs}
+    how = {"all_queries": all_queries, "float32_scores": float32_scores}
+    ref_scores = _reference_scores(reference, runs, measure, **how)
     out = []
     for name, q in rows.items():
         joined = join(reference, q)
         items = item_agreement(joined, bootstrap, seed)
-        systems = (system_agreement(reference, q, runs, measure, ref_scores,
-                                    all_queries=all_queries, float32_scores=float32_scores)
+        systems = (system_agreement(reference, q, runs, measure, ref_scores, **how)
                    if runs else None)
         out.append(JudgeAudit(name, items, systems, (clipped or {}).get(name, 0)))
-    return AuditResult(reference_name, out, among_judges(judges), measure if runs else None,
-                       bootstrap, seed)
+    first = AuditResult(reference_name, out, among_judges(judges), measure if runs else None,
+                        bootstrap, seed)
+    results = [first]
+    for m in measures[1:]:
+        m = str(parse_measures(m)[0])
+        ref_scores = _reference_scores(reference, runs, m, **how)
+        results.append(replace(first, measure=m if runs else None, bootstrap=0, judges=[
+            replace(j, items=replace(j.items, ci={}),
+                    systems=(system_agreement(reference, rows[j.name], runs, m, ref_scores,
+                                              **how) if runs else None))
+            for j in out]))
+    return results
 
 
-def audit_measures(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
-                   runs: Sequence[Run] | None, measures: Sequence[str], *, bootstrap: int = 0,
-                   **kwargs) -> list[AuditResult]:
-    """``audit`` once per measure (the bootstrap only for the first: the item statistics do
-    not depend on the measure); the first result is the whole audit of the first measure."""
-    if not measures:
-        from reljudge.errors import ConfigError
+def _reference_scores(reference: Qrels, runs: Sequence[Run] | None, measure: str,
+                      **how) -> dict | None:
+    """Every run scored under the reference labels (None without runs), once per measure."""
+    if not runs:
+        return None
+    from reljudge.metrics import evaluate
 
-        raise ConfigError("give at least one measure")
-    return [audit(reference, judge, runs, measure=m, bootstrap=bootstrap if i == 0 else 0,
-                  **kwargs) for i, m in enumerate(measures)]
+    return {r.name: evaluate(reference, r, [measure], **how) for r in runs}
 
 
 SYSTEM_COLUMNS = ("tau", "tau_ap", "max_rank_change")
