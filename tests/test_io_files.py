@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import lzma
 import sys
 
 import pytest
 
 from reljudge.errors import InputError
-from reljudge.io.files import Content, content_stem, content_suffix, read_text
+from reljudge.io.files import Content, content_stem, content_suffix, file_sha256, read_text
+from reljudge.pipeline.manifest import file_digest
 
 TEXT = "q1 0 d1 1\nq2 0 é 2\n"
 PACK = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
@@ -96,3 +98,11 @@ def test_only_a_leading_bom_is_dropped(tmp_path):
 def test_names_without_compression_suffixes():
     assert content_suffix("a/labels.CSV.gz") == ".csv" and content_suffix("q.jsonl") == ".jsonl"
     assert content_stem("runs/bm25.run.xz") == "bm25" and content_stem("bm25.run") == "bm25"
+
+
+def test_file_sha256_hashes_the_stored_bytes_and_the_manifest_keeps_16_characters(tmp_path):
+    path = tmp_path / "big.run.gz"
+    data = gzip.compress(TEXT.encode()) + bytes(range(256)) * 9000  # over 1 MiB, kept packed
+    path.write_bytes(data)
+    assert file_sha256(path) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert file_digest(path) == hashlib.sha256(data).hexdigest()[:16]

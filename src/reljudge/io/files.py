@@ -9,6 +9,7 @@ are left to the line splitters, which all accept them.
 from __future__ import annotations
 
 import bz2
+import hashlib
 import lzma
 import os
 import stat
@@ -174,6 +175,17 @@ def read_text(path: str | Path) -> str:
     """The whole text of a UTF-8 file, decompressed, without a byte order mark; a missing
     file, a directory, bad UTF-8 or a corrupt compressed file is an InputError."""
     return Content(path).text()
+
+
+def file_sha256(path: str | Path) -> tuple[str, int]:
+    """The SHA-256 (full hex) and the size of a file's bytes as stored (not decompressed)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return h.hexdigest(), size
 
 
 def atomic_write(path: str | Path, text: str, *, allow_empty: bool = False) -> None:

@@ -7,18 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reljudge.io.files import atomic_write
+from reljudge.io.files import atomic_write, file_sha256
 
 MANIFEST = "manifest.json"
 
 
 def file_digest(path: Path) -> str:
     """SHA-256 of a file's bytes (hex, first 16 characters)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
+    return file_sha256(path)[0][:16]
 
 
 def fingerprint(*parts: Any) -> str:

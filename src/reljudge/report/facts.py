@@ -4,72 +4,10 @@ answers that came from the answer cache. Read from files and a label store; no n
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlsplit
 
-
-@dataclass(frozen=True)
-class InputFile:
-    """One input as read: its role, path, SHA-256 of its bytes and size; for an
-    ``irds:DATASET_ID`` input, the dataset id and the ir_datasets version instead."""
-
-    role: str
-    path: str
-    sha256: str | None
-    size: int | None
-    dataset: str | None = None  # the ir_datasets dataset id of an irds: input
-    ir_datasets: str | None = None  # the ir_datasets version that read it
-
-    def record(self) -> dict:
-        """The JSON record of this input (the pipeline manifest's ``inputs``)."""
-        if self.dataset is not None:
-            return {"role": self.role, "dataset": self.dataset,
-                    "ir_datasets": self.ir_datasets}
-        return {"role": self.role, "path": self.path, "sha256": self.sha256,
-                "size": self.size}
-
-
-def input_file(role: str, path: str | Path) -> InputFile:
-    """The checksum (SHA-256, full hex) and size of one input file, or the dataset id of an
-    ``irds:DATASET_ID`` input."""
-    from reljudge.io import irds
-
-    if irds.is_irds(path):
-        return InputFile(role, str(path), None, None, str(path)[len(irds.PREFIX):],
-                         _ir_datasets_version())
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-            size += len(block)
-    return InputFile(role, str(path), h.hexdigest(), size)
-
-
-def _ir_datasets_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("ir_datasets")
-    except PackageNotFoundError:
-        return None
-
-
-def input_files(files: Iterable[tuple[str, str | Path]]) -> list[InputFile]:
-    """Checksums of (role, path) pairs, each file once, in the order given; an ``irds:``
-    dataset once per role (it is read for queries, passages or qrels: nothing to hash)."""
-    from reljudge.io import irds
-
-    out, seen = [], set()
-    for role, path in files:
-        key = f"{role}\t{path}" if irds.is_irds(path) else str(Path(path).resolve())
-        if key not in seen:
-            seen.add(key)
-            out.append(input_file(role, path))
-    return out
+from reljudge.io.inputs import InputFile, input_file, input_files  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
