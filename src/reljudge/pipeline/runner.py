@@ -105,10 +105,8 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
             say(f"[import] human labels {inp.human_qrels}: {note}")
 
         # 1. pool
-        stages.append(_pool_stage(config, runs, store, labeller, queries, passages, manifest,
-                                  say))
-        pool_pairs = [tuple(line.split("\t")[:2]) for line in
-                      (out / "pool.tsv").read_text().splitlines()[1:]]
+        stages.append(_pool_stage(config, runs, pooled, store, labeller, queries, passages,
+                                  manifest, say))
 
         # 2. label
         if labeller is None:
@@ -121,7 +119,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
 
             from reljudge.judge.batch import BatchJob
 
-            result = asyncio.run(BatchJob(labeller, store).run(pool_pairs, queries, passages,
+            result = asyncio.run(BatchJob(labeller, store).run(pooled, queries, passages,
                                                                progress=progress))
             summary = {"items": result.items, "graded": result.graded,
                        "batches_submitted": result.submitted_batches,
@@ -139,7 +137,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
         else:
             import asyncio
 
-            report = asyncio.run(labeller.label(pool_pairs, queries, passages, store,
+            report = asyncio.run(labeller.label(pooled, queries, passages, store,
                                                 progress=progress))
             summary = report.summary()
             stages.append(StageResult("label", "ran", summary))
@@ -210,31 +208,32 @@ def input_records(config: PipelineConfig) -> list[dict]:
     return [f.record() for f in input_files(input_roles(config))]
 
 
-def _pool_stage(config, runs, store, labeller, queries, passages, manifest, say) -> StageResult:
-    from reljudge.pool import build_pool, judged_at_k
+def _pool_stage(config, runs, pooled, store, labeller, queries, passages, manifest,
+                say) -> StageResult:
+    """Write pool.tsv (the ``pooled`` pairs with their best rank) and count what is labelled."""
+    from reljudge.pool import judged_at_k, top_k
 
     out = config.out_dir
     labelled = store.labelled_pairs()
-    pool = build_pool(runs, config.pool.depth, labelled)
+    to_label = [p for p in pooled if p not in labelled]
+    judged = len(pooled) - len(to_label)
     best = {}
-    from reljudge.pool import top_k
-
     for run in runs:
         q, d, r = top_k(run, config.pool.depth)
         for pair, rank in zip(zip(q.tolist(), d.tolist(), strict=False), r.tolist(), strict=False):
             best[pair] = min(rank, best.get(pair, rank))
     lines = ["qid\tdocid\tbest_rank"]  # the pool itself; what was labelled is state, not here
-    lines += [f"{q}\t{d}\t{best[(q, d)]}" for q, d in pool.pairs]
+    lines += [f"{q}\t{d}\t{best[(q, d)]}" for q, d in pooled]
     atomic_write(out / "pool.tsv", "\n".join(lines) + "\n")
     k = config.pool.depth
-    summary = {"pairs": len(pool.pairs), "labelled": pool.judged, "to_label": len(pool.to_label),
+    summary = {"pairs": len(pooled), "labelled": judged, "to_label": len(to_label),
                f"judged@{k}": {r.name: judged_at_k(r, labelled, k) for r in runs}}
     if labeller is not None:
-        est = labeller.estimate(pool.pairs, queries, passages, store)
+        est = labeller.estimate(pooled, queries, passages, store)
         summary["llm_to_send"] = est.to_send
         summary["llm_estimated_cost"] = est.cost
-    say(f"[pool] depth {k} over {len(runs)} run(s): {len(pool.pairs)} pairs, {pool.judged} "
-        f"already labelled, {len(pool.to_label)} without any label"
+    say(f"[pool] depth {k} over {len(runs)} run(s): {len(pooled)} pairs, {judged} "
+        f"already labelled, {len(to_label)} without any label"
         + (f"; the judge would send {summary['llm_to_send']} (est. "
            f"${summary['llm_estimated_cost']:.4f})" if labeller is not None else ""))
     return StageResult("pool", "ran", summary)
