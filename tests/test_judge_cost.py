@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reljudge.judge.budget import prompt_tokens_bound
-from reljudge.judge.cost import estimate_tokens
+from reljudge.judge.cost import Price, estimate_tokens, explicit_price, price_for
 from reljudge.judge.prompts import builtin_names, load_template
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "hr-handbook"
@@ -34,3 +34,11 @@ def test_dry_run_estimate_is_within_15_percent_and_the_bound_is_an_upper_bound(n
         est += estimate_tokens(msgs)
         assert prompt_tokens_bound(msgs) >= n  # the budget never under-reserves a prompt
     assert abs(est / real - 1) <= 0.15, (est, real)
+
+
+def test_a_price_given_by_hand_costs_0_for_the_part_left_out_and_beats_the_list_price():
+    assert explicit_price(None, None) is None
+    assert explicit_price(1.5, None) == Price(1.5, 0.0) == price_for("gpt-4o",
+                                                                     override=(1.5, None))
+    assert explicit_price(None, 2.0) == Price(0.0, 2.0)
+    assert price_for("gpt-4o", override=(None, None)) == Price(2.50, 10.00)

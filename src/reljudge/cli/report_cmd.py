@@ -78,20 +78,17 @@ def run(args) -> int:
     from reljudge.cli.common import check_outputs, working
     from reljudge.errors import ConfigError
     from reljudge.io.files import atomic_write
+    from reljudge.judge.cost import explicit_price
     from reljudge.report.html import build_report
     from reljudge.store import LabelStore
     from reljudge.trec import read_qrels, read_runs
     from reljudge.types import distinct_names
 
     check_outputs(args.out)
-    flag_price = None
-    if args.price_in is not None or args.price_out is not None:
-        from reljudge.judge.cost import Price
-
-        if min(x for x in (args.price_in, args.price_out) if x is not None) < 0:
-            raise ConfigError("--price-in and --price-out are US dollars per million tokens: "
-                              "0 or more")
-        flag_price = Price(args.price_in or 0.0, args.price_out or 0.0)
+    if min((x for x in (args.price_in, args.price_out) if x is not None), default=0) < 0:
+        raise ConfigError("--price-in and --price-out are US dollars per million tokens: "
+                          "0 or more")
+    flag_price = explicit_price(args.price_in, args.price_out)
     store = reference = price = audit_measure = None
     audit_bootstrap = 1000
     judges: dict = {}
@@ -117,10 +114,7 @@ def run(args) -> int:
                     "merge policy": f"{config.merge.policy}, {config.merge.aggregate} over "
                                     "several labels of a pair",
                     "pipeline": str(args.pipeline)}
-        if config.judge.price_in is not None or config.judge.price_out is not None:
-            from reljudge.judge.cost import Price
-
-            price = Price(config.judge.price_in or 0.0, config.judge.price_out or 0.0)
+        price = explicit_price(config.judge.price_in, config.judge.price_out)
         store = LabelStore(config.store_path, create=False)
         llm = [s.name for s in store.sources() if s.kind == "llm"]
         audited = config.out_dir / "audit.json"  # the judges the pipeline audited

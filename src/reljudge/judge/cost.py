@@ -44,11 +44,20 @@ class Price:
         return Price(self.input * factor, self.output * factor, self.known)
 
 
+def explicit_price(price_in: float | None, price_out: float | None) -> Price | None:
+    """The price given by hand (--price-in / --price-out, a config's prices): a part left out
+    costs 0; None when neither part is given."""
+    if price_in is None and price_out is None:
+        return None
+    return Price(price_in or 0.0, price_out or 0.0)
+
+
 def price_for(model: str, table: dict[str, tuple[float, float]] | None = None,
               override: tuple[float | None, float | None] = (None, None)) -> Price:
     """The price of a model: explicit override, then the table (longest matching prefix)."""
-    if override[0] is not None or override[1] is not None:
-        return Price(override[0] or 0.0, override[1] or 0.0)
+    explicit = explicit_price(*override)
+    if explicit is not None:
+        return explicit
     table = {**PRICES, **(table or {})}
     if model in table:
         return Price(*table[model])
