@@ -102,6 +102,14 @@ def test_every_flag_and_argument_has_help_text(path, parser):
             assert visible, (path, a.option_strings)
 
 
+def test_hidden_aliases_lists_exactly_the_hidden_flags_the_parsers_register():
+    registered = {s for _, parser in COMMANDS for a in parser._actions
+                  if a.help == argparse.SUPPRESS for s in a.option_strings}
+    named = {next(w for w in key.split() if w.startswith("--"))
+             for key in common.HIDDEN_ALIASES}
+    assert registered == named == HIDDEN
+
+
 @pytest.mark.parametrize(("path", "parser"), COMMANDS, ids=IDS)
 def test_no_option_swallows_the_positional_arguments(path, parser):
     for a in parser._actions:

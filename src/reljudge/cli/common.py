@@ -69,11 +69,6 @@ def add_format(parser: argparse.ArgumentParser, allowed: Sequence[str] = FORMATS
                                 allowed=allowed, nargs=0, const=name, help=argparse.SUPPRESS)
 
 
-def add_format_flags(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:
-    """The former name of ``add_format`` (kept for code written against it)."""
-    add_format(parser, formats)
-
-
 def add_measures(parser: argparse.ArgumentParser, default: Sequence[str] | str) -> None:
     """-m/--measure, repeatable, into ``args.measures`` (None when not given)."""
     text = default if isinstance(default, str) else " ".join(default)
@@ -124,11 +119,12 @@ def add_float32_scores(parser: argparse.ArgumentParser) -> None:
                              "and pytrec_eval bit for bit")
 
 
-def add_digits(parser: argparse.ArgumentParser, default: int = 4) -> None:
-    """--digits: decimals of printed numbers (csv and json keep full precision)."""
+def add_digits(parser: argparse.ArgumentParser, default: int = 4,
+               kept: str = "csv and json keep full precision") -> None:
+    """--digits: decimals of printed numbers; ``kept`` says what the command writes otherwise
+    (by default: csv and json in full precision)."""
     parser.add_argument("--digits", type=non_negative_int, default=default,
-                        help=f"decimals of the numbers printed (default {default}; csv and "
-                             f"json keep full precision)")
+                        help=f"decimals of the numbers printed (default {default}; {kept})")
 
 
 def add_out_dir(parser: argparse.ArgumentParser, default: str, help: str) -> None:

@@ -59,7 +59,8 @@ def register(sub) -> None:
                                    "graded human sample (or --sample)")
     p.add_argument("--sample", help="with --store: the recorded sample to estimate from")
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
-    common.add_digits(p)
+    common.add_digits(p, kept="json keeps full precision; csv holds the cells as "
+                                "printed")
     common.add_quiet(p)
     p.set_defaults(func=run)
 

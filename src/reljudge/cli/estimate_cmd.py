@@ -49,7 +49,8 @@ def register(sub) -> None:
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
-    common.add_digits(p)
+    common.add_digits(p, kept="json keeps full precision; so does csv, but for its "
+                                "intervals (4 decimals) and worth (1)")
     common.add_quiet(p)
     p.set_defaults(func=run)
 

@@ -16,7 +16,7 @@ examples:
   reljudge label --queries q.tsv --passages p.jsonl --pairs pairs.txt --qrels-out llm.qrels \\
       --base-url http://localhost:11434/v1 --model llama3.1:8b --prompt basic
   # one job over two vLLM replicas, 32 calls in flight on each (or --endpoints endpoints.toml)
-  reljudge label --queries q.tsv --passages p.jsonl --runs bm25.run --store labels.sqlite \\
+  reljudge label --queries q.tsv --passages p.jsonl bm25.run --store labels.sqlite \\
       --model Qwen/Qwen2.5-7B-Instruct --concurrency 32 \\
       --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1
 
@@ -143,9 +143,7 @@ def config_from_args(args: argparse.Namespace):
     from reljudge.judge.endpoints import endpoints_from_file
 
     values = {name: getattr(args, name) for name in JudgeConfig.model_fields}
-    urls = values["base_url"] or []
-    if isinstance(urls, str):
-        urls = [urls]
+    urls = values["base_url"] or []  # --base-url is repeatable: a list
     if values["endpoints"]:
         if urls:
             raise ConfigError("give --base-url or --endpoints FILE, not both")

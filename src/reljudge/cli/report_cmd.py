@@ -19,7 +19,8 @@ Queries are averaged as in eval and compare (each run's queries that have qrels,
 qrels query with --all-queries); runs with the same tag are named by their file names.
 --float32-scores ranks every run on float32-rounded scores (trec_eval 9) in the scores, the
 tests, the audit's run ranking and the estimates; --digits sets the decimals of the scores,
-intervals, p-values and agreement statistics shown.
+intervals, p-values and agreement statistics in the summary and the tables (the difference
+plot and the audit's figure captions keep 3).
 The report opens with a summary in words (best run, significant differences, how far the
 judge agrees with the reference labels, warnings where too few pairs or runs back a number),
 then plots, tables, conflicts with their texts (--store) and the configuration: judge,
@@ -56,7 +57,7 @@ def register(sub) -> None:
                         "(default: reject the file with file:line)")
     common.add_all_queries(p)
     common.add_float32_scores(p)
-    common.add_digits(p)
+    common.add_digits(p, kept="the difference plot and the audit's figure captions keep 3")
     p.add_argument("--store", help="label store for coverage and cost")
     from reljudge.judge.config import JudgeConfig
 
