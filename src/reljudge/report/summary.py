@@ -66,6 +66,8 @@ def primary_measure(comp) -> str:
 def comparison_summary(comp, digits: int = 4) -> Summary:
     """Best run, significant differences (after the comparison's correction), coverage;
     numbers to ``digits`` decimals."""
+    from reljudge.stats.compare import CORRECTION_NAMES
+
     out = Summary()
     m0 = primary_measure(comp)
     means = {n: comp.cells[(n, m0)].interval.mean for n in comp.runs}
@@ -89,7 +91,7 @@ def comparison_summary(comp, digits: int = 4) -> Summary:
     tested = [m for m in comp.measures if not is_coverage(m)]
     others = [n for n in comp.runs if n != comp.baseline]
     if others and tested:
-        corr = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[comp.correction]
+        corr = CORRECTION_NAMES[comp.correction]
         out.lines.append(
             f"Differences from the baseline {comp.baseline}: two-sided {comp.test} test per "
             f"measure, {corr} correction over {len(others)} comparison(s), alpha "

@@ -13,6 +13,8 @@ from reljudge.stats.bootstrap import Interval, bootstrap_ci
 from reljudge.stats.significance import TESTS, benjamini_hochberg, effect_size, holm, paired_test
 
 CORRECTIONS = ("holm", "bh", "none")
+#: how a correction is named in prose ("Holm correction", "no correction")
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}
 
 
 @dataclass
@@ -93,7 +95,7 @@ class Comparison(Tabular):
 
     def legend(self) -> str:
         """What the marks mean."""
-        corr = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[self.correction]
+        corr = CORRECTION_NAMES[self.correction]
         trials = f", {self.trials} trials, seed {self.seed}" if self.test in (
             "randomization", "bootstrap") else ""
         return (f"▲/▼: significantly better/worse than {self.baseline} (two-sided {self.test} "
