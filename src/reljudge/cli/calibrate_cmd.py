@@ -165,8 +165,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
                           "pairs": len(derived.pairs), "fitted_on": derived.fitted_on}), end="")
         return 0
     _print_model(derived, args.format, render, args.digits)
-    # csv is one table (the model's) on stdout; the rest goes to stderr, or to --format json
-    say = print if args.format != "csv" else (lambda *a, **k: print(*a, **k, file=sys.stderr))
+    say = _say(args.format)
     if derived.heldout and args.format != "csv":
         cols = ["labels", "pairs", "kappa", "kappa_quadratic", "alpha_ordinal", "mae"]
         print(f"\nheld-out check: {args.folds}-fold by query, decision {args.decision}")
@@ -180,11 +179,17 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(fmt: str):
+    """How to print the lines around the tables: csv is one table (the model's) on stdout, so
+    with csv the rest goes to stderr (or to --format json)."""
+    return print if fmt != "csv" else (lambda *a, **k: print(*a, **k, file=sys.stderr))
+
+
 def _print_model(derived, fmt: str, render, digits: int = 3) -> None:
     import numpy as np
 
     f = derived.fitted_on
-    say = print if fmt != "csv" else (lambda *a, **k: print(*a, **k, file=sys.stderr))
+    say = _say(fmt)
     say(f"{derived.name}: fitted on {f['pairs_used']} human pairs of "
         f"{len(f['queries_used'])} queries ({f['human_source']})")
     if derived.method == "calibration":
