@@ -37,7 +37,7 @@ def input_file(role: str, path: str | Path) -> InputFile:
     from reljudge.io import irds
 
     if irds.is_irds(path):
-        return InputFile(role, str(path), None, None, str(path)[len(irds.PREFIX):],
+        return InputFile(role, str(path), None, None, irds.dataset_id(path),
                          _ir_datasets_version())
     return InputFile(role, str(path), *file_sha256(path))
 

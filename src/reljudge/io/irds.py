@@ -22,10 +22,15 @@ def is_irds(path: object) -> bool:
     return isinstance(path, str) and path.startswith(PREFIX)
 
 
+def dataset_id(spec: object) -> str:
+    """The DATASET_ID of an ``irds:DATASET_ID`` input name, as written (not stripped)."""
+    return str(spec)[len(PREFIX):]
+
+
 def load(spec: str) -> Any:
     """The ir_datasets dataset named by ``irds:DATASET_ID``."""
-    dataset_id = spec[len(PREFIX):].strip()
-    if not dataset_id:
+    name = dataset_id(spec).strip()
+    if not name:
         raise InputError("expected irds:DATASET_ID, e.g. irds:msmarco-passage/trec-dl-2019/"
                          "judged", spec)
     try:
@@ -34,9 +39,9 @@ def load(spec: str) -> Any:
         raise ConfigError(f"{spec}: reading ir_datasets needs the 'irds' extra: "
                           f"{INSTALL}") from None
     try:
-        return ir_datasets.load(dataset_id)
+        return ir_datasets.load(name)
     except KeyError:
-        raise InputError(f"no ir_datasets dataset {dataset_id!r} (see ir_datasets' catalogue "
+        raise InputError(f"no ir_datasets dataset {name!r} (see ir_datasets' catalogue "
                          "at https://ir-datasets.com)", spec) from None
 
 

@@ -39,7 +39,7 @@ def _file_or_dataset(value: object) -> Path | str:
     from reljudge.io import irds
 
     if irds.is_irds(value):
-        if not str(value)[len(irds.PREFIX):].strip():
+        if not irds.dataset_id(value).strip():
             raise ValueError("expected irds:DATASET_ID, e.g. irds:msmarco-passage/trec-dl-2019/"
                              "judged")
         return value  # type: ignore[return-value]

@@ -160,7 +160,7 @@ def import_labels(store: LabelStore, path: str | Path, kind: str, name: str | No
     from reljudge.io import irds
 
     dataset = irds.is_irds(path)  # irds:DATASET_ID: named by the id, hashed by its labels
-    name = name or (str(path)[len(irds.PREFIX):] if dataset else content_stem(path))
+    name = name or (irds.dataset_id(path) if dataset else content_stem(path))
     report = ImportReport(str(path), kind, name)
     labels = read_labels(path, fmt)
     rows, report.clipped = check_scale(labels, clip)
