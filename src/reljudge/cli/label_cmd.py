@@ -270,22 +270,17 @@ def write_judge_qrels(report, store, judge_id: str | list[str], aggregate: str,
     from reljudge.types import Qrels
 
     judges = [judge_id] if isinstance(judge_id, str) else judge_id
-    if store is not None and len(judges) == 1:
-        qrels = store.merge(f"source={judges[0]}", aggregate).qrels
-    elif store is not None:
+    if store is not None:
         grades: dict[tuple[str, str], int] = {}
-        for judge in judges:
+        for judge in judges:  # in the store's order; a pair keeps its first judge's grade
             part = store.merge(f"source={judge}", aggregate).qrels
             for q, d, g in zip(part.qid.tolist(), part.docid.tolist(), part.grade.tolist(),
                                strict=True):
                 grades.setdefault((q, d), int(g))
-        qrels = Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
-                                  np.array(list(grades.values()), dtype=np.int64))
     else:
         grades = report.grades(aggregate)
-        qrels = Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
-                                  np.array(list(grades.values()), dtype=np.int64))
-    write_qrels(qrels, path)
+    write_qrels(Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
+                                  np.array(list(grades.values()), dtype=np.int64)), path)
 
 
 def print_report(report, as_json: bool) -> None:
