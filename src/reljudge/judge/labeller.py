@@ -28,7 +28,8 @@ from reljudge.judge.client import (
     CallFailed,
     ChatClient,
     Endpoint,
-    grade_probabilities,
+    grade_fields,
+    refusal_failure,
 )
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import Price, estimate_tokens, price_for
@@ -409,9 +410,9 @@ class Labeller:
         tin, tout = answer.tokens_in, answer.tokens_out
         cost = 0.0 if cached else lane.price.cost(tin, tout)
         raw = answer.text
-        if answer.finish_reason == "content_filter" or answer.refusal:
-            why = answer.refusal or "content_filter"
-            return self._event(base, params, grade=None, failure=f"refused: {why}",
+        refused = refusal_failure(answer)
+        if refused is not None:
+            return self._event(base, params, grade=None, failure=refused,
                                failure_kind=FailureKind.REFUSED.value, raw=raw, tokens_in=tin,
                                tokens_out=tout, cost=cost, latency=answer.latency)
         parsed = parse_answer(answer.text, self.template.output)
@@ -441,11 +442,9 @@ class Labeller:
                                    tokens_in=tin, tokens_out=tout, cost=cost,
                                    latency=time.perf_counter() - t0)
             parsed = second
-        probs = grade_probabilities(final.logprobs, parsed.grade)
-        expected = sum(g * p for g, p in enumerate(probs)) if probs else None
-        return self._event(base, params, grade=parsed.grade, raw=raw, probs=probs,
-                           expected_grade=expected, tokens_in=tin, tokens_out=tout, cost=cost,
-                           latency=answer.latency)
+        return self._event(base, params, grade=parsed.grade, raw=raw,
+                           **grade_fields(final.logprobs, parsed.grade), tokens_in=tin,
+                           tokens_out=tout, cost=cost, latency=answer.latency)
 
     def spending_limit(self, sink=None) -> Budget:
         """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
