@@ -27,7 +27,6 @@ from reljudge.judge.client import (
     Answer,
     CallFailed,
     ChatClient,
-    Endpoint,
     grade_fields,
     refusal_failure,
 )
@@ -77,8 +76,7 @@ class Labeller:
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
         #: where calls go: one endpoint (today's job), or several (config.endpoints)
         self.specs: list[EndpointSpec] = resolve_endpoints(config)
-        self.endpoint = (Endpoint.resolve(config.base_url, None) if not config.endpoints
-                         else self.specs[0].endpoint)
+        self.endpoint = self.specs[0].endpoint  # the first: the report and batch files name it
         self._cache = AnswerCache(config.resolved_cache_dir())
         self._stop: str | None = None
         self._fatal: str | None = None
@@ -137,9 +135,6 @@ class Labeller:
         params = self.params() if params is None else params
         if spec.replica:
             return replica_key(spec.model, messages, params, sample)
-        if not self.config.endpoints:  # one endpoint, as it always was
-            return cache_key(self.endpoint.base_url, self.config.model, messages, params,
-                             sample)
         return cache_key(spec.endpoint.base_url, spec.model, messages, params, sample)
 
     def _keys(self, messages: list[dict], sample: int) -> list[str]:
