@@ -325,8 +325,7 @@ class Labeller:
                 if self.budget.limit is not None:
                     max_out = params.get("max_tokens") or params.get("max_completion_tokens")
                     held = await self.budget.reserve(
-                        self.budget.worst_case(messages, max_out) if lane.price is self.price
-                        else lane.price.cost(prompt_tokens_bound(messages), max_out))
+                        lane.price.cost(prompt_tokens_bound(messages), max_out))
                 await lane.limiter.acquire(estimate_tokens(messages))
                 answer = await lane.client.complete(messages, params, breaker.attempt_failed)
             except BaseException as e:
@@ -458,14 +457,13 @@ class Labeller:
                 raise ConfigError("--max-total-cost caps the spend recorded in a label store: "
                                   "pass --store")
             spent_before = sink.total_spend()
-        return Budget(self.price, c.max_cost, c.max_total_cost, spent_before)
+        return Budget(c.max_cost, c.max_total_cost, spent_before)
 
     def _open_lane(self, spec: EndpointSpec, sink) -> Lane:
         """An endpoint ready for a run: client, limiter, breaker, spend ledger line."""
         c = self.config
-        price = self.price if spec.model == c.model else price_for(
-            spec.model, override=(c.price_in, c.price_out))
-        lane = Lane(spec, f"{spec.model}/{self.template.label}", price,
+        lane = Lane(spec, f"{spec.model}/{self.template.label}",
+                    price_for(spec.model, override=(c.price_in, c.price_out)),
                     meta=self._lane_meta(spec))
         one = not c.endpoints  # one endpoint: built from the flags exactly as it always was
         lane.client = ChatClient(
