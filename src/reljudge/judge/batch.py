@@ -175,10 +175,10 @@ class BatchJob:
                     self.log.update(rec.id, status="abandoned", collected=1)
                     continue
                 self.log.update(rec.id, input_file_id=file_id, status="uploaded")
-                rec = self._record(rec.id)
+                rec = self.log.get(rec.id)
             if rec.provider_id is None:
                 self._create(rec, resuming=True)
-                rec = self._record(rec.id)
+                rec = self.log.get(rec.id)
             b = self.client.batches.retrieve(rec.provider_id)
             counts = b.request_counts
             self.log.update(rec.id, status=b.status, output_file_id=b.output_file_id,
@@ -189,11 +189,8 @@ class BatchJob:
                       + (f" ({counts.completed} done, {counts.failed} failed of {counts.total})"
                          if counts else ""))
             if b.status in TERMINAL:
-                finished.append(self._record(rec.id))
+                finished.append(self.log.get(rec.id))
         return finished
-
-    def _record(self, bid: int) -> BatchRecord:
-        return next(r for r in self.log.batches() if r.id == bid)
 
     def _find_upload(self, intent: str) -> str | None:
         """The id of the input file a killed run uploaded under this intent, if any."""
@@ -327,7 +324,7 @@ class BatchJob:
             _kill_point("uploading")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
             _kill_point("uploaded")
-            provider_id = self._create(self._record(bid), resuming=False)
+            provider_id = self._create(self.log.get(bid), resuming=False)
             _kill_point("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)
