@@ -340,22 +340,25 @@ class BatchJob:
         lab = self.labeller
         lab.check_inputs(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
-        result.items = len(self._items(pairs))
+        items = self._items(pairs)
+        result.items = len(items)
         watched: set[int] = set()  # our ids of the batches this run waits for
         with BatchProgress(progress and wait) as bar:
-            await self._loop(pairs, queries, passages, result, not submit, watched, bar, wait,
-                             progress)
-        todo, failed = self._plan(pairs)
+            await self._loop(pairs, items, queries, passages, result, not submit, watched, bar,
+                             wait, progress)
+        todo, failed = self._plan(items)
         result.graded = result.items - len(todo) - failed
         pending = self.log.pending(lab.judge_id)
         result.without_grade = len(todo) + failed - len(set(todo) & pending)
         return result
 
-    async def _loop(self, pairs, queries, passages, result, submitted, watched, bar, wait,
-                    progress) -> None:
-        """Poll, collect, re-ask, submit; again every poll_interval while waiting."""
+    async def _loop(self, pairs, items: list[Item], queries, passages, result, submitted,
+                    watched, bar, wait, progress) -> None:
+        """Poll, collect, re-ask, submit; again every poll_interval while waiting (``items``:
+        the pairs' items)."""
         lab = self.labeller
         progress = progress and bar.bar is None  # one live display at a time
+        wanted = set(items)
         while True:
             watched |= {r.id for r in self.log.batches(lab.judge_id, open_only=True)}
             finished = self.poll()
@@ -366,7 +369,6 @@ class BatchJob:
                     got = self.collect(rec, result, settled)
                     left.reask.update(got.reask)
                     left.missed.update(got.missed)
-                wanted = set(self._items(pairs))
                 reask = self._rebuildable({it: c for it, c in left.reask.items()
                                            if it in wanted}, queries, passages, "re-asked")
                 if reask:  # the online path's one re-ask, the first answer from the cache
@@ -379,7 +381,7 @@ class BatchJob:
                                        self._rebuildable(missed, queries, passages, "sent"),
                                        result, progress)
             if not submitted and not result.stop_reason:
-                await self._submit_rest(pairs, queries, passages, result, progress)
+                await self._submit_rest(pairs, items, queries, passages, result, progress)
                 submitted = True  # re-batching happens on the next run, never twice in one
             result.open = self.log.batches(lab.judge_id, open_only=True)
             watched |= {r.id for r in result.open}
@@ -401,10 +403,9 @@ class BatchJob:
             self._seen = (mark, self.labeller.settled(self.store))
         return self._seen[1]
 
-    def _plan(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[Item], int]:
-        """The items of these pairs still to ask, and how many are settled as failures."""
+    def _plan(self, items: list[Item]) -> tuple[list[Item], int]:
+        """Those of these items still to ask, and how many are settled as failures."""
         done, failed = self._settled()
-        items = self._items(pairs)
         return [it for it in items if it not in done], sum(1 for it in items if it in failed)
 
     def _rebuildable(self, items: dict[Item, str], queries, passages, what: str) -> set[Item]:
@@ -431,13 +432,13 @@ class BatchJob:
         if report.stop_reason:
             result.stop_reason = report.stop_reason
 
-    async def _submit_rest(self, pairs, queries, passages, result: BatchResult,
-                           progress: bool) -> None:
+    async def _submit_rest(self, pairs, items: list[Item], queries, passages,
+                           result: BatchResult, progress: bool) -> None:
         """Batch every unsettled item no open batch holds; those whose answer is cached already
         (an online run's, or one a killed run collected) are graded from the cache instead."""
         lab = self.labeller
         pending = self.log.pending(lab.judge_id)
-        todo = [it for it in self._plan(pairs)[0] if it not in pending]
+        todo = [it for it in self._plan(items)[0] if it not in pending]
         if not todo:
             return
         lines = build_lines(lab, todo, queries, passages, self.config.batch_discount)
