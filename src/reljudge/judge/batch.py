@@ -40,7 +40,6 @@ from reljudge.judge.batch_files import (
     Item,
     answer_fields,
     build_lines,
-    line_failure,
     read_lines,
     split_files,
 )
@@ -53,7 +52,7 @@ from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 from reljudge.types import LabelEvent
 
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "collect_recorded",
-           "line_failure", "recorded_jobs", "split_files", "upload_name"]
+           "recorded_jobs", "split_files", "upload_name"]
 
 COMPLETION_WINDOW = "24h"
 _KILL_ENV = "RELJUDGE_TEST_KILL_AT"  # tests: SIGKILL this process at a named step
@@ -219,7 +218,7 @@ class BatchJob:
         return found.id
 
     def collect(self, rec: BatchRecord, result: BatchResult,
-                settled: set[Item] | None = None) -> Collected:
+                settled: set[Item]) -> Collected:
         """Collect a finished batch in bulk: its answers into the cache (one transaction), then
         its events into the store (one transaction, which marks it collected and records its
         spend): grades and refusals as the online path grades a cached answer, failed and
@@ -248,7 +247,7 @@ class BatchJob:
             finally:
                 feed.put(None)
             out = Collected()
-            events = self._answer_events(answers, items, settled or set(), out)
+            events = self._answer_events(answers, items, settled, out)
             cached.result()
         _kill_point("collecting")
         for cid in items.keys() - answers.keys() - failed.keys():  # never run
@@ -260,7 +259,7 @@ class BatchJob:
         for cid, (kind, why) in failed.items():
             result.batch_failures[kind.value] += 1
             for item in items[cid]:
-                if settled is None or item not in settled:  # else: settled meanwhile
+                if item not in settled:  # else: settled meanwhile
                     out.missed[item] = cid
                     events.append(LabelEvent(
                         qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
