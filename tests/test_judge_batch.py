@@ -94,6 +94,7 @@ def test_submit_then_collect_on_the_next_run_and_nothing_is_resubmitted(tmp_path
         assert not first.complete and first.graded == 0
         rec = BatchLog(store).batches()[0]
         assert rec.provider_id and rec.input_file_id and rec.total == len(PAIRS)
+        assert BatchLog(store).get(rec.id) == rec
         for _ in range(5):
             last = run_batch(cfg, store, wait=False)
             if not last.open:

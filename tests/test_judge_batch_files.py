@@ -36,6 +36,23 @@ def test_request_keys_equal_cache_key(base_url, model, messages, params, sample)
                                                                           params, sample)
 
 
+@settings(max_examples=200)
+@given(base_url=st.sampled_from(["http://127.0.0.1:8000/v1", "http://x/v1/", "https://é.org"]),
+       model=TEXT, messages=MESSAGES, params=st.dictionaries(TEXT, JSONABLE, max_size=4),
+       sample=st.integers(0, 1000))
+def test_cache_keys_are_the_digest_of_the_sorted_json_of_the_request(base_url, model, messages,
+                                                                      params, sample):
+    def digest(blob: dict) -> str:
+        text = json.dumps(blob, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    assert cache_key(base_url, model, messages, params, sample) == digest(
+        {"base_url": base_url.rstrip("/"), "model": model, "messages": messages,
+         "params": params, "sample": sample})
+    assert replica_key(model, messages, params, sample) == digest(
+        {"replicas_of": model, "messages": messages, "params": params, "sample": sample})
+
+
 def labeller(tmp_path, **kw) -> Labeller:
     return Labeller(JudgeConfig(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1",
                                 api_key="k", cache_dir=tmp_path / "cache", **kw))

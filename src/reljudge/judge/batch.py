@@ -40,7 +40,6 @@ from reljudge.judge.batch_files import (
     Item,
     answer_fields,
     build_lines,
-    line_failure,
     read_lines,
     split_files,
 )
@@ -53,7 +52,7 @@ from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 from reljudge.types import LabelEvent
 
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "collect_recorded",
-           "line_failure", "recorded_jobs", "split_files", "upload_name"]
+           "recorded_jobs", "split_files", "upload_name"]
 
 COMPLETION_WINDOW = "24h"
 _KILL_ENV = "RELJUDGE_TEST_KILL_AT"  # tests: SIGKILL this process at a named step
@@ -175,10 +174,10 @@ class BatchJob:
                     self.log.update(rec.id, status="abandoned", collected=1)
                     continue
                 self.log.update(rec.id, input_file_id=file_id, status="uploaded")
-                rec = self._record(rec.id)
+                rec = self.log.get(rec.id)
             if rec.provider_id is None:
                 self._create(rec, resuming=True)
-                rec = self._record(rec.id)
+                rec = self.log.get(rec.id)
             b = self.client.batches.retrieve(rec.provider_id)
             counts = b.request_counts
             self.log.update(rec.id, status=b.status, output_file_id=b.output_file_id,
@@ -189,11 +188,8 @@ class BatchJob:
                       + (f" ({counts.completed} done, {counts.failed} failed of {counts.total})"
                          if counts else ""))
             if b.status in TERMINAL:
-                finished.append(self._record(rec.id))
+                finished.append(self.log.get(rec.id))
         return finished
-
-    def _record(self, bid: int) -> BatchRecord:
-        return next(r for r in self.log.batches() if r.id == bid)
 
     def _find_upload(self, intent: str) -> str | None:
         """The id of the input file a killed run uploaded under this intent, if any."""
@@ -222,7 +218,7 @@ class BatchJob:
         return found.id
 
     def collect(self, rec: BatchRecord, result: BatchResult,
-                settled: set[Item] | None = None) -> Collected:
+                settled: set[Item]) -> Collected:
         """Collect a finished batch in bulk: its answers into the cache (one transaction), then
         its events into the store (one transaction, which marks it collected and records its
         spend): grades and refusals as the online path grades a cached answer, failed and
@@ -251,7 +247,7 @@ class BatchJob:
             finally:
                 feed.put(None)
             out = Collected()
-            events = self._answer_events(answers, items, settled or set(), out)
+            events = self._answer_events(answers, items, settled, out)
             cached.result()
         _kill_point("collecting")
         for cid in items.keys() - answers.keys() - failed.keys():  # never run
@@ -263,7 +259,7 @@ class BatchJob:
         for cid, (kind, why) in failed.items():
             result.batch_failures[kind.value] += 1
             for item in items[cid]:
-                if settled is None or item not in settled:  # else: settled meanwhile
+                if item not in settled:  # else: settled meanwhile
                     out.missed[item] = cid
                     events.append(LabelEvent(
                         qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
@@ -327,7 +323,7 @@ class BatchJob:
             _kill_point("uploading")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
             _kill_point("uploaded")
-            provider_id = self._create(self._record(bid), resuming=False)
+            provider_id = self._create(self.log.get(bid), resuming=False)
             _kill_point("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)
@@ -343,22 +339,25 @@ class BatchJob:
         lab = self.labeller
         lab.check_inputs(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
-        result.items = len(self._items(pairs))
+        items = self._items(pairs)
+        result.items = len(items)
         watched: set[int] = set()  # our ids of the batches this run waits for
         with BatchProgress(progress and wait) as bar:
-            await self._loop(pairs, queries, passages, result, not submit, watched, bar, wait,
-                             progress)
-        todo, failed = self._plan(pairs)
+            await self._loop(pairs, items, queries, passages, result, not submit, watched, bar,
+                             wait, progress)
+        todo, failed = self._plan(items)
         result.graded = result.items - len(todo) - failed
         pending = self.log.pending(lab.judge_id)
         result.without_grade = len(todo) + failed - len(set(todo) & pending)
         return result
 
-    async def _loop(self, pairs, queries, passages, result, submitted, watched, bar, wait,
-                    progress) -> None:
-        """Poll, collect, re-ask, submit; again every poll_interval while waiting."""
+    async def _loop(self, pairs, items: list[Item], queries, passages, result, submitted,
+                    watched, bar, wait, progress) -> None:
+        """Poll, collect, re-ask, submit; again every poll_interval while waiting (``items``:
+        the pairs' items)."""
         lab = self.labeller
         progress = progress and bar.bar is None  # one live display at a time
+        wanted = set(items)
         while True:
             watched |= {r.id for r in self.log.batches(lab.judge_id, open_only=True)}
             finished = self.poll()
@@ -369,7 +368,6 @@ class BatchJob:
                     got = self.collect(rec, result, settled)
                     left.reask.update(got.reask)
                     left.missed.update(got.missed)
-                wanted = set(self._items(pairs))
                 reask = self._rebuildable({it: c for it, c in left.reask.items()
                                            if it in wanted}, queries, passages, "re-asked")
                 if reask:  # the online path's one re-ask, the first answer from the cache
@@ -382,7 +380,7 @@ class BatchJob:
                                        self._rebuildable(missed, queries, passages, "sent"),
                                        result, progress)
             if not submitted and not result.stop_reason:
-                await self._submit_rest(pairs, queries, passages, result, progress)
+                await self._submit_rest(pairs, items, queries, passages, result, progress)
                 submitted = True  # re-batching happens on the next run, never twice in one
             result.open = self.log.batches(lab.judge_id, open_only=True)
             watched |= {r.id for r in result.open}
@@ -404,10 +402,9 @@ class BatchJob:
             self._seen = (mark, self.labeller.settled(self.store))
         return self._seen[1]
 
-    def _plan(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[Item], int]:
-        """The items of these pairs still to ask, and how many are settled as failures."""
+    def _plan(self, items: list[Item]) -> tuple[list[Item], int]:
+        """Those of these items still to ask, and how many are settled as failures."""
         done, failed = self._settled()
-        items = self._items(pairs)
         return [it for it in items if it not in done], sum(1 for it in items if it in failed)
 
     def _rebuildable(self, items: dict[Item, str], queries, passages, what: str) -> set[Item]:
@@ -434,13 +431,13 @@ class BatchJob:
         if report.stop_reason:
             result.stop_reason = report.stop_reason
 
-    async def _submit_rest(self, pairs, queries, passages, result: BatchResult,
-                           progress: bool) -> None:
+    async def _submit_rest(self, pairs, items: list[Item], queries, passages,
+                           result: BatchResult, progress: bool) -> None:
         """Batch every unsettled item no open batch holds; those whose answer is cached already
         (an online run's, or one a killed run collected) are graded from the cache instead."""
         lab = self.labeller
         pending = self.log.pending(lab.judge_id)
-        todo = [it for it in self._plan(pairs)[0] if it not in pending]
+        todo = [it for it in self._plan(items)[0] if it not in pending]
         if not todo:
             return
         lines = build_lines(lab, todo, queries, passages, self.config.batch_discount)

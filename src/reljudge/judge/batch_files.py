@@ -18,7 +18,7 @@ from typing import Any
 from reljudge.errors import ConfigError
 from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.cache import RequestKeys
-from reljudge.judge.client import Answer, answer_from_response, grade_probabilities
+from reljudge.judge.client import Answer, answer_from_response, grade_fields, refusal_failure
 from reljudge.judge.failures import CallFailed, FailureKind
 from reljudge.judge.parse import parse_answer
 
@@ -137,13 +137,11 @@ def answer_fields(answer: Answer, output: str) -> dict[str, Any] | None:
     grade, or a refusal), or None when it cannot be read and the labeller must re-ask."""
     common = dict(raw=answer.text, tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
                   cost=0.0, latency=answer.latency)
-    if answer.finish_reason == "content_filter" or answer.refusal:
-        why = answer.refusal or "content_filter"
-        return dict(grade=None, failure=f"refused: {why}",
-                    failure_kind=FailureKind.REFUSED.value, **common)
+    refused = refusal_failure(answer)
+    if refused is not None:
+        return dict(grade=None, failure=refused, failure_kind=FailureKind.REFUSED.value,
+                    **common)
     parsed = parse_answer(answer.text, output)
     if parsed.grade is None:
         return None
-    probs = grade_probabilities(answer.logprobs, parsed.grade)
-    expected = sum(g * p for g, p in enumerate(probs)) if probs else None
-    return dict(grade=parsed.grade, probs=probs, expected_grade=expected, **common)
+    return dict(grade=parsed.grade, **grade_fields(answer.logprobs, parsed.grade), **common)

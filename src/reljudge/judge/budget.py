@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 
-from reljudge.judge.cost import Price
-
 
 class BudgetReached(Exception):
     """The next call could cross the spending limit: no new paid call is started."""
@@ -27,19 +25,14 @@ class Budget:
     """The spending limit of one run: ``max_cost`` for this run, ``max_total`` across runs
     (given what earlier runs spent), either or neither."""
 
-    def __init__(self, price: Price, max_cost: float | None = None,
-                 max_total: float | None = None, spent_before: float = 0.0):
+    def __init__(self, max_cost: float | None = None, max_total: float | None = None,
+                 spent_before: float = 0.0):
         limits = [x for x in (max_cost, None if max_total is None else max_total - spent_before)
                   if x is not None]
-        self.price = price
         self.limit = max(0.0, min(limits)) if limits else None
         self.spent = 0.0  # settled cost of this run
         self.reserved = 0.0  # worst cases of the calls in flight
         self._changed: asyncio.Condition | None = None
-
-    def worst_case(self, messages: list[dict[str, str]], max_tokens: int) -> float:
-        """The most one call with these messages and output limit can cost."""
-        return self.price.cost(prompt_tokens_bound(messages), max_tokens)
 
     async def reserve(self, amount: float) -> float:
         """Hold ``amount`` for a call; waits for calls in flight, raises BudgetReached."""

@@ -23,26 +23,28 @@ _KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 def cache_key(base_url: str, model: str, messages: list[dict], params: dict,
               sample: int) -> str:
     """The cache key of one request."""
-    blob = _KEY_JSON.encode({"base_url": base_url.rstrip("/"), "model": model,
-                             "messages": messages, "params": params, "sample": sample})
-    return hashlib.sha256(blob.encode()).hexdigest()
+    keys = RequestKeys(base_url, model, params)
+    return keys.key(keys.encode(messages), sample)
 
 
 def replica_key(model: str, messages: list[dict], params: dict, sample: int) -> str:
     """The cache key of a request to any replica of one model (no endpoint URL in it)."""
-    blob = _KEY_JSON.encode({"replicas_of": model, "messages": messages, "params": params,
-                             "sample": sample})
-    return hashlib.sha256(blob.encode()).hexdigest()
+    keys = RequestKeys("", model, params, replica=True)
+    return keys.key(keys.encode(messages), sample)
 
 
 class RequestKeys:
-    """``cache_key`` (or, with ``replica=True``, ``replica_key``) for many requests to one
-    endpoint, model and parameters: the shared parts are encoded once, each prompt once for all
-    its samples (equal to the one-request functions: tested)."""
+    """The cache keys of requests to one endpoint, model and parameters (with
+    ``replica=True``, to any replica of the model: no URL): the shared parts are encoded once,
+    each prompt once for all its samples.
+
+    A key is the SHA-256 of ``json.dumps(blob, sort_keys=True, ensure_ascii=False)`` where blob
+    is ``{"base_url" (no trailing "/"), "model", "messages", "params", "sample"}``, or for
+    replicas ``{"replicas_of": model, "messages", "params", "sample"}`` (tested against it).
+    """
 
     def __init__(self, base_url: str, model: str, params: dict, *, replica: bool = False):
-        # the blob's keys in sorted order: base_url, messages, model, params, sample; or
-        # messages, params, replicas_of, sample
+        # the blob written out, its keys in sorted order
         if replica:
             self._head = '{"messages": '
             self._tail = ', "params": ' + _KEY_JSON.encode(params) + ', "replicas_of": ' + \

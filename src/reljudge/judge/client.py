@@ -276,6 +276,21 @@ def _answer(resp: dict, latency: float) -> Answer:
                   int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
                   latency, logprobs)
 
+
+def refusal_failure(answer: Answer) -> str | None:
+    """The failure text of an answer the model refused (or a content filter cut), else None."""
+    if answer.finish_reason == "content_filter" or answer.refusal:
+        return f"refused: {answer.refusal or 'content_filter'}"
+    return None
+
+
+def grade_fields(logprobs: list[dict] | None, grade: int) -> dict[str, Any]:
+    """An event's ``probs`` (P(grade = 0..3), or None) and ``expected_grade`` for this grade."""
+    probs = grade_probabilities(logprobs, grade)
+    return {"probs": probs,
+            "expected_grade": sum(g * p for g, p in enumerate(probs)) if probs else None}
+
+
 def grade_probabilities(logprobs: list[dict] | None, grade: int) -> tuple[float, ...] | None:
     """P(grade = 0..3) from the top logprobs at the last token that states the grade."""
     if not logprobs:

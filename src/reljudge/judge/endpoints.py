@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,11 @@ from typing import TYPE_CHECKING, Any
 from reljudge.errors import ConfigError
 from reljudge.judge.config import EndpointConfig, JudgeConfig
 from reljudge.judge.failures import ENDPOINT_KINDS, FailureKind
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
 
 __all__ = ["HAND_BACK_KINDS", "EndpointSpec", "Lane", "WorkQueue", "endpoints_from_file",
            "resolve_endpoints"]
@@ -107,12 +113,6 @@ def endpoints_from_file(path: str | Path) -> list[dict[str, Any]]:
         if path.suffix.lower() == ".json":
             data: Any = json.loads(text)
         else:
-            import sys
-
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # pragma: no cover - Python 3.10 only
-                import tomli as tomllib
             data = tomllib.loads(text)
     except ValueError as e:  # JSONDecodeError and TOMLDecodeError are ValueErrors
         kind = "JSON" if path.suffix.lower() == ".json" else "TOML"

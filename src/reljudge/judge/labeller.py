@@ -27,8 +27,8 @@ from reljudge.judge.client import (
     Answer,
     CallFailed,
     ChatClient,
-    Endpoint,
-    grade_probabilities,
+    grade_fields,
+    refusal_failure,
 )
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import Price, estimate_tokens, price_for
@@ -76,8 +76,7 @@ class Labeller:
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
         #: where calls go: one endpoint (today's job), or several (config.endpoints)
         self.specs: list[EndpointSpec] = resolve_endpoints(config)
-        self.endpoint = (Endpoint.resolve(config.base_url, None) if not config.endpoints
-                         else self.specs[0].endpoint)
+        self.endpoint = self.specs[0].endpoint  # the first: the report and batch files name it
         self._cache = AnswerCache(config.resolved_cache_dir())
         self._stop: str | None = None
         self._fatal: str | None = None
@@ -136,9 +135,6 @@ class Labeller:
         params = self.params() if params is None else params
         if spec.replica:
             return replica_key(spec.model, messages, params, sample)
-        if not self.config.endpoints:  # one endpoint, as it always was
-            return cache_key(self.endpoint.base_url, self.config.model, messages, params,
-                             sample)
         return cache_key(spec.endpoint.base_url, spec.model, messages, params, sample)
 
     def _keys(self, messages: list[dict], sample: int) -> list[str]:
@@ -329,8 +325,7 @@ class Labeller:
                 if self.budget.limit is not None:
                     max_out = params.get("max_tokens") or params.get("max_completion_tokens")
                     held = await self.budget.reserve(
-                        self.budget.worst_case(messages, max_out) if lane.price is self.price
-                        else lane.price.cost(prompt_tokens_bound(messages), max_out))
+                        lane.price.cost(prompt_tokens_bound(messages), max_out))
                 await lane.limiter.acquire(estimate_tokens(messages))
                 answer = await lane.client.complete(messages, params, breaker.attempt_failed)
             except BaseException as e:
@@ -409,9 +404,9 @@ class Labeller:
         tin, tout = answer.tokens_in, answer.tokens_out
         cost = 0.0 if cached else lane.price.cost(tin, tout)
         raw = answer.text
-        if answer.finish_reason == "content_filter" or answer.refusal:
-            why = answer.refusal or "content_filter"
-            return self._event(base, params, grade=None, failure=f"refused: {why}",
+        refused = refusal_failure(answer)
+        if refused is not None:
+            return self._event(base, params, grade=None, failure=refused,
                                failure_kind=FailureKind.REFUSED.value, raw=raw, tokens_in=tin,
                                tokens_out=tout, cost=cost, latency=answer.latency)
         parsed = parse_answer(answer.text, self.template.output)
@@ -441,11 +436,9 @@ class Labeller:
                                    tokens_in=tin, tokens_out=tout, cost=cost,
                                    latency=time.perf_counter() - t0)
             parsed = second
-        probs = grade_probabilities(final.logprobs, parsed.grade)
-        expected = sum(g * p for g, p in enumerate(probs)) if probs else None
-        return self._event(base, params, grade=parsed.grade, raw=raw, probs=probs,
-                           expected_grade=expected, tokens_in=tin, tokens_out=tout, cost=cost,
-                           latency=answer.latency)
+        return self._event(base, params, grade=parsed.grade, raw=raw,
+                           **grade_fields(final.logprobs, parsed.grade), tokens_in=tin,
+                           tokens_out=tout, cost=cost, latency=answer.latency)
 
     def spending_limit(self, sink=None) -> Budget:
         """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
@@ -464,14 +457,13 @@ class Labeller:
                 raise ConfigError("--max-total-cost caps the spend recorded in a label store: "
                                   "pass --store")
             spent_before = sink.total_spend()
-        return Budget(self.price, c.max_cost, c.max_total_cost, spent_before)
+        return Budget(c.max_cost, c.max_total_cost, spent_before)
 
     def _open_lane(self, spec: EndpointSpec, sink) -> Lane:
         """An endpoint ready for a run: client, limiter, breaker, spend ledger line."""
         c = self.config
-        price = self.price if spec.model == c.model else price_for(
-            spec.model, override=(c.price_in, c.price_out))
-        lane = Lane(spec, f"{spec.model}/{self.template.label}", price,
+        lane = Lane(spec, f"{spec.model}/{self.template.label}",
+                    price_for(spec.model, override=(c.price_in, c.price_out)),
                     meta=self._lane_meta(spec))
         one = not c.endpoints  # one endpoint: built from the flags exactly as it always was
         lane.client = ChatClient(

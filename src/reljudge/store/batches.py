@@ -116,14 +116,24 @@ class BatchLog:
 
     def batches(self, judge: str | None = None, *, open_only: bool = False) -> list[BatchRecord]:
         """Recorded batches (of one judge), oldest first."""
-        sql = (f"SELECT {', '.join('b.' + c.strip() for c in _COLS.split(','))}, s.name "
-               "FROM batches b JOIN sources s ON s.id = b.source")
         where, args = [], []
         if judge is not None:
             where.append("s.name = ?")
             args.append(judge)
         if open_only:
             where.append("b.collected = 0")
+        return self._select(where, args)
+
+    def get(self, bid: int) -> BatchRecord:
+        """One recorded batch, by our id."""
+        found = self._select(["b.id = ?"], [bid])
+        if not found:
+            raise KeyError(f"no batch {bid} is recorded in {self.store.path}")
+        return found[0]
+
+    def _select(self, where: list[str], args: list) -> list[BatchRecord]:
+        sql = (f"SELECT {', '.join('b.' + c.strip() for c in _COLS.split(','))}, s.name "
+               "FROM batches b JOIN sources s ON s.id = b.source")
         if where:
             sql += " WHERE " + " AND ".join(where)
         return [_record(r[:-1], r[-1]) for r in self.conn.execute(sql + " ORDER BY b.id", args)]
