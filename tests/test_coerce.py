@@ -191,9 +191,9 @@ def test_measures_as_a_string_a_list_or_ir_measures_objects():
 def test_constructors_compare_and_audit_take_the_same_forms():
     rows = [(1, "a", 2), (1, "b", 0), (2, "c", 1)]
     qrels = as_qrels(pd.DataFrame(rows, columns=["qid", "docno", "relevance"]))
-    assert Qrels.from_any([ir_measures.Qrel(str(q), d, g) for q, d, g in rows]) == qrels
+    assert as_qrels([ir_measures.Qrel(str(q), d, g) for q, d, g in rows]) == qrels
     assert Qrels.from_dict({1: {"a": 2, "b": 0}, 2: {"c": 1.0}}) == qrels
-    run = Run.from_any([GenericScoredDoc(1, "a", 0.5), GenericScoredDoc(2, "c", 0.1)], name="x")
+    run = as_run([GenericScoredDoc(1, "a", 0.5), GenericScoredDoc(2, "c", 0.1)], name="x")
     assert run.name == "x" and run.to_dict() == {"1": {"a": 0.5}, "2": {"c": 0.1}}
     with pytest.raises(InputError, match="qrels: expected an integer grade, found 'high'"):
         Qrels.from_arrays(["q"], ["a"], ["high"])

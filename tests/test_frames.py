@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from reljudge.audit import audit, read_judge
 from reljudge.cli import main
 from reljudge.errors import ReljudgeError
+from reljudge.io.coerce import as_qrels, as_run
 from reljudge.metrics import evaluate_many
 from reljudge.stats import compare
 from reljudge.trec import read_qrels, read_runs
@@ -95,10 +96,10 @@ def test_audit_frame_equals_audit_json(capsys):
        st.floats(-5, 5, allow_nan=False))
 def test_qrels_and_run_frames_read_back_to_the_same_data(data, shift):
     qrels = Qrels.from_dict(data)
-    assert Qrels.from_any(qrels.to_dataframe()) == qrels
+    assert as_qrels(qrels.to_dataframe()) == qrels
     run = Run.from_dict({q: {d: g + shift for d, g in docs.items()} for q, docs in data.items()},
                         name="r")
-    back = Run.from_any(run.to_dataframe())
+    back = as_run(run.to_dataframe())
     assert back.to_dict() == run.to_dict()
     assert list(run.to_dataframe().columns) == ["qid", "docid", "score"]
 

@@ -18,10 +18,11 @@ import pytest
 from reljudge.cli import main
 from reljudge.errors import ConfigError, LLMError
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
-from reljudge.judge.failures import CallFailed, CircuitBreaker, FailureKind
+from reljudge.judge.failures import CallFailed, CircuitBreaker
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply, chat_reply
 from reljudge.testing.fake_openai import rejecting
+from reljudge.types import FailureKind
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave and expenses"}

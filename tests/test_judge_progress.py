@@ -13,7 +13,7 @@ import pytest
 from reljudge.judge import JudgeConfig, label_pairs
 from reljudge.judge import progress as progress_module
 from reljudge.judge.progress import NotebookDisplay, Progress
-from reljudge.report.tables import json_dumps
+from reljudge.tables import json_dumps
 from reljudge.testing import FakeOpenAI, Reply
 
 N = 40

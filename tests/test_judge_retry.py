@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.judge.failures import CallFailed
 from reljudge.judge.retry import RetryPolicy, Wait, is_retryable, retry_after
+from reljudge.types import FailureKind
 
 
 def http(status, headers=None, feature=None):

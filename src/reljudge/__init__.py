@@ -1,9 +1,9 @@
 """reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels."""
 
 from reljudge.errors import InputError, ReljudgeError
-from reljudge.types import GRADE_MAX, GRADE_MIN, LabelEvent, Qrels, Run
-
-__version__ = "0.1.0"
+from reljudge.grades import GRADE_MAX, GRADE_MIN
+from reljudge.types import LabelEvent, Qrels, Run
+from reljudge.version import __version__
 
 __all__ = [
     "GRADE_MAX",

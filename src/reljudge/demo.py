@@ -51,7 +51,7 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     from reljudge.pipeline import load_config
     from reljudge.pipeline.config import judge_config
     from reljudge.pipeline.runner import run_pipeline
-    from reljudge.report.tables import markdown_table, render
+    from reljudge.tables import markdown_table, render
     from reljudge.trec import read_qrels, read_run
 
     fresh_folder(out)

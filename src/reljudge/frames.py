@@ -40,7 +40,7 @@ class Tabular:
         return []
 
     def __str__(self) -> str:
-        from reljudge.report.tables import render
+        from reljudge.tables import render
 
         return render(*self.table(), "table", self.digits) + "".join(
             n + "\n" for n in self.notes())
@@ -51,7 +51,7 @@ class Tabular:
     def _repr_html_(self) -> str:
         import html
 
-        from reljudge.report.tables import html_table
+        from reljudge.tables import html_table
 
         return html_table(*self.table(), self.digits) + "".join(
             f"<p>{html.escape(n)}</p>" for n in self.notes())

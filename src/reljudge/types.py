@@ -7,19 +7,17 @@ compact and the metric kernels can work on whole arrays; dict views are built on
 from __future__ import annotations
 
 import copy
+import enum
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 
 import numpy as np
 
 from reljudge import columns
 from reljudge.errors import InputError
-
-GRADE_MIN = 0
-GRADE_MAX = 3
-GRADE_NAMES = {0: "irrelevant", 1: "related", 2: "highly relevant", 3: "perfectly relevant"}
+from reljudge.values import integer_grades, numeric_scores, qrels_dict, run_dict
 
 
 def _as_str_array(values) -> np.ndarray:
@@ -156,8 +154,6 @@ class Qrels(_IdColumns):
         q, d = _as_str_array(qid), _as_str_array(docid)
         g = np.asarray(grade)
         if g.dtype.kind not in "iu":
-            from reljudge.io.coerce import integer_grades  # io sits above types
-
             g = integer_grades(g, "qrels")
         g = g.astype(np.int64, copy=False)
         if not (len(q) == len(d) == len(g)):
@@ -179,8 +175,6 @@ class Qrels(_IdColumns):
     def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Qrels:
         """Build from {qid: {docid: grade}} (the pytrec_eval / ranx shape); ids of any type
         are converted with ``str``, grades must be integers."""
-        from reljudge.io.coerce import qrels_dict  # io sits above types
-
         data = qrels_dict(data)
         qs, ds, gs = [], [], []
         for q, docs in data.items():
@@ -189,14 +183,6 @@ class Qrels(_IdColumns):
                 ds.append(str(d))
                 gs.append(g)
         return cls.from_arrays(qs, ds, np.array(gs, dtype=np.int64), check=False)
-
-    @classmethod
-    def from_any(cls, data) -> Qrels:
-        """Build from any in-memory form: a dict of dicts, records (ir_measures / ir_datasets
-        namedtuples, dicts) or a pandas DataFrame (see ``reljudge.io.coerce``)."""
-        from reljudge.io.coerce import as_qrels
-
-        return as_qrels(data)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """The {qid: {docid: grade}} view (built once, then shared: do not mutate it)."""
@@ -209,7 +195,7 @@ class Qrels(_IdColumns):
 
 
     def to_dataframe(self):
-        """A pandas DataFrame with columns qid, docid, grade (``Qrels.from_any`` reads it
+        """A pandas DataFrame with columns qid, docid, grade (``io.coerce.as_qrels`` reads it
         back); a ReljudgeError naming ``pip install pandas`` when pandas is absent."""
         from reljudge.frames import import_pandas
 
@@ -256,8 +242,6 @@ class Run(_IdColumns):
         q, d = _as_str_array(qid), _as_str_array(docid)
         s = np.asarray(score)
         if s.dtype.kind not in "iuf":  # text is refused, not parsed
-            from reljudge.io.coerce import numeric_scores  # io sits above types
-
             s = numeric_scores(s, "run")
         s = s.astype(np.float64, copy=False)
         if not (len(q) == len(d) == len(s)):
@@ -288,8 +272,6 @@ class Run(_IdColumns):
     def from_dict(cls, data: Mapping[str, Mapping[str, float]], *, name: str = "run") -> Run:
         """Build from {qid: {docid: score}} (the pytrec_eval / ranx shape); ids of any type
         are converted with ``str``, scores must be numbers."""
-        from reljudge.io.coerce import run_dict  # io sits above types
-
         data = run_dict(data)
         qs, ds, ss = [], [], []
         for q, docs in data.items():
@@ -297,14 +279,6 @@ class Run(_IdColumns):
             ds.extend(str(d) for d in docs)
             ss.extend(docs.values())
         return cls.from_arrays(qs, ds, np.array(ss, dtype=np.float64), name=name, check=False)
-
-    @classmethod
-    def from_any(cls, data, *, name: str | None = None) -> Run:
-        """Build from any in-memory form: a dict of dicts, records (ir_measures ScoredDoc
-        namedtuples, dicts) or a pandas DataFrame (see ``reljudge.io.coerce``)."""
-        from reljudge.io.coerce import as_run
-
-        return as_run(data, name)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The {qid: {docid: score}} view (built once, then shared: do not mutate it)."""
@@ -323,7 +297,7 @@ class Run(_IdColumns):
 
     def to_dataframe(self):
         """A pandas DataFrame with columns qid, docid, score in the run's row order
-        (``Run.from_any`` reads it back); a ReljudgeError naming ``pip install pandas`` when
+        (``io.coerce.as_run`` reads it back); a ReljudgeError naming ``pip install pandas`` when
         pandas is absent."""
         from reljudge.frames import import_pandas
 
@@ -371,6 +345,23 @@ class Run(_IdColumns):
 
 SOURCE_KINDS = ("human", "llm", "import")
 
+
+class FailureKind(str, enum.Enum):
+    """What went wrong with one judgment."""
+
+    CONNECTION = "connection"  # refused, reset, closed mid-answer, DNS, proxy
+    TLS = "tls"  # certificate or handshake failure: fatal, never retried
+    TIMEOUT = "timeout"  # the whole call took longer than --timeout
+    HTTP_STATUS = "http_status"  # an HTTP error answer other than 429
+    RATE_LIMITED = "rate_limited"  # HTTP 429
+    REFUSED = "refused"  # the model refused or a content filter stopped the answer
+    UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
+    BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
+    EXPIRED = "expired"  # a Batch API request not run before its batch expired
+
+    def __str__(self) -> str:
+        return self.value
+
 # The failure kind of an undo: a source takes back its grade of a pair. Every earlier event of
 # that source for the pair (and sample index) stops counting; a later grade counts again.
 RETRACTED = "retracted"
@@ -400,7 +391,7 @@ class LabelEvent:
     failure: str | None = None  # why no grade could be had (None when grade is set)
     created_at: float | None = None  # unix time; the store fills it in when None
     meta: dict | None = None  # provenance extras (model, prompt name/version/hash, params)
-    failure_kind: str | None = None  # reljudge.judge.failures.FailureKind value of a failure
+    failure_kind: FailureKind | None = None  # what kind of failure (None for a grade)
 
     def __post_init__(self) -> None:
         if self.source_kind not in SOURCE_KINDS:
@@ -410,6 +401,13 @@ class LabelEvent:
             raise InputError(f"a label event has either a grade or a failure reason, not "
                              f"{'both' if self.grade is not None else 'neither'} "
                              f"({self.qid}, {self.docid})")
+        kind = self.failure_kind
+        if kind is not None and not isinstance(kind, FailureKind):
+            try:
+                object.__setattr__(self, "failure_kind", FailureKind(kind))
+            except ValueError:
+                raise InputError(f"unknown failure kind {kind!r}; expected one of "
+                                 f"{', '.join(k.value for k in FailureKind)}") from None
 
     @property
     def ok(self) -> bool:
@@ -448,3 +446,31 @@ def distinct_runs(runs: Sequence[Run], sources: Sequence[str] | None = None) -> 
     """The runs renamed by ``distinct_names`` (each run object kept when its name stands)."""
     names = distinct_names([r.name for r in runs], sources)
     return [r if r.name == n else r.with_name(n) for r, n in zip(runs, names, strict=True)]
+
+
+@dataclass(frozen=True)
+class SampleItem:
+    """One pair to label, in draw order, with the inclusion probability of its unit."""
+
+    qid: str
+    docid: str
+    position: int
+    prob: float
+    stratum: str | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A drawn sample: its design and the pairs in the order people should grade them."""
+
+    name: str
+    unit: str  # "query" or "pair"
+    design: str
+    seed: int
+    budget: int
+    items: list[SampleItem]
+    params: dict = field(default_factory=dict)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """(qid, docid) in position order."""
+        return [(i.qid, i.docid) for i in self.items]

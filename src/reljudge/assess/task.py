@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reljudge.errors import ConfigError, InputError
+from reljudge.grades import SCALE, SCALE_TEXT, check_grade
 from reljudge.store import LabelStore
-from reljudge.types import GRADE_MAX, GRADE_MIN, RETRACTED, LabelEvent
+from reljudge.types import RETRACTED, LabelEvent
 
 MAX_NOTE = 2000  # characters
 
@@ -60,9 +61,9 @@ def scale_of(scale_text: str) -> list[ScaleStep]:
         desc = desc.strip().rstrip(",;").strip()
         name, _, text = desc.partition(":")
         steps[int(number)] = ScaleStep(int(number), name.strip(), text.strip() or name.strip())
-    if sorted(steps) != list(range(GRADE_MIN, GRADE_MAX + 1)):
+    if tuple(sorted(steps)) != SCALE:
         raise ConfigError(f"the prompt's scale text does not describe each grade "
-                          f"{GRADE_MIN}..{GRADE_MAX} as 'N = description': {flat[:120]!r}")
+                          f"{SCALE_TEXT} as 'N = description': {flat[:120]!r}")
     return [steps[g] for g in sorted(steps)]
 
 
@@ -130,8 +131,7 @@ class AssessTask:
               note: str = "") -> dict[int, Given]:
         """Store one grade now (an append-only event); returns the standing grades."""
         item = self._item(index)
-        if type(grade) is not int or not GRADE_MIN <= grade <= GRADE_MAX:
-            raise InputError(f"a grade is an integer {GRADE_MIN}..{GRADE_MAX}, found {grade!r}")
+        check_grade(grade)
         if seconds is not None and (not isinstance(seconds, (int, float))
                                     or isinstance(seconds, bool)
                                     or not math.isfinite(seconds) or seconds < 0):

@@ -12,9 +12,9 @@ from reljudge.audit import agreement as ag
 from reljudge.audit import systems as sy
 from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
+from reljudge.grades import SCALE_TEXT, aggregate_grades, out_of_scale
 from reljudge.io.coerce import as_qrels, as_runs
-from reljudge.store.merge import aggregate_grades
-from reljudge.types import GRADE_MAX, GRADE_MIN, Qrels, Run
+from reljudge.types import Qrels, Run
 
 COLUMNS = ["judge", "pairs", "exact", "kappa", "kappa_lin", "kappa_quad", "alpha_ord",
            "spearman", "leniency", "mae", "tau", "tau_ap", "max_rank_change"]
@@ -48,8 +48,8 @@ def join(reference: Qrels, judge: Qrels) -> Joined:
             else:
                 only_judge += 1
     grades = np.array(a + b, dtype=np.int64)
-    if len(grades) and (grades.min() < GRADE_MIN or grades.max() > GRADE_MAX):
-        raise InputError(f"grades outside {GRADE_MIN}..{GRADE_MAX} reached the audit; clip or "
+    if len(out_of_scale(grades)):
+        raise InputError(f"grades outside {SCALE_TEXT} reached the audit; clip or "
                          f"reject them on input")
     return Joined(np.array(qs, dtype=object), np.array(a, dtype=np.int64),
                   np.array(b, dtype=np.int64), len(reference) - len(qs), only_judge)
@@ -216,7 +216,7 @@ class AuditResult(Tabular):
 
     def notes(self) -> list[str]:
         """Undefined statistics, clipping, one-sided pairs, agreement among the judges."""
-        from reljudge.report.tables import format_value
+        from reljudge.tables import format_value
 
         out = []
         for j in self.judges:

@@ -39,7 +39,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every available subcommand."""
-    from reljudge import __version__
+    from reljudge.version import __version__
 
     parser = Parser(prog="reljudge", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"reljudge {__version__}")

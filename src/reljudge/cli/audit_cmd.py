@@ -134,7 +134,7 @@ def run_audit(args: argparse.Namespace) -> int:
     from reljudge.audit.audit import audit_measures, measures_table, result_to_dict
     from reljudge.cli.common import working
     from reljudge.metrics.evaluate import parse_measures
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
     from reljudge.trec import read_runs
 
     measures = [str(m) for m in parse_measures(args.measures or ["nDCG@10"])]

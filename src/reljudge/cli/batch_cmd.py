@@ -76,7 +76,7 @@ def run_batch(args: argparse.Namespace) -> int:
 
 def print_batches(records, fmt: str = "table") -> None:
     """One line per recorded batch: ids, status, the provider's counts."""
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
 
     rows = [[r.id, r.provider_id or "-", r.input_file_id or "-", r.source, r.status, r.total,
              r.completed, r.failed, "yes" if r.collected else "no"] for r in records]

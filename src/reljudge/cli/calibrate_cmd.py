@@ -119,7 +119,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from reljudge.cli.common import working
     from reljudge.errors import ConfigError
     from reljudge.infer.derive import calibrate_judge, panel_judges
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
 
     if args.sample is not None and args.sample < 1:
         raise ConfigError(f"--sample {args.sample}: give a positive number of pairs")

@@ -14,7 +14,7 @@ import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 
-from reljudge.report.tables import FORMATS, render
+from reljudge.tables import FORMATS, render
 
 #: every output format a command may accept, in the order --help lists them
 ALL_FORMATS = ("table", "json", "csv", "markdown", "trec", "latex")

@@ -60,8 +60,8 @@ def run(args) -> int:
     from reljudge.cli.common import emit, working
     from reljudge.errors import ConfigError
     from reljudge.infer.scores import estimate_table, from_store
-    from reljudge.report.tables import json_dumps, render
     from reljudge.store import LabelStore
+    from reljudge.tables import json_dumps, render
     from reljudge.trec import read_run
 
     if not 0 < args.level < 1:

@@ -164,7 +164,7 @@ def run_label(args: argparse.Namespace) -> int:
     from reljudge.cli.common import check_outputs, show_progress
     from reljudge.io import read_pairs, read_passages, read_queries
     from reljudge.judge import Labeller
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
 
     if bool(args.pairs) == bool(args.runs):
         from reljudge.errors import ConfigError
@@ -226,7 +226,7 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
 
     from reljudge.cli.common import show_progress
     from reljudge.judge.batch import BatchJob
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
 
     job = BatchJob(labeller, store)
     result = asyncio.run(job.run(pairs, queries, passages, wait=args.wait,
@@ -285,7 +285,7 @@ def write_judge_qrels(report, store, judge_id: str | list[str], aggregate: str,
 
 def print_report(report, as_json: bool) -> None:
     """The labelling summary: failures are always in it."""
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
 
     if as_json:
         print(json_dumps(report.summary()), end="")

@@ -156,9 +156,9 @@ def _open(args, create: bool = False):
 
 def do_import(args) -> int:
     """Import each file as one source."""
-    from reljudge.report.tables import json_dumps, render
     from reljudge.store import import_labels
     from reljudge.store.importers import check_scale, read_labels
+    from reljudge.tables import json_dumps, render
 
     if args.source_kind is None:
         from reljudge.errors import ConfigError
@@ -192,7 +192,7 @@ def do_merge(args) -> int:
     from collections import Counter
 
     from reljudge.cli.common import check_outputs
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
     from reljudge.trec import write_qrels
 
     check_outputs(args.out, args.provenance)
@@ -238,9 +238,10 @@ def do_stats(args) -> int:
     """Sources, failures, coverage."""
     from collections import Counter
 
+    from reljudge.grades import SCALE
     from reljudge.io import read_pairs
-    from reljudge.report.tables import json_dumps, render
     from reljudge.store import coverage
+    from reljudge.tables import json_dumps, render
 
     with _open(args) as store:
         sources = store.sources()
@@ -270,9 +271,9 @@ def do_stats(args) -> int:
                                        for q, n, p in cov]}), end="")
         return 0
     rows = [[s.kind, s.name, s.events, s.ok, s.failed, s.retracted,
-             *[s.grades.get(g, 0) for g in range(4)], s.cost] for s in sources]
+             *[s.grades.get(g, 0) for g in SCALE], s.cost] for s in sources]
     fmt, digits = args.format, args.digits
-    print(render(["kind", "source", "events", "ok", "failed", "undone", "0", "1", "2", "3",
+    print(render(["kind", "source", "events", "ok", "failed", "undone", *map(str, SCALE),
                   "cost $"], rows, fmt, digits), end="")
     if fmt == "csv":  # one table: the sources (failures, spend, coverage: --format json)
         return 0
@@ -293,8 +294,8 @@ def do_stats(args) -> int:
 
 def do_conflicts(args) -> int:
     """Human vs LLM disagreements."""
-    from reljudge.report.tables import render
     from reljudge.store import conflicts
+    from reljudge.tables import render
 
     if args.with_text:
         return _conflicts_with_text(args)
@@ -331,9 +332,9 @@ def _cut(text: str | None, width: int) -> str | None:
 
 def _conflicts_with_text(args) -> int:
     """Conflicts with both texts, both labels' sources and the judge's answers."""
-    from reljudge.report.tables import json_dumps, render
     from reljudge.store import conflicts
     from reljudge.store.views import CONFLICT_COLUMNS, conflict_row, conflicts_with_text
+    from reljudge.tables import json_dumps, render
 
     with _open(args) as store:
         total = sum(1 for c in conflicts(store.label_rows(), args.aggregate)

@@ -54,7 +54,7 @@ def run(args) -> int:
     from reljudge.cli.common import check_outputs, flatten, working
     from reljudge.io.files import atomic_write
     from reljudge.pool import build_pool, judged_at_k, rbp_residual
-    from reljudge.report.tables import json_dumps, render
+    from reljudge.tables import json_dumps, render
     from reljudge.trec import read_runs
 
     check_outputs(args.out)

@@ -12,11 +12,11 @@ Designs (the ``design`` column of the store's ``samples`` table):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from reljudge.errors import InputError
+from reljudge.types import Sample, SampleItem
 
 DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs")
 MIN_PER_STRATUM = 2
@@ -70,34 +70,6 @@ def recommended_budget(sample: Sample, run_top_strata: Sequence[Sequence[str]],
         return None
     scale = RELIABLE_TOP_PAIRS / expected if expected > 0 else float("inf")
     return expected, int(min(np.ceil(len(sample.items) * scale), population))
-
-
-@dataclass(frozen=True)
-class SampleItem:
-    """One pair to label, in draw order, with the inclusion probability of its unit."""
-
-    qid: str
-    docid: str
-    position: int
-    prob: float
-    stratum: str | None = None
-
-
-@dataclass(frozen=True)
-class Sample:
-    """A drawn sample: its design and the pairs in the order people should grade them."""
-
-    name: str
-    unit: str  # "query" or "pair"
-    design: str
-    seed: int
-    budget: int
-    items: list[SampleItem]
-    params: dict = field(default_factory=dict)
-
-    def pairs(self) -> list[tuple[str, str]]:
-        """(qid, docid) in position order."""
-        return [(i.qid, i.docid) for i in self.items]
 
 
 def allocate(budget: int, sizes: np.ndarray) -> np.ndarray:

@@ -20,9 +20,9 @@ import numpy as np
 from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
 from reljudge.infer import ppi
-from reljudge.infer.sample import Sample, small_sample_warning
+from reljudge.infer.sample import small_sample_warning
 from reljudge.metrics import evaluate, parse_measure
-from reljudge.types import Qrels, Run
+from reljudge.types import Qrels, Run, Sample
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
 

@@ -17,20 +17,18 @@ numeric scores are an InputError naming the first one.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterable, Mapping
-from itertools import chain
 from pathlib import Path
-
-import numpy as np
 
 from reljudge.errors import InputError
 from reljudge.types import Qrels, Run, distinct_runs
+from reljudge.values import ids as _ids
+from reljudge.values import integer_grades, numeric_scores, qrels_dict, run_dict
 
-QID_NAMES = ("query_id", "qid")
-DOCID_NAMES = ("doc_id", "docid", "docno")
-GRADE_NAMES = ("relevance", "grade", "label")
-SCORE_NAMES = ("score",)
+QID_COLUMNS = ("query_id", "qid")
+DOCID_COLUMNS = ("doc_id", "docid", "docno")
+GRADE_COLUMNS = ("relevance", "grade", "label")
+SCORE_COLUMNS = ("score",)
 
 
 def pick_column(names: Iterable[str], choices: tuple[str, ...], what: str,
@@ -51,63 +49,6 @@ def _is_dataframe(obj) -> bool:
     return type(obj).__module__.startswith("pandas") and hasattr(obj, "columns")
 
 
-def _ids(values, what: str, kind: str) -> list[str]:
-    """Ids as str; a missing id (None, NaN) is an error rather than the text 'None'."""
-    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    if all(type(v) is str for v in values):
-        return values
-    for row, v in enumerate(values):
-        if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
-            raise InputError(f"{what}: {kind} of row {row} is missing ({v!r})")
-    return [v if type(v) is str else str(v) for v in values]
-
-
-def _is_pandas_missing(v) -> bool:
-    return type(v).__name__ in ("NAType", "NaTType") and type(v).__module__.startswith("pandas")
-
-
-def integer_grades(values, what: str) -> np.ndarray:
-    """Integer grades (integral floats accepted) as int64; anything else is an InputError."""
-    arr = np.asarray(values)
-    if arr.dtype.kind in "iub":
-        return arr.astype(np.int64)
-    if arr.dtype.kind == "f":
-        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
-        if len(bad):
-            raise InputError(f"{what}: expected integer grades, found {arr[bad[0]]!r} "
-                             f"(row {bad[0]})")
-        return arr.astype(np.int64)
-    out = np.empty(len(arr), dtype=np.int64)
-    for row, g in enumerate(arr.tolist()):
-        out[row] = _grade(g, what, f"row {row}")
-    return out
-
-
-def _grade(g, what: str, where: str) -> int:
-    if isinstance(g, numbers.Integral):
-        return int(g)
-    if isinstance(g, numbers.Real) and float(g).is_integer():
-        return int(g)
-    raise InputError(f"{what}: expected an integer grade, found {g!r} ({where})")
-
-
-def numeric_scores(values, what: str) -> np.ndarray:
-    """Numeric scores as float64 (text is refused, not parsed)."""
-    arr = np.asarray(values)
-    if arr.dtype.kind in "iuf":
-        return arr.astype(np.float64)
-    out = np.empty(len(arr), dtype=np.float64)
-    for row, s in enumerate(arr.tolist()):
-        out[row] = _score(s, what, f"row {row}")
-    return out
-
-
-def _score(s, what: str, where: str) -> float:
-    if isinstance(s, numbers.Real) and not isinstance(s, bool):
-        return float(s)
-    raise InputError(f"{what}: expected a numeric score, found {s!r} ({where})")
-
-
 def _columns(obj, value_names: tuple[str, ...], value_what: str, what: str) -> tuple:
     """(qid, docid, value) columns of a DataFrame or an iterable of records."""
     try:
@@ -123,7 +64,7 @@ def _columns_of(obj, value_names: tuple[str, ...], value_what: str, what: str) -
         cols = [str(c) for c in obj.columns]
         by_name = dict(zip(cols, obj.columns, strict=True))
         picked = [by_name[pick_column(cols, names, kind)] for names, kind in
-                  ((QID_NAMES, "query id"), (DOCID_NAMES, "document id"),
+                  ((QID_COLUMNS, "query id"), (DOCID_COLUMNS, "document id"),
                    (value_names, value_what))]
         return tuple(obj[c].to_numpy() for c in picked)
     rows = list(obj)
@@ -137,10 +78,10 @@ def _columns_of(obj, value_names: tuple[str, ...], value_what: str, what: str) -
         keys = list(first._fields)
         get = getattr
     else:
-        raise InputError(f"{what}: expected records with named fields ({QID_NAMES[0]}, "
-                         f"{DOCID_NAMES[0]}, {value_names[0]}), found {type(first).__name__} "
+        raise InputError(f"{what}: expected records with named fields ({QID_COLUMNS[0]}, "
+                         f"{DOCID_COLUMNS[0]}, {value_names[0]}), found {type(first).__name__} "
                          f"{first!r}")
-    names = [pick_column(keys, QID_NAMES, "query id"), pick_column(keys, DOCID_NAMES, "document id"),
+    names = [pick_column(keys, QID_COLUMNS, "query id"), pick_column(keys, DOCID_COLUMNS, "document id"),
              pick_column(keys, value_names, value_what)]
     try:
         return tuple([get(r, n) for r in rows] for n in names)
@@ -162,56 +103,6 @@ def _refuse(obj, what: str, shape: str) -> InputError:
                       f"{'Qrels' if what == 'qrels' else 'Run'}, found {type(obj).__name__}")
 
 
-def _clean_dict(data: Mapping, what: str, value_what: str, ok_types: set,
-                convert) -> dict[str, dict]:
-    """{str: {str: value}} from a dict of dicts, shared untouched where already so."""
-    if _already_clean(data, ok_types):
-        return data  # type: ignore[return-value]
-    out: dict[str, dict] = {}
-    for q, docs in data.items():
-        if not isinstance(docs, Mapping):
-            raise InputError(f"{what}: expected {{query id: {{document id: {value_what}}}}}, "
-                             f"found a {type(docs).__name__} for query {q!r}")
-        if type(q) is str and set(map(type, docs)) <= {str} \
-                and set(map(type, docs.values())) <= ok_types:
-            key, inner = q, docs
-        else:
-            key = _ids([q], what, "query id")[0]
-            inner = {}
-            for d, v in docs.items():
-                k = _ids([d], what, "document id")[0]
-                if k in inner:
-                    raise InputError(f"{what}: document id {k!r} appears twice in query {key!r} "
-                                     f"(as different keys with the same text)")
-                inner[k] = convert(v, what, f"query {key!r}, document {k!r}")
-        if key in out:
-            raise InputError(f"{what}: query id {key!r} appears twice (as different keys with "
-                             f"the same text)")
-        out[key] = inner
-    return out
-
-
-def _already_clean(data: Mapping, ok_types: set) -> bool:
-    """True when every id is a str and every value of an accepted type: checked in a few
-    C-level passes over the whole dict (the common case costs no Python loop per query)."""
-    if not isinstance(data, dict) or not set(map(type, data)) <= {str} \
-            or not set(map(type, data.values())) <= {dict}:
-        return False
-    inner = data.values()
-    return (set(map(type, chain.from_iterable(inner))) <= {str}
-            and set(map(type, chain.from_iterable(map(dict.values, inner)))) <= ok_types)
-
-
-def qrels_dict(data: Mapping, what: str = "qrels") -> dict[str, dict[str, int]]:
-    """{qid: {docid: grade}} with str ids and int grades (the same dict when it already is)."""
-    return _clean_dict(data, what, "grade", {int}, _grade)
-
-
-def run_dict(data: Mapping, what: str = "run") -> dict[str, dict[str, float]]:
-    """{qid: {docid: score}} with str ids and float or int scores."""
-    return _clean_dict(data, what, "score", {float, int}, _score)
-
-
 def as_qrels(obj, what: str = "qrels") -> Qrels:
     """A Qrels from any accepted in-memory form (see the module docstring)."""
     if isinstance(obj, Qrels):
@@ -222,7 +113,7 @@ def as_qrels(obj, what: str = "qrels") -> Qrels:
         return Qrels.from_dict(qrels_dict(obj, what))  # the second clean finds nothing to do
     if not (_is_dataframe(obj) or isinstance(obj, Iterable)) or isinstance(obj, (str, bytes)):
         raise _refuse(obj, "qrels", "{qid: {docid: grade}}")
-    q, d, g = _columns(obj, GRADE_NAMES, "grade", what)
+    q, d, g = _columns(obj, GRADE_COLUMNS, "grade", what)
     return Qrels.from_arrays(_ids(q, what, "query id"), _ids(d, what, "document id"),
                              integer_grades(g, what))
 
@@ -237,7 +128,7 @@ def as_run(obj, name: str | None = None, what: str = "run") -> Run:
         return Run.from_dict(run_dict(obj, what), name=name or "run")
     if not (_is_dataframe(obj) or isinstance(obj, Iterable)) or isinstance(obj, (str, bytes)):
         raise _refuse(obj, "run", "{qid: {docid: score}}")
-    q, d, s = _columns(obj, SCORE_NAMES, "score", what)
+    q, d, s = _columns(obj, SCORE_COLUMNS, "score", what)
     return Run.from_arrays(_ids(q, what, "query id"), _ids(d, what, "document id"),
                            numeric_scores(s, what), name=name or "run")
 

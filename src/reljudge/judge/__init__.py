@@ -20,11 +20,12 @@ __all__ = ["CallFailed", "EndpointConfig", "Estimate", "FailureKind", "JudgeConf
 
 if TYPE_CHECKING:  # pragma: no cover
     from reljudge.judge.config import EndpointConfig, JudgeConfig
-    from reljudge.judge.failures import CallFailed, FailureKind
+    from reljudge.judge.failures import CallFailed
     from reljudge.judge.labeller import Labeller, label_pairs
     from reljudge.judge.parse import Parsed, parse_answer
     from reljudge.judge.prompts import Template, builtin_names, load_template
     from reljudge.judge.report import Estimate, LabelReport
+    from reljudge.types import FailureKind
 
 
 def __getattr__(name: str) -> Any:

@@ -19,8 +19,9 @@ from reljudge.errors import ConfigError
 from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.cache import RequestKeys
 from reljudge.judge.client import Answer, answer_from_response, grade_fields, refusal_failure
-from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.judge.failures import CallFailed
 from reljudge.judge.parse import parse_answer
+from reljudge.types import FailureKind
 
 ENDPOINT = "/v1/chat/completions"
 

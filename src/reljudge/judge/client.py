@@ -23,9 +23,11 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from reljudge.errors import ConfigError
-from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.grades import SCALE
+from reljudge.judge.failures import CallFailed
 from reljudge.judge.retry import RetryPolicy
 from reljudge.judge.transport import open_transport, resolve_transport, ssl_context
+from reljudge.types import FailureKind
 
 JSON_SCHEMA = {
     "type": "json_schema",
@@ -117,7 +119,7 @@ class Endpoint:
 
     def headers(self) -> dict[str, str]:
         """The request headers: JSON, a user agent, the key, OPENAI_ORG_ID / _PROJECT_ID."""
-        from reljudge import __version__
+        from reljudge.version import __version__
 
         h = {"Content-Type": "application/json", "Accept": "application/json",
              "User-Agent": f"AsyncOpenAI/Python {openai.__version__} reljudge/{__version__}"}
@@ -138,6 +140,9 @@ _FEATURE_NAMES = (("json_schema", "response_format"), ("response_format", "respo
                   ("seed", "seed"))
 _FEATURE_RES = [(re.compile(rf"(?<![A-Za-z_]){name}(?![A-Za-z_])"), name, feature)
                 for name, feature in _FEATURE_NAMES]
+
+
+GRADE_TOKENS = {str(g): g for g in SCALE}  # the answer tokens that state a grade
 
 
 def rejected_feature(message: str, params: dict[str, Any]) -> str | None:
@@ -297,13 +302,13 @@ def grade_probabilities(logprobs: list[dict] | None, grade: int) -> tuple[float,
         return None
     for tok in reversed(logprobs):
         if tok["token"].strip() == str(grade):
-            mass = {g: 0.0 for g in range(4)}
+            mass = {g: 0.0 for g in SCALE}
             for t, lp in tok["top"].items():
                 t = t.strip()
-                if t in ("0", "1", "2", "3"):
-                    mass[int(t)] += math.exp(lp)
+                if t in GRADE_TOKENS:
+                    mass[GRADE_TOKENS[t]] += math.exp(lp)
             total = sum(mass.values())
             if total <= 0:
                 return None
-            return tuple(mass[g] / total for g in range(4))
+            return tuple(mass[g] / total for g in SCALE)
     return None

@@ -7,27 +7,10 @@ never the wording of the detail.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from typing import Any
 
-
-class FailureKind(str, enum.Enum):
-    """What went wrong with one judgment."""
-
-    CONNECTION = "connection"  # refused, reset, closed mid-answer, DNS, proxy
-    TLS = "tls"  # certificate or handshake failure: fatal, never retried
-    TIMEOUT = "timeout"  # the whole call took longer than --timeout
-    HTTP_STATUS = "http_status"  # an HTTP error answer other than 429
-    RATE_LIMITED = "rate_limited"  # HTTP 429
-    REFUSED = "refused"  # the model refused or a content filter stopped the answer
-    UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
-    BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
-    EXPIRED = "expired"  # a Batch API request not run before its batch expired
-
-    def __str__(self) -> str:
-        return self.value
-
+from reljudge.types import FailureKind
 
 #: failures of the call itself: asked again on the next run (the endpoint may be back)
 CALL_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS, FailureKind.TIMEOUT,

@@ -39,14 +39,14 @@ from reljudge.judge.endpoints import (
     WorkQueue,
     resolve_endpoints,
 )
-from reljudge.judge.failures import CircuitBreaker, FailureKind, asked_again
+from reljudge.judge.failures import CircuitBreaker, asked_again
 from reljudge.judge.limits import RateLimiter
 from reljudge.judge.parse import REPAIR, parse_answer
 from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.report import Estimate, LabelReport
-from reljudge.types import LabelEvent
+from reljudge.types import FailureKind, LabelEvent
 
 __all__ = ["BudgetReached", "Estimate", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from reljudge.types import GRADE_MAX, GRADE_MIN
+from reljudge.grades import SCALE_TEXT, in_scale
 
 _NUM = r"\**\s*\[?\s*(-?\d+(?:\.\d+)?)"
 _FINAL = re.compile(r"(?i)(?<![A-Za-z])(?:final[ _-]*(?:score|grade|relevance|answer)|"
@@ -38,8 +38,8 @@ def _check(value, where: str) -> Parsed:
     if not number.is_integer():
         return Parsed(None, f"out of scale: {where} {value!r} is not a whole grade")
     grade = int(number)
-    if not GRADE_MIN <= grade <= GRADE_MAX:
-        return Parsed(None, f"out of scale: {where} {grade} is outside {GRADE_MIN}..{GRADE_MAX}")
+    if not in_scale(grade):
+        return Parsed(None, f"out of scale: {where} {grade} is outside {SCALE_TEXT}")
     return Parsed(grade)
 
 

@@ -58,7 +58,7 @@ class LabelReport(Tabular):
 
     def grades(self, aggregate: str = "majority") -> dict[tuple[str, str], int]:
         """The final grade of each pair labelled in this run (samples aggregated)."""
-        from reljudge.store.merge import aggregate_grades
+        from reljudge.grades import aggregate_grades
 
         votes: dict[tuple[str, str], list[int]] = {}
         for e in self.events:

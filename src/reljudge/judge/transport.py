@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reljudge.errors import ConfigError
-from reljudge.judge.failures import CallFailed, FailureKind
+from reljudge.judge.failures import CallFailed
+from reljudge.types import FailureKind
 
 try:  # imported with the judge, not inside the first call (it takes a while)
     import aiohttp

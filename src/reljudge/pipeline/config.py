@@ -217,9 +217,10 @@ def _check_datasets(config: PipelineConfig, path: Path) -> None:
 def _check_settings(config: PipelineConfig, path: Path) -> None:
     """Everything a stage would reject later, rejected now, before any stage writes."""
     from reljudge.errors import ReljudgeError
+    from reljudge.grades import AGGREGATES
     from reljudge.metrics import parse_measure
     from reljudge.metrics.evaluate import check_distinct
-    from reljudge.store.merge import AGGREGATES, check_policy
+    from reljudge.store.merge import check_policy
 
     try:
         check_distinct([str(parse_measure(m)) for m in config.eval.measures])

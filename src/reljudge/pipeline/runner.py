@@ -51,7 +51,7 @@ class PipelineResult:
 
 
 def _version() -> str:
-    from reljudge import __version__
+    from reljudge.version import __version__
 
     return __version__
 
@@ -242,7 +242,7 @@ def _pool_stage(config, runs, pooled, store, labeller, queries, passages, manife
 def _eval_stage(config, runs, manifest, say) -> StageResult:
     from reljudge.metrics import evaluate_many
     from reljudge.metrics.queries import describe, rule, warnings
-    from reljudge.report.tables import render
+    from reljudge.tables import render
     from reljudge.trec import read_qrels
 
     out = config.out_dir
@@ -293,7 +293,7 @@ def _audit_stage(config, runs, human, judges, manifest, say) -> StageResult:
         return StageResult("audit", "skipped", note=why)
     from reljudge.audit import audit
     from reljudge.audit.audit import COLUMNS, result_to_dict
-    from reljudge.report.tables import markdown_table
+    from reljudge.tables import markdown_table
     from reljudge.trec import format_qrels
 
     outputs = [out / "audit.json", out / "audit.md"]

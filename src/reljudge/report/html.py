@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from reljudge.grades import SCALE
 from reljudge.report import svg
 from reljudge.report.summary import (
     LANDIS_KOCH_CITATION,
@@ -27,7 +28,7 @@ from reljudge.report.summary import (
     landis_koch,
     primary_measure,
 )
-from reljudge.report.tables import format_value
+from reljudge.tables import format_value
 
 STYLE = """
 *{box-sizing:border-box}
@@ -149,8 +150,8 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
     intervals resample queries ``audit_bootstrap`` times (0: none). Scores, intervals,
     p-values and agreement statistics are shown to ``digits`` decimals; ``float32_scores``
     ranks on scores rounded to float32 (trec_eval 9), in every evaluation of the runs."""
-    from reljudge import __version__
     from reljudge.stats import compare
+    from reljudge.version import __version__
 
     comp = compare(qrels, runs, measures, baseline=baseline, test=test, trials=trials,
                    seed=seed, all_queries=all_queries, float32_scores=float32_scores)
@@ -432,10 +433,11 @@ def _store_tables(store) -> str:
     sources = store.sources()
     failures = store.failures()
     out = ["<h3>Label sources</h3>",
-           table(["kind", "source", "events", "ok", "failed", "grade 0", "1", "2", "3",
+           table(["kind", "source", "events", "ok", "failed",
+                  *(f"grade {g}" if g == SCALE[0] else str(g) for g in SCALE),
                   "tokens in", "tokens out", "cost $ now"],
                  [[s.kind, s.name, s.events, s.ok, s.failed,
-                   *[s.grades.get(g, 0) for g in range(4)], s.tokens_in, s.tokens_out, s.cost]
+                   *[s.grades.get(g, 0) for g in SCALE], s.tokens_in, s.tokens_out, s.cost]
                   for s in sources]),
            _p(f"Failed judgments: {len(failures)} (never counted as grades). 'cost $ now' is "
               "what the calls were charged; answers from the answer cache cost nothing again "

@@ -1,8 +1,8 @@
 """The label store: every label with its provenance in one SQLite file, merged by rule."""
 
+from reljudge.grades import AGGREGATES
 from reljudge.store.importers import ImportReport, import_labels, read_labels
 from reljudge.store.merge import (
-           AGGREGATES,
            POLICIES,
            Conflict,
            FinalLabel,

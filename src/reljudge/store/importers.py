@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.errors import InputError
+from reljudge.grades import SCALE_TEXT, out_of_scale
+from reljudge.grades import clip as clip_grade
 from reljudge.io import iter_jsonl
-from reljudge.io.coerce import DOCID_NAMES, GRADE_NAMES, QID_NAMES, pick_column
+from reljudge.io.coerce import DOCID_COLUMNS, GRADE_COLUMNS, QID_COLUMNS, pick_column
 from reljudge.io.files import content_stem, content_suffix, read_text
 from reljudge.store.store import LabelStore
 from reljudge.trec import read_qrels
-from reljudge.types import GRADE_MAX, GRADE_MIN
 
 FORMATS = ("qrels", "csv", "jsonl")
 
@@ -110,7 +111,7 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
     return Labels(str(path), rows, lines)
 
 
-_FIELDS = ((QID_NAMES, "query id"), (DOCID_NAMES, "document id"), (GRADE_NAMES, "grade"))
+_FIELDS = ((QID_COLUMNS, "query id"), (DOCID_COLUMNS, "document id"), (GRADE_COLUMNS, "grade"))
 
 
 def _id(value, what: str, path, line: int) -> str:
@@ -133,18 +134,18 @@ def check_scale(labels: Labels, clip: bool) -> tuple[list[tuple[str, str, int]],
                                                      list[tuple[int, int, int]]]:
     """Reject (default) or clip grades outside 0..3; returns rows and (line, was, now) clips."""
     grades = np.fromiter((g for _, _, g in labels.rows), np.int64, len(labels.rows))
-    bad = np.flatnonzero((grades < GRADE_MIN) | (grades > GRADE_MAX))
+    bad = out_of_scale(grades)
     if len(bad) and not clip:
         first = int(bad[0])
         more = f" ({len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise InputError(f"grade {int(grades[first])} is outside the scale {GRADE_MIN}..{GRADE_MAX}"
+        raise InputError(f"grade {int(grades[first])} is outside the scale {SCALE_TEXT}"
                          f"{more}; pass --clip to clip out-of-range grades", labels.path,
                          labels.lines[first])
     rows = list(labels.rows)
     clipped = []
     for i in bad.tolist():
         q, d, g = rows[i]
-        new = min(max(g, GRADE_MIN), GRADE_MAX)
+        new = clip_grade(g)
         rows[i] = (q, d, new)
         clipped.append((labels.lines[i], g, new))
     return rows, clipped

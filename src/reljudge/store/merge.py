@@ -20,18 +20,17 @@ most probable grade, or with its expected grade when ``LabelStore.merge(derived=
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from reljudge.errors import InputError, StoreError
+from reljudge.errors import StoreError
+from reljudge.grades import AGGREGATES, aggregate_grades
 from reljudge.types import Qrels
 
 POLICIES = ("human-first", "human-only", "llm-only", "source=NAME")
-AGGREGATES = ("majority", "mean", "median")
 DERIVED = ("mode", "expected")  # how a derived source (calibrated judge, panel) votes
 
 
@@ -89,30 +88,6 @@ class Merged:
                  "decided_by": lab.decided_by, "sources": list(lab.sources),
                  "votes": list(lab.votes), "policy": self.policy, "aggregate": self.aggregate}
                 for lab in self.labels]
-
-
-def round_half_up(x: float) -> int:
-    """Round to the nearest integer, halves upward (1.5 -> 2, 2.5 -> 3)."""
-    return math.floor(x + 0.5)
-
-
-def aggregate_grades(grades: Sequence[int], how: str, fractional: bool = False) -> float:
-    """Aggregate several grades of one pair by the named rule."""
-    if not grades:
-        raise InputError("no grades to aggregate")
-    if how == "majority":
-        counts = Counter(grades)
-        top = max(counts.values())
-        return float(min(g for g, c in counts.items() if c == top))
-    if how == "mean":
-        value = sum(grades) / len(grades)
-    elif how == "median":
-        s = sorted(grades)
-        mid = len(s) // 2
-        value = s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
-    else:
-        raise StoreError(f"unknown aggregation {how!r}; expected one of {', '.join(AGGREGATES)}")
-    return float(value) if fractional else float(round_half_up(value))
 
 
 def check_policy(policy: str) -> None:

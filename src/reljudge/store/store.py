@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from reljudge.errors import StoreError
+from reljudge.grades import most_probable
 from reljudge.store.schema import migrate
 from reljudge.types import RETRACTED, SOURCE_KINDS, LabelEvent
 
@@ -257,7 +258,7 @@ class LabelStore:
             self.conn.executemany(
                 "INSERT INTO events (q, d, source, grade, probs, expected, created_at, meta) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                ((qids[q], docids[d], source, max(range(4), key=p.__getitem__), json.dumps(p),
+                ((qids[q], docids[d], source, most_probable(p), json.dumps(p),
                   sum(g * x for g, x in enumerate(p)), now, meta)
                  for (q, d), p in zip(pairs, rows, strict=True)))
             self.conn.execute("COMMIT")
@@ -527,7 +528,7 @@ class LabelStore:
 
     def sample(self, name: str):
         """A recorded sample as an ``infer.sample.Sample``."""
-        from reljudge.infer.sample import Sample, SampleItem
+        from reljudge.types import Sample, SampleItem
 
         sid, unit, design, seed, budget, params = self._sample_row(name)
         items = [SampleItem(*r) for r in self.conn.execute(
@@ -603,7 +604,8 @@ class LabelStore:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with its most probable grade (``mode``) or its
         expected grade (``expected``; fractional, so rounded half up unless ``fractional``)."""
-        from reljudge.store.merge import DERIVED, merge_rows, round_half_up
+        from reljudge.grades import round_half_up
+        from reljudge.store.merge import DERIVED, merge_rows
 
         rows = self.label_rows()
         if derived not in DERIVED:

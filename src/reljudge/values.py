@@ -1,0 +1,124 @@
+"""Checked values of plain data: ids, integer grades, numeric scores, and the
+``{qid: {docid: value}}`` dicts built from them.
+
+The checks every in-memory input passes through, whatever its shape (``types`` builds Qrels
+and Runs with them; ``io.coerce`` reads records and DataFrames into them). A value that is not
+an id, an integer grade or a numeric score is an InputError naming the first one.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from itertools import chain
+
+import numpy as np
+
+from reljudge.errors import InputError
+
+
+def ids(values, what: str, kind: str) -> list[str]:
+    """Ids as str; a missing id (None, NaN) is an error rather than the text 'None'."""
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if all(type(v) is str for v in values):
+        return values
+    for row, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
+            raise InputError(f"{what}: {kind} of row {row} is missing ({v!r})")
+    return [v if type(v) is str else str(v) for v in values]
+
+
+def _is_pandas_missing(v) -> bool:
+    return type(v).__name__ in ("NAType", "NaTType") and type(v).__module__.startswith("pandas")
+
+
+def integer_grades(values, what: str) -> np.ndarray:
+    """Integer grades (integral floats accepted) as int64; anything else is an InputError."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+        if len(bad):
+            raise InputError(f"{what}: expected integer grades, found {arr[bad[0]]!r} "
+                             f"(row {bad[0]})")
+        return arr.astype(np.int64)
+    out = np.empty(len(arr), dtype=np.int64)
+    for row, g in enumerate(arr.tolist()):
+        out[row] = grade_value(g, what, f"row {row}")
+    return out
+
+
+def grade_value(g, what: str, where: str) -> int:
+    if isinstance(g, numbers.Integral):
+        return int(g)
+    if isinstance(g, numbers.Real) and float(g).is_integer():
+        return int(g)
+    raise InputError(f"{what}: expected an integer grade, found {g!r} ({where})")
+
+
+def numeric_scores(values, what: str) -> np.ndarray:
+    """Numeric scores as float64 (text is refused, not parsed)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iuf":
+        return arr.astype(np.float64)
+    out = np.empty(len(arr), dtype=np.float64)
+    for row, s in enumerate(arr.tolist()):
+        out[row] = score_value(s, what, f"row {row}")
+    return out
+
+
+def score_value(s, what: str, where: str) -> float:
+    if isinstance(s, numbers.Real) and not isinstance(s, bool):
+        return float(s)
+    raise InputError(f"{what}: expected a numeric score, found {s!r} ({where})")
+
+
+def _clean_dict(data: Mapping, what: str, value_what: str, ok_types: set,
+                convert) -> dict[str, dict]:
+    """{str: {str: value}} from a dict of dicts, shared untouched where already so."""
+    if _already_clean(data, ok_types):
+        return data  # type: ignore[return-value]
+    out: dict[str, dict] = {}
+    for q, docs in data.items():
+        if not isinstance(docs, Mapping):
+            raise InputError(f"{what}: expected {{query id: {{document id: {value_what}}}}}, "
+                             f"found a {type(docs).__name__} for query {q!r}")
+        if type(q) is str and set(map(type, docs)) <= {str} \
+                and set(map(type, docs.values())) <= ok_types:
+            key, inner = q, docs
+        else:
+            key = ids([q], what, "query id")[0]
+            inner = {}
+            for d, v in docs.items():
+                k = ids([d], what, "document id")[0]
+                if k in inner:
+                    raise InputError(f"{what}: document id {k!r} appears twice in query {key!r} "
+                                     f"(as different keys with the same text)")
+                inner[k] = convert(v, what, f"query {key!r}, document {k!r}")
+        if key in out:
+            raise InputError(f"{what}: query id {key!r} appears twice (as different keys with "
+                             f"the same text)")
+        out[key] = inner
+    return out
+
+
+def _already_clean(data: Mapping, ok_types: set) -> bool:
+    """True when every id is a str and every value of an accepted type: checked in a few
+    C-level passes over the whole dict (the common case costs no Python loop per query)."""
+    if not isinstance(data, dict) or not set(map(type, data)) <= {str} \
+            or not set(map(type, data.values())) <= {dict}:
+        return False
+    inner = data.values()
+    return (set(map(type, chain.from_iterable(inner))) <= {str}
+            and set(map(type, chain.from_iterable(map(dict.values, inner)))) <= ok_types)
+
+
+def qrels_dict(data: Mapping, what: str = "qrels") -> dict[str, dict[str, int]]:
+    """{qid: {docid: grade}} with str ids and int grades (the same dict when it already is)."""
+    return _clean_dict(data, what, "grade", {int}, grade_value)
+
+
+def run_dict(data: Mapping, what: str = "run") -> dict[str, dict[str, float]]:
+    """{qid: {docid: score}} with str ids and float or int scores."""
+    return _clean_dict(data, what, "score", {float, int}, score_value)
