@@ -22,8 +22,8 @@ from reljudge.assess import AssessTask, scale_of
 from reljudge.cli import main
 from reljudge.errors import ConfigError, InputError, StoreError
 from reljudge.judge.prompts import builtin_names, load_template
+from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
-from reljudge.types import RETRACTED, LabelEvent
 
 EVIL = ('<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
         "<b>bold?</b> & plain text after the tags")

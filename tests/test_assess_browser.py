@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from reljudge.labels import RETRACTED
 from reljudge.store import LabelStore
-from reljudge.types import RETRACTED
 from tests.browser import ARTIFACTS, Browser
 from tests.test_assess import PAIRS, assess_server, make_store
 

@@ -123,7 +123,7 @@ def test_audit_adds_held_out_calibrated_and_panel_rows(tmp_path, capsys):
 
 
 def test_a_judge_with_logprob_distributions_is_calibrated_on_them(tmp_path, capsys):
-    from reljudge.types import LabelEvent
+    from reljudge.labels import LabelEvent
 
     rng = np.random.default_rng(3)
     human = rng.integers(0, 4, 200)

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from reljudge.cli import main
+from reljudge.labels import LabelEvent
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
-from reljudge.types import LabelEvent, Qrels, Run
+from reljudge.types import Qrels, Run
 
 NQ, ND = 30, 12
 

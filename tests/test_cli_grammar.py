@@ -253,8 +253,8 @@ def test_csv_alias_and_format_csv_give_the_same_csv(name, tmp_path, store, capsy
 
 
 def test_estimate_csv_is_one_table_of_runs_and_differences(tmp_path, capsys):
+    from reljudge.labels import LabelEvent
     from reljudge.store import LabelStore
-    from reljudge.types import LabelEvent
 
     path = tmp_path / "s.sqlite"
     grades = [(q, d, int(g)) for q, _, d, g in

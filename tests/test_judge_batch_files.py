@@ -13,7 +13,7 @@ from reljudge.judge.batch import new_intent, upload_name
 from reljudge.judge.batch_files import answer_fields, build_lines, read_lines
 from reljudge.judge.cache import RequestKeys, cache_key, replica_key
 from reljudge.judge.client import Answer, request_body
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 JSONABLE = st.recursive(st.none() | st.booleans() | st.integers() | TEXT,

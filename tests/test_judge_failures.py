@@ -19,10 +19,10 @@ from reljudge.cli import main
 from reljudge.errors import ConfigError, LLMError
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.judge.failures import CallFailed, CircuitBreaker
+from reljudge.labels import FailureKind
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply, chat_reply
 from reljudge.testing.fake_openai import rejecting
-from reljudge.types import FailureKind
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave and expenses"}
@@ -435,7 +435,7 @@ def test_every_judge_setting_is_a_label_flag_and_a_pipeline_key():
 
 
 def test_failures_recorded_before_kinds_had_a_column_resume_by_their_old_text(tmp_path):
-    from reljudge.types import LabelEvent
+    from reljudge.labels import LabelEvent
 
     with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s, \
             LabelStore(tmp_path / "s.sqlite") as store:

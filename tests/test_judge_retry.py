@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from reljudge.judge.failures import CallFailed
 from reljudge.judge.retry import RetryPolicy, Wait, is_retryable, retry_after
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 
 def http(status, headers=None, feature=None):

@@ -211,7 +211,7 @@ def test_plots_are_drawn_without_matplotlib(tmp_path):
 
 
 def test_price_flags_value_cached_answers_of_a_model_without_a_list_price(tmp_path, capsys):
-    from reljudge.types import LabelEvent
+    from reljudge.labels import LabelEvent
 
     qrels = tmp_path / "q.txt"
     qrels.write_text("".join(f"q{i} 0 d{j} {j % 3}\n" for i in range(3) for j in range(3)))

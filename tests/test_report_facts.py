@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 
 from reljudge.judge.cost import Price, price_for
+from reljudge.labels import LabelEvent
 from reljudge.report.facts import cost_line, input_file, input_files, judges_and_costs
 from reljudge.store import LabelStore
-from reljudge.types import LabelEvent
 
 META = {"model": "gpt-4o-mini", "endpoint": "https://api.openai.com/v1", "prompt": "umbrela",
         "prompt_version": "1", "prompt_hash": "f8e67d3b1216"}

@@ -17,11 +17,11 @@ import pytest
 from reljudge.audit import read_judge
 from reljudge.cli import main
 from reljudge.errors import InputError, StoreError
+from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
 from reljudge.store.importers import read_labels
 from reljudge.store.schema import SCHEMA_VERSION, V1
 from reljudge.trec import read_qrels
-from reljudge.types import LabelEvent
 
 
 def ev(q, d, grade, kind="llm", name="judge", sample=0, failure=None, **kw):
@@ -272,7 +272,7 @@ def test_a_newer_schema_is_refused(tmp_path):
 WRITER = """
 import sys
 from reljudge.store import LabelStore
-from reljudge.types import LabelEvent
+from reljudge.labels import LabelEvent
 path, tag, n, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 s = LabelStore(path)
 for start in range(0, n, batch):

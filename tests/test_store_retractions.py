@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
-from reljudge.types import RETRACTED, LabelEvent
 
 
 def grade(q, d, g, name="ann", kind="human"):

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reljudge.cli import main
+from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from reljudge.store.views import conflicts_with_text
-from reljudge.types import LabelEvent
 
 LONG = "The first paragraph of a long passage about parental leave.\n" + "More words. " * 20
 QUERIES = {"q1": "how long is maternity leave?", "q2": "expense deadline"}

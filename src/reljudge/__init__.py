@@ -2,7 +2,8 @@
 
 from reljudge.errors import InputError, ReljudgeError
 from reljudge.grades import GRADE_MAX, GRADE_MIN
-from reljudge.types import LabelEvent, Qrels, Run
+from reljudge.labels import LabelEvent
+from reljudge.types import Qrels, Run
 from reljudge.version import __version__
 
 __all__ = [

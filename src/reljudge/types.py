@@ -1,4 +1,4 @@
-"""Plain data: grades, qrels and runs. No I/O, no network.
+"""Plain data: qrels and runs. No I/O, no network.
 
 Qrels and runs are stored column-wise (one numpy array per column) so that large inputs stay
 compact and the metric kernels can work on whole arrays; dict views are built on demand.
@@ -7,10 +7,8 @@ compact and the metric kernels can work on whole arrays; dict views are built on
 from __future__ import annotations
 
 import copy
-import enum
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import PurePath
 
 import numpy as np
@@ -343,83 +341,6 @@ class Run(_IdColumns):
         return zip(self.qid.tolist(), self.docid.tolist(), self.score.tolist(), strict=False)
 
 
-SOURCE_KINDS = ("human", "llm", "import")
-
-
-class FailureKind(str, enum.Enum):
-    """What went wrong with one judgment."""
-
-    CONNECTION = "connection"  # refused, reset, closed mid-answer, DNS, proxy
-    TLS = "tls"  # certificate or handshake failure: fatal, never retried
-    TIMEOUT = "timeout"  # the whole call took longer than --timeout
-    HTTP_STATUS = "http_status"  # an HTTP error answer other than 429
-    RATE_LIMITED = "rate_limited"  # HTTP 429
-    REFUSED = "refused"  # the model refused or a content filter stopped the answer
-    UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
-    BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
-    EXPIRED = "expired"  # a Batch API request not run before its batch expired
-
-    def __str__(self) -> str:
-        return self.value
-
-# The failure kind of an undo: a source takes back its grade of a pair. Every earlier event of
-# that source for the pair (and sample index) stops counting; a later grade counts again.
-RETRACTED = "retracted"
-
-
-@dataclass(frozen=True, slots=True)
-class LabelEvent:
-    """One label given to one (query, document) pair by one source: the unit of the label store.
-
-    A failed LLM judgment is a LabelEvent too, with ``grade=None`` and ``failure`` set: failures
-    are recorded, never turned into grades. A correction is a new event, never an update.
-    """
-
-    qid: str
-    docid: str
-    grade: int | None
-    source_kind: str  # one of SOURCE_KINDS
-    source_name: str  # assessor id, or the judge: "model/prompt@version#hash8"
-    sample: int = 0  # index of the sample when a judge is asked several times
-    raw: str | None = None  # the raw answer text (LLM) or source line (import)
-    probs: tuple[float, ...] | None = None  # P(grade = 0..3) from logprobs, when asked
-    expected_grade: float | None = None  # sum of grade * probability, when probs are known
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost: float | None = None  # in US dollars
-    latency: float | None = None  # seconds
-    failure: str | None = None  # why no grade could be had (None when grade is set)
-    created_at: float | None = None  # unix time; the store fills it in when None
-    meta: dict | None = None  # provenance extras (model, prompt name/version/hash, params)
-    failure_kind: FailureKind | None = None  # what kind of failure (None for a grade)
-
-    def __post_init__(self) -> None:
-        if self.source_kind not in SOURCE_KINDS:
-            raise InputError(f"source kind must be one of {SOURCE_KINDS}, "
-                             f"found {self.source_kind!r}")
-        if (self.grade is None) == (self.failure is None):
-            raise InputError(f"a label event has either a grade or a failure reason, not "
-                             f"{'both' if self.grade is not None else 'neither'} "
-                             f"({self.qid}, {self.docid})")
-        kind = self.failure_kind
-        if kind is not None and not isinstance(kind, FailureKind):
-            try:
-                object.__setattr__(self, "failure_kind", FailureKind(kind))
-            except ValueError:
-                raise InputError(f"unknown failure kind {kind!r}; expected one of "
-                                 f"{', '.join(k.value for k in FailureKind)}") from None
-
-    @property
-    def ok(self) -> bool:
-        """True when the event carries a grade (not a failure)."""
-        return self.grade is not None
-
-    @property
-    def retraction(self) -> bool:
-        """True when the event takes back the source's earlier grade of the pair (an undo)."""
-        return self.failure == RETRACTED
-
-
 def distinct_names(names: Sequence[str], sources: Sequence[str] | None = None) -> list[str]:
     """Names made distinct: unchanged when they are; else every one is replaced by its source's
     file name (then by its source path) when those are distinct, else numbered ``name#k``."""
@@ -446,31 +367,3 @@ def distinct_runs(runs: Sequence[Run], sources: Sequence[str] | None = None) -> 
     """The runs renamed by ``distinct_names`` (each run object kept when its name stands)."""
     names = distinct_names([r.name for r in runs], sources)
     return [r if r.name == n else r.with_name(n) for r, n in zip(runs, names, strict=True)]
-
-
-@dataclass(frozen=True)
-class SampleItem:
-    """One pair to label, in draw order, with the inclusion probability of its unit."""
-
-    qid: str
-    docid: str
-    position: int
-    prob: float
-    stratum: str | None = None
-
-
-@dataclass(frozen=True)
-class Sample:
-    """A drawn sample: its design and the pairs in the order people should grade them."""
-
-    name: str
-    unit: str  # "query" or "pair"
-    design: str
-    seed: int
-    budget: int
-    items: list[SampleItem]
-    params: dict = field(default_factory=dict)
-
-    def pairs(self) -> list[tuple[str, str]]:
-        """(qid, docid) in position order."""
-        return [(i.qid, i.docid) for i in self.items]

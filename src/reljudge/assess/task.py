@@ -3,7 +3,7 @@
 Everything here reads and writes through the label store; the web server only forwards.
 A grade is a ``human`` label event of source (human, annotator), written the moment it is
 given, with the seconds spent in ``latency`` and ``{"sample": NAME}`` (or ``{"pairs": FILE}``)
-plus the note in ``meta``. An undo is a retraction event (``types.RETRACTED``): the pair
+plus the note in ``meta``. An undo is a retraction event (``labels.RETRACTED``): the pair
 counts as ungraded again, for resuming here and for every merge, stat and audit.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE, SCALE_TEXT, check_grade
+from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
-from reljudge.types import RETRACTED, LabelEvent
 
 MAX_NOTE = 2000  # characters
 

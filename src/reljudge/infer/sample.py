@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.types import Sample, SampleItem
+from reljudge.labels import Sample, SampleItem
 
 DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs")
 MIN_PER_STRATUM = 2

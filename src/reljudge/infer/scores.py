@@ -21,8 +21,9 @@ from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
 from reljudge.infer import ppi
 from reljudge.infer.sample import small_sample_warning
+from reljudge.labels import Sample
 from reljudge.metrics import evaluate, parse_measure
-from reljudge.types import Qrels, Run, Sample
+from reljudge.types import Qrels, Run
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.judge.parse import Parsed, parse_answer
     from reljudge.judge.prompts import Template, builtin_names, load_template
     from reljudge.judge.report import Estimate, LabelReport
-    from reljudge.types import FailureKind
+    from reljudge.labels import FailureKind
 
 
 def __getattr__(name: str) -> Any:

@@ -47,8 +47,8 @@ from reljudge.judge.client import Answer
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.progress import BatchProgress
 from reljudge.judge.report import LabelReport
+from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
-from reljudge.types import FailureKind, LabelEvent
 
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "collect_recorded",
            "recorded_jobs", "split_files", "upload_name"]

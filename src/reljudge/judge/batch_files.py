@@ -21,7 +21,7 @@ from reljudge.judge.cache import RequestKeys
 from reljudge.judge.client import Answer, answer_from_response, grade_fields, refusal_failure
 from reljudge.judge.failures import CallFailed
 from reljudge.judge.parse import parse_answer
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 ENDPOINT = "/v1/chat/completions"
 

@@ -27,7 +27,7 @@ from reljudge.grades import SCALE
 from reljudge.judge.failures import CallFailed
 from reljudge.judge.retry import RetryPolicy
 from reljudge.judge.transport import open_transport, resolve_transport, ssl_context
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 JSON_SCHEMA = {
     "type": "json_schema",

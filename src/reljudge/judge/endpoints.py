@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from reljudge.errors import ConfigError
 from reljudge.judge.config import EndpointConfig, JudgeConfig
 from reljudge.judge.failures import ENDPOINT_KINDS
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 if sys.version_info >= (3, 11):
     import tomllib

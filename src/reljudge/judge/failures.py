@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 #: failures of the call itself: asked again on the next run (the endpoint may be back)
 CALL_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS, FailureKind.TIMEOUT,

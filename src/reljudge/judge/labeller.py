@@ -46,7 +46,7 @@ from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.report import Estimate, LabelReport
-from reljudge.types import FailureKind, LabelEvent
+from reljudge.labels import FailureKind, LabelEvent
 
 __all__ = ["BudgetReached", "Estimate", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reljudge.frames import Tabular, dataframe
-from reljudge.types import LabelEvent
+from reljudge.labels import LabelEvent
 
 SUMMARY_COLUMNS = ["judge", "pairs x samples", "already in store", "from cache", "paid calls",
                    "labelled", "failed", "not sent", "tokens in", "tokens out", "cost $"]

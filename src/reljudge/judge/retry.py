@@ -21,7 +21,7 @@ from typing import TypeVar
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from reljudge.judge.failures import RETRY_STATUSES, CallFailed
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 T = TypeVar("T")
 

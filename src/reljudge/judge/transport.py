@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from reljudge.errors import ConfigError
 from reljudge.judge.failures import CallFailed
-from reljudge.types import FailureKind
+from reljudge.labels import FailureKind
 
 try:  # imported with the judge, not inside the first call (it takes a while)
     import aiohttp

@@ -203,7 +203,7 @@ def input_roles(config: PipelineConfig) -> list[tuple[str, Path | str]]:
 def input_records(config: PipelineConfig) -> list[dict]:
     """What the manifest records of each input: a file's SHA-256 and size, or the
     ir_datasets dataset id (and the ir_datasets version) where a file would have them."""
-    from reljudge.io.inputs import input_files
+    from reljudge.io.checksums import input_files
 
     return [f.record() for f in input_files(input_roles(config))]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from reljudge.io.inputs import InputFile, input_file, input_files  # noqa: F401 (re-exported)
+from reljudge.io.checksums import InputFile, input_file, input_files  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reljudge.labels import LabelEvent
 from reljudge.store.store import LabelStore
-from reljudge.types import LabelEvent
 
 #: batch statuses after which the provider does nothing more
 TERMINAL = ("completed", "expired", "failed", "cancelled")

@@ -2,7 +2,7 @@
 
 Steps, for every (query, document) pair:
 1. Corrections: of several labels from one source with one sample index, the latest wins;
-   a label its source retracted since (an undo, ``types.RETRACTED``) never reaches the
+   a label its source retracted since (an undo, ``labels.RETRACTED``) never reaches the
    merge: ``LabelStore.label_rows`` leaves it out.
 2. Policy picks which labels decide:
    - ``human-first`` (default): the human labels when there are any, else all others

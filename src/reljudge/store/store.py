@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from reljudge.errors import StoreError
 from reljudge.grades import most_probable
+from reljudge.labels import RETRACTED, SOURCE_KINDS, LabelEvent
 from reljudge.store.schema import migrate
-from reljudge.types import RETRACTED, SOURCE_KINDS, LabelEvent
 
 
 class Outcome(NamedTuple):
@@ -528,7 +528,7 @@ class LabelStore:
 
     def sample(self, name: str):
         """A recorded sample as an ``infer.sample.Sample``."""
-        from reljudge.types import Sample, SampleItem
+        from reljudge.labels import Sample, SampleItem
 
         sid, unit, design, seed, budget, params = self._sample_row(name)
         items = [SampleItem(*r) for r in self.conn.execute(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from reljudge.frames import dataframe
+from reljudge.labels import LabelEvent
 from reljudge.store.merge import conflicts
-from reljudge.types import LabelEvent
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,154 @@
+"""Read the inputs of the labeller: queries, passages and pairs (TSV or JSONL), strictly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from pathlib import Path
+
+from reljudge.errors import InputError
+from reljudge.io import irds
+from reljudge.io.files import content_suffix, read_text
+
+_QID_KEYS = ("qid", "query_id", "id", "_id")
+_QTEXT_KEYS = ("query", "text", "title")
+_DOCID_KEYS = ("docid", "doc_id", "pid", "id", "_id")
+_DTEXT_KEYS = ("text", "passage", "contents", "body")
+
+
+def _pick(obj: dict, keys: tuple[str, ...], what: str, path, lineno: int) -> str:
+    for k in keys:
+        if k in obj and obj[k] is not None:
+            return str(obj[k])
+    raise InputError(f"expected a JSON object with {what} (one of {', '.join(keys)}), "
+                     f"found keys {sorted(obj)}", path, lineno)
+
+
+def iter_jsonl(path: str | Path):
+    """(line number, object) of each non-blank line of a JSONL file; strict."""
+    text = read_text(path)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"expected a JSON object, found invalid JSON ({e.msg})",
+                             path, lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"expected a JSON object, found {type(obj).__name__}", path, lineno)
+        yield lineno, obj
+
+
+def _not_empty(found, path, form: str):
+    """What a reader found; nothing at all is an InputError (an empty file is a mistake)."""
+    if not found:
+        raise InputError(f"empty file, expected {form}", path)
+    return found
+
+
+def _is_jsonl(path: str | Path) -> bool:
+    return content_suffix(path) in (".jsonl", ".json", ".ndjson")
+
+
+def _add_unique(out: dict, key: str, value, what: str, path, lineno: int, first: dict) -> None:
+    if key in out:
+        raise InputError(f"duplicate {what} {key!r} (first on line {first[key]})", path, lineno)
+    out[key] = value
+    first[key] = lineno
+
+
+def read_queries(path: str | Path) -> dict[str, str]:
+    """Queries from ``qid<TAB>text`` TSV or JSONL (``{"qid": ..., "query": ...}``), or from
+    ``irds:DATASET_ID`` (ir_datasets)."""
+    if irds.is_irds(path):
+        return irds.read_queries(path)
+    out: dict[str, str] = {}
+    first: dict[str, int] = {}
+    if _is_jsonl(path):
+        for lineno, obj in iter_jsonl(path):
+            qid = _pick(obj, _QID_KEYS, "a query id", path, lineno)
+            text = _pick(obj, _QTEXT_KEYS, "the query text", path, lineno)
+            _add_unique(out, qid, text, "query id", path, lineno, first)
+        return _not_empty(out, path, "JSONL query objects")
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("\t", 1)
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise InputError(f"expected 'QID<TAB>QUERY TEXT', found {line.strip()!r}", path, lineno)
+        _add_unique(out, parts[0].strip(), parts[1].strip(), "query id", path, lineno, first)
+    return _not_empty(out, path, "'QID<TAB>QUERY TEXT' lines")
+
+
+def read_passages(path: str | Path, ids: Collection[str] | None = None
+                  ) -> dict[str, dict[str, str]]:
+    """Passages from JSONL (``{"docid": ..., "text": ..., "title"?: ...}``) or ``docid<TAB>text``,
+    or from ``irds:DATASET_ID`` (ir_datasets: the ``ids`` the caller needs, looked up in its
+    docs_store; required there, since a corpus is never read whole; a file is read whole).
+
+    Returns {docid: {"text": ..., "title": ...}} (title may be absent).
+    """
+    if irds.is_irds(path):
+        return irds.read_passages(path, ids)
+    out: dict[str, dict[str, str]] = {}
+    first: dict[str, int] = {}
+    if _is_jsonl(path):
+        for lineno, obj in iter_jsonl(path):
+            docid = _pick(obj, _DOCID_KEYS, "a document id", path, lineno)
+            rec = {"text": _pick(obj, _DTEXT_KEYS, "the passage text", path, lineno)}
+            if obj.get("title"):
+                rec["title"] = str(obj["title"])
+            _add_unique(out, docid, rec, "document id", path, lineno, first)
+        return _not_empty(out, path, "JSONL passage objects")
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("\t", 1)
+        if len(parts) != 2 or not parts[0].strip():
+            raise InputError(f"expected 'DOCID<TAB>TEXT', found {line.strip()!r}", path, lineno)
+        _add_unique(out, parts[0].strip(), {"text": parts[1]}, "document id", path, lineno, first)
+    return _not_empty(out, path, "'DOCID<TAB>TEXT' lines")
+
+
+def read_pairs(path: str | Path) -> list[tuple[str, str]]:
+    """(qid, docid) pairs from ``QID DOCID``, ``QID 0 DOCID`` or a qrels file (grade ignored),
+    or JSONL with qid and docid keys, or the qrels of ``irds:DATASET_ID``. Order is kept; a
+    repeated pair is an error."""
+    if irds.is_irds(path):
+        q, d, _ = irds.qrels_columns(path)
+        pairs, first = [], {}
+        for i, pair in enumerate(zip(q, d, strict=True), 1):
+            _add_pair(pairs, first, pair, path, i)
+        return pairs
+    pairs: list[tuple[str, str]] = []
+    first: dict[tuple[str, str], int] = {}
+    if _is_jsonl(path):
+        for lineno, obj in iter_jsonl(path):
+            pair = (_pick(obj, _QID_KEYS, "a query id", path, lineno),
+                    _pick(obj, _DOCID_KEYS, "a document id", path, lineno))
+            _add_pair(pairs, first, pair, path, lineno)
+        return _not_empty(pairs, path, "JSONL pair objects")
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+        if "\0" in line:  # not whitespace to str.split: it would hide inside an id
+            raise InputError("NUL byte (a binary or corrupt file?)", path, lineno)
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) == 2:
+            pair = (fields[0], fields[1])
+        elif len(fields) in (3, 4):
+            pair = (fields[0], fields[2])
+        else:
+            raise InputError("expected 'QID DOCID', 'QID 0 DOCID' or 'QID 0 DOCID GRADE', "
+                             f"found {len(fields)} fields: {line.strip()!r}", path, lineno)
+        _add_pair(pairs, first, pair, path, lineno)
+    return _not_empty(pairs, path, "'QID DOCID' lines")
+
+
+def _add_pair(pairs, first, pair, path, lineno) -> None:
+    if pair in first:
+        raise InputError(f"duplicate pair {pair[0]} {pair[1]} (first on line {first[pair]})",
+                         path, lineno)
+    first[pair] = lineno
+    pairs.append(pair)

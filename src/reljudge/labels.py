@@ -1,0 +1,113 @@
+"""Plain data of labelling: a label event (a grade or a failure, with its provenance), the
+kinds of failure, and a drawn sample of pairs for people to grade. No I/O, no network."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from reljudge.errors import InputError
+
+SOURCE_KINDS = ("human", "llm", "import")
+
+
+class FailureKind(str, enum.Enum):
+    """What went wrong with one judgment."""
+
+    CONNECTION = "connection"  # refused, reset, closed mid-answer, DNS, proxy
+    TLS = "tls"  # certificate or handshake failure: fatal, never retried
+    TIMEOUT = "timeout"  # the whole call took longer than --timeout
+    HTTP_STATUS = "http_status"  # an HTTP error answer other than 429
+    RATE_LIMITED = "rate_limited"  # HTTP 429
+    REFUSED = "refused"  # the model refused or a content filter stopped the answer
+    UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
+    BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
+    EXPIRED = "expired"  # a Batch API request not run before its batch expired
+
+    def __str__(self) -> str:
+        return self.value
+
+# The failure kind of an undo: a source takes back its grade of a pair. Every earlier event of
+# that source for the pair (and sample index) stops counting; a later grade counts again.
+RETRACTED = "retracted"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelEvent:
+    """One label given to one (query, document) pair by one source: the unit of the label store.
+
+    A failed LLM judgment is a LabelEvent too, with ``grade=None`` and ``failure`` set: failures
+    are recorded, never turned into grades. A correction is a new event, never an update.
+    """
+
+    qid: str
+    docid: str
+    grade: int | None
+    source_kind: str  # one of SOURCE_KINDS
+    source_name: str  # assessor id, or the judge: "model/prompt@version#hash8"
+    sample: int = 0  # index of the sample when a judge is asked several times
+    raw: str | None = None  # the raw answer text (LLM) or source line (import)
+    probs: tuple[float, ...] | None = None  # P(grade = 0..3) from logprobs, when asked
+    expected_grade: float | None = None  # sum of grade * probability, when probs are known
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None  # in US dollars
+    latency: float | None = None  # seconds
+    failure: str | None = None  # why no grade could be had (None when grade is set)
+    created_at: float | None = None  # unix time; the store fills it in when None
+    meta: dict | None = None  # provenance extras (model, prompt name/version/hash, params)
+    failure_kind: FailureKind | None = None  # what kind of failure (None for a grade)
+
+    def __post_init__(self) -> None:
+        if self.source_kind not in SOURCE_KINDS:
+            raise InputError(f"source kind must be one of {SOURCE_KINDS}, "
+                             f"found {self.source_kind!r}")
+        if (self.grade is None) == (self.failure is None):
+            raise InputError(f"a label event has either a grade or a failure reason, not "
+                             f"{'both' if self.grade is not None else 'neither'} "
+                             f"({self.qid}, {self.docid})")
+        kind = self.failure_kind
+        if kind is not None and not isinstance(kind, FailureKind):
+            try:
+                object.__setattr__(self, "failure_kind", FailureKind(kind))
+            except ValueError:
+                raise InputError(f"unknown failure kind {kind!r}; expected one of "
+                                 f"{', '.join(k.value for k in FailureKind)}") from None
+
+    @property
+    def ok(self) -> bool:
+        """True when the event carries a grade (not a failure)."""
+        return self.grade is not None
+
+    @property
+    def retraction(self) -> bool:
+        """True when the event takes back the source's earlier grade of the pair (an undo)."""
+        return self.failure == RETRACTED
+
+
+@dataclass(frozen=True)
+class SampleItem:
+    """One pair to label, in draw order, with the inclusion probability of its unit."""
+
+    qid: str
+    docid: str
+    position: int
+    prob: float
+    stratum: str | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A drawn sample: its design and the pairs in the order people should grade them."""
+
+    name: str
+    unit: str  # "query" or "pair"
+    design: str
+    seed: int
+    budget: int
+    items: list[SampleItem]
+    params: dict = field(default_factory=dict)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """(qid, docid) in position order."""
+        return [(i.qid, i.docid) for i in self.items]
