@@ -1,18 +1,131 @@
-"""reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels."""
+"""reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels.
 
-from reljudge.errors import InputError, ReljudgeError
+The front door: every call a notebook needs, one import away::
+
+    import reljudge
+
+    qrels = reljudge.read_qrels("human.qrels")
+    runs = reljudge.read_runs(["bm25.run", "dense.run"])
+    print(reljudge.evaluate(qrels, runs[0], ["nDCG@10", "P@5"]).mean())
+    print(reljudge.compare(qrels, runs, ["nDCG@10"]))
+
+Names are imported on first use, so that ``import reljudge`` (and every ``reljudge`` command)
+stays quick: the LLM client, pyarrow and scipy load only when a call needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from reljudge.errors import (
+    ConfigError,
+    InputError,
+    LLMError,
+    MeasureError,
+    ReljudgeError,
+    StoreError,
+)
 from reljudge.grades import GRADE_MAX, GRADE_MIN
-from reljudge.labels import LabelEvent
-from reljudge.types import Qrels, Run
 from reljudge.version import __version__
 
+#: public name -> (module, name in that module)
+_LAZY = {
+    # plain data
+    "Qrels": ("reljudge.types", "Qrels"),
+    "Run": ("reljudge.types", "Run"),
+    "LabelEvent": ("reljudge.labels", "LabelEvent"),
+    # reading inputs
+    "read_qrels": ("reljudge.trec", "read_qrels"),
+    "read_run": ("reljudge.trec", "read_run"),
+    "read_runs": ("reljudge.trec", "read_runs"),
+    "write_qrels": ("reljudge.trec", "write_qrels"),
+    "read_queries": ("reljudge.io.texts", "read_queries"),
+    "read_passages": ("reljudge.io.texts", "read_passages"),
+    "read_pairs": ("reljudge.io.texts", "read_pairs"),
+    "as_qrels": ("reljudge.io.coerce", "as_qrels"),
+    "as_run": ("reljudge.io.coerce", "as_run"),
+    # scoring
+    "evaluate": ("reljudge.metrics.evaluate", "evaluate"),
+    "evaluate_many": ("reljudge.metrics.evaluate", "evaluate_many"),
+    "compare": ("reljudge.stats.compare", "compare"),
+    # labels
+    "LabelStore": ("reljudge.store", "LabelStore"),
+    "build_pool": ("reljudge.pool", "build_pool"),
+    "JudgeConfig": ("reljudge.judge.config", "JudgeConfig"),
+    "label_pairs": ("reljudge.judge.labeller", "label_pairs"),
+    "Labeller": ("reljudge.judge.labeller", "Labeller"),
+    # trusting the labels
+    "audit": ("reljudge.audit", "audit"),
+    "read_judge": ("reljudge.audit", "read_judge"),
+    "draw_sample": ("reljudge.infer.sample", "draw"),
+    "estimate": ("reljudge.infer.scores", "from_store"),
+    "calibrate": ("reljudge.infer.derive", "calibrate_judge"),
+}
+
 __all__ = [
+    "ConfigError",
     "GRADE_MAX",
     "GRADE_MIN",
     "InputError",
+    "JudgeConfig",
+    "LLMError",
     "LabelEvent",
+    "LabelStore",
+    "Labeller",
+    "MeasureError",
     "Qrels",
     "ReljudgeError",
     "Run",
+    "StoreError",
     "__version__",
+    "as_qrels",
+    "as_run",
+    "audit",
+    "build_pool",
+    "calibrate",
+    "compare",
+    "draw_sample",
+    "estimate",
+    "evaluate",
+    "evaluate_many",
+    "label_pairs",
+    "read_judge",
+    "read_pairs",
+    "read_passages",
+    "read_qrels",
+    "read_queries",
+    "read_run",
+    "read_runs",
+    "write_qrels",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.audit import audit, read_judge
+    from reljudge.infer.derive import calibrate_judge as calibrate
+    from reljudge.infer.sample import draw as draw_sample
+    from reljudge.infer.scores import from_store as estimate
+    from reljudge.io.coerce import as_qrels, as_run
+    from reljudge.io.texts import read_pairs, read_passages, read_queries
+    from reljudge.judge.config import JudgeConfig
+    from reljudge.judge.labeller import Labeller, label_pairs
+    from reljudge.labels import LabelEvent
+    from reljudge.metrics.evaluate import evaluate, evaluate_many
+    from reljudge.pool import build_pool
+    from reljudge.stats.compare import compare
+    from reljudge.store import LabelStore
+    from reljudge.trec import read_qrels, read_run, read_runs, write_qrels
+    from reljudge.types import Qrels, Run
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'reljudge' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

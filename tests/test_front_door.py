@@ -1,0 +1,42 @@
+"""The front door: ``import reljudge`` gives every call a notebook needs, each one line away,
+and stays light (the LLM client, pyarrow and scipy load only when used)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import reljudge
+
+
+def test_every_public_name_resolves_to_the_object_of_its_home():
+    import importlib
+
+    for name in reljudge.__all__:
+        value = getattr(reljudge, name)
+        if name in reljudge._LAZY:
+            module, attr = reljudge._LAZY[name]
+            assert value is getattr(importlib.import_module(module), attr)
+    assert sorted(reljudge._LAZY) == sorted(n for n in reljudge.__all__ if n in reljudge._LAZY)
+    assert set(reljudge.__all__) - set(reljudge._LAZY) == {
+        "ConfigError", "GRADE_MAX", "GRADE_MIN", "InputError", "LLMError", "MeasureError",
+        "ReljudgeError", "StoreError", "__version__"}
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import pytest
+
+    with pytest.raises(AttributeError, match="no attribute 'evaluat'"):
+        reljudge.evaluat  # noqa: B018
+
+
+def test_import_reljudge_loads_no_heavy_dependency():
+    code = ("import sys, reljudge; heavy = [m for m in ('openai', 'pyarrow', 'scipy', 'aiohttp', "
+            "'rich') if m in sys.modules]; print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_the_errors_share_one_root():
+    for name in ("ConfigError", "InputError", "LLMError", "MeasureError", "StoreError"):
+        assert issubclass(getattr(reljudge, name), reljudge.ReljudgeError)
