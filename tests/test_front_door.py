@@ -19,7 +19,7 @@ def test_every_public_name_resolves_to_the_object_of_its_home():
             assert value is getattr(importlib.import_module(module), attr)
     assert sorted(reljudge._LAZY) == sorted(n for n in reljudge.__all__ if n in reljudge._LAZY)
     assert set(reljudge.__all__) - set(reljudge._LAZY) == {
-        "ConfigError", "GRADE_MAX", "GRADE_MIN", "InputError", "LLMError", "MeasureError",
+        "ConfigError", "GRADE_MAX", "audit", "GRADE_MIN", "InputError", "LLMError", "MeasureError",
         "ReljudgeError", "StoreError", "__version__"}
 
 
@@ -31,7 +31,7 @@ def test_an_unknown_name_is_an_attribute_error():
 
 
 def test_import_reljudge_loads_no_heavy_dependency():
-    code = ("import sys, reljudge; heavy = [m for m in ('openai', 'pyarrow', 'scipy', 'aiohttp', "
+    code = ("import sys, reljudge, reljudge.audit; heavy = [m for m in ('openai', 'pyarrow', 'scipy', 'aiohttp', "
             "'rich') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
@@ -40,3 +40,9 @@ def test_import_reljudge_loads_no_heavy_dependency():
 def test_the_errors_share_one_root():
     for name in ("ConfigError", "InputError", "LLMError", "MeasureError", "StoreError"):
         assert issubclass(getattr(reljudge, name), reljudge.ReljudgeError)
+
+
+def test_audit_stays_the_function_after_the_subpackage_is_imported():
+    import reljudge.audit.systems  # noqa: F401  (importing a subpackage must not hide the call)
+
+    assert callable(reljudge.audit) and reljudge.audit.__name__ == "audit"

@@ -18,6 +18,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# `audit` is bound now: importing the subpackage reljudge.audit later would otherwise set
+# the name to the package, hiding the function.
+from reljudge.audit import audit
 from reljudge.errors import (
     ConfigError,
     InputError,
@@ -56,7 +59,6 @@ _LAZY = {
     "label_pairs": ("reljudge.judge.labeller", "label_pairs"),
     "Labeller": ("reljudge.judge.labeller", "Labeller"),
     # trusting the labels
-    "audit": ("reljudge.audit", "audit"),
     "read_judge": ("reljudge.audit", "read_judge"),
     "draw_sample": ("reljudge.infer.sample", "draw"),
     "estimate": ("reljudge.infer.scores", "from_store"),
@@ -101,7 +103,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.audit import audit, read_judge
+    from reljudge.audit import read_judge
     from reljudge.infer.derive import calibrate_judge as calibrate
     from reljudge.infer.sample import draw as draw_sample
     from reljudge.infer.scores import from_store as estimate
