@@ -14,7 +14,7 @@ import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 
-from reljudge.tables import FORMATS, render
+from reljudge.tables import FORMATS
 
 #: every output format a command may accept, in the order --help lists them
 ALL_FORMATS = ("table", "json", "csv", "markdown", "trec", "latex")
@@ -194,8 +194,3 @@ def emit(text: str, output: str | None = None) -> None:
         atomic_write(output, text)
     else:
         sys.stdout.write(text)
-
-
-def print_rows(headers, rows, fmt: str, digits: int = 4) -> None:
-    """Render rows in the chosen format to stdout."""
-    emit(render(headers, rows, fmt, digits))

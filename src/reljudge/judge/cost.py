@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-from reljudge.errors import ConfigError
-
-# US dollars per million tokens (input, output), list prices; override with a price file
-# or --price-in / --price-out. Self-hosted models (vLLM, Ollama, llama.cpp) cost nothing.
+# US dollars per million tokens (input, output), list prices; override with
+# --price-in / --price-out. Self-hosted models (vLLM, Ollama, llama.cpp) cost nothing.
 PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),
     "gpt-4o-mini": (0.15, 0.60),
@@ -52,29 +48,18 @@ def explicit_price(price_in: float | None, price_out: float | None) -> Price | N
     return Price(price_in or 0.0, price_out or 0.0)
 
 
-def price_for(model: str, table: dict[str, tuple[float, float]] | None = None,
-              override: tuple[float | None, float | None] = (None, None)) -> Price:
-    """The price of a model: explicit override, then the table (longest matching prefix)."""
+def price_for(model: str, override: tuple[float | None, float | None] = (None, None)) -> Price:
+    """The price of a model: explicit override, then PRICES (longest matching prefix)."""
     explicit = explicit_price(*override)
     if explicit is not None:
         return explicit
-    table = {**PRICES, **(table or {})}
+    table = PRICES
     if model in table:
         return Price(*table[model])
     prefixes = [m for m in table if model.startswith(m + "-")]
     if prefixes:  # dated snapshots such as gpt-4o-mini-2024-07-18
         return Price(*table[max(prefixes, key=len)])
     return Price(0.0, 0.0, known=False)
-
-
-def load_price_file(path: str | Path) -> dict[str, tuple[float, float]]:
-    """A JSON price file: {"model": [input_per_million, output_per_million], ...}."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return {str(k): (float(v[0]), float(v[1])) for k, v in data.items()}
-    except (OSError, ValueError, TypeError, IndexError, AttributeError) as e:
-        raise ConfigError(f"{path}: expected a JSON object of model -> [input, output] prices "
-                          f"per million tokens ({e})") from None
 
 
 #: characters per token of the bundled prompts rendered over English passages, measured with

@@ -16,7 +16,6 @@ resumed, and pays only for answers it does not have (call cache + store).
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -329,9 +328,3 @@ def _audit_stage(config, runs, human, judges, manifest, say) -> StageResult:
 
 def _f(x) -> str:
     return "-" if x is None else f"{x:.3f}"
-
-
-def clean_outputs(out_dir: Path) -> None:
-    """Remove a pipeline output folder (used by the demo for a fresh start)."""
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
