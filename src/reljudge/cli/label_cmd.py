@@ -304,7 +304,7 @@ def print_report(report, as_json: bool) -> None:
     else:
         print("failures: none")
     if report.endpoints:
-        from reljudge.judge.report import endpoint_note
+        from reljudge.judge.results import endpoint_note
 
         for e in report.endpoints:
             print(endpoint_note(e))

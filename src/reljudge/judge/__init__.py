@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _WHERE = {"JudgeConfig": "config", "EndpointConfig": "config", "CallFailed": "failures", "FailureKind": "failures",
-          "Estimate": "report", "LabelReport": "report", "Labeller": "labeller",
+          "Estimate": "results", "LabelReport": "results", "Labeller": "labeller",
           "label_pairs": "labeller", "Parsed": "parse", "parse_answer": "parse",
           "Template": "prompts", "builtin_names": "prompts", "load_template": "prompts"}
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.judge.labeller import Labeller, label_pairs
     from reljudge.judge.parse import Parsed, parse_answer
     from reljudge.judge.prompts import Template, builtin_names, load_template
-    from reljudge.judge.report import Estimate, LabelReport
+    from reljudge.judge.results import Estimate, LabelReport
     from reljudge.labels import FailureKind
 
 

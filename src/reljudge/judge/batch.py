@@ -46,7 +46,7 @@ from reljudge.judge.batch_files import (
 from reljudge.judge.client import Answer
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.progress import BatchProgress
-from reljudge.judge.report import LabelReport
+from reljudge.judge.results import LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 

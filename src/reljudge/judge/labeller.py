@@ -45,7 +45,7 @@ from reljudge.judge.parse import REPAIR, parse_answer
 from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
-from reljudge.judge.report import Estimate, LabelReport
+from reljudge.judge.results import Estimate, LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
 __all__ = ["BudgetReached", "Estimate", "JudgmentSink", "LabelReport", "Labeller",
