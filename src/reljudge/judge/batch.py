@@ -466,12 +466,12 @@ def recorded_jobs(store, api_key: str | None = None, *, out: TextIO | None = Non
                   open_only: bool = True) -> list[BatchJob]:
     """One BatchJob per judge settings recorded with the store's (open) batches, rebuilt
     from the settings saved at submission and this key (or OPENAI_API_KEY)."""
-    from reljudge.judge.config import JudgeConfig
+    from reljudge.judge.config import JudgeConfig, endpoint_from_env
 
     configs: dict[str, dict] = {}
     for rec in BatchLog(store).batches(open_only=open_only):
         configs.setdefault(json.dumps(rec.config, sort_keys=True), rec.config)
-    key = api_key or os.environ.get("OPENAI_API_KEY")
+    key = api_key or endpoint_from_env().get("api_key")
     return [BatchJob(Labeller(JudgeConfig(**cfg, api_key=key)), store, out=out)
             for cfg in configs.values()]
 

@@ -24,6 +24,7 @@ import openai
 
 from reljudge.errors import ConfigError
 from reljudge.grades import SCALE
+from reljudge.judge.config import endpoint_from_env
 from reljudge.judge.failures import CallFailed
 from reljudge.judge.retry import RetryPolicy
 from reljudge.judge.transport import open_transport, resolve_transport, ssl_context
@@ -75,7 +76,8 @@ class Endpoint:
     @classmethod
     def resolve(cls, base_url: str | None, api_key: str | None) -> Endpoint:
         """The endpoint the openai SDK would use for these settings and this environment."""
-        base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        env = endpoint_from_env()
+        base = base_url or env.get("base_url") or OPENAI_URL
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"--base-url {base!r}: expected an http(s) URL such as "
@@ -88,7 +90,7 @@ class Endpoint:
             raise ConfigError(f"--base-url {base}: an Azure deployment URL needs its API "
                               "version, e.g. ...?api-version=2024-10-21")
         return cls(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")),
-                   api_key or os.environ.get("OPENAI_API_KEY") or None)
+                   api_key or env.get("api_key"))
 
     @property
     def host(self) -> str:
@@ -126,10 +128,10 @@ class Endpoint:
         if self.api_key:
             h["api-key" if self.azure else "Authorization"] = (
                 self.api_key if self.azure else f"Bearer {self.api_key}")
-        for header, var in (("OpenAI-Organization", "OPENAI_ORG_ID"),
-                            ("OpenAI-Project", "OPENAI_PROJECT_ID")):
-            if os.environ.get(var):
-                h[header] = os.environ[var]
+        env = endpoint_from_env()
+        for header, key in (("OpenAI-Organization", "organization"), ("OpenAI-Project", "project")):
+            if key in env:
+                h[header] = env[key]
         return h
 
 

@@ -20,6 +20,17 @@ def default_cache_dir() -> Path:
     return Path(user_cache_dir("reljudge")) / "calls"
 
 
+#: the environment variables an endpoint setting falls back to (the openai SDK's names)
+ENV_VARS = {"model": "OPENAI_MODEL", "base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY",
+            "organization": "OPENAI_ORG_ID", "project": "OPENAI_PROJECT_ID"}
+
+
+def endpoint_from_env() -> dict[str, str]:
+    """The endpoint settings the OPENAI_* variables give (those set and not empty): model,
+    base_url, api_key, organization, project. The one place that reads them."""
+    return {key: os.environ[var] for key, var in ENV_VARS.items() if os.environ.get(var)}
+
+
 class EndpointConfig(BaseModel):
     """One of several endpoints a job is spread over (``endpoints``, ``--endpoints FILE``)."""
 
@@ -140,12 +151,12 @@ class JudgeConfig(BaseModel):
         """Fill model, base URL and key from OPENAI_MODEL / OPENAI_BASE_URL / OPENAI_API_KEY
         when not given (None values count as not given)."""
         given = {k: v for k, v in values.items() if v is not None}
-        env = {"model": "OPENAI_MODEL", "base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"}
+        env = endpoint_from_env()
         if given.get("endpoints"):
-            del env["base_url"]  # the endpoints are named: OPENAI_BASE_URL is not one of them
-        for key, var in env.items():
-            if key not in given and os.environ.get(var):
-                given[key] = os.environ[var]
+            env.pop("base_url", None)  # the endpoints are named: OPENAI_BASE_URL is not one
+        for key in ("model", "base_url", "api_key"):
+            if key not in given and key in env:
+                given[key] = env[key]
         if "model" not in given:
             from reljudge.errors import ConfigError
 

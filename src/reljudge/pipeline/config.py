@@ -245,18 +245,17 @@ def judge_config(config: PipelineConfig, *, model: str | None = None,
                  base_url: str | None = None, api_key: str | None = None):
     """The JudgeConfig of a pipeline (flags > config file > OPENAI_* variables), or None when
     labelling is disabled or no endpoint is configured."""
-    import os
-
     from reljudge.judge import JudgeConfig
+    from reljudge.judge.config import endpoint_from_env
 
     j = config.judge
     if not j.enabled:
         return None
-    model = model or j.model or os.environ.get("OPENAI_MODEL")
+    env = endpoint_from_env()
+    model = model or j.model or env.get("model")
     endpoints = [] if base_url else j.endpoints  # --base-url overrides the file's endpoints
-    base_url = base_url or j.base_url or (None if endpoints else
-                                          os.environ.get("OPENAI_BASE_URL"))
-    api_key = api_key or os.environ.get("OPENAI_API_KEY")
+    base_url = base_url or j.base_url or (None if endpoints else env.get("base_url"))
+    api_key = api_key or env.get("api_key")
     if not model or not (base_url or api_key or endpoints):
         return None
     settings = j.model_dump(exclude={"enabled", "model", "base_url", "endpoints"})
