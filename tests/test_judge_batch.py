@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -47,7 +45,7 @@ def config(tmp_path, online_url, batch_url=None, **kw) -> JudgeConfig:
 
 
 def run_batch(cfg, store, pairs=PAIRS, wait=True):
-    job = BatchJob(Labeller(cfg), store, out=io.StringIO())
+    job = BatchJob(Labeller(cfg), store)
     return asyncio.run(job.run(pairs, QUERIES, PASSAGES, wait=wait))
 
 
@@ -190,6 +188,32 @@ def test_cli_exits_5_while_batches_run_then_0(tmp_path, capsys):
         assert store.count() == len(PAIRS)
 
 
+#: the CLI's ``label --batch --wait --batch-requests 3`` of cli_args, through the library, with
+#: a step callback that kills this very process (as kill -9 would) at the step named
+KILL_SCRIPT = """
+import asyncio, os, signal, sys
+from reljudge.io import read_pairs, read_passages, read_queries
+from reljudge.judge import JudgeConfig, Labeller
+from reljudge.judge.batch import BatchJob
+from reljudge.store import LabelStore
+folder, batch_url, step = sys.argv[1:4]
+def die_at(name):
+    if name == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+cfg = JudgeConfig(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", batch_url=batch_url,
+                  api_key="k", cache_dir=f"{folder}/cache", batch=True, batch_requests=3,
+                  poll_interval=0.01)
+queries = read_queries(f"{folder}/q.tsv")
+pairs = read_pairs(f"{folder}/pairs.txt")
+passages = read_passages(f"{folder}/p.jsonl", {d for _, d in pairs})
+with LabelStore(f"{folder}/s.sqlite") as store:
+    store.add_queries(queries)
+    store.add_passages(passages)
+    asyncio.run(BatchJob(Labeller(cfg), store, on_step=die_at).run(pairs, queries, passages,
+                                                                    wait=True))
+"""
+
+
 @pytest.mark.parametrize("step", ["recorded", "uploading", "uploaded", "creating", "created",
                                   "collecting"])
 def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
@@ -197,8 +221,8 @@ def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
     with FakeBatchAPI(by_passage) as batch:
         cmd = [sys.executable, "-m", "reljudge", *cli_args(tmp_path, batch, "--wait",
                                                            "--batch-requests", "3")]
-        env = {**os.environ, "RELJUDGE_TEST_KILL_AT": step}
-        killed = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+        killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(tmp_path),
+                                 batch.base_url, step], capture_output=True, timeout=120)
         assert killed.returncode == -9, killed.stderr.decode()
         done = subprocess.run(cmd, capture_output=True, timeout=120)
         assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
@@ -298,7 +322,7 @@ def test_wait_shows_one_bar_of_the_providers_counts(tmp_path):
     with FakeBatchAPI(by_passage, plans=plans) as batch, \
             LabelStore(tmp_path / "s.sqlite") as store:
         cfg = config(tmp_path, "http://127.0.0.1:9/v1", batch.base_url, batch_requests=4)
-        job = BatchJob(Labeller(cfg), store, out=io.StringIO())
+        job = BatchJob(Labeller(cfg), store)
         result = asyncio.run(job.run(PAIRS, QUERIES, PASSAGES, wait=True, progress=True))
         assert result.graded == len(PAIRS) - 1 and not result.open
         records = BatchLog(store).batches()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 
 EXAMPLES = """\
@@ -49,23 +48,25 @@ def run_batch(args: argparse.Namespace) -> int:
     """Poll, collect or cancel; print the recorded batches."""
     import asyncio
 
+    from reljudge.cli import common
     from reljudge.judge.batch import collect_recorded, recorded_jobs
     from reljudge.store import LabelStore
     from reljudge.store.batches import BatchLog
 
     code = 0
-    out = io.StringIO() if args.quiet else None  # the per-poll progress lines
+    # where the per-poll progress lines (none with --quiet) and warnings go
+    told = dict(say=(lambda _line: None) if args.quiet else common.say, on_warning=common.warn)
     with LabelStore(args.store, create=False) as store:
         if args.action == "status":
-            for job in recorded_jobs(store, args.api_key, out=out):
+            for job in recorded_jobs(store, args.api_key, **told):
                 job.poll()  # statuses and counts only: nothing is collected
         elif args.action == "cancel":
-            for job in recorded_jobs(store, args.api_key, out=out):
+            for job in recorded_jobs(store, args.api_key, **told):
                 for bid in job.cancel():
                     print(f"batch {bid}: cancel requested", file=sys.stderr)
         else:
             results = asyncio.run(collect_recorded(store, args.api_key, wait=args.wait,
-                                                   out=out))
+                                                   **told))
             if any(r.open for r in results):
                 code = 5
             elif any(r.without_grade for r in results):

@@ -186,6 +186,16 @@ def check_outputs(*paths: str | None) -> None:
             raise InputError("is a directory, expected a file to write", p)
 
 
+def say(text: str) -> None:
+    """A progress line of the library's, on stderr at once (stdout carries results only)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def warn(note: str) -> None:
+    """A warning of the library's, as it happens: ``warning: ...`` on stderr."""
+    print(f"warning: {note}", file=sys.stderr)
+
+
 def emit(text: str, output: str | None = None) -> None:
     """Print text, or write it to a file when --output is given."""
     if output:

@@ -161,7 +161,7 @@ def run_label(args: argparse.Namespace) -> int:
     """Load inputs, label, print the summary."""
     import asyncio
 
-    from reljudge.cli.common import check_outputs, show_progress
+    from reljudge.cli.common import check_outputs, show_progress, warn
     from reljudge.io import read_pairs, read_passages, read_queries
     from reljudge.judge import Labeller
     from reljudge.tables import json_dumps, render
@@ -181,7 +181,7 @@ def run_label(args: argparse.Namespace) -> int:
         pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
     passages = read_passages(args.passages, {d for _, d in pairs})  # irds: these ids only
     config = config_from_args(args)
-    labeller = Labeller(config)
+    labeller = Labeller(config, on_warning=warn)
     store = None
     if args.store:
         from reljudge.store import LabelStore
@@ -224,11 +224,11 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
     """``label --batch``: collect, grade, submit; print where the job stands."""
     import asyncio
 
-    from reljudge.cli.common import show_progress
+    from reljudge.cli.common import say, show_progress
     from reljudge.judge.batch import BatchJob
     from reljudge.tables import json_dumps, render
 
-    job = BatchJob(labeller, store)
+    job = BatchJob(labeller, store, say=say)
     result = asyncio.run(job.run(pairs, queries, passages, wait=args.wait,
                                  progress=show_progress(args.quiet)))
     if args.qrels_out and not result.open:

@@ -21,17 +21,15 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
+import logging
 import queue
 import secrets
-import signal
-import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 from reljudge.errors import ConfigError
 from reljudge.judge.batch_files import (
@@ -54,13 +52,11 @@ __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "c
            "recorded_jobs", "split_files", "upload_name"]
 
 COMPLETION_WINDOW = "24h"
-_KILL_ENV = "RELJUDGE_TEST_KILL_AT"  # tests: SIGKILL this process at a named step
 
+#: the steps a job tells ``on_step`` it has just taken (each one recorded before the next)
+STEPS = ("recorded", "uploading", "uploaded", "creating", "created", "collecting")
 
-def _kill_point(step: str) -> None:
-    """For the crash tests only: die here, as kill -9 would, when asked to."""
-    if os.environ.get(_KILL_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
+_log = logging.getLogger(__name__)
 
 
 def upload_name(intent: str) -> str:
@@ -121,14 +117,19 @@ class BatchResult:
 class BatchJob:
     """One judge's Batch API labelling over a label store."""
 
-    def __init__(self, labeller: Labeller, store, *, out: TextIO | None = None):
+    def __init__(self, labeller: Labeller, store, *, say: Callable[[str], None] | None = None,
+                 on_step: Callable[[str], None] | None = None):
+        """``say``: where the job's progress lines go (default: logged at INFO on this module's
+        logger; the CLI prints them). ``on_step``: called with each name of STEPS just after
+        the job took it (a crash test kills the process there)."""
         if store is None:
             raise ConfigError("--batch records its batches in a label store: pass --store")
         self.labeller = labeller
         self.config = labeller.config
         self.store = store
         self.log = BatchLog(store)
-        self.out = out if out is not None else sys.stderr
+        self._say = say if say is not None else _log.info
+        self._on_step = on_step
         self._client = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
 
@@ -147,8 +148,9 @@ class BatchJob:
                                          timeout=c.timeout, max_retries=c.max_attempts - 1)
         return self._client
 
-    def _say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+    def _step(self, name: str) -> None:
+        if self._on_step is not None:
+            self._on_step(name)
 
     def _config_record(self) -> dict:
         """The settings a later ``reljudge batch collect`` rebuilds this judge from (never
@@ -212,7 +214,7 @@ class BatchJob:
             found = self.client.batches.create(
                 input_file_id=rec.input_file_id, endpoint=ENDPOINT,
                 completion_window=COMPLETION_WINDOW, metadata=metadata)
-            _kill_point("creating")
+            self._step("creating")
         self.log.update(rec.id, provider_id=found.id, status=found.status)
         return found.id
 
@@ -248,7 +250,7 @@ class BatchJob:
             out = Collected()
             events = self._answer_events(answers, items, settled, out)
             cached.result()
-        _kill_point("collecting")
+        self._step("collecting")
         for cid in items.keys() - answers.keys() - failed.keys():  # never run
             kind = FailureKind.EXPIRED if rec.status in ("expired", "cancelled") \
                 else FailureKind.HTTP_STATUS
@@ -316,14 +318,14 @@ class BatchJob:
             records = [(x.custom_id, *it) for x in group for it in x.items]
             bid = self.log.create(self.labeller.judge_id, ENDPOINT, self._config_record(),
                                   records, worst, intent=intent)
-            _kill_point("recorded")
+            self._step("recorded")
             f = self.client.files.create(file=(upload_name(intent), io.BytesIO(data)),
                                          purpose="batch")
-            _kill_point("uploading")
+            self._step("uploading")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
-            _kill_point("uploaded")
+            self._step("uploaded")
             provider_id = self._create(self.log.get(bid), resuming=False)
-            _kill_point("created")
+            self._step("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)
             self._say(f"batch {provider_id}: submitted {len(group)} request(s)")
@@ -462,26 +464,31 @@ class BatchJob:
         return cancelled
 
 
-def recorded_jobs(store, api_key: str | None = None, *, out: TextIO | None = None,
+def recorded_jobs(store, api_key: str | None = None, *, say: Callable[[str], None] | None = None,
+                  on_warning: Callable[[str], None] | None = None,
                   open_only: bool = True) -> list[BatchJob]:
     """One BatchJob per judge settings recorded with the store's (open) batches, rebuilt
-    from the settings saved at submission and this key (or OPENAI_API_KEY)."""
+    from the settings saved at submission and this key (or OPENAI_API_KEY); ``say`` and
+    ``on_warning`` as for BatchJob and Labeller."""
     from reljudge.judge.config import JudgeConfig, endpoint_from_env
 
     configs: dict[str, dict] = {}
     for rec in BatchLog(store).batches(open_only=open_only):
         configs.setdefault(json.dumps(rec.config, sort_keys=True), rec.config)
     key = api_key or endpoint_from_env().get("api_key")
-    return [BatchJob(Labeller(JudgeConfig(**cfg, api_key=key)), store, out=out)
+    return [BatchJob(Labeller(JudgeConfig(**cfg, api_key=key), on_warning=on_warning), store,
+                     say=say)
             for cfg in configs.values()]
 
 
 async def collect_recorded(store, api_key: str | None = None, *, wait: bool = False,
-                           out: TextIO | None = None) -> list[BatchResult]:
+                           say: Callable[[str], None] | None = None,
+                           on_warning: Callable[[str], None] | None = None
+                           ) -> list[BatchResult]:
     """Poll and collect every open batch in a store into the cache and the store, with the
     query and passage texts the store holds; submits nothing."""
     results = []
-    for job in recorded_jobs(store, api_key, out=out):
+    for job in recorded_jobs(store, api_key, say=say, on_warning=on_warning):
         log = job.log
         items = {(q, d) for rec in log.batches(job.labeller.judge_id, open_only=True)
                  for _, q, d, _ in log.items(rec.id)}

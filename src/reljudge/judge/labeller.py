@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Collection, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from reljudge.errors import ConfigError, InputError, LLMError
@@ -70,8 +71,12 @@ class _HandBack(Exception):
 class Labeller:
     """An LLM judge with a cache, a retry policy, rate limits, a budget and a breaker."""
 
-    def __init__(self, config: JudgeConfig, template: Template | None = None):
+    def __init__(self, config: JudgeConfig, template: Template | None = None, *,
+                 on_warning: Callable[[str], None] | None = None):
+        """``on_warning``: told each new warning of a run as it happens (the CLI prints it);
+        by default it goes to ``warnings.warn``. Every warning is in the report too."""
         self.config = config
+        self.on_warning = on_warning
         self.template = template or load_template(config.prompt)
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
         #: where calls go: one endpoint (today's job), or several (config.endpoints)
@@ -278,11 +283,13 @@ class Labeller:
                                                       or e.kind in HAND_BACK_KINDS)
 
     def _warn(self, note: str, report: LabelReport) -> None:
+        """A note for the report, told once as it happens (``on_warning``, else warnings)."""
         if note not in report.warnings:
             report.warnings.append(note)
-            import sys
-
-            print(f"warning: {note}", file=sys.stderr)
+            if self.on_warning is not None:
+                self.on_warning(note)
+            else:
+                warnings.warn(note, stacklevel=2)
 
     async def _ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
                    requeue: bool = False) -> tuple[Answer, bool, dict]:
