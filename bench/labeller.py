@@ -176,7 +176,6 @@ def batch_row(n: int) -> None:
     """Row 4: a Batch API job of n requests as a user runs it: the submitting run, then (the
     provider done) the collecting run; the HTTP calls' time (upload, create, download, with the
     in-process fake provider's own work on them) is shown apart from ours."""
-    import io
 
     from reljudge.judge.batch import BatchJob
     from reljudge.store import LabelStore
@@ -189,7 +188,7 @@ def batch_row(n: int) -> None:
             LabelStore(Path(tmp) / "s.sqlite") as store:
         cfg = JudgeConfig(model="gpt-4o-mini", base_url=server.base_url, api_key="k",
                           cache_dir=Path(tmp) / "cache", prompt="basic", batch=True)
-        job = BatchJob(Labeller(cfg), store, out=io.StringIO())
+        job = BatchJob(Labeller(cfg), store)
         http = _clock_http(job.client)
         t = time.perf_counter()
         first = asyncio.run(job.run(pairs, queries, passages))  # plan, build, upload, create
