@@ -9,6 +9,10 @@ fit, the job stops starting calls. So concurrency cannot push spending past the 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+
+from reljudge.errors import ConfigError
+from reljudge.judge.cost import price_for
 
 
 class BudgetReached(Exception):
@@ -63,3 +67,24 @@ class Budget:
         async with self._changed:
             self.reserved -= reserved
             self._changed.notify_all()
+
+
+def spending_limit(config, models: Sequence[str], sink=None) -> Budget:
+    """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger (the
+    price of every model the run's endpoints serve must be known)."""
+    c = config
+    price_of = {m: price_for(m, override=(c.price_in, c.price_out)) for m in [c.model, *models]}
+    unknown = [m for m in models if not price_of[m].known]
+    if (c.max_cost is not None or c.max_total_cost is not None) and (
+            not price_of[c.model].known or unknown):
+        raise ConfigError(f"no price is known for model {(unknown or [c.model])[0]!r}, "
+                          "so --max-cost / "
+                          "--max-total-cost cannot be enforced: pass --price-in and "
+                          "--price-out (0 for a free local model)")
+    spent_before = 0.0
+    if c.max_total_cost is not None:
+        if sink is None or not hasattr(sink, "total_spend"):
+            raise ConfigError("--max-total-cost caps the spend recorded in a label store: "
+                              "pass --store")
+        spent_before = sink.total_spend()
+    return Budget(c.max_cost, c.max_total_cost, spent_before)

@@ -1,10 +1,8 @@
-"""Many endpoints at once: one labelling job spread over several OpenAI-compatible servers.
+"""The endpoints of a job, resolved: one OpenAI-compatible server, or several at once.
 
-Each endpoint is a lane with its own client, concurrency (its workers), rate limiter and
-circuit breaker; a pair goes to whichever lane has a free worker. A lane whose breaker opens
-(or that fails fatally: bad key, unknown model, TLS) is drained: it takes no new pairs, and
-its pairs whose calls failed go back to the queue for the others. Only when every lane is
-drained does the job stop, as a job on one endpoint does.
+A job's calls go to ``base_url`` (or OPENAI_BASE_URL, else OpenAI), or are spread over the
+``endpoints`` given (``--base-url`` repeated, ``--endpoints FILE``), each with its own model,
+key, concurrency and rate limits; ``reljudge.judge.dispatch`` sends a run's pairs to them.
 
 Endpoints serving one model are replicas (unless ``replicas = false``): their answers are
 cached under one key without the URL, so any replica's answer is a hit for all. Endpoints
@@ -14,31 +12,22 @@ One endpoint keeps today's key (URL included) unless ``replicas = true`` is said
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import ConfigError
 from reljudge.judge.config import EndpointConfig, JudgeConfig
-from reljudge.judge.failures import ENDPOINT_KINDS
-from reljudge.labels import FailureKind
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["HAND_BACK_KINDS", "EndpointSpec", "Lane", "WorkQueue", "endpoints_from_file",
-           "resolve_endpoints"]
-
-#: failed calls whose pair another endpoint may answer (the endpoint did not): handed back
-#: while another endpoint is up, at most once per endpoint; any failure on a drained one too
-HAND_BACK_KINDS = ENDPOINT_KINDS | {FailureKind.TIMEOUT}
+__all__ = ["EndpointSpec", "endpoints_from_file", "resolve_endpoints"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from reljudge.judge.client import Endpoint
@@ -135,89 +124,3 @@ def endpoints_from_file(path: str | Path) -> list[dict[str, Any]]:
                                  for x in e.errors())
             raise ConfigError(f"--endpoints {path}: endpoint {i}: {problems}") from None
     return out
-
-
-@dataclass(eq=False)
-class Lane:
-    """One endpoint during a run: its client, limiter, breaker, first-call gate and counts."""
-
-    spec: EndpointSpec
-    judge_id: str
-    price: Any  # reljudge.judge.cost.Price of its model
-    client: Any = None  # ChatClient, opened by the run
-    limiter: Any = None  # RateLimiter
-    breaker: Any = None  # CircuitBreaker
-    preflight: asyncio.Future | None = None
-    gate: asyncio.Event | None = None
-    drained: str | None = None  # why no more pairs go here
-    pairs: int = 0  # judgments recorded by this lane's workers (cached answers included)
-    calls: int = 0  # paid answers it gave
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-    handed_back: int = 0  # pairs whose call failed here and went to another endpoint
-    spend_run: int | None = None
-    meta: dict = field(default_factory=dict)  # provenance of its labels
-
-    @property
-    def display(self) -> str:
-        """The endpoint's base URL without credentials or query."""
-        return self.spec.display
-
-    def summary(self) -> dict[str, Any]:
-        """Its counts, for the report."""
-        return {"endpoint": self.display, "model": self.spec.model,
-                "concurrency": self.spec.concurrency, "pairs": self.pairs,
-                "paid calls": self.calls, "handed back": self.handed_back,
-                "drained": self.drained}
-
-
-@dataclass(eq=False)
-class WorkQueue:
-    """The items of a run, shared by every lane's workers: those handed back by an endpoint
-    first (never to one whose call of it failed already, while another could take it), then
-    fresh ones in order."""
-
-    items: Any  # an iterator of items
-    back: deque = field(default_factory=deque)
-    tried: dict = field(default_factory=dict)  # item -> the lanes that handed it back
-    busy: int = 0  # items being judged now (any of them may be handed back)
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def take(self, lane: Lane, lanes: list[Lane]):
-        """The next item for this lane, or None when there is none for it now."""
-        for i, item in enumerate(self.back):
-            if lane not in self.tried[item] or not self.elsewhere(item, lane, lanes):
-                del self.back[i]
-                return item
-        return next(self.items, None)
-
-    def elsewhere(self, item, lane: Lane, lanes: list[Lane]) -> bool:
-        """Another endpoint is up that has not failed this item yet."""
-        tried = self.tried.get(item, ())
-        return any(other is not lane and other.drained is None and other not in tried
-                   for other in lanes)
-
-    def hand_back(self, item, lane: Lane) -> None:
-        """This lane's call of the item failed: it goes to the others."""
-        self.tried.setdefault(item, set()).add(lane)
-        lane.handed_back += 1
-        self.back.append(item)
-
-    async def wait(self) -> bool:
-        """Nothing to take now: wait until an item in flight ends; False when none is in
-        flight (the queue is done)."""
-        if self.busy == 0:
-            return False
-        self._changed.clear()
-        await self._changed.wait()
-        return True
-
-    def done_one(self) -> None:
-        """An item taken is finished (judged, handed back, or not sent)."""
-        self.busy -= 1
-        self._changed.set()
-
-    def left(self) -> int:
-        """Items never judged (counted as not sent when the job stops)."""
-        return len(self.back) + sum(1 for _ in self.items)

@@ -7,8 +7,9 @@ and cache the answer at once; parse it, re-ask once with a repair message if it 
 read, and record a LabelEvent: a grade, or a failure with its kind and detail. Events reach
 the sink in small batches as they arrive. A job whose calls keep failing the same way, or
 cannot reach the endpoint at all, stops with one line naming the URL and the cause. Spread
-over several endpoints (``reljudge.judge.endpoints``), a pair goes to an endpoint with a free
-worker, and an endpoint that keeps failing is drained while the others go on.
+over several endpoints (``reljudge.judge.dispatch``), a pair goes to an endpoint with a free
+worker, and an endpoint that keeps failing is drained while the others go on. What a run
+would do, and what is settled already, is ``reljudge.judge.planning``.
 """
 
 from __future__ import annotations
@@ -19,30 +20,23 @@ import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
-from reljudge.errors import ConfigError, InputError, LLMError
-from reljudge.judge.budget import Budget, BudgetReached, prompt_tokens_bound
+from reljudge.errors import LLMError
+from reljudge.judge.budget import Budget, BudgetReached, prompt_tokens_bound, spending_limit
 from reljudge.judge.cache import AnswerCache, cache_key, replica_key
 from reljudge.judge.capabilities import Capabilities
 from reljudge.judge.client import (
     JSON_SCHEMA,
     Answer,
     CallFailed,
-    ChatClient,
     grade_fields,
     refusal_failure,
 )
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import Price, estimate_tokens, price_for
-from reljudge.judge.endpoints import (
-    HAND_BACK_KINDS,
-    EndpointSpec,
-    Lane,
-    WorkQueue,
-    resolve_endpoints,
-)
-from reljudge.judge.failures import CircuitBreaker, asked_again
-from reljudge.judge.limits import RateLimiter
+from reljudge.judge.dispatch import Dispatch, HandBack, Lane, NotSent, open_lane
+from reljudge.judge.endpoints import EndpointSpec, resolve_endpoints
 from reljudge.judge.parse import REPAIR, parse_answer
+from reljudge.judge.planning import check_inputs, estimate, plan, settled
 from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
@@ -57,15 +51,6 @@ class JudgmentSink(Protocol):
     """Where events go (the LabelStore is one)."""
 
     def add_events(self, events: Sequence[LabelEvent]) -> int: ...
-
-
-class _NotSent(Exception):
-    """The job is stopping (budget, breaker, fatal error, Ctrl-C): this item is not asked."""
-
-
-class _HandBack(Exception):
-    """This item's call failed on an endpoint that is drained or unreachable while another
-    endpoint is up: it goes back to the queue for the others."""
 
 
 class Labeller:
@@ -83,15 +68,12 @@ class Labeller:
         self.specs: list[EndpointSpec] = resolve_endpoints(config)
         self.endpoint = self.specs[0].endpoint  # the first: the report and batch files name it
         self._cache = AnswerCache(config.resolved_cache_dir())
-        self._stop: str | None = None
-        self._fatal: str | None = None
         self.caps = self._make_caps()
         self._judge_id = f"{self.specs[0].model}/{self.template.label}"
         self._meta = {"model": self.specs[0].model, "prompt": self.template.name,
                       "prompt_version": self.template.version, "prompt_hash": self.template.hash,
                       "endpoint": self.endpoint.display}
-        self.lanes: list[Lane] = []
-        self._report: LabelReport | None = None
+        self.dispatch: Dispatch | None = None  # a run's endpoints (made anew by label)
 
     # -- identity and request shape --------------------------------------------------------
     @property
@@ -142,7 +124,7 @@ class Labeller:
             return replica_key(spec.model, messages, params, sample)
         return cache_key(spec.endpoint.base_url, spec.model, messages, params, sample)
 
-    def _keys(self, messages: list[dict], sample: int) -> list[str]:
+    def keys(self, messages: list[dict], sample: int) -> list[str]:
         """The request's cache key at every endpoint (one for replicas)."""
         return list(dict.fromkeys(self._key(messages, sample, spec=s) for s in self.specs))
 
@@ -150,48 +132,19 @@ class Labeller:
         """The diskcache of answers (opened on first use)."""
         return self._cache.store()
 
-    # -- planning ------------------------------------------------------------------------
-    def check_inputs(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                     passages: Mapping[str, Any]) -> None:
-        """Raise InputError naming the pairs' query and passage ids that have no text."""
-        missing_q = sorted({q for q, _ in pairs if q not in queries})
-        missing_d = sorted({d for _, d in pairs if d not in passages})
-        if missing_q or missing_d:
-            parts = []
-            if missing_q:
-                parts.append(f"{len(missing_q)} query id(s) without text (e.g. {missing_q[:3]})")
-            if missing_d:
-                parts.append(f"{len(missing_d)} passage id(s) without text "
-                             f"(e.g. {missing_d[:3]})")
-            raise InputError("cannot label: " + "; ".join(parts))
+    # -- planning (reljudge.judge.planning) ------------------------------------------------
+    check_inputs = staticmethod(check_inputs)
 
     def settled(self, sink=None) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
-        """(qid, docid, sample) already settled in the sink for this judge: graded, or a
-        failure of the answer (refused, unparseable) unless --retry-failed; and the settled
-        ones that are such failures (they still have no grade)."""
-        if sink is None or not hasattr(sink, "events"):
-            return set(), set()
-        latest: dict[tuple[str, str, int], Any] = {}
-        for judge in self.judge_ids:  # several models: a pair graded by any of them is done
-            # the store's lean read when it has one (every event of this judge is read)
-            for e in (sink.outcomes(judge) if hasattr(sink, "outcomes")
-                      else sink.events(source=judge)):
-                key = (e.qid, e.docid, e.sample)
-                if e.grade is not None or key not in latest or latest[key].grade is None:
-                    latest[key] = e  # a grade, once given, settles the item
-        done = {k for k, e in latest.items()
-                if e.grade is not None or not asked_again(e.failure_kind, e.failure,
-                                                          self.config.retry_failed)}
-        return done, {k for k in done if latest[k].grade is None}
+        """(qid, docid, sample) already settled in the sink for this judge (graded, or a
+        failure of the answer unless --retry-failed), and the failures among them."""
+        return settled(self.judge_ids, self.config.retry_failed, sink)
 
-    def _items(self, pairs, sink, only=None) -> tuple[list[tuple[str, str, int]], int, int]:
-        """The items to ask, how many are settled already, and how many of those failed."""
-        done, failed = self.settled(sink)
-        items = [(q, d, s) for q, d in pairs for s in range(self.config.samples)]
-        if only is not None:
-            items = [it for it in items if it in only]
-        todo = [it for it in items if it not in done]
-        return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
+    def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+                 passages: Mapping[str, Any], sink=None) -> Estimate:
+        """What a run would send after store and cache hits, and its rough cost (at the batch
+        price with ``config.batch``)."""
+        return estimate(self, pairs, queries, passages, sink)
 
     # -- shared with the Batch API path (reljudge.judge.batch) ------------------------------
     def event_meta(self, params: dict) -> dict[str, Any]:
@@ -199,89 +152,7 @@ class Labeller:
         parameters sent)."""
         return {**self._meta, "params": params}
 
-    def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                 passages: Mapping[str, Any], sink=None) -> Estimate:
-        """What a run would send after store and cache hits, and its rough cost (at the batch
-        price with ``config.batch``)."""
-        self.check_inputs(pairs, queries, passages)
-        todo, done, _ = self._items(pairs, sink)
-        cache = self._cache
-        cached = tin = 0
-        seen: set[str] = set()
-        for q, d, s in todo:
-            msgs = self.messages(q, d, queries, passages)
-            keys = self._keys(msgs, s)
-            if any(k in cache or k in seen for k in keys):
-                cached += 1
-                continue
-            seen.update(keys)
-            tin += estimate_tokens(msgs)
-        to_send = len(todo) - cached
-        out_each = 150 if self.template.output == "text" and "M (match)" in self.template.user \
-            else 40
-        tout = to_send * out_each
-        price = self.price.scaled(self.config.batch_discount) if self.config.batch \
-            else self.price
-        return Estimate(self.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
-                        price.cost(tin, tout), self.price.known)
-
     # -- running ---------------------------------------------------------------------------
-    async def _ready(self, lane: Lane, prober: bool = False) -> bool:
-        """Before an endpoint's first paid call: its pre-flight check, once per run; then its
-        first call goes alone, so an endpoint that refuses every call costs one call, not one
-        per worker. Returns True for the caller that makes that first call (it opens the
-        gate)."""
-        if lane.preflight is None:
-            lane.preflight = asyncio.ensure_future(lane.client.preflight())
-        try:
-            await asyncio.shield(lane.preflight)
-        except CallFailed as e:
-            self._drain(lane, e)
-            raise (_HandBack if self._elsewhere(lane) else _NotSent) from None
-        if prober:
-            return True
-        if lane.gate is None:
-            lane.gate = asyncio.Event()
-            return True
-        if not lane.gate.is_set():
-            await lane.gate.wait()
-            if self._stop:
-                raise _NotSent
-            if lane.drained:
-                raise _HandBack
-        return False
-
-    def _halt(self, e: CallFailed, client: ChatClient) -> None:
-        """Stop the job for good: one line naming the URL and the cause."""
-        if self._fatal is None:
-            self._fatal = f"{e.url or client.url}: {e.kind}: {e.describe()}"
-            self._stop = "fatal"
-
-    def _drain(self, lane: Lane, e: CallFailed) -> None:
-        """No more pairs go to this endpoint (breaker open, or a fatal failure); when it was
-        the last one up, the job stops as a job on one endpoint does."""
-        if lane.drained is not None:
-            return
-        lane.drained = f"{e.kind}: {e.describe()}"
-        if lane.gate is not None:
-            lane.gate.set()  # its workers waiting for the first call see the drain
-        if not any(other.drained is None for other in self.lanes):
-            self._halt(e, lane.client)
-        elif self._report is not None:
-            up = sum(other.drained is None for other in self.lanes)
-            self._warn(f"endpoint {lane.display} drained ({lane.drained}): its pairs go to "
-                       f"the other {up} endpoint(s)", self._report)
-
-    def _elsewhere(self, lane: Lane) -> bool:
-        """Another endpoint than this one is up (a pair that failed here may go there)."""
-        return any(other is not lane and other.drained is None for other in self.lanes)
-
-    def _hand_back(self, lane: Lane, e: CallFailed, requeue: bool) -> bool:
-        """Whether this failed call's pair goes to another endpoint: this one is drained or
-        did not answer (connection, TLS, timeout), and another is up."""
-        return requeue and self._elsewhere(lane) and (lane.drained is not None
-                                                      or e.kind in HAND_BACK_KINDS)
-
     def _warn(self, note: str, report: LabelReport) -> None:
         """A note for the report, told once as it happens (``on_warning``, else warnings)."""
         if note not in report.warnings:
@@ -295,9 +166,9 @@ class Labeller:
                    requeue: bool = False) -> tuple[Answer, bool, dict]:
         """An answer for these messages: from the cache, from an identical call in flight, or
         from the endpoint (cached at once). Returns (answer, was_cached, params sent).
-        ``requeue``: a failed call whose pair another endpoint may take raises _HandBack."""
+        ``requeue``: a failed call whose pair another endpoint may take raises HandBack."""
         prober = False  # this call is the endpoint's first, and must stay so while it falls back
-        breaker = lane.breaker
+        breaker, dispatch = lane.breaker, self.dispatch
         while True:
             params = self.params()
             key = self._key(messages, sample, params, lane.spec)
@@ -311,18 +182,17 @@ class Labeller:
                 except CallFailed as e:
                     if e.feature and self.caps.fall_back(e.feature, params) is not None:
                         continue
-                    if len(self.lanes) > 1 and lane.drained is None and (
-                            e.kind in HAND_BACK_KINDS or self._lane_of(e) is not lane):
+                    if dispatch.answered_elsewhere(lane, e):
                         continue  # another endpoint's failure: ask this one
                     raise
                 return answer, True, params
-            if self._stop:
-                raise _NotSent
+            if dispatch.stop:
+                raise NotSent
             if lane.drained is not None:
-                raise _HandBack
+                raise HandBack
             first = False
             if lane.gate is None or not lane.gate.is_set():
-                first = await self._ready(lane, prober)
+                first = await dispatch.ready(lane, prober)
                 if not first:
                     continue  # the first call is done: look again (the request may change)
             future: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -349,14 +219,14 @@ class Labeller:
                             self._warn(note, report)
                         again = True
                     elif e.fatal or breaker.call_failed(e):
-                        self._drain(lane, e)
+                        dispatch.drain(lane, e)
                 if again:
                     prober = first
                     continue
                 if first:
                     lane.gate.set()
-                if isinstance(e, CallFailed) and self._hand_back(lane, e, requeue):
-                    raise _HandBack from e
+                if isinstance(e, CallFailed) and dispatch.hand_back(lane, e, requeue):
+                    raise HandBack from e
                 raise
             try:
                 await self._cache.put(key, answer.to_cache())  # before anything else happens
@@ -377,9 +247,6 @@ class Labeller:
             finally:
                 del inflight[key]
             return answer, False, params
-
-    def _lane_of(self, e: CallFailed) -> Lane | None:
-        return next((lane for lane in self.lanes if lane.client.url == e.url), None)
 
     def _event(self, base: dict, params: dict, **kw) -> LabelEvent:
         base = dict(base)
@@ -424,7 +291,7 @@ class Labeller:
             try:
                 final, cached2, params = await self._ask(lane, repair, sample, report,
                                                          requeue)
-            except (CallFailed, BudgetReached, _NotSent) as e:
+            except (CallFailed, BudgetReached, NotSent) as e:
                 kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
                              (FailureKind.BUDGET, "not re-asked: the job is stopping"))
                 return self._event(base, params, grade=None,
@@ -449,42 +316,7 @@ class Labeller:
 
     def spending_limit(self, sink=None) -> Budget:
         """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
-        c = self.config
-        unknown = [s.model for s in self.specs
-                   if not price_for(s.model, override=(c.price_in, c.price_out)).known]
-        if (c.max_cost is not None or c.max_total_cost is not None) and (
-                not self.price.known or unknown):
-            raise ConfigError(f"no price is known for model {(unknown or [c.model])[0]!r}, "
-                              "so --max-cost / "
-                              "--max-total-cost cannot be enforced: pass --price-in and "
-                              "--price-out (0 for a free local model)")
-        spent_before = 0.0
-        if c.max_total_cost is not None:
-            if sink is None or not hasattr(sink, "total_spend"):
-                raise ConfigError("--max-total-cost caps the spend recorded in a label store: "
-                                  "pass --store")
-            spent_before = sink.total_spend()
-        return Budget(c.max_cost, c.max_total_cost, spent_before)
-
-    def _open_lane(self, spec: EndpointSpec, sink) -> Lane:
-        """An endpoint ready for a run: client, limiter, breaker, spend ledger line."""
-        c = self.config
-        lane = Lane(spec, f"{spec.model}/{self.template.label}",
-                    price_for(spec.model, override=(c.price_in, c.price_out)),
-                    meta=self._lane_meta(spec))
-        one = not c.endpoints  # one endpoint: built from the flags exactly as it always was
-        lane.client = ChatClient(
-            base_url=c.base_url if one else spec.endpoint.base_url,
-            api_key=(c.api_key.get_secret_value() if c.api_key else None) if one
-            else spec.endpoint.api_key, model=spec.model, timeout=c.timeout,
-            max_attempts=c.max_attempts, backoff=c.backoff, connections=spec.concurrency,
-            transport=c.transport, ca_bundle=c.ca_bundle, client_cert=c.client_cert,
-            client_key=c.client_key)
-        lane.limiter = RateLimiter(spec.rpm, spec.tpm)
-        lane.breaker = CircuitBreaker(c.breaker_after)
-        if sink is not None and hasattr(sink, "open_spend"):
-            lane.spend_run = sink.open_spend(lane.judge_id, spec.display)
-        return lane
+        return spending_limit(self.config, [s.model for s in self.specs], sink)
 
     async def label(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                     passages: Mapping[str, Any], sink: JudgmentSink | None = None, *,
@@ -497,13 +329,13 @@ class Labeller:
         report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
                              endpoint=self.endpoint.display)
         self.budget = self.spending_limit(sink)
-        todo, report.already_done, report.already_failed = self._items(pairs, sink, only)
+        todo, report.already_done, report.already_failed = plan(
+            pairs, self.config.samples, *self.settled(sink), only)
         report.items = len(todo) + report.already_done
-        self._stop = self._fatal = None
-        self._report = report
         self.caps = self._make_caps()
-        self.lanes = lanes = [self._open_lane(spec, sink) for spec in self.specs]
-        queue = WorkQueue(iter(todo))  # shared by every lane's workers (one thread)
+        lanes = [open_lane(spec, self.config, f"{spec.model}/{self.template.label}",
+                           self._lane_meta(spec), sink) for spec in self.specs]
+        self.dispatch = dispatch = Dispatch(lanes, lambda note: self._warn(note, report))
         pending: list[LabelEvent] = []
         bar = _Progress(len(todo), progress)
 
@@ -516,63 +348,39 @@ class Labeller:
                     sink.update_spend(lane.spend_run, lane.calls, lane.tokens_in,
                                       lane.tokens_out, lane.cost)
 
-        async def worker(lane: Lane) -> None:
-            while not self._stop and lane.drained is None:
-                item = queue.take(lane, lanes)
-                if item is None:
-                    if await queue.wait():
-                        continue
-                    return
-                queue.busy += 1
-                try:
-                    # a pair moves on only to an endpoint that has not failed it yet
-                    event = await self._judge(lane, item, queries, passages, report,
-                                              requeue=queue.elsewhere(item, lane, lanes))
-                except BudgetReached:
-                    report.not_sent += 1
-                    self._stop = self._stop or "budget"
-                    continue
-                except _NotSent:
-                    report.not_sent += 1
-                    continue
-                except _HandBack:
-                    queue.hand_back(item, lane)
-                    continue
-                finally:
-                    queue.done_one()
-                lane.pairs += 1
-                report.events.append(event)
-                pending.append(event)
-                if event.grade is None:
-                    report.add_failure(event)
-                else:
-                    report.labelled += 1
-                if len(pending) >= 64:
-                    flush()
-                bar.advance(report)
+        def judge(lane: Lane, item, requeue: bool):
+            return self._judge(lane, item, queries, passages, report, requeue=requeue)
+
+        def record(event: LabelEvent) -> None:
+            report.events.append(event)
+            pending.append(event)
+            if event.grade is None:
+                report.add_failure(event)
+            else:
+                report.labelled += 1
+            if len(pending) >= 64:
+                flush()
+            bar.advance(report)
 
         loop = asyncio.get_running_loop()
         self._cache.start()
-        interrupted = OnSigint(loop, self)
+        interrupted = OnSigint(loop, dispatch)
         try:
             with bar:
-                await asyncio.gather(*(worker(lane) for lane in lanes
-                                       for _ in range(min(lane.spec.concurrency,
-                                                          max(1, len(todo))))))
+                await dispatch.run(todo, len(todo), judge, record, report)
         finally:
-            report.not_sent += queue.left()
+            report.not_sent += dispatch.left()
             flush()
             interrupted.restore()
             for lane in lanes:
                 await lane.client.close()
             await self._cache.close()
-            self._report = None
         if self.config.endpoints:
             report.endpoints = [lane.summary() for lane in lanes]
-        report.stop_reason = self._stop
+        report.stop_reason = dispatch.stop
         report.elapsed = time.perf_counter() - start
-        if self._fatal:
-            raise LLMError(f"stopped: {self._fatal}; {report.labelled} labels were saved "
+        if dispatch.fatal:
+            raise LLMError(f"stopped: {dispatch.fatal}; {report.labelled} labels were saved "
                            "before it stopped")
         return report
 

@@ -10,17 +10,17 @@ from typing import Any
 class OnSigint:
     """First Ctrl-C: stop starting calls, finish those in flight, save. Second: default."""
 
-    def __init__(self, loop, labeller: Any):
+    def __init__(self, loop, dispatch: Any):
         self.loop = loop
         self.active = False
         try:
-            loop.add_signal_handler(signal.SIGINT, self._handle, labeller)
+            loop.add_signal_handler(signal.SIGINT, self._handle, dispatch)
             self.active = True
         except (NotImplementedError, RuntimeError, ValueError):
             pass
 
-    def _handle(self, labeller: Any) -> None:
-        labeller._stop = "interrupted"
+    def _handle(self, dispatch: Any) -> None:
+        dispatch.stop = "interrupted"
         self.restore()
 
     def restore(self) -> None:

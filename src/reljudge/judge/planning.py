@@ -1,0 +1,88 @@
+"""Before a labelling run: its inputs checked, what the store settles already, what it would
+send and cost (a dry run)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from reljudge.errors import InputError
+from reljudge.judge.cost import estimate_tokens
+from reljudge.judge.failures import asked_again
+from reljudge.judge.results import Estimate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.judge.labeller import Labeller
+
+Item = tuple[str, str, int]  # (qid, docid, sample)
+
+
+def check_inputs(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+                 passages: Mapping[str, Any]) -> None:
+    """Raise InputError naming the pairs' query and passage ids that have no text."""
+    missing_q = sorted({q for q, _ in pairs if q not in queries})
+    missing_d = sorted({d for _, d in pairs if d not in passages})
+    if missing_q or missing_d:
+        parts = []
+        if missing_q:
+            parts.append(f"{len(missing_q)} query id(s) without text (e.g. {missing_q[:3]})")
+        if missing_d:
+            parts.append(f"{len(missing_d)} passage id(s) without text "
+                         f"(e.g. {missing_d[:3]})")
+        raise InputError("cannot label: " + "; ".join(parts))
+
+
+def settled(judge_ids: Sequence[str], retry_failed: bool,
+            sink=None) -> tuple[set[Item], set[Item]]:
+    """Items already settled in the sink for these judges: graded, or a failure of the answer
+    (refused, unparseable) unless ``retry_failed``; and the settled ones that are such
+    failures (they still have no grade)."""
+    if sink is None or not hasattr(sink, "events"):
+        return set(), set()
+    latest: dict[Item, Any] = {}
+    for judge in judge_ids:  # several models: a pair graded by any of them is done
+        # the store's lean read when it has one (every event of this judge is read)
+        for e in (sink.outcomes(judge) if hasattr(sink, "outcomes")
+                  else sink.events(source=judge)):
+            key = (e.qid, e.docid, e.sample)
+            if e.grade is not None or key not in latest or latest[key].grade is None:
+                latest[key] = e  # a grade, once given, settles the item
+    done = {k for k, e in latest.items()
+            if e.grade is not None or not asked_again(e.failure_kind, e.failure, retry_failed)}
+    return done, {k for k in done if latest[k].grade is None}
+
+
+def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed: set[Item],
+         only: Collection[Item] | None = None) -> tuple[list[Item], int, int]:
+    """The items to ask, how many are settled already, and how many of those failed."""
+    items = [(q, d, s) for q, d in pairs for s in range(samples)]
+    if only is not None:
+        items = [it for it in items if it in only]
+    todo = [it for it in items if it not in done]
+    return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
+
+
+def estimate(labeller: Labeller, pairs: Sequence[tuple[str, str]],
+             queries: Mapping[str, str], passages: Mapping[str, Any], sink=None) -> Estimate:
+    """What a run of this labeller would send after store and cache hits, and its rough cost
+    (at the batch price with ``config.batch``)."""
+    check_inputs(pairs, queries, passages)
+    config, template, price = labeller.config, labeller.template, labeller.price
+    todo, done, _ = plan(pairs, config.samples, *labeller.settled(sink))
+    cache = labeller.cache()
+    cached = tin = 0
+    seen: set[str] = set()
+    for q, d, s in todo:
+        msgs = labeller.messages(q, d, queries, passages)
+        keys = labeller.keys(msgs, s)
+        if any(k in cache or k in seen for k in keys):
+            cached += 1
+            continue
+        seen.update(keys)
+        tin += estimate_tokens(msgs)
+    to_send = len(todo) - cached
+    out_each = 150 if template.output == "text" and "M (match)" in template.user else 40
+    tout = to_send * out_each
+    paid = price.scaled(config.batch_discount) if config.batch else price
+    return Estimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
+                    paid.cost(tin, tout), price.known)
