@@ -38,7 +38,7 @@ JSON_SCHEMA = {
         "schema": {
             "type": "object",
             "properties": {"reason": {"type": "string"},
-                           "grade": {"type": "integer", "enum": [0, 1, 2, 3]}},
+                           "grade": {"type": "integer", "enum": list(SCALE)}},
             "required": ["reason", "grade"],
             "additionalProperties": False,
         },
@@ -292,14 +292,14 @@ def refusal_failure(answer: Answer) -> str | None:
 
 
 def grade_fields(logprobs: list[dict] | None, grade: int) -> dict[str, Any]:
-    """An event's ``probs`` (P(grade = 0..3), or None) and ``expected_grade`` for this grade."""
+    """An event's ``probs`` (P(grade) for each grade of the scale, or None) and ``expected_grade`` for this grade."""
     probs = grade_probabilities(logprobs, grade)
     return {"probs": probs,
             "expected_grade": sum(g * p for g, p in enumerate(probs)) if probs else None}
 
 
 def grade_probabilities(logprobs: list[dict] | None, grade: int) -> tuple[float, ...] | None:
-    """P(grade = 0..3) from the top logprobs at the last token that states the grade."""
+    """P(grade) for each grade of the scale from the top logprobs at the last token that states the grade."""
     if not logprobs:
         return None
     for tok in reversed(logprobs):

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from reljudge.grades import SCALE_TEXT, in_scale
+from reljudge.grades import SCALE, SCALE_TEXT, in_scale
 
 _NUM = r"\**\s*\[?\s*(-?\d+(?:\.\d+)?)"
 _FINAL = re.compile(r"(?i)(?<![A-Za-z])(?:final[ _-]*(?:score|grade|relevance|answer)|"
@@ -89,4 +89,4 @@ def parse_answer(text: str | None, mode: str = "text") -> Parsed:
 
 
 REPAIR = ("Your answer could not be read. Reply with one line only, exactly of the form "
-          "'final score: N' where N is 0, 1, 2 or 3.")
+          f"'final score: N' where N is {', '.join(map(str, SCALE[:-1]))} or {SCALE[-1]}.")

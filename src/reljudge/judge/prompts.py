@@ -1,4 +1,4 @@
-"""Prompt templates as files: metadata, the 0-3 scale, messages with placeholders, output mode.
+"""Prompt templates as files: metadata, the grade scale, messages with placeholders, output mode.
 
 Shipped templates live in ``reljudge/prompts/*.toml`` (the top-level ``prompts/`` folder holds
 the same files); a user can pass the path of their own. A template's hash covers everything
