@@ -22,30 +22,25 @@ import hashlib
 import io
 import json
 import logging
-import queue
 import secrets
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from reljudge.errors import ConfigError
+from reljudge.judge.batch_collect import Collected, collect_batch
 from reljudge.judge.batch_files import (
     ENDPOINT,
     BatchLine,
     Item,
-    answer_fields,
     build_lines,
-    read_lines,
     split_files,
 )
-from reljudge.judge.client import Answer
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.progress import BatchProgress
 from reljudge.judge.results import LabelReport
-from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "collect_recorded",
@@ -68,24 +63,6 @@ def new_intent(data: bytes) -> str:
     """A batch's intent: its input file's SHA-256 (16 hex) and 8 random hex digits, so two
     stores submitting the same file never take each other's upload or batch."""
     return f"{hashlib.sha256(data).hexdigest()[:16]}-{secrets.token_hex(4)}"
-
-
-def _cache_all(cache, feed: queue.SimpleQueue) -> None:
-    """Lists of (custom_id, answer) from ``feed`` into the answer cache, until None, in one
-    transaction (all or none, if killed)."""
-    with cache.transact():
-        while (chunk := feed.get()) is not None:
-            for cid, answer in chunk:
-                cache.set(cid, answer.to_cache())  # the same request's answer: either will do
-
-
-@dataclass
-class Collected:
-    """What collecting one batch left to do: items whose answer could not be read (to re-ask)
-    and items it did not answer, each with its custom_id."""
-
-    reask: dict[Item, str] = field(default_factory=dict)
-    missed: dict[Item, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,7 +125,8 @@ class BatchJob:
                                          timeout=c.timeout, max_retries=c.max_attempts - 1)
         return self._client
 
-    def _step(self, name: str) -> None:
+    def step(self, name: str) -> None:
+        """Tell on_step that this step (one of STEPS) was just taken."""
         if self._on_step is not None:
             self._on_step(name)
 
@@ -214,90 +192,15 @@ class BatchJob:
             found = self.client.batches.create(
                 input_file_id=rec.input_file_id, endpoint=ENDPOINT,
                 completion_window=COMPLETION_WINDOW, metadata=metadata)
-            self._step("creating")
+            self.step("creating")
         self.log.update(rec.id, provider_id=found.id, status=found.status)
         return found.id
 
     def collect(self, rec: BatchRecord, result: BatchResult,
                 settled: set[Item]) -> Collected:
-        """Collect a finished batch in bulk: its answers into the cache (one transaction), then
-        its events into the store (one transaction, which marks it collected and records its
-        spend): grades and refusals as the online path grades a cached answer, failed and
-        unanswered lines as failures by kind. Items in ``settled`` get no event; returns the
-        items still to re-ask or to send again."""
-        lab = self.labeller
-        items: dict[str, list[Item]] = {}
-        for cid, q, d, s in self.log.items(rec.id):
-            items.setdefault(cid, []).append((q, d, s))
-        answers: dict[str, Answer] = {}
-        failed: dict[str, tuple[FailureKind, str]] = {}
-        # the answers go into the cache in one transaction on a thread (SQLite releases the
-        # GIL) while the files are read and the events built; the cache commits before the
-        # store does, as online
-        with ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache") as pool:
-            feed: queue.SimpleQueue = queue.SimpleQueue()
-            cached = pool.submit(_cache_all, lab.cache(), feed)
-            try:
-                for file_id, is_output in ((rec.output_file_id, True),
-                                           (rec.error_file_id, False)):
-                    if file_id:
-                        lines = self.client.files.content(file_id).text.splitlines()
-                        for i in range(0, len(lines), 4096):
-                            feed.put(read_lines(lines[i:i + 4096], items, is_output, answers,
-                                                failed))
-            finally:
-                feed.put(None)
-            out = Collected()
-            events = self._answer_events(answers, items, settled, out)
-            cached.result()
-        self._step("collecting")
-        for cid in items.keys() - answers.keys() - failed.keys():  # never run
-            kind = FailureKind.EXPIRED if rec.status in ("expired", "cancelled") \
-                else FailureKind.HTTP_STATUS
-            failed[cid] = (kind, f"batch {rec.status} before this request ran")
-        judge = lab.judge_id
-        meta = {"model": self.config.model, "batch": rec.provider_id, "params": lab.params()}
-        for cid, (kind, why) in failed.items():
-            result.batch_failures[kind.value] += 1
-            for item in items[cid]:
-                if item not in settled:  # else: settled meanwhile
-                    out.missed[item] = cid
-                    events.append(LabelEvent(
-                        qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
-                        sample=item[2], grade=None, failure=why, failure_kind=kind.value,
-                        meta=meta))
-        tin = sum(a.tokens_in for a in answers.values())
-        tout = sum(a.tokens_out for a in answers.values())
-        cost = lab.price.scaled(self.config.batch_discount).cost(tin, tout)
-        self.log.collected(rec.id, events, spend=(lab.judge_id, f"batch {rec.provider_id}",
-                                                  len(answers), tin, tout, cost))
-        result.collected_batches += 1
-        result.collected_answers += len(answers)
-        result.tokens_in += tin
-        result.tokens_out += tout
-        result.cost += cost
-        return out
-
-    def _answer_events(self, answers: Mapping[str, Answer], items: Mapping[str, list[Item]],
-                       settled: set[Item], out: Collected) -> list[LabelEvent]:
-        """The events of a batch's answers, as the online labeller records a cached answer;
-        items whose answer cannot be read go to ``out.reask``."""
-        lab = self.labeller
-        events: list[LabelEvent] = []
-        meta = lab.event_meta(lab.params())  # one dict shared by the batch's events
-        output, judge = lab.template.output, lab.judge_id
-        for cid, answer in answers.items():
-            fields = answer_fields(answer, output)
-            for item in items[cid]:
-                if item in settled:
-                    continue
-                if fields is None:
-                    out.reask[item] = cid
-                else:
-                    events.append(LabelEvent(item[0], item[1], source_kind="llm",
-                                             source_name=judge, sample=item[2], meta=meta,
-                                             **fields))
-        return events
+        """Collect a finished batch in bulk (``reljudge.judge.batch_collect``); items in
+        ``settled`` get no event; returns the items still to re-ask or to send again."""
+        return collect_batch(self, rec, result, settled)
 
     # -- submitting ---------------------------------------------------------------------------
     def submit(self, lines: Sequence[BatchLine], result: BatchResult) -> None:
@@ -318,14 +221,14 @@ class BatchJob:
             records = [(x.custom_id, *it) for x in group for it in x.items]
             bid = self.log.create(self.labeller.judge_id, ENDPOINT, self._config_record(),
                                   records, worst, intent=intent)
-            self._step("recorded")
+            self.step("recorded")
             f = self.client.files.create(file=(upload_name(intent), io.BytesIO(data)),
                                          purpose="batch")
-            self._step("uploading")
+            self.step("uploading")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
-            self._step("uploaded")
+            self.step("uploaded")
             provider_id = self._create(self.log.get(bid), resuming=False)
-            self._step("created")
+            self.step("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)
             self._say(f"batch {provider_id}: submitted {len(group)} request(s)")

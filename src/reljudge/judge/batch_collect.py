@@ -1,0 +1,129 @@
+"""Collecting a finished batch: the provider's output and error files into the answer cache
+and the label store, in bulk.
+
+The answers go into the answer cache in one transaction (on a thread, while the files are read
+and the events built), then the events into the store in one transaction that also marks the
+batch collected and records its spend: grades and refusals graded by the online path's rules,
+failed and unanswered lines as failures by kind. An answer that cannot be read is left for the
+online path's one re-ask.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from reljudge.judge.batch_files import Item, answer_fields, read_lines
+from reljudge.judge.client import Answer
+from reljudge.labels import FailureKind, LabelEvent
+from reljudge.store.batches import BatchRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.judge.batch import BatchJob, BatchResult
+    from reljudge.judge.labeller import Labeller
+
+__all__ = ["Collected", "answer_events", "collect_batch"]
+
+
+def _cache_all(cache, feed: queue.SimpleQueue) -> None:
+    """Lists of (custom_id, answer) from ``feed`` into the answer cache, until None, in one
+    transaction (all or none, if killed)."""
+    with cache.transact():
+        while (chunk := feed.get()) is not None:
+            for cid, answer in chunk:
+                cache.set(cid, answer.to_cache())  # the same request's answer: either will do
+
+
+@dataclass
+class Collected:
+    """What collecting one batch left to do: items whose answer could not be read (to re-ask)
+    and items it did not answer, each with its custom_id."""
+
+    reask: dict[Item, str] = field(default_factory=dict)
+    missed: dict[Item, str] = field(default_factory=dict)
+
+
+def collect_batch(job: BatchJob, rec: BatchRecord, result: BatchResult,
+                  settled: set[Item]) -> Collected:
+    """Collect a finished batch in bulk: its answers into the cache (one transaction), then
+    its events into the store (one transaction, which marks it collected and records its
+    spend): grades and refusals as the online path grades a cached answer, failed and
+    unanswered lines as failures by kind. Items in ``settled`` get no event; returns the
+    items still to re-ask or to send again."""
+    lab = job.labeller
+    items: dict[str, list[Item]] = {}
+    for cid, q, d, s in job.log.items(rec.id):
+        items.setdefault(cid, []).append((q, d, s))
+    answers: dict[str, Answer] = {}
+    failed: dict[str, tuple[FailureKind, str]] = {}
+    # the answers go into the cache in one transaction on a thread (SQLite releases the
+    # GIL) while the files are read and the events built; the cache commits before the
+    # store does, as online
+    with ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache") as pool:
+        feed: queue.SimpleQueue = queue.SimpleQueue()
+        cached = pool.submit(_cache_all, lab.cache(), feed)
+        try:
+            for file_id, is_output in ((rec.output_file_id, True),
+                                       (rec.error_file_id, False)):
+                if file_id:
+                    lines = job.client.files.content(file_id).text.splitlines()
+                    for i in range(0, len(lines), 4096):
+                        feed.put(read_lines(lines[i:i + 4096], items, is_output, answers,
+                                            failed))
+        finally:
+            feed.put(None)
+        out = Collected()
+        events = answer_events(lab, answers, items, settled, out)
+        cached.result()
+    job.step("collecting")
+    for cid in items.keys() - answers.keys() - failed.keys():  # never run
+        kind = FailureKind.EXPIRED if rec.status in ("expired", "cancelled") \
+            else FailureKind.HTTP_STATUS
+        failed[cid] = (kind, f"batch {rec.status} before this request ran")
+    judge = lab.judge_id
+    meta = {"model": job.config.model, "batch": rec.provider_id, "params": lab.params()}
+    for cid, (kind, why) in failed.items():
+        result.batch_failures[kind.value] += 1
+        for item in items[cid]:
+            if item not in settled:  # else: settled meanwhile
+                out.missed[item] = cid
+                events.append(LabelEvent(
+                    qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
+                    sample=item[2], grade=None, failure=why, failure_kind=kind.value,
+                    meta=meta))
+    tin = sum(a.tokens_in for a in answers.values())
+    tout = sum(a.tokens_out for a in answers.values())
+    cost = lab.price.scaled(job.config.batch_discount).cost(tin, tout)
+    job.log.collected(rec.id, events, spend=(lab.judge_id, f"batch {rec.provider_id}",
+                                              len(answers), tin, tout, cost))
+    result.collected_batches += 1
+    result.collected_answers += len(answers)
+    result.tokens_in += tin
+    result.tokens_out += tout
+    result.cost += cost
+    return out
+
+
+def answer_events(lab: Labeller, answers: Mapping[str, Answer],
+                  items: Mapping[str, list[Item]], settled: set[Item],
+                  out: Collected) -> list[LabelEvent]:
+    """The events of a batch's answers, as the online labeller records a cached answer;
+    items whose answer cannot be read go to ``out.reask``."""
+    events: list[LabelEvent] = []
+    meta = lab.event_meta(lab.params())  # one dict shared by the batch's events
+    output, judge = lab.template.output, lab.judge_id
+    for cid, answer in answers.items():
+        fields = answer_fields(answer, output)
+        for item in items[cid]:
+            if item in settled:
+                continue
+            if fields is None:
+                out.reask[item] = cid
+            else:
+                events.append(LabelEvent(item[0], item[1], source_kind="llm",
+                                         source_name=judge, sample=item[2], meta=meta,
+                                         **fields))
+    return events
