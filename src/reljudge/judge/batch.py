@@ -24,9 +24,7 @@ import json
 import logging
 import secrets
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from reljudge.errors import ConfigError
@@ -40,7 +38,7 @@ from reljudge.judge.batch_files import (
 )
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.progress import BatchProgress
-from reljudge.judge.results import LabelReport
+from reljudge.judge.results import BatchResult
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "collect_recorded",
@@ -63,32 +61,6 @@ def new_intent(data: bytes) -> str:
     """A batch's intent: its input file's SHA-256 (16 hex) and 8 random hex digits, so two
     stores submitting the same file never take each other's upload or batch."""
     return f"{hashlib.sha256(data).hexdigest()[:16]}-{secrets.token_hex(4)}"
-
-
-@dataclass
-class BatchResult:
-    """What a ``--batch`` run did, and where the job stands."""
-
-    judge: str
-    items: int = 0  # pairs x samples asked for
-    submitted_batches: int = 0  # batches created by this run
-    submitted_requests: int = 0  # request lines in them
-    collected_batches: int = 0
-    collected_answers: int = 0  # answers put in the cache by this run
-    batch_failures: Counter = field(default_factory=Counter)  # kind -> lines
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0  # at the batch price
-    open: list[BatchRecord] = field(default_factory=list)  # still running at the end
-    graded: int = 0  # items with a grade at the end
-    without_grade: int = 0  # items that have none and are in no open batch
-    stop_reason: str | None = None
-    reports: list[LabelReport] = field(default_factory=list)  # cache -> grades, fallback
-
-    @property
-    def complete(self) -> bool:
-        """Every item asked for has a grade."""
-        return self.graded == self.items and not self.stop_reason
 
 
 class BatchJob:

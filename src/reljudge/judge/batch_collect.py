@@ -14,16 +14,13 @@ import queue
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from reljudge.judge.batch_files import Item, answer_fields, read_lines
 from reljudge.judge.client import Answer
+from reljudge.judge.results import BatchResult
 from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import BatchRecord
-
-if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.judge.batch import BatchJob, BatchResult
-    from reljudge.judge.labeller import Labeller
 
 __all__ = ["Collected", "answer_events", "collect_batch"]
 
@@ -46,9 +43,9 @@ class Collected:
     missed: dict[Item, str] = field(default_factory=dict)
 
 
-def collect_batch(job: BatchJob, rec: BatchRecord, result: BatchResult,
+def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
                   settled: set[Item]) -> Collected:
-    """Collect a finished batch in bulk: its answers into the cache (one transaction), then
+    """Collect a finished batch of ``job`` (a BatchJob) in bulk: its answers into the cache (one transaction), then
     its events into the store (one transaction, which marks it collected and records its
     spend): grades and refusals as the online path grades a cached answer, failed and
     unanswered lines as failures by kind. Items in ``settled`` get no event; returns the
@@ -107,7 +104,7 @@ def collect_batch(job: BatchJob, rec: BatchRecord, result: BatchResult,
     return out
 
 
-def answer_events(lab: Labeller, answers: Mapping[str, Answer],
+def answer_events(lab: Any, answers: Mapping[str, Answer],
                   items: Mapping[str, list[Item]], settled: set[Item],
                   out: Collected) -> list[LabelEvent]:
     """The events of a batch's answers, as the online labeller records a cached answer;

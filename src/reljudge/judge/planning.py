@@ -4,15 +4,12 @@ send and cost (a dry run)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reljudge.errors import InputError
 from reljudge.judge.cost import estimate_tokens
 from reljudge.judge.failures import asked_again
 from reljudge.judge.results import Estimate
-
-if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.judge.labeller import Labeller
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
 
@@ -62,9 +59,9 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-def estimate(labeller: Labeller, pairs: Sequence[tuple[str, str]],
+def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
              queries: Mapping[str, str], passages: Mapping[str, Any], sink=None) -> Estimate:
-    """What a run of this labeller would send after store and cache hits, and its rough cost
+    """What a run of this labeller (a Labeller) would send after store and cache hits, and its rough cost
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
     config, template, price = labeller.config, labeller.template, labeller.price

@@ -1,4 +1,5 @@
-"""What a labelling job did (LabelReport) and what it would do (Estimate)."""
+"""What a labelling job did (LabelReport; BatchResult for a ``--batch`` run) and what it would
+do (Estimate)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from reljudge.frames import Tabular, dataframe
 from reljudge.labels import LabelEvent
+from reljudge.store.batches import BatchRecord
 
 SUMMARY_COLUMNS = ["judge", "pairs x samples", "already in store", "from cache", "paid calls",
                    "labelled", "failed", "not sent", "tokens in", "tokens out", "cost $"]
@@ -121,3 +123,29 @@ class Estimate:
     tokens_out: int
     cost: float
     price_known: bool
+
+
+@dataclass
+class BatchResult:
+    """What a ``--batch`` run did, and where the job stands."""
+
+    judge: str
+    items: int = 0  # pairs x samples asked for
+    submitted_batches: int = 0  # batches created by this run
+    submitted_requests: int = 0  # request lines in them
+    collected_batches: int = 0
+    collected_answers: int = 0  # answers put in the cache by this run
+    batch_failures: Counter = field(default_factory=Counter)  # kind -> lines
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0  # at the batch price
+    open: list[BatchRecord] = field(default_factory=list)  # still running at the end
+    graded: int = 0  # items with a grade at the end
+    without_grade: int = 0  # items that have none and are in no open batch
+    stop_reason: str | None = None
+    reports: list[LabelReport] = field(default_factory=list)  # cache -> grades, fallback
+
+    @property
+    def complete(self) -> bool:
+        """Every item asked for has a grade."""
+        return self.graded == self.items and not self.stop_reason
