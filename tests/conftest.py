@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the shared real data (skipped cleanly when absent)."""
+"""Shared fixtures: paths to the shared real data (skipped cleanly when absent), and the
+fixtures several test modules use (their helpers are in tests/helpers.py)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,20 @@ def browser(tmp_path):
     b = Browser(tmp_path / "profile")
     yield b
     b.close()
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A store with an LLM judge's labels on every pair, human truth, and two runs."""
+    from tests.helpers import estimate_world
+
+    return estimate_world(tmp_path)
+
+
+@pytest.fixture
+def labelled_example(tmp_path, monkeypatch):
+    """The hr-handbook pipeline run against the scripted local server."""
+    from tests.helpers import run_pipelines
+
+    run_pipelines([tmp_path / "hr"], tmp_path / "cache", monkeypatch)
+    return tmp_path / "hr"

@@ -1,19 +1,11 @@
 """reljudge assess, without a browser: the task over a real store, and the command's errors.
 
-Helpers here (a store with a sample, a running `reljudge assess` process) are shared by
-test_assess_server.py and test_assess_browser.py.
+Its helpers (a store with a sample, a running `reljudge assess` process) are in
+tests/helpers.py, shared with test_assess_server.py and test_assess_browser.py.
 """
 
 from __future__ import annotations
 
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,42 +16,7 @@ from reljudge.errors import ConfigError, InputError, StoreError
 from reljudge.judge.prompts import builtin_names, load_template
 from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
-
-EVIL = ('<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
-        "<b>bold?</b> & plain text after the tags")
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def add_sample(store: LabelStore, name: str, pairs: list[tuple[str, str]],
-               unit: str = "pair") -> None:
-    """Insert a sample the way issue 14's `reljudge sample` would (rows, in draw order)."""
-    store.conn.execute("INSERT INTO samples (name, unit, design, seed, budget, created_at) "
-                       "VALUES (?, ?, 'srs-pairs', 1, ?, 0)", (name, unit, len(pairs)))
-    sid = store.conn.execute("SELECT id FROM samples WHERE name = ?", (name,)).fetchone()[0]
-    for pos, (q, d) in enumerate(pairs):
-        store.conn.execute(
-            "INSERT INTO sample_items (sample, q, d, position, prob) VALUES "
-            "(?, (SELECT id FROM queries WHERE qid = ?), (SELECT id FROM passages WHERE docid = ?),"
-            " ?, 0.25)", (sid, q, d, pos))
-
-
-PAIRS = [("q1", "d0"), ("q1", "d1"), ("q1", "evil"), ("q1", "d3"), ("q2", "d4"), ("q2", "d5"),
-         ("q2", "d6"), ("q3", "d7"), ("q3", "d8"), ("q3", "d9")]
-
-
-def make_store(path: Path, pairs: list[tuple[str, str]] = PAIRS) -> Path:
-    """A store with query and passage texts, a few LLM labels, and sample 's1' of ``pairs``."""
-    with LabelStore(path) as store:
-        store.add_queries({**{q: f"query {q}" for q, _ in pairs},
-                           "q1": "how do cats purr", "q2": "height of <b>Everest</b>",
-                           "q3": "what is a relevance judgment"})
-        store.add_passages({d: EVIL if d == "evil" else
-                            f"Passage {d}. " + "Some words about the topic. " * 12
-                            for _, d in pairs})
-        store.add_events([LabelEvent("q1", "d0", 2, "llm", "gpt-judge"),
-                          LabelEvent("q2", "d4", 0, "llm", "gpt-judge")])
-        add_sample(store, "s1", pairs)
-    return path
+from tests.helpers import PAIRS, add_sample, assess_server, make_store
 
 
 @pytest.fixture
@@ -70,40 +27,6 @@ def store_path(tmp_path) -> Path:
 def task_of(store: LabelStore, annotator: str = "alice", sample: str = "s1") -> AssessTask:
     return AssessTask(store, store.sample_pairs(sample), annotator, sample=sample,
                       scale=scale_of(load_template("umbrela").scale))
-
-
-@contextmanager
-def assess_server(*args: str, timeout: float = 60.0):
-    """`reljudge assess ARGS --port 0` in its own process; yields (url, process, first lines)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "reljudge", "assess", *args, "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                            cwd=ROOT)
-    lines: list[str] = []
-    got: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [got.put(x) for x in proc.stdout], daemon=True).start()
-    try:
-        deadline = time.monotonic() + timeout
-        url = None
-        while url is None or ("token=" in url and not lines[-1].startswith("token:")):
-            try:
-                line = got.get(timeout=0.2)
-            except queue.Empty:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"assess did not start: {lines}") from None
-                continue
-            lines.append(line.rstrip("\n"))
-            if line.startswith("open "):
-                url = line.split()[1]
-        yield url, proc, lines
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 # -- the scale ------------------------------------------------------------------------------

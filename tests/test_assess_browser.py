@@ -10,7 +10,7 @@ import numpy as np
 from reljudge.labels import RETRACTED
 from reljudge.store import LabelStore
 from tests.browser import ARTIFACTS, Browser
-from tests.test_assess import PAIRS, assess_server, make_store
+from tests.helpers import PAIRS, assess_server, make_store
 
 TEXT = "document.getElementById('{}').textContent"
 SAVED = ("document.getElementById('status').dataset.state === 'saved' && "

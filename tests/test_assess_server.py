@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from reljudge.store import LabelStore
-from tests.test_assess import PAIRS, assess_server, make_store
+from tests.helpers import PAIRS, assess_server, make_store
 
 ROUTES = ("", "api/state", "api/item/0", "static/app.js", "static/style.css")
 

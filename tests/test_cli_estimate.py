@@ -8,44 +8,11 @@ import numpy as np
 import pytest
 
 from reljudge.cli import main
-from reljudge.labels import LabelEvent
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
 from reljudge.types import Qrels, Run
-
-NQ, ND = 30, 12
-
-
-@pytest.fixture
-def world(tmp_path):
-    """A store with an LLM judge's labels on every pair, human truth, and two runs."""
-    rng = np.random.default_rng(0)
-    truth = {(f"q{q}", f"d{q}-{d}"): int(rng.integers(0, 4)) for q in range(NQ)
-             for d in range(ND)}
-    judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}  # lenient
-    store_path = tmp_path / "labels.sqlite"
-    with LabelStore(store_path) as store:
-        store.add_grades([(q, d, g) for (q, d), g in judge.items()], "llm", "judge-a")
-        store.add_queries({f"q{q}": f"query {q}" for q in range(NQ)})
-    runs = []
-    for i, noise in enumerate((0.5, 2.0)):
-        qs, ds, ss = [], [], []
-        for (q, d), g in truth.items():
-            qs.append(q)
-            ds.append(d)
-            ss.append(g + noise * rng.normal())
-        path = tmp_path / f"r{i}.run"
-        path.write_text("".join(f"{q} Q0 {d} 0 {s:.6f} sys{i}\n"
-                                for q, d, s in zip(qs, ds, ss, strict=True)))
-        runs.append(path)
-    return tmp_path, store_path, truth, runs
-
-
-def _grade(store_path, truth, name):
-    with LabelStore(store_path) as store:
-        pairs = store.sample_pairs(name)
-        store.add_events([LabelEvent(q, d, truth[(q, d)], "human", "ann1",
-                                     meta={"sample": name}) for q, d in pairs])
+from tests.helpers import ND, NQ
+from tests.helpers import grade_sample as _grade
 
 
 def test_query_sample_then_estimate_shows_three_columns_and_covers(world, capsys):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from reljudge.testing import FakeOpenAI
-from tests.test_pipeline import grader
+from tests.helpers import grader
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "examples").glob("*/README.md"))]

@@ -8,7 +8,6 @@ mid-run the way a crashed server dies (connections refused, open ones dropped).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import threading
 import time
@@ -25,18 +24,13 @@ from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.judge.cache import cache_key
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
+from reljudge.testing import hash_grader as grader  # the grade follows from the prompt
 
 N = 300
 QUERIES = {f"q{i}": f"query number {i} about leave" for i in range(10)}
 PASSAGES = {f"d{i}": f"passage {i} on leave and expenses" for i in range(N)}
 PAIRS = [(f"q{i % 10}", f"d{i}") for i in range(N)]
 FAST = dict(backoff=0.01, max_attempts=2, breaker_after=3, timeout=3.0)
-
-
-def grader(req) -> Reply:
-    """A deterministic judge: the grade follows from the prompt, whoever answers."""
-    grade = int(hashlib.sha256(req.user_text.encode()).hexdigest(), 16) % 4
-    return Reply.text(f"##final score: {grade}")
 
 
 def servers(k: int, delay: float = 0.01, handler=grader) -> list[FakeOpenAI]:

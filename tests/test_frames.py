@@ -20,7 +20,7 @@ from reljudge.metrics import evaluate_many
 from reljudge.stats import compare
 from reljudge.trec import read_qrels, read_runs
 from reljudge.types import Qrels, Run
-from tests.test_cli_estimate import _grade, world  # noqa: F401 (a store with a judge, two runs)
+from tests.helpers import grade_sample as _grade
 
 pd = pytest.importorskip("pandas")
 
@@ -158,7 +158,7 @@ def test_without_pandas_to_dataframe_names_the_install(monkeypatch):
         ev.to_dataframe()
 
 
-def test_store_estimates_frame_equals_estimate_json_and_prints_its_table(world, capsys):  # noqa: F811
+def test_store_estimates_frame_equals_estimate_json_and_prints_its_table(world, capsys):
     from reljudge.infer.scores import from_store
     from reljudge.store import LabelStore
 

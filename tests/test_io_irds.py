@@ -163,16 +163,6 @@ def test_labels_import_from_irds_is_named_by_the_dataset_and_imported_once(tiny,
     assert sorted(read_qrels(tmp_path / "out.qrels")) == sorted(read_qrels(files["qrels"]))
 
 
-def grader(req):
-    """A deterministic judge: the grade follows from the passage text."""
-    import hashlib
-
-    from reljudge.testing import Reply
-
-    grade = int(hashlib.sha256(req.user_text.encode()).hexdigest(), 16) % 4
-    return Reply.text(f"##final score: {grade}")
-
-
 def write_pipeline(path: Path, queries, passages, human, out: Path) -> Path:
     path.write_text(f'[inputs]\nqueries = "{queries}"\npassages = "{passages}"\n'
                     f'runs = {json.dumps(RUNS)}\nhuman_qrels = "{human}"\n'
@@ -186,6 +176,7 @@ def test_pipeline_takes_irds_inputs_reads_pooled_passages_only_and_scores_as_fil
     from reljudge.pool import build_pool
     from reljudge.store import LabelStore
     from reljudge.testing import FakeOpenAI
+    from reljudge.testing import hash_grader as grader  # the grade follows from the prompt
     from reljudge.trec import read_runs
 
     spec, files = tiny

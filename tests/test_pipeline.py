@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,18 +18,10 @@ from reljudge.errors import ConfigError
 from reljudge.pipeline import load_config
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
+from tests.helpers import EXAMPLE, grader
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "hr-handbook"
 ARTEFACTS = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
              "audit.md", "pool.tsv"]
-
-
-def grader(req):
-    """A deterministic judge: the grade follows from the passage text."""
-    text = req.user_text
-    grade = int(hashlib.sha256(text.encode()).hexdigest(), 16) % 4
-    return Reply.text(f"Intent: find the policy.\nM: 2\nT: 3\n##final score: {grade}",
-                      delay=0.01)
 
 
 @pytest.fixture

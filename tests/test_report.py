@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -17,30 +16,9 @@ from reljudge.judge.cost import Price
 from reljudge.pipeline import load_config
 from reljudge.store import LabelStore
 from reljudge.store.views import conflicts_with_text
-from reljudge.testing import FakeOpenAI
-from tests.test_pipeline import EXAMPLE, grader  # the same scripted judge as the pipeline test
+from tests.helpers import EXAMPLE, run_pipelines
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
-
-
-def run_pipelines(dests, cache, monkeypatch) -> None:
-    """Copy the hr-handbook example to each folder and run it, all against one scripted
-    server (its address is part of the answer cache's key) and one cache."""
-    monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(cache))
-    with FakeOpenAI(grader) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        monkeypatch.setenv("OPENAI_MODEL", "fake-judge")
-        for dest in dests:
-            shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("out"))
-            assert main(["run", str(dest / "pipeline.toml"), "--quiet"]) == 0
-
-
-@pytest.fixture
-def labelled_example(tmp_path, monkeypatch):
-    """The hr-handbook pipeline run against the scripted local server."""
-    run_pipelines([tmp_path / "hr"], tmp_path / "cache", monkeypatch)
-    return tmp_path / "hr"
 
 
 def report_of(example, out) -> str:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from reljudge.cli import main
 from tests.browser import ARTIFACTS, Browser
-from tests.test_report import labelled_example  # noqa: F401 - the fixture
 
 WIDTHS = (1280, 390)
 LOADED = "document.readyState === 'complete'"

@@ -7,3 +7,7 @@ __all__ = ["FakeOpenAI", "Reply", "chat_reply"]
 from reljudge.testing.synthetic import synthetic_runs  # noqa: E402
 
 __all__ += ["synthetic_runs"]
+
+from reljudge.testing.graders import hash_grader  # noqa: E402
+
+__all__ += ["hash_grader"]

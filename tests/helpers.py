@@ -1,0 +1,149 @@
+"""Helpers shared by several test modules (no test imports another test module)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from reljudge.cli import main
+from reljudge.labels import LabelEvent
+from reljudge.store import LabelStore
+from reljudge.testing import FakeOpenAI, hash_grader
+
+# -- the hr-handbook pipeline against a scripted judge (test_pipeline, test_report, test_docs)
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "hr-handbook"
+
+#: the pipeline tests' scripted judge: the grade follows from the passage text
+grader = partial(hash_grader, preamble="Intent: find the policy.\nM: 2\nT: 3\n", delay=0.01)
+
+
+def run_pipelines(dests, cache, monkeypatch) -> None:
+    """Copy the hr-handbook example to each folder and run it, all against one scripted
+    server (its address is part of the answer cache's key) and one cache."""
+    monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(cache))
+    with FakeOpenAI(grader) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("OPENAI_MODEL", "fake-judge")
+        for dest in dests:
+            shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("out"))
+            assert main(["run", str(dest / "pipeline.toml"), "--quiet"]) == 0
+
+
+# -- a store with a sample and a running `reljudge assess` (test_assess*)
+EVIL = ('<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
+        "<b>bold?</b> & plain text after the tags")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def add_sample(store: LabelStore, name: str, pairs: list[tuple[str, str]],
+               unit: str = "pair") -> None:
+    """Insert a sample the way issue 14's `reljudge sample` would (rows, in draw order)."""
+    store.conn.execute("INSERT INTO samples (name, unit, design, seed, budget, created_at) "
+                       "VALUES (?, ?, 'srs-pairs', 1, ?, 0)", (name, unit, len(pairs)))
+    sid = store.conn.execute("SELECT id FROM samples WHERE name = ?", (name,)).fetchone()[0]
+    for pos, (q, d) in enumerate(pairs):
+        store.conn.execute(
+            "INSERT INTO sample_items (sample, q, d, position, prob) VALUES "
+            "(?, (SELECT id FROM queries WHERE qid = ?), (SELECT id FROM passages WHERE docid = ?),"
+            " ?, 0.25)", (sid, q, d, pos))
+
+
+PAIRS = [("q1", "d0"), ("q1", "d1"), ("q1", "evil"), ("q1", "d3"), ("q2", "d4"), ("q2", "d5"),
+         ("q2", "d6"), ("q3", "d7"), ("q3", "d8"), ("q3", "d9")]
+
+
+def make_store(path: Path, pairs: list[tuple[str, str]] = PAIRS) -> Path:
+    """A store with query and passage texts, a few LLM labels, and sample 's1' of ``pairs``."""
+    with LabelStore(path) as store:
+        store.add_queries({**{q: f"query {q}" for q, _ in pairs},
+                           "q1": "how do cats purr", "q2": "height of <b>Everest</b>",
+                           "q3": "what is a relevance judgment"})
+        store.add_passages({d: EVIL if d == "evil" else
+                            f"Passage {d}. " + "Some words about the topic. " * 12
+                            for _, d in pairs})
+        store.add_events([LabelEvent("q1", "d0", 2, "llm", "gpt-judge"),
+                          LabelEvent("q2", "d4", 0, "llm", "gpt-judge")])
+        add_sample(store, "s1", pairs)
+    return path
+
+
+@contextmanager
+def assess_server(*args: str, timeout: float = 60.0):
+    """`reljudge assess ARGS --port 0` in its own process; yields (url, process, first lines)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "reljudge", "assess", *args, "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                            cwd=ROOT)
+    lines: list[str] = []
+    got: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [got.put(x) for x in proc.stdout], daemon=True).start()
+    try:
+        deadline = time.monotonic() + timeout
+        url = None
+        while url is None or ("token=" in url and not lines[-1].startswith("token:")):
+            try:
+                line = got.get(timeout=0.2)
+            except queue.Empty:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"assess did not start: {lines}") from None
+                continue
+            lines.append(line.rstrip("\n"))
+            if line.startswith("open "):
+                url = line.split()[1]
+        yield url, proc, lines
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+# -- a store with a judge's labels, human truth and two runs (test_cli_estimate, test_frames)
+NQ, ND = 30, 12
+
+
+def estimate_world(tmp_path: Path):
+    """A store with an LLM judge's labels on every pair, human truth, and two runs."""
+    rng = np.random.default_rng(0)
+    truth = {(f"q{q}", f"d{q}-{d}"): int(rng.integers(0, 4)) for q in range(NQ)
+             for d in range(ND)}
+    judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}  # lenient
+    store_path = tmp_path / "labels.sqlite"
+    with LabelStore(store_path) as store:
+        store.add_grades([(q, d, g) for (q, d), g in judge.items()], "llm", "judge-a")
+        store.add_queries({f"q{q}": f"query {q}" for q in range(NQ)})
+    runs = []
+    for i, noise in enumerate((0.5, 2.0)):
+        qs, ds, ss = [], [], []
+        for (q, d), g in truth.items():
+            qs.append(q)
+            ds.append(d)
+            ss.append(g + noise * rng.normal())
+        path = tmp_path / f"r{i}.run"
+        path.write_text("".join(f"{q} Q0 {d} 0 {s:.6f} sys{i}\n"
+                                for q, d, s in zip(qs, ds, ss, strict=True)))
+        runs.append(path)
+    return tmp_path, store_path, truth, runs
+
+
+def grade_sample(store_path, truth, name):
+    """Grade sample ``name`` with the human truth, as annotator ann1."""
+    with LabelStore(store_path) as store:
+        pairs = store.sample_pairs(name)
+        store.add_events([LabelEvent(q, d, truth[(q, d)], "human", "ann1",
+                                     meta={"sample": name}) for q, d in pairs])
