@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reljudge.errors import ConfigError
+from reljudge.grades import SCALE_TEXT
 
 MARKER = ".reljudge-demo"
 
@@ -76,7 +77,7 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     cols = [c for c in COLUMNS if c in rows[0]]
     say(render(cols, [[r.get(c) for c in cols] for r in rows], digits=3).rstrip())
     a = res.among_judges
-    say(f"{sum(clipped.values())} out-of-scale grades clipped to 0..3 "
+    say(f"{sum(clipped.values())} out-of-scale grades clipped to {SCALE_TEXT} "
         f"({', '.join(f'{k}: {v}' for k, v in clipped.items() if v)}); the runs are synthetic "
         f"(grade + noise), see examples/llmjudge-dl23/README.md; among the judges: "
         f"Krippendorff's alpha (ordinal) {a['alpha_ordinal']:.3f}")

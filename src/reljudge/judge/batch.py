@@ -68,8 +68,9 @@ class BatchJob:
 
     def __init__(self, labeller: Labeller, store, *, say: Callable[[str], None] | None = None,
                  on_step: Callable[[str], None] | None = None):
-        """``say``: where the job's progress lines go (default: logged at INFO on this module's
-        logger; the CLI prints them). ``on_step``: called with each name of STEPS just after
+        """``say``: where the job's progress lines go (the CLI prints them; by default they
+        are logged on this module's logger at WARNING, so that unconfigured logging still
+        shows them on stderr as before). ``on_step``: called with each name of STEPS just after
         the job took it (a crash test kills the process there)."""
         if store is None:
             raise ConfigError("--batch records its batches in a label store: pass --store")
@@ -77,7 +78,7 @@ class BatchJob:
         self.config = labeller.config
         self.store = store
         self.log = BatchLog(store)
-        self._say = say if say is not None else _log.info
+        self._say = say if say is not None else _log.warning
         self._on_step = on_step
         self._client = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled

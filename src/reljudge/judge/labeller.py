@@ -15,8 +15,8 @@ would do, and what is settled already, is ``reljudge.judge.planning``.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -43,6 +43,8 @@ from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.results import Estimate, LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
+_log = logging.getLogger(__name__)
+
 __all__ = ["BudgetReached", "Estimate", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]
 
@@ -59,7 +61,8 @@ class Labeller:
     def __init__(self, config: JudgeConfig, template: Template | None = None, *,
                  on_warning: Callable[[str], None] | None = None):
         """``on_warning``: told each new warning of a run as it happens (the CLI prints it);
-        by default it goes to ``warnings.warn``. Every warning is in the report too."""
+        by default it is logged (WARNING, this module's logger). Every warning is in the
+        report too."""
         self.config = config
         self.on_warning = on_warning
         self.template = template or load_template(config.prompt)
@@ -154,13 +157,13 @@ class Labeller:
 
     # -- running ---------------------------------------------------------------------------
     def _warn(self, note: str, report: LabelReport) -> None:
-        """A note for the report, told once as it happens (``on_warning``, else warnings)."""
+        """A note for the report, told once as it happens (``on_warning``, else logged)."""
         if note not in report.warnings:
             report.warnings.append(note)
             if self.on_warning is not None:
                 self.on_warning(note)
-            else:
-                warnings.warn(note, stacklevel=2)
+            else:  # unconfigured logging shows it on stderr as "warning: ...", as ever
+                _log.warning("warning: %s", note)
 
     async def _ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
                    requeue: bool = False) -> tuple[Answer, bool, dict]:
