@@ -103,10 +103,12 @@ def add_config_flags(judge, limits) -> None:
 def register(sub) -> None:
     """Add the ``label`` subcommand."""
     from reljudge.cli import HelpFormatter, common
+    from reljudge.grades import GRADE_MAX, GRADE_MIN
 
-    p = sub.add_parser("label", help="grade query-passage pairs 0-3 with an LLM",
-                       description="Grade (query, passage) pairs on the TREC 0-3 scale with any "
-                                   "OpenAI-compatible LLM endpoint.",
+    scale = f"{GRADE_MIN}-{GRADE_MAX}"
+    p = sub.add_parser("label", help=f"grade query-passage pairs {scale} with an LLM",
+                       description=f"Grade (query, passage) pairs on the TREC {scale} scale with "
+                                   "any OpenAI-compatible LLM endpoint.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     src = p.add_argument_group("what to label")
     src.add_argument("--queries", required=True, help="queries: TSV (qid<TAB>text), JSONL or "
