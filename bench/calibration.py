@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from reljudge.audit import agreement as ag
 from reljudge.audit import read_judge
 from reljudge.infer.calibrate import K, decide, one_hot
 from reljudge.infer.heldout import (
@@ -45,6 +44,7 @@ from reljudge.infer.heldout import (
     selected_fit_predict,
     thresholded,
 )
+from reljudge.stats import agreement as ag
 
 STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")
 BEST_RAW = {"kappa": 0.2863, "kappa_quadratic": 0.5069, "alpha_ordinal": 0.5020}

@@ -87,8 +87,8 @@ def write_files(qrels, run, folder: Path) -> tuple[Path, Path]:
 # --- one tool, one path: runs inside a subprocess --------------------------------------------
 
 def _reljudge(qrels, run, files):
+    from reljudge.io.trec import read_qrels, read_run
     from reljudge.metrics import evaluate
-    from reljudge.trec import read_qrels, read_run
 
     if files:
         qrels, run = read_qrels(qrels), read_run(run)

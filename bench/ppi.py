@@ -35,12 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
-from reljudge.audit import agreement as ag
 from reljudge.audit.audit import join, read_judge
 from reljudge.infer.ppi import Estimate, Moments, estimate_from_moments, post_stratified
 from reljudge.infer.sample import allocate
+from reljudge.io.trec import read_qrels
+from reljudge.stats import agreement as ag
 from reljudge.stats import bootstrap_ci
-from reljudge.trec import read_qrels
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "llmjudge"
 K = 10

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from reljudge.io.trec import write_qrels
 from reljudge.store import LabelStore, import_labels
-from reljudge.trec import write_qrels
 
 
 def main() -> None:

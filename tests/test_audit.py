@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reljudge.audit import agreement as ag
 from reljudge.audit import audit, read_judge
 from reljudge.audit import systems as sy
 from reljudge.audit.audit import audit_measures, join, result_to_dict
 from reljudge.errors import InputError
-from reljudge.trec import read_qrels
+from reljudge.io.trec import read_qrels
+from reljudge.stats import agreement as ag
 from reljudge.types import Qrels, Run
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")

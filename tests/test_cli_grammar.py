@@ -402,8 +402,8 @@ def test_quiet_is_on_every_command_doing_long_work():
 
 
 def test_audit_scores_runs_by_the_same_query_rule_as_eval(tmp_path, capsys):
+    from reljudge.io.trec import read_qrels, read_run
     from reljudge.metrics import evaluate
-    from reljudge.trec import read_qrels, read_run
 
     lines = Path(DL_RUNS[0]).read_text().splitlines()
     keep = sorted({x.split()[0] for x in lines})[:5]  # a run that answers 5 queries only

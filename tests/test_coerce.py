@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import reljudge.trec as trec
+import reljudge.io.trec as trec
 from reljudge.audit import audit
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.coerce import as_qrels, as_run
@@ -144,7 +144,7 @@ def test_integer_ids_are_scored_not_silently_dropped():
     ({"q": [("a", 1)]}, {"q": {"a": 1.0}}, r"expected \{query id: \{document id: grade\}\}"),
     ([("q", "a", 1)], {"q": {"a": 1.0}}, "expected records with named fields"),
     ("x.qrels", {"q": {"a": 1.0}}, "found a path 'x.qrels'; read the file with "
-                                   "reljudge.trec.read_qrels"),
+                                   "reljudge.read_qrels"),
     (Run.from_dict({"q": {"a": 1.0}}), {"q": {"a": 1.0}}, "expected qrels, found a Run"),
 ])
 def test_bad_in_memory_inputs_are_input_errors_saying_what(qrels, run, needle):
@@ -227,7 +227,7 @@ def test_pandas_and_ir_measures_are_not_imported_for_plain_inputs(tmp_path):
     import sys
 
     (tmp_path / "x.run").write_text("q Q0 a 1 0.5 t\n")
-    code = ("import sys; from reljudge.metrics import evaluate; from reljudge.trec import read_run;"
+    code = ("import sys; from reljudge.metrics import evaluate; from reljudge.io.trec import read_run;"
             f"evaluate({{1: {{'a': 1}}}}, {{1: {{'a': .5}}}}, 'AP');"
             f"evaluate({{'q': {{'a': 1}}}}, read_run({str(tmp_path / 'x.run')!r}), ['AP']);"
             "print(sorted({'pandas', 'ir_measures'} & set(sys.modules)))")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from reljudge.io import read_passages, read_queries
-from reljudge.trec import read_qrels, read_run
+from reljudge.io.trec import read_qrels, read_run
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

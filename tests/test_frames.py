@@ -16,9 +16,9 @@ from reljudge.audit import audit, read_judge
 from reljudge.cli import main
 from reljudge.errors import ReljudgeError
 from reljudge.io.coerce import as_qrels, as_run
+from reljudge.io.trec import read_qrels, read_runs
 from reljudge.metrics import evaluate_many
 from reljudge.stats import compare
-from reljudge.trec import read_qrels, read_runs
 from reljudge.types import Qrels, Run
 from tests.helpers import grade_sample as _grade
 

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reljudge.audit import agreement as ag
 from reljudge.errors import InputError
 from reljudge.infer.calibrate import decide
 from reljudge.infer.decision import Thresholds, fit_thresholds
@@ -21,6 +20,7 @@ from reljudge.infer.heldout import (
     selected_fit_predict,
     thresholded,
 )
+from reljudge.stats import agreement as ag
 from reljudge.types import Qrels
 
 

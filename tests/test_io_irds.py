@@ -12,7 +12,7 @@ import pytest
 
 from reljudge.cli import main
 from reljudge.io import read_pairs, read_passages, read_queries
-from reljudge.trec import read_qrels
+from reljudge.io.trec import read_qrels
 
 ROOT = Path(__file__).resolve().parent.parent
 HR = ROOT / "examples" / "hr-handbook"
@@ -173,11 +173,11 @@ def write_pipeline(path: Path, queries, passages, human, out: Path) -> Path:
 
 def test_pipeline_takes_irds_inputs_reads_pooled_passages_only_and_scores_as_files(
         tiny, tmp_path, monkeypatch, capsys):
+    from reljudge.io.trec import read_runs
     from reljudge.pool import build_pool
     from reljudge.store import LabelStore
     from reljudge.testing import FakeOpenAI
     from reljudge.testing import hash_grader as grader  # the grade follows from the prompt
-    from reljudge.trec import read_runs
 
     spec, files = tiny
     by_irds = write_pipeline(tmp_path / "irds.toml", spec, spec, spec, tmp_path / "irds-out")

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reljudge.errors import InputError, MeasureError
+from reljudge.io.trec import read_qrels
 from reljudge.metrics import evaluate, parse_measure
-from reljudge.trec import read_qrels
 from reljudge.types import Qrels, Run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -121,7 +121,7 @@ def tied_workload(draw):
 
 def _files(folder, qrels: dict, run: dict) -> list:
     """The (qrels, run) read back from TREC files by the fast reader and the python one."""
-    import reljudge.trec as trec
+    import reljudge.io.trec as trec
 
     (folder / "x.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items()
                                             for d, g in docs.items()), encoding="utf-8")
@@ -236,7 +236,7 @@ def test_ties_are_broken_by_docid_descending_in_byte_order():
 
 
 def test_rank_column_is_ignored(tmp_path):
-    from reljudge.trec import read_run
+    from reljudge.io.trec import read_run
 
     p = tmp_path / "r.run"
     p.write_text("q Q0 a 1 0.1 t\nq Q0 b 2 0.9 t\n")

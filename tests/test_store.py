@@ -17,11 +17,11 @@ import pytest
 from reljudge.audit import read_judge
 from reljudge.cli import main
 from reljudge.errors import InputError, StoreError
+from reljudge.io.trec import read_qrels
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
 from reljudge.store.importers import read_labels
 from reljudge.store.schema import SCHEMA_VERSION, V1
-from reljudge.trec import read_qrels
 
 
 def ev(q, d, grade, kind="llm", name="judge", sample=0, failure=None, **kw):

@@ -6,14 +6,14 @@ import pytest
 
 from reljudge import InputError, Qrels, Run
 from reljudge.cli import main
-from reljudge.trec import read_qrels, read_run, write_qrels, write_run
+from reljudge.io.trec import read_qrels, read_run, write_qrels, write_run
 
 
 @pytest.fixture(autouse=True, params=["python-path", "arrow-path"])
 def reader(request, monkeypatch):
     """Every test here runs twice: small-file Python reader, and the pyarrow fast path
     (forced on for small files; it hands irregular files back to the Python reader)."""
-    import reljudge.trec as trec
+    import reljudge.io.trec as trec
 
     if request.param == "arrow-path":
         monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0)
@@ -106,7 +106,7 @@ def test_cli_without_command_prints_help_and_exits_2(capsys):
 
 
 def test_chunked_fast_path_equals_line_by_line_parse(tmp_path, monkeypatch):
-    import reljudge.trec as trec
+    import reljudge.io.trec as trec
 
     lines = [f"q{i % 7} Q0 d{i} {i} {i / 3!r} tag\n" for i in range(500)]
     p = write(tmp_path, "big.run", "".join(lines))

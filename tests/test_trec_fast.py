@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import reljudge.trec as trec
+import reljudge.io.trec as trec
 from reljudge import InputError, columns
+from reljudge.io.trec import read_qrels, read_run
 from reljudge.metrics import evaluate
 from reljudge.metrics.ranking import rank_columns, rank_dicts
-from reljudge.trec import read_qrels, read_run
 
 MEASURES = ["nDCG@5", "nDCG", "nDCG(dcg='exp-log2')@10", "nDCG(ideal='run')@3",
             "nDCG(judged_only=True)@5", "P@5", "P(rel=2)@5", "R@10", "RR", "RR@3", "AP", "AP@5",

@@ -7,8 +7,8 @@ would reorder systems of known quality. Run: python make_runs.py
 
 from pathlib import Path
 
+from reljudge.io.trec import read_qrels, write_run
 from reljudge.testing import synthetic_runs
-from reljudge.trec import read_qrels, write_run
 
 HERE = Path(__file__).resolve().parent
 

@@ -39,10 +39,10 @@ _LAZY = {
     "Run": ("reljudge.types", "Run"),
     "LabelEvent": ("reljudge.labels", "LabelEvent"),
     # reading inputs
-    "read_qrels": ("reljudge.trec", "read_qrels"),
-    "read_run": ("reljudge.trec", "read_run"),
-    "read_runs": ("reljudge.trec", "read_runs"),
-    "write_qrels": ("reljudge.trec", "write_qrels"),
+    "read_qrels": ("reljudge.io.trec", "read_qrels"),
+    "read_run": ("reljudge.io.trec", "read_run"),
+    "read_runs": ("reljudge.io.trec", "read_runs"),
+    "write_qrels": ("reljudge.io.trec", "write_qrels"),
     "read_queries": ("reljudge.io.texts", "read_queries"),
     "read_passages": ("reljudge.io.texts", "read_passages"),
     "read_pairs": ("reljudge.io.texts", "read_pairs"),
@@ -109,6 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.infer.scores import from_store as estimate
     from reljudge.io.coerce import as_qrels, as_run
     from reljudge.io.texts import read_pairs, read_passages, read_queries
+    from reljudge.io.trec import read_qrels, read_run, read_runs, write_qrels
     from reljudge.judge.config import JudgeConfig
     from reljudge.judge.labeller import Labeller, label_pairs
     from reljudge.labels import LabelEvent
@@ -116,7 +117,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.pool import build_pool
     from reljudge.stats.compare import compare
     from reljudge.store import LabelStore
-    from reljudge.trec import read_qrels, read_run, read_runs, write_qrels
     from reljudge.types import Qrels, Run
 
 

@@ -49,11 +49,11 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     from reljudge.audit import audit, read_judge
     from reljudge.audit.audit import COLUMNS, result_to_dict
     from reljudge.io.files import atomic_write
+    from reljudge.io.trec import read_qrels, read_run
     from reljudge.pipeline import load_config
     from reljudge.pipeline.config import judge_config
     from reljudge.pipeline.runner import run_pipeline
     from reljudge.tables import markdown_table, render
-    from reljudge.trec import read_qrels, read_run
 
     fresh_folder(out)
     say("== 1. hr-handbook: two retrievers over a 46-chunk HR handbook, 48 human labels ==")

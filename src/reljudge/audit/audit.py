@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from reljudge.audit import agreement as ag
 from reljudge.audit import systems as sy
 from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
 from reljudge.grades import SCALE_TEXT, aggregate_grades, out_of_scale
 from reljudge.io.coerce import as_qrels, as_runs
+from reljudge.stats import agreement as ag
 from reljudge.types import Qrels, Run
 
 COLUMNS = ["judge", "pairs", "exact", "kappa", "kappa_lin", "kappa_quad", "alpha_ord",
@@ -92,9 +92,7 @@ def item_agreement(joined: Joined, bootstrap: int = 0, seed: int = 0,
 def per_query_confusions(joined: Joined) -> np.ndarray:
     """(queries, K, K) confusion matrices, one per query."""
     _, qcode = np.unique(joined.qids, return_inverse=True)
-    nq = qcode.max() + 1
-    flat = (qcode * ag.K * ag.K + joined.reference * ag.K + joined.judge)
-    return np.bincount(flat, minlength=nq * ag.K * ag.K).reshape(nq, ag.K, ag.K).astype(float)
+    return ag.confusions(joined.reference, joined.judge, qcode, qcode.max() + 1)
 
 
 def bootstrap_ci(joined: Joined, n: int, seed: int, level: float = 0.95

@@ -133,9 +133,9 @@ def run_audit(args: argparse.Namespace) -> int:
     """Load, audit, print."""
     from reljudge.audit.audit import audit_measures, measures_table, result_to_dict
     from reljudge.cli.common import working
+    from reljudge.io.trec import read_runs
     from reljudge.metrics.evaluate import parse_measures
     from reljudge.tables import json_dumps, render
-    from reljudge.trec import read_runs
 
     measures = [str(m) for m in parse_measures(args.measures or ["nDCG@10"])]
     name, ref, judges, clipped = load_labels(args)

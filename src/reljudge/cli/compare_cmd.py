@@ -68,10 +68,10 @@ def register(sub) -> None:
 def run(args) -> int:
     """Compare and print."""
     from reljudge.cli.common import working
+    from reljudge.io.trec import read_qrels, read_runs
     from reljudge.stats import compare
     from reljudge.stats.compare import comparison_dict, comparison_rows
     from reljudge.tables import json_dumps, render
-    from reljudge.trec import read_qrels, read_runs
 
     runs = read_runs(args.runs)
     qrels = read_qrels(args.qrels)

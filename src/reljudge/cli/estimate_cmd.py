@@ -60,9 +60,9 @@ def run(args) -> int:
     from reljudge.cli.common import emit, working
     from reljudge.errors import ConfigError
     from reljudge.infer.scores import estimate_table, from_store
+    from reljudge.io.trec import read_run
     from reljudge.store import LabelStore
     from reljudge.tables import json_dumps, render
-    from reljudge.trec import read_run
 
     if not 0 < args.level < 1:
         raise ConfigError(f"--level must be between 0 and 1, got {args.level}")

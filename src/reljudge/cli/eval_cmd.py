@@ -76,10 +76,10 @@ def _note_unjudged(results: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
+    from reljudge.io.trec import read_qrels, read_runs
     from reljudge.metrics import evaluate_many, parse_measure
     from reljudge.metrics.queries import describe, rule, warnings
     from reljudge.tables import json_dumps, render
-    from reljudge.trec import read_qrels, read_runs
 
     measures = [str(parse_measure(m)) for m in (args.measures or DEFAULT_MEASURES)]
     if args.judged:

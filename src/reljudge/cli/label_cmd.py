@@ -177,8 +177,8 @@ def run_label(args: argparse.Namespace) -> int:
     if args.pairs:
         pairs = read_pairs(args.pairs)
     else:
+        from reljudge.io.trec import read_run
         from reljudge.pool import build_pool
-        from reljudge.trec import read_run
 
         pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
     passages = read_passages(args.passages, {d for _, d in pairs})  # irds: these ids only
@@ -268,7 +268,7 @@ def write_judge_qrels(report, store, judge_id: str | list[str], aggregate: str,
     first of them that graded it."""
     import numpy as np
 
-    from reljudge.trec import write_qrels
+    from reljudge.io.trec import write_qrels
     from reljudge.types import Qrels
 
     judges = [judge_id] if isinstance(judge_id, str) else judge_id

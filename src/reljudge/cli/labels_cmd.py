@@ -192,8 +192,8 @@ def do_merge(args) -> int:
     from collections import Counter
 
     from reljudge.cli.common import check_outputs
+    from reljudge.io.trec import write_qrels
     from reljudge.tables import json_dumps, render
-    from reljudge.trec import write_qrels
 
     check_outputs(args.out, args.provenance)
     with _open(args) as store:
@@ -220,7 +220,7 @@ def do_merge(args) -> int:
 
 def do_export(args) -> int:
     """Write one source (or kind) alone."""
-    from reljudge.trec import write_qrels
+    from reljudge.io.trec import write_qrels
 
     policy = f"source={args.source}" if args.source else f"{args.kind}-only"
     with _open(args) as store:

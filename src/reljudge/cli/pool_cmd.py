@@ -53,9 +53,9 @@ def run(args) -> int:
     """Pool and report."""
     from reljudge.cli.common import check_outputs, flatten, working
     from reljudge.io.files import atomic_write
+    from reljudge.io.trec import read_runs
     from reljudge.pool import build_pool, judged_at_k, rbp_residual
     from reljudge.tables import json_dumps, render
-    from reljudge.trec import read_runs
 
     check_outputs(args.out)
     if not 0.0 < args.rbp_p < 1.0:

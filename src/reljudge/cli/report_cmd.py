@@ -79,10 +79,10 @@ def run(args) -> int:
     from reljudge.cli.common import check_outputs, working
     from reljudge.errors import ConfigError
     from reljudge.io.files import atomic_write
+    from reljudge.io.trec import read_qrels, read_runs
     from reljudge.judge.cost import explicit_price
     from reljudge.report.html import build_report
     from reljudge.store import LabelStore
-    from reljudge.trec import read_qrels, read_runs
     from reljudge.types import distinct_names
 
     check_outputs(args.out)

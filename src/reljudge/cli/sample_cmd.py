@@ -82,8 +82,8 @@ def run(args) -> int:
         grades = store.source_grades(args.judge)
         runs = []
         if args.runs:
+            from reljudge.io.trec import read_run
             from reljudge.pool import build_pool
-            from reljudge.trec import read_run
 
             runs = [read_run(r) for r in args.runs]
             pairs = build_pool(runs, args.depth).pairs

@@ -21,15 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
+from reljudge.grades import GRADE_VALUES, N_GRADES
 
-K = 4  # grades 0..3
-GRADES = np.arange(K, dtype=np.float64)
 DECISIONS = ("mode", "median", "expected")
 CENTERS = ("judge", "marginal")
 TRUST = 0.9  # weight of the judge's own grade in the "judge" prior centre
 
 
-def one_hot(grades: np.ndarray, k: int = K) -> np.ndarray:
+def one_hot(grades: np.ndarray, k: int = N_GRADES) -> np.ndarray:
     """(n, k) indicator rows; a grade of -1 (missing) gives a zero row."""
     grades = np.asarray(grades, dtype=np.int64)
     out = np.zeros((len(grades), k))
@@ -42,18 +41,18 @@ def check_grades(grades: np.ndarray, what: str, missing: bool = False) -> np.nda
     """Grades as int64, all within 0..3 (or -1 for missing when allowed), else InputError."""
     g = np.asarray(grades, dtype=np.int64)
     low = -1 if missing else 0
-    bad = (g < low) | (g >= K)
+    bad = (g < low) | (g >= N_GRADES)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{what}: grade {int(g[i])} at position {i} is outside 0..{K - 1}")
+        raise InputError(f"{what}: grade {int(g[i])} at position {i} is outside 0..{N_GRADES - 1}")
     return g
 
 
 def check_probs(probs: np.ndarray, n: int, what: str) -> np.ndarray:
-    """An (n, K) array of grade distributions (rows summing to 1), else InputError."""
+    """An (n, N_GRADES) array of grade distributions (rows summing to 1), else InputError."""
     p = np.asarray(probs, dtype=np.float64)
-    if p.shape != (n, K):
-        raise InputError(f"{what}: expected {n} rows of {K} grade probabilities, got "
+    if p.shape != (n, N_GRADES):
+        raise InputError(f"{what}: expected {n} rows of {N_GRADES} grade probabilities, got "
                          f"shape {p.shape}")
     if not np.isfinite(p).all() or (p < 0).any() or not np.allclose(p.sum(axis=1), 1.0,
                                                                      atol=1e-6):
@@ -62,7 +61,7 @@ def check_probs(probs: np.ndarray, n: int, what: str) -> np.ndarray:
 
 
 def decide(probs: np.ndarray, rule: str = "mode") -> np.ndarray:
-    """One grade per row of an (n, K) distribution by the named decision rule."""
+    """One grade per row of an (n, N_GRADES) distribution by the named decision rule."""
     probs = np.asarray(probs, dtype=np.float64)
     if rule == "mode":
         return probs.argmax(axis=1)  # ties go to the lower grade
@@ -70,30 +69,30 @@ def decide(probs: np.ndarray, rule: str = "mode") -> np.ndarray:
         cdf = np.cumsum(probs, axis=1)
         return (cdf < 0.5 - 1e-12).sum(axis=1)
     if rule == "expected":
-        return np.minimum(np.floor(probs @ GRADES[: probs.shape[1]] + 0.5), K - 1).astype(
+        return np.minimum(np.floor(probs @ GRADE_VALUES[: probs.shape[1]] + 0.5), N_GRADES - 1).astype(
             np.int64)
     raise InputError(f"unknown decision {rule!r}; expected one of {', '.join(DECISIONS)}")
 
 
 def expected_grade(probs: np.ndarray) -> np.ndarray:
-    """The expected grade of each (n, K) distribution row."""
-    return np.asarray(probs, dtype=np.float64) @ GRADES
+    """The expected grade of each (n, N_GRADES) distribution row."""
+    return np.asarray(probs, dtype=np.float64) @ GRADE_VALUES
 
 
 @dataclass(frozen=True)
 class Calibration:
     """P(human grade | judge grade) fitted on a human sample."""
 
-    table: np.ndarray  # (K judge grades, K human grades), rows sum to 1
-    counts: np.ndarray  # (K, K) sample counts, judge grade x human grade (soft with probs)
-    prior: np.ndarray  # (K,) the human grade marginal of the sample (add-one)
+    table: np.ndarray  # (N_GRADES judge grades, N_GRADES human grades), rows sum to 1
+    counts: np.ndarray  # (N_GRADES, N_GRADES) sample counts, judge grade x human grade (soft with probs)
+    prior: np.ndarray  # (N_GRADES,) the human grade marginal of the sample (add-one)
     strength: float
     pairs: int
     center: str = "judge"
 
     def predict(self, grades: np.ndarray | None = None,
                 probs: np.ndarray | None = None) -> np.ndarray:
-        """Calibrated (n, K) human-grade distributions for judge grades or judge probabilities."""
+        """Calibrated (n, N_GRADES) human-grade distributions for judge grades or judge probabilities."""
         if probs is not None:
             return check_probs(probs, len(probs), "judge probabilities") @ self.table
         if grades is None:
@@ -108,11 +107,11 @@ class Calibration:
 
 
 def prior_rows(marginal: np.ndarray, center: str) -> np.ndarray:
-    """(K, K) centre of each row's Dirichlet prior."""
+    """(N_GRADES, N_GRADES) centre of each row's Dirichlet prior."""
     if center == "judge":
-        return TRUST * np.eye(K) + (1 - TRUST) * marginal[None, :]
+        return TRUST * np.eye(N_GRADES) + (1 - TRUST) * marginal[None, :]
     if center == "marginal":
-        return np.tile(marginal, (K, 1))
+        return np.tile(marginal, (N_GRADES, 1))
     raise InputError(f"unknown prior centre {center!r}; expected one of {', '.join(CENTERS)}")
 
 
@@ -133,7 +132,7 @@ def fit_calibration(judge: np.ndarray, human: np.ndarray, *, probs: np.ndarray |
         raise InputError(f"prior strength must be >= 0, got {strength}")
     counts = soft.T @ one_hot(human)
     # add-one marginal: a grade the sample never shows still keeps a little probability
-    prior = (np.bincount(human, minlength=K) + 1.0) / (len(human) + K)
+    prior = (np.bincount(human, minlength=N_GRADES) + 1.0) / (len(human) + N_GRADES)
     centre = prior_rows(prior, center)
     rows = counts + strength * centre
     total = rows.sum(axis=1, keepdims=True)

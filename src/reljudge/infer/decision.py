@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer.calibrate import K, check_grades
+from reljudge.grades import N_GRADES
+from reljudge.infer.calibrate import check_grades
+from reljudge.stats import agreement as ag
 
 CANDIDATES = 201  # quantiles of the score tried for each cut
 PASSES = 5  # coordinate-ascent sweeps over the three cuts (usually 2 suffice)
@@ -25,11 +27,8 @@ PASSES = 5  # coordinate-ascent sweeps over the three cuts (usually 2 suffice)
 
 def _quadratic_kappa(human: np.ndarray, grades: np.ndarray) -> np.ndarray:
     """Quadratic kappa of each row of a (B, n) grade batch against the (n,) human grades."""
-    from reljudge.audit import agreement as ag
-
     b = grades.shape[0]
-    idx = np.arange(b)[:, None] * K * K + human[None, :] * K + grades
-    conf = np.bincount(idx.reshape(-1), minlength=b * K * K).reshape(b, K, K).astype(float)
+    conf = ag.confusions(human[None, :], grades, np.arange(b)[:, None], b)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.nan_to_num(ag.cohen_kappa(conf, "quadratic"), nan=-np.inf)
 
@@ -66,16 +65,16 @@ def fit_thresholds(score: np.ndarray, human: np.ndarray) -> Thresholds:
     if not np.isfinite(score).all():
         raise InputError("thresholds: scores must be finite")
     # start: the cuts that give the sample's own human grade marginal (quantile matching)
-    share = np.cumsum(np.bincount(human, minlength=K))[:-1] / len(human)
+    share = np.cumsum(np.bincount(human, minlength=N_GRADES))[:-1] / len(human)
     cuts = np.quantile(score, share)
     candidates = np.unique(np.quantile(score, np.linspace(0, 1, CANDIDATES)))
     candidates = np.concatenate([candidates, [np.nextafter(candidates[-1], np.inf)]])
     best = float(_quadratic_kappa(human, np.searchsorted(cuts, score, side="right")[None])[0])
     for _ in range(PASSES):
         moved = False
-        for j in range(K - 1):
+        for j in range(N_GRADES - 1):
             lo = cuts[j - 1] if j > 0 else -np.inf
-            hi = cuts[j + 1] if j < K - 2 else np.inf
+            hi = cuts[j + 1] if j < N_GRADES - 2 else np.inf
             cand = candidates[(candidates >= lo) & (candidates <= hi)]
             if len(cand) == 0:
                 continue

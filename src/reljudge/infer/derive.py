@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
+from reljudge.grades import N_GRADES
 from reljudge.infer.calibrate import (
     Calibration,
-    K,
     decide,
     expected_grade,
     fit_calibration,
@@ -35,6 +35,7 @@ from reljudge.infer.heldout import (
     vote_shares,
 )
 from reljudge.infer.panel import Panel, fit_panel
+from reljudge.stats import agreement as ag
 from reljudge.types import Qrels
 
 HELDOUT_STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")
@@ -47,7 +48,7 @@ class Derived:
     name: str
     method: str
     pairs: list[tuple[str, str]]
-    probs: np.ndarray  # (n, K)
+    probs: np.ndarray  # (n, N_GRADES)
     model: Calibration | Panel | None  # None: a mean panel (nothing fitted but the cuts)
     fitted_on: dict
     heldout: dict[str, dict[str, float | None]] | None = None
@@ -55,8 +56,6 @@ class Derived:
 
 def agreement(human: np.ndarray, grades: np.ndarray) -> dict[str, float | None]:
     """The audit's statistics (kappa, quadratic kappa, ordinal alpha, MAE) of grades vs human."""
-    from reljudge.audit import agreement as ag
-
     ok = (human >= 0) & (grades >= 0)
     c = ag.confusion(human[ok], grades[ok])[None]
     stats = ag.all_statistics(c)
@@ -112,7 +111,7 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
     grades = data.labels[:, 0]
     soft = None
     if probs is not None:
-        soft = np.array([probs.get((q, d), (np.nan,) * K)
+        soft = np.array([probs.get((q, d), (np.nan,) * N_GRADES)
                          for q, d in zip(data.qids.tolist(), data.docids.tolist(), strict=True)])
         if np.isnan(soft).any():
             soft = None  # some labels have no distribution: calibrate the grades alone

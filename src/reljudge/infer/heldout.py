@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer.calibrate import GRADES, K, fit_calibration, one_hot
+from reljudge.grades import GRADE_VALUES, N_GRADES
+from reljudge.infer.calibrate import fit_calibration, one_hot
 from reljudge.infer.panel import fit_panel
+from reljudge.stats import agreement as ag
 from reljudge.types import Qrels
 
 
@@ -79,13 +81,13 @@ def assert_no_leak(qids: np.ndarray, train: np.ndarray, test: np.ndarray) -> Non
         raise FoldLeak(f"queries in both training and test folds: {sorted(shared)[:5]}")
 
 
-FitPredict = Callable[[np.ndarray], np.ndarray]  # training mask (n,) -> (n, K) predictions
+FitPredict = Callable[[np.ndarray], np.ndarray]  # training mask (n,) -> (n, N_GRADES) predictions
 PANEL_METHODS = ("dawid-skene", "mean")  # how a panel combines its judges
 
 
 def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: int = 0,
               sample: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Out-of-fold (n, K) predictions and the fold of each pair.
+    """Out-of-fold (n, N_GRADES) predictions and the fold of each pair.
 
     For each fold, the training mask holds the human-labelled pairs of the other folds (a
     random ``sample`` of them when given); ``fit_predict`` may use human grades only there.
@@ -93,7 +95,7 @@ def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: i
     """
     fold = query_folds(data.qids, folds, seed)
     rng = np.random.default_rng(seed + 1)
-    out = np.full((len(fold), K), np.nan)
+    out = np.full((len(fold), N_GRADES), np.nan)
     for f in range(folds):
         test = fold == f
         train = ~test & (data.human >= 0)
@@ -122,7 +124,7 @@ def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 10.0,
                              "calibrate on")
         model = fit_calibration(grades[use], data.human[use], strength=strength,
                                 center=center)
-        out = np.full((len(grades), K), np.nan)
+        out = np.full((len(grades), N_GRADES), np.nan)
         ok = grades >= 0
         out[ok] = model.predict(grades[ok])
         return out
@@ -133,8 +135,6 @@ def calibrate_fit_predict(data: Aligned, judge: int, strength: float = 10.0,
 def best_judges(data: Aligned, train: np.ndarray, best: int | None,
                 cols: np.ndarray | None = None) -> np.ndarray:
     """The ``best`` columns by quadratic kappa on the training pairs only (all when None)."""
-    from reljudge.audit import agreement as ag
-
     cols = np.arange(data.labels.shape[1]) if cols is None else np.asarray(cols)
     if best is None or best >= len(cols):
         return cols
@@ -170,8 +170,8 @@ def panel_fit_predict(data: Aligned, judges: Sequence[int] | None = None, *,
 
 
 def vote_shares(labels: np.ndarray) -> np.ndarray:
-    """(n, K) share of the judges giving each grade (nan rows where no judge graded)."""
-    votes = one_hot(labels.reshape(-1)).reshape(*labels.shape, K).sum(axis=1)
+    """(n, N_GRADES) share of the judges giving each grade (nan rows where no judge graded)."""
+    votes = one_hot(labels.reshape(-1)).reshape(*labels.shape, N_GRADES).sum(axis=1)
     total = votes.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return votes / total
@@ -201,7 +201,7 @@ def thresholded(data: Aligned, fit_predict: FitPredict) -> FitPredict:
     def run(train: np.ndarray) -> np.ndarray:
         probs = fit_predict(train)
         ok = ~np.isnan(probs).any(axis=1)
-        score = np.where(ok, np.nan_to_num(probs) @ GRADES, np.nan)
+        score = np.where(ok, np.nan_to_num(probs) @ GRADE_VALUES, np.nan)
         use = train & ok
         if not use.any():
             raise InputError("thresholds: no human-labelled training pair was predicted")
@@ -230,8 +230,6 @@ def select_by_inner_cv(data: Aligned, candidates: Mapping[str, FitPredict], trai
     candidate's fit-and-predict must make its own decision, e.g. :func:`thresholded`; its
     most probable grade is scored). Ties go to the first candidate.
     """
-    from reljudge.audit import agreement as ag
-
     if not candidates:
         raise InputError("no candidates to select from")
     inner = np.full(len(train), -1)

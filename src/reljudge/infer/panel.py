@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer.calibrate import CENTERS, TRUST, K, check_grades, one_hot
+from reljudge.grades import N_GRADES
+from reljudge.infer.calibrate import CENTERS, TRUST, check_grades, one_hot
 
 _TINY = 1e-300
 
@@ -34,8 +35,8 @@ class Panel:
     """A fitted panel: the grade prior and each judge's confusion matrix."""
 
     judges: tuple[str, ...]
-    prior: np.ndarray  # (K,) P(true grade)
-    confusion: np.ndarray  # (R, K true, K judge) P(judge grade | true grade)
+    prior: np.ndarray  # (N_GRADES,) P(true grade)
+    confusion: np.ndarray  # (R, N_GRADES true, N_GRADES judge) P(judge grade | true grade)
     iterations: int
     converged: bool
     anchored: int  # pairs with a human label used in the fit
@@ -43,7 +44,7 @@ class Panel:
     center: str = "marginal"
 
     def predict(self, labels: np.ndarray) -> np.ndarray:
-        """(n, K) posterior of the true grade given an (n, R) label matrix (-1 = missing)."""
+        """(n, N_GRADES) posterior of the true grade given an (n, R) label matrix (-1 = missing)."""
         labels = check_grades(labels, "panel labels", missing=True)
         if labels.ndim != 2 or labels.shape[1] != len(self.judges):
             raise InputError(f"expected labels of {len(self.judges)} judges, got shape "
@@ -59,9 +60,9 @@ class Panel:
 
 
 def _indicators(labels: np.ndarray) -> np.ndarray:
-    """(n, R, K) one-hot of each judge's grade (zero where missing)."""
+    """(n, R, N_GRADES) one-hot of each judge's grade (zero where missing)."""
     n, r = labels.shape
-    return one_hot(labels.reshape(-1)).reshape(n, r, K)
+    return one_hot(labels.reshape(-1)).reshape(n, r, N_GRADES)
 
 
 def _posterior(ind: np.ndarray, log_prior: np.ndarray, log_conf: np.ndarray) -> np.ndarray:
@@ -98,12 +99,12 @@ def fit_panel(labels: np.ndarray, human: np.ndarray, *, judges: tuple[str, ...] 
     if not anchored.any():
         raise InputError("a panel needs at least one human-labelled pair to anchor it")
     ind = _indicators(labels)
-    marginal = ind.sum(axis=0) + 1.0  # (R, K) each judge's grade counts, add-one
+    marginal = ind.sum(axis=0) + 1.0  # (R, N_GRADES) each judge's grade counts, add-one
     marginal = marginal / marginal.sum(axis=1, keepdims=True)
     if center == "marginal":
-        smooth = strength * np.broadcast_to(marginal[:, None, :], (r, K, K))
+        smooth = strength * np.broadcast_to(marginal[:, None, :], (r, N_GRADES, N_GRADES))
     elif center == "judge":
-        smooth = strength * (TRUST * np.eye(K)[None] + (1 - TRUST) * marginal[:, None, :])
+        smooth = strength * (TRUST * np.eye(N_GRADES)[None] + (1 - TRUST) * marginal[:, None, :])
     else:
         raise InputError(f"unknown prior centre {center!r}; expected one of "
                          f"{', '.join(CENTERS)}")

@@ -96,7 +96,7 @@ def _get_item(record, key):
 
 def _refuse(obj, what: str, shape: str) -> InputError:
     if isinstance(obj, (str, Path)):
-        reader = "reljudge.trec.read_qrels" if what == "qrels" else "reljudge.trec.read_run"
+        reader = "reljudge.read_qrels" if what == "qrels" else "reljudge.read_run"
         return InputError(f"expected {what} in memory, found a path {str(obj)!r}; read the "
                           f"file with {reader}")
     return InputError(f"expected {what} as {shape}, a DataFrame, records or a "

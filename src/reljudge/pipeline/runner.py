@@ -60,10 +60,10 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
     """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling)."""
     from reljudge.errors import ConfigError, InputError
     from reljudge.io import read_passages, read_queries
+    from reljudge.io.trec import read_runs
     from reljudge.pool import build_pool
     from reljudge.store import LabelStore, import_labels
     from reljudge.store.importers import check_scale, read_labels
-    from reljudge.trec import read_runs
 
     out = config.out_dir
     inp = config.inputs
@@ -155,7 +155,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
         if manifest.fresh("merge", key, outputs):
             stages.append(StageResult("merge", "up to date", manifest.summary("merge")))
         else:
-            from reljudge.trec import write_qrels
+            from reljudge.io.trec import write_qrels
 
             merged = store.merge(config.merge.policy, config.merge.aggregate)
             if not merged.labels:
@@ -239,10 +239,10 @@ def _pool_stage(config, runs, pooled, store, labeller, queries, passages, manife
 
 
 def _eval_stage(config, runs, manifest, say) -> StageResult:
+    from reljudge.io.trec import read_qrels
     from reljudge.metrics import evaluate_many
     from reljudge.metrics.queries import describe, rule, warnings
     from reljudge.tables import render
-    from reljudge.trec import read_qrels
 
     out = config.out_dir
     qrels_file = out / "qrels.txt"
@@ -292,8 +292,8 @@ def _audit_stage(config, runs, human, judges, manifest, say) -> StageResult:
         return StageResult("audit", "skipped", note=why)
     from reljudge.audit import audit
     from reljudge.audit.audit import COLUMNS, result_to_dict
+    from reljudge.io.trec import format_qrels
     from reljudge.tables import markdown_table
-    from reljudge.trec import format_qrels
 
     outputs = [out / "audit.json", out / "audit.md"]
     # one judge: the key it always had (an existing audit stays up to date)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from reljudge.errors import ConfigError, InputError
 
@@ -57,6 +56,8 @@ def bootstrap_ci(values, level: float = 0.95, n: int = 1000, seed: int = 0,
         d = jack.mean() - jack
         denom = 6.0 * (d ** 2).sum() ** 1.5
         if 0 < below < 1 and denom > 0:
+            from scipy.special import ndtr, ndtri  # loaded only when BCa is asked for
+
             z0 = ndtri(below)
             a = (d ** 3).sum() / denom
             za, zb = ndtri(alpha), ndtri(1 - alpha)

@@ -16,8 +16,8 @@ from reljudge.grades import clip as clip_grade
 from reljudge.io import iter_jsonl
 from reljudge.io.coerce import DOCID_COLUMNS, GRADE_COLUMNS, QID_COLUMNS, pick_column
 from reljudge.io.files import content_stem, content_suffix, read_text
+from reljudge.io.trec import read_qrels
 from reljudge.store.store import LabelStore
-from reljudge.trec import read_qrels
 
 FORMATS = ("qrels", "csv", "jsonl")
 

@@ -15,11 +15,16 @@ import numpy as np
 
 from reljudge import columns
 from reljudge.errors import InputError
+from reljudge.io import arrow
+from reljudge.io.arrow import Col
 from reljudge.io.files import Content, atomic_write, content_stem
 from reljudge.types import Qrels, Run
 
 QRELS_FORM = "'QID ITER DOCID GRADE' (4 fields)"
 RUN_FORM = "'QID Q0 DOCID RANK SCORE TAG' (6 fields)"
+#: what the Arrow path returns for each column of a qrels and a run file
+QRELS_COLUMNS = (Col.CODES, Col.FIRST, Col.BYTES, Col.INT)
+RUN_COLUMNS = (Col.CODES, Col.FIRST, Col.BYTES, Col.CHECK_INT, Col.FLOAT, Col.FIRST)
 
 
 def _is_int(token: str) -> bool:
@@ -119,108 +124,6 @@ def _column_ok(tokens: list[str], ok: Callable) -> bool:
         return False
 
 
-def _arrow_columns(content: Content, kinds: str) -> list | None:
-    """Fast path for large, regular files: the columns, or None to take the Python path.
-
-    Pyarrow's multi-threaded C++ reader splits on single spaces; a file qualifies only when
-    every line has exactly ``len(kinds)`` non-empty fields and every text field is printable
-    ASCII, which is exactly when splitting on any whitespace (the Python path) gives the same
-    fields. A plain file is read by pyarrow itself, a compressed one from its decompressed
-    bytes (pyarrow skips a byte order mark in both). One letter per column says what to return:
-    ``q`` (distinct values as bytes in order of first appearance, code of each row),
-    ``s`` an ``S`` array, ``v`` text only checked (its first value returned, as bytes),
-    ``n`` an int64 array, ``i`` an integer only checked (None), ``f`` a finite float64 array.
-    """
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pcsv
-    except ImportError:  # pragma: no cover - pyarrow is a dependency; stay correct without it
-        return None
-    types = {"q": pa.binary(), "s": pa.binary(), "v": pa.binary(), "n": pa.int64(),
-             "i": pa.int64(), "f": pa.float64()}
-    names = [f"c{i}" for i in range(len(kinds))]
-    try:
-        source = content.source()
-        table = pcsv.read_csv(
-            pa.BufferReader(source) if isinstance(source, bytes) else source,
-            read_options=pcsv.ReadOptions(column_names=names, block_size=16 << 20),
-            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
-                                            double_quote=False, escape_char=False),
-            convert_options=pcsv.ConvertOptions(
-                column_types={n: types[k] for n, k in zip(names, kinds, strict=True)},
-                null_values=[], strings_can_be_null=False))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
-        return None
-    if table.num_rows == 0:
-        return None
-    out: list = []
-    for name, kind in zip(names, kinds, strict=True):
-        column = table.column(name)
-        if column.null_count:
-            return None  # cannot happen with these options; stay on the safe side
-        if kind == "i":
-            out.append(None)
-        elif kind in "nf":
-            col = np.concatenate([_numbers(c) for c in column.chunks])
-            if kind == "f" and not np.isfinite(col).all():
-                return None
-            out.append(col)
-        else:
-            parts = [_arrow_bytes(c) for c in column.chunks]
-            lengths = [np.diff(offsets) for offsets, _ in parts if len(offsets) > 1]
-            if min(x.min() for x in lengths) == 0:
-                return None  # an empty field: two spaces in a row, or a trailing space
-            if any(len(d) and (d.min() < 0x21 or d.max() > 0x7E) for _, d in parts):
-                return None  # other whitespace or non-ASCII: the Python path decides
-            if kind == "v":
-                out.append(parts[0][1][: parts[0][0][1]].tobytes())
-            elif kind == "q":
-                out.append(_segments(column))
-            else:
-                out.append(_fixed(parts, table.num_rows, int(max(x.max() for x in lengths))))
-    return out
-
-
-def _arrow_bytes(chunk) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets from 0, data) of one Arrow binary chunk, without copying."""
-    offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
-    data = np.frombuffer(chunk.buffers()[2], np.uint8)[offsets[0]: offsets[-1]]
-    return offsets - offsets[0], data
-
-
-def _numbers(chunk) -> np.ndarray:
-    """The values of a null-free Arrow int or float chunk, without copying (``to_numpy``
-    would import pandas, a quarter of a second on a fresh process)."""
-    dtype = np.dtype(str(chunk.type))  # 'int32', 'int64', 'double'
-    return np.frombuffer(chunk.buffers()[1], dtype)[chunk.offset: chunk.offset + len(chunk)]
-
-
-def _fixed(parts, n: int, width: int) -> np.ndarray:
-    col = np.zeros(n, dtype=f"S{width}")
-    row = 0
-    for offsets, data in parts:
-        m = len(offsets) - 1
-        columns.fixed_width(offsets, data, width, out=col[row: row + m])
-        row += m
-    return col
-
-
-def _segments(column) -> tuple[list[bytes], np.ndarray]:
-    """(distinct values in order of first appearance, code of each row) of a text column,
-    one dict lookup per run of equal values (query ids in a TREC file come in runs)."""
-    import pyarrow.compute as pc
-
-    table: dict[bytes, int] = {}
-    codes, lengths = [], []
-    for chunk in column.chunks:
-        ree = pc.run_end_encode(chunk)
-        ends = _numbers(ree.run_ends)
-        codes.append(np.fromiter((table.setdefault(v, len(table)) for v in ree.values.to_pylist()),
-                                 np.int64, len(ends)))
-        lengths.append(np.diff(np.r_[0, ends]))
-    return list(table), np.repeat(np.concatenate(codes), np.concatenate(lengths))
-
-
 def _duplicate_error(path, text: str, kind: str, first: int, row: int, q: str,
                      d: str) -> InputError:
     """The error for a (query, document) pair repeated at data row ``row`` (first at
@@ -234,7 +137,7 @@ def _duplicate_error(path, text: str, kind: str, first: int, row: int, q: str,
 
 def _read_qrels_fast(content: Content) -> Qrels | None:
     path = content.path
-    cols = _arrow_columns(content, "qvsn")
+    cols = arrow.read_columns(content, QRELS_COLUMNS)
     if cols is None:
         return None
     (uniq, codes), _, d, g = cols
@@ -364,7 +267,7 @@ def read_runs(paths: Sequence[str | Path]) -> list[Run]:
 
 def _read_run_fast(content: Content, name: str | None) -> Run | None:
     path = content.path
-    cols = _arrow_columns(content, "qvsifv")
+    cols = arrow.read_columns(content, RUN_COLUMNS)
     if cols is None:
         return None
     (uniq, codes), _, d, _, score, tag = cols

@@ -1,4 +1,5 @@
-"""Item agreement between a reference (human) and a judge, from 4x4 confusion matrices.
+"""Item agreement between a reference (human) and a judge, from K x K confusion matrices
+(K = ``grades.N_GRADES``, the size of the scale).
 
 Every statistic here is a function of the confusion matrix (rows = reference grade, columns =
 judge grade), so a bootstrap over queries only re-adds per-query matrices. All functions take
@@ -12,14 +13,25 @@ from __future__ import annotations
 import numpy as np
 
 from reljudge.errors import ConfigError
-
-K = 4  # grades 0..3
-GRADES = np.arange(K, dtype=np.float64)
+from reljudge.grades import GRADE_VALUES, N_GRADES
 
 
-def confusion(ref: np.ndarray, judge: np.ndarray, k: int = K) -> np.ndarray:
+def confusions(ref: np.ndarray, judge: np.ndarray, group: np.ndarray | int, groups: int,
+               k: int = N_GRADES) -> np.ndarray:
+    """(groups, k, k) count matrices of (reference, judge) grade pairs, one per group code.
+
+    The three arrays broadcast together: one reference vector against a (B, n) batch of judge
+    grades with ``group = arange(B)[:, None]``, or per-query matrices with ``group`` the
+    query code of each pair.
+    """
+    flat = (np.asarray(group) * k + np.asarray(ref)) * k + np.asarray(judge)
+    return (np.bincount(flat.reshape(-1), minlength=groups * k * k)
+            .reshape(groups, k, k).astype(np.float64))
+
+
+def confusion(ref: np.ndarray, judge: np.ndarray, k: int = N_GRADES) -> np.ndarray:
     """The k x k count matrix of (reference, judge) grade pairs."""
-    return np.bincount(ref * k + judge, minlength=k * k).reshape(k, k).astype(np.float64)
+    return confusions(ref, judge, 0, 1, k)[0]
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -33,7 +45,7 @@ def exact_agreement(c: np.ndarray) -> np.ndarray:
     return _safe_div(np.trace(c, axis1=1, axis2=2), c.sum(axis=(1, 2)))
 
 
-def weights(kind: str | None, k: int = K) -> np.ndarray:
+def weights(kind: str | None, k: int = N_GRADES) -> np.ndarray:
     """Disagreement weights: unweighted (0/1), linear |i-j| or quadratic (i-j)^2."""
     i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
     if kind is None:
@@ -79,8 +91,8 @@ def _moments(c: np.ndarray, xr: np.ndarray, xj: np.ndarray) -> np.ndarray:
 def pearson(c: np.ndarray) -> np.ndarray:
     """Pearson correlation of the grades."""
     b = c.shape[0]
-    return _moments(c, np.broadcast_to(GRADES[: c.shape[1]], (b, c.shape[1])),
-                    np.broadcast_to(GRADES[: c.shape[1]], (b, c.shape[1])))
+    return _moments(c, np.broadcast_to(GRADE_VALUES[: c.shape[1]], (b, c.shape[1])),
+                    np.broadcast_to(GRADE_VALUES[: c.shape[1]], (b, c.shape[1])))
 
 
 def _average_ranks(counts: np.ndarray) -> np.ndarray:
@@ -97,14 +109,14 @@ def spearman(c: np.ndarray) -> np.ndarray:
 def leniency(c: np.ndarray) -> np.ndarray:
     """Mean of judge grade minus reference grade (positive: the judge is more lenient)."""
     k = c.shape[1]
-    diff = GRADES[None, :k] - GRADES[:k, None]
+    diff = GRADE_VALUES[None, :k] - GRADE_VALUES[:k, None]
     return _safe_div((c * diff).sum(axis=(1, 2)), c.sum(axis=(1, 2)))
 
 
 def mae(c: np.ndarray) -> np.ndarray:
     """Mean absolute difference of grades."""
     k = c.shape[1]
-    diff = np.abs(GRADES[None, :k] - GRADES[:k, None])
+    diff = np.abs(GRADE_VALUES[None, :k] - GRADE_VALUES[:k, None])
     return _safe_div((c * diff).sum(axis=(1, 2)), c.sum(axis=(1, 2)))
 
 
@@ -189,7 +201,7 @@ def why_undefined(name: str, c: np.ndarray) -> str:
 
 # --- many raters ---------------------------------------------------------------------------
 
-def alpha_many(values: np.ndarray, kind: str = "ordinal", k: int = K) -> float:
+def alpha_many(values: np.ndarray, kind: str = "ordinal", k: int = N_GRADES) -> float:
     """Krippendorff's alpha for a (raters x units) grade matrix, -1 marking a missing value."""
     counts = np.stack([(values == g).sum(axis=0) for g in range(k)], axis=1).astype(np.float64)
     m = counts.sum(axis=1)
@@ -201,7 +213,7 @@ def alpha_many(values: np.ndarray, kind: str = "ordinal", k: int = K) -> float:
         return float(alpha_from_coincidence(o[None], kind)[0])
 
 
-def fleiss_kappa(values: np.ndarray, k: int = K) -> float:
+def fleiss_kappa(values: np.ndarray, k: int = N_GRADES) -> float:
     """Fleiss' kappa over the units every rater graded (values: raters x units, -1 missing)."""
     full = values[:, (values >= 0).all(axis=0)]
     if full.shape[1] == 0:
