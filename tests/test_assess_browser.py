@@ -18,8 +18,11 @@ SAVED = ("document.getElementById('status').dataset.state === 'saved' && "
 
 
 def grade_by_key(b: Browser, position: int, key: str) -> None:
-    """Press a grade key on pair `position` (1-based) and wait until the page says saved."""
-    assert b.eval(TEXT.format("position")) == f"pair {position} of 10"
+    """Press a grade key on pair `position` (1-based) and wait until the page says saved.
+
+    The page moves to the next pair while the previous grade is being saved and shows it once
+    the pair's text has arrived, so the save can be reported first: wait for the pair."""
+    b.wait_for(f"{TEXT.format('position')} === 'pair {position} of 10'")
     b.press(key)
     b.wait_for(SAVED.format(position, key))
 
