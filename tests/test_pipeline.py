@@ -182,3 +182,24 @@ def test_a_pipeline_over_two_models_audits_each_judge_and_the_report_shows_both(
     assert main(["report", "--pipeline", str(cfg), "--out", str(page), "--quiet"]) == 0
     html = page.read_text()
     assert all(n in html for n in names)
+
+
+def test_the_pipeline_scores_json_is_what_reljudge_eval_prints(example, tmp_path, monkeypatch,
+                                                               capsys):
+    """Two paths, one answer: scores.json and ``reljudge eval --format json`` come from one
+    builder, so the same qrels, runs and measures give the same record."""
+    with FakeOpenAI(grader) as server:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
+    capsys.readouterr()
+    out = example / "out"
+    config = load_config(example / "pipeline.toml")
+    argv = ["eval", str(out / "qrels.txt"), *(str(config.path(r)) for r in config.inputs.runs),
+            "--per-query", "--format", "json"]
+    for m in config.eval.measures:
+        argv += ["-m", m]
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((out / "scores.json").read_text())
+    assert set(printed) >= {"measures", "all_queries", "conventions", "rule", "warnings", "runs"}

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
     from reljudge.io.trec import read_qrels, read_runs
     from reljudge.metrics import evaluate_many, parse_measure
-    from reljudge.metrics.queries import describe, rule, warnings
+    from reljudge.metrics.queries import describe, warnings
+    from reljudge.metrics.results import results_json
     from reljudge.tables import json_dumps, render
 
     measures = [str(parse_measure(m)) for m in (args.measures or DEFAULT_MEASURES)]
@@ -87,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     computed = measures + [m for m in JUDGED_MEASURES[:1] if m not in measures]
     qrels = read_qrels(args.qrels)
     runs = read_runs(args.runs)  # two files with one tag: named by file instead
-    for line in warnings(qrels, runs, args.all_queries):
+    found = warnings(qrels, runs, args.all_queries)
+    for line in found:
         print(f"reljudge: {line}", file=sys.stderr)
     results = evaluate_many(qrels, runs, computed, all_queries=args.all_queries,
                             float32_scores=args.float32_scores)
@@ -105,12 +107,8 @@ def run(args: argparse.Namespace) -> int:
         emit("\n".join(lines) + "\n")
         return 0
     if args.format == "json":
-        out = {name: {"queries": len(ev.query_ids), "mean": ev.mean(),
-                      **({"per_query": ev.per_query()} if args.per_query else {})}
-               for name, ev in results.items()}
-        emit(json_dumps({"measures": measures, "all_queries": args.all_queries,
-                         "rule": rule(args.all_queries), "rule_text": describe(args.all_queries),
-                         "runs": out}))
+        emit(json_dumps(results_json(results, measures, all_queries=args.all_queries,
+                                     per_query=args.per_query, warnings=found)))
         return 0
     if args.per_query:
         headers = ["run", "query", *measures]

@@ -241,7 +241,8 @@ def _pool_stage(config, runs, pooled, store, labeller, queries, passages, manife
 def _eval_stage(config, runs, manifest, say) -> StageResult:
     from reljudge.io.trec import read_qrels
     from reljudge.metrics import evaluate_many
-    from reljudge.metrics.queries import describe, rule, warnings
+    from reljudge.metrics.queries import describe, warnings
+    from reljudge.metrics.results import results_json
     from reljudge.tables import render
 
     out = config.out_dir
@@ -262,11 +263,8 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
                       for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
             lines.append(f"{name}\tall\t" + "\t".join(f"{v:.6f}" for v in ev.mean().values()))
         atomic_write(outputs[0], "\n".join(lines) + "\n")
-        data = {"measures": measures, "conventions": "trec_eval: ideal from qrels, unjudged = 0",
-                "rule": rule(config.eval.all_queries),
-                "rule_text": describe(config.eval.all_queries), "warnings": found,
-                "runs": {n: {"queries": len(ev.query_ids), "mean": ev.mean(),
-                             "per_query": ev.per_query()} for n, ev in results.items()}}
+        data = results_json(results, measures, all_queries=config.eval.all_queries,
+                            warnings=found)
         atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
         manifest.record("eval", key, outputs, {"runs": len(results)})
     data = json.loads(outputs[1].read_text())

@@ -1,0 +1,26 @@
+"""The JSON record of an evaluation, one builder for ``reljudge eval --format json`` and the
+pipeline's ``scores.json``: what was measured, over which queries, by which conventions, and
+each run's mean (and per-query values)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from reljudge.metrics.evaluate import Evaluation
+from reljudge.metrics.queries import describe, rule
+
+CONVENTIONS = ("trec_eval's unless a measure says otherwise: gain = grade, ideal ranking from "
+               "the qrels, unjudged documents count as irrelevant")
+
+
+def results_json(results: Mapping[str, Evaluation], measures: Sequence[str], *,
+                 all_queries: bool, per_query: bool = True,
+                 warnings: Sequence[str] = ()) -> dict:
+    """The evaluation of several runs as one JSON-ready dict."""
+    return {
+        "measures": list(measures), "all_queries": all_queries, "conventions": CONVENTIONS,
+        "rule": rule(all_queries), "rule_text": describe(all_queries), "warnings": list(warnings),
+        "runs": {name: {"queries": len(ev.query_ids), "mean": ev.mean(),
+                        **({"per_query": ev.per_query()} if per_query else {})}
+                 for name, ev in results.items()},
+    }
