@@ -57,6 +57,9 @@ def register(sub) -> None:
     p.add_argument("--judged", action="store_true",
                    help="add the columns " + " and ".join(JUDGED_MEASURES) + ": how much of "
                         "each score rests on unjudged documents")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse what trec_eval skips, naming the line: comment lines (# first) "
+                        "and text after a run line's tag")
     common.add_format(p, ("table", "json", "csv", "markdown", "trec", "latex"))
     common.add_digits(p)
     p.set_defaults(func=run)
@@ -86,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.judged:
         measures += [m for m in JUDGED_MEASURES if m not in measures]
     computed = measures + [m for m in JUDGED_MEASURES[:1] if m not in measures]
-    qrels = read_qrels(args.qrels)
-    runs = read_runs(args.runs)  # two files with one tag: named by file instead
+    qrels = read_qrels(args.qrels, strict=args.strict)
+    runs = read_runs(args.runs, strict=args.strict)  # two files with one tag: named by file instead
     found = warnings(qrels, runs, args.all_queries)
     for line in found:
         print(f"reljudge: {line}", file=sys.stderr)

@@ -1,4 +1,9 @@
-"""Read and write TREC qrels and run files, strictly.
+"""Read and write TREC qrels and run files as trec_eval 10 reads them, or strictly.
+
+trec_eval 10 skips comment lines (in qrels a line whose first character is ``#``; in runs a
+line whose first non-blank character is ``#``) and ignores whatever follows a run line's tag.
+So do we by default; ``strict=True`` refuses both, naming the line. A ``#`` inside a field (a
+document id such as ``CR#93E-1860``) is data. Blank lines are skipped.
 
 Every problem is reported as ``path:line: what was expected, what was found``. Large files take
 a fast path (one split over the whole file, column-wise conversion); any irregularity sends the
@@ -43,24 +48,61 @@ def _is_float(token: str) -> bool:
     return value == value and value not in (float("inf"), float("-inf"))
 
 
+def _qrels_comment(line: str) -> bool:
+    """trec_eval's qrels comment: ``#`` in the first column."""
+    return line.startswith("#")
+
+
+def _run_comment(line: str) -> bool:
+    """trec_eval's run comment: ``#`` as the first non-blank character."""
+    return line.lstrip().startswith("#")
+
+
+def _commented(ids) -> bool:
+    """Whether a fast path's query ids include one that starts with ``#`` (a comment line taken
+    for data: the line-by-line path decides)."""
+    return any(q[:1] in ("#", b"#") for q in ids)
+
+
 def _columns(text: str, ncols: int) -> list[list[str]] | None:
-    """Fast path: the columns when every physical line has exactly ncols fields, else None."""
+    """Fast path: the columns when every physical line has exactly ncols fields and none is a
+    comment, else None."""
     tokens = text.split()
     nlines = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
-    if len(tokens) != ncols * nlines:
+    if len(tokens) != ncols * nlines or _commented(set(tokens[0::ncols])):
         return None
     return [tokens[i::ncols] for i in range(ncols)]
 
 
-def _slow_columns(
-    text: str, ncols: int, path: str | Path, form: str, checks: dict[int, tuple[Callable, str]]
-) -> list[list[str]]:
-    """Line-by-line path: skips blank lines, raises on the first malformed line."""
-    cols: list[list[str]] = [[] for _ in range(ncols)]
+def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: bool = False):
+    """(line number, line, fields) of each data line: blank lines and comments skipped (refused when
+    ``strict``); a run line's fields after its tag dropped (refused when ``strict``)."""
+    comment = _qrels_comment if ncols == 4 else _run_comment
     for lineno, line in enumerate(text.splitlines(), 1):
+        if comment(line):
+            if strict:
+                raise InputError(f"a comment line (trec_eval skips it; strict reading refuses "
+                                 f"it): {line.strip()!r}", path, lineno)
+            continue
         fields = line.split()
         if not fields:
             continue
+        if ncols == 6 and len(fields) > ncols:  # trec_eval ignores what follows the tag
+            if strict:
+                raise InputError(f"expected {RUN_FORM}, found {len(fields)} fields (trec_eval "
+                                 f"ignores text after the tag; strict reading refuses it): "
+                                 f"{line.strip()!r}", path, lineno)
+            fields = fields[:ncols]
+        yield lineno, line, fields
+
+
+def _slow_columns(
+    text: str, ncols: int, path: str | Path, form: str, checks: dict[int, tuple[Callable, str]],
+    strict: bool = False,
+) -> list[list[str]]:
+    """Line-by-line path: skips blank and comment lines, raises on the first malformed line."""
+    cols: list[list[str]] = [[] for _ in range(ncols)]
+    for lineno, line, fields in _data_lines(text, ncols, path, strict):
         if len(fields) != ncols:
             raise InputError(f"expected {form}, found {len(fields)} field(s): {line.strip()!r}",
                              path, lineno)
@@ -69,17 +111,16 @@ def _slow_columns(
                 raise InputError(f"expected {expected}, found {fields[i]!r}", path, lineno)
         for i, f in enumerate(fields):
             cols[i].append(f)
+    if not cols[0]:  # only comments: nothing to score is a mistake, as for an empty file
+        raise InputError(f"no data lines, only comments: expected lines of {form}", path)
     return cols
 
 
 def _line_of(text: str, ncols: int, row: int) -> int:
-    """1-based line number of the row-th non-blank line (for errors found after parsing)."""
-    seen = -1
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            seen += 1
-            if seen == row:
-                return lineno
+    """1-based line number of the row-th data line (for errors found after parsing)."""
+    for seen, (lineno, _, _) in enumerate(_data_lines(text, ncols)):
+        if seen == row:
+            return lineno
     return row + 1
 
 
@@ -96,7 +137,8 @@ def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None
     return None  # pragma: no cover - unreachable when the set is smaller
 
 
-def _parse(text: str, path, ncols: int, form: str, checks) -> list[list[str]]:
+def _parse(text: str, path, ncols: int, form: str, checks, strict: bool = False
+           ) -> list[list[str]]:
     if not text.strip():  # nothing to score is a mistake, never a mean over 0 queries
         raise InputError(f"empty file, expected lines of {form}", path)
     nul = text.find("\0")
@@ -107,7 +149,7 @@ def _parse(text: str, path, ncols: int, form: str, checks) -> list[list[str]]:
     if cols is not None and not all(_column_ok(cols[i], ok) for i, (ok, _) in checks.items()):
         cols = None
     if cols is None:
-        cols = _slow_columns(text, ncols, path, form, checks)
+        cols = _slow_columns(text, ncols, path, form, checks, strict)
     return cols
 
 
@@ -141,6 +183,8 @@ def _read_qrels_fast(content: Content) -> Qrels | None:
     if cols is None:
         return None
     (uniq, codes), _, d, g = cols
+    if _commented(uniq):
+        return None
     qrels = Qrels.from_codes((uniq, codes), d, g)
     dup = qrels.key_index().first_duplicate()
     if dup is not None:
@@ -149,9 +193,10 @@ def _read_qrels_fast(content: Content) -> Qrels | None:
     return qrels
 
 
-def read_qrels(path: str | Path) -> Qrels:
+def read_qrels(path: str | Path, *, strict: bool = False) -> Qrels:
     """Read a TREC qrels file ``QID ITER DOCID GRADE``; grades must be integers. The qrels of
-    an ir_datasets dataset when ``path`` is ``irds:DATASET_ID``."""
+    an ir_datasets dataset when ``path`` is ``irds:DATASET_ID``. Comment lines are skipped as
+    trec_eval skips them; ``strict`` refuses them, naming the line."""
     from reljudge.io import irds
 
     if irds.is_irds(path):
@@ -162,7 +207,7 @@ def read_qrels(path: str | Path) -> Qrels:
         return fast
     text = content.text()
     checks = {3: (_is_int, "an integer grade")}
-    q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks)
+    q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks, strict)
     dup = _first_duplicate(q, d)
     if dup is not None:
         raise _duplicate_error(path, text, "qrels", *dup, q[dup[1]], d[dup[1]])
@@ -207,7 +252,7 @@ def _run_fast(text: str) -> tuple | None:
         dcol.extend(tokens[2::6])
         first_tag = first_tag or tokens[5]
     score = np.concatenate(scores)
-    if not np.isfinite(score).all():
+    if not np.isfinite(score).all() or _commented(intern):
         return None
     return qcol, dcol, score, first_tag
 
@@ -231,10 +276,12 @@ def _duplicate_in_groups(qid: np.ndarray, docid: list[str]) -> tuple[int, int] |
     return None
 
 
-def read_run(path: str | Path, name: str | None = None) -> Run:
+def read_run(path: str | Path, name: str | None = None, *, strict: bool = False) -> Run:
     """Read a TREC run file ``QID Q0 DOCID RANK SCORE TAG``; the rank column is ignored.
 
-    The run's name is ``name``, else the tag of its first line, else the file's stem.
+    The run's name is ``name``, else the tag of its first line, else the file's stem. Comment
+    lines and text after the tag are skipped as trec_eval skips them; ``strict`` refuses them,
+    naming the line.
     """
     content = Content(path)
     fast_run = _read_run_fast(content, name) if _big(content) else None
@@ -246,7 +293,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
         q, d, score, first_tag = fast
     else:
         checks = {3: (_is_int, "an integer rank"), 4: (_is_float, "a numeric score")}
-        q, _, d, _, s, tags = _parse(text, path, 6, RUN_FORM, checks)
+        q, _, d, _, s, tags = _parse(text, path, 6, RUN_FORM, checks, strict)
         score = np.array(s, dtype=np.float64) if s else np.zeros(0)
         first_tag = tags[0] if tags else None
     del text
@@ -258,11 +305,11 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
 
 
-def read_runs(paths: Sequence[str | Path]) -> list[Run]:
+def read_runs(paths: Sequence[str | Path], *, strict: bool = False) -> list[Run]:
     """Read several run files, named distinctly: by tag, or by file name when tags collide."""
     from reljudge.types import distinct_runs
 
-    return distinct_runs([read_run(p) for p in paths], [str(p) for p in paths])
+    return distinct_runs([read_run(p, strict=strict) for p in paths], [str(p) for p in paths])
 
 
 def _read_run_fast(content: Content, name: str | None) -> Run | None:
@@ -271,6 +318,8 @@ def _read_run_fast(content: Content, name: str | None) -> Run | None:
     if cols is None:
         return None
     (uniq, codes), _, d, _, score, tag = cols
+    if _commented(uniq):
+        return None
     run = Run.from_codes((uniq, codes), d, score, name=name or tag.decode())
     grouped = not np.any(codes[1:] < codes[:-1])  # else rows were regrouped: check file rows
     keys = run.key_index() if grouped else columns.KeyIndex(codes, d, columns.hash_bytes(d))
