@@ -33,8 +33,29 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line, like every other reljudge error."""
 
     def error(self, message: str):
-        """Print ``reljudge: error: COMMAND: message`` and exit 2."""
-        self.exit(2, f"reljudge: error: {self.prog}: {message} (see {self.prog} --help)\n")
+        """Print ``reljudge: error: COMMAND: message (see reljudge COMMAND --help)`` and exit 2:
+        one prefix, the command that was used, and where its help is."""
+        command = self.prog.partition(" ")[2]
+        place = f"{command}: " if command else ""
+        self.exit(2, f"reljudge: error: {place}{message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse, but an unrecognised argument is reported by the (sub)command it was
+        given to, with that command's help, not by ``reljudge`` itself."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._innermost(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _innermost(self, parsed) -> argparse.ArgumentParser:
+        """The parser of the deepest subcommand named in ``parsed``."""
+        parser: argparse.ArgumentParser = self
+        while True:
+            subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            name = getattr(parsed, subs[0].dest, None) if subs else None
+            if name not in (subs[0].choices if subs else {}):
+                return parser
+            parser = subs[0].choices[name]
 
 
 def build_parser() -> argparse.ArgumentParser:

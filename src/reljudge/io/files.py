@@ -177,6 +177,18 @@ def read_text(path: str | Path) -> str:
     return Content(path).text()
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text``, split on ``\\n`` only (a ``\\r`` before it dropped).
+
+    Not ``str.splitlines``: it also breaks at U+2028, U+2029, U+0085 and other characters that
+    a JSON string or a passage may hold, so one JSONL line would become two.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def file_sha256(path: str | Path) -> tuple[str, int]:
     """The SHA-256 (full hex) and the size of a file's bytes as stored (not decompressed)."""
     h = hashlib.sha256()

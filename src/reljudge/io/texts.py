@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reljudge.errors import InputError
 from reljudge.io import irds
-from reljudge.io.files import content_suffix, read_text
+from reljudge.io.files import content_suffix, read_text, text_lines
 
 _QID_KEYS = ("qid", "query_id", "id", "_id")
 _QTEXT_KEYS = ("query", "text", "title")
@@ -26,8 +26,7 @@ def _pick(obj: dict, keys: tuple[str, ...], what: str, path, lineno: int) -> str
 
 def iter_jsonl(path: str | Path):
     """(line number, object) of each non-blank line of a JSONL file; strict."""
-    text = read_text(path)
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text_lines(read_text(path)), 1):
         if not line.strip():
             continue
         try:
@@ -71,7 +70,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
             text = _pick(obj, _QTEXT_KEYS, "the query text", path, lineno)
             _add_unique(out, qid, text, "query id", path, lineno, first)
         return _not_empty(out, path, "JSONL query objects")
-    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(text_lines(read_text(path)), 1):
         if not line.strip():
             continue
         parts = line.rstrip("\r").split("\t", 1)
@@ -101,7 +100,7 @@ def read_passages(path: str | Path, ids: Collection[str] | None = None
                 rec["title"] = str(obj["title"])
             _add_unique(out, docid, rec, "document id", path, lineno, first)
         return _not_empty(out, path, "JSONL passage objects")
-    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(text_lines(read_text(path)), 1):
         if not line.strip():
             continue
         parts = line.rstrip("\r").split("\t", 1)
@@ -129,7 +128,7 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
                     _pick(obj, _DOCID_KEYS, "a document id", path, lineno))
             _add_pair(pairs, first, pair, path, lineno)
         return _not_empty(pairs, path, "JSONL pair objects")
-    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(text_lines(read_text(path)), 1):
         if "\0" in line:  # not whitespace to str.split: it would hide inside an id
             raise InputError("NUL byte (a binary or corrupt file?)", path, lineno)
         fields = line.split()

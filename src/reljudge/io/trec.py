@@ -22,7 +22,7 @@ from reljudge import columns
 from reljudge.errors import InputError
 from reljudge.io import arrow
 from reljudge.io.arrow import Col
-from reljudge.io.files import Content, atomic_write, content_stem
+from reljudge.io.files import Content, atomic_write, content_stem, text_lines
 from reljudge.types import Qrels, Run
 
 QRELS_FORM = "'QID ITER DOCID GRADE' (4 fields)"
@@ -78,7 +78,7 @@ def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: b
     """(line number, line, fields) of each data line: blank lines and comments skipped (refused when
     ``strict``); a run line's fields after its tag dropped (refused when ``strict``)."""
     comment = _qrels_comment if ncols == 4 else _run_comment
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text_lines(text), 1):
         if comment(line):
             if strict:
                 raise InputError(f"a comment line (trec_eval skips it; strict reading refuses "

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from reljudge.io.files import text_lines
 from reljudge.judge.batch_files import Item, answer_fields, read_lines
 from reljudge.judge.client import Answer
 from reljudge.judge.results import BatchResult
@@ -66,7 +67,7 @@ def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
             for file_id, is_output in ((rec.output_file_id, True),
                                        (rec.error_file_id, False)):
                 if file_id:
-                    lines = job.client.files.content(file_id).text.splitlines()
+                    lines = text_lines(job.client.files.content(file_id).text)
                     for i in range(0, len(lines), 4096):
                         feed.put(read_lines(lines[i:i + 4096], items, is_output, answers,
                                             failed))

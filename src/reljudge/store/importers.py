@@ -15,7 +15,7 @@ from reljudge.grades import SCALE_TEXT, out_of_scale
 from reljudge.grades import clip as clip_grade
 from reljudge.io import iter_jsonl
 from reljudge.io.coerce import DOCID_COLUMNS, GRADE_COLUMNS, QID_COLUMNS, pick_column
-from reljudge.io.files import content_stem, content_suffix, read_text
+from reljudge.io.files import content_stem, content_suffix, read_text, text_lines
 from reljudge.io.trec import read_qrels
 from reljudge.store.store import LabelStore
 
@@ -64,7 +64,7 @@ def detect_format(path: str | Path) -> str:
 
 def _line_numbers(text: str, count: int) -> list[int]:
     """Line number of each non-blank line, in order."""
-    out = [n for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    out = [n for n, line in enumerate(text_lines(text), 1) if line.strip()]
     return out[:count]
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from reljudge.io.files import text_lines
 from reljudge.testing.fake_openai import Reply, Request
 
 STAGES = ("validating", "in_progress", "finalizing", "completed")
@@ -208,7 +209,7 @@ class FakeBatchAPI:
 
     def _parse_input(self, batch: _Batch, content: bytes, data: dict) -> dict | None:
         seen: set[str] = set()
-        lines = content.decode("utf-8").splitlines()
+        lines = text_lines(content.decode("utf-8"))
         if len(lines) > self.max_requests:
             return {"code": "too_many_requests",
                     "message": f"{len(lines)} requests; the limit is {self.max_requests}"}
@@ -278,7 +279,7 @@ class FakeBatchAPI:
         counts.update(completed=len(out), failed=len(err))
         for key, lines in (("output_file_id", out), ("error_file_id", err)):
             if lines:
-                content = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                content = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
                 f = self._store_file(content, f"{batch.data['id']}_{key}.jsonl", "batch_output")
                 batch.data[key] = f["id"]
 
