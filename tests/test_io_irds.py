@@ -257,3 +257,33 @@ def test_pipeline_whose_dataset_lacks_pooled_passages_fails_before_writing(
     assert last.startswith("reljudge: error: cannot label: 32 passage id(s) without text")
     assert f"passages = irds:{name} (pool depth 5)" in last
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+class _Offline:
+    """An ir_datasets download that fails as it does with no network."""
+
+    def stream(self):
+        raise RuntimeError("All download sources failed")
+
+    def path(self, force=True):
+        raise RuntimeError("All download sources failed")
+
+
+@pytest.mark.parametrize("command", ["eval", "label"])
+def test_a_dataset_ir_datasets_cannot_fetch_is_one_line_naming_it_exit_2(irds, command, capsys,
+                                                                         tmp_path):
+    from ir_datasets.datasets.base import Dataset
+    from ir_datasets.formats import TrecQrels, TsvQueries
+
+    name = f"reljudge-test/offline-{next(_names)}"
+    irds.registry.register(name, Dataset(TsvQueries(_Offline()), TrecQrels(_Offline(), {})))
+    if command == "eval":
+        argv = ["eval", f"irds:{name}", RUNS[0]]
+    else:
+        argv = ["label", "--queries", f"irds:{name}", "--passages", str(HR / "passages.jsonl"),
+                "--pairs", str(HR / "human.qrels"), "--dry-run"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"irds:{name}: ir_datasets could not provide the " in err
+    assert "All download sources failed" in err and "Traceback" not in err
+    assert err.count("\n") == 1

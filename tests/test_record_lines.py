@@ -1,6 +1,5 @@
 """Lines are split on newline only, everywhere (JSONL inputs, batch output files): a JSON
-string may hold U+2028, U+2029 or U+0085, which ``str.splitlines`` breaks on. And a command
-line's unknown argument is reported by the command it was given to, with one prefix."""
+string may hold U+2028, U+2029 or U+0085, which ``str.splitlines`` breaks on."""
 
 from __future__ import annotations
 
@@ -8,9 +7,6 @@ import asyncio
 import json
 import re
 
-import pytest
-
-from reljudge.cli import main
 from reljudge.io import read_passages, read_queries
 from reljudge.judge import JudgeConfig, Labeller
 from reljudge.judge.batch import BatchJob
@@ -51,19 +47,3 @@ def test_a_batch_answer_holding_a_line_separator_is_collected(tmp_path):
         got = {e.docid: e.grade for e in store.events()}
     assert any(ODD.encode() in c for c in outputs)  # the server really sent them raw
     assert result.complete and got == {"d0": 0, "d1": 1, "d2": 2}
-
-
-@pytest.mark.parametrize(("argv", "want"), [
-    (["eval", "q", "r", "--foo"],
-     "reljudge: error: eval: unrecognized arguments: --foo (see reljudge eval --help)\n"),
-    (["labels", "merge", "--store", "s", "--foo", "x"],
-     "reljudge: error: labels merge: unrecognized arguments: --foo x "
-     "(see reljudge labels merge --help)\n"),
-    (["--foo"], "reljudge: error: unrecognized arguments: --foo (see reljudge --help)\n"),
-    (["eval"], "reljudge: error: eval: the following arguments are required: qrels, RUN "
-               "(see reljudge eval --help)\n"),
-])
-def test_an_argument_error_names_the_command_used_and_its_help(argv, want, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    assert e.value.code == 2 and capsys.readouterr().err == want

@@ -8,7 +8,8 @@ is never read into memory whole. ir_datasets is an optional extra: ``pip install
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from reljudge.errors import ConfigError, InputError
@@ -45,6 +46,24 @@ def load(spec: str) -> Any:
                          "at https://ir-datasets.com)", spec) from None
 
 
+@contextmanager
+def fetching(spec: str, what: str) -> Iterator[None]:
+    """Turn ir_datasets' failure to provide a dataset's ``what`` (offline, a download that
+    failed, a file it cannot read: ``RuntimeError: All download sources failed`` and the like)
+    into one InputError naming the dataset and what ir_datasets needs."""
+    try:
+        yield
+    except (InputError, ConfigError):
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure inside ir_datasets is reported alike
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(
+            f"ir_datasets could not provide the {what} of {dataset_id(spec).strip()!r} "
+            f"({reason}); it downloads a dataset's files on first use into ~/.ir_datasets "
+            f"(or $IR_DATASETS_HOME): run once where the network is reachable, or put the "
+            f"files there", spec) from None
+
+
 def need(dataset: Any, spec: str, what: str) -> None:
     """Refuse a dataset without ``what`` (queries, docs or qrels)."""
     if not getattr(dataset, f"has_{what}")():
@@ -64,10 +83,11 @@ def read_queries(spec: str) -> dict[str, str]:
     dataset = load(spec)
     need(dataset, spec, "queries")
     out: dict[str, str] = {}
-    for q in dataset.queries_iter():
-        if q.query_id in out:
-            raise InputError(f"duplicate query id {q.query_id!r}", spec)
-        out[q.query_id] = _text(q)
+    with fetching(spec, "queries"):
+        for q in dataset.queries_iter():
+            if q.query_id in out:
+                raise InputError(f"duplicate query id {q.query_id!r}", spec)
+            out[q.query_id] = _text(q)
     if not out:
         raise InputError("the dataset has no queries", spec)
     return out
@@ -81,7 +101,8 @@ def read_passages(spec: str, ids: Collection[str] | None) -> dict[str, dict[str,
                          spec)
     dataset = load(spec)
     need(dataset, spec, "docs")
-    found = dataset.docs_store().get_many(sorted(set(ids)))
+    with fetching(spec, "passages"):
+        found = dataset.docs_store().get_many(sorted(set(ids)))
     out: dict[str, dict[str, str]] = {}
     for docid, doc in found.items():
         rec = {"text": _text(doc)}
@@ -97,10 +118,11 @@ def qrels_columns(spec: str) -> tuple[list[str], list[str], list[int]]:
     dataset = load(spec)
     need(dataset, spec, "qrels")
     q, d, g = [], [], []
-    for r in dataset.qrels_iter():
-        q.append(r.query_id)
-        d.append(r.doc_id)
-        g.append(int(r.relevance))
+    with fetching(spec, "qrels"):
+        for r in dataset.qrels_iter():
+            q.append(r.query_id)
+            d.append(r.doc_id)
+            g.append(int(r.relevance))
     if not q:
         raise InputError("the dataset has no qrels", spec)
     return q, d, g

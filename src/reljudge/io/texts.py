@@ -136,13 +136,27 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
             continue
         if len(fields) == 2:
             pair = (fields[0], fields[1])
-        elif len(fields) in (3, 4):
+        elif len(fields) in (3, 4) and _iteration(fields[1]) and (
+                len(fields) == 3 or _integer(fields[3])):
             pair = (fields[0], fields[2])
         else:
-            raise InputError("expected 'QID DOCID', 'QID 0 DOCID' or 'QID 0 DOCID GRADE', "
-                             f"found {len(fields)} fields: {line.strip()!r}", path, lineno)
+            raise InputError(f"expected {PAIRS_FORMS}, found {len(fields)} fields: "
+                             f"{line.strip()!r}", path, lineno)
         _add_pair(pairs, first, pair, path, lineno)
     return _not_empty(pairs, path, "'QID DOCID' lines")
+
+
+PAIRS_FORMS = ("'QID DOCID', 'QID 0 DOCID' or 'QID 0 DOCID GRADE' (the second field of the "
+               "longer forms an iteration number or Q0, the grade an integer)")
+
+
+def _integer(field: str) -> bool:
+    return field.lstrip("+-").isdigit()
+
+
+def _iteration(field: str) -> bool:
+    """Whether a field can be a qrels or run file's iteration column (``0``, ``Q0``)."""
+    return _integer(field) or field.upper() == "Q0"
 
 
 def _add_pair(pairs, first, pair, path, lineno) -> None:
