@@ -227,13 +227,14 @@ def csv_cases(tmp_path, store) -> dict[str, list]:
                           "--source-kind", "human", "--force"],
         "labels merge": ["labels", "merge", "--store", store],
         "labels stats": ["labels", "stats", "--store", store],
+        "labels sources": ["labels", "sources", "--store", store],
         "labels conflicts": ["labels", "conflicts", "--store", store],
         "batch": ["batch", "status", "--store", store],
     }
 
 
 CSV_COMMANDS = ["eval", "compare", "pool", "audit", "calibrate", "labels import",
-                "labels merge", "labels stats", "labels conflicts", "batch"]
+                "labels merge", "labels stats", "labels sources", "labels conflicts", "batch"]
 
 
 def test_every_command_that_offers_csv_is_in_the_behaviour_test():

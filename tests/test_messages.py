@@ -39,3 +39,89 @@ def test_pairs_in_qrels_and_run_like_forms_still_read(tmp_path):
     p = tmp_path / "pairs.txt"
     p.write_text("q1 0 d1 2\nq1 Q0 d2\nq2 d3\nq2 1 d4 -1\n")
     assert read_pairs(p) == [("q1", "d1"), ("q1", "d2"), ("q2", "d3"), ("q2", "d4")]
+
+
+# --- source names as users type them -----------------------------------------------------
+
+from reljudge.errors import StoreError  # noqa: E402
+from reljudge.labels import LabelEvent  # noqa: E402
+from reljudge.store import LabelStore, resolve_source, short_names  # noqa: E402
+
+JUDGE = "gpt-4o-mini/umbrela@1#f8e67d3b"
+OTHER = "gpt-4o-mini/umbrela@2#0a1b2c3d"
+BIG = "gpt-4o/umbrela@1#99990000"
+
+
+@pytest.fixture
+def named_store(tmp_path):
+    path = tmp_path / "labels.sqlite"
+    with LabelStore(path) as store:
+        store.add_events([LabelEvent("q1", "d1", 2, "human", "hr-team"),
+                          LabelEvent("q1", "d2", 0, "human", "hr-team"),
+                          LabelEvent("q1", "d1", 3, "llm", JUDGE),
+                          LabelEvent("q1", "d2", 1, "llm", JUDGE),
+                          LabelEvent("q1", "d1", 1, "llm", BIG)])
+    return path
+
+
+def test_a_source_is_named_by_full_name_model_prefix_or_name_without_hash(named_store):
+    with LabelStore(named_store, create=False) as store:
+        known = store.sources()
+    assert resolve_source(known, JUDGE).name == JUDGE
+    assert resolve_source(known, "gpt-4o-mini").name == JUDGE  # the model alone
+    assert resolve_source(known, "gpt-4o").name == BIG  # a model, not a prefix of another
+    assert resolve_source(known, "gpt-4o-mini/umbrela@1").name == JUDGE
+    assert resolve_source(known, "hr").name == "hr-team"
+    with pytest.raises(StoreError, match=r"'gpt' names 2 sources .*give more of the name"):
+        resolve_source(known, "gpt")
+    with pytest.raises(StoreError, match=r"'nist': no label source of that name .*known sources: "
+                                         r"hr-team \(human\)"):
+        resolve_source(known, "nist")
+    with pytest.raises(StoreError, match=r"'human' is a kind of source, not a name"):
+        resolve_source(known, "human")
+    with pytest.raises(StoreError, match=r"--human-source 'gpt-4o' is the llm source .* takes "
+                                         r"a human source"):
+        resolve_source(known, "gpt-4o", kind="human", option="--human-source")
+    assert short_names(known) == {"hr-team": "hr-team", JUDGE: "gpt-4o-mini", BIG: "gpt-4o"}
+
+
+def test_short_names_fall_back_when_a_model_has_two_sources(named_store):
+    with LabelStore(named_store, create=False) as store:
+        store.add_events([LabelEvent("q1", "d1", 0, "llm", OTHER)])
+        known = store.sources()
+    short = short_names(known)
+    assert short[JUDGE] == "gpt-4o-mini/umbrela@1" and short[OTHER] == "gpt-4o-mini/umbrela@2"
+    for name, typed in short.items():
+        assert resolve_source(known, typed).name == name
+
+
+def test_pool_with_an_unknown_source_exits_2_naming_the_known_ones(named_store, tmp_path, capsys):
+    run = tmp_path / "a.run"
+    run.write_text("q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\nq1 Q0 d3 3 0.5 a\n")
+    for name in ("nist", "human"):
+        assert main(["pool", str(run), "--store", str(named_store), "--source", name]) == 2
+        err = capsys.readouterr().err
+        assert f"--source '{name}': no label source" in err and "hr-team (human)" in err
+    assert main(["pool", str(run), "--store", str(named_store), "--source", "hr",
+                 "--format", "json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out)["labelled"] == 2
+
+
+def test_labels_sources_lists_kinds_counts_and_short_names(named_store, capsys):
+    assert main(["labels", "sources", "--store", str(named_store), "--format", "json"]) == 0
+    import json
+
+    got = {s["name"]: s for s in json.loads(capsys.readouterr().out)["sources"]}
+    assert got[JUDGE]["short"] == "gpt-4o-mini" and got[JUDGE]["kind"] == "llm"
+    assert got["hr-team"]["graded"] == 2 and got["hr-team"]["grades"] == {"0": 1, "2": 1}
+    assert main(["labels", "sources", "--store", str(named_store)]) == 0
+    assert "gpt-4o-mini" in capsys.readouterr().out
+
+
+def test_sample_takes_the_judge_by_its_model_name(named_store, capsys):
+    assert main(["sample", "--store", str(named_store), "--judge", "gpt-4o-mini", "--name", "w1",
+                 "--design", "srs-pairs", "--budget", "2"]) == 0
+    with LabelStore(named_store, create=False) as store:
+        assert store.sample("w1").params["judge"] == JUDGE

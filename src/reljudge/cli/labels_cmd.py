@@ -32,6 +32,15 @@ examples:
   reljudge labels stats --store labels.sqlite --pool pairs.txt --json
   reljudge labels stats --store labels.sqlite --format csv > sources.csv   # the sources table
 """,
+    "sources": """\
+examples:
+  reljudge labels sources --store labels.sqlite
+  reljudge labels sources --store labels.sqlite --format json
+
+'short' is the shortest name that designates the source wherever a command takes one
+(--judge, --source, --human-source, ...): the model alone when one source has it, else the
+name without its hash, else the full name. Any prefix naming one source works too.
+""",
     "conflicts": """\
 examples:
   reljudge labels conflicts --store labels.sqlite --limit 20
@@ -119,6 +128,10 @@ def register(sub) -> None:
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v)
     v.set_defaults(func=do_stats)
+
+    v = verb("sources", "the label sources: kind, events, grades, and the short names to type")
+    add_format(v, ("table", "json", "csv", "markdown"))
+    v.set_defaults(func=do_sources)
 
     v = verb("conflicts", "pairs where the human and the LLM labels disagree, largest first")
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
@@ -231,6 +244,28 @@ def do_export(args) -> int:
         raise StoreError(f"{args.store}: no labels for {policy}")
     write_qrels(merged.qrels, args.out)
     print(f"wrote {len(merged.labels)} labels ({policy}) to {args.out}")
+    return 0
+
+
+def do_sources(args) -> int:
+    """The sources and the names a user can type for them."""
+    from reljudge.grades import SCALE
+    from reljudge.store import short_names
+    from reljudge.tables import json_dumps, render
+
+    with _open(args) as store:
+        sources = store.sources()
+    short = short_names(sources)
+    if args.format == "json":
+        print(json_dumps({"sources": [{"name": s.name, "short": short.get(s.name, s.name),
+                                       "kind": s.kind, "events": s.events, "graded": s.ok,
+                                       "failed": s.failed, "grades": s.grades}
+                                      for s in sources]}), end="")
+        return 0
+    rows = [[s.kind, s.name, short.get(s.name, s.name), s.events, s.ok,
+             *[s.grades.get(g, 0) for g in SCALE]] for s in sources]
+    print(render(["kind", "source", "short", "events", "graded", *map(str, SCALE)], rows,
+                 args.format), end="")
     return 0
 
 

@@ -69,7 +69,14 @@ def run(args) -> int:
         from reljudge.store import LabelStore
 
         store = LabelStore(args.store, create=False)
-        labelled = store.labelled_pairs(flatten(args.sources))
+        names = flatten(args.sources)
+        if names is not None:
+            from reljudge.store import resolve_source
+
+            known = store.sources()
+            names = [resolve_source(known, n, where=args.store, option="--source").name
+                     for n in names]
+        labelled = store.labelled_pairs(names)
     with working("pooling", args.quiet):
         pool = build_pool(runs, args.depth, labelled)
     after = labelled | set(pool.pairs)

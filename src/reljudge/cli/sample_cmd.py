@@ -79,6 +79,10 @@ def run(args) -> int:
     if args.out and not args.out.endswith((".tsv", ".jsonl")):
         raise ConfigError(f"--out {args.out}: expected a .tsv or .jsonl file name")
     with LabelStore(args.store, create=False) as store:
+        from reljudge.store import resolve_source
+
+        args.judge = resolve_source(store.sources(), args.judge, where=args.store,
+                                    option="--judge").name
         grades = store.source_grades(args.judge)
         runs = []
         if args.runs:

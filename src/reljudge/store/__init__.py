@@ -11,8 +11,9 @@ from reljudge.store.merge import (
            coverage,
            merge_rows,
 )
+from reljudge.store.names import resolve_source, short_names
 from reljudge.store.store import LabelStore, SourceStats
 
 __all__ = ["AGGREGATES", "POLICIES", "Conflict", "FinalLabel", "ImportReport", "LabelStore",
            "Merged", "SourceStats", "conflicts", "coverage", "import_labels", "merge_rows",
-           "read_labels"]
+           "read_labels", "resolve_source", "short_names"]
