@@ -125,3 +125,41 @@ def test_sample_takes_the_judge_by_its_model_name(named_store, capsys):
                  "--design", "srs-pairs", "--budget", "2"]) == 0
     with LabelStore(named_store, create=False) as store:
         assert store.sample("w1").params["judge"] == JUDGE
+
+
+# --- nothing written means nothing written --------------------------------------------------
+
+HR = __import__("tests.helpers", fromlist=["EXAMPLE"]).EXAMPLE
+
+
+def label_argv(store, *extra):
+    return ["label", "--queries", str(HR / "queries.tsv"), "--passages",
+            str(HR / "passages.jsonl"), "--pairs", str(HR / "human.qrels"), "--store", str(store),
+            "--model", "m", "--api-key", "k", "--max-attempts", "1", "--timeout", "2", *extra]
+
+
+@pytest.mark.parametrize("case", ["dead endpoint", "texts missing", "dry run"])
+def test_a_label_command_that_writes_no_label_leaves_no_new_store(tmp_path, case, capsys):
+    store = tmp_path / "new.sqlite"
+    if case == "dead endpoint":
+        argv, want = label_argv(store, "--base-url", "http://127.0.0.1:9/v1"), 2
+    elif case == "texts missing":
+        pairs = tmp_path / "pairs.txt"
+        pairs.write_text("hr01 no-such-passage\n")
+        argv = label_argv(store, "--base-url", "http://127.0.0.1:9/v1")
+        argv[argv.index("--pairs") + 1] = str(pairs)
+        want = 2
+    else:
+        argv, want = label_argv(store, "--base-url", "http://127.0.0.1:9/v1", "--dry-run"), 0
+    assert main(argv) == want
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir() if "sqlite" in p.name) == []
+
+
+def test_an_existing_store_is_kept_when_a_label_command_fails(tmp_path, named_store, capsys):
+    before = named_store.read_bytes()
+    assert main(label_argv(named_store, "--base-url", "http://127.0.0.1:9/v1")) == 2
+    capsys.readouterr()
+    with LabelStore(named_store, create=False) as store:
+        assert sum(s.events for s in store.sources()) == 5
+    assert len(before) > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 EXAMPLES = """\
 examples:
@@ -185,7 +186,8 @@ def run_label(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     labeller = Labeller(config, on_warning=warn)
     store = None
-    if args.store:
+    new_store = bool(args.store) and not Path(args.store).exists()
+    if args.store and not (args.dry_run and new_store):  # a dry run writes nothing
         from reljudge.store import LabelStore
 
         store = LabelStore(args.store)
@@ -213,6 +215,11 @@ def run_label(args: argparse.Namespace) -> int:
         if args.qrels_out:
             write_judge_qrels(report, store, labeller.judge_ids, config.aggregate,
                               args.qrels_out)
+    except BaseException:
+        if new_store and store is not None and not any(x.events for x in store.sources()):
+            store.close()  # the command made this file and wrote no label: nothing is left
+            remove_store_files(args.store)
+        raise
     finally:
         if store is not None:
             store.close()
@@ -220,6 +227,12 @@ def run_label(args: argparse.Namespace) -> int:
     if report.stop_reason:
         return EXIT_STOPPED
     return EXIT_OK if report.complete else EXIT_FAILURES
+
+
+def remove_store_files(path) -> None:
+    """Delete a SQLite store and its -wal, -shm and -journal companions."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
