@@ -459,3 +459,56 @@ def test_batch_collect_never_re_asks_a_prompt_the_store_cannot_rebuild(tmp_path,
         args[args.index("--base-url") + 1] = online.base_url
         assert main(args) == 0
         assert online.calls == 1 and sum(uploaded_custom_ids(batch).values()) == len(PAIRS)
+
+
+@pytest.mark.parametrize("command", ["label", "batch collect"])
+def test_ctrl_c_while_waiting_for_batches_exits_3_promptly_with_the_batches_recorded(tmp_path,
+                                                                                     command):
+    """``--wait`` polls a batch that never finishes; one SIGINT stops the wait at once (it
+    was ignored: the poll loop slept without ever yielding to asyncio's Ctrl-C handling)."""
+    import signal
+    import time
+
+    write_inputs(tmp_path)
+    with FakeBatchAPI(by_passage, plans=[BatchPlan(never_finish=True)]) as batch:
+        argv = cli_args(tmp_path, batch, "--wait", "--poll-interval", "0.2")
+        if command == "batch collect":  # submit first, then wait in `reljudge batch collect`
+            assert main(cli_args(tmp_path, batch)) == 5
+            argv = ["batch", "collect", "--store", str(tmp_path / "s.sqlite"), "--api-key", "k",
+                    "--wait", "--quiet"]
+        polls = sum(1 for m, path in batch.log if m == "GET" and "/batches/" in path)
+        proc = subprocess.Popen([sys.executable, "-m", "reljudge", *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while (sum(1 for m, path in batch.log if m == "GET" and "/batches/" in path) < polls + 2
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+        took = time.monotonic() - sent
+    assert proc.returncode == 3, err
+    assert took < 5 and "interrupted" in err and "Traceback" not in err
+    with LabelStore(tmp_path / "s.sqlite") as store:
+        open_batches = BatchLog(store).batches(open_only=True)
+    assert len(open_batches) == 1 and open_batches[0].provider_id is not None
+
+
+def test_batch_status_after_a_kill_between_upload_and_creation_submits_nothing(tmp_path,
+                                                                               capsys):
+    """A status command never submits paid work: the uploaded file of a run killed before it
+    created the batch stays uncreated until collect (or label --batch) submits it."""
+    write_inputs(tmp_path)
+    store = str(tmp_path / "s.sqlite")
+    with FakeBatchAPI(by_passage) as batch:
+        killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(tmp_path),
+                                 batch.base_url, "uploaded"], capture_output=True, timeout=120)
+        assert killed.returncode == -9, killed.stderr.decode()
+        assert main(["batch", "status", "--store", store, "--api-key", "k"]) == 0
+        assert len(batch.batches) == 0  # status created nothing
+        err = capsys.readouterr().err
+        assert "is uploaded but no batch was created for it" in err
+        with LabelStore(store) as s:
+            assert [r.provider_id for r in BatchLog(s).batches()] == [None]
+        assert main(["batch", "collect", "--store", store, "--api-key", "k", "--quiet"]) == 5
+        assert len(batch.batches) == 1  # collect is what submits it

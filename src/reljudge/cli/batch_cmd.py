@@ -13,12 +13,14 @@ examples:
   reljudge batch cancel --store labels.sqlite     # cancel the batches still running
 
 The judge settings are the ones saved when the batches were submitted (reljudge label
---batch); the key comes from --api-key or OPENAI_API_KEY and is never saved. collect submits
-nothing: pairs an expired or cancelled batch did not answer are sent again by the next
-`reljudge label --batch` run (or online with --batch-fallback online).
+--batch); the key comes from --api-key or OPENAI_API_KEY and is never saved. status never
+submits anything. collect submits no new request: it only creates the batch of a file that a
+killed run uploaded but did not submit; pairs an expired or cancelled batch did not answer are
+sent again by the next `reljudge label --batch` run (or online with --batch-fallback online).
 exit codes:
   0  done (collect: every pair of the collected batches has a grade)
   2  bad input or settings, or the provider cannot be reached
+  3  collect --wait: stopped by Ctrl-C (the batches keep running; collect again later)
   4  collect: some pairs of the collected batches have no grade (expired or failed lines)
   5  collect: batches are still running; collect again later (or pass --wait)
 """
@@ -59,7 +61,7 @@ def run_batch(args: argparse.Namespace) -> int:
     with LabelStore(args.store, create=False) as store:
         if args.action == "status":
             for job in recorded_jobs(store, args.api_key, **told):
-                job.poll()  # statuses and counts only: nothing is collected
+                job.poll(create=False)  # statuses and counts only: nothing collected or sent
         elif args.action == "cancel":
             for job in recorded_jobs(store, args.api_key, **told):
                 for bid in job.cancel():
@@ -67,7 +69,9 @@ def run_batch(args: argparse.Namespace) -> int:
         else:
             results = asyncio.run(collect_recorded(store, args.api_key, wait=args.wait,
                                                    **told))
-            if any(r.open for r in results):
+            if any(r.stop_reason for r in results):
+                code = 3
+            elif any(r.open for r in results):
                 code = 5
             elif any(r.without_grade for r in results):
                 code = 4

@@ -18,12 +18,12 @@ answer.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
 import logging
 import secrets
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -83,6 +83,14 @@ class BatchJob:
         self._client = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
 
+    def _tell(self, note: str) -> None:
+        """A warning the user must see whatever --quiet says (the labeller's ``on_warning``,
+        else logged at WARNING)."""
+        if self.labeller.on_warning is not None:
+            self.labeller.on_warning(note)
+        else:
+            _log.warning("warning: %s", note)
+
     @property
     def client(self):
         """The openai SDK client of the Files/Batch API (made on first use)."""
@@ -113,10 +121,11 @@ class BatchJob:
         return record
 
     # -- resume: poll and collect what earlier runs submitted -------------------------------
-    def poll(self) -> list[BatchRecord]:
+    def poll(self, *, create: bool = True) -> list[BatchRecord]:
         """Bring every open batch of this judge one step on: adopt the uploads and batches a
-        killed run made but did not record, create batches for uploaded files, refresh
-        statuses; returns the batches that have finished (not yet collected)."""
+        killed run made but did not record, create batches for uploaded files (unless not
+        ``create``: a status check never submits paid work), refresh statuses; returns the
+        batches that have finished (not yet collected)."""
         finished = []
         for rec in self.log.batches(self.labeller.judge_id, open_only=True):
             if rec.input_file_id is None:
@@ -128,7 +137,17 @@ class BatchJob:
                 self.log.update(rec.id, input_file_id=file_id, status="uploaded")
                 rec = self.log.get(rec.id)
             if rec.provider_id is None:
-                self._create(rec, resuming=True)
+                if not create:
+                    found = self._created(rec)
+                    if found is None:
+                        self._say(f"batch #{rec.id}: its file {rec.input_file_id} is uploaded "
+                                  "but no batch was created for it (the run was stopped "
+                                  "there); `reljudge batch collect` or `reljudge label "
+                                  "--batch` submits it")
+                        continue
+                    self.log.update(rec.id, provider_id=found.id, status=found.status)
+                else:
+                    self._create(rec, resuming=True)
                 rec = self.log.get(rec.id)
             b = self.client.batches.retrieve(rec.provider_id)
             counts = b.request_counts
@@ -149,15 +168,18 @@ class BatchJob:
         return next((f.id for f in self.client.files.list(purpose="batch")
                      if f.filename == name), None)
 
+    def _created(self, rec: BatchRecord):
+        """The provider's batch a killed run created for this record but did not record (by
+        its intent in the metadata, or for records without one, by its input file), or None."""
+        return next((b for b in self.client.batches.list()
+                     if ((b.metadata or {}).get("reljudge_intent") == rec.intent
+                         if rec.intent else b.input_file_id == rec.input_file_id)), None)
+
     def _create(self, rec: BatchRecord, resuming: bool = True) -> str:
         """Create the batch of an uploaded file; when resuming, first look for the batch a
         killed run created but did not record (by its intent in the metadata, or for batches
         recorded without one, by its input file id)."""
-        found = None
-        if resuming:
-            found = next((b for b in self.client.batches.list()
-                          if ((b.metadata or {}).get("reljudge_intent") == rec.intent
-                              if rec.intent else b.input_file_id == rec.input_file_id)), None)
+        found = self._created(rec) if resuming else None
         if found is None:
             metadata = {"reljudge_batch": str(rec.id), "judge": self.labeller.judge_id[:500]}
             if rec.intent:
@@ -220,8 +242,17 @@ class BatchJob:
         result.items = len(items)
         watched: set[int] = set()  # our ids of the batches this run waits for
         with BatchProgress(progress and wait) as bar:
-            await self._loop(pairs, items, queries, passages, result, not submit, watched, bar,
-                             wait, progress)
+            try:
+                await self._loop(pairs, items, queries, passages, result, not submit, watched,
+                                 bar, wait, progress)
+            except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the main task)
+                task = asyncio.current_task()
+                if task is None or task.uncancel() > 0:  # cancelled for another reason
+                    raise
+                result.stop_reason = "interrupted"
+                result.open = self.log.batches(lab.judge_id, open_only=True)
+                self._tell("interrupted: every batch submitted so far is recorded and keeps "
+                           "running at the provider; run the same command again to collect it")
         todo, failed = self._plan(items)
         result.graded = result.items - len(todo) - failed
         pending = self.log.pending(lab.judge_id)
@@ -264,7 +295,7 @@ class BatchJob:
             bar.update([r for r in self.log.batches(lab.judge_id) if r.id in watched])
             if not wait or not result.open or result.stop_reason:
                 return
-            time.sleep(self.config.poll_interval)
+            await asyncio.sleep(self.config.poll_interval)  # Ctrl-C lands here at the latest
 
     def _items(self, pairs: Sequence[tuple[str, str]]) -> list[Item]:
         """The (qid, docid, sample) items of these pairs, once each, in order."""
