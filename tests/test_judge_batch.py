@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reljudge.cli import main
+from reljudge.errors import ConfigError
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.judge.batch import BatchJob, build_lines, split_files
 from reljudge.judge.parse import REPAIR
@@ -265,7 +266,7 @@ def test_batch_status_collect_cancel_commands_over_the_store(tmp_path, capsys):
         assert main(collect) == 4  # cancelled: its 3 pairs have no grade
         with LabelStore(store) as s:
             kinds = Counter(e.failure_kind for e in s.events() if e.grade is None)
-            assert kinds == {"expired": 3}
+            assert kinds == {"cancelled": 3}  # their own kind (issue 25; was "expired")
         capsys.readouterr()
         assert main(cli_args(tmp_path, batch, "--wait")) == 0  # the 3 re-batched, collected
         assert "requests submitted" in capsys.readouterr().out
@@ -512,3 +513,64 @@ def test_batch_status_after_a_kill_between_upload_and_creation_submits_nothing(t
             assert [r.provider_id for r in BatchLog(s).batches()] == [None]
         assert main(["batch", "collect", "--store", store, "--api-key", "k", "--quiet"]) == 5
         assert len(batch.batches) == 1  # collect is what submits it
+
+
+def test_cancelled_lines_and_content_filter_refusals_get_their_own_kinds(tmp_path):
+    from reljudge.judge.batch_files import line_failure
+
+    assert line_failure({"custom_id": "x", "response": None, "error": {
+        "code": "batch_cancelled", "message": "cancelled"}})[0] == "cancelled"
+    filtered = {"status_code": 400, "body": {"error": {
+        "code": "content_filter", "message": "The response was filtered"}}}
+    assert line_failure({"custom_id": "x", "response": filtered, "error": None}) == (
+        "refused", "HTTP 400: The response was filtered")
+    azure = {"status_code": 400, "body": {"error": {
+        "code": "invalid_request", "message": "policy", "innererror": {
+            "code": "ResponsibleAIPolicyViolation"}}}}
+    assert line_failure({"custom_id": "x", "response": azure, "error": None})[0] == "refused"
+    plain = {"status_code": 400, "body": {"error": {"code": None, "message": "bad"}}}
+    assert line_failure({"custom_id": "x", "response": plain, "error": None})[0] == "http_status"
+
+
+def test_a_content_filter_400_is_refused_online_and_in_a_batch_alike(tmp_path):
+    """Two paths, one answer: the same filtered request is a refusal online and in a batch."""
+    def filtering(req):
+        text = req.body["messages"][-1]["content"]
+        if "passage number 1 " in text and "expenses" not in text:
+            return Reply.error(400, "The response was filtered", code="content_filter")
+        return by_passage(req)
+
+    with FakeOpenAI(filtering) as online, LabelStore(tmp_path / "o.sqlite") as s1:
+        label_pairs(config(tmp_path / "a", online.base_url, batch=False), PAIRS, QUERIES,
+                    PASSAGES, s1)
+        on = {(e.qid, e.docid): (e.failure_kind, e.failure) for e in s1.events()
+              if e.grade is None}
+    with FakeBatchAPI(filtering) as batch, LabelStore(tmp_path / "b.sqlite") as s2:
+        run_batch(config(tmp_path / "b", "http://127.0.0.1:9/v1", batch.base_url), s2)
+        off = {(e.qid, e.docid): (e.failure_kind, e.failure) for e in s2.events()
+               if e.grade is None}
+    assert on == off == {("q1", "d1"): ("refused", "HTTP 400: The response was filtered")}
+
+
+def test_a_failed_batch_says_why_and_files_split_by_estimated_tokens(tmp_path, capsys):
+    write_inputs(tmp_path)
+    reason = {"code": "token_limit_exceeded", "message": "Enqueued token limit reached"}
+    with FakeBatchAPI(by_passage, plans=[BatchPlan(fail_validation=reason)]) as batch:
+        assert main(cli_args(tmp_path, batch, "--wait")) == 4
+        err = capsys.readouterr().err
+        assert "failed: token_limit_exceeded: Enqueued token limit reached" in err
+        with LabelStore(tmp_path / "s.sqlite") as store:
+            details = {e.failure for e in store.events() if e.grade is None}
+        assert details == {"batch failed before this request ran: token_limit_exceeded: "
+                           "Enqueued token limit reached"}
+    cfg = config(tmp_path, "http://127.0.0.1:9/v1")
+    lines = build_lines(Labeller(cfg), [(q, d, 0) for q, d in PAIRS], QUERIES, PASSAGES)
+    per_line = max(x.tokens for x in lines)
+    params = Labeller(cfg).params()
+    out_limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
+    assert per_line > out_limit > 0  # the prompt's bound plus the output limit
+    groups = list(split_files(lines, 100, 10**9, 2 * per_line))
+    assert [len(g) for g in groups] == [2, 2, 2, 2]
+    assert all(sum(x.tokens for x in g) <= 2 * per_line for g in groups)
+    with pytest.raises(ConfigError, match="more than --batch-tokens"):
+        list(split_files(lines, 100, 10**9, per_line - 1))

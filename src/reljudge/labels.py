@@ -23,6 +23,7 @@ class FailureKind(str, enum.Enum):
     UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
     BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
     EXPIRED = "expired"  # a Batch API request not run before its batch expired
+    CANCELLED = "cancelled"  # a Batch API request not run because its batch was cancelled
 
     def __str__(self) -> str:
         return self.value

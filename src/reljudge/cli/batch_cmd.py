@@ -51,7 +51,7 @@ def run_batch(args: argparse.Namespace) -> int:
     import asyncio
 
     from reljudge.cli import common
-    from reljudge.judge.batch import collect_recorded, recorded_jobs
+    from reljudge.judge.recorded import collect_recorded, recorded_jobs
     from reljudge.store import LabelStore
     from reljudge.store.batches import BatchLog
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
-import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -41,8 +40,8 @@ from reljudge.judge.progress import BatchProgress
 from reljudge.judge.results import BatchResult
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
-__all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "collect_recorded",
-           "recorded_jobs", "split_files", "upload_name"]
+__all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "split_files",
+           "upload_name"]
 
 COMPLETION_WINDOW = "24h"
 
@@ -55,6 +54,14 @@ _log = logging.getLogger(__name__)
 def upload_name(intent: str) -> str:
     """The file name an input file is uploaded under (how a resumed run finds it)."""
     return f"reljudge-batch-{intent}.jsonl"
+
+
+def failure_reason(batch) -> str:
+    """What the provider says made a batch fail (its ``errors.data``: code, message, line)."""
+    data = getattr(getattr(batch, "errors", None), "data", None) or []
+    parts = [f"{e.code}: {e.message}" + (f" (line {e.line})" if getattr(e, "line", None) else "")
+             for e in data]
+    return "; ".join(parts) or "the provider gave no reason"
 
 
 def new_intent(data: bytes) -> str:
@@ -82,6 +89,7 @@ class BatchJob:
         self._on_step = on_step
         self._client = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
+        self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
 
     def _tell(self, note: str) -> None:
         """A warning the user must see whatever --quiet says (the labeller's ``on_warning``,
@@ -158,6 +166,11 @@ class BatchJob:
             self._say(f"batch {rec.provider_id}: {b.status}"
                       + (f" ({counts.completed} done, {counts.failed} failed of {counts.total})"
                          if counts else ""))
+            if b.status == "failed":
+                self.reasons[rec.id] = reason = failure_reason(b)
+                self._tell(f"batch {rec.provider_id} failed: {reason}; its requests are sent "
+                           "again by the next run (see --batch-requests, --batch-bytes, "
+                           "--batch-tokens)")
             if b.status in TERMINAL:
                 finished.append(self.log.get(rec.id))
         return finished
@@ -202,7 +215,8 @@ class BatchJob:
         """Upload and create batches for these lines, recording each step before the next."""
         budget = self.labeller.spending_limit(self.store)
         held = sum(r.reserved for r in self.log.batches(open_only=True))
-        for group in split_files(lines, self.config.batch_requests, self.config.batch_bytes):
+        for group in split_files(lines, self.config.batch_requests, self.config.batch_bytes,
+                                 self.config.batch_tokens):
             worst = sum(x.worst_case for x in group)
             if budget.limit is not None and held + worst > budget.limit:
                 result.stop_reason = "budget"
@@ -369,43 +383,3 @@ class BatchJob:
                 self.log.update(rec.id, status=b.status)
                 cancelled.append(rec.provider_id)
         return cancelled
-
-
-def recorded_jobs(store, api_key: str | None = None, *, say: Callable[[str], None] | None = None,
-                  on_warning: Callable[[str], None] | None = None,
-                  open_only: bool = True) -> list[BatchJob]:
-    """One BatchJob per judge settings recorded with the store's (open) batches, rebuilt
-    from the settings saved at submission and this key (or OPENAI_API_KEY); ``say`` and
-    ``on_warning`` as for BatchJob and Labeller."""
-    from reljudge.judge.config import JudgeConfig, endpoint_from_env
-
-    configs: dict[str, dict] = {}
-    for rec in BatchLog(store).batches(open_only=open_only):
-        configs.setdefault(json.dumps(rec.config, sort_keys=True), rec.config)
-    key = api_key or endpoint_from_env().get("api_key")
-    return [BatchJob(Labeller(JudgeConfig(**cfg, api_key=key), on_warning=on_warning), store,
-                     say=say)
-            for cfg in configs.values()]
-
-
-async def collect_recorded(store, api_key: str | None = None, *, wait: bool = False,
-                           say: Callable[[str], None] | None = None,
-                           on_warning: Callable[[str], None] | None = None
-                           ) -> list[BatchResult]:
-    """Poll and collect every open batch in a store into the cache and the store, with the
-    query and passage texts the store holds; submits nothing."""
-    results = []
-    for job in recorded_jobs(store, api_key, say=say, on_warning=on_warning):
-        log = job.log
-        items = {(q, d) for rec in log.batches(job.labeller.judge_id, open_only=True)
-                 for _, q, d, _ in log.items(rec.id)}
-        pairs = sorted(items)
-        queries, passages = store.texts(pairs, titles=True)
-        missing = [q for q, _ in pairs if queries.get(q) is None] + \
-            [d for _, d in pairs if passages.get(d) is None]
-        if missing:
-            raise ConfigError(f"{store.path}: no text for {len(missing)} query/passage id(s) "
-                              f"of the recorded batches (e.g. {missing[:3]}): collect with "
-                              "reljudge label --batch and the original inputs")
-        results.append(await job.run(pairs, queries, passages, wait=wait, submit=False))
-    return results

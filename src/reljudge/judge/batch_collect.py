@@ -77,10 +77,12 @@ def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
         events = answer_events(lab, answers, items, settled, out)
         cached.result()
     job.step("collecting")
+    never_run = {"expired": FailureKind.EXPIRED, "cancelled": FailureKind.CANCELLED}
+    reason = job.reasons.get(rec.id)
     for cid in items.keys() - answers.keys() - failed.keys():  # never run
-        kind = FailureKind.EXPIRED if rec.status in ("expired", "cancelled") \
-            else FailureKind.HTTP_STATUS
-        failed[cid] = (kind, f"batch {rec.status} before this request ran")
+        kind = never_run.get(rec.status, FailureKind.HTTP_STATUS)
+        failed[cid] = (kind, f"batch {rec.status} before this request ran"
+                       + (f": {reason}" if reason else ""))
     judge = lab.judge_id
     meta = {"model": job.config.model, "batch": rec.provider_id, "params": lab.params()}
     for cid, (kind, why) in failed.items():

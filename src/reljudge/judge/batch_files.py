@@ -19,7 +19,7 @@ from reljudge.errors import ConfigError
 from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.cache import RequestKeys
 from reljudge.judge.client import Answer, answer_from_response, grade_fields, refusal_failure
-from reljudge.judge.failures import CallFailed
+from reljudge.judge.failures import CallFailed, error_object, status_kind
 from reljudge.judge.parse import parse_answer
 from reljudge.labels import FailureKind
 
@@ -38,6 +38,7 @@ class BatchLine:
     data: bytes  # the JSONL line, newline included
     items: tuple[Item, ...]
     worst_case: float  # the most this request can cost at the batch price
+    tokens: int = 0  # the most tokens it can enqueue: the prompt's bound plus the output limit
 
 
 def build_lines(labeller, items: Sequence[Item], queries: Mapping[str, str],
@@ -54,39 +55,48 @@ def build_lines(labeller, items: Sequence[Item], queries: Mapping[str, str],
     head = f', "method": "POST", "url": "{ENDPOINT}", "body": {{"model": {_JSON.encode(model)}' \
            ', "messages": '
     tail = "".join(f", {_JSON.encode(k)}: {_JSON.encode(v)}" for k, v in params.items()) + "}}\n"
-    prompts: dict[tuple[str, str], tuple[str, float]] = {}  # (qid, docid) -> encoded, worst
+    # (qid, docid) -> encoded messages, worst-case cost, most tokens
+    prompts: dict[tuple[str, str], tuple[str, float, int]] = {}
     by_key: dict[str, list[Item]] = {}
-    data: dict[str, tuple[bytes, float]] = {}
+    data: dict[str, tuple[bytes, float, int]] = {}
     for item in items:
         pair = item[:2]
         prompt = prompts.get(pair)
         if prompt is None:
             messages = labeller.messages(item[0], item[1], queries, passages)
-            prompt = prompts[pair] = (RequestKeys.encode(messages),
-                                      price.cost(prompt_tokens_bound(messages), out_limit))
+            bound = prompt_tokens_bound(messages)
+            prompt = prompts[pair] = (RequestKeys.encode(messages), price.cost(bound, out_limit),
+                                      bound + out_limit)
         key = keys.key(prompt[0], item[2])
         if key in by_key:
             by_key[key].append(item)
             continue
         by_key[key] = [item]
-        data[key] = (f'{{"custom_id": "{key}"{head}{prompt[0]}{tail}'.encode(), prompt[1])
-    return [BatchLine(k, data[k][0], tuple(v), data[k][1]) for k, v in by_key.items()]
+        data[key] = (f'{{"custom_id": "{key}"{head}{prompt[0]}{tail}'.encode(), prompt[1],
+                     prompt[2])
+    return [BatchLine(k, data[k][0], tuple(v), data[k][1], data[k][2]) for k, v in by_key.items()]
 
 
-def split_files(lines: Sequence[BatchLine], max_requests: int,
-                max_bytes: int) -> Iterator[list[BatchLine]]:
-    """Consecutive groups of lines, each within the request and byte limits of one file."""
+def split_files(lines: Sequence[BatchLine], max_requests: int, max_bytes: int,
+                max_tokens: int | None = None) -> Iterator[list[BatchLine]]:
+    """Consecutive groups of lines, each within the request, byte and (estimated) token limits
+    of one file."""
     group: list[BatchLine] = []
-    size = 0
+    size = tokens = 0
     for line in lines:
         if len(line.data) > max_bytes:
             raise ConfigError(f"one batch request is {len(line.data)} bytes, more than "
                               f"--batch-bytes {max_bytes}")
-        if group and (len(group) >= max_requests or size + len(line.data) > max_bytes):
+        if max_tokens is not None and line.tokens > max_tokens:
+            raise ConfigError(f"one batch request may enqueue {line.tokens} tokens, more than "
+                              f"--batch-tokens {max_tokens}")
+        if group and (len(group) >= max_requests or size + len(line.data) > max_bytes
+                      or (max_tokens is not None and tokens + line.tokens > max_tokens)):
             yield group
-            group, size = [], 0
+            group, size, tokens = [], 0, 0
         group.append(line)
         size += len(line.data)
+        tokens += line.tokens
     if group:
         yield group
 
@@ -97,12 +107,13 @@ def line_failure(line: dict) -> tuple[FailureKind, str]:
     resp = line.get("response") or {}
     if error.get("code") == "batch_expired":
         return FailureKind.EXPIRED, "batch expired before this request ran"
+    if error.get("code") == "batch_cancelled":
+        return FailureKind.CANCELLED, "batch cancelled before this request ran"
     status = resp.get("status_code")
     if status:
-        body = resp.get("body") or {}
-        message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-        kind = FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_STATUS
-        return kind, f"HTTP {status}" + (f": {message}" if message else "")
+        err = error_object(resp.get("body") or {})
+        message = err.get("message") if isinstance(err, dict) else None
+        return status_kind(status, err), f"HTTP {status}" + (f": {message}" if message else "")
     return FailureKind.HTTP_STATUS, f"batch error {error.get('code')}: {error.get('message')}"
 
 

@@ -25,7 +25,7 @@ import openai
 from reljudge.errors import ConfigError
 from reljudge.grades import SCALE
 from reljudge.judge.config import endpoint_from_env
-from reljudge.judge.failures import CallFailed
+from reljudge.judge.failures import CallFailed, error_object, status_kind
 from reljudge.judge.retry import RetryPolicy
 from reljudge.judge.transport import open_transport, resolve_transport, ssl_context
 from reljudge.labels import FailureKind
@@ -257,7 +257,7 @@ class ChatClient:
     def _status_failure(self, status: int, headers: Any, content: bytes,
                         params: dict[str, Any]) -> CallFailed:
         message = error_message(content)
-        kind = FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_STATUS
+        kind = status_kind(status, error_object(content))
         feature = None if status in (401, 403, 429) else rejected_feature(message, params)
         return CallFailed(kind, f"HTTP {status}" + (f": {message}" if message else ""),
                           url=self.url, status=status, headers=headers, feature=feature)

@@ -122,6 +122,10 @@ class JudgeConfig(BaseModel):
                                 "(default 50000, OpenAI's limit)")
     batch_bytes: int = Field(190 * 1024 * 1024, ge=1024, description="bytes per batch file "
                              "(default 190 MiB, under OpenAI's 200 MB)")
+    batch_tokens: int = Field(2_000_000, ge=1, description="estimated tokens per batch file: "
+                              "each request's prompt bound plus its output limit (default "
+                              "2000000, OpenAI's tier-1 enqueued-token limit for gpt-4o-mini; "
+                              "a file over the provider's limit fails as a whole)")
     poll_interval: float = Field(30.0, gt=0, description="seconds between batch status polls "
                                  "with --wait (default 30)")
     endpoints: list[EndpointConfig] = Field(

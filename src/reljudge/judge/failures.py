@@ -7,6 +7,7 @@ never the wording of the detail.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,11 +16,16 @@ from reljudge.labels import FailureKind
 #: failures of the call itself: asked again on the next run (the endpoint may be back)
 CALL_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS, FailureKind.TIMEOUT,
                         FailureKind.HTTP_STATUS, FailureKind.RATE_LIMITED, FailureKind.BUDGET,
-                        FailureKind.EXPIRED})
+                        FailureKind.EXPIRED, FailureKind.CANCELLED})
 #: failures of the answer (the model spoke): asked again only with --retry-failed
 ANSWER_KINDS = frozenset({FailureKind.REFUSED, FailureKind.UNPARSEABLE})
 #: kinds that say the endpoint itself is unusable: they feed the circuit breaker at once
 ENDPOINT_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS})
+
+#: error codes of a request a content filter stopped (OpenAI, Azure OpenAI): a refusal, not a
+#: failed call
+CONTENT_FILTER_CODES = frozenset({"content_filter", "content_policy_violation",
+                                  "ResponsibleAIPolicyViolation"})
 
 #: HTTP statuses worth another attempt (OpenAI's own SDK retries the same ones)
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -60,6 +66,31 @@ class CallFailed(Exception):
             return (f"{self.detail} (gave up after {self.attempts} "
                     f"attempt{'s' if self.attempts != 1 else ''})")
         return self.detail
+
+
+def status_kind(status: int, error: Any) -> FailureKind:
+    """The kind of an HTTP error answer, online and in a batch error file alike: 429 is rate
+    limiting, a content filter's 400 a refusal, any other status an HTTP failure. ``error``
+    is the body's ``error`` object (or anything else, ignored)."""
+    if status == 429:
+        return FailureKind.RATE_LIMITED
+    if status == 400 and isinstance(error, dict):
+        inner = error.get("innererror")
+        codes = {error.get("code"), inner.get("code") if isinstance(inner, dict) else None}
+        if codes & CONTENT_FILTER_CODES:
+            return FailureKind.REFUSED
+    return FailureKind.HTTP_STATUS
+
+
+def error_object(content: bytes | str | dict) -> Any:
+    """The ``error`` object of an HTTP error body (bytes, text or parsed), else None."""
+    body = content
+    if isinstance(content, (bytes, str)):
+        try:
+            body = json.loads(content)
+        except ValueError:
+            return None
+    return body.get("error") if isinstance(body, dict) else None
 
 
 def asked_again(kind: str | None, detail: str | None, retry_failed: bool) -> bool:
