@@ -201,5 +201,90 @@ def test_the_pipeline_scores_json_is_what_reljudge_eval_prints(example, tmp_path
         argv += ["-m", m]
     assert main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed == json.loads((out / "scores.json").read_text())
+    stored = json.loads((out / "scores.json").read_text())
+    assert stored.pop("complete") is True and stored.pop("labelling")["without_grade"] == 0
+    assert printed == stored  # what the pipeline adds is what its qrels rest on, nothing else
     assert set(printed) >= {"measures", "all_queries", "conventions", "rule", "warnings", "runs"}
+
+
+LATER = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
+         "audit.md"]
+
+
+def test_incomplete_labelling_stops_before_scoring_unless_allow_partial_marks_it(
+        example, tmp_path, monkeypatch, capsys):
+    def refuses_some(req):
+        if "sabbatical" in req.user_text.lower():
+            return Reply.error(400, "context too long")
+        return grader(req)
+
+    cfg, out = str(example / "pipeline.toml"), example / "out"
+    with FakeOpenAI(refuses_some) as server:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", cfg, "--quiet"]) == 4
+        printed = capsys.readouterr().out
+        assert "not run: labelling is incomplete" in printed
+        assert not any((out / name).exists() for name in LATER)
+        labelling = json.loads((out / "manifest.json").read_text())["labelling"]
+        assert labelling["complete"] is False and labelling["without_grade"] > 0
+        assert labelling["failures"] == {"http_status": labelling["without_grade"]}
+
+        assert main(["run", cfg, "--quiet", "--allow-partial"]) == 4  # still incomplete
+        capsys.readouterr()
+        scores = json.loads((out / "scores.json").read_text())
+        assert scores["complete"] is False and scores["labelling"]["without_grade"] > 0
+        assert (out / "scores.tsv").read_text().startswith("# PARTIAL: labelling is incomplete")
+        assert json.loads((out / "audit.json").read_text())["complete"] is False
+        assert "PARTIAL" in (out / "audit.md").read_text()
+
+        html = tmp_path / "r.html"
+        assert main(["report", "--pipeline", cfg, "--out", str(html), "--quiet"]) == 3
+        assert "labelling is incomplete" in capsys.readouterr().err and not html.exists()
+        assert main(["report", "--pipeline", cfg, "--out", str(html), "--quiet",
+                     "--allow-partial"]) == 0
+        page = html.read_text()
+        assert "PARTIAL: labelling is incomplete" in page and "No best run is named" in page
+        assert "Best run on" not in page
+    with FakeOpenAI(grader) as server:  # the endpoint is back: the run completes the job
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        assert main(["run", cfg, "--quiet"]) == 0
+        assert server.calls == labelling["without_grade"]  # only the missing ones
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["complete"] is True and scores["labelling"]["without_grade"] == 0
+    assert not (out / "scores.tsv").read_text().startswith("#")
+    assert main(["report", "--pipeline", cfg, "--out", str(html), "--quiet"]) == 0
+    assert "Best run on" in html.read_text() and "PARTIAL" not in html.read_text()
+
+
+def test_ctrl_c_in_labelling_leaves_no_score_that_looks_final_and_a_rerun_completes(example,
+                                                                                    tmp_path):
+    slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content"],  # noqa
+                                  delay=0.05)
+    cfg = example / "pipeline.toml"
+    out = example / "out"
+    cfg.write_text(cfg.read_text().replace("depth = 10", "depth = 3"))
+    with FakeOpenAI(slow) as server:
+        env = env_for(server, tmp_path)
+        cmd = [sys.executable, "-m", "reljudge", "run", str(cfg), "--quiet"]
+        subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=120)
+        assert (out / "scores.json").exists()  # a complete job at depth 3
+        cfg.write_text(cfg.read_text().replace("depth = 3", "depth = 10"))
+        start = server.calls
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.time() + 60
+        while server.calls < start + 20 and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 3, stdout + stderr
+        assert "not run: labelling is incomplete" in stdout
+        assert "removed the earlier" in stdout
+        assert not any((out / name).exists() for name in LATER)  # the depth-3 scores are gone
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["complete"] is False
+        assert manifest["labelling"]["stopped"] == "interrupted"
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((out / "scores.json").read_text())["complete"] is True

@@ -44,6 +44,10 @@ def register(sub) -> None:
                                                 "scored with")
     common.add_runs(p, required=False)
     p.add_argument("--pipeline", help="take everything from a pipeline config and its outputs")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="with --pipeline: report a pipeline whose labelling is incomplete "
+                        "(a PARTIAL banner, no best run named); without it such a pipeline "
+                        "exits 3")
     common.add_measures(p, "nDCG@10, or the pipeline's [eval] measures")
     p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")
     p.add_argument("--test", default="randomization",
@@ -74,7 +78,38 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+class Incomplete(Exception):
+    """The pipeline's labelling is incomplete and --allow-partial was not given."""
+
+
+def pipeline_partial(config, allow_partial: bool) -> str | None:
+    """The PARTIAL line of a pipeline whose labelling is incomplete (None when complete);
+    without ``allow_partial`` such a pipeline is refused (exit 3)."""
+    from reljudge.pipeline.manifest import Manifest
+    from reljudge.pipeline.runner import incomplete_reason, partial_line
+
+    manifest = Manifest(config.out_dir)
+    labelling = manifest.data.get("labelling")
+    if labelling is None or labelling.get("complete", True):
+        return None
+    if not allow_partial:
+        raise Incomplete(f"{config.out_dir}: {incomplete_reason(labelling)}; run "
+                         "the pipeline again to finish it, or pass --allow-partial for a "
+                         "report marked PARTIAL")
+    return partial_line(labelling)
+
+
 def run(args) -> int:
+    """Gather inputs and write the report; exit 3 for a pipeline whose labelling is
+    incomplete, unless --allow-partial."""
+    try:
+        return _run(args)
+    except Incomplete as e:
+        print(f"reljudge: error: {e}", file=sys.stderr)
+        return 3
+
+
+def _run(args) -> int:
     """Gather inputs and write the report."""
     from reljudge.cli.common import check_outputs, working
     from reljudge.errors import ConfigError
@@ -90,7 +125,7 @@ def run(args) -> int:
         raise ConfigError("--price-in and --price-out are US dollars per million tokens: "
                           "0 or more")
     flag_price = explicit_price(args.price_in, args.price_out)
-    store = reference = price = audit_measure = None
+    store = reference = price = audit_measure = partial = None
     audit_bootstrap = 1000
     judges: dict = {}
     inputs: list = []
@@ -104,6 +139,7 @@ def run(args) -> int:
         from reljudge.pipeline.runner import input_roles
 
         config = load_config(args.pipeline)
+        partial = pipeline_partial(config, args.allow_partial)
         qrels = read_qrels(config.out_dir / "qrels.txt")
         runs = read_runs([config.path(r) for r in config.inputs.runs])
         measures = measures or config.eval.measures
@@ -160,7 +196,8 @@ def run(args) -> int:
                                 store=store, title=args.title, all_queries=all_queries,
                                 inputs=inputs, settings=settings, price=price,
                                 audit_measure=audit_measure, audit_bootstrap=audit_bootstrap,
-                                digits=args.digits, float32_scores=args.float32_scores)
+                                digits=args.digits, float32_scores=args.float32_scores,
+                                partial=partial)
     finally:
         if store is not None:
             store.close()

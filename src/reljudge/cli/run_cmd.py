@@ -28,11 +28,19 @@ stage runs: depth = "10" is an error):
   [audit]   measure = "nDCG@10", bootstrap = 1000, seed = 0
   [output]  dir = "out", store (default out/labels.sqlite), cache_dir
 
+incomplete labelling (Ctrl-C, the budget, failed calls, batches still running): merge, eval
+and audit do not run, and the outputs they wrote before are removed, so that nothing in the
+output folder passes for final; the manifest records how many pairs were asked, graded and
+lack a grade, and why. Run again to finish, or pass --allow-partial to score the labels there
+are: scores.json and audit.json then say "complete": false with those counts, scores.tsv and
+audit.md start with a PARTIAL line, and `reljudge report --pipeline` needs --allow-partial too.
+
 exit codes (as `reljudge label`): 0 everything ran and every pooled pair the judge was asked
 about has a grade; 2 bad input or config, or an endpoint that cannot be used; 3 labelling
 stopped early (budget or Ctrl-C: run again to continue); 4 labelling finished but some pairs
 have no grade (the summary lists the failures by kind; a re-run asks again for failed calls);
 5 with batch = true while Batch API jobs are still running (run again to collect them).
+--allow-partial changes no exit code: 3, 4 and 5 still say the labelling is incomplete.
 """
 
 
@@ -48,6 +56,10 @@ def register(sub) -> None:
     p.add_argument("--model", help="override the judge model")
     p.add_argument("--base-url", help="override the endpoint URL")
     p.add_argument("--api-key", help="API key (or OPENAI_API_KEY)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="when labelling is incomplete, still merge, score and audit the labels "
+                        "there are (every output then says PARTIAL; the exit code still says "
+                        "incomplete)")
     common.add_quiet(p)
     p.set_defaults(func=run)
 
@@ -64,7 +76,8 @@ def run(args) -> int:
     config = load_config(args.config)
     judge = judge_config(config, model=args.model, base_url=args.base_url, api_key=args.api_key)
     result = run_pipeline(config, judge=judge, progress=show_progress(args.quiet),
-                          config_text=Path(args.config).read_text(encoding="utf-8"))
+                          config_text=Path(args.config).read_text(encoding="utf-8"),
+                          allow_partial=args.allow_partial)
     print(f"outputs in {result.out_dir}: " + ", ".join(
         sorted(p.name for p in result.out_dir.iterdir() if not p.name.startswith("."))))
     label = result.stage("label")

@@ -14,10 +14,13 @@ CONVENTIONS = ("trec_eval's unless a measure says otherwise: gain = grade, ideal
 
 
 def results_json(results: Mapping[str, Evaluation], measures: Sequence[str], *,
-                 all_queries: bool, per_query: bool = True,
-                 warnings: Sequence[str] = ()) -> dict:
-    """The evaluation of several runs as one JSON-ready dict."""
-    return {
+                 all_queries: bool, per_query: bool = True, warnings: Sequence[str] = (),
+                 labelling: Mapping | None = None) -> dict:
+    """The evaluation of several runs as one JSON-ready dict; ``labelling`` (a pipeline's
+    record of its label stage) adds ``complete`` and ``labelling``: what the qrels rest on."""
+    said = {} if labelling is None else {"complete": bool(labelling["complete"]),
+                                         "labelling": dict(labelling)}
+    return {**said,
         "measures": list(measures), "all_queries": all_queries, "conventions": CONVENTIONS,
         "rule": rule(all_queries), "rule_text": describe(all_queries), "warnings": list(warnings),
         "runs": {name: {"queries": len(ev.query_ids), "mean": ev.mean(),

@@ -11,6 +11,12 @@ Artefacts in the output folder:
                            and size, or the ir_datasets dataset id of an irds: input)
 A stage whose settings and inputs are unchanged is not recomputed; labelling is always
 resumed, and pays only for answers it does not have (call cache + store).
+
+Labelling that did not give every pooled pair a grade (stopped by Ctrl-C or the budget, or
+failed calls) is incomplete: merge, eval and audit then do not run, and their earlier outputs
+are removed, unless ``allow_partial``; then every output says it is partial (JSON
+``"complete": false`` with the labelling's counts, a PARTIAL line wherever scores are
+printed). The manifest records the labelling's completeness either way.
 """
 
 from __future__ import annotations
@@ -43,10 +49,50 @@ class PipelineResult:
     stages: list[StageResult]
     scores: dict | None = None
     audit: dict | None = None
+    labelling: dict = field(default_factory=lambda: dict(COMPLETE))
+
+    @property
+    def complete(self) -> bool:
+        """Every pair the judge was asked about has a grade (and nothing is waiting)."""
+        return bool(self.labelling.get("complete"))
 
     def stage(self, name: str) -> StageResult:
         """The result of one stage."""
         return next(s for s in self.stages if s.name == name)
+
+
+#: the labelling record of a pipeline without a judge: nothing was asked
+COMPLETE = {"complete": True, "asked": 0, "graded": 0, "without_grade": 0, "failures": {},
+            "stopped": None}
+#: what merge, eval and audit write (removed when labelling is incomplete and they do not run)
+LATER_OUTPUTS = ("qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json",
+                 "audit.json", "audit.md")
+
+
+def labelling_record(asked: int, graded: int, failures: dict, stopped: str | None,
+                     waiting: int = 0) -> dict:
+    """What a label stage left: pairs x samples asked about, graded, without a grade and why
+    (failure kinds, the stop reason, batches still running)."""
+    complete = graded == asked and not stopped and not waiting
+    return {"complete": complete, "asked": asked, "graded": graded,
+            "without_grade": asked - graded, "failures": dict(failures), "stopped": stopped,
+            **({"batches_running": waiting} if waiting else {})}
+
+
+def incomplete_reason(labelling: dict) -> str:
+    """Why labelling is incomplete, in one clause."""
+    why = [f"{n} {kind}" for kind, n in labelling["failures"].items()]
+    if labelling.get("stopped"):
+        why.append(f"stopped: {labelling['stopped']}")
+    if labelling.get("batches_running"):
+        why.append(f"{labelling['batches_running']} batch(es) still running")
+    return (f"labelling is incomplete, {labelling['graded']} of {labelling['asked']} pairs x "
+            f"samples graded ({', '.join(why) or 'no reason recorded'})")
+
+
+def partial_line(labelling: dict) -> str:
+    """The banner every partial output carries."""
+    return f"PARTIAL: {incomplete_reason(labelling)}; these scores rest on the labels there are"
 
 
 def _version() -> str:
@@ -56,8 +102,10 @@ def _version() -> str:
 
 
 def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], None] = print,
-                 progress: bool = False, config_text: str | None = None) -> PipelineResult:
-    """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling)."""
+                 progress: bool = False, config_text: str | None = None,
+                 allow_partial: bool = False) -> PipelineResult:
+    """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling). When
+    labelling is incomplete, merge, eval and audit run only with ``allow_partial``."""
     from reljudge.errors import ConfigError, InputError
     from reljudge.io import read_passages, read_queries
     from reljudge.io.trec import read_runs
@@ -108,6 +156,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
                                   manifest, say))
 
         # 2. label
+        labelling = dict(COMPLETE)
         if labeller is None:
             why = ("disabled in the config" if not config.judge.enabled else
                    "no endpoint configured (set OPENAI_API_KEY or OPENAI_BASE_URL and a model)")
@@ -127,11 +176,15 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
             say(f"[label] {labeller.judge_id} (batch): {result.graded} of {result.items} pairs "
                 f"x samples graded, {result.submitted_batches} batch(es) submitted, "
                 f"{len(result.open)} running, ${result.cost:.4f}")
+            labelling = labelling_record(result.items, result.graded,
+                                         result.batch_failures, result.stop_reason,
+                                         len(result.open))
+            summary["completeness"] = labelling
             if result.open:  # scoring now would use a part of the labels: stop here
                 stages.append(StageResult("label", "waiting", summary))
                 say("[label] batches are still running: run the pipeline again to collect "
                     "them; merge, eval and audit wait for them")
-                return PipelineResult(out, stages)
+                return _incomplete(out, stages, manifest, labelling, say, remove=False)
             stages.append(StageResult("label", "ran", summary))
         else:
             import asyncio
@@ -139,6 +192,11 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
             report = asyncio.run(labeller.label(pooled, queries, passages, store,
                                                 progress=progress))
             summary = report.summary()
+            labelling = labelling_record(
+                report.items, report.labelled + report.already_done - report.already_failed,
+                {**report.failure_reasons, **_standing_failures(report)},
+                report.stop_reason)
+            summary["completeness"] = labelling
             stages.append(StageResult("label", "ran", summary))
             say(f"[label] {labeller.judge_id}: {report.items} pairs x samples, "
                 f"{report.already_done} already labelled, {report.cached} from cache, "
@@ -148,6 +206,12 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
                                              if report.stop_reason else ""))
             for kind, example in report.failure_examples.items():
                 say(f"[label]   {report.failure_reasons[kind]} {kind}, e.g. {example}")
+        manifest.data["labelling"] = labelling
+        if not labelling["complete"]:
+            if not allow_partial:
+                return _incomplete(out, stages, manifest, labelling, say)
+            say(f"[label] {partial_line(labelling)}; --allow-partial: merge, eval and audit "
+                "run on them, and every output says PARTIAL")
 
         # 3. merge
         key = fingerprint("merge", config.merge.model_dump(), store.fingerprint())
@@ -180,15 +244,46 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
                        if inp.human_qrels else None)
 
     # 4. eval
-    stages.append(_eval_stage(config, runs, manifest, say))
+    stages.append(_eval_stage(config, runs, manifest, say, labelling))
     # 5. audit
-    stages.append(_audit_stage(config, runs, human_qrels, judge_qrels, manifest, say))
+    stages.append(_audit_stage(config, runs, human_qrels, judge_qrels, manifest, say,
+                               labelling))
     manifest.data["reljudge"] = _version()
+    manifest.data["complete"] = labelling["complete"]
     manifest.save()
     scores = json.loads((out / "scores.json").read_text())
     audit = json.loads((out / "audit.json").read_text()) if (out / "audit.json").exists() \
         else None
-    return PipelineResult(out, stages, scores, audit)
+    return PipelineResult(out, stages, scores, audit, labelling)
+
+
+def _standing_failures(report) -> dict:
+    """Failure kinds of the pairs this run found failed in the store and did not ask again
+    (they lack a grade as much as this run's failures do)."""
+    return {"failed earlier, not asked again": report.already_failed} \
+        if report.already_failed else {}
+
+
+def _incomplete(out: Path, stages: list[StageResult], manifest, labelling: dict, say,
+                remove: bool = True) -> PipelineResult:
+    """Stop after an incomplete label stage: merge, eval and audit do not run, and the
+    outputs they wrote earlier (of other labels) are removed so that none passes for final."""
+    gone = [name for name in LATER_OUTPUTS if (out / name).exists()] if remove else []
+    for name in gone:
+        (out / name).unlink()
+    for stage in ("merge", "eval", "audit"):
+        manifest.data["stages"].pop(stage, None)
+        stages.append(StageResult(stage, "skipped", note="labelling is incomplete"))
+    manifest.data["labelling"] = labelling
+    manifest.data["complete"] = False
+    manifest.data["reljudge"] = _version()
+    manifest.save()
+    if remove:
+        say(f"[merge, eval, audit] not run: {incomplete_reason(labelling)}. Run "
+            "the pipeline again to finish labelling, or pass --allow-partial to score the "
+            "labels there are (every output then says PARTIAL)"
+            + (f"; removed the earlier {', '.join(gone)}" if gone else ""))
+    return PipelineResult(out, stages, labelling=labelling)
 
 
 def input_roles(config: PipelineConfig) -> list[tuple[str, Path | str]]:
@@ -238,7 +333,7 @@ def _pool_stage(config, runs, pooled, store, labeller, queries, passages, manife
     return StageResult("pool", "ran", summary)
 
 
-def _eval_stage(config, runs, manifest, say) -> StageResult:
+def _eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
     from reljudge.io.trec import read_qrels
     from reljudge.metrics import evaluate_many
     from reljudge.metrics.queries import describe, warnings
@@ -248,7 +343,8 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
     out = config.out_dir
     qrels_file = out / "qrels.txt"
     key = fingerprint("eval", config.eval.model_dump(), qrels_file,
-                      [config.path(r) for r in config.inputs.runs])
+                      [config.path(r) for r in config.inputs.runs],
+                      *([labelling] if not labelling["complete"] else []))
     outputs = [out / "scores.tsv", out / "scores.json"]
     fresh = manifest.fresh("eval", key, outputs)
     if not fresh:
@@ -257,20 +353,23 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
         results = evaluate_many(qrels, runs, config.eval.measures,
                                 all_queries=config.eval.all_queries)
         measures = next(iter(results.values())).measures if results else []
-        lines = ["run\tquery\t" + "\t".join(measures)]
+        lines = [] if labelling["complete"] else [f"# {partial_line(labelling)}"]
+        lines.append("run\tquery\t" + "\t".join(measures))
         for name, ev in results.items():
             lines += [f"{name}\t{q}\t" + "\t".join(f"{v:.6f}" for v in row)
                       for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
             lines.append(f"{name}\tall\t" + "\t".join(f"{v:.6f}" for v in ev.mean().values()))
         atomic_write(outputs[0], "\n".join(lines) + "\n")
         data = results_json(results, measures, all_queries=config.eval.all_queries,
-                            warnings=found)
+                            warnings=found, labelling=labelling)
         atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
         manifest.record("eval", key, outputs, {"runs": len(results)})
     data = json.loads(outputs[1].read_text())
     rows = [[n, r["queries"], *(r["mean"][m] for m in data["measures"])]
             for n, r in data["runs"].items()]
     say(f"[eval] {'up to date' if fresh else 'scored'} with the final qrels:")
+    if not data.get("complete", True):
+        say(f"[eval] {partial_line(data['labelling'])}")
     say(render(["run", "queries", *data["measures"]], rows).rstrip())
     say(f"[eval] queries: {data.get('rule_text', describe(config.eval.all_queries))}")
     for line in data.get("warnings", []):
@@ -278,7 +377,7 @@ def _eval_stage(config, runs, manifest, say) -> StageResult:
     return StageResult("eval", "up to date" if fresh else "ran", {"runs": len(rows)})
 
 
-def _audit_stage(config, runs, human, judges, manifest, say) -> StageResult:
+def _audit_stage(config, runs, human, judges, manifest, say, labelling: dict) -> StageResult:
     """Each judge of the job against the human labels (audit.json, audit.md)."""
     out = config.out_dir
     judges = {name: q for name, q in judges.items() if len(q)}
@@ -298,20 +397,25 @@ def _audit_stage(config, runs, human, judges, manifest, say) -> StageResult:
     labels = [format_qrels(q) for q in judges.values()] if len(judges) > 1 else \
         format_qrels(next(iter(judges.values())))
     key = fingerprint("audit", config.audit.model_dump(), format_qrels(human), labels,
-                      [config.path(r) for r in config.inputs.runs])
+                      [config.path(r) for r in config.inputs.runs],
+                      *([labelling] if not labelling["complete"] else []))
     fresh = manifest.fresh("audit", key, outputs)
     if not fresh:
         result = audit(human, judges, runs, measure=config.audit.measure,
                        bootstrap=config.audit.bootstrap, seed=config.audit.seed,
                        reference_name=config.inputs.human_source)
         data = result_to_dict(result)
+        data.update(complete=labelling["complete"], labelling=labelling)
         atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         rows = [result.row(j) for j in result.judges]
         cols = [c for c in COLUMNS if c in rows[0]]
-        atomic_write(outputs[1], "# Judge audit\n\n" + markdown_table(
+        banner = "" if labelling["complete"] else f"**{partial_line(labelling)}**\n\n"
+        atomic_write(outputs[1], "# Judge audit\n\n" + banner + markdown_table(
             cols, [[row[c] for c in cols] for row in rows], 3))
         manifest.record("audit", key, outputs, {"pairs": rows[0]["pairs"]})
     data = json.loads(outputs[0].read_text())
+    if not data.get("complete", True):
+        say(f"[audit] {partial_line(data['labelling'])}")
     for j in data["judges"]:
         stats = j["items"]["stats"]
         say(f"[audit] {'up to date' if fresh else 'ran'}: "

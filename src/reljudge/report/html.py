@@ -141,7 +141,7 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
                  inputs: Sequence[tuple[str, str | Path]] = (),
                  settings: Mapping[str, str] | None = None, price=None,
                  conflicts: int = 50, audit_bootstrap: int = 1000, digits: int = 4,
-                 float32_scores: bool = False) -> str:
+                 float32_scores: bool = False, partial: str | None = None) -> str:
     """The report as one HTML string; ``judges`` ({name: qrels}) or one ``judge`` is audited
     against ``reference``. Queries are averaged as in ``stats.compare``. ``inputs`` are
     (role, path) pairs listed with their checksums, ``settings`` ({name: value}: pool depth,
@@ -149,7 +149,9 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
     values cached answers, and at most ``conflicts`` human/LLM conflicts are shown. Agreement
     intervals resample queries ``audit_bootstrap`` times (0: none). Scores, intervals,
     p-values and agreement statistics are shown to ``digits`` decimals; ``float32_scores``
-    ranks on scores rounded to float32 (trec_eval 9), in every evaluation of the runs."""
+    ranks on scores rounded to float32 (trec_eval 9), in every evaluation of the runs.
+    ``partial`` (a PARTIAL line: the labels are incomplete) is shown as a banner at the top
+    and no best run is named."""
     from reljudge.stats import compare
     from reljudge.version import __version__
 
@@ -166,9 +168,10 @@ def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None =
         result = audit(reference, dict(judges), runs, measure=audit_measure or m0,
                        bootstrap=audit_bootstrap, seed=seed, with_ensembles=False,
                        all_queries=all_queries, float32_scores=float32_scores)
-    summaries = [comparison_summary(comp, digits)] + ([judge_summary(result, digits)]
-                                                      if result else [])
+    summaries = [comparison_summary(comp, digits, partial)] + (
+        [judge_summary(result, digits)] if result else [])
     parts = [f"<header><h1>{html.escape(title)}</h1>",
+             *([f'<p class="warning partial">{html.escape(partial)}</p>'] if partial else []),
              _p(f"reljudge {__version__}, {time.strftime('%Y-%m-%d %H:%M')}; "
                 f"{len(comp.runs)} runs, {len(comp.queries)} queries for the baseline "
                 f"({comp.rule_note()}). Conventions: trec_eval semantics (ties by docid "

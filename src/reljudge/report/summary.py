@@ -63,9 +63,10 @@ def primary_measure(comp) -> str:
     return next((m for m in comp.measures if not is_coverage(m)), comp.measures[0])
 
 
-def comparison_summary(comp, digits: int = 4) -> Summary:
+def comparison_summary(comp, digits: int = 4, partial: str | None = None) -> Summary:
     """Best run, significant differences (after the comparison's correction), coverage;
-    numbers to ``digits`` decimals."""
+    numbers to ``digits`` decimals. On ``partial`` labels (the PARTIAL line) no best run is
+    named: the ranking of incomplete labels may not be the ranking of complete ones."""
     from reljudge.stats.compare import CORRECTION_NAMES
 
     out = Summary()
@@ -74,7 +75,9 @@ def comparison_summary(comp, digits: int = 4) -> Summary:
     top = max(means.values())
     best = [n for n in comp.runs if means[n] == top]
     iv = comp.cells[(best[0], m0)].interval
-    if len(best) > 1:
+    if partial:
+        out.lines.append(f"No best run is named: {partial}.")
+    elif len(best) > 1:
         out.lines.append(f"Best on {m0}: {', '.join(best)} tie at {_num(top, digits)}.")
     else:
         b = best[0]
