@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -295,13 +294,25 @@ def test_two_processes_appending_at_once_lose_nothing(tmp_path):
         assert {x.name: x.events for x in s.sources()} == {"a": 10000, "b": 10000}
 
 
+#: WRITER that says "inside" (once) while SQLite runs its insert inside the open transaction
+WRITER_SAYS_INSIDE = WRITER.replace("s = LabelStore(path)\n", """s = LabelStore(path)
+said = []
+def tell():
+    if s.conn.in_transaction and not said:
+        said.append(1)
+        print("inside", flush=True)
+    return 0
+s.conn.set_progress_handler(tell, 10000)
+""")
+
+
 def test_a_process_killed_mid_import_leaves_no_partial_batch(tmp_path):
     path = str(tmp_path / "s.sqlite")
     LabelStore(path).close()
-    # one huge transaction; kill it while it runs
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, path, "x", "400000", "400000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.5)
+    # one huge transaction; kill it while it runs (the child says when it is inside)
+    proc = subprocess.Popen([sys.executable, "-c", WRITER_SAYS_INSIDE, path, "x", "400000",
+                             "400000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "inside\n", proc.stderr.read()
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     with LabelStore(path) as s:

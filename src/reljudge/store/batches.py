@@ -62,16 +62,6 @@ class BatchLog:
         self.store = store
         self.conn = store.conn
 
-    def _tx(self, fn):
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            out = fn()
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        return out
-
     def create(self, judge: str, endpoint: str, config: dict,
                items: Sequence[tuple[str, str, str, int]], reserved: float = 0.0,
                intent: str | None = None) -> int:
@@ -79,8 +69,8 @@ class BatchLog:
         and its intent (the name its file and batch will carry); returns our id."""
         now = time.time()
 
-        def write() -> int:
-            source = self.store._source_id("llm", judge)
+        with self.store.db.transaction():
+            source = self.store.db.source_id("llm", judge)
             cur = self.conn.execute(
                 "INSERT INTO batches (endpoint, source, status, total, reserved, config, "
                 "created_at, updated_at, intent) VALUES (?, ?, 'uploading', ?, ?, ?, ?, ?, ?)",
@@ -89,9 +79,7 @@ class BatchLog:
             bid = int(cur.lastrowid)
             self.conn.executemany("INSERT OR IGNORE INTO batch_items VALUES (?, ?, ?, ?, ?)",
                                   ((bid, *it) for it in items))
-            return bid
-
-        return self._tx(write)
+        return bid
 
     def update(self, bid: int, **fields) -> None:
         """Set provider ids, status or counts of a recorded batch (committed at once)."""
@@ -104,15 +92,16 @@ class BatchLog:
         """Append a batch's events, mark it collected and record its spend (judge, endpoint,
         calls, tokens in, tokens out, cost), in one transaction."""
         now = time.time()
-        statements = [("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?",
-                       (now, bid))]
-        if spend is not None:
-            judge, endpoint, *counts = spend
-            statements.append((
-                "INSERT INTO spend (source, endpoint, started_at, updated_at, calls, tokens_in, "
-                "tokens_out, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (self.store._source_id("llm", judge), endpoint, now, now, *counts)))
-        self.store.add_events(events, commit_with=statements)
+        with self.store.db.transaction():  # add_events joins it
+            statements = [("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?",
+                           (now, bid))]
+            if spend is not None:
+                judge, endpoint, *counts = spend
+                statements.append((
+                    "INSERT INTO spend (source, endpoint, started_at, updated_at, calls, "
+                    "tokens_in, tokens_out, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (self.store.db.source_id("llm", judge), endpoint, now, now, *counts)))
+            self.store.add_events(events, commit_with=statements)
 
     def batches(self, judge: str | None = None, *, open_only: bool = False) -> list[BatchRecord]:
         """Recorded batches (of one judge), oldest first."""

@@ -137,16 +137,16 @@ def current_version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Create or upgrade the schema to SCHEMA_VERSION, in one transaction; returns the old one."""
-    old = current_version(conn)
+def migrate(db) -> int:
+    """Create or upgrade the schema to SCHEMA_VERSION in one transaction of ``db`` (a
+    ``store.connection.Database``); returns the old version."""
+    old = current_version(db.conn)
     if old > SCHEMA_VERSION:
         raise StoreError(f"the store has schema version {old}, newer than this reljudge "
                          f"understands ({SCHEMA_VERSION}); upgrade reljudge")
     if old == SCHEMA_VERSION:
         return old
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.transaction() as conn:
         version = current_version(conn)  # another process may have migrated meanwhile
         if version == 0:
             _run(conn, V1)
@@ -156,10 +156,6 @@ def migrate(conn: sqlite3.Connection) -> int:
             _run(conn, MIGRATIONS[version])
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return old
 
 

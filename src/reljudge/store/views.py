@@ -53,8 +53,8 @@ def conflicts_with_text(store, aggregate: str = "majority", min_diff: float = 1.
         if kind == "llm" and (qid, docid) in wanted and (key not in latest
                                                          or eid > latest[key][0]):
             latest[key] = (eid, grade)
-    raw = dict(store._select_in("SELECT id, raw FROM events", "id",
-                                [eid for eid, _ in latest.values()]))
+    raw = dict(store.db.select_in("SELECT id, raw FROM events", "id",
+                                  [eid for eid, _ in latest.values()]))
     answers: dict[tuple[str, str], list[dict]] = {}
     for (qid, docid, source, sample), (eid, grade) in sorted(latest.items()):
         answers.setdefault((qid, docid), []).append(

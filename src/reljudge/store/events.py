@@ -1,0 +1,266 @@
+"""The event log of a label store: append-only label events (grades, failures, undos) of
+named sources, read back filtered, counted per source, and merged into final labels."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from reljudge.errors import StoreError
+from reljudge.labels import RETRACTED, LabelEvent
+
+
+class Outcome(NamedTuple):
+    """One event's (qid, docid, sample) and its grade or failure."""
+
+    qid: str
+    docid: str
+    sample: int
+    grade: int | None
+    failure_kind: str | None
+    failure: str | None
+
+
+_EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
+               "tokens_out, cost, latency, created_at, meta, batch, failure_kind")
+
+# An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
+# join this to ``events e`` and keep the rows where _STANDING holds.
+_UNDONE = ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
+           f"WHERE failure = '{RETRACTED}' GROUP BY q, d, source, sample) r "
+           "ON r.q = e.q AND r.d = e.d AND r.source = e.source AND r.sample = e.sample")
+_STANDING = "(r.rid IS NULL OR r.rid < e.id)"
+
+
+@dataclass(frozen=True)
+class SourceStats:
+    """Counts of one label source."""
+
+    kind: str
+    name: str
+    events: int
+    ok: int
+    failed: int
+    grades: dict[int, int]
+    cost: float
+    tokens_in: int
+    tokens_out: int
+    retracted: int = 0  # grades taken back by an undo (counted in events, not in ok/grades)
+
+
+class EventLog:
+    """The label events of a store (a part of ``LabelStore``: ``self.db`` is its Database)."""
+
+    def add_events(self, events: Iterable[LabelEvent], *, batch: int | None = None,
+                   commit_with: Sequence[tuple[str, tuple]] = ()) -> int:
+        """Append label events in one transaction; returns how many were written.
+        ``commit_with``: more (sql, args) statements run in the same transaction."""
+        events = list(events)
+        if not events and not commit_with:
+            return 0
+        now = time.time()
+        with self.db.transaction():
+            qids = self.db.intern("queries", "qid", (e.qid for e in events))
+            docids = self.db.intern("passages", "docid", (e.docid for e in events))
+            metas: dict[int, str] = {}  # events often share one meta dict: encode it once
+
+            def meta(m: dict) -> str:
+                text = metas.get(id(m))
+                if text is None:
+                    text = metas[id(m)] = json.dumps(m, sort_keys=True)
+                return text
+
+            rows = [(qids[e.qid], docids[e.docid], self.db.source_id(e.source_kind, e.source_name),
+                     e.sample, e.grade, e.failure, e.raw,
+                     None if e.probs is None else json.dumps(list(e.probs)),
+                     e.expected_grade, e.tokens_in, e.tokens_out, e.cost, e.latency,
+                     e.created_at if e.created_at is not None else now,
+                     None if e.meta is None else meta(e.meta), batch, e.failure_kind)
+                    for e in events]
+            self.conn.executemany(f"INSERT INTO events ({_EVENT_COLS}) VALUES "
+                                  f"({','.join('?' * 17)})", rows)
+            for statement in commit_with:
+                self.conn.execute(*statement)
+        return len(rows)
+
+    def add_grades(self, rows: Sequence[tuple[str, str, int]], kind: str, name: str, *,
+                   raw: Sequence[str] | None = None, batch_info: dict | None = None) -> int:
+        """Append plain (qid, docid, grade) labels of one source in one transaction (fast path
+        for imports). ``batch_info`` (path, sha256, clipped) records the import itself."""
+        now = time.time()
+        with self.db.transaction():
+            source = self.db.source_id(kind, name)
+            batch = None
+            if batch_info is not None:
+                cur = self.conn.execute(
+                    "INSERT INTO imports (path, sha256, source, events, clipped, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (batch_info["path"], batch_info["sha256"], source, len(rows),
+                     batch_info.get("clipped", 0), now))
+                batch = cur.lastrowid
+            qids = self.db.intern("queries", "qid", (r[0] for r in rows))
+            docids = self.db.intern("passages", "docid", (r[1] for r in rows))
+            raws = raw if raw is not None else [None] * len(rows)
+            self.conn.executemany(
+                "INSERT INTO events (q, d, source, grade, raw, created_at, batch) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((qids[q], docids[d], source, g, r, now, batch)
+                 for (q, d, g), r in zip(rows, raws, strict=False)))
+        return len(rows)
+
+    def find_import(self, sha256: str, kind: str, name: str) -> int | None:
+        """Events of an earlier import of the same file into the same source, or None."""
+        row = self.conn.execute(
+            "SELECT i.events FROM imports i JOIN sources s ON s.id = i.source "
+            "WHERE i.sha256 = ? AND s.kind = ? AND s.name = ?", (sha256, kind, name)).fetchone()
+        return None if row is None else row[0]
+
+    def count(self) -> int:
+        """Number of label events."""
+        return self.conn.execute("SELECT count(*) FROM events").fetchone()[0]
+
+    def fingerprint(self) -> str:
+        """Changes whenever an event is added (for pipeline stage fingerprints)."""
+        n, last = self.conn.execute("SELECT count(*), max(id) FROM events").fetchone()
+        return f"{n}:{last}"
+
+    def labelled_pairs(self, source_names: Sequence[str] | None = None,
+                       ok_only: bool = True) -> set[tuple[str, str]]:
+        """(qid, docid) pairs with at least one label (from the named sources, if given);
+        a retracted label does not count."""
+        sql = ("SELECT DISTINCT q.qid, p.docid FROM events e JOIN queries q ON q.id = e.q "
+               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
+               f"{_UNDONE} WHERE {_STANDING} AND e.failure IS NOT '{RETRACTED}'")
+        args: list = []
+        if ok_only:
+            sql += " AND e.grade IS NOT NULL"
+        if source_names is not None:
+            sql += f" AND s.name IN ({','.join('?' * len(source_names))})"
+            args += list(source_names)
+        return set(self.conn.execute(sql, args))
+
+    def events(self, *, kind: str | None = None, source: str | None = None,
+               failed: bool | None = None) -> Iterator[LabelEvent]:
+        """Label events in the order they were added, optionally filtered."""
+        sql = ("SELECT q.qid, p.docid, e.grade, s.kind, s.name, e.sample, e.raw, e.probs, "
+               "e.expected, e.tokens_in, e.tokens_out, e.cost, e.latency, e.failure, "
+               "e.created_at, e.meta, e.failure_kind FROM events e "
+               "JOIN queries q ON q.id = e.q "
+               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1")
+        args: list = []
+        if kind is not None:
+            sql += " AND s.kind = ?"
+            args.append(kind)
+        if source is not None:
+            sql += " AND s.name = ?"
+            args.append(source)
+        if failed is not None:
+            sql += " AND e.failure IS NOT NULL" if failed else " AND e.grade IS NOT NULL"
+        for r in self.conn.execute(sql + " ORDER BY e.id", args):
+            yield LabelEvent(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+                             None if r[7] is None else tuple(json.loads(r[7])), r[8], r[9],
+                             r[10], r[11], r[12], r[13], r[14],
+                             None if r[15] is None else json.loads(r[15]), r[16])
+
+    def outcomes(self, source: str) -> Iterator[Outcome]:
+        """What each event of one source settled, in the order added (what a resumed labelling
+        run needs, without decoding the rest of the events)."""
+        sql = ("SELECT q.qid, p.docid, e.sample, e.grade, e.failure_kind, e.failure FROM events e "
+               "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+               "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
+        return map(Outcome._make, self.conn.execute(sql, (source,)))
+
+    def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
+        """Every successful label not retracted since, as (qid, docid, kind, source, sample,
+        grade, event id)."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            f"JOIN sources s ON s.id = e.source {_UNDONE} "
+            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall()
+
+    def sources(self) -> list[SourceStats]:
+        """Counts, grade distribution, tokens and cost of every source (retracted grades and
+        the undo events themselves are neither ok nor failed)."""
+        out = []
+        for sid, kind, name in self.conn.execute("SELECT id, kind, name FROM sources ORDER BY id"):
+            n, ok, failed, cost, tin, tout = self.conn.execute(
+                "SELECT count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
+                "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
+                "coalesce(sum(tokens_out), 0) FROM events WHERE source = ?",
+                (RETRACTED, sid)).fetchone()
+            grades = dict(self.conn.execute(
+                f"SELECT e.grade, count(*) FROM events e {_UNDONE} WHERE e.source = ? AND "
+                f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.grade ORDER BY e.grade",
+                (sid,)))
+            standing = sum(grades.values())
+            out.append(SourceStats(kind, name, n, standing, failed, grades, cost, tin, tout,
+                                   ok - standing))
+        return out
+
+    def failures(self) -> list[tuple[str, str, str, str, str | None]]:
+        """Failed judgments: (qid, docid, source, reason, raw answer)."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.name, e.failure, e.raw FROM events e "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND e.failure != ? "
+            "ORDER BY e.id", (RETRACTED,)).fetchall()
+
+    def current_failures(self) -> list[tuple[str, str, str, int, str, str]]:
+        """Judgments whose latest event failed and that no grade settled (per pair, source
+        and sample): (qid, docid, source, sample, kind, detail). Kind is None for failures
+        recorded before kinds had a column."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
+            "JOIN (SELECT max(id) AS id, max(grade IS NOT NULL) AS graded FROM events "
+            "GROUP BY q, d, source, sample) last ON last.id = e.id "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND NOT last.graded "
+            "ORDER BY e.id").fetchall()
+
+    def source_grades(self, name: str, kind: str | None = None,
+                      pairs: Sequence[tuple[str, str]] | None = None
+                      ) -> dict[tuple[str, str], int]:
+        """{(qid, docid): grade} of one source's latest successful label per pair that the
+        source has not taken back since (an undo in ``assess``)."""
+        sql = ("SELECT q.qid, p.docid, e.grade FROM events e JOIN queries q ON q.id = e.q "
+               f"JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source {_UNDONE} "
+               f"WHERE e.grade IS NOT NULL AND {_STANDING} AND s.name = ?")
+        args: list = [name]
+        if kind is not None:
+            sql += " AND s.kind = ?"
+            args.append(kind)
+        out = {(q, d): g for q, d, g in self.conn.execute(sql + " ORDER BY e.id", args)}
+        if not out and not self.conn.execute("SELECT 1 FROM sources WHERE name = ?",
+                                             (name,)).fetchone():
+            known = ", ".join(s.name for s in self.sources()) or "none"
+            raise StoreError(f"no label source named {name!r} in {self.path}; "
+                             f"known sources: {known}")
+        if pairs is not None:
+            wanted = set(pairs)
+            out = {p: g for p, g in out.items() if p in wanted}
+        return out
+
+    def merge(self, policy: str = "human-first", aggregate: str = "majority",
+              fractional: bool = False, derived: str = "mode"):
+        """Final labels under a named policy and aggregation, with provenance (see merge).
+        ``derived``: a derived source votes with its most probable grade (``mode``) or its
+        expected grade (``expected``; fractional, so rounded half up unless ``fractional``)."""
+        from reljudge.grades import round_half_up
+        from reljudge.store.merge import DERIVED, merge_rows
+
+        rows = self.label_rows()
+        if derived not in DERIVED:
+            raise StoreError(f"unknown derived-label choice {derived!r}; expected one of "
+                             f"{', '.join(DERIVED)}")
+        if derived == "expected":
+            expected = dict(self.conn.execute(
+                "SELECT id, expected FROM events WHERE expected IS NOT NULL AND source IN "
+                "(SELECT source FROM derivations)"))
+            if not fractional:
+                expected = {k: round_half_up(v) for k, v in expected.items()}
+            rows = [r if r[6] not in expected else (*r[:5], expected[r[6]], r[6]) for r in rows]
+        return merge_rows(rows, policy, aggregate, fractional)

@@ -1,0 +1,69 @@
+"""The texts of a label store: query and passage texts (and titles) by id."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+
+class Texts:
+    """Query and passage texts of a store (a part of ``LabelStore``)."""
+
+    def add_queries(self, queries: Mapping[str, str]) -> None:
+        """Insert or update query texts."""
+        with self.db.transaction():
+            self.conn.executemany(
+                "INSERT INTO queries (qid, text) VALUES (?, ?) "
+                "ON CONFLICT (qid) DO UPDATE SET text = excluded.text", queries.items())
+
+    def add_passages(self, passages: Mapping[str, str | Mapping[str, str]]) -> None:
+        """Insert or update passage texts (a text, or a {"text": ..., "title"?: ...} record)."""
+        def rows():
+            for docid, p in passages.items():
+                text, title = (p, None) if isinstance(p, str) else (p.get("text", ""),
+                                                                     p.get("title") or None)
+                yield docid, text, hashlib.sha256(text.encode()).hexdigest()[:16], title
+
+        with self.db.transaction():
+            self.conn.executemany(
+                "INSERT INTO passages (docid, text, text_sha, title) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (docid) DO UPDATE SET text = excluded.text, "
+                "text_sha = excluded.text_sha, title = excluded.title", rows())
+
+    def queries(self) -> dict[str, str | None]:
+        """{qid: text or None} of every query the store knows."""
+        return dict(self.conn.execute("SELECT qid, text FROM queries"))
+
+    def query_texts(self, qids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """{qid: (text, narrative)} of the given queries the store knows (narrative is None
+        unless the store's queries table has a narrative column)."""
+        cols = {r[1] for r in self.conn.execute("PRAGMA table_info(queries)")}
+        narrative = "narrative" if "narrative" in cols else "NULL"
+        return {r[0]: (r[1], r[2]) for r in self.db.select_in(
+            f"SELECT qid, text, {narrative} FROM queries", "qid", list(qids))}
+
+    def passage_texts(self, docids: Iterable[str]) -> dict[str, str]:
+        """{docid: text} of the given passages whose text the store holds."""
+        return {r[0]: r[1] for r in self.db.select_in(
+            "SELECT docid, text FROM passages", "docid", list(docids)) if r[1] is not None}
+
+    def passages_with_text(self) -> set[str]:
+        """Docids whose text the store holds."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT docid FROM passages WHERE text IS NOT NULL")}
+
+    def texts(self, pairs: Sequence[tuple[str, str]], *, titles: bool = False
+              ) -> tuple[dict[str, str | None], dict[str, Any]]:
+        """Query and passage texts the store holds for these pairs: ({qid: text}, {docid: text});
+        with ``titles``, a passage with a title is a {"text": ..., "title": ...} record, as the
+        labeller takes it."""
+        qs = {q for q, _ in pairs}
+        ds = {d for _, d in pairs}
+        queries = {q: t for q, t in self.conn.execute("SELECT qid, text FROM queries")
+                   if q in qs}
+        passages = {d: ({"text": t, "title": title} if titles and title and t is not None
+                        else t)
+                    for d, t, title in self.conn.execute("SELECT docid, text, title FROM passages")
+                    if d in ds}
+        return queries, passages
