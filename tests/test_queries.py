@@ -14,7 +14,8 @@ from scipy import stats as sps
 from reljudge.cli import main
 from reljudge.errors import InputError
 from reljudge.metrics import evaluate, evaluate_many
-from reljudge.metrics.queries import ALL_QUERIES, RUN_QUERIES, coverage, warnings
+from reljudge.metrics.queries import ALL_QUERIES, RUN_QUERIES, coverage
+from reljudge.metrics.queries import coverage_warnings as warnings
 from reljudge.stats import compare
 from reljudge.types import Qrels, Run, distinct_names
 

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
     from reljudge.io.trec import read_qrels, read_runs
     from reljudge.metrics import evaluate_many, parse_measure
-    from reljudge.metrics.queries import describe, warnings
+    from reljudge.metrics.queries import coverage_warnings, rule_text
     from reljudge.metrics.results import results_json
     from reljudge.tables import json_dumps, render
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     computed = measures + [m for m in JUDGED_MEASURES[:1] if m not in measures]
     qrels = read_qrels(args.qrels, strict=args.strict)
     runs = read_runs(args.runs, strict=args.strict)  # two files with one tag: named by file instead
-    found = warnings(qrels, runs, args.all_queries)
+    found = coverage_warnings(qrels, runs, args.all_queries)
     for line in found:
         print(f"reljudge: {line}", file=sys.stderr)
     results = evaluate_many(qrels, runs, computed, all_queries=args.all_queries,
@@ -123,5 +123,5 @@ def run(args: argparse.Namespace) -> int:
         rows = [[name, len(ev.query_ids), *ev.mean().values()] for name, ev in results.items()]
     emit(render(headers, rows, args.format, args.digits))
     if args.format == "table":
-        emit(f"queries: {describe(args.all_queries)}\n")
+        emit(f"queries: {rule_text(args.all_queries)}\n")
     return 0

@@ -185,9 +185,9 @@ def _run(args) -> int:
         if args.store:
             store = LabelStore(args.store, create=False)
     price = flag_price or price
-    from reljudge.metrics.queries import warnings
+    from reljudge.metrics.queries import coverage_warnings
 
-    for line in warnings(qrels, runs, all_queries):
+    for line in coverage_warnings(qrels, runs, all_queries):
         print(f"reljudge: {line}", file=sys.stderr)
     try:
         with working("writing the report", args.quiet):

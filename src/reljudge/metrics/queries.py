@@ -18,12 +18,12 @@ RUN_QUERIES = "run-queries"
 ALL_QUERIES = "all-queries"
 
 
-def rule(all_queries: bool) -> str:
+def rule_name(all_queries: bool) -> str:
     """The rule's short name, as JSON outputs carry it."""
     return ALL_QUERIES if all_queries else RUN_QUERIES
 
 
-def describe(all_queries: bool) -> str:
+def rule_text(all_queries: bool) -> str:
     """One sentence saying which queries a mean is over."""
     if all_queries:
         return ("means over every qrels query; a query a run lacks scores 0 "
@@ -65,7 +65,8 @@ def coverage(qrels: Qrels, runs: Sequence[Run], all_queries: bool = False) -> li
     return out
 
 
-def warnings(qrels: Qrels, runs: Sequence[Run], all_queries: bool = False) -> list[str]:
+def coverage_warnings(qrels: Qrels, runs: Sequence[Run], all_queries: bool = False
+                      ) -> list[str]:
     """The warning lines of ``coverage`` (one per run that lacks qrels queries)."""
     return [w for c in coverage(qrels, runs, all_queries)
             if (w := c.warning(all_queries)) is not None]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from reljudge.metrics.evaluate import Evaluation
-from reljudge.metrics.queries import describe, rule
+from reljudge.metrics.queries import rule_name, rule_text
 
 CONVENTIONS = ("trec_eval's unless a measure says otherwise: gain = grade, ideal ranking from "
                "the qrels, unjudged documents count as irrelevant")
@@ -20,9 +20,10 @@ def results_json(results: Mapping[str, Evaluation], measures: Sequence[str], *,
     record of its label stage) adds ``complete`` and ``labelling``: what the qrels rest on."""
     said = {} if labelling is None else {"complete": bool(labelling["complete"]),
                                          "labelling": dict(labelling)}
-    return {**said,
-        "measures": list(measures), "all_queries": all_queries, "conventions": CONVENTIONS,
-        "rule": rule(all_queries), "rule_text": describe(all_queries), "warnings": list(warnings),
+    return {
+        **said, "measures": list(measures), "all_queries": all_queries,
+        "conventions": CONVENTIONS, "rule": rule_name(all_queries),
+        "rule_text": rule_text(all_queries), "warnings": list(warnings),
         "runs": {name: {"queries": len(ev.query_ids), "mean": ev.mean(),
                         **({"per_query": ev.per_query()} if per_query else {})}
                  for name, ev in results.items()},

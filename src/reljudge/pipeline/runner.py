@@ -336,7 +336,7 @@ def _pool_stage(config, runs, pooled, store, labeller, queries, passages, manife
 def _eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
     from reljudge.io.trec import read_qrels
     from reljudge.metrics import evaluate_many
-    from reljudge.metrics.queries import describe, warnings
+    from reljudge.metrics.queries import coverage_warnings, rule_text
     from reljudge.metrics.results import results_json
     from reljudge.tables import render
 
@@ -349,7 +349,7 @@ def _eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
     fresh = manifest.fresh("eval", key, outputs)
     if not fresh:
         qrels = read_qrels(qrels_file)
-        found = warnings(qrels, runs, config.eval.all_queries)
+        found = coverage_warnings(qrels, runs, config.eval.all_queries)
         results = evaluate_many(qrels, runs, config.eval.measures,
                                 all_queries=config.eval.all_queries)
         measures = next(iter(results.values())).measures if results else []
@@ -371,7 +371,7 @@ def _eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
     if not data.get("complete", True):
         say(f"[eval] {partial_line(data['labelling'])}")
     say(render(["run", "queries", *data["measures"]], rows).rstrip())
-    say(f"[eval] queries: {data.get('rule_text', describe(config.eval.all_queries))}")
+    say(f"[eval] queries: {data.get('rule_text', rule_text(config.eval.all_queries))}")
     for line in data.get("warnings", []):
         say(f"[eval] {line}")
     return StageResult("eval", "up to date" if fresh else "ran", {"runs": len(rows)})

@@ -87,11 +87,11 @@ class Comparison(Tabular):
 
     def rule_note(self) -> str:
         """Which queries the means and the paired tests are over."""
-        from reljudge.metrics.queries import describe
+        from reljudge.metrics.queries import rule_text
 
         paired = ("paired tests over every qrels query" if self.all_queries else
                   "paired tests over the queries a run shares with the baseline")
-        return f"{describe(self.all_queries)}; {paired}"
+        return f"{rule_text(self.all_queries)}; {paired}"
 
     def legend(self) -> str:
         """What the marks mean."""
@@ -121,7 +121,7 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     from reljudge.errors import ConfigError, InputError
     from reljudge.io.coerce import as_qrels, as_runs
     from reljudge.metrics.evaluate import evaluate_many, parse_measures
-    from reljudge.metrics.queries import warnings
+    from reljudge.metrics.queries import coverage_warnings
 
     if test not in TESTS:
         raise ConfigError(f"unknown test {test!r}; expected one of {', '.join(TESTS)}")
@@ -141,7 +141,7 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     if baseline not in names:
         raise ConfigError(f"baseline {baseline!r} is not one of the runs: {', '.join(names)}")
     measures = [str(m) for m in parse_measures(measures)]
-    found = warnings(qrels, runs, all_queries)
+    found = coverage_warnings(qrels, runs, all_queries)
     results = evaluate_many(qrels, runs, measures, all_queries=all_queries,
                             float32_scores=float32_scores)
     queries = results[baseline].query_ids
@@ -203,11 +203,11 @@ def comparison_rows(c, with_ci: bool = True, digits: int = 4):
 
 def comparison_dict(c) -> dict:
     """The comparison as plain data."""
-    from reljudge.metrics.queries import rule
+    from reljudge.metrics.queries import rule_name
 
     return {"baseline": c.baseline, "test": c.test, "correction": c.correction,
             "alpha": c.alpha, "trials": c.trials, "seed": c.seed, "queries": len(c.queries),
-            "rule": rule(c.all_queries), "rule_text": c.rule_note(),
+            "rule": rule_name(c.all_queries), "rule_text": c.rule_note(),
             "run_queries": {n: len(q) for n, q in c.run_queries.items()},
             "warnings": c.warnings,
             "ci_method": c.ci_method, "legend": c.legend(),

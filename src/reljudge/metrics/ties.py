@@ -1,0 +1,236 @@
+"""Breaking ties as trec_eval does: documents of equal score rank by docid, greater first (byte
+order), counted for every judged document without a Python loop over tied documents.
+
+Docids become integer words (``reljudge.columns.order_words``); every tie member gets one
+uint64 key (its tie in the high bits, then the leading docid bits that vary within the tie);
+one ``np.sort`` of the member keys and a ``searchsorted`` of each judged document's key count
+the members after it, and the full words are compared only where a key is shared. No string
+is sorted. ``metrics.ranking`` calls ``tie_spans`` and ``tie_break`` for both of its inputs
+(dicts and columns), with its chunk and comparison limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from reljudge import columns
+
+
+def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
+              length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each judged document (negated score ``keys[i]``, on row ``rows[i]``): the first and
+    one-past-last 0-based rank of the documents of its query with its score (``hi - lo`` is the
+    size of its tie; ``lo`` alone its rank when it is not tied)."""
+    lo = np.empty(len(rows), dtype=np.int64)
+    hi = np.empty(len(rows), dtype=np.int64)
+    if not len(rows):
+        return lo, hi
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    for s, e, r in zip(starts.tolist(), ends.tolist(), sorted_rows[starts].tolist(), strict=True):
+        at = order[s:e]  # one binary search per query, not per document
+        lo[at] = neg[r].searchsorted(keys[at], "left")
+    # a document is alone with its score unless the next one has it too (neg[r, lo] is its own)
+    nxt = np.minimum(lo + 1, neg.shape[1] - 1)
+    shared = (lo + 1 < length[rows]) & (neg[rows, nxt] == keys)
+    hi[:] = lo + 1
+    if shared.any():
+        sel = order[shared[order]]  # the tied ones, still grouped by row
+        sel_rows = rows[sel]
+        cut = np.flatnonzero(np.r_[True, sel_rows[1:] != sel_rows[:-1], True])
+        for s, e in zip(cut[:-1].tolist(), cut[1:].tolist(), strict=True):
+            at = sel[s:e]
+            hi[at] = neg[int(sel_rows[s])].searchsorted(keys[at], "right")
+    np.minimum(hi, length[rows], out=hi)  # padding is +inf: a score of -inf must not reach it
+    return lo, hi
+
+
+def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
+              rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              docids: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+              judged_docs: np.ndarray, *, chunk: int, pairs: int) -> np.ndarray:
+    """For each tied judged document, how many documents of its tie have a greater docid.
+
+    The tie of judged document i is the ranks ``lo[i]:hi[i]`` (by score descending) of the
+    query on row ``rows[i]``, whose scores are ``score[bounds[b]:bounds[b+1]]`` for
+    ``b = block_of_row[row]``; ``judged_docs[i]`` is its own docid, and
+    ``docids(blocks, flat, take)`` gives the docids at the indices ``flat[take]`` into
+    ``score``, where ``flat`` covers exactly ``blocks`` in order. Docids compare in byte order
+    (``bytes``, or ``str`` by their UTF-8). Only the queries holding a tie are visited, a
+    chunk of them at a time (``chunk`` documents) so that temporaries stay small; ``pairs``
+    bounds the docid comparisons per tie member before members are placed by search.
+    """
+    out = np.empty(len(rows), dtype=np.int64)
+    affected, local_row = np.unique(rows, return_inverse=True)
+    local_row = local_row.ravel()
+    blocks = block_of_row[affected]
+    sizes = bounds[blocks + 1] - bounds[blocks]
+    part = (np.cumsum(sizes) - sizes) // chunk  # a query wider than a chunk is one
+    edges = np.flatnonzero(np.r_[True, part[1:] != part[:-1], True])
+    by_row = np.argsort(local_row, kind="stable")
+    row_edges = np.searchsorted(local_row[by_row], edges)
+    for a, b, ja, jb in zip(edges[:-1].tolist(), edges[1:].tolist(), row_edges[:-1].tolist(),
+                            row_edges[1:].tolist(), strict=True):
+        at = by_row[ja:jb]
+        out[at] = _greater_in_tie(score, bounds, blocks[a:b], local_row[at] - a, lo[at],
+                                  hi[at], docids, judged_docs[at], pairs)
+    return out
+
+
+def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
+                    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    docids: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+                    judged_docs: np.ndarray, pairs: int) -> np.ndarray:
+    """``tie_break`` for the queries ``blocks`` (``rows`` index them): the members of each
+    tie found in the chunk's rows sorted by score, their docids as words, then counted with
+    ``_greater_by_sort`` (or ``_greater_by_search`` when keys collide a lot)."""
+    counts = bounds[blocks + 1] - bounds[blocks]
+    starts = np.cumsum(counts) - counts
+    width = int(counts.max())
+    if (np.diff(blocks) == 1).all():  # consecutive queries: one slice of the scores
+        flat = np.arange(bounds[blocks[0]], bounds[blocks[-1] + 1])
+    else:
+        flat = np.arange(int(counts.sum())) + np.repeat(bounds[blocks] - starts, counts)
+    if (counts == width).all():  # a fixed depth: whole rows at once
+        neg = -score[flat].reshape(len(blocks), width)
+    else:
+        neg = np.full((len(blocks), width), np.nan)  # nan sorts after every score, inf too
+        at = np.arange(len(flat)) + np.repeat(np.arange(len(blocks)) * width - starts, counts)
+        neg.ravel()[at] = -score[flat]
+        del at
+    order = np.argsort(neg, axis=1)  # ties in any order: only their extent matters
+    del neg
+
+    cell, tie = np.unique(rows * width + lo, return_inverse=True)
+    tie = tie.ravel()
+    n_ties = len(cell)
+    t_len = np.zeros(n_ties, dtype=np.int64)
+    t_len[tie] = hi - lo
+    m_tie = np.repeat(np.arange(n_ties), t_len)
+    # member k of tie t is at rank cell[t] + k of the chunk's (row-major) rank matrix
+    members = order.ravel()[np.arange(len(m_tie)) + np.repeat(cell - (np.cumsum(t_len) - t_len),
+                                                               t_len)]
+    members += np.repeat(starts[cell // width], t_len)  # column in its row -> index in flat
+    del order
+    m_words, j_words = columns.order_words(columns.utf8(docids(blocks, flat, members)),
+                                           columns.utf8(judged_docs))
+    del members, flat
+
+    # the judged documents sorted by (tie, docid)
+    by = np.lexsort((*reversed(j_words), tie))
+    j_words = [w[by] for w in j_words]
+    j_tie = tie[by]
+    m_key, j_key = _tie_keys(m_words, j_words, m_tie, j_tie, n_ties)
+    greater = _greater_by_sort(m_key, j_key, m_words, j_words, j_tie, t_len, pairs)
+    if greater is None:  # keys collide a lot: place every member by a search instead
+        greater = _greater_by_search(m_key, j_key, m_words, j_words, m_tie, j_tie, n_ties)
+    out = np.empty(len(tie), dtype=np.int64)
+    out[by] = greater
+    return out
+
+
+def _greater_by_sort(m_key: np.ndarray, j_key: np.ndarray, m_words: list[np.ndarray],
+                     j_words: list[np.ndarray], j_tie: np.ndarray,
+                     t_len: np.ndarray, pairs: int) -> np.ndarray | None:
+    """For each judged document (keys sorted, ``_tie_keys``), the members of its tie with a
+    greater docid: those with a greater key, counted in the sorted member keys (one
+    ``np.sort``, no member identity kept), plus those with an equal key and a greater docid
+    (compared in full). None when equal keys would make more than ``pairs`` x members
+    pairs to compare."""
+    m_end = np.cumsum(t_len)  # tie t's keys end there once sorted (the tie is the high bits)
+    m_sorted = np.sort(m_key)
+    left = np.searchsorted(m_sorted, j_key, "left")
+    right = np.searchsorted(m_sorted, j_key, "right")
+    greater = m_end[j_tie] - right
+    shared = np.flatnonzero(right - left > 1)  # another member has the judged one's key
+    if not len(shared):
+        return greater
+    if int((right - left)[shared].sum()) > pairs * len(m_key):
+        return None
+    ties = np.unique(j_tie[shared])
+    size = t_len[ties]
+    cand = np.arange(int(size.sum())) + np.repeat(m_end[ties] - size - (np.cumsum(size) - size),
+                                                  size)  # the members of those ties
+    keys = np.unique(j_key[shared])
+    at = np.minimum(np.searchsorted(keys, m_key[cand]), len(keys) - 1)
+    cand = cand[keys[at] == m_key[cand]]
+    cand = cand[np.argsort(m_key[cand], kind="stable")]
+    a = np.searchsorted(m_key[cand], j_key[shared], "left")
+    n = np.searchsorted(m_key[cand], j_key[shared], "right") - a
+    j_at = np.repeat(shared, n)
+    m_at = cand[np.arange(int(n.sum())) + np.repeat(a - (np.cumsum(n) - n), n)]
+    more = _less(j_words, j_at, m_words, m_at)
+    greater += np.bincount(j_at[more], minlength=len(greater))
+    return greater
+
+
+def _greater_by_search(m_key: np.ndarray, j_key: np.ndarray, m_words: list[np.ndarray],
+                       j_words: list[np.ndarray], m_tie: np.ndarray, j_tie: np.ndarray,
+                       n_ties: int) -> np.ndarray:
+    """``_greater_by_sort`` by placing each member among its tie's judged documents (how
+    many are smaller): a search of the keys, then a binary search on the full docids where
+    keys are equal, and a count of members per place."""
+    place = np.searchsorted(j_key, m_key, "left")
+    inside = np.flatnonzero(place < len(j_key))
+    live = inside[j_key[place[inside]] == m_key[inside]]
+    end = np.searchsorted(j_key, m_key[live], "right")
+    while len(live):
+        a, b = place[live], end
+        mid = (a + b) >> 1
+        smaller = _less(j_words, mid, m_words, live)
+        a = np.where(smaller, mid + 1, a)
+        b = np.where(smaller, b, mid)
+        place[live] = a
+        live, end = live[a < b], b[a < b]
+    # place p of tie t is slot p + t (a tie with k judged documents has k + 1 places)
+    per_slot = np.cumsum(np.bincount(place + m_tie, minlength=len(j_key) + n_ties))
+    t_end = np.cumsum(np.bincount(j_tie, minlength=n_ties))
+    return per_slot[t_end[j_tie] + j_tie] - per_slot[np.arange(len(j_key)) + j_tie]
+
+
+def _tie_keys(m_words: list[np.ndarray], j_words: list[np.ndarray], m_tie: np.ndarray,
+              j_tie: np.ndarray, n_ties: int) -> tuple[np.ndarray, np.ndarray]:
+    """One uint64 per member and per judged document: its tie in the high bits, then the
+    leading docid bits that differ within the tie (the bits all its members share, e.g. a
+    query's common docid prefix, are skipped; low bits cut). Keys compare as (tie, docid) do,
+    except that equal keys may hold different docids.
+
+    ``m_tie`` is sorted and every tie has members, the judged documents among them."""
+    tie_bits = max(1, (n_ties - 1).bit_length())
+    if m_words:
+        first = np.flatnonzero(np.r_[True, m_tie[1:] != m_tie[:-1]])
+        w0 = m_words[0]
+        differ = np.minimum.reduceat(w0, first) ^ np.maximum.reduceat(w0, first)
+        # leading bits shared in the tie; float rounding can only make it one too small
+        shared = 64 - np.frexp(differ.astype(np.float64))[1].astype(np.int64)
+    keys = []
+    for words, tie in ((m_words, m_tie), (j_words, j_tie)):
+        key = tie.astype(np.uint64) << np.uint64(64 - tie_bits)
+        if words:
+            skip = shared[tie]
+            nxt = words[1] if len(words) > 1 else np.zeros_like(words[0])
+            shift = np.minimum(skip, 63).astype(np.uint64)
+            lead = (words[0] << shift) | ((nxt >> (np.uint64(63) - shift)) >> np.uint64(1))
+            lead = np.where(skip == 64, nxt, lead)  # one first word for the whole tie
+            key |= lead >> np.uint64(tie_bits)
+        keys.append(key)
+    return keys[0], keys[1]
+
+
+def _less(a_words: list[np.ndarray], a_at: np.ndarray, b_words: list[np.ndarray],
+          b_at: np.ndarray) -> np.ndarray:
+    """Whether string ``a_at[i]`` of ``a_words`` sorts before string ``b_at[i]`` of
+    ``b_words`` (word columns from ``columns.order_words``)."""
+    less = np.zeros(len(a_at), dtype=bool)
+    undecided = np.arange(len(a_at))
+    for a, b in zip(a_words, b_words, strict=True):
+        x, y = a[a_at[undecided]], b[b_at[undecided]]
+        less[undecided] = x < y
+        undecided = undecided[x == y]
+        if not len(undecided):
+            break
+    return less
