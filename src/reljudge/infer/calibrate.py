@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.grades import GRADE_VALUES, N_GRADES
+from reljudge.grades import GRADE_MIN, GRADE_VALUES, N_GRADES, SCALE_TEXT, out_of_scale
 
 DECISIONS = ("mode", "median", "expected")
 CENTERS = ("judge", "marginal")
@@ -37,14 +37,16 @@ def one_hot(grades: np.ndarray, k: int = N_GRADES) -> np.ndarray:
     return out
 
 
+MISSING = -1  # a grade a judge did not give (``missing=True``)
+
+
 def check_grades(grades: np.ndarray, what: str, missing: bool = False) -> np.ndarray:
-    """Grades as int64, all within 0..3 (or -1 for missing when allowed), else InputError."""
+    """Grades as int64, all on the scale (or MISSING where allowed), else InputError."""
     g = np.asarray(grades, dtype=np.int64)
-    low = -1 if missing else 0
-    bad = (g < low) | (g >= N_GRADES)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{what}: grade {int(g[i])} at position {i} is outside 0..{N_GRADES - 1}")
+    bad = out_of_scale(np.where(g == MISSING, GRADE_MIN, g) if missing else g)
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(f"{what}: grade {int(g[i])} at position {i} is outside {SCALE_TEXT}")
     return g
 
 

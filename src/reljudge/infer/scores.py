@@ -22,7 +22,7 @@ from reljudge.frames import Tabular, dataframe
 from reljudge.infer import ppi
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
-from reljudge.metrics import evaluate, parse_measure
+from reljudge.metrics import evaluate, kernels, parse_measure
 from reljudge.types import Qrels, Run
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
@@ -81,7 +81,8 @@ def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndar
     rank = dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
     ranks = np.array([rank.get(p, 0) for p in pairs], dtype=np.float64)
     if measure.name == "DCG":
-        return np.where(ranks > 0, 1.0 / np.log2(np.maximum(ranks, 1.0) + 1.0), 0.0)
+        at = ranks.astype(np.int64)
+        return np.where(at > 0, kernels.discount(int(k))[np.maximum(at, 1) - 1], 0.0)
     if measure.name == "RBP":
         p = float(measure.param("p"))
         return np.where(ranks > 0, (1.0 - p) * p ** np.maximum(ranks - 1.0, 0.0), 0.0)
@@ -89,11 +90,11 @@ def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndar
 
 
 def gain(grades: np.ndarray, measure) -> np.ndarray:
-    """The gain a linear measure gives each grade."""
-    g = np.maximum(np.asarray(grades, np.float64), 0)
+    """The gain a linear measure gives each grade (the metrics kernels' own gains)."""
+    g = np.asarray(grades)
     if measure.name in ("P", "RBP"):
-        return (g >= measure.param("rel")).astype(np.float64)
-    return np.exp2(g) - 1.0 if measure.param("dcg") == "exp-log2" else g
+        return kernels.relevant(g, measure.param("rel")).astype(np.float64)
+    return kernels.gains(g, measure.param("dcg"))
 
 
 def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
