@@ -7,7 +7,9 @@ import pytest
 
 from reljudge.audit import audit, read_judge
 from reljudge.audit import systems as sy
-from reljudge.audit.audit import audit_measures, join, result_to_dict
+from reljudge.audit.items import join
+from reljudge.audit.judges import audit_measures
+from reljudge.audit.result import result_to_dict
 from reljudge.errors import InputError
 from reljudge.io.trec import read_qrels
 from reljudge.stats import agreement as ag
@@ -199,3 +201,61 @@ def test_fleiss_kappa_hand_case():
     pe = 38 / 144
     p_i = np.array([1, 1, 1 / 3, 1])
     assert ag.fleiss_kappa(values) == pytest.approx((p_i.mean() - pe) / (1 - pe))
+
+
+def _three_label_files(tmp_path):
+    rng = np.random.default_rng(3)
+    pairs = [(f"q{q}", f"d{d}") for q in range(12) for d in range(8)]
+    ref = rng.integers(0, 4, len(pairs))
+    files = {}
+    for name, noise in (("human", 0), ("a", 1), ("b", 2)):
+        g = ref if not noise else np.clip(ref + rng.integers(-noise, noise + 1, len(pairs)), 0, 3)
+        files[name] = tmp_path / f"{name}.qrels"
+        files[name].write_text("".join(f"{q} 0 {d} {x}\n" for (q, d), x in zip(pairs, g)))
+    runs = tmp_path / "r.run"
+    runs.write_text("".join(f"{q} Q0 {d} {i + 1} {8 - i} r\n" for q, d in pairs
+                            for i in [int(d[1:])]))
+    return files, runs
+
+
+def test_the_cli_audit_json_is_the_library_audit_json(tmp_path, capsys):
+    """Two paths, one answer: ``reljudge audit --json`` prints audit.audit_json of the same
+    audit, held-out rows included (the CLI adds nothing the library cannot produce)."""
+    import json
+
+    from reljudge.audit import audit_json
+    from reljudge.audit.heldout import HeldoutSpec, heldout_judges
+    from reljudge.cli import main
+    from reljudge.io.trec import read_runs
+    from reljudge.tables import json_dumps
+
+    files, run = _three_label_files(tmp_path)
+    assert main(["audit", "--reference", str(files["human"]), "--judge", str(files["a"]),
+                 "--judge", str(files["b"]), str(run), "-m", "nDCG@5", "-m", "P@5", "--calibrate",
+                 "--folds", "3", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    ref = read_judge(files["human"])[0]
+    judges = {n: read_judge(files[n])[0] for n in ("a", "b")}
+    spec = HeldoutSpec(calibrate=True, folds=3)
+    derived = heldout_judges(ref, judges, spec)
+    results = audit_measures(ref, judges, read_runs([run]), ["nDCG@5", "P@5"],
+                             reference_name="human.qrels", clipped={"a": 0, "b": 0},
+                             derived=derived)
+    assert printed == json.loads(json_dumps(audit_json(results, spec, list(derived))))
+    assert set(printed) >= {"systems_by_measure", "heldout"}
+
+
+def test_heldout_judges_refuses_panels_it_cannot_form_as_the_cli_does(tmp_path):
+    from reljudge.audit.heldout import HeldoutSpec, heldout_judges
+    from reljudge.errors import ConfigError
+
+    files, _ = _three_label_files(tmp_path)
+    ref = read_judge(files["human"])[0]
+    one = {"a": read_judge(files["a"])[0]}
+    with pytest.raises(ConfigError, match="--panel needs at least two judges"):
+        heldout_judges(ref, one, HeldoutSpec(panel=True))
+    two = {**one, "b": read_judge(files["b"])[0]}
+    with pytest.raises(ConfigError, match=r"--panel-best 2: give 2 to 1 \(of 2 judges"):
+        heldout_judges(ref, two, HeldoutSpec(panel_best=(2,)))
+    with pytest.raises(ConfigError, match="--sample 0: give a positive number of pairs"):
+        heldout_judges(ref, two, HeldoutSpec(calibrate=True, sample=0))

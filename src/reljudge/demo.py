@@ -46,8 +46,8 @@ def fresh_folder(out: Path) -> None:
 def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
              say: Callable[[str], None] = print, progress: bool = False) -> dict:
     """Run both parts; returns where the outputs are and whether the LLM labelled."""
-    from reljudge.audit import audit, read_judge
-    from reljudge.audit.audit import COLUMNS, result_to_dict
+    from reljudge.audit import audit, audit_json, read_judge
+    from reljudge.audit.result import COLUMNS
     from reljudge.io.files import atomic_write
     from reljudge.io.trec import read_qrels, read_run
     from reljudge.pipeline import load_config
@@ -83,7 +83,7 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
         f"Krippendorff's alpha (ordinal) {a['alpha_ordinal']:.3f}")
     dl_out = out / "llmjudge-dl23"
     dl_out.mkdir(parents=True, exist_ok=True)
-    atomic_write(dl_out / "audit.json", json.dumps(result_to_dict(res), indent=2, default=str))
+    atomic_write(dl_out / "audit.json", json.dumps(audit_json(res), indent=2, default=str))
     atomic_write(dl_out / "audit.md", "# LLM judges vs NIST, TREC DL 2023\n\n" +
                   markdown_table(cols, [[r.get(c) for c in cols] for r in rows], 3))
 

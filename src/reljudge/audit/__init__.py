@@ -1,13 +1,18 @@
-"""The agreement audit: item statistics, system rankings, many judges at once."""
+"""The agreement audit: item statistics, system rankings, many judges at once.
 
-from reljudge.audit.audit import (
-                                  AuditResult,
-                                  ItemAgreement,
-                                  JudgeAudit,
-                                  SystemAgreement,
-                                  audit,
-                                  read_judge,
+``items`` (item agreement), ``systems`` (system agreement), ``result`` (the result, its table
+and JSON), ``judges`` (``audit``, ``audit_measures``, ``read_judge``), ``heldout`` (calibrated
+and panel rows validated on held-out queries).
+"""
+
+from reljudge.audit.judges import audit, audit_measures, read_judge
+from reljudge.audit.result import (
+                                   AuditResult,
+                                   ItemAgreement,
+                                   JudgeAudit,
+                                   SystemAgreement,
+                                   audit_json,
 )
 
 __all__ = ["AuditResult", "ItemAgreement", "JudgeAudit", "SystemAgreement", "audit",
-           "read_judge"]
+           "audit_json", "audit_measures", "read_judge"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reljudge.errors import InputError
+from reljudge.errors import ConfigError, InputError
 from reljudge.infer.calibrate import decide
 from reljudge.infer.heldout import (
     PANEL_METHODS,
@@ -43,7 +43,10 @@ class HeldoutSpec:
 
 def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutSpec
                    ) -> dict[str, Qrels]:
-    """{row name: out-of-fold qrels} for the calibrated judges and the panels asked for."""
+    """{row name: out-of-fold qrels} for the calibrated judges and the panels asked for; a
+    panel that cannot be formed (fewer than two judges, a best-N out of range) or a sample of
+    no pairs is a ConfigError, never a row silently left out."""
+    check(spec, len(judges))
     if spec.panel_method not in PANEL_METHODS:
         raise InputError(f"unknown panel method {spec.panel_method!r}; expected one of "
                          f"{', '.join(PANEL_METHODS)}")
@@ -72,12 +75,23 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
     if spec.calibrate:
         for r, name in enumerate(data.judges):
             out[f"calibrated:{name}"] = as_qrels(fold(calibrate_fit_predict(data, r, **kw)))
-    if spec.panel and len(judges) >= 2:
+    if spec.panel:
         out["panel:all"] = as_qrels(fold(panel(None)))
     for best in spec.panel_best:
-        if 2 <= best < len(judges):
-            out[f"panel:best{best}"] = as_qrels(fold(panel(best)))
+        out[f"panel:best{best}"] = as_qrels(fold(panel(best)))
     return out
+
+
+def check(spec: HeldoutSpec, judges: int) -> None:
+    """Refuse what ``heldout_judges`` cannot fit with this many judges (the CLI's words)."""
+    if spec.sample is not None and spec.sample < 1:
+        raise ConfigError(f"--sample {spec.sample}: give a positive number of pairs")
+    if (spec.panel or spec.panel_best) and judges < 2:
+        raise ConfigError("--panel needs at least two judges")
+    for n in spec.panel_best:
+        if not 2 <= n < judges:
+            raise ConfigError(f"--panel-best {n}: give 2 to {judges - 1} (of {judges} judges; "
+                              "--panel takes them all)")
 
 
 def describe(spec: HeldoutSpec) -> str:

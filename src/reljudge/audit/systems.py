@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
 import numpy as np
+
+from reljudge.audit.items import clean
+from reljudge.io.coerce import as_qrels, as_runs
+from reljudge.types import Qrels, Run
 
 
 def _sign_matrix(x: np.ndarray) -> np.ndarray:
@@ -72,3 +79,65 @@ def rank_changes(reference: np.ndarray, judge: np.ndarray, names: list[str]) -> 
     ref = {i: r for r, i in enumerate(order_of(reference, names), 1)}
     est = {i: r for r, i in enumerate(order_of(judge, names), 1)}
     return {names[i]: est[i] - ref[i] for i in range(len(names))}
+
+
+@dataclass
+class SystemAgreement:
+    """How the judge's labels rank the runs against how the reference labels do."""
+
+    measure: str
+    runs: list[str]
+    reference_scores: list[float]
+    judge_scores: list[float]
+    kendall_tau: float | None
+    spearman: float | None
+    tau_ap: float | None
+    rank_change: dict[str, int]
+    max_rank_change: int
+    moved_most: list[str]
+    per_query_pearson: float | None
+
+
+def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
+                     measure: str = "nDCG@10", reference_scores: Mapping | None = None, *,
+                     all_queries: bool = False, float32_scores: bool = False
+                     ) -> SystemAgreement:
+    """Score every run under both label sets and compare the rankings (``all_queries`` and
+    ``float32_scores`` as in ``metrics.evaluate``)."""
+    from reljudge.metrics import evaluate
+    from reljudge.metrics.evaluate import parse_measures
+
+    reference, judge = as_qrels(reference, "reference"), as_qrels(judge, "judge")
+    runs = as_runs(runs)
+    measure = str(parse_measures(measure)[0])
+    names = [r.name for r in runs]
+    how = {"all_queries": all_queries, "float32_scores": float32_scores}
+    if reference_scores is None:
+        reference_scores = {r.name: evaluate(reference, r, [measure], **how) for r in runs}
+    judged = {r.name: evaluate(judge, r, [measure], **how) for r in runs}
+    ref = np.array([reference_scores[n].mean()[reference_scores[n].measures[0]] for n in names])
+    est = np.array([judged[n].mean()[judged[n].measures[0]] for n in names])
+    changes = rank_changes(ref, est, names)
+    biggest = max((abs(v) for v in changes.values()), default=0)
+    pq_ref, pq_est = [], []
+    for n in names:
+        a = reference_scores[n].per_query()
+        b = judged[n].per_query()
+        for q in sorted(a.keys() & b.keys()):  # sorted: same sum order in every process
+            pq_ref.append(next(iter(a[q].values())))
+            pq_est.append(next(iter(b[q].values())))
+    return SystemAgreement(
+        measure, names, ref.tolist(), est.tolist(), clean(kendall_tau_b(ref, est)),
+        clean(spearman(ref, est)), clean(tau_ap(ref, est, names)), changes, biggest,
+        sorted(n for n, v in changes.items() if abs(v) == biggest and biggest),
+        clean(pearson(np.array(pq_ref), np.array(pq_est))) if len(pq_ref) > 1 else None)
+
+
+def scores_under(reference: Qrels, runs: Sequence[Run] | None, measure: str,
+                 **how) -> dict | None:
+    """Every run scored under the reference labels (None without runs), once per measure."""
+    if not runs:
+        return None
+    from reljudge.metrics import evaluate
+
+    return {r.name: evaluate(reference, r, [measure], **how) for r in runs}

@@ -131,7 +131,8 @@ def load_labels(args: argparse.Namespace):
 
 def run_audit(args: argparse.Namespace) -> int:
     """Load, audit, print."""
-    from reljudge.audit.audit import audit_measures, measures_table, result_to_dict
+    from reljudge.audit import audit_json, audit_measures
+    from reljudge.audit.result import measures_table
     from reljudge.cli.common import working
     from reljudge.io.trec import read_runs
     from reljudge.metrics.evaluate import parse_measures
@@ -150,17 +151,7 @@ def run_audit(args: argparse.Namespace) -> int:
                                  float32_scores=args.float32_scores)
     result = results[0]
     if args.format == "json":
-        data = result_to_dict(result)
-        if len(results) > 1:
-            from dataclasses import asdict
-
-            data["systems_by_measure"] = {r.measure: {j.name: asdict(j.systems)
-                                                      for j in r.judges} for r in results}
-        if spec is not None:
-            from dataclasses import asdict
-
-            data["heldout"] = {**asdict(spec), "by": "query", "rows": list(derived)}
-        print(json_dumps(data), end="")
+        print(json_dumps(audit_json(results, spec, list(derived))), end="")
         return 0
     columns, values = measures_table(results)
     rows = [dict(zip(columns, v, strict=True)) for v in values]
@@ -194,16 +185,7 @@ def heldout_rows(args: argparse.Namespace, ref, judges):
     if not (args.calibrate or args.panel or args.panel_best):
         return None, {}
     from reljudge.audit.heldout import HeldoutSpec, heldout_judges
-    from reljudge.errors import ConfigError
 
-    if args.sample is not None and args.sample < 1:
-        raise ConfigError(f"--sample {args.sample}: give a positive number of pairs")
-    if (args.panel or args.panel_best) and len(judges) < 2:
-        raise ConfigError("--panel needs at least two judges")
-    for n in args.panel_best:
-        if not 2 <= n < len(judges):
-            raise ConfigError(f"--panel-best {n}: give 2 to {len(judges) - 1} (of "
-                              f"{len(judges)} judges; --panel takes them all)")
     spec = HeldoutSpec(args.calibrate, args.panel, tuple(args.panel_best), args.folds,
                        args.sample, args.seed, args.strength, args.decision,
                        args.panel_method)

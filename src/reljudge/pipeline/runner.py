@@ -387,8 +387,8 @@ def _audit_stage(config, runs, human, judges, manifest, say, labelling: dict) ->
             (out / stale).unlink(missing_ok=True)
         say(f"[audit] skipped: {why}")
         return StageResult("audit", "skipped", note=why)
-    from reljudge.audit import audit
-    from reljudge.audit.audit import COLUMNS, result_to_dict
+    from reljudge.audit import audit, audit_json
+    from reljudge.audit.result import COLUMNS
     from reljudge.io.trec import format_qrels
     from reljudge.tables import markdown_table
 
@@ -404,7 +404,7 @@ def _audit_stage(config, runs, human, judges, manifest, say, labelling: dict) ->
         result = audit(human, judges, runs, measure=config.audit.measure,
                        bootstrap=config.audit.bootstrap, seed=config.audit.seed,
                        reference_name=config.inputs.human_source)
-        data = result_to_dict(result)
+        data = audit_json(result)
         data.update(complete=labelling["complete"], labelling=labelling)
         atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         rows = [result.row(j) for j in result.judges]
