@@ -211,7 +211,8 @@ def _three_label_files(tmp_path):
     for name, noise in (("human", 0), ("a", 1), ("b", 2)):
         g = ref if not noise else np.clip(ref + rng.integers(-noise, noise + 1, len(pairs)), 0, 3)
         files[name] = tmp_path / f"{name}.qrels"
-        files[name].write_text("".join(f"{q} 0 {d} {x}\n" for (q, d), x in zip(pairs, g)))
+        files[name].write_text("".join(f"{q} 0 {d} {x}\n"
+                                       for (q, d), x in zip(pairs, g, strict=True)))
     runs = tmp_path / "r.run"
     runs.write_text("".join(f"{q} Q0 {d} {i + 1} {8 - i} r\n" for q, d in pairs
                             for i in [int(d[1:])]))

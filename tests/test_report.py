@@ -221,11 +221,12 @@ def test_price_flags_value_cached_answers_of_a_model_without_a_list_price(tmp_pa
 
 
 def test_tables_align_text_left_and_numbers_right():
-    from reljudge.report.html import Num, table
+    from reljudge.tables import Interval, Num
+    from reljudge.tables import html_table as table
 
-    page = table(["run", "mean", "95% CI", "queries", "p", "note"],
-                 [["bm25", Num("0.7175▲"), "[0.670, 0.770]", 12, None, "ok"],
-                  ["dense", Num("0.6100"), "[-0.100, 0.2]", 8, 0.01, "1 tie"]])
+    page = table(["run", "mean", "95% CI", "queries", "p", "note"],  # cells typed, not guessed
+                 [["bm25", Num("0.7175▲"), Interval("[0.670, 0.770]"), 12, None, "ok"],
+                  ["dense", Num("0.6100"), Interval.of(-0.1, 0.2, 3), 8, 0.01, "1 tie"]])
     root = ET.fromstring(page)
     heads = [th.get("class") for th in root.iter("th")]
     assert heads == [None, "num", "num", "num", "num", None]

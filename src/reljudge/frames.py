@@ -51,7 +51,7 @@ class Tabular:
     def _repr_html_(self) -> str:
         import html
 
-        from reljudge.tables import html_table
+        from reljudge.tables import NUMBER_STYLE, html_table
 
-        return html_table(*self.table(), self.digits) + "".join(
+        return NUMBER_STYLE + html_table(*self.table(), self.digits) + "".join(
             f"<p>{html.escape(n)}</p>" for n in self.notes())

@@ -14,6 +14,26 @@ from reljudge.errors import ConfigError
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 
 
+class Num(str):
+    """A number already formatted as text (a mean with its significance mark, "-" for none):
+    HTML tables right-align it as a number; every other format shows the text as it is."""
+
+
+class Interval(Num):
+    """An interval as text, ``[low, high]`` to a number of decimals."""
+
+    @classmethod
+    def of(cls, low: float, high: float, digits: int = 4) -> Interval:
+        """The interval ``[low, high]`` to ``digits`` decimals."""
+        return cls(f"[{low:.{digits}f}, {high:.{digits}f}]")
+
+
+def is_number(value: Any) -> bool:
+    """Whether a cell is a number to right-align: a number, a Num, or a missing value."""
+    return value is None or isinstance(value, Num) or (
+        isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
 def format_value(value: Any, digits: int = 4) -> str:
     """A cell as text: floats to ``digits`` decimals, None and nan as '-'."""
     if value is None:
@@ -80,17 +100,36 @@ def latex_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: i
     return "\n".join(out) + "\n"
 
 
-def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4) -> str:
-    """A plain HTML table (escaped; numbers right-aligned), for notebook displays."""
+#: right-aligns the number cells of html_table where no report style sheet does (notebooks)
+NUMBER_STYLE = "<style>td.num,th.num{text-align:right}</style>"
+
+
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4,
+               groups: Sequence[tuple[str, int]] = ()) -> str:
+    """An HTML table in its own scroll box, escaped: a column of numbers (``is_number``) is
+    right-aligned (``class="num"``), text left-aligned; a Num's significance marks (▲ ▼) are
+    coloured; ``groups`` ((label, columns spanned), ...) adds a header row above the names."""
     from html import escape
 
-    def cell(tag: str, v: Any) -> str:
-        style = ' style="text-align:right"' if isinstance(v, (int, float)) else ""
-        return f"<{tag}{style}>{escape(format_value(v, digits))}</{tag}>"
+    def cell(v: Any) -> str:
+        if isinstance(v, Num):
+            text = escape(v).replace("▲", '<span class="up">▲</span>').replace(
+                "▼", '<span class="down">▼</span>')
+            return f'<td class="num">{text}</td>'
+        cls = ' class="num"' if is_number(v) else ""
+        return f"<td{cls}>{escape(format_value(v, digits))}</td>"
 
-    head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(cell("td", v) for v in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    num, group = ' class="num"', ' class="group"'
+    numeric = [bool(rows) and all(is_number(r[i]) for r in rows) for i in range(len(headers))]
+    top = ""
+    if groups:
+        top = "<tr>" + "".join(f'<th colspan="{n}"{group if label else ""}>'
+                               f"{escape(label)}</th>" for label, n in groups) + "</tr>"
+    head = "".join(f'<th{num if n else ""}>{escape(str(h))}</th>'
+                   for h, n in zip(headers, numeric, strict=True))
+    body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
+    return (f'<div class="scroll"><table><thead>{top}<tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def json_dumps(obj: Any) -> str:

@@ -23,6 +23,7 @@ from reljudge.infer import ppi
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
 from reljudge.metrics import evaluate, kernels, parse_measure
+from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
@@ -259,9 +260,9 @@ def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bo
                f"ppi {pct} CI", "human labels", "worth"] + (["p (ppi)"] if with_p else [])
     rows = []
     for r in items:
-        row = [r.run, r.measure, r.llm, f"[{r.llm_low:.{digits}f}, {r.llm_high:.{digits}f}]",
-               r.human, f"[{r.human_low:.{digits}f}, {r.human_high:.{digits}f}]", r.ppi,
-               f"[{r.ppi_low:.{digits}f}, {r.ppi_high:.{digits}f}]", r.human_labels,
+        row = [r.run, r.measure, r.llm, Interval.of(r.llm_low, r.llm_high, digits),
+               r.human, Interval.of(r.human_low, r.human_high, digits), r.ppi,
+               Interval.of(r.ppi_low, r.ppi_high, digits), r.human_labels,
                round(r.effective_labels, 1)]
         rows.append(row + ([r.p] if with_p else []))
     return headers, rows

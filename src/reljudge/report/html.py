@@ -12,7 +12,6 @@ import html
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from reljudge.grades import SCALE
@@ -28,7 +27,8 @@ from reljudge.report.summary import (
     landis_koch,
     primary_measure,
 )
-from reljudge.tables import format_value
+from reljudge.tables import Interval, Num, format_value
+from reljudge.tables import html_table as table
 
 STYLE = """
 *{box-sizing:border-box}
@@ -69,53 +69,6 @@ code{font-size:.85em}
 @media (max-width:600px){body{padding:.6rem}dl.config{grid-template-columns:1fr}
 dl.config dd{margin-bottom:.4rem}}
 """
-
-
-@dataclass(frozen=True)
-class Num:
-    """A number already formatted as text (it is right-aligned like a number)."""
-
-    text: str
-
-
-_INTERVAL = re.compile(r"^\[[-+]?\d[^\]]*\]$")  # "[0.61, 0.70]": a number, right-aligned
-
-
-def _cell(v, digits: int) -> str:
-    if isinstance(v, str) and _INTERVAL.match(v):
-        v = Num(v)
-    if isinstance(v, Num):
-        text = html.escape(v.text)
-        text = text.replace("▲", '<span class="up">▲</span>').replace(
-            "▼", '<span class="down">▼</span>')
-        return f'<td class="num">{text}</td>'
-    if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
-        return f'<td class="num">{html.escape(format_value(v, digits))}</td>'
-    return f"<td>{html.escape(format_value(v, digits))}</td>"
-
-
-def _is_num(v) -> bool:
-    return isinstance(v, Num) or (isinstance(v, str) and bool(_INTERVAL.match(v))) or (isinstance(v, (int, float)) and not isinstance(v, bool)) \
-        or v is None
-
-
-NUM, GROUP = ' class="num"', ' class="group"'
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4,
-          groups: Sequence[tuple[str, int]] = ()) -> str:
-    """An HTML table in its own scroll box: text left-aligned, numbers right-aligned;
-    ``groups`` ((label, columns spanned), ...) adds a header row above the column names."""
-    numeric = [bool(rows) and all(_is_num(r[i]) for r in rows) for i in range(len(headers))]
-    top = ""
-    if groups:
-        top = "<tr>" + "".join(f'<th colspan="{n}"{GROUP if label else ""}>'
-                               f"{html.escape(label)}</th>" for label, n in groups) + "</tr>"
-    head = "".join(f'<th{NUM if n else ""}>{html.escape(str(h))}</th>'
-                   for h, n in zip(headers, numeric, strict=True))
-    body = "".join("<tr>" + "".join(_cell(v, digits) for v in row) + "</tr>" for row in rows)
-    return (f'<div class="scroll"><table><thead>{top}<tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>")
 
 
 def _p(text: str, cls: str = "note") -> str:
@@ -248,7 +201,7 @@ def _scores_section(comp, digits: int = 4) -> str:
             iv = c.interval
             cov = is_coverage(m)
             row.append(Num(f"{iv.mean:.{digits}f}" + ("" if cov else mark(c))))
-            row.append(Num(f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]"))
+            row.append(Interval.of(iv.low, iv.high, digits))
             if not cov:
                 row.append(Num("-" if c.p_adjusted is None else f"{c.p_adjusted:.{digits}f}"))
         rows.append(row)
@@ -298,7 +251,7 @@ def _audit_section(result, digits: int = 3) -> str:
         k = j.items.stats.get("kappa")
         ci = j.items.ci.get("kappa")
         rows.append([j.name, j.items.pairs, *[j.items.stats.get(x) for x in keys[:2]],
-                     Num("-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"),
+                     Num("-") if ci is None else Interval.of(ci[0], ci[1], digits),
                      "-" if k is None else landis_koch(k),
                      *[j.items.stats.get(x) for x in keys[2:]]])
     out.append(table(["judge", "pairs", "exact", "kappa", "kappa 95% CI", "reading",
