@@ -117,6 +117,7 @@ def _run(args) -> int:
     from reljudge.io.trec import read_qrels, read_runs
     from reljudge.judge.cost import explicit_price
     from reljudge.report.html import build_report
+    from reljudge.report.model import ReportSettings
     from reljudge.store import LabelStore
     from reljudge.types import distinct_names
 
@@ -191,13 +192,14 @@ def _run(args) -> int:
         print(f"reljudge: {line}", file=sys.stderr)
     try:
         with working("writing the report", args.quiet):
-            page = build_report(qrels, runs, measures or ["nDCG@10"], baseline=args.baseline,
-                                test=args.test, reference=reference, judges=judges,
-                                store=store, title=args.title, all_queries=all_queries,
-                                inputs=inputs, settings=settings, price=price,
-                                audit_measure=audit_measure, audit_bootstrap=audit_bootstrap,
-                                digits=args.digits, float32_scores=args.float32_scores,
-                                partial=partial)
+            how = ReportSettings(measures or ["nDCG@10"], baseline=args.baseline,
+                                 test=args.test, title=args.title, all_queries=all_queries,
+                                 inputs=inputs, facts=settings, price=price,
+                                 audit_measure=audit_measure, audit_bootstrap=audit_bootstrap,
+                                 digits=args.digits, float32_scores=args.float32_scores,
+                                 partial=partial)
+            page = build_report(qrels, runs, how, reference=reference, judges=judges,
+                                store=store)
     finally:
         if store is not None:
             store.close()

@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import html
 import re
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reljudge.grades import SCALE
 from reljudge.report import svg
+from reljudge.report.model import Forest, ReportModel, ReportSettings, StoreTables, compute
 from reljudge.report.summary import (
     LANDIS_KOCH_CITATION,
     MIN_PAIRS,
     MIN_RUNS,
     Summary,
-    comparison_summary,
     is_coverage,
-    judge_summary,
     landis_koch,
-    primary_measure,
 )
 from reljudge.tables import Interval, Num, format_value
 from reljudge.tables import html_table as table
@@ -86,103 +83,54 @@ def _summary_html(summaries: Sequence[Summary]) -> str:
     return "\n".join(out)
 
 
-def build_report(qrels, runs, measures: Sequence[str], *, baseline: str | None = None,
-                 test: str = "randomization", trials: int = 10_000, seed: int = 0,
-                 reference=None, judge=None, judge_name: str = "judge",
-                 judges: Mapping | None = None, audit_measure: str | None = None, store=None,
-                 title: str = "reljudge report", all_queries: bool = False,
-                 inputs: Sequence[tuple[str, str | Path]] = (),
-                 settings: Mapping[str, str] | None = None, price=None,
-                 conflicts: int = 50, audit_bootstrap: int = 1000, digits: int = 4,
-                 float32_scores: bool = False, partial: str | None = None) -> str:
-    """The report as one HTML string; ``judges`` ({name: qrels}) or one ``judge`` is audited
-    against ``reference``. Queries are averaged as in ``stats.compare``. ``inputs`` are
-    (role, path) pairs listed with their checksums, ``settings`` ({name: value}: pool depth,
-    merge policy, ...) are shown as the configuration, ``price`` (a ``judge.cost.Price``)
-    values cached answers, and at most ``conflicts`` human/LLM conflicts are shown. Agreement
-    intervals resample queries ``audit_bootstrap`` times (0: none). Scores, intervals,
-    p-values and agreement statistics are shown to ``digits`` decimals; ``float32_scores``
-    ranks on scores rounded to float32 (trec_eval 9), in every evaluation of the runs.
-    ``partial`` (a PARTIAL line: the labels are incomplete) is shown as a banner at the top
-    and no best run is named."""
-    from reljudge.stats import compare
-    from reljudge.version import __version__
-
-    comp = compare(qrels, runs, measures, baseline=baseline, test=test, trials=trials,
-                   seed=seed, all_queries=all_queries, float32_scores=float32_scores)
-    runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]  # distinct names
-    m0 = primary_measure(comp)
-    if judges is None and judge is not None:
-        judges = {judge_name: judge}
-    result = None
-    if reference is not None and judges:
-        from reljudge.audit import audit
-
-        result = audit(reference, dict(judges), runs, measure=audit_measure or m0,
-                       bootstrap=audit_bootstrap, seed=seed, with_ensembles=False,
-                       all_queries=all_queries, float32_scores=float32_scores)
-    summaries = [comparison_summary(comp, digits, partial)] + (
-        [judge_summary(result, digits)] if result else [])
-    parts = [f"<header><h1>{html.escape(title)}</h1>",
-             *([f'<p class="warning partial">{html.escape(partial)}</p>'] if partial else []),
-             _p(f"reljudge {__version__}, {time.strftime('%Y-%m-%d %H:%M')}; "
+def render(model: ReportModel) -> str:
+    """The report as one HTML page, from its computed model (no computation, no store)."""
+    s, comp, m0 = model.settings, model.comparison, model.measure
+    parts = [f"<header><h1>{html.escape(s.title)}</h1>",
+             *([f'<p class="warning partial">{html.escape(s.partial)}</p>'] if s.partial else []),
+             _p(f"reljudge {model.version}, {model.made_at}; "
                 f"{len(comp.runs)} runs, {len(comp.queries)} queries for the baseline "
                 f"({comp.rule_note()}). Conventions: trec_eval semantics (ties by docid "
                 "descending, unjudged documents are grade 0, nDCG ideal ranking from all "
                 "judged documents)."), "</header>",
-             _summary_html(summaries),
-             _forest_section(comp, m0),
-             _scores_section(comp, digits),
-             _per_query_section(comp, m0, digits)]
-    if result is not None:
-        parts.append(_audit_section(result, digits))
-    if store is not None:
-        parts.append(_estimate_section(store, [_float32(r) for r in runs] if float32_scores
-                                       else runs, comp.measures, comp.baseline, digits))
-        parts.append(_conflicts_section(store, conflicts))
-    parts.append(_configuration_section(store, inputs, settings or {}, price))
+             _summary_html(model.summaries),
+             _forest_section(model.forest, comp.baseline, m0),
+             _scores_section(comp, s.digits),
+             _per_query_section(comp, m0, s.digits)]
+    if model.audit is not None:
+        parts.append(_audit_section(model.audit, s.digits))
+    if model.store is not None:
+        parts.append(_estimate_section(model.estimates, s.digits))
+        parts.append(_conflicts_section(model.conflicts, s.conflicts))
+    parts.append(_configuration_section(model))
     body = "\n".join(parts)
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+            f"<title>{html.escape(s.title)}</title><style>{STYLE}</style></head>"
             f"<body>{body}</body></html>\n")
 
 
-def _forest_section(comp, m0: str) -> str:
-    from reljudge.stats.bootstrap import bootstrap_ci
+def build_report(qrels, runs, settings: ReportSettings, *, reference=None,
+                 judges: Mapping | None = None, store=None) -> str:
+    """The report as one HTML string: ``report.model.compute``, then ``render``."""
+    return render(compute(qrels, runs, settings, reference=reference, judges=judges,
+                          store=store))
 
-    others = [n for n in comp.runs if n != comp.baseline]
+
+def _forest_section(forest: Forest | None, baseline: str, m0: str) -> str:
     out = [f'<section id="differences"><h2>Differences from the baseline '
-           f"{html.escape(comp.baseline)} ({html.escape(m0)})</h2>"]
-    if not others:
+           f"{html.escape(baseline)} ({html.escape(m0)})</h2>"]
+    if forest is None:
         out.append(_p("Only one run: there is nothing to compare it with.") + "</section>")
         return "\n".join(out)
-    diffs, lows, highs = [], [], []
-    for n in others:
-        _, base, vals = comp.paired(n, m0)
-        iv = bootstrap_ci(vals - base, n=1000, seed=comp.seed)
-        diffs.append(iv.mean)
-        lows.append(iv.low)
-        highs.append(iv.high)
-    sig = [comp.cells[(n, m0)].significant for n in others]
-    plot = svg.forest_plot(others, diffs, lows, highs, sig, m0, comp.baseline)
+    plot = svg.forest_plot(forest.runs, forest.diffs, forest.lows, forest.highs,
+                           forest.significant, m0, baseline)
     out.append(f'<figure><div class="fig">{plot}</div><figcaption>Mean per-query difference '
-               f"from {html.escape(comp.baseline)} over the queries both runs are averaged "
+               f"from {html.escape(baseline)} over the queries both runs are averaged "
                "over, with a 95% bootstrap interval of that mean (1000 resamples). Filled "
                "points and * mark differences significant after the correction (see the "
                "scores table's legend).</figcaption></figure></section>")
     return "\n".join(out)
-
-
-def _float32(run):
-    """The run with its scores rounded to float32: ranked on, the same as float32_scores=True
-    (the estimates rank runs without that switch)."""
-    import numpy as np
-
-    from reljudge.types import Run
-
-    return Run.from_arrays(run.qid, run.docid, run.score.astype(np.float32).astype(np.float64),
-                           name=run.name, check=False)
 
 
 def _scores_section(comp, digits: int = 4) -> str:
@@ -285,11 +233,10 @@ def _audit_section(result, digits: int = 3) -> str:
     return "\n".join(out)
 
 
-def _estimate_section(store, runs, measures, baseline, digits: int = 4) -> str:
+def _estimate_section(est, digits: int = 4) -> str:
     """Scores under human labels from the store's newest fully graded sample (PPI), if any."""
-    from reljudge.infer.scores import estimate_table, from_store
+    from reljudge.infer.scores import estimate_table
 
-    est = from_store(store, runs, measures, baseline=baseline, require=False)
     if est is None:
         return ""
     return "\n".join([
@@ -312,10 +259,7 @@ def _grade(g: float) -> str:
     return str(int(g)) if float(g).is_integer() else f"{g:.2f}"
 
 
-def _conflicts_section(store, limit: int) -> str:
-    from reljudge.store.views import conflicts_with_text
-
-    found = conflicts_with_text(store)
+def _conflicts_section(found, limit: int) -> str:
     if not found:
         return ""
     shown = found[:limit] if limit else found
@@ -338,12 +282,11 @@ def _conflicts_section(store, limit: int) -> str:
     return "\n".join(out)
 
 
-def _configuration_section(store, inputs, settings: Mapping[str, str], price) -> str:
-    from reljudge.report.facts import cost_line, input_files, judges_and_costs
+def _configuration_section(model: ReportModel) -> str:
+    from reljudge.report.facts import cost_line
 
     out = ['<section id="configuration"><h2>Configuration</h2><dl class="config">']
-    judges, costs = judges_and_costs(store, price) if store is not None else ([], [])
-    for j in judges:
+    for j in model.judges:
         prompt = " ".join(x for x in (j.prompt, j.prompt_version and f"v{j.prompt_version}")
                           if x) or "not recorded"
         out.append(f"<dt>judge</dt><dd>{html.escape(j.model or 'model not recorded')} at "
@@ -351,14 +294,14 @@ def _configuration_section(store, inputs, settings: Mapping[str, str], price) ->
                    f"({j.events} events; source <code>{html.escape(j.source)}</code>)</dd>"
                    f"<dt>prompt</dt><dd>{html.escape(prompt)}, hash "
                    f"<code>{html.escape(j.prompt_hash or 'not recorded')}</code></dd>")
-    if store is not None and not judges:
+    if model.store is not None and not model.judges:
         out.append("<dt>judge</dt><dd>no LLM labels in the store</dd>")
-    for k, v in settings.items():
+    for k, v in model.settings.facts.items():
         out.append(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>")
-    if costs:
-        out.append(f"<dt>cost</dt><dd>{html.escape(cost_line(costs))}</dd>")
+    if model.costs:
+        out.append(f"<dt>cost</dt><dd>{html.escape(cost_line(model.costs))}</dd>")
     out.append("</dl>")
-    files = input_files(inputs)
+    files = model.files
     if files:
         out.append("<h3>Inputs</h3>")
         out.append(table(["role", "file", "sha256", "size (bytes)"],
@@ -368,8 +311,8 @@ def _configuration_section(store, inputs, settings: Mapping[str, str], price) ->
         out.append(_p("sha256: the first 12 hex digits of the SHA-256 of the file's bytes "
                       "(sha256sum FILE); an irds: input is the ir_datasets dataset of that "
                       "id, read with the ir_datasets version shown."))
-    if store is not None:
-        out.append(_store_tables(store))
+    if model.store is not None:
+        out.append(_store_tables(model.store))
     out.append("</section>")
     return "\n".join(out)
 
@@ -383,11 +326,8 @@ def _shown(path: str) -> str:
         return path
 
 
-def _store_tables(store) -> str:
-    from reljudge.store import coverage
-
-    sources = store.sources()
-    failures = store.failures()
+def _store_tables(tables: StoreTables) -> str:
+    sources = tables.sources
     out = ["<h3>Label sources</h3>",
            table(["kind", "source", "events", "ok", "failed",
                   *(f"grade {g}" if g == SCALE[0] else str(g) for g in SCALE),
@@ -395,11 +335,11 @@ def _store_tables(store) -> str:
                  [[s.kind, s.name, s.events, s.ok, s.failed,
                    *[s.grades.get(g, 0) for g in SCALE], s.tokens_in, s.tokens_out, s.cost]
                   for s in sources]),
-           _p(f"Failed judgments: {len(failures)} (never counted as grades). 'cost $ now' is "
+           _p(f"Failed judgments: {tables.failures} (never counted as grades). 'cost $ now' is "
               "what the calls were charged; answers from the answer cache cost nothing again "
               "(their value is in the cost line above).")]
-    cov = coverage(store.merge())
+    cov = tables.coverage
     out.append(f"<details><summary>Final labels per query ({len(cov)} queries)</summary>"
-               + table(["query", "final labels"], [[q, n] for q, n, _ in cov])
+               + table(["query", "final labels"], [list(row) for row in cov])
                + "</details>")
     return "\n".join(out)

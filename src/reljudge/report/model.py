@@ -1,0 +1,154 @@
+"""The report's content, computed: the comparison of the runs, the audit of the judges, the
+differences' intervals, the estimates under human labels, the conflicts, the configuration and
+the store's tables. ``compute`` does every piece of work (statistics, store reads);
+``report.html.render`` only renders what it returns."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reljudge.report.facts import input_files, judges_and_costs
+from reljudge.report.summary import Summary, comparison_summary, judge_summary, primary_measure
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """How to build a report (what ``reljudge report``'s flags set).
+
+    Queries are averaged as in ``stats.compare`` (``all_queries``); agreement intervals
+    resample queries ``audit_bootstrap`` times (0: none); at most ``conflicts`` human/LLM
+    conflicts are shown; numbers to ``digits`` decimals; ``float32_scores`` ranks on scores
+    rounded to float32 (trec_eval 9) in every evaluation. ``inputs`` are (role, path) pairs
+    listed with their checksums, ``facts`` ({name: value}: pool depth, merge policy, ...) are
+    shown as the configuration, ``price`` (a ``judge.cost.Price``) values cached answers.
+    ``partial`` (a PARTIAL line: the labels are incomplete) is a banner at the top, and no best
+    run is named."""
+
+    measures: Sequence[str] = ("nDCG@10",)
+    baseline: str | None = None
+    test: str = "randomization"
+    trials: int = 10_000
+    seed: int = 0
+    audit_measure: str | None = None
+    audit_bootstrap: int = 1000
+    conflicts: int = 50
+    digits: int = 4
+    float32_scores: bool = False
+    all_queries: bool = False
+    title: str = "reljudge report"
+    inputs: Sequence[tuple[str, str | Path]] = ()
+    facts: Mapping[str, str] = field(default_factory=dict)
+    price: Any = None
+    partial: str | None = None
+
+
+@dataclass(frozen=True)
+class Forest:
+    """Each run's mean per-query difference from the baseline, with its bootstrap interval."""
+
+    runs: list[str]
+    diffs: list[float]
+    lows: list[float]
+    highs: list[float]
+    significant: list[bool]
+
+
+@dataclass(frozen=True)
+class StoreTables:
+    """The label store's own tables: its sources, failed judgments, final labels per query."""
+
+    sources: list
+    failures: int
+    coverage: list[tuple[str, int]]
+
+
+@dataclass
+class ReportModel:
+    """Everything the report shows, computed."""
+
+    settings: ReportSettings
+    version: str
+    made_at: str
+    comparison: Any  # stats.compare.Comparison
+    measure: str  # the measure the summary and plots are about
+    summaries: list[Summary]
+    forest: Forest | None  # None: one run, nothing to compare
+    audit: Any = None  # audit.AuditResult
+    estimates: Any = None  # infer.scores.StoreEstimates
+    conflicts: list = field(default_factory=list)  # store.views.ConflictText, largest first
+    judges: list = field(default_factory=list)  # report.facts.JudgeFacts
+    costs: list = field(default_factory=list)  # report.facts.Cost
+    files: list = field(default_factory=list)  # report.facts.InputFile
+    store: StoreTables | None = None  # None: no store
+
+
+def compute(qrels, runs, settings: ReportSettings, *, reference=None,
+            judges: Mapping | None = None, store=None) -> ReportModel:
+    """Compare the runs, audit ``judges`` ({name: qrels}) against ``reference``, and read
+    what the report shows from ``store`` (optional)."""
+    from reljudge.stats import compare
+    from reljudge.version import __version__
+
+    s = settings
+    comp = compare(qrels, runs, list(s.measures), baseline=s.baseline, test=s.test,
+                   trials=s.trials, seed=s.seed, all_queries=s.all_queries,
+                   float32_scores=s.float32_scores)
+    runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]  # distinct names
+    m0 = primary_measure(comp)
+    result = None
+    if reference is not None and judges:
+        from reljudge.audit import audit
+
+        result = audit(reference, dict(judges), runs, measure=s.audit_measure or m0,
+                       bootstrap=s.audit_bootstrap, seed=s.seed, with_ensembles=False,
+                       all_queries=s.all_queries, float32_scores=s.float32_scores)
+    summaries = [comparison_summary(comp, s.digits, s.partial)] + (
+        [judge_summary(result, s.digits)] if result else [])
+    model = ReportModel(s, __version__, time.strftime("%Y-%m-%d %H:%M"), comp, m0, summaries,
+                        _forest(comp, m0), result, files=input_files(s.inputs))
+    if store is not None:
+        from reljudge.infer.scores import from_store
+        from reljudge.store import coverage
+        from reljudge.store.views import conflicts_with_text
+
+        scored = [_float32(r) for r in runs] if s.float32_scores else runs
+        model.estimates = from_store(store, scored, comp.measures, baseline=comp.baseline,
+                                     require=False)
+        model.conflicts = conflicts_with_text(store)
+        model.judges, model.costs = judges_and_costs(store, s.price)
+        model.store = StoreTables(store.sources(), len(store.failures()),
+                                  [(q, n) for q, n, _ in coverage(store.merge())])
+    return model
+
+
+def _forest(comp, m0: str) -> Forest | None:
+    """Each run's difference from the baseline under the primary measure, with a 95 %
+    bootstrap interval of its mean (1000 resamples of the queries)."""
+    from reljudge.stats.bootstrap import bootstrap_ci
+
+    others = [n for n in comp.runs if n != comp.baseline]
+    if not others:
+        return None
+    diffs, lows, highs = [], [], []
+    for n in others:
+        _, base, vals = comp.paired(n, m0)
+        iv = bootstrap_ci(vals - base, n=1000, seed=comp.seed)
+        diffs.append(iv.mean)
+        lows.append(iv.low)
+        highs.append(iv.high)
+    return Forest(others, diffs, lows, highs, [comp.cells[(n, m0)].significant for n in others])
+
+
+def _float32(run):
+    """The run with its scores rounded to float32: ranked on, the same as float32_scores=True
+    (the estimates rank runs without that switch)."""
+    import numpy as np
+
+    from reljudge.types import Run
+
+    return Run.from_arrays(run.qid, run.docid, run.score.astype(np.float32).astype(np.float64),
+                           name=run.name, check=False)
