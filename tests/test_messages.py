@@ -74,7 +74,7 @@ def test_a_source_is_named_by_full_name_model_prefix_or_name_without_hash(named_
     assert resolve_source(known, "hr").name == "hr-team"
     with pytest.raises(StoreError, match=r"'gpt' names 2 sources .*give more of the name"):
         resolve_source(known, "gpt")
-    with pytest.raises(StoreError, match=r"'nist': no label source of that name .*known sources: "
+    with pytest.raises(StoreError, match=r"no source named 'nist'; known sources: "
                                          r"hr-team \(human\)"):
         resolve_source(known, "nist")
     with pytest.raises(StoreError, match=r"'human' is a kind of source, not a name"):
@@ -101,7 +101,8 @@ def test_pool_with_an_unknown_source_exits_2_naming_the_known_ones(named_store, 
     for name in ("nist", "human"):
         assert main(["pool", str(run), "--store", str(named_store), "--source", name]) == 2
         err = capsys.readouterr().err
-        assert f"--source '{name}': no label source" in err and "hr-team (human)" in err
+        assert f"no source named '{name}' (given to --source)" in err
+        assert "hr-team (human)" in err
     assert main(["pool", str(run), "--store", str(named_store), "--source", "hr",
                  "--format", "json"]) == 0
     import json
@@ -163,3 +164,18 @@ def test_an_existing_store_is_kept_when_a_label_command_fails(tmp_path, named_st
     with LabelStore(named_store, create=False) as store:
         assert sum(s.events for s in store.sources()) == 5
     assert len(before) > 0
+
+
+def test_calibrate_refuses_an_llm_source_as_the_human_one_and_takes_short_names(named_store,
+                                                                                capsys):
+    argv = ["calibrate", "--store", str(named_store), "--judge-source", "gpt-4o-mini"]
+    assert main([*argv, "--human-source", "gpt-4o"]) == 2
+    err = capsys.readouterr().err
+    assert "--human-source 'gpt-4o' is the llm source" in err and "takes a human source" in err
+    assert err.count("\n") == 1
+    assert main(["audit", "--store", str(named_store), "--reference-source", "hr",
+                 "--judge-source", "gpt-4o-mini", "--json"]) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["reference"] == "hr-team" and data["judges"][0]["name"] == JUDGE

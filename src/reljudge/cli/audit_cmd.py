@@ -103,14 +103,14 @@ def load_labels(args: argparse.Namespace):
     from reljudge.io.files import content_stem, content_suffix
 
     if args.store:
-        from reljudge.store import LabelStore
+        from reljudge.cli.common import labels_from_store
 
         if not args.reference_source or not args.judge_source:
             raise ConfigError("with --store give --reference-source and --judge-source")
-        with LabelStore(args.store, create=False) as store:
-            ref = store.merge(f"source={args.reference_source}").qrels
-            judges = {name: store.merge(f"source={name}").qrels for name in args.judge_source}
-        return args.reference_source, ref, judges, {}
+        name, ref, judges, _ = labels_from_store(
+            args.store, args.reference_source, args.judge_source,
+            reference_option="--reference-source", judge_option="--judge-source")
+        return name, ref, judges, {}
     if not args.reference:
         raise ConfigError("give --reference (or --store with --reference-source)")
     files = [Path(j) for j in args.judge]

@@ -88,22 +88,16 @@ def _load(args: argparse.Namespace):
     from reljudge.errors import ConfigError
 
     if args.store:
-        from reljudge.store import LabelStore
+        from reljudge.cli.common import labels_from_store
 
         if args.reference or args.judge:
             raise ConfigError("give either --store with sources or --reference/--judge files")
         if not args.human_source or not args.judge_source:
             raise ConfigError("with --store give --human-source and --judge-source")
-        with LabelStore(args.store, create=False) as store:
-            known = {s.name for s in store.sources()}
-            for name in [args.human_source, *args.judge_source]:
-                if name not in known:
-                    raise ConfigError(f"{args.store}: no source named {name!r}; see "
-                                      "`reljudge labels sources`")
-            human = store.merge(f"source={args.human_source}").qrels
-            judges = {n: store.merge(f"source={n}").qrels for n in args.judge_source}
-            probs = {n: store.distributions(n) or None for n in args.judge_source}
-        return args.human_source, human, judges, probs
+        return labels_from_store(args.store, args.human_source, args.judge_source,
+                                 reference_option="--human-source",
+                                 judge_option="--judge-source", reference_kind="human",
+                                 probs=True)
     if not args.reference or not args.judge:
         raise ConfigError("give --reference and --judge files, or --store with "
                           "--human-source and --judge-source")

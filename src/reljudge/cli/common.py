@@ -204,3 +204,22 @@ def emit(text: str, output: str | None = None) -> None:
         atomic_write(output, text)
     else:
         sys.stdout.write(text)
+
+
+def labels_from_store(path: str, reference: str, judges: Sequence[str], *,
+                      reference_option: str, judge_option: str,
+                      reference_kind: str | None = None, probs: bool = False):
+    """(reference source, its qrels, {judge source: qrels}, {judge: grade distributions or
+    None} when ``probs``) from a label store; each name as users type it (a model alone, a
+    prefix: ``store.resolve_source``), the reference of ``reference_kind`` when given."""
+    from reljudge.store import LabelStore, resolve_source
+
+    with LabelStore(path, create=False) as store:
+        known = store.sources()
+        ref = resolve_source(known, reference, kind=reference_kind, where=path,
+                             option=reference_option).name
+        names = [resolve_source(known, n, where=path, option=judge_option).name for n in judges]
+        ref_qrels = store.merge(f"source={ref}").qrels
+        judged = {n: store.merge(f"source={n}").qrels for n in names}
+        dists = {n: store.distributions(n) or None for n in names} if probs else None
+    return ref, ref_qrels, judged, dists

@@ -86,7 +86,7 @@ def pipeline_partial(config, allow_partial: bool) -> str | None:
     """The PARTIAL line of a pipeline whose labelling is incomplete (None when complete);
     without ``allow_partial`` such a pipeline is refused (exit 3)."""
     from reljudge.pipeline.manifest import Manifest
-    from reljudge.pipeline.runner import incomplete_reason, partial_line
+    from reljudge.pipeline.results import incomplete_reason, partial_line
 
     manifest = Manifest(config.out_dir)
     labelling = manifest.data.get("labelling")

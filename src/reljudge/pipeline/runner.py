@@ -23,76 +23,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from reljudge.io.files import atomic_write
 from reljudge.pipeline.config import PipelineConfig
 from reljudge.pipeline.manifest import Manifest, fingerprint
-
-
-@dataclass
-class StageResult:
-    """One stage: whether it ran, and what it says."""
-
-    name: str
-    status: str  # "ran" | "up to date" | "skipped" | "waiting" (batches still running)
-    summary: dict = field(default_factory=dict)
-    note: str = ""
-
-
-@dataclass
-class PipelineResult:
-    """Every stage's result and the output folder."""
-
-    out_dir: Path
-    stages: list[StageResult]
-    scores: dict | None = None
-    audit: dict | None = None
-    labelling: dict = field(default_factory=lambda: dict(COMPLETE))
-
-    @property
-    def complete(self) -> bool:
-        """Every pair the judge was asked about has a grade (and nothing is waiting)."""
-        return bool(self.labelling.get("complete"))
-
-    def stage(self, name: str) -> StageResult:
-        """The result of one stage."""
-        return next(s for s in self.stages if s.name == name)
-
-
-#: the labelling record of a pipeline without a judge: nothing was asked
-COMPLETE = {"complete": True, "asked": 0, "graded": 0, "without_grade": 0, "failures": {},
-            "stopped": None}
-#: what merge, eval and audit write (removed when labelling is incomplete and they do not run)
-LATER_OUTPUTS = ("qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json",
-                 "audit.json", "audit.md")
-
-
-def labelling_record(asked: int, graded: int, failures: dict, stopped: str | None,
-                     waiting: int = 0) -> dict:
-    """What a label stage left: pairs x samples asked about, graded, without a grade and why
-    (failure kinds, the stop reason, batches still running)."""
-    complete = graded == asked and not stopped and not waiting
-    return {"complete": complete, "asked": asked, "graded": graded,
-            "without_grade": asked - graded, "failures": dict(failures), "stopped": stopped,
-            **({"batches_running": waiting} if waiting else {})}
-
-
-def incomplete_reason(labelling: dict) -> str:
-    """Why labelling is incomplete, in one clause."""
-    why = [f"{n} {kind}" for kind, n in labelling["failures"].items()]
-    if labelling.get("stopped"):
-        why.append(f"stopped: {labelling['stopped']}")
-    if labelling.get("batches_running"):
-        why.append(f"{labelling['batches_running']} batch(es) still running")
-    return (f"labelling is incomplete, {labelling['graded']} of {labelling['asked']} pairs x "
-            f"samples graded ({', '.join(why) or 'no reason recorded'})")
-
-
-def partial_line(labelling: dict) -> str:
-    """The banner every partial output carries."""
-    return f"PARTIAL: {incomplete_reason(labelling)}; these scores rest on the labels there are"
+from reljudge.pipeline.results import (
+    COMPLETE,
+    LATER_OUTPUTS,
+    PipelineResult,
+    StageResult,
+    incomplete_reason,
+    labelling_record,
+    partial_line,
+)
+from reljudge.pipeline.stages import audit_stage, eval_stage, pool_stage
 
 
 def _version() -> str:
@@ -152,7 +97,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
             say(f"[import] human labels {inp.human_qrels}: {note}")
 
         # 1. pool
-        stages.append(_pool_stage(config, runs, pooled, store, labeller, queries, passages,
+        stages.append(pool_stage(config, runs, pooled, store, labeller, queries, passages,
                                   manifest, say))
 
         # 2. label
@@ -244,9 +189,9 @@ def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], Non
                        if inp.human_qrels else None)
 
     # 4. eval
-    stages.append(_eval_stage(config, runs, manifest, say, labelling))
+    stages.append(eval_stage(config, runs, manifest, say, labelling))
     # 5. audit
-    stages.append(_audit_stage(config, runs, human_qrels, judge_qrels, manifest, say,
+    stages.append(audit_stage(config, runs, human_qrels, judge_qrels, manifest, say,
                                labelling))
     manifest.data["reljudge"] = _version()
     manifest.data["complete"] = labelling["complete"]
@@ -300,133 +245,3 @@ def input_records(config: PipelineConfig) -> list[dict]:
     from reljudge.io.checksums import input_files
 
     return [f.record() for f in input_files(input_roles(config))]
-
-
-def _pool_stage(config, runs, pooled, store, labeller, queries, passages, manifest,
-                say) -> StageResult:
-    """Write pool.tsv (the ``pooled`` pairs with their best rank) and count what is labelled."""
-    from reljudge.pool import judged_at_k, top_k
-
-    out = config.out_dir
-    labelled = store.labelled_pairs()
-    to_label = [p for p in pooled if p not in labelled]
-    judged = len(pooled) - len(to_label)
-    best = {}
-    for run in runs:
-        q, d, r = top_k(run, config.pool.depth)
-        for pair, rank in zip(zip(q.tolist(), d.tolist(), strict=False), r.tolist(), strict=False):
-            best[pair] = min(rank, best.get(pair, rank))
-    lines = ["qid\tdocid\tbest_rank"]  # the pool itself; what was labelled is state, not here
-    lines += [f"{q}\t{d}\t{best[(q, d)]}" for q, d in pooled]
-    atomic_write(out / "pool.tsv", "\n".join(lines) + "\n")
-    k = config.pool.depth
-    summary = {"pairs": len(pooled), "labelled": judged, "to_label": len(to_label),
-               f"judged@{k}": {r.name: judged_at_k(r, labelled, k) for r in runs}}
-    if labeller is not None:
-        est = labeller.estimate(pooled, queries, passages, store)
-        summary["llm_to_send"] = est.to_send
-        summary["llm_estimated_cost"] = est.cost
-    say(f"[pool] depth {k} over {len(runs)} run(s): {len(pooled)} pairs, {judged} "
-        f"already labelled, {len(to_label)} without any label"
-        + (f"; the judge would send {summary['llm_to_send']} (est. "
-           f"${summary['llm_estimated_cost']:.4f})" if labeller is not None else ""))
-    return StageResult("pool", "ran", summary)
-
-
-def _eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
-    from reljudge.io.trec import read_qrels
-    from reljudge.metrics import evaluate_many
-    from reljudge.metrics.queries import coverage_warnings, rule_text
-    from reljudge.metrics.results import results_json
-    from reljudge.tables import render
-
-    out = config.out_dir
-    qrels_file = out / "qrels.txt"
-    key = fingerprint("eval", config.eval.model_dump(), qrels_file,
-                      [config.path(r) for r in config.inputs.runs],
-                      *([labelling] if not labelling["complete"] else []))
-    outputs = [out / "scores.tsv", out / "scores.json"]
-    fresh = manifest.fresh("eval", key, outputs)
-    if not fresh:
-        qrels = read_qrels(qrels_file)
-        found = coverage_warnings(qrels, runs, config.eval.all_queries)
-        results = evaluate_many(qrels, runs, config.eval.measures,
-                                all_queries=config.eval.all_queries)
-        measures = next(iter(results.values())).measures if results else []
-        lines = [] if labelling["complete"] else [f"# {partial_line(labelling)}"]
-        lines.append("run\tquery\t" + "\t".join(measures))
-        for name, ev in results.items():
-            lines += [f"{name}\t{q}\t" + "\t".join(f"{v:.6f}" for v in row)
-                      for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
-            lines.append(f"{name}\tall\t" + "\t".join(f"{v:.6f}" for v in ev.mean().values()))
-        atomic_write(outputs[0], "\n".join(lines) + "\n")
-        data = results_json(results, measures, all_queries=config.eval.all_queries,
-                            warnings=found, labelling=labelling)
-        atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
-        manifest.record("eval", key, outputs, {"runs": len(results)})
-    data = json.loads(outputs[1].read_text())
-    rows = [[n, r["queries"], *(r["mean"][m] for m in data["measures"])]
-            for n, r in data["runs"].items()]
-    say(f"[eval] {'up to date' if fresh else 'scored'} with the final qrels:")
-    if not data.get("complete", True):
-        say(f"[eval] {partial_line(data['labelling'])}")
-    say(render(["run", "queries", *data["measures"]], rows).rstrip())
-    say(f"[eval] queries: {data.get('rule_text', rule_text(config.eval.all_queries))}")
-    for line in data.get("warnings", []):
-        say(f"[eval] {line}")
-    return StageResult("eval", "up to date" if fresh else "ran", {"runs": len(rows)})
-
-
-def _audit_stage(config, runs, human, judges, manifest, say, labelling: dict) -> StageResult:
-    """Each judge of the job against the human labels (audit.json, audit.md)."""
-    out = config.out_dir
-    judges = {name: q for name, q in judges.items() if len(q)}
-    if human is None or not judges:
-        why = "needs human labels and LLM labels of the same pairs"
-        for stale in ("audit.json", "audit.md"):
-            (out / stale).unlink(missing_ok=True)
-        say(f"[audit] skipped: {why}")
-        return StageResult("audit", "skipped", note=why)
-    from reljudge.audit import audit, audit_json
-    from reljudge.audit.result import COLUMNS
-    from reljudge.io.trec import format_qrels
-    from reljudge.tables import markdown_table
-
-    outputs = [out / "audit.json", out / "audit.md"]
-    # one judge: the key it always had (an existing audit stays up to date)
-    labels = [format_qrels(q) for q in judges.values()] if len(judges) > 1 else \
-        format_qrels(next(iter(judges.values())))
-    key = fingerprint("audit", config.audit.model_dump(), format_qrels(human), labels,
-                      [config.path(r) for r in config.inputs.runs],
-                      *([labelling] if not labelling["complete"] else []))
-    fresh = manifest.fresh("audit", key, outputs)
-    if not fresh:
-        result = audit(human, judges, runs, measure=config.audit.measure,
-                       bootstrap=config.audit.bootstrap, seed=config.audit.seed,
-                       reference_name=config.inputs.human_source)
-        data = audit_json(result)
-        data.update(complete=labelling["complete"], labelling=labelling)
-        atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-        rows = [result.row(j) for j in result.judges]
-        cols = [c for c in COLUMNS if c in rows[0]]
-        banner = "" if labelling["complete"] else f"**{partial_line(labelling)}**\n\n"
-        atomic_write(outputs[1], "# Judge audit\n\n" + banner + markdown_table(
-            cols, [[row[c] for c in cols] for row in rows], 3))
-        manifest.record("audit", key, outputs, {"pairs": rows[0]["pairs"]})
-    data = json.loads(outputs[0].read_text())
-    if not data.get("complete", True):
-        say(f"[audit] {partial_line(data['labelling'])}")
-    for j in data["judges"]:
-        stats = j["items"]["stats"]
-        say(f"[audit] {'up to date' if fresh else 'ran'}: "
-            + (f"{j['name']}: " if len(data["judges"]) > 1 else "")
-            + f"{j['items']['pairs']} pairs judged by both; exact {_f(stats['exact'])}, kappa "
-            f"{_f(stats['kappa'])}, quadratic kappa {_f(stats['kappa_quadratic'])}"
-            + (f", Kendall tau of run ranking {_f(j['systems']['kendall_tau'])}"
-               if j["systems"] else ""))
-    return StageResult("audit", "up to date" if fresh else "ran",
-                       {"pairs": data["judges"][0]["items"]["pairs"]})
-
-
-def _f(x) -> str:
-    return "-" if x is None else f"{x:.3f}"

@@ -37,9 +37,9 @@ def resolve_source(sources: Sequence[Source], name: str, *, kind: str | None = N
         found = [s for s in found if s.kind == kind] or found
     if not found:
         hint = f" ({name!r} is a kind of source, not a name)" if name in SOURCE_KINDS else ""
-        raise StoreError(f"{flag}{name!r}: no label source of that name in {where}{hint}; "
-                         f"known sources: {_listing(sources)} (reljudge labels sources lists "
-                         f"them)")
+        given = f" (given to {option})" if option else ""
+        raise StoreError(f"{where}: no source named {name!r}{given}{hint}; known sources: "
+                         f"{_listing(sources)} (reljudge labels sources lists them)")
     if len(found) > 1:
         raise StoreError(f"{flag}{name!r} names {len(found)} sources in {where}: "
                          f"{_listing(found)}; give more of the name")
