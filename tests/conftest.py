@@ -48,3 +48,13 @@ def labelled_example(tmp_path, monkeypatch):
 
     run_pipelines([tmp_path / "hr"], tmp_path / "cache", monkeypatch)
     return tmp_path / "hr"
+
+
+@pytest.fixture(params=["python-path", "arrow-path"])
+def both_readers(request, monkeypatch):
+    """Run a test twice: on the small-file Python reader, and on the pyarrow fast path (forced
+    on for small files; it hands irregular files back to the Python reader)."""
+    import reljudge.io.trec as trec
+
+    monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0 if request.param == "arrow-path" else 1 << 62)
+    return request.param

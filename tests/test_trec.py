@@ -8,18 +8,7 @@ from reljudge import InputError, Qrels, Run
 from reljudge.cli import main
 from reljudge.io.trec import read_qrels, read_run, write_qrels, write_run
 
-
-@pytest.fixture(autouse=True, params=["python-path", "arrow-path"])
-def reader(request, monkeypatch):
-    """Every test here runs twice: small-file Python reader, and the pyarrow fast path
-    (forced on for small files; it hands irregular files back to the Python reader)."""
-    import reljudge.io.trec as trec
-
-    if request.param == "arrow-path":
-        monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0)
-    else:
-        monkeypatch.setattr(trec, "FAST_MIN_BYTES", 1 << 62)
-    return request.param
+pytestmark = pytest.mark.usefixtures("both_readers")  # every test: both readers
 
 
 def write(tmp_path, name, text):

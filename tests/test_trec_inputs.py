@@ -17,12 +17,7 @@ RUN = ("q1 Q0 d1 1 2.5 sys\nq1 Q0 CR#93E-1860 2 1.5 sys\nq2 Q0 d3 1 0.5 sys\n"
        "q2 Q0 d1 2 0.25 sys\n")
 
 
-@pytest.fixture(autouse=True, params=["python-path", "arrow-path"])
-def reader(request, monkeypatch):
-    import reljudge.io.trec as trec
-
-    monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0 if request.param == "arrow-path" else 1 << 62)
-    return request.param
+pytestmark = pytest.mark.usefixtures("both_readers")  # every test: both readers
 
 
 def write(tmp_path, name, text):

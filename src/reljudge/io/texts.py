@@ -57,6 +57,18 @@ def _add_unique(out: dict, key: str, value, what: str, path, lineno: int, first:
     first[key] = lineno
 
 
+def _tsv(path: str | Path, form: str, text_required: bool):
+    """(line number, id, text) of each non-blank ``ID<TAB>TEXT`` line; a line without a tab or
+    an id (or, when ``text_required``, a text) is an InputError naming ``form``."""
+    for lineno, line in enumerate(text_lines(read_text(path)), 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("\t", 1)
+        if len(parts) != 2 or not parts[0].strip() or (text_required and not parts[1].strip()):
+            raise InputError(f"expected {form}, found {line.strip()!r}", path, lineno)
+        yield lineno, parts[0].strip(), parts[1]
+
+
 def read_queries(path: str | Path) -> dict[str, str]:
     """Queries from ``qid<TAB>text`` TSV or JSONL (``{"qid": ..., "query": ...}``), or from
     ``irds:DATASET_ID`` (ir_datasets)."""
@@ -70,13 +82,8 @@ def read_queries(path: str | Path) -> dict[str, str]:
             text = _pick(obj, _QTEXT_KEYS, "the query text", path, lineno)
             _add_unique(out, qid, text, "query id", path, lineno, first)
         return _not_empty(out, path, "JSONL query objects")
-    for lineno, line in enumerate(text_lines(read_text(path)), 1):
-        if not line.strip():
-            continue
-        parts = line.rstrip("\r").split("\t", 1)
-        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise InputError(f"expected 'QID<TAB>QUERY TEXT', found {line.strip()!r}", path, lineno)
-        _add_unique(out, parts[0].strip(), parts[1].strip(), "query id", path, lineno, first)
+    for lineno, key, text in _tsv(path, "'QID<TAB>QUERY TEXT'", text_required=True):
+        _add_unique(out, key, text.strip(), "query id", path, lineno, first)
     return _not_empty(out, path, "'QID<TAB>QUERY TEXT' lines")
 
 
@@ -100,13 +107,8 @@ def read_passages(path: str | Path, ids: Collection[str] | None = None
                 rec["title"] = str(obj["title"])
             _add_unique(out, docid, rec, "document id", path, lineno, first)
         return _not_empty(out, path, "JSONL passage objects")
-    for lineno, line in enumerate(text_lines(read_text(path)), 1):
-        if not line.strip():
-            continue
-        parts = line.rstrip("\r").split("\t", 1)
-        if len(parts) != 2 or not parts[0].strip():
-            raise InputError(f"expected 'DOCID<TAB>TEXT', found {line.strip()!r}", path, lineno)
-        _add_unique(out, parts[0].strip(), {"text": parts[1]}, "document id", path, lineno, first)
+    for lineno, key, text in _tsv(path, "'DOCID<TAB>TEXT'", text_required=False):
+        _add_unique(out, key, {"text": text}, "document id", path, lineno, first)
     return _not_empty(out, path, "'DOCID<TAB>TEXT' lines")
 
 
