@@ -147,3 +147,10 @@ def grade_sample(store_path, truth, name):
         pairs = store.sample_pairs(name)
         store.add_events([LabelEvent(q, d, truth[(q, d)], "human", "ann1",
                                      meta={"sample": name}) for q, d in pairs])
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    """Write ``text`` to the file ``name`` in ``tmp_path``; its path."""
+    p = tmp_path / name
+    p.write_text(text)
+    return p

@@ -7,14 +7,9 @@ import pytest
 from reljudge import InputError, Qrels, Run
 from reljudge.cli import main
 from reljudge.io.trec import read_qrels, read_run, write_qrels, write_run
+from tests.helpers import write
 
 pytestmark = pytest.mark.usefixtures("both_readers")  # every test: both readers
-
-
-def write(tmp_path, name, text):
-    p = tmp_path / name
-    p.write_text(text)
-    return p
 
 
 def test_qrels_round_trip(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 from reljudge import InputError
 from reljudge.cli import main
 from reljudge.io.trec import read_qrels, read_run
+from tests.helpers import write
 
 QRELS = "q1 0 d1 1\nq1 0 CR#93E-1860 2\nq2 0 d1 0\nq2 0 d3 3\n"
 RUN = ("q1 Q0 d1 1 2.5 sys\nq1 Q0 CR#93E-1860 2 1.5 sys\nq2 Q0 d3 1 0.5 sys\n"
@@ -18,12 +19,6 @@ RUN = ("q1 Q0 d1 1 2.5 sys\nq1 Q0 CR#93E-1860 2 1.5 sys\nq2 Q0 d3 1 0.5 sys\n"
 
 
 pytestmark = pytest.mark.usefixtures("both_readers")  # every test: both readers
-
-
-def write(tmp_path, name, text):
-    p = tmp_path / name
-    p.write_text(text)
-    return p
 
 
 def test_qrels_comment_lines_are_skipped_and_a_hash_inside_an_id_is_data(tmp_path):
