@@ -43,10 +43,7 @@ def integer_grades(values, what: str) -> np.ndarray:
             raise InputError(f"{what}: expected integer grades, found {arr[bad[0]]!r} "
                              f"(row {bad[0]})")
         return arr.astype(np.int64)
-    out = np.empty(len(arr), dtype=np.int64)
-    for row, g in enumerate(arr.tolist()):
-        out[row] = grade_value(g, what, f"row {row}")
-    return out
+    return _each_row(arr, grade_value, np.int64, what)
 
 
 def grade_value(g, what: str, where: str) -> int:
@@ -62,9 +59,14 @@ def numeric_scores(values, what: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype.kind in "iuf":
         return arr.astype(np.float64)
-    out = np.empty(len(arr), dtype=np.float64)
-    for row, s in enumerate(arr.tolist()):
-        out[row] = score_value(s, what, f"row {row}")
+    return _each_row(arr, score_value, np.float64, what)
+
+
+def _each_row(arr: np.ndarray, value, dtype, what: str) -> np.ndarray:
+    """``value(cell, what, "row N")`` of every cell (object arrays: one check per row)."""
+    out = np.empty(len(arr), dtype=dtype)
+    for row, cell in enumerate(arr.tolist()):
+        out[row] = value(cell, what, f"row {row}")
     return out
 
 
