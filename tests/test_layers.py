@@ -150,3 +150,26 @@ def test_the_check_sees_an_upward_import(bad):
     """The rule itself: an import from a lower layer to a higher one is upward."""
     low, high = bad
     assert _layer(low) < _layer(high)
+
+
+#: the layers whose code may print: the commands, and the test servers' own console
+PRINTERS = ("cli", "testing", "__main__")
+
+
+def test_library_code_never_prints():
+    """Below the commands, code tells through warnings, logging or a callback it is given; it
+    never calls print, nor takes print as a callback's default."""
+    found = []
+    for name, path in MODULES.items():
+        top = name.split(".")[1] if "." in name else ""
+        if name == FRONT_DOOR or top in PRINTERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "print":
+                found.append(f"{name}:{node.lineno} calls print")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defaults = node.args.defaults + [d for d in node.args.kw_defaults if d]
+                found += [f"{name}:{d.lineno} defaults a callback to print" for d in defaults
+                          if isinstance(d, ast.Name) and d.id == "print"]
+    assert not found, "\n".join(found)

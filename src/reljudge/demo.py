@@ -44,8 +44,13 @@ def fresh_folder(out: Path) -> None:
 
 
 def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
-             say: Callable[[str], None] = print, progress: bool = False) -> dict:
-    """Run both parts; returns where the outputs are and whether the LLM labelled."""
+             say: Callable[[str], None] | None = None, progress: bool = False) -> dict:
+    """Run both parts; returns where the outputs are and whether the LLM labelled. ``say``
+    hears what the demo tells (the CLI prints it; by default this module's logger at INFO)."""
+    if say is None:
+        import logging
+
+        say = logging.getLogger(__name__).info
     from reljudge.audit import audit, audit_json, read_judge
     from reljudge.audit.result import COLUMNS
     from reljudge.io.files import atomic_write

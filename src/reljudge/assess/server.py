@@ -51,14 +51,17 @@ def url_of(sock: socket.socket, host: str, token: str | None) -> str:
 
 
 def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
-          token: str | None = None, announce: Callable[[str], None] = print) -> None:
-    """Serve the task until interrupted; ``announce`` gets the URL once the socket listens."""
+          token: str | None = None, announce: Callable[[str], None] | None = None) -> None:
+    """Serve the task until interrupted; ``announce`` gets the URL once the socket listens
+    (the CLI prints it; by default it is logged at WARNING, so that it shows)."""
+    import logging
+
     import uvicorn
 
     from reljudge.assess.app import create_app
 
     sock = bind(host, port)
-    announce(url_of(sock, host, token))
+    (announce or logging.getLogger(__name__).warning)(url_of(sock, host, token))
     config = uvicorn.Config(create_app(task, token=token), log_level="warning",
                             access_log=False, lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])

@@ -38,5 +38,5 @@ def run(args) -> int:
 
     overrides = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key}
     run_demo(Path(args.out_dir), find_examples(args.examples), judge_overrides=overrides,
-             progress=show_progress(args.quiet))
+             say=print, progress=show_progress(args.quiet))
     return 0

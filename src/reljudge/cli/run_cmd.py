@@ -75,7 +75,7 @@ def run(args) -> int:
 
     config = load_config(args.config)
     judge = judge_config(config, model=args.model, base_url=args.base_url, api_key=args.api_key)
-    result = run_pipeline(config, judge=judge, progress=show_progress(args.quiet),
+    result = run_pipeline(config, judge=judge, say=print, progress=show_progress(args.quiet),
                           config_text=Path(args.config).read_text(encoding="utf-8"),
                           allow_partial=args.allow_partial)
     print(f"outputs in {result.out_dir}: " + ", ".join(

@@ -22,6 +22,7 @@ printed). The manifest records the labelling's completeness either way.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,6 +40,8 @@ from reljudge.pipeline.results import (
 )
 from reljudge.pipeline.stages import audit_stage, eval_stage, pool_stage
 
+_log = logging.getLogger(__name__)
+
 
 def _version() -> str:
     from reljudge.version import __version__
@@ -46,11 +49,14 @@ def _version() -> str:
     return __version__
 
 
-def run_pipeline(config: PipelineConfig, *, judge=None, say: Callable[[str], None] = print,
-                 progress: bool = False, config_text: str | None = None,
-                 allow_partial: bool = False) -> PipelineResult:
+def run_pipeline(config: PipelineConfig, *, judge=None,
+                 say: Callable[[str], None] | None = None, progress: bool = False,
+                 config_text: str | None = None, allow_partial: bool = False) -> PipelineResult:
     """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling). When
-    labelling is incomplete, merge, eval and audit run only with ``allow_partial``."""
+    labelling is incomplete, merge, eval and audit run only with ``allow_partial``. ``say``
+    hears each stage's lines (the CLI prints them; by default they go to this module's
+    logger at INFO)."""
+    say = say or _log.info
     from reljudge.errors import ConfigError, InputError
     from reljudge.io import read_passages, read_queries
     from reljudge.io.trec import read_runs
