@@ -283,6 +283,7 @@ def do_stats(args) -> int:
         history = store.failures()
         current = store.current_failures()
         spend = store.spend()
+        claims = store.live_claims()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
@@ -302,6 +303,8 @@ def do_stats(args) -> int:
                           "spend": [{"source": n, "runs": r, "calls": c, "tokens_in": ti,
                                      "tokens_out": to, "cost": cost}
                                     for n, r, c, ti, to, cost in spend],
+                          "claims": [{"source": src, "owner": who, "pairs": n}
+                                     for src, who, n in claims],
                           "coverage": [{"qid": q, "labelled": n, "pooled": p}
                                        for q, n, p in cov]}), end="")
         return 0
@@ -316,6 +319,8 @@ def do_stats(args) -> int:
     print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
           "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
     print(f"failed judgments in the history (later answered ones included): {len(history)}")
+    for src, who, n in claims:
+        print(f"being labelled now: {n} pair(s) x samples of {src} claimed by {who}")
     if spend:
         print("\nspend per judge (the spend ledger: every labelling run):" + gap)
         print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],

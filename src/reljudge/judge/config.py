@@ -126,6 +126,10 @@ class JudgeConfig(BaseModel):
                               "each request's prompt bound plus its output limit (default "
                               "2000000, OpenAI's tier-1 enqueued-token limit for gpt-4o-mini; "
                               "a file over the provider's limit fails as a whole)")
+    claim_lease: float = Field(60.0, ge=0, description="with a label store: seconds a "
+                               "process holds the pairs it claimed before another process "
+                               "sharing the store may take them over (renewed while it "
+                               "works; default 60; 0: no claims)")
     poll_interval: float = Field(30.0, gt=0, description="seconds between batch status polls "
                                  "with --wait (default 30)")
     endpoints: list[EndpointConfig] = Field(

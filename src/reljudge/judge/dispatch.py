@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reljudge.judge.budget import BudgetReached
+from reljudge.judge.claims import WAIT
 from reljudge.judge.client import ChatClient
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import price_for
@@ -34,6 +35,7 @@ __all__ = ["HAND_BACK_KINDS", "Dispatch", "HandBack", "Lane", "NotSent", "WorkQu
 HAND_BACK_KINDS = ENDPOINT_KINDS | {FailureKind.TIMEOUT}
 
 Item = tuple[str, str, int]
+WAIT_SECONDS = 0.2  # a worker's pause while another process holds the items left
 
 
 class NotSent(Exception):
@@ -128,6 +130,8 @@ class WorkQueue:
 
     def left(self) -> int:
         """Items never judged (counted as not sent when the job stops)."""
+        if hasattr(self.items, "left"):  # claimed items: those held elsewhere count too
+            return len(self.back) + self.items.left()
         return len(self.back) + sum(1 for _ in self.items)
 
 
@@ -240,6 +244,9 @@ class Dispatch:
         async def worker(lane: Lane) -> None:
             while not self.stop and lane.drained is None:
                 item = queue.take(lane, lanes)
+                if item is WAIT:  # the items left are another process's now: ask again soon
+                    await asyncio.sleep(WAIT_SECONDS)
+                    continue
                 if item is None:
                     if await queue.wait():
                         continue

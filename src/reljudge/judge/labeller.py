@@ -24,6 +24,7 @@ from reljudge.errors import LLMError
 from reljudge.judge.budget import Budget, BudgetReached, prompt_tokens_bound, spending_limit
 from reljudge.judge.cache import AnswerCache, cache_key, replica_key
 from reljudge.judge.capabilities import Capabilities
+from reljudge.judge.claims import ClaimedItems
 from reljudge.judge.client import (
     JSON_SCHEMA,
     Answer,
@@ -341,15 +342,24 @@ class Labeller:
         self.dispatch = dispatch = Dispatch(lanes, lambda note: self._warn(note, report))
         pending: list[LabelEvent] = []
         bar = _Progress(len(todo), progress)
+        claims = None  # several processes on one store: each item is claimed before it is sent
+        if sink is not None and hasattr(sink, "claim") and self.config.claim_lease > 0:
+            claims = ClaimedItems(sink, self.judge_id, todo, lease=self.config.claim_lease,
+                                  chunk=max(1, min(64, self.config.concurrency)))
 
         def flush() -> None:
             if pending and sink is not None:
                 sink.add_events(pending)
+                if claims is not None:  # stored: their claims can go
+                    claims.release([(e.qid, e.docid, e.sample) for e in pending])
             pending.clear()
             for lane in lanes:
                 if lane.spend_run is not None:
                     sink.update_spend(lane.spend_run, lane.calls, lane.tokens_in,
                                       lane.tokens_out, lane.cost)
+
+        if claims is not None:
+            claims.on_wait = flush
 
         def judge(lane: Lane, item, requeue: bool):
             return self._judge(lane, item, queries, passages, report, requeue=requeue)
@@ -368,12 +378,18 @@ class Labeller:
         loop = asyncio.get_running_loop()
         self._cache.start()
         interrupted = OnSigint(loop, dispatch)
+        renewer = asyncio.create_task(claims.keep()) if claims is not None else None
         try:
             with bar:
-                await dispatch.run(todo, len(todo), judge, record, report)
+                await dispatch.run(claims if claims is not None else todo, len(todo), judge,
+                                   record, report)
         finally:
             report.not_sent += dispatch.left()
             flush()
+            if claims is not None:
+                renewer.cancel()
+                claims.release()
+                claims.count_into(report, lambda note: self._warn(note, report))
             interrupted.restore()
             for lane in lanes:
                 await lane.client.close()

@@ -6,7 +6,7 @@ import sqlite3
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -120,8 +120,20 @@ ALTER TABLE batches ADD COLUMN intent TEXT;
 ALTER TABLE passages ADD COLUMN title TEXT;
 """
 
+# Version 8: claims. A labelling process claims the items it is about to send (its owner id
+# and a lease it renews while it works) so that processes sharing a store never pay twice for
+# one item; a claim whose lease ran out (its process was killed) is taken over.
+V7_TO_V8 = """
+CREATE TABLE claims (source INTEGER NOT NULL REFERENCES sources (id),
+                     q INTEGER NOT NULL REFERENCES queries (id),
+                     d INTEGER NOT NULL REFERENCES passages (id),
+                     sample INTEGER NOT NULL, owner TEXT NOT NULL, expires REAL NOT NULL,
+                     PRIMARY KEY (source, q, d, sample));
+CREATE INDEX claims_owner ON claims (owner);
+"""
+
 MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6,
-              6: V6_TO_V7}  # from version -> the next
+              6: V6_TO_V7, 7: V7_TO_V8}  # from version -> the next
 
 
 def current_version(conn: sqlite3.Connection) -> int:

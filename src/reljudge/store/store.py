@@ -5,7 +5,8 @@ Appends only: a correction is a new event. Each write is one transaction
 WAL mode and a busy timeout let several processes append at once. The store's ideas live in
 their own modules, which ``LabelStore`` puts together: the event log (``events``), texts
 (``texts``), derived sources (``derived``), samples (``samples``), the spend ledger
-(``spend``) and DataFrame views (``dataframes``), over one connection (``connection``).
+(``spend``), claims of concurrent labellers (``claims``) and DataFrame views
+(``dataframes``), over one connection (``connection``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from reljudge.errors import StoreError
+from reljudge.store.claims import Claims
 from reljudge.store.connection import Database
 from reljudge.store.dataframes import Frames
 from reljudge.store.derived import Derived
@@ -25,7 +27,7 @@ from reljudge.store.texts import Texts
 __all__ = ["LabelStore", "Outcome", "SourceStats"]
 
 
-class LabelStore(EventLog, Texts, Derived, Samples, Spend, Frames):
+class LabelStore(EventLog, Texts, Derived, Samples, Spend, Claims, Frames):
     """One SQLite label store: queries, passages, sources and append-only label events."""
 
     def __init__(self, path: str | Path, *, timeout: float = 60.0, create: bool = True):

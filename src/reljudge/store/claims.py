@@ -1,0 +1,92 @@
+"""Claims: which labelling process is asking about which item right now.
+
+Before a process sends an item (qid, docid, sample) it claims it: a row with its owner id and
+a lease, written in one transaction that skips items another live process holds and items the
+store has settled meanwhile. The process renews its leases while it works and releases each
+claim once the item's event is stored. A killed process stops renewing: when its leases run
+out, the others take its items over. So N processes on one store ask about each item once
+(only a killed process's calls in flight are asked again).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from reljudge.store.events import _STANDING, _UNDONE
+
+Item = tuple[str, str, int]  # (qid, docid, sample)
+
+
+class Claims:
+    """Claims of a store (a part of ``LabelStore``)."""
+
+    def claim(self, judge: str, owner: str, items: Sequence[Item], lease: float,
+              since: float, gone: Callable[[str], bool] = lambda _owner: False
+              ) -> tuple[list[Item], list[Item], list[tuple[Item, bool]]]:
+        """Claim ``items`` for ``owner`` for ``lease`` seconds, in one transaction; returns
+        (claimed, held by another live process, settled: (item, graded) of those graded, or
+        answered by another process at or after ``since``). An expired claim is taken over;
+        the owner's own are renewed, and so is a live one whose owner ``gone`` says has ended
+        (a process of this machine that no longer runs)."""
+        now = time.time()
+        got: list[Item] = []
+        held: list[Item] = []
+        settled: list[tuple[Item, bool]] = []
+        if not items:
+            return got, held, settled
+        with self.db.transaction():
+            source = self.db.source_id("llm", judge)
+            qids = self.db.intern("queries", "qid", (q for q, _, _ in items))
+            docids = self.db.intern("passages", "docid", (d for _, d, _ in items))
+            keys = {(qids[q], docids[d], s): (q, d, s) for q, d, s in items}
+            qs = sorted({k[0] for k in keys})
+            qmarks = ",".join("?" * len(qs))
+            others = {(q, d, s) for q, d, s, who, until in self.conn.execute(
+                f"SELECT q, d, sample, owner, expires FROM claims WHERE source = ? AND q IN "
+                f"({qmarks})", (source, *qs))
+                if who != owner and until > now and not gone(who)}
+            done = {(q, d, s): bool(graded) for q, d, s, graded in self.conn.execute(
+                f"SELECT e.q, e.d, e.sample, max(e.grade IS NOT NULL AND {_STANDING}) FROM "
+                f"events e {_UNDONE} WHERE e.source = ? AND e.q IN ({qmarks}) AND "
+                f"((e.grade IS NOT NULL AND {_STANDING}) OR e.created_at >= ?) "
+                "GROUP BY e.q, e.d, e.sample", (source, *qs, since))}
+            rows = []
+            for key, item in keys.items():
+                if key in done:
+                    settled.append((item, done[key]))
+                elif key in others:
+                    held.append(item)
+                else:
+                    got.append(item)
+                    rows.append((source, *key, owner, now + lease))
+            self.conn.executemany(
+                "INSERT INTO claims (source, q, d, sample, owner, expires) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT (source, q, d, sample) DO UPDATE SET owner = excluded.owner, "
+                "expires = excluded.expires", rows)
+        return got, held, settled
+
+    def renew_claims(self, owner: str, lease: float) -> int:
+        """Extend every claim of ``owner`` by ``lease`` seconds from now; how many."""
+        with self.db.transaction():
+            return self.conn.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                                     (time.time() + lease, owner)).rowcount
+
+    def release_claims(self, owner: str, items: Sequence[Item] | None = None) -> None:
+        """Drop the claims of ``owner`` (on these items only, when given)."""
+        with self.db.transaction():
+            if items is None:
+                self.conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+                return
+            for q, d, s in items:
+                self.conn.execute(
+                    "DELETE FROM claims WHERE owner = ? AND sample = ? AND q = (SELECT id FROM "
+                    "queries WHERE qid = ?) AND d = (SELECT id FROM passages WHERE docid = ?)",
+                    (owner, s, q, d))
+
+    def live_claims(self) -> list[tuple[str, str, int]]:
+        """(source, owner, items) of the claims whose lease has not run out."""
+        return self.conn.execute(
+            "SELECT s.name, c.owner, count(*) FROM claims c JOIN sources s ON s.id = c.source "
+            "WHERE c.expires > ? GROUP BY c.source, c.owner ORDER BY s.name, c.owner",
+            (time.time(),)).fetchall()

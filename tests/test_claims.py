@@ -1,0 +1,113 @@
+"""Several labelling processes on one store pay once per pair: each claims the pairs it is about
+to send (a lease it renews), skips those another live process holds, and takes over those of a
+process that was killed once its lease runs out."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reljudge.labels import LabelEvent
+from reljudge.store import LabelStore
+from reljudge.testing import FakeOpenAI, Reply
+
+ITEMS = [("q1", f"d{i}", 0) for i in range(6)]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with LabelStore(tmp_path / "labels.sqlite") as s:
+        yield s
+
+
+def test_a_claim_keeps_an_item_from_other_owners_until_its_lease_runs_out(store):
+    since = time.time()
+    got, held, settled = store.claim("judge", "A", ITEMS[:4], lease=30, since=since)
+    assert (got, held, settled) == (ITEMS[:4], [], [])
+    got, held, settled = store.claim("judge", "B", ITEMS[2:], lease=30, since=since)
+    assert got == ITEMS[4:] and held == ITEMS[2:4] and settled == []
+    # A stores d0 (graded) and d1 (failed) and releases them; A's d2, d3 expire
+    store.add_events([LabelEvent("q1", "d0", 2, "llm", "judge"),
+                      LabelEvent("q1", "d1", None, "llm", "judge", failure="HTTP 500",
+                                 failure_kind="http_status")])
+    store.release_claims("A", ITEMS[:2])
+    store.conn.execute("UPDATE claims SET expires = 0 WHERE owner = 'A'")
+    got, held, settled = store.claim("judge", "B", ITEMS[:4], lease=30, since=since)
+    assert got == ITEMS[2:4] and held == []  # the expired ones are taken over
+    assert settled == [(ITEMS[0], True), (ITEMS[1], False)]  # graded / answered elsewhere
+    assert [(s, o, n) for s, o, n in store.live_claims()] == [("judge", "B", 4)]
+    assert store.renew_claims("B", 60) == 4
+    store.release_claims("B")
+    assert store.live_claims() == []
+
+
+WORKER = """
+import sys
+from reljudge.judge import JudgeConfig, label_pairs
+from reljudge.store import LabelStore
+base_url, cache, db, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+pairs = [(f"q{i % 40}", f"d{i}") for i in range(n)]
+queries = {f"q{i}": f"query {i}" for i in range(40)}
+passages = {f"d{i}": f"passage number {i}" for i in range(n)}
+cfg = JudgeConfig(model="m", base_url=base_url, api_key="k", cache_dir=cache, concurrency=4,
+                  claim_lease=1.5, max_attempts=1)
+with LabelStore(db) as store:
+    report = label_pairs(cfg, pairs, queries, passages, store)
+print("done", report.labelled, report.already_done, report.complete, flush=True)
+"""
+
+
+def test_four_processes_one_killed_pay_once_per_pair(tmp_path):
+    """4 processes, 1,000 pairs, one killed with SIGKILL mid-run: the server answers every
+    pair once, plus at most the killed process's calls in flight; each pair gets one grade."""
+    n = 1000
+
+    def answer(req):
+        i = int(req.user_text.rsplit("passage number ", 1)[1].split()[0])
+        return Reply.text(f"reasoning\n##final score: {i % 4}", delay=0.02)
+
+    db = str(tmp_path / "labels.sqlite")
+    LabelStore(db).close()
+    with FakeOpenAI(answer) as server:
+        procs = [subprocess.Popen([sys.executable, "-c", WORKER, server.base_url,
+                                   str(tmp_path / "cache"), db, str(n)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(4)]
+        deadline = time.time() + 120
+        while server.calls < n // 4 and time.time() < deadline:
+            time.sleep(0.01)
+        os.kill(procs[0].pid, signal.SIGKILL)
+        outs = [p.communicate(timeout=180) for p in procs]
+        calls = server.calls
+    assert procs[0].returncode == -9
+    assert [p.returncode for p in procs[1:]] == [0, 0, 0], outs
+    assert all(o[0].split()[-1] == "True" for o in outs[1:]), outs  # each says complete
+    assert n <= calls <= n + 4, calls  # the killed process had at most 4 calls in flight
+    with LabelStore(db) as store:
+        graded = [(e.qid, e.docid) for e in store.events() if e.grade is not None]
+        assert len(graded) == len(set(graded)) == n  # every pair graded, none twice
+        assert store.live_claims() == []  # the survivors released theirs; the dead one's ran out
+
+
+def test_claims_of_an_ended_process_of_this_machine_are_taken_over_at_once(store):
+    import socket
+
+    from reljudge.judge.claims import owner_gone
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    gone_owner = f"{socket.gethostname()}:{dead}:cafe0000"
+    alive_owner = f"{socket.gethostname()}:{os.getppid()}:beef0000"
+    elsewhere = f"another-host-{socket.gethostname()}:{dead}:cafe0000"
+    assert owner_gone(gone_owner) and not owner_gone(alive_owner)
+    assert not owner_gone(elsewhere)  # another machine: only its lease says it ended
+    since = time.time()
+    store.claim("judge", gone_owner, ITEMS[:2], lease=60, since=since)
+    store.claim("judge", elsewhere, ITEMS[2:4], lease=60, since=since)
+    got, held, _ = store.claim("judge", "me", ITEMS[:4], lease=60, since=since, gone=owner_gone)
+    assert got == ITEMS[:2] and held == ITEMS[2:4]
