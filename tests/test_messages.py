@@ -179,3 +179,17 @@ def test_calibrate_refuses_an_llm_source_as_the_human_one_and_takes_short_names(
 
     data = json.loads(capsys.readouterr().out)
     assert data["reference"] == "hr-team" and data["judges"][0]["name"] == JUDGE
+
+
+def test_estimate_names_an_unknown_human_source_instead_of_an_ungraded_sample(named_store,
+                                                                              tmp_path, capsys):
+    run = tmp_path / "a.run"
+    run.write_text("q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\n")
+    assert main(["sample", "--store", str(named_store), "--judge", "gpt-4o-mini", "--name", "w1",
+                 "--design", "srs-pairs", "--budget", "2"]) == 0
+    capsys.readouterr()
+    argv = ["estimate", "--store", str(named_store), "--sample", "w1", str(run), "-m", "P@2"]
+    assert main([*argv, "--human", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "no source named 'nosuch' (given to --human)" in err and "not fully graded" not in err
+    assert main([*argv, "--human", "hr", "--judge", "gpt-4o-mini"]) == 0  # short names work

@@ -315,7 +315,16 @@ def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
                level: float = 0.95, seed: int = 0, baseline: str | None = None,
                require: bool = True) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
-    ``require`` is false and the store has no fully graded sample."""
+    ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
+    name sources as users type them (a model alone, a prefix); an unknown one is an error."""
+    from reljudge.store.names import resolve_source
+
+    known = store.sources()
+    if judge is not None:
+        judge = resolve_source(known, judge, where=str(store.path), option="--judge").name
+    if human is not None:
+        human = resolve_source(known, human, kind="human", where=str(store.path),
+                               option="--human").name
     names = [sample] if sample else list(reversed(store.sample_names()))
     for name in names:
         s = store.sample(name)
