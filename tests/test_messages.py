@@ -193,3 +193,65 @@ def test_estimate_names_an_unknown_human_source_instead_of_an_ungraded_sample(na
     err = capsys.readouterr().err
     assert "no source named 'nosuch' (given to --human)" in err and "not fully graded" not in err
     assert main([*argv, "--human", "hr", "--judge", "gpt-4o-mini"]) == 0  # short names work
+
+
+# --- an older store: read-only commands never upgrade it, writing ones copy it aside first ---
+
+def _v1_store(path):
+    import sqlite3
+
+    from reljudge.store.schema import V1
+
+    conn = sqlite3.connect(path)
+    conn.executescript(V1)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO queries (qid) VALUES ('q')")
+    conn.execute("INSERT INTO passages (docid) VALUES ('a')")
+    conn.execute("INSERT INTO sources (kind, name) VALUES ('human', 'ann')")
+    conn.execute("INSERT INTO events (q, d, source, grade, created_at) VALUES (1, 1, 1, 2, 0)")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_reading_commands_never_upgrade_an_older_store(tmp_path, capsys):
+    path = _v1_store(tmp_path / "old.sqlite")
+    before = path.read_bytes()
+    for argv in (["labels", "stats", "--store", str(path)],
+                 ["labels", "merge", "--store", str(path)],
+                 ["labels", "sources", "--store", str(path)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "schema version 1" in err and "reljudge labels upgrade --store" in err
+        assert err.count("\n") == 1
+    assert path.read_bytes() == before and not list(tmp_path.glob("*.bak*"))
+
+
+@pytest.mark.parametrize("how", ["upgrade", "import"])
+def test_writing_commands_copy_an_older_store_aside_before_upgrading(tmp_path, capsys, how):
+    import sqlite3
+
+    from reljudge.store.schema import SCHEMA_VERSION
+
+    path = _v1_store(tmp_path / "old.sqlite")
+    if how == "upgrade":
+        assert main(["labels", "upgrade", "--store", str(path)]) == 0
+        said = capsys.readouterr().out
+    else:
+        labels = tmp_path / "more.qrels"
+        labels.write_text("q 0 b 1\n")
+        import subprocess
+        import sys
+
+        done = subprocess.run([sys.executable, "-m", "reljudge", "labels", "import", str(labels),
+                               "--store", str(path), "--source-kind", "human", "--source-name",
+                               "ann"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        said = done.stderr  # the note reaches a person's terminal
+    backup = tmp_path / "old.sqlite.v1.bak"
+    assert f"upgraded from schema 1 to {SCHEMA_VERSION}" in said and str(backup) in said
+    old = sqlite3.connect(backup)
+    assert old.execute("SELECT value FROM meta").fetchone()[0] == "1"
+    assert old.execute("SELECT count(*) FROM events").fetchone()[0] == 1
+    old.close()
+    assert main(["labels", "stats", "--store", str(path), "--format", "json"]) == 0

@@ -134,7 +134,7 @@ def test_labels_and_failures_dataframes_hold_every_event_and_failure(store_path,
 
 @given(st.text(st.sampled_from("ab \n…"), max_size=80), st.integers(2, 40))
 def test_table_cells_fit_their_width_on_one_line_and_start_the_text(text, width):
-    from reljudge.cli.labels_cmd import _cut
+    from reljudge.cli.labels_show import _cut
 
     line = " ".join(text.split())
     got = _cut(text, width)

@@ -97,7 +97,7 @@ def _load(args: argparse.Namespace):
         return labels_from_store(args.store, args.human_source, args.judge_source,
                                  reference_option="--human-source",
                                  judge_option="--judge-source", reference_kind="human",
-                                 probs=True)
+                                 probs=True, readonly=False)
     if not args.reference or not args.judge:
         raise ConfigError("give --reference and --judge files, or --store with "
                           "--human-source and --judge-source")

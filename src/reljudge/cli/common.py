@@ -208,13 +208,14 @@ def emit(text: str, output: str | None = None) -> None:
 
 def labels_from_store(path: str, reference: str, judges: Sequence[str], *,
                       reference_option: str, judge_option: str,
-                      reference_kind: str | None = None, probs: bool = False):
+                      reference_kind: str | None = None, probs: bool = False,
+                      readonly: bool = True):
     """(reference source, its qrels, {judge source: qrels}, {judge: grade distributions or
     None} when ``probs``) from a label store; each name as users type it (a model alone, a
     prefix: ``store.resolve_source``), the reference of ``reference_kind`` when given."""
     from reljudge.store import LabelStore, resolve_source
 
-    with LabelStore(path, create=False) as store:
+    with LabelStore(path, create=False, readonly=readonly) as store:
         known = store.sources()
         ref = resolve_source(known, reference, kind=reference_kind, where=path,
                              option=reference_option).name

@@ -88,7 +88,7 @@ def run(args) -> int:
         from reljudge.infer.scores import from_store
         from reljudge.store import LabelStore
 
-        with LabelStore(args.store, create=False) as store:
+        with LabelStore(args.store, create=False, readonly=True) as store:
             est = from_store(store, runs, c.measures, sample=args.sample, seed=args.seed,
                              baseline=c.baseline, require=bool(args.sample))
     if args.format == "json":

@@ -67,7 +67,7 @@ def run(args) -> int:
     if not 0 < args.level < 1:
         raise ConfigError(f"--level must be between 0 and 1, got {args.level}")
     runs = [read_run(r) for r in args.runs]
-    with LabelStore(args.store, create=False) as store, working("estimating", args.quiet):
+    with LabelStore(args.store, create=False, readonly=True) as store, working("estimating", args.quiet):
         est = from_store(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
                          judge=args.judge, human=args.human, level=args.level,
                          seed=args.seed, baseline=args.baseline)

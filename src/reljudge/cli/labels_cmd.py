@@ -32,6 +32,14 @@ examples:
   reljudge labels stats --store labels.sqlite --pool pairs.txt --json
   reljudge labels stats --store labels.sqlite --format csv > sources.csv   # the sources table
 """,
+    "upgrade": """\
+examples:
+  reljudge labels upgrade --store labels.sqlite
+
+Writing commands (label, labels import, sample, assess, calibrate, run) upgrade an older store
+themselves, after copying it aside as labels.sqlite.vN.bak and saying so; commands that only
+read refuse it with one line naming this command.
+""",
     "sources": """\
 examples:
   reljudge labels sources --store labels.sqlite
@@ -70,7 +78,7 @@ EXAMPLES = "examples:\n" + "".join(
 
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, labels_show
     from reljudge.cli.common import add_digits, add_format
 
     p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
@@ -127,11 +135,15 @@ def register(sub) -> None:
     _merge_flags(v)
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v)
-    v.set_defaults(func=do_stats)
+    v.set_defaults(func=labels_show.do_stats)
+
+    v = verb("upgrade", "bring a store of an older reljudge to this one's schema (the file "
+                        "as it was is kept beside it; commands that only read never upgrade)")
+    v.set_defaults(func=do_upgrade)
 
     v = verb("sources", "the label sources: kind, events, grades, and the short names to type")
     add_format(v, ("table", "json", "csv", "markdown"))
-    v.set_defaults(func=do_sources)
+    v.set_defaults(func=labels_show.do_sources)
 
     v = verb("conflicts", "pairs where the human and the LLM labels disagree, largest first")
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
@@ -144,7 +156,7 @@ def register(sub) -> None:
                         "JSON and CSV")
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v, 1)
-    v.set_defaults(func=do_conflicts)
+    v.set_defaults(func=labels_show.do_conflicts)
 
 
 def _merge_flags(v: argparse.ArgumentParser) -> None:
@@ -161,10 +173,25 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
 
 
 def _open(args, create: bool = False):
-    """The store; only import may create it (elsewhere a missing store is a typo)."""
+    """The store; only import may create it (elsewhere a missing store is a typo), and only
+    import and upgrade write to it (the other verbs never upgrade an older one)."""
     from reljudge.store import LabelStore
 
-    return LabelStore(args.store, create=create)
+    return LabelStore(args.store, create=create,
+                      readonly=args.verb not in ("import", "upgrade"))
+
+
+def do_upgrade(args) -> int:
+    """Bring the store to this reljudge's schema, keeping the file as it was beside it."""
+    from reljudge.store.schema import SCHEMA_VERSION
+
+    with _open(args) as store:
+        if store.backup is None:
+            print(f"{store.path}: schema {SCHEMA_VERSION}, nothing to upgrade")
+        else:
+            print(f"{store.path}: upgraded from schema {store.migrated_from} to "
+                  f"{SCHEMA_VERSION}; the file as it was is kept as {store.backup}")
+    return 0
 
 
 def do_import(args) -> int:
@@ -244,156 +271,4 @@ def do_export(args) -> int:
         raise StoreError(f"{args.store}: no labels for {policy}")
     write_qrels(merged.qrels, args.out)
     print(f"wrote {len(merged.labels)} labels ({policy}) to {args.out}")
-    return 0
-
-
-def do_sources(args) -> int:
-    """The sources and the names a user can type for them."""
-    from reljudge.grades import SCALE
-    from reljudge.store import short_names
-    from reljudge.tables import json_dumps, render
-
-    with _open(args) as store:
-        sources = store.sources()
-    short = short_names(sources)
-    if args.format == "json":
-        print(json_dumps({"sources": [{"name": s.name, "short": short.get(s.name, s.name),
-                                       "kind": s.kind, "events": s.events, "graded": s.ok,
-                                       "failed": s.failed, "grades": s.grades}
-                                      for s in sources]}), end="")
-        return 0
-    rows = [[s.kind, s.name, short.get(s.name, s.name), s.events, s.ok,
-             *[s.grades.get(g, 0) for g in SCALE]] for s in sources]
-    print(render(["kind", "source", "short", "events", "graded", *map(str, SCALE)], rows,
-                 args.format), end="")
-    return 0
-
-
-def do_stats(args) -> int:
-    """Sources, failures, coverage."""
-    from collections import Counter
-
-    from reljudge.grades import SCALE
-    from reljudge.io import read_pairs
-    from reljudge.store import coverage
-    from reljudge.tables import json_dumps, render
-
-    with _open(args) as store:
-        sources = store.sources()
-        history = store.failures()
-        current = store.current_failures()
-        spend = store.spend()
-        claims = store.live_claims()
-        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
-    pool = read_pairs(args.pool) if args.pool else None
-    cov = coverage(merged, pool)
-    from reljudge.judge.failures import legacy_kind
-
-    # failures recorded before kinds had a column (store schema < 5) get theirs from the text
-    current = [(q, d, src, n, kind or legacy_kind(detail or "").value, detail)
-               for q, d, src, n, kind, detail in current]
-    by_kind = Counter(kind for *_, kind, _ in current)
-    example = {}
-    for qid, docid, source, _sample, kind, detail in current:
-        example.setdefault(kind, f"{qid} {docid} ({source}): {detail}")
-    if args.format == "json":
-        print(json_dumps({"sources": [s.__dict__ for s in sources],
-                          "failures": {"current": len(current), "current_by_kind": dict(by_kind),
-                                       "current_examples": example, "history": len(history)},
-                          "spend": [{"source": n, "runs": r, "calls": c, "tokens_in": ti,
-                                     "tokens_out": to, "cost": cost}
-                                    for n, r, c, ti, to, cost in spend],
-                          "claims": [{"source": src, "owner": who, "pairs": n}
-                                     for src, who, n in claims],
-                          "coverage": [{"qid": q, "labelled": n, "pooled": p}
-                                       for q, n, p in cov]}), end="")
-        return 0
-    rows = [[s.kind, s.name, s.events, s.ok, s.failed, s.retracted,
-             *[s.grades.get(g, 0) for g in SCALE], s.cost] for s in sources]
-    fmt, digits = args.format, args.digits
-    print(render(["kind", "source", "events", "ok", "failed", "undone", *map(str, SCALE),
-                  "cost $"], rows, fmt, digits), end="")
-    if fmt == "csv":  # one table: the sources (failures, spend, coverage: --format json)
-        return 0
-    gap = "\n" if fmt == "markdown" else ""  # a markdown table needs a blank line before it
-    print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
-          "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
-    print(f"failed judgments in the history (later answered ones included): {len(history)}")
-    for src, who, n in claims:
-        print(f"being labelled now: {n} pair(s) x samples of {src} claimed by {who}")
-    if spend:
-        print("\nspend per judge (the spend ledger: every labelling run):" + gap)
-        print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],
-                     [list(r) for r in spend], fmt, digits), end="")
-    print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):"
-          + gap)
-    print(render(["qid", "labelled", "pooled", "share"],
-                 [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")
-    return 0
-
-
-def do_conflicts(args) -> int:
-    """Human vs LLM disagreements."""
-    from reljudge.store import conflicts
-    from reljudge.tables import render
-
-    if args.with_text:
-        return _conflicts_with_text(args)
-    with _open(args) as store:
-        found = [c for c in conflicts(store.label_rows(), args.aggregate)
-                 if abs(c.diff) >= args.min_diff]
-    total = len(found)
-    if args.limit:
-        found = found[: args.limit]
-    rows = [[c.qid, c.docid, c.human, c.llm, c.diff] for c in found]
-    print(render(["qid", "docid", "human", "llm", "llm - human"], rows, args.format,
-                 args.digits), end="")
-    if args.format == "table":
-        print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
-              + (f" (showing {len(found)})" if total > len(found) else ""))
-    return 0
-
-
-TEXT_WIDTH = {"query": 40, "passage": 60, "reasoning": 60}  # characters shown in the table
-
-
-def _cut(text: str | None, width: int) -> str | None:
-    """One line of at most ``width`` characters, an ellipsis marking a cut."""
-    if text is None:
-        return None
-    line = " ".join(text.split())
-    if len(line) <= width:
-        return line
-    cut = line[: width - 1]
-    if line[width - 1] != " " and " " in cut[width // 2:]:  # not mid-word when avoidable
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip() + "…"
-
-
-def _conflicts_with_text(args) -> int:
-    """Conflicts with both texts, both labels' sources and the judge's answers."""
-    from reljudge.store import conflicts
-    from reljudge.store.views import CONFLICT_COLUMNS, conflict_row, conflicts_with_text
-    from reljudge.tables import json_dumps, render
-
-    with _open(args) as store:
-        total = sum(1 for c in conflicts(store.label_rows(), args.aggregate)
-                    if abs(c.diff) >= args.min_diff)
-        found = conflicts_with_text(store, args.aggregate, args.min_diff, args.limit)
-    if args.format == "json":
-        print(json_dumps([{"qid": c.qid, "docid": c.docid, "query": c.query,
-                           "passage": c.passage, "human": c.human,
-                           "human_sources": list(c.human_sources), "llm": c.llm,
-                           "llm_sources": list(c.llm_sources), "llm - human": c.diff,
-                           "answers": list(c.answers)} for c in found]), end="")
-        return 0
-    rows = [conflict_row(c) for c in found]
-    if args.format == "table":
-        cut = {CONFLICT_COLUMNS.index(k): w for k, w in TEXT_WIDTH.items()}
-        rows = [[_cut(v, cut[i]) if i in cut else v for i, v in enumerate(r)] for r in rows]
-    print(render(CONFLICT_COLUMNS, rows, args.format, args.digits), end="")
-    if args.format == "table":
-        print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
-              + (f" (showing {len(found)})" if total > len(found) else "")
-              + "; long texts cut to one line: --format json or csv for the whole")
     return 0

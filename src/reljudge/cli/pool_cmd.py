@@ -68,7 +68,7 @@ def run(args) -> int:
     if args.store:
         from reljudge.store import LabelStore
 
-        store = LabelStore(args.store, create=False)
+        store = LabelStore(args.store, create=False, readonly=True)
         names = flatten(args.sources)
         if names is not None:
             from reljudge.store import resolve_source

@@ -153,7 +153,7 @@ def _run(args) -> int:
                                     "several labels of a pair",
                     "pipeline": str(args.pipeline)}
         price = explicit_price(config.judge.price_in, config.judge.price_out)
-        store = LabelStore(config.store_path, create=False)
+        store = LabelStore(config.store_path, create=False, readonly=True)
         llm = [s.name for s in store.sources() if s.kind == "llm"]
         audited = config.out_dir / "audit.json"  # the judges the pipeline audited
         if audited.exists():
@@ -184,7 +184,7 @@ def _run(args) -> int:
             judges = {n: read_judge(j, clip=args.clip)[0] for n, j in zip(names, args.judge,
                                                                          strict=True)}
         if args.store:
-            store = LabelStore(args.store, create=False)
+            store = LabelStore(args.store, create=False, readonly=True)
     price = flag_price or price
     from reljudge.metrics.queries import coverage_warnings
 

@@ -22,17 +22,28 @@ from reljudge.labels import SOURCE_KINDS
 class Database:
     """The store's connection: ``transaction()``, ``execute``, ``executemany``, id interning."""
 
-    def __init__(self, path: Path, timeout: float = 60.0):
-        from reljudge.store.schema import migrate
+    def __init__(self, path: Path, timeout: float = 60.0, readonly: bool = False):
+        from reljudge.store.schema import SCHEMA_VERSION, current_version, migrate
 
         self.path = path
+        self.backup: Path | None = None  # the file as it was before a migration
         try:
             # one thread at a time, not always the opening one: label_pairs called inside a
             # running event loop (Jupyter) writes from its worker thread while the caller waits
             self.conn = sqlite3.connect(path, timeout=timeout, isolation_level=None,
                                         check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            old = current_version(self.conn)
+            if readonly and old < SCHEMA_VERSION:
+                raise StoreError(
+                    f"{path}: the label store has schema version {old}, this reljudge reads "
+                    f"version {SCHEMA_VERSION}; a command that only reads never upgrades it: "
+                    f"run `reljudge labels upgrade --store {path}` once (the file as it is "
+                    "now is kept beside it)")
+            if not readonly:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                if 0 < old < SCHEMA_VERSION:
+                    self.backup = self._copy_aside(old)
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA cache_size = -262144")  # 256 MB: fast bulk inserts
@@ -45,6 +56,21 @@ class Database:
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
+
+    def _copy_aside(self, version: int) -> Path:
+        """A consistent copy of the store as it is (SQLite's backup), before a migration:
+        ``NAME.vVERSION.bak`` (``.bak2``, ... when that exists)."""
+        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"{self.path.name}.v{version}.bak{n}")
+        copy = sqlite3.connect(target)
+        try:
+            self.conn.backup(copy)
+        finally:
+            copy.close()
+        return target
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

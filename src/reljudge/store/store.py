@@ -11,6 +11,7 @@ their own modules, which ``LabelStore`` puts together: the event log (``events``
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -26,18 +27,32 @@ from reljudge.store.texts import Texts
 
 __all__ = ["LabelStore", "Outcome", "SourceStats"]
 
+_log = logging.getLogger(__name__)
+
 
 class LabelStore(EventLog, Texts, Derived, Samples, Spend, Claims, Frames):
     """One SQLite label store: queries, passages, sources and append-only label events."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 60.0, create: bool = True):
+    def __init__(self, path: str | Path, *, timeout: float = 60.0, create: bool = True,
+                 readonly: bool = False):
+        """Open (``create``: or create) the store at ``path``. A store of an older schema is
+        upgraded in place, the file as it was kept beside it (``self.backup``) and a line
+        logged; ``readonly``, for commands that only read, refuses an older schema instead
+        and never writes."""
         self.path = Path(path)
         if not create and not self.path.is_file():  # a typo must not become an empty store
             what = "is a directory" if self.path.is_dir() else "no such label store"
             raise StoreError(f"{self.path}: {what} (label, labels import and run create one)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = Database(self.path, timeout)
+        self.db = Database(self.path, timeout, readonly=readonly)
         self.migrated_from = self.db.migrated_from
+        self.backup = self.db.backup
+        if self.backup is not None:
+            from reljudge.store.schema import SCHEMA_VERSION
+
+            _log.warning(f"reljudge: {self.path}: label store upgraded from schema "
+                         f"{self.migrated_from} to {SCHEMA_VERSION}; the file as it was is "
+                         f"kept as {self.backup}")
 
     @property
     def conn(self) -> sqlite3.Connection:
