@@ -138,7 +138,7 @@ def test_a_judge_with_logprob_distributions_is_calibrated_on_them(tmp_path, caps
     with LabelStore(db) as s:
         s.add_events(events)
     assert main(["calibrate", "--store", db, "--human-source", "nist", "--judge-source", "j",
-                 "--folds", "0", "--json"]) == 0
+                 "--folds", "0", "--json", "--force"]) == 0  # unchecked: written on --force
     data = json.loads(capsys.readouterr().out)
     assert data["fitted_on"]["judge_probs"] is True
     counts = np.array(data["fitted_on"]["model"]["counts"])

@@ -451,4 +451,4 @@ def test_a_derived_source_cannot_take_a_plain_sources_name_or_bad_distributions(
                           fitted_on={})
     assert store.derivations() == [] and store.count() == 1
     with pytest.raises(StoreError, match="unknown derived"):
-        store.merge(derived="median")
+        store.merge(derived="thresholds")  # median is a rule merge offers now (issue 25)

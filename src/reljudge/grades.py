@@ -87,3 +87,23 @@ def aggregate_grades(grades: Sequence[int], how: str, fractional: bool = False) 
 def most_probable(probs: Sequence[float]) -> int:
     """The grade with the highest probability (the lowest grade on a tie)."""
     return max(SCALE, key=lambda g: probs[g - GRADE_MIN])
+
+
+#: how one grade is read off a distribution over the scale (a calibrated judge, a panel)
+DECISIONS = ("mode", "median", "expected")
+
+
+def decide(probs: np.ndarray, rule: str = "mode") -> np.ndarray:
+    """One grade per row of an (n, N_GRADES) distribution: its most probable grade (``mode``,
+    ties to the lower), its median (least absolute error), or its expected grade rounded half
+    up (``expected``)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if rule == "mode":
+        return probs.argmax(axis=1) + GRADE_MIN
+    if rule == "median":
+        cdf = np.cumsum(probs, axis=1)
+        return (cdf < 0.5 - 1e-12).sum(axis=1) + GRADE_MIN
+    if rule == "expected":
+        values = GRADE_VALUES[: probs.shape[1]]
+        return np.minimum(np.floor(probs @ values + 0.5), GRADE_MAX).astype(np.int64)
+    raise InputError(f"unknown decision {rule!r}; expected one of {', '.join(DECISIONS)}")

@@ -67,10 +67,16 @@ def register(sub) -> None:
     p.add_argument("--panel-method", choices=("dawid-skene", "mean"), default="dawid-skene",
                    help="with --panel: a Dawid-Skene model (default) or the judges' mean "
                         "grade (best with --decision thresholds)")
+    p.add_argument("--force", action="store_true",
+                   help="write the derived labels to --store even when they were not checked "
+                        "on held-out queries (--folds 0) or did worse there than the raw "
+                        "judge")
     p.add_argument("--decision", choices=("mode", "median", "expected", "thresholds"),
                    default="median",
-                   help="grade used by the held-out check (default median); thresholds "
-                        "also changes what is written: grades cut from the expected grade "
+                   help="how a grade is read off each distribution (default median): the "
+                        "grade the held-out check measures, the one written to --store (the "
+                        "derivation records the rule) and the one `labels merge` takes; "
+                        "thresholds: grades cut from the expected grade "
                         "at three points fitted on the sample to maximise quadratic kappa")
     p.add_argument("--out", help="write the distributions to this TSV file")
     p.add_argument("--output", dest="out", help=argparse.SUPPRESS)
@@ -148,16 +154,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
             f"{int(p.argmax())}\n" for (q, d), p, e in zip(derived.pairs, derived.probs,
                                                             expected, strict=True)))
     written = None
-    if args.store:
+    refused = derived.worse_than_raw() if args.store and not args.force else None
+    if args.store and refused is None:
         from reljudge.store import LabelStore
 
         with LabelStore(args.store, create=False) as store:
             written = store.add_derived(derived.name, derived.pairs, derived.probs.tolist(),
-                                        method=derived.method, fitted_on=derived.fitted_on)
+                                        method=derived.method, fitted_on=derived.fitted_on,
+                                        grades=derived.grades().tolist())
     if args.format == "json":
         print(json_dumps({"source": derived.name, "derivation": written,
-                          "pairs": len(derived.pairs), "fitted_on": derived.fitted_on}), end="")
-        return 0
+                          "pairs": len(derived.pairs), "fitted_on": derived.fitted_on,
+                          "not_written": refused}), end="")
+        return _refused(args, derived, refused)
     _print_model(derived, args.format, render, args.digits)
     say = _say(args.format)
     if derived.heldout and args.format != "csv":
@@ -170,7 +179,16 @@ def run_calibrate(args: argparse.Namespace) -> int:
             f"(derivation {written})")
     if args.out:
         say(f"wrote {len(derived.pairs)} distributions to {args.out}")
-    return 0
+    return _refused(args, derived, refused)
+
+
+def _refused(args, derived, why: str | None) -> int:
+    """Exit 2, saying why, when the derived labels were not written to the store."""
+    if why is None:
+        return 0
+    print(f"reljudge: error: {derived.name} not written to {args.store}: {why}; nothing was "
+          "written (--force writes them anyway)", file=sys.stderr)
+    return 2
 
 
 def _say(fmt: str):

@@ -66,8 +66,9 @@ aggregation of several labels of a pair: majority (a tie goes to the lower grade
 median; rounded half up unless --fractional. Of several labels from one source for one pair
 (and one sample), the latest is a correction and wins. Failed judgments never decide, and
 neither does a grade its source took back (an undo in `reljudge assess`).
-A derived source (calibrated:JUDGE, panel:NAME, from `reljudge calibrate`) votes with its most
-probable grade, or with --derived expected its expected grade (see docs/calibration.md).
+A derived source (calibrated:JUDGE, panel:NAME, from `reljudge calibrate`) votes with the grade
+its decision rule recorded (the rule calibrate checked on held-out queries, in its derivation
+record), or with --derived mode|median|expected by that rule applied now (docs/calibration.md).
 """
 
 #: the group's --help: every verb's examples, then the merge rules
@@ -160,6 +161,8 @@ def register(sub) -> None:
 
 
 def _merge_flags(v: argparse.ArgumentParser) -> None:
+    from reljudge.store.merge import DERIVED
+
     v.add_argument("--policy", default="human-first",
                    help="human-first (default), human-only, llm-only or source=NAME")
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
@@ -167,9 +170,11 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
                         "grade), mean or median")
     v.add_argument("--fractional", action="store_true",
                    help="keep fractional aggregated grades (provenance file only)")
-    v.add_argument("--derived", choices=("mode", "expected"), default="mode",
-                   help="a derived (calibrated / panel) source votes with its most probable "
-                        "grade (default) or its expected grade")
+    v.add_argument("--derived", choices=DERIVED, default="recorded",
+                   help="a derived (calibrated / panel) source votes with the grade its "
+                        "decision rule recorded when `reljudge calibrate` wrote it (default), "
+                        "or by a rule applied now: its most probable grade (mode), its median "
+                        "or its expected grade")
 
 
 def _open(args, create: bool = False):

@@ -21,9 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.grades import GRADE_MIN, GRADE_VALUES, N_GRADES, SCALE_TEXT, out_of_scale
+from reljudge.grades import (  # noqa: F401 (DECISIONS, decide: the rules' home is grades)
+    DECISIONS,
+    GRADE_MIN,
+    GRADE_VALUES,
+    N_GRADES,
+    SCALE_TEXT,
+    decide,
+    out_of_scale,
+)
 
-DECISIONS = ("mode", "median", "expected")
 CENTERS = ("judge", "marginal")
 TRUST = 0.9  # weight of the judge's own grade in the "judge" prior centre
 
@@ -60,20 +67,6 @@ def check_probs(probs: np.ndarray, n: int, what: str) -> np.ndarray:
                                                                      atol=1e-6):
         raise InputError(f"{what}: grade probabilities must be finite, >= 0 and sum to 1")
     return p
-
-
-def decide(probs: np.ndarray, rule: str = "mode") -> np.ndarray:
-    """One grade per row of an (n, N_GRADES) distribution by the named decision rule."""
-    probs = np.asarray(probs, dtype=np.float64)
-    if rule == "mode":
-        return probs.argmax(axis=1)  # ties go to the lower grade
-    if rule == "median":
-        cdf = np.cumsum(probs, axis=1)
-        return (cdf < 0.5 - 1e-12).sum(axis=1)
-    if rule == "expected":
-        return np.minimum(np.floor(probs @ GRADE_VALUES[: probs.shape[1]] + 0.5), N_GRADES - 1).astype(
-            np.int64)
-    raise InputError(f"unknown decision {rule!r}; expected one of {', '.join(DECISIONS)}")
 
 
 def expected_grade(probs: np.ndarray) -> np.ndarray:

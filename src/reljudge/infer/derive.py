@@ -52,6 +52,35 @@ class Derived:
     model: Calibration | Panel | None  # None: a mean panel (nothing fitted but the cuts)
     fitted_on: dict
     heldout: dict[str, dict[str, float | None]] | None = None
+    decision: str = "median"  # how a grade is read off each distribution (grades.DECISIONS,
+    # or "thresholds": the distributions are then the cut grades, certain)
+
+    def grades(self) -> np.ndarray:
+        """Each pair's grade by the decision rule: the grade the held-out check measured and
+        the one written to a store."""
+        return decide(self.probs, "mode" if self.decision == "thresholds" else self.decision)
+
+    def worse_than_raw(self) -> str | None:
+        """Why these labels must not be written, else None: no held-out check, or held-out
+        figures worse than the best raw judge's on the statistic the decision rule aims at
+        (MAE; quadratic kappa for thresholds), among the judges that graded at least 90 % as
+        many of the pairs (a judge of a few pairs is no yardstick)."""
+        if not self.heldout:
+            return "they were never checked on held-out queries (--folds 0)"
+        stat = "kappa_quadratic" if self.decision == "thresholds" else "mae"
+        lower = stat == "mae"  # MAE: lower is better
+        mine = self.heldout[self.name][stat]
+        pairs = self.heldout[self.name]["pairs"]
+        raw = {k: v[stat] for k, v in self.heldout.items() if k != self.name
+               and v[stat] is not None and v["pairs"] >= 0.9 * pairs}  # judged alike
+        if not raw:
+            return None
+        name = (min if lower else max)(raw, key=raw.get)
+        if mine is None or (mine > raw[name] if lower else mine < raw[name]):
+            shown = "undefined" if mine is None else f"{mine:.3f}"
+            return (f"their held-out {stat} ({shown}, decision {self.decision}) is worse than "
+                    f"the raw judge {name}'s ({raw[name]:.3f})")
+        return None
 
 
 def agreement(human: np.ndarray, grades: np.ndarray) -> dict[str, float | None]:
@@ -62,6 +91,13 @@ def agreement(human: np.ndarray, grades: np.ndarray) -> dict[str, float | None]:
     return {"pairs": int(ok.sum()),
             **{k: (None if stats[k][0] != stats[k][0] else float(stats[k][0]))
                for k in HELDOUT_STATS}}
+
+
+def _check_sample(sample: int | None, available: int) -> None:
+    """A sample larger than the pairs there are is an error, not all of them silently."""
+    if sample is not None and sample > available:
+        raise InputError(f"--sample {sample}: only {available} pairs have both a human and a "
+                         "judge label; give at most that, or leave --sample out to use them all")
 
 
 def _sample(train: np.ndarray, sample: int | None, seed: int) -> np.ndarray:
@@ -115,6 +151,7 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
                          for q, d in zip(data.qids.tolist(), data.docids.tolist(), strict=True)])
         if np.isnan(soft).any():
             soft = None  # some labels have no distribution: calibrate the grades alone
+    _check_sample(sample, int((data.human >= 0).sum()))
     used = _sample(data.human >= 0, sample, seed)
     if not used.any():
         raise InputError(f"no pair graded by both {human_name!r} and {judge_name!r}")
@@ -129,7 +166,8 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
                  "pairs": _used_pairs(data, used), "model": model.to_dict()}
     out = Derived(f"calibrated:{judge_name}", "calibration",
                   list(zip(data.qids.tolist(), data.docids.tolist(), strict=True)), predicted,
-                  model, fitted_on)
+                  model, fitted_on, decision=decision)
+    fitted_on["decision_rule"] = decision
     if decision == "thresholds":
         _apply_thresholds(out, data, used)
     if folds:
@@ -153,6 +191,7 @@ def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
         raise InputError(f"unknown panel method {method!r}; expected one of "
                          f"{', '.join(PANEL_METHODS)}")
     data = align(reference, judges)
+    _check_sample(sample, int((data.human >= 0).sum()))
     used = _sample(data.human >= 0, sample, seed)
     if not used.any():
         raise InputError(f"no pair graded by {human_name!r} and the judges")
@@ -174,7 +213,8 @@ def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
                       "strength": strength, "em": em, "model": model.to_dict()}
     out = Derived(f"panel:{name}", "panel",
                   list(zip(data.qids.tolist(), data.docids.tolist(), strict=True)),
-                  probs, model, fitted_on)
+                  probs, model, fitted_on, decision=decision)
+    fitted_on["decision_rule"] = decision
     if decision == "thresholds":
         _apply_thresholds(out, data, used)
     if folds:

@@ -16,7 +16,7 @@ class Frames:
         return views.events_frame(self)
 
     def provenance_dataframe(self, policy: str = "human-first", aggregate: str = "majority",
-                             fractional: bool = False, derived: str = "mode"):
+                             fractional: bool = False, derived: str = "recorded"):
         """The merged labels with provenance as a pandas DataFrame: the records
         ``labels merge --provenance`` writes (sources and votes as lists)."""
         rows = self.merge(policy, aggregate, fractional, derived).provenance_rows()

@@ -8,20 +8,27 @@ import time
 from collections.abc import Sequence
 
 from reljudge.errors import StoreError
-from reljudge.grades import N_GRADES, most_probable
+from reljudge.grades import N_GRADES, SCALE, check_grade, most_probable
 
 
 class Derived:
     """Derivations of a store (a part of ``LabelStore``)."""
 
     def add_derived(self, name: str, pairs: Sequence[tuple[str, str]],
-                    probs: Sequence[Sequence[float]], *, method: str, fitted_on: dict) -> int:
+                    probs: Sequence[Sequence[float]], *, method: str, fitted_on: dict,
+                    grades: Sequence[int] | None = None) -> int:
         """Append a derived source (kind 'llm': a calibrated judge, a panel) with one grade
         distribution per pair and the record of what it was fitted on, in one transaction;
-        returns the derivation id. Each event's grade is the most probable grade."""
+        returns the derivation id. Each event's grade is ``grades`` (the grade the
+        derivation's decision rule reads off each distribution; what ``merge`` takes by
+        default), else the most probable grade."""
         rows = [[float(x) for x in p] for p in probs]
         if len(rows) != len(pairs):
             raise StoreError(f"{len(pairs)} pairs but {len(rows)} grade distributions")
+        chosen = [most_probable(p) for p in rows] if grades is None else \
+            [check_grade(int(g), "a derived grade") for g in grades]
+        if len(chosen) != len(pairs):
+            raise StoreError(f"{len(pairs)} pairs but {len(chosen)} grades")
         if any(len(p) != N_GRADES or abs(sum(p) - 1.0) > 1e-6 or min(p) < 0 for p in rows):
             raise StoreError(f"each derived label needs {N_GRADES} grade probabilities "
                              "summing to 1")
@@ -45,9 +52,9 @@ class Derived:
             self.conn.executemany(
                 "INSERT INTO events (q, d, source, grade, probs, expected, created_at, meta) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                ((qids[q], docids[d], source, most_probable(p), json.dumps(p),
-                  sum(g * x for g, x in enumerate(p)), now, meta)
-                 for (q, d), p in zip(pairs, rows, strict=True)))
+                ((qids[q], docids[d], source, g, json.dumps(p),
+                  sum(v * x for v, x in zip(SCALE, p, strict=True)), now, meta)
+                 for (q, d), p, g in zip(pairs, rows, chosen, strict=True)))
         return derivation
 
     def derivations(self) -> list[dict]:

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
 
@@ -245,11 +247,13 @@ class EventLog:
         return out
 
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
-              fractional: bool = False, derived: str = "mode"):
+              fractional: bool = False, derived: str = "recorded"):
         """Final labels under a named policy and aggregation, with provenance (see merge).
-        ``derived``: a derived source votes with its most probable grade (``mode``) or its
-        expected grade (``expected``; fractional, so rounded half up unless ``fractional``)."""
-        from reljudge.grades import round_half_up
+        ``derived``: a derived source votes with the grade its derivation's decision rule
+        recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
+        or its expected grade (``expected``; fractional, so rounded half up unless
+        ``fractional``)."""
+        from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED, merge_rows
 
         rows = self.label_rows()
@@ -263,4 +267,13 @@ class EventLog:
             if not fractional:
                 expected = {k: round_half_up(v) for k, v in expected.items()}
             rows = [r if r[6] not in expected else (*r[:5], expected[r[6]], r[6]) for r in rows]
+        elif derived in ("mode", "median"):
+            found = self.conn.execute(
+                "SELECT id, probs FROM events WHERE probs IS NOT NULL AND source IN "
+                "(SELECT source FROM derivations)").fetchall()
+            if found:
+                ids = [i for i, _ in found]
+                grades = decide(np.array([json.loads(p) for _, p in found]), derived)
+                by_id = dict(zip(ids, grades.tolist(), strict=True))
+                rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
         return merge_rows(rows, policy, aggregate, fractional)

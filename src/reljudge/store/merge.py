@@ -31,7 +31,9 @@ from reljudge.grades import AGGREGATES, aggregate_grades
 from reljudge.types import Qrels
 
 POLICIES = ("human-first", "human-only", "llm-only", "source=NAME")
-DERIVED = ("mode", "expected")  # how a derived source (calibrated judge, panel) votes
+#: how a derived source (calibrated judge, panel) votes: the grade its derivation's rule
+#: recorded, or a rule applied to its distributions now
+DERIVED = ("recorded", "mode", "median", "expected")
 
 
 @dataclass(frozen=True)
