@@ -299,3 +299,25 @@ def test_post_stratification_repairs_most_of_the_small_sample_under_coverage():
     assert post > design + 0.03 and post > 0.9
     post, _ = coverage(0.15)  # ~22: nominal within Monte-Carlo error
     assert post >= 0.95 - 3 * (0.95 * 0.05 / 1500) ** 0.5
+
+
+def test_a_sample_short_of_the_population_never_gives_a_zero_width_interval():
+    """Every sampled stratum's values equal (issue: [0.7750, 0.7750] from 40 pairs): the flat
+    strata get a conservative variance, spread^2 / (n_h + 1), and the estimate says how many."""
+    from reljudge.infer.ppi import estimate
+
+    a = np.array([0.1] * 5 + [0.0] * 5)
+    b = a.copy()
+    strata = np.array([0] * 5 + [1] * 5)
+    flat = estimate(a, b, 2.0, strata, np.array([40, 40]), normaliser=10.0, spread=0.1)
+    assert flat.high > flat.low and flat.classical_high > flat.classical_low
+    assert int(flat.flat) == 2
+    old = estimate(a, b, 2.0, strata, np.array([40, 40]), normaliser=10.0)  # no spread given
+    assert old.high == old.low  # what it was: an interval of no width
+    census = estimate(a, b, 2.0, strata, np.array([5, 5]), normaliser=10.0, spread=0.1)
+    assert census.high == census.low and int(census.flat) == 0  # a census has no error
+    varied = np.array([0.1, 0.0, 0.1, 0.1, 0.0] + [0.0] * 5)
+    some = estimate(varied, varied, 2.0, strata, np.array([40, 40]), normaliser=10.0,
+                    spread=0.1)
+    plain = estimate(varied, varied, 2.0, strata, np.array([40, 40]), normaliser=10.0)
+    assert int(some.flat) == 0 and some.high == plain.high  # only a zero-width case changes

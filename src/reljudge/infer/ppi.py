@@ -63,6 +63,7 @@ class Estimate:
     effective_n: np.ndarray  # human labels a human-only estimate would need for the same se
     n: np.ndarray  # human-labelled units
     level: float
+    flat: np.ndarray | int = 0  # sampled strata whose values were all equal (see FLAT_RULE)
 
     def p_value(self) -> np.ndarray:
         """Two-sided p-value of value == 0 (for a paired difference: no difference)."""
@@ -90,15 +91,25 @@ def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> n
     return np.clip(lam, 0.0, 1.0)
 
 
+#: the variance of a sampled stratum whose sampled values are all equal, short of a census
+FLAT_RULE = ("as if one more unit had been sampled at the far end of the range a unit's value "
+             "can take: s^2 = spread^2 / (n_h + 1)")
+
+
 def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarray,
                           normaliser: float, level: float = 0.95,
-                          lam: float | np.ndarray | None = None, check: bool = True
-                          ) -> Estimate:
+                          lam: float | np.ndarray | None = None, check: bool = True,
+                          spread: float | None = None) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
     ``population``: units per stratum (H,) or (..., H); ``b_total``: sum of the predictions
     over all units (...,); ``lam=None`` tunes lambda to minimise the estimated variance;
     ``check=False`` skips the two-per-stratum check (for callers that mask such cells).
+    ``spread``: the largest difference two units' values can have; when every sampled
+    stratum short of a census has all its sampled values equal (the interval would have zero
+    width), those strata get the conservative variance of FLAT_RULE instead of none, so a
+    sample short of the population never gives a zero-width interval; ``Estimate.flat``
+    counts such strata.
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
@@ -115,6 +126,12 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     ssa, ssb = np.maximum(ssa, 0.0), np.maximum(ssb, 0.0)
     frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape), where=big_n > 0)
     c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
+    # a sample short of the population whose every sampled stratum varied not at all would
+    # give a zero-width interval: its flat strata get FLAT_RULE's variance instead
+    flat = (~census) & (n >= 1) & (ssa <= 1e-15)
+    flat = flat & (((c * ssa).sum(axis=-1) <= 1e-30) & flat.any(axis=-1))[..., None]
+    if spread is not None:
+        ssa = np.where(flat, float(spread) ** 2 / (n + 1.0), ssa)
     tuned = lam is None
     lam = _tune(ssa, ssb, sab, c) if tuned else np.broadcast_to(
         np.asarray(lam, np.float64), np.shape(b_total))
@@ -144,13 +161,14 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
         eff = np.where(var > 0, n_total ** 2 * pooled / (var + n_total * pooled), n_total)
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
-                    np.minimum(eff, n_total), sampled, level)
+                    np.minimum(eff, n_total), sampled, level,
+                    flat.sum(axis=-1) if spread is not None else 0)
 
 
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     normaliser: float, level: float = 0.95,
-                    lam: float | np.ndarray | None = None, collapse: str = "adjacent"
-                    ) -> tuple[Estimate, np.ndarray]:
+                    lam: float | np.ndarray | None = None, collapse: str = "adjacent",
+                    spread: float | None = None) -> tuple[Estimate, np.ndarray]:
     """The estimate post-stratified by a known domain outside which every a and b is 0 (for
     a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
 
@@ -189,7 +207,8 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
             parts[..., to] += np.where(s_h, parts[..., h], 0.0)
             parts[..., h] = np.where(s_h, 0.0, parts[..., h])
     merged = Moments(*parts[:6])
-    e = estimate_from_moments(merged, parts[6], b_total, normaliser, level, lam, check=False)
+    e = estimate_from_moments(merged, parts[6], b_total, normaliser, level, lam, check=False,
+                              spread=spread)
     n_dom = m.n.sum(axis=-1)
     usable = (n_dom >= MIN_PER_STRATUM + 1) | (n_dom >= big_n.sum(axis=-1))
     return e, usable
@@ -218,13 +237,14 @@ def _population_s2(ssa: np.ndarray, mean_a: np.ndarray, big_n: np.ndarray) -> np
 def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: float,
              stratum: np.ndarray | None = None, population: np.ndarray | None = None,
              normaliser: float | None = None, level: float = 0.95,
-             lam: float | None = None) -> Estimate:
+             lam: float | None = None, spread: float | None = None) -> Estimate:
     """PPI estimate of a finite-population total / normaliser from a (stratified) simple
     random sample without replacement.
 
     ``human`` and ``predicted_sampled``: the sampled units' human and predicted values;
     ``predicted_total``: the predictions summed over all units; ``population``: units per
-    stratum (required: without it the sampling fraction is unknown).
+    stratum (required: without it the sampling fraction is unknown); ``spread``: as in
+    ``estimate_from_moments``.
     """
     a = np.asarray(human, np.float64)
     b = np.asarray(predicted_sampled, np.float64)
@@ -240,7 +260,7 @@ def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: 
         raise InputError("more sampled units than the population holds in a stratum")
     norm = float(population.sum()) if normaliser is None else float(normaliser)
     return estimate_from_moments(m, population, np.asarray(predicted_total, np.float64), norm,
-                                 level, lam)
+                                 level, lam, spread=spread)
 
 
 def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: np.ndarray,

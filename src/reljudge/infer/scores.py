@@ -19,6 +19,7 @@ import numpy as np
 
 from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
+from reljudge.grades import GRADE_MAX
 from reljudge.infer import ppi
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
@@ -158,6 +159,10 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
                 cell["a"] = w_items * gain(h_grades, m)
                 cell["b"] = w_items * gain(j_grades, m)
                 cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+                # the most a pair's value can differ from another's: its largest weight
+                # times the top grade's gain (a difference of two runs: twice that)
+                cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
+                                       * gain(np.array([GRADE_MAX]), m)[0])
                 in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
 
         def estimator(cell: dict, run: str, m, other: str | None = None
@@ -166,14 +171,14 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
             if other:  # a difference is 0 outside both runs' top k
                 items, popd = items | in_top[(other, str(m))][0], popd | in_top[(other, str(m))][1]
             design = ppi.estimate(cell["a"], cell["b"], cell["b_total"], item_strata, sizes,
-                                  float(len(queries)), level)
+                                  float(len(queries)), level, spread=cell["spread"])
             if pop_strata is None:
                 return design, int(items.sum())
             dom = ppi.moments(cell["a"][items], cell["b"][items], item_strata[items],
                               len(sizes))
             dsize = np.bincount(pop_strata[popd], minlength=len(sizes)).astype(np.float64)
             e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
-                                            float(len(queries)), level)
+                                            float(len(queries)), level, spread=cell["spread"])
             if not bool(usable):
                 return design, int(items.sum())
             # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
@@ -186,17 +191,21 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
             e, k = estimator(cell, run.name, m)
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None,
-                             k, small_sample_warning(sample.unit, k, m.cutoff, len(queries))))
+                             k, _warning(e, small_sample_warning(sample.unit, k, m.cutoff,
+                                                                  len(queries)))))
             if run.name == base:
                 continue
             other = per_run[(base, str(m))]
             dcell = {k: cell[k] - other[k] for k in cell}
+            if "spread" in cell:  # a difference ranges over both runs' values
+                dcell["spread"] = cell["spread"] + other["spread"]
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
             de, k = estimator(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, de, float(de.p_value()), k,
-                              small_sample_warning(sample.unit, k, m.cutoff,
-                                                   len(queries), pair_of_runs=True)))
+                              _warning(de, small_sample_warning(sample.unit, k, m.cutoff,
+                                                                len(queries),
+                                                                pair_of_runs=True))))
     return rows, diffs
 
 
@@ -241,6 +250,16 @@ def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray
                                                 sizes.astype(np.int64)):
         return None
     return strata
+
+
+def _warning(e: ppi.Estimate, small: str | None) -> str | None:
+    """The estimate's warnings as one line: too small a sample, strata that varied not at all."""
+    flat = int(np.sum(e.flat))
+    said = [small] if small else []
+    if flat:
+        said.append(f"{flat} sampled stratum/strata short of a census had all sampled values "
+                    f"equal: their variance is conservative ({ppi.FLAT_RULE})")
+    return "; ".join(said) or None
 
 
 def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estimate,
@@ -307,7 +326,9 @@ class StoreEstimates(Tabular):
         skipped = (f"; not estimable from this pair-level sample: {', '.join(self.skipped)}"
                    if self.skipped else "")
         return (f"sample {self.sample!r} ({self.design}), judge {self.judge!r}; 'worth': human "
-                f"labels a human-only estimate would need for the ppi interval{skipped}")
+                f"labels a human-only estimate would need for the ppi interval; a difference "
+                f"row is estimated directly over either run's top k, not as the difference of "
+                f"the two runs' rows (docs/ppi.md){skipped}")
 
 
 def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
