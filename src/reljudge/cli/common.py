@@ -224,3 +224,13 @@ def labels_from_store(path: str, reference: str, judges: Sequence[str], *,
         judged = {n: store.merge(f"source={n}").qrels for n in names}
         dists = {n: store.distributions(n) or None for n in names} if probs else None
     return ref, ref_qrels, judged, dists
+
+
+def open_store(args: argparse.Namespace, create: bool = False):
+    """The store of a `reljudge labels` verb: only import may create it (elsewhere a missing
+    store is a typo), and only import and upgrade write to it (the other verbs never upgrade
+    an older one)."""
+    from reljudge.store import LabelStore
+
+    return LabelStore(args.store, create=create,
+                      readonly=args.verb not in ("import", "upgrade"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reljudge.cli.common import open_store
+
 VERB_EXAMPLES = {
     "import": """\
 examples:
@@ -177,20 +179,11 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
                         "or its expected grade")
 
 
-def _open(args, create: bool = False):
-    """The store; only import may create it (elsewhere a missing store is a typo), and only
-    import and upgrade write to it (the other verbs never upgrade an older one)."""
-    from reljudge.store import LabelStore
-
-    return LabelStore(args.store, create=create,
-                      readonly=args.verb not in ("import", "upgrade"))
-
-
 def do_upgrade(args) -> int:
     """Bring the store to this reljudge's schema, keeping the file as it was beside it."""
     from reljudge.store.schema import SCHEMA_VERSION
 
-    with _open(args) as store:
+    with open_store(args) as store:
         if store.backup is None:
             print(f"{store.path}: schema {SCHEMA_VERSION}, nothing to upgrade")
         else:
@@ -214,7 +207,7 @@ def do_import(args) -> int:
     for path in args.files:  # validate every file before writing any: all or nothing
         check_scale(read_labels(path, args.label_format), args.clip)
     reports = []
-    with _open(args, create=True) as store:
+    with open_store(args, create=True) as store:
         for path in args.files:
             reports.append(import_labels(store, path, args.source_kind, args.source_name,
                                          fmt=args.label_format, clip=args.clip, force=args.force))
@@ -241,7 +234,7 @@ def do_merge(args) -> int:
     from reljudge.tables import json_dumps, render
 
     check_outputs(args.out, args.provenance)
-    with _open(args) as store:
+    with open_store(args) as store:
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
     if not merged.labels and (args.out or args.provenance):
         from reljudge.errors import StoreError
@@ -268,7 +261,7 @@ def do_export(args) -> int:
     from reljudge.io.trec import write_qrels
 
     policy = f"source={args.source}" if args.source else f"{args.kind}-only"
-    with _open(args) as store:
+    with open_store(args) as store:
         merged = store.merge(policy, args.aggregate)
     if not merged.labels:
         from reljudge.errors import StoreError

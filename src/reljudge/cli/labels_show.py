@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reljudge.cli.labels_cmd import _open
+from reljudge.cli.common import open_store
 
 
 def do_sources(args) -> int:
@@ -11,7 +11,7 @@ def do_sources(args) -> int:
     from reljudge.store import short_names
     from reljudge.tables import json_dumps, render
 
-    with _open(args) as store:
+    with open_store(args) as store:
         sources = store.sources()
     short = short_names(sources)
     if args.format == "json":
@@ -36,7 +36,7 @@ def do_stats(args) -> int:
     from reljudge.store import coverage
     from reljudge.tables import json_dumps, render
 
-    with _open(args) as store:
+    with open_store(args) as store:
         sources = store.sources()
         history = store.failures()
         current = store.current_failures()
@@ -97,7 +97,7 @@ def do_conflicts(args) -> int:
 
     if args.with_text:
         return _conflicts_with_text(args)
-    with _open(args) as store:
+    with open_store(args) as store:
         found = [c for c in conflicts(store.label_rows(), args.aggregate)
                  if abs(c.diff) >= args.min_diff]
     total = len(found)
@@ -134,7 +134,7 @@ def _conflicts_with_text(args) -> int:
     from reljudge.store.views import CONFLICT_COLUMNS, conflict_row, conflicts_with_text
     from reljudge.tables import json_dumps, render
 
-    with _open(args) as store:
+    with open_store(args) as store:
         total = sum(1 for c in conflicts(store.label_rows(), args.aggregate)
                     if abs(c.diff) >= args.min_diff)
         found = conflicts_with_text(store, args.aggregate, args.min_diff, args.limit)
