@@ -58,6 +58,7 @@ class LabelEvent:
     created_at: float | None = None  # unix time; the store fills it in when None
     meta: dict | None = None  # provenance extras (model, prompt name/version/hash, params)
     failure_kind: FailureKind | None = None  # what kind of failure (None for a grade)
+    shown: str | None = None  # shown_digest of the texts the judge or person saw (None: unknown)
 
     def __post_init__(self) -> None:
         if self.source_kind not in SOURCE_KINDS:
@@ -112,3 +113,14 @@ class Sample:
     def pairs(self) -> list[tuple[str, str]]:
         """(qid, docid) in position order."""
         return [(i.qid, i.docid) for i in self.items]
+
+
+def shown_digest(query: str | None, passage: str | None, title: str | None = None) -> str:
+    """A digest of what a judge or a person was shown for one pair: the query text, the
+    passage text and its title. A label whose digest differs from the store's texts now was
+    given to texts that have changed since: it is stale."""
+    import hashlib
+    import json
+
+    blob = json.dumps([query, passage, title or None], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

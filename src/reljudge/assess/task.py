@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE, SCALE_TEXT, check_grade
-from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.labels import RETRACTED, LabelEvent, shown_digest
 from reljudge.store import LabelStore
 
 MAX_NOTE = 2000  # characters
@@ -88,6 +88,7 @@ class AssessTask:
         self.items = _items(store, pairs, queries or {}, passages or {},
                             f"sample {sample!r}" if sample else str(pairs_file))
         self._index = {(it.qid, it.docid): it.index for it in self.items}
+        self._shown = _shown(store, self.items, queries or {}, passages or {})
 
     @property
     def name(self) -> str:
@@ -140,7 +141,8 @@ class AssessTask:
             raise InputError(f"a note is text of at most {MAX_NOTE} characters")
         meta = {**self.task, "position": index, **({"note": note} if note.strip() else {})}
         self.store.add_events([LabelEvent(item.qid, item.docid, grade, "human", self.annotator,
-                                          latency=seconds, meta=meta)])
+                                          latency=seconds, meta=meta,
+                                          shown=self._shown[index])])
         return self.given()
 
     def undo(self) -> tuple[int | None, dict[int, Given]]:
@@ -183,3 +185,12 @@ def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping
                         passages.get(d) if d in passages else ptexts[d]))
     return out
 
+
+def _shown(store: LabelStore, items: Sequence[Item], queries: Mapping[str, str],
+           passages: Mapping[str, str]) -> list[str]:
+    """The digest of what each item shows the person (``labels.shown_digest``): the store's
+    texts (and the passage's title) where they come from the store, else the texts given."""
+    held = store.shown_now([(it.qid, it.docid) for it in items
+                            if it.qid not in queries and it.docid not in passages])
+    return [held.get((it.qid, it.docid)) or shown_digest(it.query, it.passage)
+            for it in items]

@@ -191,8 +191,9 @@ def run_label(args: argparse.Namespace) -> int:
         from reljudge.store import LabelStore
 
         store = LabelStore(args.store)
-        store.add_queries(queries)
-        store.add_passages(passages)
+        if not args.dry_run:  # a text replaced goes to the store's text history
+            store.add_queries(queries)
+            store.add_passages(passages)
     try:
         if args.dry_run:
             est = labeller.estimate(pairs, queries, passages, store)
@@ -259,7 +260,7 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
                "tokens out": result.tokens_out, "batch cost $": result.cost,
                "failed lines": dict(result.batch_failures)}
     if args.format == "json":
-        print(json_dumps(summary), end="")
+        print(json_dumps({**summary, "stale": result.stale}), end="")
     else:
         print(render(list(summary)[:-1], [list(summary.values())[:-1]]), end="")
         for kind, n in result.batch_failures.most_common():

@@ -229,7 +229,7 @@ def do_merge(args) -> int:
     """Merge and write."""
     from collections import Counter
 
-    from reljudge.cli.common import check_outputs
+    from reljudge.cli.common import check_outputs, warn
     from reljudge.io.trec import write_qrels
     from reljudge.tables import json_dumps, render
 
@@ -248,11 +248,14 @@ def do_merge(args) -> int:
     if args.format == "json":
         print(json_dumps({"policy": merged.policy, "aggregate": merged.aggregate,
                           "labels": len(merged.labels), "decided_by": dict(by),
-                          "out": args.out, "provenance": args.provenance}), end="")
+                          "stale": merged.stale_counts(), "out": args.out,
+                          "provenance": args.provenance}), end="")
     else:
         print(render(["policy", "aggregate", "final labels", *[f"by {k}" for k in sorted(by)]],
                      [[merged.policy, merged.aggregate, len(merged.labels),
                        *[by[k] for k in sorted(by)]]], args.format), end="")
+    if merged.stale_note():
+        warn(merged.stale_note())
     return 0
 
 

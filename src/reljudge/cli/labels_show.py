@@ -43,6 +43,8 @@ def do_stats(args) -> int:
         spend = store.spend()
         claims = store.live_claims()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
+        stale = store.stale_labels()
+    stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
     from reljudge.judge.failures import legacy_kind
@@ -63,6 +65,8 @@ def do_stats(args) -> int:
                                     for n, r, c, ti, to, cost in spend],
                           "claims": [{"source": src, "owner": who, "pairs": n}
                                      for src, who, n in claims],
+                          "stale": {"labels": len(stale), "by_kind": stale_by_kind,
+                                    "final_labels": merged.stale_counts()},
                           "coverage": [{"qid": q, "labelled": n, "pooled": p}
                                        for q, n, p in cov]}), end="")
         return 0
@@ -77,6 +81,10 @@ def do_stats(args) -> int:
     print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
           "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
     print(f"failed judgments in the history (later answered ones included): {len(history)}")
+    print(f"stale labels (given to query or passage texts changed since): {len(stale)}"
+          + "".join(f"\n  {n:>6}  {k}" for k, n in sorted(stale_by_kind.items())))
+    if merged.stale_note():
+        print(f"under {merged.policy}: {merged.stale_note()}")
     for src, who, n in claims:
         print(f"being labelled now: {n} pair(s) x samples of {src} claimed by {who}")
     if spend:

@@ -36,6 +36,7 @@ from reljudge.judge.batch_files import (
     split_files,
 )
 from reljudge.judge.labeller import Labeller
+from reljudge.judge.planning import shown_now, stale_note
 from reljudge.judge.progress import BatchProgress
 from reljudge.judge.results import BatchResult
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
@@ -90,6 +91,8 @@ class BatchJob:
         self._client = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
         self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
+        self.texts: tuple = ({}, {})  # the run's queries and passages
+        self.current: dict | None = None  # digests of the run's texts (stale labels)
 
     def _tell(self, note: str) -> None:
         """A warning the user must see whatever --quiet says (the labeller's ``on_warning``,
@@ -251,9 +254,15 @@ class BatchJob:
         judge is open."""
         lab = self.labeller
         lab.check_inputs(pairs, queries, passages)
+        self.texts = (queries, passages)  # what a collected answer's texts are checked against
+        self.current = shown_now(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
         items = self._items(pairs)
         result.items = len(items)
+        self._settled()  # finds the stale items (--stale fail: an error before anything)
+        if lab.stale:
+            result.stale = len(lab.stale)
+            self._tell(stale_note(result.stale, self.config.stale))
         watched: set[int] = set()  # our ids of the batches this run waits for
         with BatchProgress(progress and wait) as bar:
             try:
@@ -321,7 +330,7 @@ class BatchJob:
         only when the store has changed since the last look."""
         mark = self.store.fingerprint()
         if self._seen is None or self._seen[0] != mark:
-            self._seen = (mark, self.labeller.settled(self.store))
+            self._seen = (mark, self.labeller.settled(self.store, self.current))
         return self._seen[1]
 
     def _plan(self, items: list[Item]) -> tuple[list[Item], int]:

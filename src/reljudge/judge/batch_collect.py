@@ -19,6 +19,7 @@ from typing import Any
 from reljudge.io.files import text_lines
 from reljudge.judge.batch_files import Item, answer_fields, read_lines
 from reljudge.judge.client import Answer
+from reljudge.judge.planning import shown_now
 from reljudge.judge.results import BatchResult
 from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import BatchRecord
@@ -74,7 +75,7 @@ def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
         finally:
             feed.put(None)
         out = Collected()
-        events = answer_events(lab, answers, items, settled, out)
+        events = answer_events(lab, answers, items, settled, out, job.texts)
         cached.result()
     job.step("collecting")
     never_run = {"expired": FailureKind.EXPIRED, "cancelled": FailureKind.CANCELLED}
@@ -109,9 +110,11 @@ def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
 
 def answer_events(lab: Any, answers: Mapping[str, Answer],
                   items: Mapping[str, list[Item]], settled: set[Item],
-                  out: Collected) -> list[LabelEvent]:
+                  out: Collected, texts: tuple = ({}, {})) -> list[LabelEvent]:
     """The events of a batch's answers, as the online labeller records a cached answer;
-    items whose answer cannot be read go to ``out.reask``."""
+    items whose answer cannot be read go to ``out.reask``. Each event records the digest of
+    the texts (``texts``: the run's queries and passages) when they rebuild the very request
+    the batch answered (its custom_id), else none (the texts it answered are not known)."""
     events: list[LabelEvent] = []
     meta = lab.event_meta(lab.params())  # one dict shared by the batch's events
     output, judge = lab.template.output, lab.judge_id
@@ -125,5 +128,16 @@ def answer_events(lab: Any, answers: Mapping[str, Answer],
             else:
                 events.append(LabelEvent(item[0], item[1], source_kind="llm",
                                          source_name=judge, sample=item[2], meta=meta,
-                                         **fields))
+                                         shown=_shown(lab, item, cid, *texts), **fields))
     return events
+
+
+def _shown(lab: Any, item: Item, cid: str, queries, passages) -> str | None:
+    """The digest of the texts this item's request was built from, when these texts rebuild
+    it exactly (same cache key as the batch line's custom_id); else None."""
+    q, d = item[0], item[1]
+    if q not in queries or d not in passages:
+        return None
+    if lab.request_key(lab.messages(q, d, queries, passages), item[2]) != cid:
+        return None
+    return shown_now([(q, d)], queries, passages)[(q, d)]

@@ -48,10 +48,12 @@ class ClaimedItems:
     """The items of a run, each claimed in the store before it is handed out."""
 
     def __init__(self, store, judge: str, todo: Sequence[Item], *, lease: float,
-                 chunk: int = 16, poll: float = 1.0):
+                 chunk: int = 16, poll: float = 1.0, since: float | None = None):
+        """``since``: when the run read what was settled (an item answered at or after it
+        was answered elsewhere; an older grade is one the run means to replace)."""
         self.store, self.judge, self.lease, self.chunk, self.poll = store, judge, lease, chunk, poll
         self.owner = new_owner()
-        self.since = time.time()
+        self.since = time.time() if since is None else since
         self.pending: deque[Item] = deque(todo)  # never claimed yet
         self.ready: deque[Item] = deque()  # claimed, not handed out yet
         self.held: list[Item] = []  # held by another process when last asked

@@ -126,6 +126,10 @@ class JudgeConfig(BaseModel):
                               "each request's prompt bound plus its output limit (default "
                               "2000000, OpenAI's tier-1 enqueued-token limit for gpt-4o-mini; "
                               "a file over the provider's limit fails as a whole)")
+    stale: Literal["relabel", "keep", "fail"] = Field(
+        "relabel", description="pairs labelled before on query or passage texts that have "
+        "changed since: ask them again (relabel, the default), keep the old labels (keep), or "
+        "stop with an error naming one (fail)")
     claim_lease: float = Field(60.0, ge=0, description="with a label store: seconds a "
                                "process holds the pairs it claimed before another process "
                                "sharing the store may take them over (renewed while it "

@@ -74,6 +74,14 @@ class Lane:
         """The endpoint's base URL without credentials or query."""
         return self.spec.display
 
+    def paid(self, answer: Any, cost: float, report: Any) -> None:
+        """Count one paid answer (a ``client.Answer``) here and in the run's report."""
+        for counts in (self, report):
+            counts.calls += 1
+            counts.tokens_in += answer.tokens_in
+            counts.tokens_out += answer.tokens_out
+            counts.cost += cost
+
     def summary(self) -> dict[str, Any]:
         """Its counts, for the report."""
         return {"endpoint": self.display, "model": self.spec.model,

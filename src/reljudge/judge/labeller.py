@@ -9,7 +9,8 @@ the sink in small batches as they arrive. A job whose calls keep failing the sam
 cannot reach the endpoint at all, stops with one line naming the URL and the cause. Spread
 over several endpoints (``reljudge.judge.dispatch``), a pair goes to an endpoint with a free
 worker, and an endpoint that keeps failing is drained while the others go on. What a run
-would do, and what is settled already, is ``reljudge.judge.planning``.
+would do, and what is settled already, is ``reljudge.judge.planning``; how an answer becomes
+an event, ``reljudge.judge.judgment``.
 """
 
 from __future__ import annotations
@@ -29,20 +30,18 @@ from reljudge.judge.client import (
     JSON_SCHEMA,
     Answer,
     CallFailed,
-    grade_fields,
-    refusal_failure,
 )
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import Price, estimate_tokens, price_for
 from reljudge.judge.dispatch import Dispatch, HandBack, Lane, NotSent, open_lane
 from reljudge.judge.endpoints import EndpointSpec, resolve_endpoints
-from reljudge.judge.parse import REPAIR, parse_answer
-from reljudge.judge.planning import check_inputs, estimate, plan, settled
+from reljudge.judge.judgment import judgment
+from reljudge.judge.planning import check_inputs, estimate, plan, settled, shown_now, stale_note
 from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.results import Estimate, LabelReport
-from reljudge.labels import FailureKind, LabelEvent
+from reljudge.labels import LabelEvent
 
 _log = logging.getLogger(__name__)
 
@@ -72,6 +71,8 @@ class Labeller:
         self.specs: list[EndpointSpec] = resolve_endpoints(config)
         self.endpoint = self.specs[0].endpoint  # the first: the report and batch files name it
         self._cache = AnswerCache(config.resolved_cache_dir())
+        self.shown: dict[tuple[str, str], str] = {}  # digests of the texts of this run
+        self.stale: set[tuple[str, str, int]] = set()  # found stale by the last settled()
         self.caps = self._make_caps()
         self._judge_id = f"{self.specs[0].model}/{self.template.label}"
         self._meta = {"model": self.specs[0].model, "prompt": self.template.name,
@@ -139,10 +140,15 @@ class Labeller:
     # -- planning (reljudge.judge.planning) ------------------------------------------------
     check_inputs = staticmethod(check_inputs)
 
-    def settled(self, sink=None) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
+    def settled(self, sink=None, current: Mapping[tuple[str, str], str] | None = None
+                ) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
         """(qid, docid, sample) already settled in the sink for this judge (graded, or a
-        failure of the answer unless --retry-failed), and the failures among them."""
-        return settled(self.judge_ids, self.config.retry_failed, sink)
+        failure of the answer unless --retry-failed), and the failures among them; with
+        ``current`` (digests of the texts now), labels given to other texts are stale and
+        handled by ``config.stale`` (``self.stale`` holds them)."""
+        done, failed, self.stale = settled(self.judge_ids, self.config.retry_failed, sink,
+                                           current, self.config.stale)
+        return done, failed
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any], sink=None) -> Estimate:
@@ -166,7 +172,7 @@ class Labeller:
             else:  # unconfigured logging shows it on stderr as "warning: ...", as ever
                 _log.warning("warning: %s", note)
 
-    async def _ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
+    async def ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
                    requeue: bool = False) -> tuple[Answer, bool, dict]:
         """An answer for these messages: from the cache, from an identical call in flight, or
         from the endpoint (cached at once). Returns (answer, was_cached, params sent).
@@ -239,22 +245,11 @@ class Labeller:
                 breaker.success()
                 if first:
                     lane.gate.set()
-                report.calls += 1
-                report.tokens_in += answer.tokens_in
-                report.tokens_out += answer.tokens_out
-                report.cost += cost
-                lane.calls += 1
-                lane.tokens_in += answer.tokens_in
-                lane.tokens_out += answer.tokens_out
-                lane.cost += cost
+                lane.paid(answer, cost, report)
                 future.set_result(answer)
             finally:
                 del inflight[key]
             return answer, False, params
-
-    def _event(self, base: dict, params: dict, **kw) -> LabelEvent:
-        base = dict(base)
-        return LabelEvent(meta={**base.pop("meta"), "params": params}, **base, **kw)
 
     def _lane_meta(self, spec: EndpointSpec) -> dict[str, Any]:
         """An endpoint's provenance (one endpoint: exactly what it always was)."""
@@ -262,61 +257,6 @@ class Labeller:
             return self._meta
         return {**self._meta, "model": spec.model, "endpoint": spec.display,
                 "cache_scope": "replicas" if spec.replica else "endpoint"}
-
-    async def _judge(self, lane: Lane, item, queries, passages, report,
-                     requeue: bool = False) -> LabelEvent:
-        qid, docid, sample = item
-        messages = self.messages(qid, docid, queries, passages)
-        meta = lane.meta
-        base = dict(qid=qid, docid=docid, source_kind="llm", source_name=lane.judge_id,
-                    sample=sample, meta=meta)
-        t0 = time.perf_counter()
-        try:
-            answer, cached, params = await self._ask(lane, messages, sample, report, requeue)
-        except CallFailed as e:
-            return self._event(base, self.params(), grade=None, failure=e.describe(),
-                               failure_kind=e.kind.value)
-        if self.config.endpoints:  # which endpoint answered (or the cache: one did before)
-            base["meta"] = {**meta, "answered_by": "cache" if cached else lane.display}
-        report.cached += cached
-        tin, tout = answer.tokens_in, answer.tokens_out
-        cost = 0.0 if cached else lane.price.cost(tin, tout)
-        raw = answer.text
-        refused = refusal_failure(answer)
-        if refused is not None:
-            return self._event(base, params, grade=None, failure=refused,
-                               failure_kind=FailureKind.REFUSED.value, raw=raw, tokens_in=tin,
-                               tokens_out=tout, cost=cost, latency=answer.latency)
-        parsed = parse_answer(answer.text, self.template.output)
-        final = answer
-        if parsed.grade is None:  # one re-ask with a short repair message
-            repair = messages + [{"role": "assistant", "content": answer.text or ""},
-                                 {"role": "user", "content": REPAIR}]
-            try:
-                final, cached2, params = await self._ask(lane, repair, sample, report,
-                                                         requeue)
-            except (CallFailed, BudgetReached, NotSent) as e:
-                kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
-                             (FailureKind.BUDGET, "not re-asked: the job is stopping"))
-                return self._event(base, params, grade=None,
-                                   failure=f"{parsed.reason}; re-ask failed: {why}",
-                                   failure_kind=kind.value, raw=raw, tokens_in=tin,
-                                   tokens_out=tout, cost=cost)
-            report.cached += cached2
-            tin, tout = tin + final.tokens_in, tout + final.tokens_out
-            cost += 0.0 if cached2 else lane.price.cost(final.tokens_in, final.tokens_out)
-            raw = f"{raw}\n--- re-asked ---\n{final.text}"
-            second = parse_answer(final.text, self.template.output)
-            if second.grade is None:
-                return self._event(base, params, grade=None,
-                                   failure=f"{parsed.reason} (re-asked once: {second.reason})",
-                                   failure_kind=FailureKind.UNPARSEABLE.value, raw=raw,
-                                   tokens_in=tin, tokens_out=tout, cost=cost,
-                                   latency=time.perf_counter() - t0)
-            parsed = second
-        return self._event(base, params, grade=parsed.grade, raw=raw,
-                           **grade_fields(final.logprobs, parsed.grade), tokens_in=tin,
-                           tokens_out=tout, cost=cost, latency=answer.latency)
 
     def spending_limit(self, sink=None) -> Budget:
         """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
@@ -333,8 +273,13 @@ class Labeller:
         report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
                              endpoint=self.endpoint.display)
         self.budget = self.spending_limit(sink)
+        since = time.time()  # before reading what is settled (claims: answered elsewhere since)
+        current = self.shown = shown_now(pairs, queries, passages)
         todo, report.already_done, report.already_failed = plan(
-            pairs, self.config.samples, *self.settled(sink), only)
+            pairs, self.config.samples, *self.settled(sink, current), only)
+        if self.stale:
+            report.stale = len(self.stale)
+            self._warn(stale_note(len(self.stale), self.config.stale), report)
         report.items = len(todo) + report.already_done
         self.caps = self._make_caps()
         lanes = [open_lane(spec, self.config, f"{spec.model}/{self.template.label}",
@@ -345,7 +290,7 @@ class Labeller:
         claims = None  # several processes on one store: each item is claimed before it is sent
         if sink is not None and hasattr(sink, "claim") and self.config.claim_lease > 0:
             claims = ClaimedItems(sink, self.judge_id, todo, lease=self.config.claim_lease,
-                                  chunk=max(1, min(64, self.config.concurrency)))
+                                  chunk=max(1, min(64, self.config.concurrency)), since=since)
 
         def flush() -> None:
             if pending and sink is not None:
@@ -362,7 +307,7 @@ class Labeller:
             claims.on_wait = flush
 
         def judge(lane: Lane, item, requeue: bool):
-            return self._judge(lane, item, queries, passages, report, requeue=requeue)
+            return judgment(self, lane, item, queries, passages, report, requeue)
 
         def record(event: LabelEvent) -> None:
             report.events.append(event)

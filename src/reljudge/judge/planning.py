@@ -29,24 +29,63 @@ def check_inputs(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
         raise InputError("cannot label: " + "; ".join(parts))
 
 
-def settled(judge_ids: Sequence[str], retry_failed: bool,
-            sink=None) -> tuple[set[Item], set[Item]]:
+STALE = ("relabel", "keep", "fail")  # what a run does with labels given to changed texts
+
+
+def shown_now(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+              passages: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """{(qid, docid): the digest of what a judge is shown now} from a run's input texts."""
+    from reljudge.labels import shown_digest
+
+    out = {}
+    for q, d in pairs:
+        p = passages.get(d)
+        text, title = (p, None) if isinstance(p, str) or p is None else (p.get("text"),
+                                                                       p.get("title"))
+        out[(q, d)] = shown_digest(queries.get(q), text, title)
+    return out
+
+
+def stale_note(count: int, stale: str) -> str:
+    """What a run says of the stale items it found (``stale``: relabel or keep)."""
+    what = "asked again" if stale == "relabel" else "kept (--stale keep)"
+    return (f"{count} pair(s) x samples were labelled on query or passage texts that have "
+            f"changed since: {what}")
+
+
+def settled(judge_ids: Sequence[str], retry_failed: bool, sink=None,
+            current: Mapping[tuple[str, str], str] | None = None, stale: str = "relabel"
+            ) -> tuple[set[Item], set[Item], set[Item]]:
     """Items already settled in the sink for these judges: graded, or a failure of the answer
-    (refused, unparseable) unless ``retry_failed``; and the settled ones that are such
-    failures (they still have no grade)."""
+    (refused, unparseable) unless ``retry_failed``; the settled ones that are such failures
+    (they still have no grade); and the stale ones: graded on texts other than ``current``
+    (digests of the texts now). Stale items are not settled when ``stale`` is "relabel"; with
+    "fail" they are an InputError; with "keep" they stay settled."""
     if sink is None or not hasattr(sink, "events"):
-        return set(), set()
+        return set(), set(), set()
     latest: dict[Item, Any] = {}
     for judge in judge_ids:  # several models: a pair graded by any of them is done
         # the store's lean read when it has one (every event of this judge is read)
-        for e in (sink.outcomes(judge) if hasattr(sink, "outcomes")
+        for e in (sink.outcomes(judge, shown=current is not None) if hasattr(sink, "outcomes")
                   else sink.events(source=judge)):
             key = (e.qid, e.docid, e.sample)
             if e.grade is not None or key not in latest or latest[key].grade is None:
                 latest[key] = e  # a grade, once given, settles the item
     done = {k for k, e in latest.items()
             if e.grade is not None or not asked_again(e.failure_kind, e.failure, retry_failed)}
-    return done, {k for k in done if latest[k].grade is None}
+    old = set()
+    if current is not None:
+        old = {k for k in done if latest[k].grade is not None
+               and getattr(latest[k], "shown", None) is not None
+               and k[:2] in current and latest[k].shown != current[k[:2]]}
+    if old and stale == "fail":
+        q, d, _ = min(old)
+        raise InputError(f"{len(old)} pair(s) were labelled on query or passage texts that "
+                         f"have changed since (e.g. {q} {d}); --stale relabel asks them again, "
+                         "--stale keep keeps the old labels")
+    if stale == "relabel":
+        done -= old
+    return done, {k for k in done if latest[k].grade is None}, old
 
 
 def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed: set[Item],
@@ -65,7 +104,8 @@ def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
     config, template, price = labeller.config, labeller.template, labeller.price
-    todo, done, _ = plan(pairs, config.samples, *labeller.settled(sink))
+    todo, done, _ = plan(pairs, config.samples,
+                         *labeller.settled(sink, shown_now(pairs, queries, passages)))
     cache = labeller.cache()
     cached = tin = 0
     seen: set[str] = set()

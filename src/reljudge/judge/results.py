@@ -32,6 +32,7 @@ class LabelReport(Tabular):
     failure_reasons: Counter = field(default_factory=Counter)  # failure kind -> count
     failure_examples: dict[str, str] = field(default_factory=dict)  # kind -> "qid docid: why"
     not_sent: int = 0  # stopped by budget, breaker or interrupt before being asked
+    stale: int = 0  # labelled before on texts that have changed since (see --stale)
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float = 0.0
@@ -142,6 +143,7 @@ class BatchResult:
     open: list[BatchRecord] = field(default_factory=list)  # still running at the end
     graded: int = 0  # items with a grade at the end
     without_grade: int = 0  # items that have none and are in no open batch
+    stale: int = 0  # labelled before on texts that have changed since (see --stale)
     stop_reason: str | None = None
     reports: list[LabelReport] = field(default_factory=list)  # cache -> grades, fallback
 

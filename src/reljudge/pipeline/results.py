@@ -46,13 +46,15 @@ LATER_OUTPUTS = ("qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.js
 
 
 def labelling_record(asked: int, graded: int, failures: dict, stopped: str | None,
-                     waiting: int = 0) -> dict:
+                     waiting: int = 0, stale_kept: int = 0) -> dict:
     """What a label stage left: pairs x samples asked about, graded, without a grade and why
-    (failure kinds, the stop reason, batches still running)."""
+    (failure kinds, the stop reason, batches still running), and the grades kept although
+    their texts changed since (``stale = "keep"``)."""
     complete = graded == asked and not stopped and not waiting
     return {"complete": complete, "asked": asked, "graded": graded,
             "without_grade": asked - graded, "failures": dict(failures), "stopped": stopped,
-            **({"batches_running": waiting} if waiting else {})}
+            **({"batches_running": waiting} if waiting else {}),
+            **({"stale_kept": stale_kept} if stale_kept else {})}
 
 
 def incomplete_reason(labelling: dict) -> str:

@@ -129,7 +129,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
                 f"{len(result.open)} running, ${result.cost:.4f}")
             labelling = labelling_record(result.items, result.graded,
                                          result.batch_failures, result.stop_reason,
-                                         len(result.open))
+                                         len(result.open), _kept(result, labeller))
             summary["completeness"] = labelling
             if result.open:  # scoring now would use a part of the labels: stop here
                 stages.append(StageResult("label", "waiting", summary))
@@ -146,7 +146,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
             labelling = labelling_record(
                 report.items, report.labelled + report.already_done - report.already_failed,
                 {**report.failure_reasons, **_standing_failures(report)},
-                report.stop_reason)
+                report.stop_reason, stale_kept=_kept(report, labeller))
             summary["completeness"] = labelling
             stages.append(StageResult("label", "ran", summary))
             say(f"[label] {labeller.judge_id}: {report.items} pairs x samples, "
@@ -181,7 +181,10 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
             by: dict[str, int] = {}
             for lab in merged.labels:
                 by[lab.decided_by] = by.get(lab.decided_by, 0) + 1
-            summary = {"labels": len(merged.labels), "decided_by": by}
+            summary = {"labels": len(merged.labels), "decided_by": by,
+                       "stale": merged.stale_counts()}
+            if merged.stale_note():
+                say(f"[merge] warning: {merged.stale_note()}")
             manifest.record("merge", key, outputs, summary)
             stages.append(StageResult("merge", "ran", summary))
         s = stages[-1]
@@ -251,3 +254,8 @@ def input_records(config: PipelineConfig) -> list[dict]:
     from reljudge.io.checksums import input_files
 
     return [f.record() for f in input_files(input_roles(config))]
+
+
+def _kept(result, labeller) -> int:
+    """Stale grades a label stage kept (``stale = "keep"``), or 0."""
+    return result.stale if labeller.config.stale == "keep" else 0

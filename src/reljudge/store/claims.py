@@ -25,8 +25,9 @@ class Claims:
               since: float, gone: Callable[[str], bool] = lambda _owner: False
               ) -> tuple[list[Item], list[Item], list[tuple[Item, bool]]]:
         """Claim ``items`` for ``owner`` for ``lease`` seconds, in one transaction; returns
-        (claimed, held by another live process, settled: (item, graded) of those graded, or
-        answered by another process at or after ``since``). An expired claim is taken over;
+        (claimed, held by another live process, settled: (item, graded) of those answered,
+        graded or not, at or after ``since``, when the caller read what was settled: a grade
+        older than that is one the caller means to replace, a stale one). An expired claim is taken over;
         the owner's own are renewed, and so is a live one whose owner ``gone`` says has ended
         (a process of this machine that no longer runs)."""
         now = time.time()
@@ -49,8 +50,7 @@ class Claims:
             done = {(q, d, s): bool(graded) for q, d, s, graded in self.conn.execute(
                 f"SELECT e.q, e.d, e.sample, max(e.grade IS NOT NULL AND {_STANDING}) FROM "
                 f"events e {_UNDONE} WHERE e.source = ? AND e.q IN ({qmarks}) AND "
-                f"((e.grade IS NOT NULL AND {_STANDING}) OR e.created_at >= ?) "
-                "GROUP BY e.q, e.d, e.sample", (source, *qs, since))}
+                "e.created_at >= ? GROUP BY e.q, e.d, e.sample", (source, *qs, since))}
             rows = []
             for key, item in keys.items():
                 if key in done:

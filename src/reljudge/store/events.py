@@ -26,8 +26,20 @@ class Outcome(NamedTuple):
     failure: str | None
 
 
+class ShownOutcome(NamedTuple):
+    """An Outcome with the digest of the texts the judge saw (None: not recorded)."""
+
+    qid: str
+    docid: str
+    sample: int
+    grade: int | None
+    failure_kind: str | None
+    failure: str | None
+    shown: str | None
+
+
 _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
-               "tokens_out, cost, latency, created_at, meta, batch, failure_kind")
+               "tokens_out, cost, latency, created_at, meta, batch, failure_kind, shown")
 
 # An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
 # join this to ``events e`` and keep the rows where _STANDING holds.
@@ -80,10 +92,11 @@ class EventLog:
                      None if e.probs is None else json.dumps(list(e.probs)),
                      e.expected_grade, e.tokens_in, e.tokens_out, e.cost, e.latency,
                      e.created_at if e.created_at is not None else now,
-                     None if e.meta is None else meta(e.meta), batch, e.failure_kind)
+                     None if e.meta is None else meta(e.meta), batch, e.failure_kind,
+                     e.shown)
                     for e in events]
             self.conn.executemany(f"INSERT INTO events ({_EVENT_COLS}) VALUES "
-                                  f"({','.join('?' * 17)})", rows)
+                                  f"({','.join('?' * 18)})", rows)
             for statement in commit_with:
                 self.conn.execute(*statement)
         return len(rows)
@@ -91,7 +104,9 @@ class EventLog:
     def add_grades(self, rows: Sequence[tuple[str, str, int]], kind: str, name: str, *,
                    raw: Sequence[str] | None = None, batch_info: dict | None = None) -> int:
         """Append plain (qid, docid, grade) labels of one source in one transaction (fast path
-        for imports). ``batch_info`` (path, sha256, clipped) records the import itself."""
+        for imports). ``batch_info`` (path, sha256, clipped) records the import itself. Each
+        label rests on the texts the store holds now for its pair (its ``shown`` digest), when
+        it holds them."""
         now = time.time()
         with self.db.transaction():
             source = self.db.source_id(kind, name)
@@ -106,10 +121,11 @@ class EventLog:
             qids = self.db.intern("queries", "qid", (r[0] for r in rows))
             docids = self.db.intern("passages", "docid", (r[1] for r in rows))
             raws = raw if raw is not None else [None] * len(rows)
+            shown = self.shown_now((q, d) for q, d, _ in rows)  # the texts held now, if any
             self.conn.executemany(
-                "INSERT INTO events (q, d, source, grade, raw, created_at, batch) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((qids[q], docids[d], source, g, r, now, batch)
+                "INSERT INTO events (q, d, source, grade, raw, created_at, batch, shown) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ((qids[q], docids[d], source, g, r, now, batch, shown.get((q, d)))
                  for (q, d, g), r in zip(rows, raws, strict=False)))
         return len(rows)
 
@@ -149,7 +165,7 @@ class EventLog:
         """Label events in the order they were added, optionally filtered."""
         sql = ("SELECT q.qid, p.docid, e.grade, s.kind, s.name, e.sample, e.raw, e.probs, "
                "e.expected, e.tokens_in, e.tokens_out, e.cost, e.latency, e.failure, "
-               "e.created_at, e.meta, e.failure_kind FROM events e "
+               "e.created_at, e.meta, e.failure_kind, e.shown FROM events e "
                "JOIN queries q ON q.id = e.q "
                "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1")
         args: list = []
@@ -165,15 +181,17 @@ class EventLog:
             yield LabelEvent(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
                              None if r[7] is None else tuple(json.loads(r[7])), r[8], r[9],
                              r[10], r[11], r[12], r[13], r[14],
-                             None if r[15] is None else json.loads(r[15]), r[16])
+                             None if r[15] is None else json.loads(r[15]), r[16], r[17])
 
-    def outcomes(self, source: str) -> Iterator[Outcome]:
+    def outcomes(self, source: str, shown: bool = False) -> Iterator[Outcome | ShownOutcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
-        run needs, without decoding the rest of the events)."""
-        sql = ("SELECT q.qid, p.docid, e.sample, e.grade, e.failure_kind, e.failure FROM events e "
+        run needs, without decoding the rest of the events); with ``shown``, ShownOutcomes."""
+        sql = ("SELECT q.qid, p.docid, e.sample, e.grade, e.failure_kind, e.failure"
+               + (", e.shown" if shown else "") + " FROM events e "
                "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
                "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
-        return map(Outcome._make, self.conn.execute(sql, (source,)))
+        make = ShownOutcome._make if shown else Outcome._make
+        return map(make, self.conn.execute(sql, (source,)))
 
     def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
         """Every successful label not retracted since, as (qid, docid, kind, source, sample,
@@ -183,6 +201,25 @@ class EventLog:
             "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
             f"JOIN sources s ON s.id = e.source {_UNDONE} "
             f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall()
+
+    def stale_labels(self) -> set[tuple[str, str, str, str]]:
+        """(qid, docid, kind, source) of each standing label (a source's latest grade of a
+        pair) given to texts that have changed since: its ``shown`` digest is not that of the
+        texts the store holds now. Only a pair whose query or passage text was replaced (the
+        text history) can be stale; a label without a digest (imported before the store held
+        its texts, or older than digests) cannot be told stale."""
+        latest: dict[tuple, str | None] = {}
+        for q, d, kind, src, sample, shown in self.conn.execute(
+                "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.shown FROM events e "
+                "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+                f"JOIN sources s ON s.id = e.source {_UNDONE} "
+                f"WHERE e.grade IS NOT NULL AND {_STANDING} AND (e.q IN (SELECT ref FROM "
+                "text_history WHERE kind = 'query') OR e.d IN (SELECT ref FROM text_history "
+                "WHERE kind = 'passage')) ORDER BY e.id"):
+            latest[(q, d, kind, src, sample)] = shown
+        known = {k: shown for k, shown in latest.items() if shown is not None}
+        now = self.shown_now({k[:2] for k in known})
+        return {k[:4] for k, shown in known.items() if now.get(k[:2], shown) != shown}
 
     def sources(self) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
@@ -276,4 +313,4 @@ class EventLog:
                 grades = decide(np.array([json.loads(p) for _, p in found]), derived)
                 by_id = dict(zip(ids, grades.tolist(), strict=True))
                 rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
-        return merge_rows(rows, policy, aggregate, fractional)
+        return merge_rows(rows, policy, aggregate, fractional, self.stale_labels())

@@ -14,14 +14,17 @@ Steps, for every (query, document) pair:
    - ``mean``: the arithmetic mean;  ``median``: the median (mean of the middle two).
    Unless ``fractional``, a non-integer result is rounded half up (1.5 -> 2).
 Failed judgments never decide anything: a pair with only failures has no final label.
-A derived source (a calibrated judge or a panel, see ``LabelStore.add_derived``) votes with its
-most probable grade, or with its expected grade when ``LabelStore.merge(derived="expected")``.
+A derived source (a calibrated judge or a panel, see ``LabelStore.add_derived``) votes with the
+grade its derivation's decision rule gave (``derived="recorded"``), or with a rule applied now
+(``mode``, ``median``, ``expected``).
+A final label is *stale* when one of its deciding grades was given to query or passage texts
+that have changed since (``LabelStore.stale_labels``): it is kept, and flagged.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +49,7 @@ class FinalLabel:
     decided_by: str  # the kind that decided (human / llm / import / mixed)
     sources: tuple[str, ...]
     votes: tuple[int, ...]  # the grades that were aggregated
+    stale: bool = False  # one of its grades was given to texts that have changed since
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,21 @@ class Merged:
                                  np.array([int(lab.grade) for lab in self.labels],
                                           dtype=np.int64), check=False)
 
+    def stale_counts(self) -> dict[str, int]:
+        """{decided_by: final labels resting on a grade given to texts changed since}."""
+        return dict(Counter(lab.decided_by for lab in self.labels if lab.stale))
+
+    def stale_note(self) -> str | None:
+        """The warning for stale final labels (None when there are none)."""
+        counts = self.stale_counts()
+        if not counts:
+            return None
+        by = ", ".join(f"{n} decided by {k}" for k, n in sorted(counts.items()))
+        return (f"{sum(counts.values())} final label(s) rest on grades given to query or "
+                f"passage texts that have changed since ({by}); they are kept and flagged "
+                "(stale in the provenance file): reljudge label asks an LLM judge again, a "
+                "person grades the pair again")
+
     def write_provenance(self, path) -> None:
         """The provenance side file: JSONL, or TSV when the name ends in .tsv (atomic)."""
         import json
@@ -76,10 +95,12 @@ class Merged:
 
         rows = self.provenance_rows()
         if str(path).endswith(".tsv"):
-            head = "qid\tdocid\tgrade\tdecided_by\tsources\tvotes\tpolicy\taggregate\n"
+            head = ("qid\tdocid\tgrade\tdecided_by\tsources\tvotes\tpolicy\taggregate\t"
+                    "stale\n")
             body = "".join(f"{r['qid']}\t{r['docid']}\t{r['grade']:g}\t{r['decided_by']}\t"
                            f"{','.join(r['sources'])}\t{','.join(map(str, r['votes']))}\t"
-                           f"{r['policy']}\t{r['aggregate']}\n" for r in rows)
+                           f"{r['policy']}\t{r['aggregate']}\t{int(r['stale'])}\n"
+                           for r in rows)
             atomic_write(path, head + body)
         else:
             atomic_write(path, "".join(json.dumps(r) + "\n" for r in rows))
@@ -88,7 +109,8 @@ class Merged:
         """One record per final label (for the TSV / JSONL side file)."""
         return [{"qid": lab.qid, "docid": lab.docid, "grade": lab.grade,
                  "decided_by": lab.decided_by, "sources": list(lab.sources),
-                 "votes": list(lab.votes), "policy": self.policy, "aggregate": self.aggregate}
+                 "votes": list(lab.votes), "policy": self.policy, "aggregate": self.aggregate,
+                 "stale": lab.stale}
                 for lab in self.labels]
 
 
@@ -102,8 +124,10 @@ def check_policy(policy: str) -> None:
 
 
 def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: str = "majority",
-               fractional: bool = False) -> Merged:
-    """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels."""
+               fractional: bool = False, stale: Set[tuple[str, str, str, str]] = frozenset()
+               ) -> Merged:
+    """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels;
+    ``stale``: the (qid, docid, kind, source) labels given to texts changed since."""
     check_policy(policy)
     if aggregate not in AGGREGATES:
         raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
@@ -125,7 +149,8 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
         kinds = {k for k, _, _ in chosen}
         labels.append(FinalLabel(qid, docid, aggregate_grades(votes, aggregate, fractional),
                                  kinds.pop() if len(kinds) == 1 else "mixed",
-                                 tuple(sorted({s for _, s, _ in chosen})), votes))
+                                 tuple(sorted({s for _, s, _ in chosen})), votes,
+                                 any((qid, docid, k, s) in stale for k, s, _ in chosen)))
     return Merged(policy, aggregate, fractional, labels)
 
 

@@ -122,8 +122,16 @@ ALTER TABLE passages ADD COLUMN title TEXT;
 
 # Version 8: claims. A labelling process claims the items it is about to send (its owner id
 # and a lease it renews while it works) so that processes sharing a store never pay twice for
-# one item; a claim whose lease ran out (its process was killed) is taken over.
+# one item; a claim whose lease ran out (its process was killed) is taken over. And what each
+# label rests on: ``events.shown``, the digest of the query and passage texts (and title) the
+# judge or person saw, and ``text_history``, every text a query or passage had before it was
+# replaced (texts are never overwritten without a trace).
 V7_TO_V8 = """
+ALTER TABLE events ADD COLUMN shown TEXT;
+CREATE TABLE text_history (kind TEXT NOT NULL CHECK (kind IN ('query', 'passage')),
+                           ref INTEGER NOT NULL, text TEXT, title TEXT,
+                           replaced_at REAL NOT NULL);
+CREATE INDEX text_history_ref ON text_history (kind, ref);
 CREATE TABLE claims (source INTEGER NOT NULL REFERENCES sources (id),
                      q INTEGER NOT NULL REFERENCES queries (id),
                      d INTEGER NOT NULL REFERENCES passages (id),

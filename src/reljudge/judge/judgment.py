@@ -1,0 +1,80 @@
+"""One judgment: from a pair's answer to its event. The answer is read; a refusal is a failure
+of its own kind; an answer that cannot be read is asked again once, with a short repair
+message; a call that failed is a failure with its kind and detail. Never a grade invented."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from reljudge.judge.budget import BudgetReached
+from reljudge.judge.client import CallFailed, grade_fields, refusal_failure
+from reljudge.judge.dispatch import Lane, NotSent
+from reljudge.judge.parse import REPAIR, parse_answer
+from reljudge.judge.results import LabelReport
+from reljudge.labels import FailureKind, LabelEvent
+
+
+async def judgment(lab: Any, lane: Lane, item: tuple[str, str, int],
+                   queries: Mapping[str, str], passages: Mapping[str, Any],
+                   report: LabelReport, requeue: bool = False) -> LabelEvent:
+    """One item's event from the answer ``lab`` (the Labeller) gets on ``lane``: a grade, or
+    a failure of the call, a refusal, or an answer unreadable even when re-asked once."""
+    qid, docid, sample = item
+    messages = lab.messages(qid, docid, queries, passages)
+    meta = lane.meta
+    base = dict(qid=qid, docid=docid, source_kind="llm", source_name=lane.judge_id,
+                sample=sample, meta=meta, shown=lab.shown.get((qid, docid)))
+    t0 = time.perf_counter()
+    try:
+        answer, cached, params = await lab.ask(lane, messages, sample, report, requeue)
+    except CallFailed as e:
+        return _event(base, lab.params(), grade=None, failure=e.describe(),
+                           failure_kind=e.kind.value)
+    if lab.config.endpoints:  # which endpoint answered (or the cache: one did before)
+        base["meta"] = {**meta, "answered_by": "cache" if cached else lane.display}
+    report.cached += cached
+    tin, tout = answer.tokens_in, answer.tokens_out
+    cost = 0.0 if cached else lane.price.cost(tin, tout)
+    raw = answer.text
+    refused = refusal_failure(answer)
+    if refused is not None:
+        return _event(base, params, grade=None, failure=refused,
+                           failure_kind=FailureKind.REFUSED.value, raw=raw, tokens_in=tin,
+                           tokens_out=tout, cost=cost, latency=answer.latency)
+    parsed = parse_answer(answer.text, lab.template.output)
+    final = answer
+    if parsed.grade is None:  # one re-ask with a short repair message
+        repair = messages + [{"role": "assistant", "content": answer.text or ""},
+                             {"role": "user", "content": REPAIR}]
+        try:
+            final, cached2, params = await lab.ask(lane, repair, sample, report,
+                                                     requeue)
+        except (CallFailed, BudgetReached, NotSent) as e:
+            kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
+                         (FailureKind.BUDGET, "not re-asked: the job is stopping"))
+            return _event(base, params, grade=None,
+                               failure=f"{parsed.reason}; re-ask failed: {why}",
+                               failure_kind=kind.value, raw=raw, tokens_in=tin,
+                               tokens_out=tout, cost=cost)
+        report.cached += cached2
+        tin, tout = tin + final.tokens_in, tout + final.tokens_out
+        cost += 0.0 if cached2 else lane.price.cost(final.tokens_in, final.tokens_out)
+        raw = f"{raw}\n--- re-asked ---\n{final.text}"
+        second = parse_answer(final.text, lab.template.output)
+        if second.grade is None:
+            return _event(base, params, grade=None,
+                               failure=f"{parsed.reason} (re-asked once: {second.reason})",
+                               failure_kind=FailureKind.UNPARSEABLE.value, raw=raw,
+                               tokens_in=tin, tokens_out=tout, cost=cost,
+                               latency=time.perf_counter() - t0)
+        parsed = second
+    return _event(base, params, grade=parsed.grade, raw=raw,
+                       **grade_fields(final.logprobs, parsed.grade), tokens_in=tin,
+                       tokens_out=tout, cost=cost, latency=answer.latency)
+
+
+def _event(base: dict, params: dict, **kw) -> LabelEvent:
+    base = dict(base)
+    return LabelEvent(meta={**base.pop("meta"), "params": params}, **base, **kw)
