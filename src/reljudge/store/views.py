@@ -89,6 +89,6 @@ def events_frame(store):
 
 
 PROVENANCE_COLUMNS = ["qid", "docid", "grade", "decided_by", "sources", "votes", "policy",
-                      "aggregate"]
+                      "aggregate", "stale"]
 CURRENT_FAILURE_COLUMNS = ["qid", "docid", "source", "sample", "kind", "detail"]
 FAILURE_HISTORY_COLUMNS = ["qid", "docid", "source", "failure", "raw"]
