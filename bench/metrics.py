@@ -17,6 +17,7 @@ path) runs in a fresh subprocess so that peak memory is its own.
     python bench/metrics.py --queries 500 --repeats 1         # quick look
     python bench/metrics.py --workloads heavy,equal --tools reljudge,pytrec_eval
     python bench/metrics.py --floor       # and the dict path's floor (see _floor)
+    python bench/metrics.py --set all_trec --tools reljudge,pytrec_eval   # every measure
 Needs the bench extra: pip install -e '.[bench]'
 """
 
@@ -37,6 +38,22 @@ import numpy as np
 
 MEASURES = ["nDCG@10", "nDCG@100", "P@10", "R@100", "RR", "AP"]
 PTE = {"ndcg_cut.10,100", "P.10", "recall.100", "recip_rank", "map"}
+#: --set all_trec: every per-query measure of trec_eval's -m all_trec that reljudge offers (in
+#: trec_eval's words), against pytrec_eval's supported_measures (all it has, a few more)
+ALL_TREC = ["num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank",
+            "iprec_at_recall", "P", "recall", "infAP", "ndcg", "ndcg_cut", "map_cut", "success",
+            "set_P", "set_recall", "set_F"]
+
+
+def _use_set(name: str) -> None:
+    """Switch the measures every tool computes (six, or all_trec: reljudge and pytrec_eval)."""
+    global MEASURES, PTE
+    if name == "all_trec":
+        import pytrec_eval
+
+        from reljudge.metrics.trec_names import plain_measures
+
+        MEASURES, PTE = plain_measures(ALL_TREC), set(pytrec_eval.supported_measures)
 
 
 WORKLOADS = ("untied", "heavy", "equal", "binary")
@@ -200,7 +217,7 @@ def _child(args) -> None:
 
 def _spawn(tool: str, path: str, workload: str, args, files: tuple[Path, Path]) -> dict:
     cmd = [sys.executable, __file__, "--child", "--tool", tool, "--path", path,
-           "--workload", workload,
+           "--workload", workload, "--set", args.set,
            "--queries", str(args.queries), "--docs", str(args.docs), "--judged",
            str(args.judged), "--seed", str(args.seed), "--repeats", str(args.repeats),
            "--qrels-file", str(files[0]), "--run-file", str(files[1])]
@@ -271,6 +288,10 @@ def main() -> None:
                         "numpy-only reader of the dicts must make (the dict path's floor)")
     p.add_argument("--fresh", action="store_true",
                    help="also time fresh `reljudge eval` processes on the files")
+    p.add_argument("--set", choices=("six", "all_trec"), default="six",
+                   help="six measures (default), or all_trec: every per-query measure of\n"
+                        "trec_eval's -m all_trec reljudge offers, against pytrec_eval's\n"
+                        "supported_measures (reljudge and pytrec_eval only)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tool", help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
@@ -278,6 +299,7 @@ def main() -> None:
     p.add_argument("--qrels-file", help=argparse.SUPPRESS)
     p.add_argument("--run-file", help=argparse.SUPPRESS)
     args = p.parse_args()
+    _use_set(args.set)
     if args.child:
         _child(args)
         return

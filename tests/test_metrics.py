@@ -56,11 +56,11 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1, judged_only: boo
         with pytest.raises(InputError, match="empty|no query in common"):
             evaluate(qrels, run, asked)
         return
-    ours = evaluate(qrels, run, asked, float32_scores=True)
+    ours = evaluate(qrels, run, asked, compat="trec_eval-9")  # pytrec_eval is trec_eval 9
     assert sorted(theirs) == ours.query_ids
     # the column path (a Run object, as from a file) builds the same rankings
     for q, r in ((Qrels.from_dict(qrels), Run.from_dict(run)), *extra_runs):
-        columns = evaluate(q, r, asked, float32_scores=True)
+        columns = evaluate(q, r, asked, compat="trec_eval-9")
         assert columns.query_ids == ours.query_ids
         assert np.array_equal(columns.scores, ours.scores)
     for mine, key in zip(asked, (table[m] for m in measures), strict=False):

@@ -105,9 +105,9 @@ def add_quiet(parser: argparse.ArgumentParser) -> None:
                              "are still printed)")
 
 
-def add_all_queries(parser: argparse.ArgumentParser) -> None:
-    """--all-queries: trec_eval -c."""
-    parser.add_argument("--all-queries", action="store_true",
+def add_all_queries(parser: argparse.ArgumentParser, short: bool = False) -> None:
+    """--all-queries (and -c with ``short``): trec_eval -c."""
+    parser.add_argument(*(["-c"] if short else []), "--all-queries", action="store_true",
                         help="average over every qrels query; missing ones score 0 "
                              "(trec_eval -c)")
 
@@ -164,15 +164,20 @@ def working(text: str, quiet: bool) -> Iterator[None]:
         yield
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer of 0 or more."""
+def non_negative_int(text: str, least: int = 0) -> int:
+    """An argparse type: an integer of 0 (``least``) or more."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, found {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {least} or more, found {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of 1 or more."""
+    return non_negative_int(text, 1)
 
 
 def check_outputs(*paths: str | None) -> None:

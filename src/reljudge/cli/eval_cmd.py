@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from reljudge.cli.common import emit
+from reljudge.metrics.evaluate import COMPAT
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "RR"]
 JUDGED_MEASURES = ["Judged@10", "RBP(residual=True)"]  # what --judged adds
@@ -16,7 +17,9 @@ examples:
   reljudge eval qrels.txt bm25.run dense.run
   reljudge eval qrels.txt bm25.run -m nDCG@10 -m 'nDCG(dcg="exp-log2")@10' -m 'P(rel=2)@5'
   reljudge eval qrels.txt bm25.run -m 'nDCG(ideal="run")@10' --per-query --json
-  reljudge eval qrels.txt bm25.run -m AP --all-queries --format trec   # like trec_eval -c
+  reljudge eval qrels.txt bm25.run --format trec -q -c   # trec_eval -q -c, its official measures
+  reljudge eval qrels.txt bm25.run --format trec -m map -m P.5,10 -m ndcg_cut.10
+  reljudge eval qrels.txt bm25.run --compat trec_eval-9 -m IPrec@0.6   # pytrec_eval's numbers
   reljudge eval qrels.txt new.run --judged -m nDCG@10 -m Bpref -m 'RBP(p=0.8)'
 
 conventions (trec_eval's, stated):
@@ -33,6 +36,14 @@ conventions (trec_eval's, stated):
              the same rule in compare, report and run. A run lacking qrels queries gets a
              warning line on stderr; one with no query in the qrels is an error
   names      a run is named by its tag; runs sharing a tag are named by their file names
+  measures   in ir_measures syntax (nDCG@10, P(rel=2)@5) or trec_eval's words (map, P_10,
+             P.5,10, ndcg_cut.10, iprec_at_recall..10,.20, official)
+  --format trec  trec_eval's layout: its names and order, 4 decimals, counts (num_ret,
+             num_rel, num_rel_ret) summed in the 'all' lines, gm_map as its geometric mean,
+             runid and num_q when asked for (in official, the default there); with several
+             runs each line starts with the run's name and a tab
+  versions   trec_eval 10's rules by default; --compat trec_eval-9 gives 9.0.8's (those of
+             pytrec_eval and ir_measures): see the README's conventions table
   incomplete Bpref, infAP, RBP and judged_only=True (condensed lists: unjudged documents
              removed) are the measures made for incomplete judgments; --judged adds
              Judged@10 and RBP's residual (how much RBP could still rise if every unjudged
@@ -51,8 +62,18 @@ def register(sub) -> None:
     p.add_argument("qrels", help="TREC qrels file (QID ITER DOCID GRADE) or irds:DATASET_ID")
     common.add_runs(p)
     common.add_measures(p, DEFAULT_MEASURES)
-    p.add_argument("--per-query", action="store_true", help="one row per query and run")
-    common.add_all_queries(p)
+    p.add_argument("-q", "--per-query", action="store_true",
+                   help="one row per query and run (trec_eval -q)")
+    p.add_argument("-n", "--no-summary", action="store_true",
+                   help="with --per-query: the queries' rows only, no 'all' row (trec_eval -n)")
+    common.add_all_queries(p, short=True)
+    p.add_argument("-M", "--max-docs", type=common.positive_int, metavar="N",
+                   help="only each query's first N documents count (trec_eval -M)")
+    p.add_argument("--compat", choices=COMPAT, default=COMPAT[0],
+                   help="whose rules where trec_eval's versions differ: trec_eval-10 "
+                        "(default: scores as float64, iprec_at_recall's cut-off lround(r x R)) "
+                        "or trec_eval-9 (9.0.8, as pytrec_eval and ir_measures: scores "
+                        "rounded to float32, cut-off int(r x R + 0.9))")
     common.add_float32_scores(p)
     p.add_argument("--judged", action="store_true",
                    help="add the columns " + " and ".join(JUDGED_MEASURES) + ": how much of "
@@ -80,13 +101,18 @@ def _note_unjudged(results: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
     from reljudge.io.trec import read_qrels, read_runs
-    from reljudge.metrics import evaluate_many, parse_measure
+    from reljudge.metrics import evaluate_many
     from reljudge.metrics.queries import coverage_warnings, rule_text
     from reljudge.metrics.results import results_json
+    from reljudge.metrics.trec_names import as_trec, plain_measures, trec_lines
     from reljudge.tables import json_dumps, render
 
-    measures = [str(parse_measure(m)) for m in (args.measures or DEFAULT_MEASURES)]
-    if args.judged:
+    trec = args.format == "trec"
+    given = args.measures or (["official"] if trec else DEFAULT_MEASURES)
+    lines = as_trec(given) if trec else None
+    measures = (list(dict.fromkeys(str(tm.measure) for tm in lines if tm.measure))
+                if trec else plain_measures(given))
+    if args.judged and not trec:
         measures += [m for m in JUDGED_MEASURES if m not in measures]
     computed = measures + [m for m in JUDGED_MEASURES[:1] if m not in measures]
     qrels = read_qrels(args.qrels, strict=args.strict)
@@ -95,19 +121,20 @@ def run(args: argparse.Namespace) -> int:
     for line in found:
         print(f"reljudge: {line}", file=sys.stderr)
     results = evaluate_many(qrels, runs, computed, all_queries=args.all_queries,
-                            float32_scores=args.float32_scores)
-    if not args.judged:  # the columns say it already
+                            float32_scores=args.float32_scores or None, compat=args.compat,
+                            max_docs=args.max_docs)
+    if not args.judged and not trec:  # the columns say it already
         _note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
-    if args.format == "trec":
-        lines = []
+    if trec:  # trec_eval's layout; several runs: each line starts with the run's name
+        out = []
         for name, ev in results.items():
             prefix = f"{name}\t" if len(results) > 1 else ""
-            if args.per_query:
-                for q, row in ev.per_query().items():
-                    lines += [f"{prefix}{m}\t{q}\t{v:.{args.digits}f}" for m, v in row.items()]
-            lines += [f"{prefix}{m}\tall\t{v:.{args.digits}f}" for m, v in ev.mean().items()]
-        emit("\n".join(lines) + "\n")
+            columns = [ev.column(tm.measure) if tm.measure else None for tm in lines]
+            out += [prefix + line for line in trec_lines(
+                lines, name, ev.query_ids, columns, per_query=args.per_query,
+                summary=not args.no_summary)]
+        emit("".join(line + "\n" for line in out))
         return 0
     if args.format == "json":
         emit(json_dumps(results_json(results, measures, all_queries=args.all_queries,
@@ -117,11 +144,12 @@ def run(args: argparse.Namespace) -> int:
         headers = ["run", "query", *measures]
         rows = [[name, q, *row] for name, ev in results.items()
                 for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
-        rows += [[name, "all", *ev.mean().values()] for name, ev in results.items()]
+        if not args.no_summary:
+            rows += [[name, "all", *ev.mean().values()] for name, ev in results.items()]
     else:
         headers = ["run", "queries", *measures]
         rows = [[name, len(ev.query_ids), *ev.mean().values()] for name, ev in results.items()]
     emit(render(headers, rows, args.format, args.digits))
     if args.format == "table":
-        emit(f"queries: {rule_text(args.all_queries)}\n")
+        emit(f"queries: {rule_text(args.all_queries)}; rules: {args.compat}\n")
     return 0

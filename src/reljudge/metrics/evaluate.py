@@ -12,7 +12,7 @@ import numpy as np
 from reljudge.errors import InputError, MeasureError
 from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
-from reljudge.metrics.kernels import compute
+from reljudge.metrics.kernels import Ranked, compute
 from reljudge.metrics.measures import Measure, parse_measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
 from reljudge.types import Qrels, Run
@@ -29,6 +29,7 @@ class Evaluation(Tabular):
     measures: list[str]
     query_ids: list[str]
     scores: np.ndarray  # float64 (len(query_ids), len(measures))
+    compat: str = "trec_eval-10"  # whose rules where trec_eval's versions differ
 
     def column(self, measure: str | Measure) -> np.ndarray:
         """Per-query values of one measure, aligned with query_ids."""
@@ -45,7 +46,7 @@ class Evaluation(Tabular):
         """The same evaluation restricted to some of its measures, in the given order."""
         idx = [self._index(m) for m in measures]
         return Evaluation(self.run, [self.measures[i] for i in idx], self.query_ids,
-                          self.scores[:, idx])
+                          self.scores[:, idx], self.compat)
 
     def mean(self) -> dict[str, float]:
         """Mean of each measure over the evaluated queries (0.0 when there are none).
@@ -106,29 +107,55 @@ def _check_inputs(qrels, run, name: str) -> None:
                          f"e.g. {run_q[:3]}, qrels queries e.g. {qrels_q[:3]})")
 
 
+#: whose rules ``evaluate`` follows where trec_eval's versions differ: trec_eval 10 (the
+#: default) or trec_eval 9.0.8, which pytrec_eval and ir_measures embed
+COMPAT = ("trec_eval-10", "trec_eval-9")
+
+#: measures that read the qrels alone: a query the run lacks keeps their value (trec_eval -c)
+QRELS_ONLY = ("NumRel",)
+
+
 def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] | str, *,
-             all_queries: bool = False, float32_scores: bool = False) -> Evaluation:
+             all_queries: bool = False, float32_scores: bool | None = None,
+             compat: str = "trec_eval-10", max_docs: int | None = None) -> Evaluation:
     """Per-query and mean values of ``measures`` for one run (trec_eval semantics).
 
     By default the queries are those of the run that have qrels (trec_eval); with
-    ``all_queries`` every qrels query counts and one the run lacks scores 0 (``trec_eval -c``).
-    ``float32_scores`` rounds scores to float32 before ranking, as trec_eval 9 and pytrec_eval.
-    qrels and run may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
-    records, DataFrames); measures one or several, as text or ir_measures objects. Empty
-    inputs, or a run and qrels with no query in common, are an InputError.
+    ``all_queries`` every qrels query counts and one the run lacks scores 0 on every measure
+    but those read from the qrels alone (``NumRel``) (``trec_eval -c``). ``compat``: the rules
+    of trec_eval 10 (default: scores as float64, ``IPrec`` cut-off ``lround(r x R)``) or of
+    trec_eval 9.0.8 (``"trec_eval-9"``: scores rounded to float32, cut-off
+    ``int(r x R + 0.9)``), as pytrec_eval and ir_measures; ``float32_scores`` overrides the
+    score rounding. ``max_docs``: only the first documents of each ranking count
+    (``trec_eval -M``). qrels and run may be in any form ``reljudge.io.coerce`` accepts
+    (dicts with any ids, records, DataFrames); measures one or several, as text or
+    ir_measures objects. Empty inputs, or a run and qrels with no query in common, are an
+    InputError.
     """
+    if compat not in COMPAT:
+        raise InputError(f"unknown compat {compat!r}; expected one of {', '.join(COMPAT)}")
+    if max_docs is not None and (type(max_docs) is not int or max_docs < 1):
+        raise InputError(f"max_docs must be a whole number >= 1, found {max_docs!r}")
+    if float32_scores is None:
+        float32_scores = compat == "trec_eval-9"
     parsed = parse_measures(measures)
     qrels, run = coerce.qrels_like(qrels), coerce.run_like(run)
     name = run.name if isinstance(run, Run) else "run"
     _check_inputs(qrels, run, name)
     qids, ranked = rank_clean(qrels, run, all_queries=all_queries,
                               float32_scores=float32_scores)
+    if max_docs is not None and ranked.grades.shape[1] > max_docs:
+        ranked = Ranked(ranked.grades[:, :max_docs], np.minimum(ranked.length, max_docs),
+                        ranked.ideal)
     cache: dict = {}
-    cols = [compute(m, ranked, cache) for m in parsed]
+    cols = [compute(m, ranked, cache, compat) for m in parsed]
     scores = np.column_stack(cols) if cols else np.zeros((len(qids), 0))
-    if all_queries:  # trec_eval -c: a query the run lacks scores 0 on every measure
-        scores[ranked.length == 0] = 0.0
-    return Evaluation(name, [str(m) for m in parsed], qids, scores)
+    if all_queries:  # trec_eval -c: a query the run lacks scores 0 but on the qrels alone
+        missing = ranked.length == 0
+        for j, m in enumerate(parsed):
+            if m.name not in QRELS_ONLY:
+                scores[missing, j] = 0.0
+    return Evaluation(name, [str(m) for m in parsed], qids, scores, compat)
 
 
 def check_distinct(names: Sequence[str]) -> None:

@@ -235,9 +235,20 @@ def inf_ap(r: Ranked, rel: int) -> np.ndarray:
     return out
 
 
-def interpolated_precision(r: Ranked, recall_level: float, rel: int) -> np.ndarray:
+def recall_cutoff(recall_level: float, num_relevant: np.ndarray, compat: str) -> np.ndarray:
+    """The relevant documents a recall level stands for: trec_eval 10 rounds half away from
+    zero (C's ``lround(level x R)``); trec_eval 9 added 0.9 and truncated (``compat``)."""
+    x = recall_level * num_relevant
+    if compat == "trec_eval-9":
+        return (x + 0.9).astype(np.int64)
+    whole = np.trunc(x)
+    return (whole + (x - whole >= 0.5)).astype(np.int64)
+
+
+def interpolated_precision(r: Ranked, recall_level: float, rel: int,
+                           compat: str = "trec_eval-10") -> np.ndarray:
     """trec_eval's iprec_at_recall: the highest precision at or after the c-th relevant
-    document, c = int(recall_level x R + 0.9) (at least the first); 0 when fewer are retrieved."""
+    document, c = ``recall_cutoff`` (at least the first); 0 when fewer are retrieved."""
     rows, cols = np.nonzero(relevant(r.grades, rel))
     n = r.grades.shape[0]
     out = np.zeros(n)
@@ -245,7 +256,7 @@ def interpolated_precision(r: Ranked, recall_level: float, rel: int) -> np.ndarr
         return out
     starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
     ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
-    need = np.maximum((recall_level * num_rel(r, rel) + 0.9).astype(np.int64), 1)
+    need = np.maximum(recall_cutoff(recall_level, num_rel(r, rel), compat), 1)
     ok = ith >= need[rows]
     np.maximum.at(out, rows[ok], ith[ok] / (cols[ok] + 1.0))
     return out
@@ -279,8 +290,9 @@ def rbp(r: Ranked, k: int | None, p: float, rel: int, residual: bool) -> np.ndar
     return mask @ weight if upto else np.zeros(r.grades.shape[0])
 
 
-def compute(m: Measure, r: Ranked, judged_cache: dict) -> np.ndarray:
-    """Per-query values of one measure."""
+def compute(m: Measure, r: Ranked, judged_cache: dict,
+            compat: str = "trec_eval-10") -> np.ndarray:
+    """Per-query values of one measure (``compat``: whose rules, see ``evaluate``)."""
     k = m.cutoff
     if m.param("judged_only"):
         if "j" not in judged_cache:
@@ -317,7 +329,7 @@ def compute(m: Measure, r: Ranked, judged_cache: dict) -> np.ndarray:
     if m.name == "infAP":
         return inf_ap(r, m.param("rel"))
     if m.name == "IPrec":
-        return interpolated_precision(r, float(k), m.param("rel"))
+        return interpolated_precision(r, float(k), m.param("rel"), compat)
     if m.name in ("SetP", "SetR"):
         return set_measures(r, m.param("rel"))[m.name == "SetR"]
     if m.name == "SetF":

@@ -22,7 +22,9 @@ def results_json(results: Mapping[str, Evaluation], measures: Sequence[str], *,
                                          "labelling": dict(labelling)}
     return {
         **said, "measures": list(measures), "all_queries": all_queries,
-        "conventions": CONVENTIONS, "rule": rule_name(all_queries),
+        "conventions": CONVENTIONS,
+        "compat": next((ev.compat for ev in results.values()), "trec_eval-10"),  # whose rules
+        "rule": rule_name(all_queries),
         "rule_text": rule_text(all_queries), "warnings": list(warnings),
         "runs": {name: {"queries": len(ev.query_ids), "mean": ev.mean(),
                         **({"per_query": ev.per_query()} if per_query else {})}

@@ -1,0 +1,227 @@
+"""trec_eval's words for measures, for those reljudge offers: its names (``map``, ``P_10``,
+``iprec_at_recall_0.10``), its parameter syntax (``P.5,10``, ``iprec_at_recall..10,.20``,
+``ndcg_cut.10,20``), its ``official`` set, how its summary line aggregates (counts summed,
+``gm_*`` geometric means) and the layout of its output (``trec_eval -q``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.errors import MeasureError
+from reljudge.metrics.measures import SPECS, Measure, parse_measure
+
+_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+_LEVELS = tuple(i / 10 for i in range(11))
+
+#: trec_eval's measures in the order it prints them (``-m all_trec``); a name reljudge does
+#: not offer yet maps to None
+ORDER: dict[str, tuple[str, tuple, str] | None] = {
+    # name: (our measure, default parameters, summary: mean | sum | gmean)
+    "runid": None, "num_q": None, "num_ret": ("NumRet", (), "sum"), "num_rel": ("NumRel", (), "sum"),
+    "num_rel_ret": ("NumRelRet", (), "sum"), "map": ("AP", (), "mean"),
+    "gm_map": ("AP", (), "gmean"), "Rprec": ("Rprec", (), "mean"),
+    "bpref": ("Bpref", (), "mean"), "recip_rank": ("RR", (), "mean"),
+    "iprec_at_recall": ("IPrec", _LEVELS, "mean"), "P": ("P", _CUTS, "mean"),
+    "recall": ("R", _CUTS, "mean"), "infAP": ("infAP", (), "mean"),
+    "gm_bpref": ("Bpref", (), "gmean"), "Rprec_mult": None, "utility": None,
+    "11pt_avg": None, "binG": None, "G": None, "ndcg": ("nDCG", (), "mean"),
+    "ndcg_rel": None, "Rndcg": None, "ndcg_cut": ("nDCG", _CUTS, "mean"),
+    "map_cut": ("AP", _CUTS, "mean"), "relative_P": None,
+    "success": ("Success", (1, 5, 10), "mean"), "set_P": ("SetP", (), "mean"),
+    "set_relative_P": None, "set_recall": ("SetR", (), "mean"), "set_map": None,
+    "set_F": ("SetF", (), "mean"), "num_nonrel_judged_ret": None, "rbp": None,
+    "rbp_resid": None, "unj": None, "relstring": None,
+}
+#: trec_eval's default measures (``-m official``, and no ``-m`` at all)
+OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+            "recip_rank", "iprec_at_recall", "P")
+_COUNTS = {"num_q", "num_ret", "num_rel", "num_rel_ret"}
+
+
+@dataclass(frozen=True)
+class TrecMeasure:
+    """One line of trec_eval's output: its name, what computes it (None for ``runid`` and
+    ``num_q``), and how the summary line aggregates it over queries."""
+
+    name: str  # as trec_eval prints it, e.g. "P_10"
+    measure: Measure | None
+    summary: str  # mean | sum | gmean | count (num_q) | runid
+    order: tuple[int, float]  # trec_eval's printing order
+
+    @property
+    def per_query(self) -> bool:
+        """trec_eval prints it on each query's lines (not num_q, not the geometric means)."""
+        return self.summary in ("mean", "sum")
+
+    @property
+    def integer(self) -> bool:
+        """Printed as a whole number."""
+        return self.name in _COUNTS
+
+    def line(self, qid: str, value: float) -> str:
+        """The output line, in trec_eval's layout."""
+        shown = f"{int(value)}" if self.integer else f"{value:6.4f}"
+        return f"{self.name:<22}\t{qid}\t{shown}"
+
+
+def _printed(base: str, value: float) -> str:
+    if base == "iprec_at_recall":
+        return f"{base}_{value:.2f}"
+    return f"{base}_{int(value)}"
+
+
+def _one(base: str, value: float | None, rel: int) -> TrecMeasure:
+    spec = ORDER[base]
+    index = list(ORDER).index(base)
+    if base in ("runid", "num_q"):
+        return TrecMeasure(base, None, "runid" if base == "runid" else "count", (index, 0.0))
+    if spec is None:
+        raise MeasureError(f"trec_eval's {base} is not offered by reljudge yet")
+    ours, _, summary = spec
+    params = {"rel": rel} if rel != 1 and "rel" in SPECS[ours].params else {}
+    text = ours + (f"({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
+    if value is None:
+        return TrecMeasure(base, parse_measure(text), summary, (index, 0.0))
+    cutoff = value if base == "iprec_at_recall" else int(value)
+    return TrecMeasure(_printed(base, value), parse_measure(f"{text}@{cutoff}"), summary,
+                       (index, float(value)))
+
+
+_PRINTED = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<value>\d+(?:\.\d+)?)$")
+
+
+def trec_measures(texts: Sequence[str], rel: int = 1) -> list[TrecMeasure] | None:
+    """The measures of trec_eval ``-m`` arguments (``official``, ``map``, ``P.5,10``,
+    ``P_10``, ``iprec_at_recall..10,.20``, ...), in trec_eval's printing order, each once;
+    None when a text is not in trec_eval's words. ``rel``: trec_eval's ``-l``, the least
+    grade that counts as relevant."""
+    out: dict[str, TrecMeasure] = {}
+    for text in texts:
+        text = text.strip()
+        if text in ("official", "all_trec"):
+            if text == "all_trec":
+                missing = [n for n, spec in ORDER.items()
+                           if spec is None and n not in ("runid", "num_q")]
+                raise MeasureError("-m all_trec includes measures reljudge does not offer "
+                                   f"yet: {', '.join(missing)}; -m official, or name them")
+            bases = [(b, None) for b in OFFICIAL]
+        elif text in ORDER:
+            bases = [(text, None)]
+        elif "." in text and text.split(".", 1)[0] in ORDER:
+            base, params = text.split(".", 1)
+            try:
+                values = sorted(float(v) for v in params.split(","))
+            except ValueError:
+                raise MeasureError(f"cannot read trec_eval measure {text!r}: expected "
+                                   f"{base}.VALUE,VALUE,... (numbers)") from None
+            bases = [(base, v) for v in values]
+        elif (m := _PRINTED.match(text)) and m["base"] in ORDER and ORDER[m["base"]] and \
+                ORDER[m["base"]][1]:
+            bases = [(m["base"], float(m["value"]))]
+        else:
+            return None
+        for base, value in bases:
+            if value is None and ORDER.get(base) and ORDER[base][1]:
+                for v in ORDER[base][1]:  # a cut-off measure alone: its default cut-offs
+                    tm = _one(base, v, rel)
+                    out.setdefault(tm.name, tm)
+            else:
+                tm = _one(base, value, rel)
+                out.setdefault(tm.name, tm)
+    return sorted(out.values(), key=lambda tm: tm.order)
+
+
+def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence[str],
+               columns: Sequence[np.ndarray], *, per_query: bool = False,
+               summary: bool = True) -> list[str]:
+    """trec_eval's output for one run: with ``per_query`` each query's lines (in query
+    order), then the summary: each measure over all queries (counts summed, ``gm_*`` as
+    trec_eval's geometric mean, the others' mean; ``runid`` the run's id, ``num_q`` the
+    queries). ``columns``: the per-query values of each measure (anything for those two)."""
+    from reljudge.metrics.evaluate import GM_EPSILON
+
+    lines: list[str] = []
+    if per_query:
+        for i, q in enumerate(query_ids):
+            lines += [tm.line(q, col[i]) for tm, col in zip(measures, columns, strict=True)
+                      if tm.per_query]
+    if not summary:
+        return lines
+    n = len(query_ids)
+    for tm, col in zip(measures, columns, strict=True):
+        if tm.summary == "runid":
+            lines.append(f"{'runid':<22}\tall\t{run_id}")
+            continue
+        if tm.summary == "count":
+            value = float(n)
+        elif tm.summary == "sum":
+            value = float(np.sum(col))
+        elif tm.summary == "gmean":
+            value = float(np.exp(np.log(np.maximum(col, GM_EPSILON)).mean())) if n else 0.0
+        else:
+            value = float(np.ascontiguousarray(col).mean()) if n else 0.0
+        lines.append(tm.line("all", value))
+    return lines
+
+
+_SUMMED = ("NumRet", "NumRel", "NumRelRet")
+
+
+def as_trec(measures: Sequence[str | Measure]) -> list[TrecMeasure]:
+    """Measures in either syntax as trec_eval output lines: trec_eval's words keep its names
+    and order; a measure in ir_measures syntax is printed under trec_eval's name when it has
+    one (``P@10`` as ``P_10``), else under its own, after trec_eval's measures."""
+    out: dict[str, TrecMeasure] = {}
+    for i, text in enumerate(measures):
+        found = trec_measures([text]) if isinstance(text, str) else None
+        if found is None:
+            m = parse_measure(text)
+            name = trec_name(m) or str(m)
+            found = [TrecMeasure(name, m, "sum" if m.name in _SUMMED else "mean",
+                                 _order(name, len(ORDER) + i))]
+        for tm in found:
+            out.setdefault(tm.name, tm)
+    return sorted(out.values(), key=lambda tm: tm.order)
+
+
+def _order(name: str, fallback: int) -> tuple[int, float]:
+    m = _PRINTED.match(name)
+    base, value = (m["base"], float(m["value"])) if m else (name, 0.0)
+    return (list(ORDER).index(base), value) if base in ORDER else (fallback, 0.0)
+
+
+def trec_name(m: Measure) -> str | None:
+    """trec_eval's name of one of our measures, when it has one (default parameters only)."""
+    for base, spec in ORDER.items():
+        if spec is None or spec[0] != m.name or spec[2] == "gmean":
+            continue
+        if base == "ndcg" and m.cutoff is not None or base == "map_cut" and m.cutoff is None:
+            continue
+        if m.params or (m.cutoff is None) != (not spec[1]):
+            continue
+        return base if m.cutoff is None else _printed(base, m.cutoff)
+    return None
+
+
+def plain_measures(texts: Sequence[str | Measure]) -> list[str]:
+    """Measures given in either syntax, as our measures (for the tables and JSON): trec_eval
+    sets and parameter lists expanded; its summary-only lines (``runid``, ``num_q``, ``gm_*``)
+    are refused, naming where they exist."""
+    out: list[str] = []
+    for text in texts:
+        found = trec_measures([text]) if isinstance(text, str) else None
+        if found is None:
+            out.append(str(parse_measure(text)))
+            continue
+        for tm in found:
+            if tm.measure is None or tm.summary == "gmean":
+                if isinstance(text, str) and text.strip() == "official":
+                    continue  # the official set's per-query measures
+                raise MeasureError(f"{tm.name} is a line of trec_eval's summary: it exists "
+                                   "with --format trec (in Python: Evaluation.gmean())")
+            out.append(str(tm.measure))
+    return out  # a measure given twice is refused where they are evaluated
