@@ -142,3 +142,16 @@ def test_all_queries_keeps_what_rests_on_the_qrels_alone():
     capped = evaluate({"q": {"d1": 1, "d2": 1}}, {"q": {"d1": 2.0, "d2": 1.0}}, ["NumRet", "P@2"],
                       max_docs=1)
     assert capped.per_query() == {"q": {"NumRet": 1.0, "P@2": 0.5}}  # trec_eval -M1
+
+
+def test_trec_evals_words_work_in_the_api_and_compare(capsys):
+    from reljudge.metrics import evaluate
+
+    qrels = {"q": {"a": 1, "b": 2}}
+    run = {"q": {"a": 2.0, "c": 1.0}}
+    ev = evaluate(qrels, run, ["P.1,2", "map", "ndcg_cut_10"])
+    assert ev.measures == ["P@1", "P@2", "AP", "nDCG@10"]
+    assert ev.column("P_2").tolist() == [0.5]
+    args = [str(DATA / "qrels.test"), str(DATA / "results.test"), str(DATA / "results.trunc")]
+    assert main(["compare", *args, "-m", "P_10", "--json"]) == 0
+    assert "P@10" in capsys.readouterr().out

@@ -88,8 +88,11 @@ class Evaluation(Tabular):
 
 
 def parse_measures(measures) -> list[Measure]:
-    """One measure or several (text, Measure or ir_measures objects), parsed; none twice."""
-    parsed = [parse_measure(m) for m in coerce.measure_list(measures)]
+    """One measure or several (text, Measure or ir_measures objects; text in trec_eval's words
+    too: ``P.5,10``, ``official``), parsed; none twice."""
+    from reljudge.metrics.trec_names import plain_measures
+
+    parsed = [parse_measure(m) for m in plain_measures(coerce.measure_list(measures))]
     check_distinct([str(m) for m in parsed])
     return parsed
 

@@ -153,8 +153,8 @@ def _parse_params(text: str, original: str) -> dict[str, Any]:
 
 
 def parse_measure(text: str | Measure) -> Measure:
-    """Parse ir_measures syntax (or an ir_measures measure object) into a Measure; unknown
-    names or values raise MeasureError."""
+    """Parse ir_measures syntax (or an ir_measures measure object, or trec_eval's name of one
+    measure: ``map``, ``P_10``) into a Measure; unknown names or values raise MeasureError."""
     if isinstance(text, Measure):
         return text
     if not isinstance(text, str):
@@ -163,10 +163,18 @@ def parse_measure(text: str | Measure) -> Measure:
                                f"{type(text).__name__} {text!r}")
         text = str(text)  # ir_measures objects print in the syntax parsed here
     m = _SYNTAX.match(text)
+    name = _ALIASES.get(m["name"].lower(), m["name"]) if m else None
+    if name not in SPECS:  # trec_eval's name of one measure (P_10, ndcg_cut_10)?
+        from reljudge.metrics.trec_names import trec_measures
+
+        found = trec_measures([text])
+        if found and len(found) == 1 and found[0].measure is not None \
+                and found[0].summary != "gmean":
+            return found[0].measure
     if not m:
         raise MeasureError(f"cannot parse measure {text!r}: expected NAME, NAME@K or "
-                           "NAME(param=value)@K, e.g. nDCG@10 or P(rel=2)@5")
-    name = _ALIASES.get(m["name"].lower(), m["name"])
+                           "NAME(param=value)@K, e.g. nDCG@10 or P(rel=2)@5 (or trec_eval's "
+                           "words, e.g. map, P_10, ndcg_cut.10)")
     if name not in SPECS:
         raise MeasureError(f"unknown measure {m['name']!r} in {text!r}; known: "
                            f"{', '.join(SPECS)}")
