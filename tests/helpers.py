@@ -154,3 +154,21 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+def v1_store(path: Path) -> Path:
+    """A store as reljudge's first schema wrote it: one human grade."""
+    import sqlite3
+
+    from reljudge.store.schema import V1
+
+    conn = sqlite3.connect(path)
+    conn.executescript(V1)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO queries (qid) VALUES ('q')")
+    conn.execute("INSERT INTO passages (docid) VALUES ('a')")
+    conn.execute("INSERT INTO sources (kind, name) VALUES ('human', 'ann')")
+    conn.execute("INSERT INTO events (q, d, source, grade, created_at) VALUES (1, 1, 1, 2, 0)")
+    conn.commit()
+    conn.close()
+    return path

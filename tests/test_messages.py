@@ -46,6 +46,7 @@ def test_pairs_in_qrels_and_run_like_forms_still_read(tmp_path):
 from reljudge.errors import StoreError  # noqa: E402
 from reljudge.labels import LabelEvent  # noqa: E402
 from reljudge.store import LabelStore, resolve_source, short_names  # noqa: E402
+from tests.helpers import v1_store  # noqa: E402
 
 JUDGE = "gpt-4o-mini/umbrela@1#f8e67d3b"
 OTHER = "gpt-4o-mini/umbrela@2#0a1b2c3d"
@@ -197,25 +198,10 @@ def test_estimate_names_an_unknown_human_source_instead_of_an_ungraded_sample(na
 
 # --- an older store: read-only commands never upgrade it, writing ones copy it aside first ---
 
-def _v1_store(path):
-    import sqlite3
-
-    from reljudge.store.schema import V1
-
-    conn = sqlite3.connect(path)
-    conn.executescript(V1)
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    conn.execute("INSERT INTO queries (qid) VALUES ('q')")
-    conn.execute("INSERT INTO passages (docid) VALUES ('a')")
-    conn.execute("INSERT INTO sources (kind, name) VALUES ('human', 'ann')")
-    conn.execute("INSERT INTO events (q, d, source, grade, created_at) VALUES (1, 1, 1, 2, 0)")
-    conn.commit()
-    conn.close()
-    return path
 
 
 def test_reading_commands_never_upgrade_an_older_store(tmp_path, capsys):
-    path = _v1_store(tmp_path / "old.sqlite")
+    path = v1_store(tmp_path / "old.sqlite")
     before = path.read_bytes()
     for argv in (["labels", "stats", "--store", str(path)],
                  ["labels", "merge", "--store", str(path)],
@@ -233,7 +219,7 @@ def test_writing_commands_copy_an_older_store_aside_before_upgrading(tmp_path, c
 
     from reljudge.store.schema import SCHEMA_VERSION
 
-    path = _v1_store(tmp_path / "old.sqlite")
+    path = v1_store(tmp_path / "old.sqlite")
     if how == "upgrade":
         assert main(["labels", "upgrade", "--store", str(path)]) == 0
         said = capsys.readouterr().out

@@ -47,6 +47,18 @@ def label(tmp_path, server, *extra: str, edited: str | None = None) -> int:
     return main(["label", *inputs(tmp_path, edited), "--base-url", server.base_url, *extra])
 
 
+def label_then_edit(tmp_path, capsys, edited: str, *extra: str) -> tuple[int, int, str, str]:
+    """Label every pair, edit one passage, label again with ``extra``: (exit code of the
+    second run, calls the server answered in all, its stdout, its stderr)."""
+    with FakeOpenAI(answer) as server:
+        assert label(tmp_path, server) == 0
+        capsys.readouterr()
+        code = label(tmp_path, server, *extra, edited=edited)
+        calls = server.calls
+    out, err = capsys.readouterr()
+    return code, calls, out, err
+
+
 def llm_grades(tmp_path) -> dict:
     with LabelStore(tmp_path / "s.sqlite", create=False) as s:
         return {(lab.qid, lab.docid): lab.grade for lab in s.merge("llm-only").labels}
@@ -102,23 +114,16 @@ def test_stale_keep_keeps_the_old_label_and_stats_and_merge_say_so(tmp_path, cap
 
 
 def test_stale_fail_stops_before_any_call_naming_a_pair(tmp_path, capsys):
-    with FakeOpenAI(answer) as server:
-        assert label(tmp_path, server) == 0
-        capsys.readouterr()
-        assert label(tmp_path, server, "--stale", "fail", edited="d2") == 2
-        assert server.calls == N
-    err = capsys.readouterr().err
+    code, calls, _, err = label_then_edit(tmp_path, capsys, "d2", "--stale", "fail")
+    assert code == 2 and calls == N
     assert "1 pair(s) were labelled on query or passage texts that have changed since " \
            "(e.g. q0 d2)" in err and "--stale relabel" in err
 
 
 def test_a_dry_run_counts_stale_pairs_to_send_and_writes_no_text(tmp_path, capsys):
-    with FakeOpenAI(answer) as server:
-        assert label(tmp_path, server) == 0
-        capsys.readouterr()
-        assert label(tmp_path, server, "--dry-run", "--json", edited="d1") == 0
-        assert server.calls == N
-    assert json.loads(capsys.readouterr().out)["to_send"] == 1
+    code, calls, out, _ = label_then_edit(tmp_path, capsys, "d1", "--dry-run", "--json")
+    assert code == 0 and calls == N
+    assert json.loads(out)["to_send"] == 1
     with LabelStore(tmp_path / "s.sqlite", create=False) as s:
         assert s.passage_texts(["d1"]) == {"d1": "passage 1"}
         assert s.text_history("passage", "d1") == []

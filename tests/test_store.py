@@ -20,7 +20,8 @@ from reljudge.io.trec import read_qrels
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
 from reljudge.store.importers import read_labels
-from reljudge.store.schema import SCHEMA_VERSION, V1
+from reljudge.store.schema import SCHEMA_VERSION
+from tests.helpers import v1_store
 
 
 def ev(q, d, grade, kind="llm", name="judge", sample=0, failure=None, **kw):
@@ -54,7 +55,7 @@ def test_outcomes_are_the_events_grade_and_failure_in_order(store):
                       ev("q1", "d1", 2, sample=1, meta={"model": "m"}, raw="O: 2"),
                       ev("q2", "d1", 1, name="other"),
                       ev("q1", "d2", None, failure="empty answer")])
-    want = [(e.qid, e.docid, e.sample, e.grade, e.failure_kind, e.failure)
+    want = [(e.qid, e.docid, e.sample, e.grade, e.failure_kind, e.failure, e.shown)
             for e in store.events(source="judge")]
     assert [tuple(o) for o in store.outcomes("judge")] == want and len(want) == 3
     assert next(iter(store.outcomes("judge"))).failure_kind == "http_status"
@@ -236,16 +237,7 @@ def test_cli_merge_writes_qrels_and_provenance(tmp_path, capsys):
 # --- schema, concurrency, crash safety -------------------------------------------------------
 
 def test_opening_a_version_1_store_migrates_it_and_keeps_its_events(tmp_path):
-    path = tmp_path / "old.sqlite"
-    conn = sqlite3.connect(path)
-    conn.executescript(V1)
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    conn.execute("INSERT INTO queries (qid) VALUES ('q')")
-    conn.execute("INSERT INTO passages (docid) VALUES ('a')")
-    conn.execute("INSERT INTO sources (kind, name) VALUES ('human', 'ann')")
-    conn.execute("INSERT INTO events (q, d, source, grade, created_at) VALUES (1, 1, 1, 2, 0)")
-    conn.commit()
-    conn.close()
+    path = v1_store(tmp_path / "old.sqlite")
     with LabelStore(path) as s:
         assert s.migrated_from == 1
         assert s.conn.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)

@@ -66,7 +66,7 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink=None,
     latest: dict[Item, Any] = {}
     for judge in judge_ids:  # several models: a pair graded by any of them is done
         # the store's lean read when it has one (every event of this judge is read)
-        for e in (sink.outcomes(judge, shown=current is not None) if hasattr(sink, "outcomes")
+        for e in (sink.outcomes(judge) if hasattr(sink, "outcomes")
                   else sink.events(source=judge)):
             key = (e.qid, e.docid, e.sample)
             if e.grade is not None or key not in latest or latest[key].grade is None:

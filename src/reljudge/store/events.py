@@ -16,7 +16,7 @@ from reljudge.labels import RETRACTED, LabelEvent
 
 
 class Outcome(NamedTuple):
-    """One event's (qid, docid, sample) and its grade or failure."""
+    """One event's (qid, docid, sample), its grade or failure, and what its judge saw."""
 
     qid: str
     docid: str
@@ -24,18 +24,7 @@ class Outcome(NamedTuple):
     grade: int | None
     failure_kind: str | None
     failure: str | None
-
-
-class ShownOutcome(NamedTuple):
-    """An Outcome with the digest of the texts the judge saw (None: not recorded)."""
-
-    qid: str
-    docid: str
-    sample: int
-    grade: int | None
-    failure_kind: str | None
-    failure: str | None
-    shown: str | None
+    shown: str | None  # the digest of the texts the judge saw (None: not recorded)
 
 
 _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
@@ -183,15 +172,13 @@ class EventLog:
                              r[10], r[11], r[12], r[13], r[14],
                              None if r[15] is None else json.loads(r[15]), r[16], r[17])
 
-    def outcomes(self, source: str, shown: bool = False) -> Iterator[Outcome | ShownOutcome]:
+    def outcomes(self, source: str) -> Iterator[Outcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
-        run needs, without decoding the rest of the events); with ``shown``, ShownOutcomes."""
-        sql = ("SELECT q.qid, p.docid, e.sample, e.grade, e.failure_kind, e.failure"
-               + (", e.shown" if shown else "") + " FROM events e "
-               "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+        run needs, without decoding the rest of the events)."""
+        sql = ("SELECT q.qid, p.docid, e.sample, e.grade, e.failure_kind, e.failure, e.shown "
+               "FROM events e JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
                "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
-        make = ShownOutcome._make if shown else Outcome._make
-        return map(make, self.conn.execute(sql, (source,)))
+        return map(Outcome._make, self.conn.execute(sql, (source,)))
 
     def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
         """Every successful label not retracted since, as (qid, docid, kind, source, sample,
