@@ -63,6 +63,9 @@ class Texts:
         """{(qid, docid): the digest of the texts the store holds now} (``labels.shown_digest``)
         of those of these pairs whose query and passage texts it holds."""
         pairs = list(pairs)
+        if not pairs or self.conn.execute(  # no passage text at all: nothing to look up
+                "SELECT NOT EXISTS (SELECT 1 FROM passages WHERE text IS NOT NULL)").fetchone()[0]:
+            return {}
         queries = {q: t for q, t in self.db.select_in("SELECT qid, text FROM queries", "qid",
                                                        sorted({q for q, _ in pairs}))
                    if t is not None}
