@@ -61,18 +61,20 @@ def test_the_official_measures_are_trec_evals_output_byte_for_byte(capsys, qrels
 
 ALL_TREC = [m for name in OFFERED for m in ("-m", name)]
 PARAMS = ["-m", "iprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000",
-          "-m", "ndcg_cut.10,20,23.4", "-m", "success.2,5,20"]
+          "-m", "Rprec_mult.5.0,0.2,0.35", "-m", "utility.2,-1,0,0", "-m", "ndcg_cut.10,20,23.4",
+          "-m", "success.2,5,20"]
 
 
-@pytest.mark.parametrize("flags, run, expected, compared", [
-    ([], "results.test", "out.test.a", 66),
-    (["-q"], "results.test", "out.test.aq", 252),
-    (["-q", "-c"], "results.trunc", "out.test.aqc", 252),
-    (["-q", "-c", "-M", "100"], "results.trunc", "out.test.aqcM", 252),
+@pytest.mark.parametrize("qrels, flags, run, expected, compared", [
+    ("qrels.test", [], "results.test", "out.test.a", 93),
+    ("qrels.test", ["-q"], "results.test", "out.test.aq", 360),
+    ("qrels.test", ["-q", "-c"], "results.trunc", "out.test.aqc", 360),
+    ("qrels.test", ["-q", "-c", "-M", "100"], "results.trunc", "out.test.aqcM", 360),
+    ("qrels.rel_level", ["-q", "-l", "2"], "results.test", "out.test.aql", 360),
 ])
-def test_every_value_of_all_trec_we_offer_is_trec_evals(capsys, flags, run, expected,
+def test_every_value_of_all_trec_we_offer_is_trec_evals(capsys, qrels, flags, run, expected,
                                                         compared):
-    got = values(ours(capsys, str(DATA / "qrels.test"), str(DATA / run), *flags, *ALL_TREC))
+    got = values(ours(capsys, str(DATA / qrels), str(DATA / run), *flags, *ALL_TREC))
     want = values((DATA / expected).read_text())
     mine = {k: v for k, v in want.items() if offered(k[0])}
     assert {k: got.get(k) for k in mine} == mine
@@ -86,7 +88,7 @@ def test_the_parameterised_measures_are_trec_evals(capsys):
                       *PARAMS))
     want = values((DATA / "out.test.meas_params").read_text())
     mine = {k: v for k, v in want.items() if offered(k[0])}
-    assert got == mine and len(mine) == 64
+    assert got == mine and len(mine) == 80
 
 
 def test_trec_eval_9_rules_on_request(capsys):
@@ -109,7 +111,7 @@ def test_trec_evals_words_name_our_measures_everywhere(capsys):
     with pytest.raises(MeasureError, match="gm_map is a line of trec_eval's summary"):
         plain_measures(["gm_map"])
     with pytest.raises(MeasureError, match="all_trec includes measures reljudge does not "
-                                           "offer yet: .*Rprec_mult"):
+                                           "offer yet: binG, G, ndcg_rel"):
         trec_measures(["all_trec"])
     args = [str(DATA / "qrels.test"), str(DATA / "results.test")]
     assert main(["eval", *args, "-m", "P_10", "-m", "map", "--json"]) == 0

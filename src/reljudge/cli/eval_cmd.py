@@ -69,6 +69,11 @@ def register(sub) -> None:
     common.add_all_queries(p, short=True)
     p.add_argument("-M", "--max-docs", type=common.positive_int, metavar="N",
                    help="only each query's first N documents count (trec_eval -M)")
+    p.add_argument("-l", "--rel-level", type=common.positive_int, default=1, metavar="N",
+                   help="measures given in trec_eval's words count grade >= N as relevant "
+                        "(trec_eval -l; in ir_measures syntax: P(rel=2)@10)")
+    p.add_argument("-N", "--num-docs", type=common.non_negative_int, default=0, metavar="N",
+                   help="documents in the collection, for trec_eval's utility (trec_eval -N)")
     p.add_argument("--compat", choices=COMPAT, default=COMPAT[0],
                    help="whose rules where trec_eval's versions differ: trec_eval-10 "
                         "(default: scores as float64, iprec_at_recall's cut-off lround(r x R)) "
@@ -109,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
 
     trec = args.format == "trec"
     given = args.measures or (["official"] if trec else DEFAULT_MEASURES)
-    lines = as_trec(given) if trec else None
+    lines = as_trec(given, args.rel_level, args.num_docs) if trec else None
     measures = (list(dict.fromkeys(str(tm.measure) for tm in lines if tm.measure))
-                if trec else plain_measures(given))
+                if trec else plain_measures(given, args.rel_level, args.num_docs))
     if args.judged and not trec:
         measures += [m for m in JUDGED_MEASURES if m not in measures]
     computed = measures + [m for m in JUDGED_MEASURES[:1] if m not in measures]

@@ -12,12 +12,11 @@ import numpy as np
 from reljudge.errors import InputError, MeasureError
 from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
-from reljudge.metrics.kernels import Ranked, compute
-from reljudge.metrics.measures import Measure, parse_measure
+from reljudge.metrics.kernels import GM_EPSILON, Ranked, compute, geometric_mean  # noqa: F401
+from reljudge.metrics.measures import Measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
+from reljudge.metrics.trec_names import plain_measures, read_measure
 from reljudge.types import Qrels, Run
-
-GM_EPSILON = 0.00001  # trec_eval's MIN_GEO_MEAN
 
 
 @dataclass(frozen=True, repr=False)
@@ -36,7 +35,7 @@ class Evaluation(Tabular):
         return self.scores[:, self._index(measure)]
 
     def _index(self, measure: str | Measure) -> int:
-        name = str(parse_measure(measure))
+        name = str(read_measure(measure))
         try:
             return self.measures.index(name)
         except ValueError:
@@ -64,8 +63,7 @@ class Evaluation(Tabular):
         instead of zeroing the mean (0.0 when there are no queries)."""
         if not self.query_ids:
             return {m: 0.0 for m in self.measures}
-        logs = np.log(np.maximum(self.scores, GM_EPSILON)).mean(axis=0)
-        return dict(zip(self.measures, np.exp(logs).tolist(), strict=True))
+        return dict(zip(self.measures, geometric_mean(self.scores).tolist(), strict=True))
 
     def per_query(self) -> dict[str, dict[str, float]]:
         """{qid: {measure: value}}."""
@@ -90,9 +88,7 @@ class Evaluation(Tabular):
 def parse_measures(measures) -> list[Measure]:
     """One measure or several (text, Measure or ir_measures objects; text in trec_eval's words
     too: ``P.5,10``, ``official``), parsed; none twice."""
-    from reljudge.metrics.trec_names import plain_measures
-
-    parsed = [parse_measure(m) for m in plain_measures(coerce.measure_list(measures))]
+    parsed = [read_measure(m) for m in plain_measures(coerce.measure_list(measures))]
     check_distinct([str(m) for m in parsed])
     return parsed
 

@@ -37,6 +37,15 @@ class Ranked:
         return (self.grades < 0) & (self.grades != PAD)
 
 
+GM_EPSILON = 0.00001  # trec_eval's MIN_GEO_MEAN
+
+
+def geometric_mean(values: np.ndarray) -> np.ndarray | float:
+    """trec_eval's geometric mean (gm_map, gm_bpref) of each column over the rows:
+    exp(mean(log(max(value, GM_EPSILON)))), so that a 0 weighs in as 0.00001."""
+    return np.exp(np.log(np.maximum(values, GM_EPSILON)).mean(axis=0))
+
+
 _DISCOUNT_CACHE: dict[int, np.ndarray] = {}
 
 
@@ -235,6 +244,9 @@ def inf_ap(r: Ranked, rel: int) -> np.ndarray:
     return out
 
 
+ELEVEN_LEVELS = tuple(i / 10 for i in range(11))  # trec_eval's 11pt_avg recall levels
+
+
 def recall_cutoff(recall_level: float, num_relevant: np.ndarray, compat: str) -> np.ndarray:
     """The relevant documents a recall level stands for: trec_eval 10 rounds half away from
     zero (C's ``lround(level x R)``); trec_eval 9 added 0.9 and truncated (``compat``)."""
@@ -262,6 +274,64 @@ def interpolated_precision(r: Ranked, recall_level: float, rel: int,
     return out
 
 
+def precision_at_ranks(r: Ranked, ks: np.ndarray, rel: int) -> np.ndarray:
+    """Relevant in each query's own top ks[i], divided by ks[i] (ranks past the run's end
+    are not relevant; 0 where ks[i] is 0)."""
+    rel_mask = relevant(r.grades, rel)
+    width = rel_mask.shape[1]
+    upto = np.minimum(ks, width)
+    cum = np.concatenate([np.zeros((len(ks), 1), dtype=np.int64),
+                          np.cumsum(rel_mask, axis=1)], axis=1)
+    hits = cum[np.arange(len(ks)), upto]
+    out = np.zeros(len(ks))
+    np.divide(hits, ks, out=out, where=ks > 0)
+    return out
+
+
+def rprec_mult(r: Ranked, factor: float, rel: int) -> np.ndarray:
+    """trec_eval's Rprec_mult: precision at rank int(factor x R + 0.9), R the relevant
+    documents in the qrels (trec_eval 10 kept trec_eval 9's rounding here)."""
+    ks = (factor * num_rel(r, rel) + 0.9).astype(np.int64)
+    return precision_at_ranks(r, ks, rel)
+
+
+def relative_precision(r: Ranked, k: int, rel: int) -> np.ndarray:
+    """trec_eval's relative_P: relevant in the top k over min(k, R), the most there could be
+    (0 when R is 0)."""
+    hits = relevant(_upto(r.grades, k), rel).sum(axis=1)
+    best = np.minimum(num_rel(r, rel), k)
+    out = np.zeros(len(hits))
+    np.divide(hits, best, out=out, where=best > 0)
+    return out
+
+
+def unjudged_share(r: Ranked, k: int) -> np.ndarray:
+    """trec_eval's unj: documents of the top k absent from the qrels or graded negative,
+    divided by k (ranks past the run's end count as judged)."""
+    return r.unjudged[:, :k].sum(axis=1) / float(k)
+
+
+def num_nonrel_judged_ret(r: Ranked, rel: int) -> np.ndarray:
+    """Retrieved documents judged not relevant (0 <= grade < rel)."""
+    return ((r.grades >= 0) & (r.grades < rel)).sum(axis=1).astype(np.float64)
+
+
+def utility(r: Ranked, rel: int, coefficients: tuple[float, float, float, float],
+            num_docs: int) -> np.ndarray:
+    """trec_eval's linear utility: a x relevant retrieved + b x non-relevant retrieved +
+    c x relevant missed + d x non-relevant missed (of ``num_docs`` in the collection)."""
+    a, b, c, d = coefficients
+    ret = r.length.astype(np.float64)
+    hits = num_rel_ret(r, None, rel)
+    nr = num_rel(r, rel).astype(np.float64)
+    return a * hits + b * (ret - hits) + c * (nr - hits) + d * (num_docs + hits - ret - nr)
+
+
+def iprec_average(r: Ranked, levels: tuple[float, ...], rel: int, compat: str) -> np.ndarray:
+    """trec_eval's 11pt_avg: the mean interpolated precision at the recall levels."""
+    return np.mean([interpolated_precision(r, lv, rel, compat) for lv in levels], axis=0)
+
+
 def set_measures(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray]:
     """(SetP, SetR): relevant retrieved over retrieved, and over relevant in the qrels."""
     hits = num_rel_ret(r, None, rel)
@@ -270,6 +340,18 @@ def set_measures(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray]:
     np.divide(hits, r.length, out=p, where=r.length > 0)
     np.divide(hits, nr, out=rc, where=nr > 0)
     return p, rc
+
+
+def set_relative(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray]:
+    """(set_relative_P, set_map): relevant retrieved over min(retrieved, R), and
+    relevant retrieved squared over retrieved x R (0 when either is 0)."""
+    hits = num_rel_ret(r, None, rel)
+    nr = num_rel(r, rel)
+    best, both = np.minimum(r.length, nr), r.length * nr
+    relp, setmap = np.zeros(len(hits)), np.zeros(len(hits))
+    np.divide(hits, best, out=relp, where=best > 0)
+    np.divide(hits * hits, both, out=setmap, where=both > 0)
+    return relp, setmap
 
 
 def set_f(r: Ranked, rel: int, beta: float) -> np.ndarray:
@@ -334,6 +416,21 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
         return set_measures(r, m.param("rel"))[m.name == "SetR"]
     if m.name == "SetF":
         return set_f(r, m.param("rel"), m.param("beta"))
+    if m.name == "RprecMult":
+        return rprec_mult(r, float(k), m.param("rel"))
+    if m.name == "RelP":
+        return relative_precision(r, k, m.param("rel"))
+    if m.name == "Unjudged":
+        return unjudged_share(r, k)
+    if m.name == "NumNonRelJudgedRet":
+        return num_nonrel_judged_ret(r, m.param("rel"))
+    if m.name in ("SetRelP", "SetAP"):
+        return set_relative(r, m.param("rel"))[m.name == "SetAP"]
+    if m.name == "Utility":
+        return utility(r, m.param("rel"), tuple(m.param(x) for x in "abcd"),
+                       m.param("num_docs"))
+    if m.name == "IPrecAvg":
+        return iprec_average(r, ELEVEN_LEVELS, m.param("rel"), compat)
     if m.name == "RBP":
         return rbp(r, k, m.param("p"), m.param("rel"), m.param("residual"))
     raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names

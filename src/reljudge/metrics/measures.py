@@ -24,7 +24,7 @@ class MeasureSpec:
     doc: str
     params: dict[str, Any] = field(default_factory=dict)
     choices: dict[str, tuple] = field(default_factory=dict)
-    cutoff: str = "optional"  # "optional" | "required" | "none" | "recall" (a float in [0, 1])
+    cutoff: str = "optional"  # optional | required | none | recall (in [0, 1]) | factor (> 0)
     trec_eval: str | None = None  # the trec_eval measure name, for the mapping table
 
 
@@ -80,13 +80,39 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 "estimated from the judged ones above it, epsilon 0.00001).",
                 dict(_REL), cutoff="none", trec_eval="infAP"),
     MeasureSpec("IPrec", "Interpolated precision at recall r (IPrec@0.1): the highest "
-                "precision at any rank whose recall reaches r, with trec_eval's "
-                "iprec_at_recall rounding (r x R + 0.9 relevant documents, truncated).",
+                "precision at any rank whose recall reaches r: at or after the c-th relevant "
+                "document, c = lround(r x R) as trec_eval 10 (int(r x R + 0.9) under "
+                "compat='trec_eval-9').",
                 dict(_REL), cutoff="recall", trec_eval="iprec_at_recall"),
+    MeasureSpec("IPrecAvg", "trec_eval's 11pt_avg: the mean of IPrec at recall 0.0, 0.1, ..., "
+                "1.0.", dict(_REL), cutoff="none", trec_eval="11pt_avg"),
+    MeasureSpec("RprecMult", "trec_eval's Rprec_mult (RprecMult@0.5): precision at rank "
+                "int(x R + 0.9), R the relevant documents in the qrels.", dict(_REL),
+                cutoff="factor", trec_eval="Rprec_mult"),
+    MeasureSpec("RelP", "trec_eval's relative_P: relevant in the top k over min(k, R), the "
+                "most there could be (0 when R is 0).", dict(_REL), cutoff="required",
+                trec_eval="relative_P"),
+    MeasureSpec("Unjudged", "trec_eval's unj: documents of the top k absent from the qrels or "
+                "graded negative, over k (ranks past the run's end count as judged).", {},
+                cutoff="required", trec_eval="unj"),
+    MeasureSpec("NumNonRelJudgedRet", "Retrieved documents judged not relevant "
+                "(0 <= grade < rel).", dict(_REL), cutoff="none",
+                trec_eval="num_nonrel_judged_ret"),
+    MeasureSpec("Utility", "trec_eval's linear utility: a x relevant retrieved + b x "
+                "non-relevant retrieved + c x relevant missed + d x non-relevant missed, "
+                "num_docs the documents in the collection (trec_eval -N).",
+                {"rel": 1, "a": 1.0, "b": -1.0, "c": 0.0, "d": 0.0, "num_docs": 0},
+                cutoff="none", trec_eval="utility"),
     MeasureSpec("SetP", "Precision of the whole retrieved set: relevant retrieved / retrieved.",
                 dict(_REL), cutoff="none", trec_eval="set_P"),
     MeasureSpec("SetR", "Recall of the whole retrieved set: relevant retrieved / relevant.",
                 dict(_REL), cutoff="none", trec_eval="set_recall"),
+    MeasureSpec("SetRelP", "trec_eval's set_relative_P: relevant retrieved over "
+                "min(retrieved, R) (0 when either is 0).", dict(_REL), cutoff="none",
+                trec_eval="set_relative_P"),
+    MeasureSpec("SetAP", "trec_eval's set_map: relevant retrieved squared over retrieved x R "
+                "(SetP x SetR; 0 when either is 0).", dict(_REL), cutoff="none",
+                trec_eval="set_map"),
     MeasureSpec("SetF", "F-measure of SetP and SetR: (1+beta^2) P R / (beta^2 P + R), 0 when "
                 "both are 0.", {"rel": 1, "beta": 1.0}, cutoff="none", trec_eval="set_F"),
     MeasureSpec("RBP", "Rank-biased precision (Moffat & Zobel 2008): (1-p) x the sum of "
@@ -153,8 +179,9 @@ def _parse_params(text: str, original: str) -> dict[str, Any]:
 
 
 def parse_measure(text: str | Measure) -> Measure:
-    """Parse ir_measures syntax (or an ir_measures measure object, or trec_eval's name of one
-    measure: ``map``, ``P_10``) into a Measure; unknown names or values raise MeasureError."""
+    """Parse ir_measures syntax (or an ir_measures measure object) into a Measure; unknown
+    names or values raise MeasureError. ``reljudge.metrics.parse_measure`` also reads
+    trec_eval's names (``trec_names.read_measure``)."""
     if isinstance(text, Measure):
         return text
     if not isinstance(text, str):
@@ -163,18 +190,11 @@ def parse_measure(text: str | Measure) -> Measure:
                                f"{type(text).__name__} {text!r}")
         text = str(text)  # ir_measures objects print in the syntax parsed here
     m = _SYNTAX.match(text)
-    name = _ALIASES.get(m["name"].lower(), m["name"]) if m else None
-    if name not in SPECS:  # trec_eval's name of one measure (P_10, ndcg_cut_10)?
-        from reljudge.metrics.trec_names import trec_measures
-
-        found = trec_measures([text])
-        if found and len(found) == 1 and found[0].measure is not None \
-                and found[0].summary != "gmean":
-            return found[0].measure
     if not m:
         raise MeasureError(f"cannot parse measure {text!r}: expected NAME, NAME@K or "
                            "NAME(param=value)@K, e.g. nDCG@10 or P(rel=2)@5 (or trec_eval's "
                            "words, e.g. map, P_10, ndcg_cut.10)")
+    name = _ALIASES.get(m["name"].lower(), m["name"])
     if name not in SPECS:
         raise MeasureError(f"unknown measure {m['name']!r} in {text!r}; known: "
                            f"{', '.join(SPECS)}")
@@ -206,14 +226,17 @@ def parse_measure(text: str | Measure) -> Measure:
     if m["cutoff"] is not None:
         if spec.cutoff == "none":
             raise MeasureError(f"{name} takes no cutoff (in {text!r})")
-        if spec.cutoff == "recall":
+        if spec.cutoff in ("recall", "factor"):
             try:
                 cutoff = float(m["cutoff"])
             except ValueError:
                 cutoff = -1.0
-            if not 0.0 <= cutoff <= 1.0:
+            if spec.cutoff == "recall" and not 0.0 <= cutoff <= 1.0:
                 raise MeasureError(f"{name}@r needs a recall level between 0 and 1, e.g. "
                                    f"{name}@0.1 (in {text!r})")
+            if spec.cutoff == "factor" and not cutoff > 0.0:
+                raise MeasureError(f"{name}@x needs a factor above 0, e.g. {name}@0.5 "
+                                   f"(in {text!r})")
             ordered = tuple((k, params[k]) for k in spec.params if k in params)
             return Measure(name, ordered, cutoff)
         try:
@@ -222,8 +245,8 @@ def parse_measure(text: str | Measure) -> Measure:
             raise MeasureError(f"cutoff of {text!r} must be a positive integer") from None
         if cutoff < 1:
             raise MeasureError(f"cutoff of {text!r} must be a positive integer")
-    elif spec.cutoff in ("required", "recall"):
-        example = "0.1" if spec.cutoff == "recall" else "10"
+    elif spec.cutoff in ("required", "recall", "factor"):
+        example = {"recall": "0.1", "factor": "0.5"}.get(spec.cutoff, "10")
         raise MeasureError(f"{name} needs a cutoff, e.g. {name}@{example} (in {text!r})")
     ordered = tuple((k, params[k]) for k in spec.params if k in params)
     return Measure(name, ordered, cutoff)

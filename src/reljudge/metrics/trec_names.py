@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import MeasureError
+from reljudge.metrics.kernels import geometric_mean
 from reljudge.metrics.measures import SPECS, Measure, parse_measure
 
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -21,25 +22,29 @@ _LEVELS = tuple(i / 10 for i in range(11))
 #: not offer yet maps to None
 ORDER: dict[str, tuple[str, tuple, str] | None] = {
     # name: (our measure, default parameters, summary: mean | sum | gmean)
-    "runid": None, "num_q": None, "num_ret": ("NumRet", (), "sum"), "num_rel": ("NumRel", (), "sum"),
-    "num_rel_ret": ("NumRelRet", (), "sum"), "map": ("AP", (), "mean"),
-    "gm_map": ("AP", (), "gmean"), "Rprec": ("Rprec", (), "mean"),
+    "runid": None, "num_q": None, "num_ret": ("NumRet", (), "sum"),
+    "num_rel": ("NumRel", (), "sum"), "num_rel_ret": ("NumRelRet", (), "sum"),
+    "map": ("AP", (), "mean"), "gm_map": ("AP", (), "gmean"), "Rprec": ("Rprec", (), "mean"),
     "bpref": ("Bpref", (), "mean"), "recip_rank": ("RR", (), "mean"),
     "iprec_at_recall": ("IPrec", _LEVELS, "mean"), "P": ("P", _CUTS, "mean"),
     "recall": ("R", _CUTS, "mean"), "infAP": ("infAP", (), "mean"),
-    "gm_bpref": ("Bpref", (), "gmean"), "Rprec_mult": None, "utility": None,
-    "11pt_avg": None, "binG": None, "G": None, "ndcg": ("nDCG", (), "mean"),
-    "ndcg_rel": None, "Rndcg": None, "ndcg_cut": ("nDCG", _CUTS, "mean"),
-    "map_cut": ("AP", _CUTS, "mean"), "relative_P": None,
-    "success": ("Success", (1, 5, 10), "mean"), "set_P": ("SetP", (), "mean"),
-    "set_relative_P": None, "set_recall": ("SetR", (), "mean"), "set_map": None,
-    "set_F": ("SetF", (), "mean"), "num_nonrel_judged_ret": None, "rbp": None,
-    "rbp_resid": None, "unj": None, "relstring": None,
+    "gm_bpref": ("Bpref", (), "gmean"),
+    "Rprec_mult": ("RprecMult", tuple(i / 5 for i in range(1, 11)), "mean"),
+    "utility": ("Utility", (), "mean"), "11pt_avg": ("IPrecAvg", (), "mean"),
+    "binG": None, "G": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": None, "Rndcg": None,
+    "ndcg_cut": ("nDCG", _CUTS, "mean"), "map_cut": ("AP", _CUTS, "mean"),
+    "relative_P": ("RelP", _CUTS, "mean"), "success": ("Success", (1, 5, 10), "mean"),
+    "set_P": ("SetP", (), "mean"), "set_relative_P": ("SetRelP", (), "mean"),
+    "set_recall": ("SetR", (), "mean"), "set_map": ("SetAP", (), "mean"),
+    "set_F": ("SetF", (), "mean"),
+    "num_nonrel_judged_ret": ("NumNonRelJudgedRet", (), "sum"), "rbp": None,
+    "rbp_resid": None, "unj": ("Unjudged", (5, 10, 20), "mean"), "relstring": None,
 }
 #: trec_eval's default measures (``-m official``, and no ``-m`` at all)
 OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
             "recip_rank", "iprec_at_recall", "P")
-_COUNTS = {"num_q", "num_ret", "num_rel", "num_rel_ret"}
+_COUNTS = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
+_FRACTIONS = ("iprec_at_recall", "Rprec_mult")  # printed with two decimals
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,12 @@ class TrecMeasure:
 
 
 def _printed(base: str, value: float) -> str:
-    if base == "iprec_at_recall":
+    if base in _FRACTIONS:
         return f"{base}_{value:.2f}"
     return f"{base}_{int(value)}"
 
 
-def _one(base: str, value: float | None, rel: int) -> TrecMeasure:
+def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMeasure:
     spec = ORDER[base]
     index = list(ORDER).index(base)
     if base in ("runid", "num_q"):
@@ -83,22 +88,37 @@ def _one(base: str, value: float | None, rel: int) -> TrecMeasure:
         raise MeasureError(f"trec_eval's {base} is not offered by reljudge yet")
     ours, _, summary = spec
     params = {"rel": rel} if rel != 1 and "rel" in SPECS[ours].params else {}
+    if ours == "Utility" and num_docs:
+        params["num_docs"] = num_docs
     text = ours + (f"({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
     if value is None:
         return TrecMeasure(base, parse_measure(text), summary, (index, 0.0))
-    cutoff = value if base == "iprec_at_recall" else int(value)
+    cutoff = value if base in _FRACTIONS else int(value)
     return TrecMeasure(_printed(base, value), parse_measure(f"{text}@{cutoff}"), summary,
                        (index, float(value)))
+
+
+def _utility(params: str, rel: int, num_docs: int) -> TrecMeasure:
+    """utility.A,B,C,D: trec_eval prints the coefficients as given."""
+    try:
+        a, b, c, d = (float(v) for v in params.split(","))
+    except ValueError:
+        raise MeasureError(f"cannot read trec_eval measure utility.{params}: expected four "
+                           "numbers, utility.A,B,C,D") from None
+    m = parse_measure(f"Utility(rel={rel}, a={a}, b={b}, c={c}, d={d}, num_docs={num_docs})")
+    return TrecMeasure(f"utility_{params}", m, "mean", (list(ORDER).index("utility"), 0.0))
 
 
 _PRINTED = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<value>\d+(?:\.\d+)?)$")
 
 
-def trec_measures(texts: Sequence[str], rel: int = 1) -> list[TrecMeasure] | None:
+def trec_measures(texts: Sequence[str], rel: int = 1,
+                  num_docs: int = 0) -> list[TrecMeasure] | None:
     """The measures of trec_eval ``-m`` arguments (``official``, ``map``, ``P.5,10``,
     ``P_10``, ``iprec_at_recall..10,.20``, ...), in trec_eval's printing order, each once;
     None when a text is not in trec_eval's words. ``rel``: trec_eval's ``-l``, the least
-    grade that counts as relevant."""
+    grade that counts as relevant; ``num_docs``: its ``-N``, the documents in the collection
+    (for ``utility``)."""
     out: dict[str, TrecMeasure] = {}
     for text in texts:
         text = text.strip()
@@ -111,6 +131,16 @@ def trec_measures(texts: Sequence[str], rel: int = 1) -> list[TrecMeasure] | Non
             bases = [(b, None) for b in OFFICIAL]
         elif text in ORDER:
             bases = [(text, None)]
+        elif ("." in text and text.split(".", 1)[0] in ("utility", "11pt_avg")
+              or text.startswith("utility_")):
+            base, params = (text.replace("_", ".", 1) if text.startswith("utility_")
+                            else text).split(".", 1)
+            if base == "11pt_avg":
+                raise MeasureError(f"{text}: 11pt_avg at recall levels of its own is not "
+                                   "offered yet (11pt_avg alone is, at 0.0, 0.1, ..., 1.0)")
+            tm = _utility(params, rel, num_docs)
+            out.setdefault(tm.name, tm)
+            continue
         elif "." in text and text.split(".", 1)[0] in ORDER:
             base, params = text.split(".", 1)
             try:
@@ -127,10 +157,10 @@ def trec_measures(texts: Sequence[str], rel: int = 1) -> list[TrecMeasure] | Non
         for base, value in bases:
             if value is None and ORDER.get(base) and ORDER[base][1]:
                 for v in ORDER[base][1]:  # a cut-off measure alone: its default cut-offs
-                    tm = _one(base, v, rel)
+                    tm = _one(base, v, rel, num_docs)
                     out.setdefault(tm.name, tm)
             else:
-                tm = _one(base, value, rel)
+                tm = _one(base, value, rel, num_docs)
                 out.setdefault(tm.name, tm)
     return sorted(out.values(), key=lambda tm: tm.order)
 
@@ -142,8 +172,6 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
     order), then the summary: each measure over all queries (counts summed, ``gm_*`` as
     trec_eval's geometric mean, the others' mean; ``runid`` the run's id, ``num_q`` the
     queries). ``columns``: the per-query values of each measure (anything for those two)."""
-    from reljudge.metrics.evaluate import GM_EPSILON
-
     lines: list[str] = []
     if per_query:
         for i, q in enumerate(query_ids):
@@ -161,23 +189,24 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
         elif tm.summary == "sum":
             value = float(np.sum(col))
         elif tm.summary == "gmean":
-            value = float(np.exp(np.log(np.maximum(col, GM_EPSILON)).mean())) if n else 0.0
+            value = float(geometric_mean(col)) if n else 0.0
         else:
             value = float(np.ascontiguousarray(col).mean()) if n else 0.0
         lines.append(tm.line("all", value))
     return lines
 
 
-_SUMMED = ("NumRet", "NumRel", "NumRelRet")
+_SUMMED = ("NumRet", "NumRel", "NumRelRet", "NumNonRelJudgedRet")
 
 
-def as_trec(measures: Sequence[str | Measure]) -> list[TrecMeasure]:
+def as_trec(measures: Sequence[str | Measure], rel: int = 1,
+            num_docs: int = 0) -> list[TrecMeasure]:
     """Measures in either syntax as trec_eval output lines: trec_eval's words keep its names
     and order; a measure in ir_measures syntax is printed under trec_eval's name when it has
     one (``P@10`` as ``P_10``), else under its own, after trec_eval's measures."""
     out: dict[str, TrecMeasure] = {}
     for i, text in enumerate(measures):
-        found = trec_measures([text]) if isinstance(text, str) else None
+        found = trec_measures([text], rel, num_docs) if isinstance(text, str) else None
         if found is None:
             m = parse_measure(text)
             name = trec_name(m) or str(m)
@@ -207,13 +236,14 @@ def trec_name(m: Measure) -> str | None:
     return None
 
 
-def plain_measures(texts: Sequence[str | Measure]) -> list[str]:
+def plain_measures(texts: Sequence[str | Measure], rel: int = 1,
+                   num_docs: int = 0) -> list[str]:
     """Measures given in either syntax, as our measures (for the tables and JSON): trec_eval
     sets and parameter lists expanded; its summary-only lines (``runid``, ``num_q``, ``gm_*``)
     are refused, naming where they exist."""
     out: list[str] = []
     for text in texts:
-        found = trec_measures([text]) if isinstance(text, str) else None
+        found = trec_measures([text], rel, num_docs) if isinstance(text, str) else None
         if found is None:
             out.append(str(parse_measure(text)))
             continue
@@ -225,3 +255,18 @@ def plain_measures(texts: Sequence[str | Measure]) -> list[str]:
                                    "with --format trec (in Python: Evaluation.gmean())")
             out.append(str(tm.measure))
     return out  # a measure given twice is refused where they are evaluated
+
+
+def read_measure(text: str | Measure) -> Measure:
+    """One measure in either syntax: ir_measures' (``parse_measure``: ``nDCG@10``,
+    ``P(rel=2)@5``, an ir_measures object) or trec_eval's name of one measure (``map``,
+    ``P_10``, ``ndcg_cut_10``, ``iprec_at_recall_0.10``); unknown names raise MeasureError."""
+    if isinstance(text, str):
+        try:
+            found = trec_measures([text])
+        except MeasureError:
+            found = None
+        if found and len(found) == 1 and found[0].measure is not None \
+                and found[0].summary != "gmean":
+            return found[0].measure
+    return parse_measure(text)
