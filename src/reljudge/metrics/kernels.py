@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reljudge.metrics.measures import Measure
+from reljudge.metrics.measures import Measure, level_gains, recall_levels
 
 PAD = np.iinfo(np.int64).min  # beyond the end of a ranking / of a query's judgments
 UNJUDGED = PAD + 1  # a retrieved document with no judgment
@@ -85,14 +85,29 @@ def judged_only(r: Ranked) -> Ranked:
     return Ranked(out, keep.sum(axis=1), r.ideal)
 
 
-def ndcg(r: Ranked, k: int | None, dcg: str, ideal: str) -> np.ndarray:
-    """nDCG@k; 0 for a query whose ideal DCG is 0."""
-    got = dcg_of(gains(_upto(r.grades, k), dcg))
-    if ideal == "run":
-        top = -np.sort(-gains(_upto(r.grades, k), dcg), axis=1)
-        best = dcg_of(top)
+def mapped_gains(grades: np.ndarray, given: dict[int, float]) -> np.ndarray:
+    """Gain of each grade under trec_eval's per-grade gains (ndcg.1=3,2=9): a grade named
+    has its gain, another its own value; unjudged, padding and negative grades 0."""
+    out = np.maximum(grades, 0).astype(np.float64)
+    for level, gain in given.items():
+        out[grades == level] = gain
+    return out
+
+
+def ndcg(r: Ranked, k: int | None, dcg: str, ideal: str, given: str = "") -> np.ndarray:
+    """nDCG@k; 0 for a query whose ideal DCG is 0. ``given``: per-grade gains (text, as
+    ``measures.level_gains`` reads it)."""
+    if given:
+        table = level_gains(given)
+        got = dcg_of(mapped_gains(_upto(r.grades, k), table))
+        top = -np.sort(-np.maximum(mapped_gains(r.ideal, table), 0.0), axis=1)
+        best = dcg_of(_upto(top, k))
     else:
-        best = dcg_of(gains(_upto(r.ideal, k), dcg))
+        got = dcg_of(gains(_upto(r.grades, k), dcg))
+        if ideal == "run":
+            best = dcg_of(-np.sort(-gains(_upto(r.grades, k), dcg), axis=1))
+        else:
+            best = dcg_of(gains(_upto(r.ideal, k), dcg))
     out = np.zeros_like(got)
     np.divide(got, best, out=out, where=best > 0)
     return out
@@ -363,13 +378,44 @@ def set_f(r: Ranked, rel: int, beta: float) -> np.ndarray:
     return out
 
 
-def rbp(r: Ranked, k: int | None, p: float, rel: int, residual: bool) -> np.ndarray:
+def rbp(r: Ranked, k: int | None, p: float, rel: int, residual: bool, graded: bool = False,
+        tail: bool = False) -> np.ndarray:
     """Rank-biased precision (Moffat & Zobel 2008), (1-p) sum p^(rank-1) over relevant ranks;
-    or its residual, the same sum over the unjudged ranks (each could still be relevant)."""
+    ``graded``: over every rank, weighted by grade / the query's top grade in the qrels (when
+    that is above 1; trec_eval 10's rbp). Or its residual, the same sum over the unjudged
+    ranks (each could still be relevant); ``tail`` adds p^depth for the ranks past the run's
+    end, when any rank is unjudged (trec_eval 10's rbp_resid)."""
     upto = r.grades.shape[1] if k is None else min(k, r.grades.shape[1])
     weight = (1.0 - p) * p ** np.arange(upto, dtype=np.float64)
-    mask = r.unjudged[:, :upto] if residual else relevant(r.grades[:, :upto], rel)
-    return mask @ weight if upto else np.zeros(r.grades.shape[0])
+    grades = r.grades[:, :upto]
+    if residual:
+        mask = r.unjudged[:, :upto]
+        out = mask @ weight if upto else np.zeros(r.grades.shape[0])
+        if tail:
+            depth = r.length if k is None else np.minimum(r.length, k)
+            out = np.where(mask.any(axis=1), out + p ** depth, 0.0) if upto else out
+        return out
+    if graded:
+        top = np.maximum(r.ideal.max(axis=1, initial=0), 1).astype(np.float64)
+        return (np.maximum(grades, 0) / top[:, None]) @ weight if upto else \
+            np.zeros(r.grades.shape[0])
+    return relevant(grades, rel) @ weight if upto else np.zeros(r.grades.shape[0])
+
+
+def binary_g(r: Ranked, rel: int) -> np.ndarray:
+    """trec_eval's binG: the sum over retrieved relevant documents of 1 / log2(2 + n), n the
+    non-relevant documents ranked above it, divided by R (0 when none is retrieved)."""
+    rows, cols = np.nonzero(relevant(r.grades, rel))
+    n = r.grades.shape[0]
+    total = np.zeros(n)
+    if len(rows):
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+        np.add.at(total, rows, 1.0 / np.log2(2.0 + cols + 1 - ith))
+    nr = num_rel(r, rel)
+    out = np.zeros(n)
+    np.divide(total, nr, out=out, where=nr > 0)
+    return out
 
 
 def compute(m: Measure, r: Ranked, judged_cache: dict,
@@ -383,7 +429,7 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
     if m.name in ("nDCG", "DCG"):
         if m.name == "DCG":
             return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))
-        return ndcg(r, k, m.param("dcg"), m.param("ideal"))
+        return ndcg(r, k, m.param("dcg"), m.param("ideal"), m.param("gains"))
     if m.name == "P":
         return precision(r, k, m.param("rel"))
     if m.name == "R":
@@ -430,7 +476,11 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
         return utility(r, m.param("rel"), tuple(m.param(x) for x in "abcd"),
                        m.param("num_docs"))
     if m.name == "IPrecAvg":
-        return iprec_average(r, ELEVEN_LEVELS, m.param("rel"), compat)
+        levels = recall_levels(m.param("levels")) if m.param("levels") else ELEVEN_LEVELS
+        return iprec_average(r, levels, m.param("rel"), compat)
     if m.name == "RBP":
-        return rbp(r, k, m.param("p"), m.param("rel"), m.param("residual"))
+        return rbp(r, k, m.param("p"), m.param("rel"), m.param("residual"), m.param("graded"),
+                   m.param("tail"))
+    if m.name == "BinG":
+        return binary_g(r, m.param("rel"))
     raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names

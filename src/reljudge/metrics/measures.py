@@ -28,6 +28,35 @@ class MeasureSpec:
     trec_eval: str | None = None  # the trec_eval measure name, for the mapping table
 
 
+def level_gains(text: str) -> dict[int, float]:
+    """A gain per grade, as trec_eval's ndcg.1=3,2=9: {1: 3.0, 2: 9.0}; grades not named
+    keep their own value as gain. A MeasureError names what is wrong."""
+    out: dict[int, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        level, eq, gain = part.partition("=")
+        try:
+            out[int(level)] = float(gain)
+        except ValueError:
+            raise MeasureError(f"gains {text!r}: expected GRADE=GAIN pairs separated by "
+                               f"commas, e.g. '1=3,2=9', found {part!r}") from None
+        if not eq:
+            raise MeasureError(f"gains {text!r}: expected GRADE=GAIN, found {part!r}")
+    return out
+
+
+def recall_levels(text: str) -> tuple[float, ...]:
+    """Recall levels as trec_eval's 11pt_avg..25,.5: (0.25, 0.5); each in [0, 1]."""
+    try:
+        levels = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise MeasureError(f"levels {text!r}: expected recall levels separated by commas, "
+                           "e.g. '0.25,0.5,0.75'") from None
+    if not levels or not all(0.0 <= v <= 1.0 for v in levels):
+        raise MeasureError(f"levels {text!r}: expected recall levels between 0 and 1")
+    return levels
+
+
+_STRING_FORMS = {"gains": level_gains, "levels": recall_levels}  # str params read further
 _REL = {"rel": 1}
 _CONDENSED = {"rel": 1, "judged_only": False}
 _JUDGED_ONLY = ("judged_only=True ranks only judged documents (condensed list, Sakai 2007; "
@@ -38,8 +67,9 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 "(dcg='log2', trec_eval) or 2^grade-1 (dcg='exp-log2', Burges et al.); the ideal "
                 "ranking comes from all judged documents (ideal='qrels', trec_eval) or from the "
                 "run's own top k (ideal='run'). Ignores `rel`. Without a cutoff, trec_eval's "
-                "ndcg (the whole ranking). " + _JUDGED_ONLY,
-                {"dcg": "log2", "judged_only": False, "ideal": "qrels"},
+                "ndcg (the whole ranking). gains='1=3,2=9' gives grades gains of their own "
+                "(trec_eval's ndcg.1=3,2=9; other grades keep theirs). " + _JUDGED_ONLY,
+                {"dcg": "log2", "judged_only": False, "ideal": "qrels", "gains": ""},
                 {"dcg": ("log2", "exp-log2"), "ideal": ("qrels", "run")}, trec_eval="ndcg_cut"),
     MeasureSpec("DCG", "Discounted cumulative gain, discount 1/log2(rank+1). " + _JUDGED_ONLY,
                 {"dcg": "log2", "judged_only": False}, {"dcg": ("log2", "exp-log2")}),
@@ -85,7 +115,8 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 "compat='trec_eval-9').",
                 dict(_REL), cutoff="recall", trec_eval="iprec_at_recall"),
     MeasureSpec("IPrecAvg", "trec_eval's 11pt_avg: the mean of IPrec at recall 0.0, 0.1, ..., "
-                "1.0.", dict(_REL), cutoff="none", trec_eval="11pt_avg"),
+                "1.0, or at levels='0.25,0.5' (trec_eval's 11pt_avg..25,.5).",
+                {"rel": 1, "levels": ""}, cutoff="none", trec_eval="11pt_avg"),
     MeasureSpec("RprecMult", "trec_eval's Rprec_mult (RprecMult@0.5): precision at rank "
                 "int(x R + 0.9), R the relevant documents in the qrels.", dict(_REL),
                 cutoff="factor", trec_eval="Rprec_mult"),
@@ -121,8 +152,14 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 "is the lower bound. residual=True gives instead the residual: how much the "
                 "score could still rise if every unjudged document of the run (absent from the "
                 "qrels or with a negative grade) in the top k were relevant. Ranks past the "
-                "run's end are not counted (Moffat & Zobel add p^depth for them).",
-                {"p": 0.8, "rel": 1, "residual": False}),
+                "run's end are not counted (Moffat & Zobel add p^depth for them) unless "
+                "tail=True (then only when some rank is unjudged, as trec_eval 10's "
+                "rbp_resid). graded=True weighs each rank by grade / the query's top grade in "
+                "the qrels (when above 1), as trec_eval 10's rbp; it ignores rel.",
+                {"p": 0.8, "rel": 1, "residual": False, "graded": False, "tail": False}),
+    MeasureSpec("BinG", "trec_eval's binG: the sum over retrieved relevant documents of "
+                "1 / log2(2 + n), n the non-relevant documents above it, divided by R.",
+                dict(_REL), cutoff="none", trec_eval="binG"),
 ]}
 
 _ALIASES = {"ndcg": "nDCG", "ndcg_cut": "nDCG", "dcg": "DCG", "p": "P", "precision": "P",
@@ -219,6 +256,10 @@ def parse_measure(text: str | Measure) -> Measure:
                 raise MeasureError(f"{name}(p=...) must be between 0 and 1, found {value!r}")
             if key == "beta" and value < 0:
                 raise MeasureError(f"{name}(beta=...) must be >= 0, found {value!r}")
+        elif isinstance(default, str) and key in _STRING_FORMS:
+            if not isinstance(value, str):
+                raise MeasureError(f"{name}({key}=...) must be a quoted string, found {value!r}")
+            _STRING_FORMS[key](value)
         if key in spec.choices and value not in spec.choices[key]:
             raise MeasureError(f"{name}({key}=...) must be one of "
                                f"{', '.join(map(repr, spec.choices[key]))}, found {value!r}")

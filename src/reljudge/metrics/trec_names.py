@@ -31,14 +31,15 @@ ORDER: dict[str, tuple[str, tuple, str] | None] = {
     "gm_bpref": ("Bpref", (), "gmean"),
     "Rprec_mult": ("RprecMult", tuple(i / 5 for i in range(1, 11)), "mean"),
     "utility": ("Utility", (), "mean"), "11pt_avg": ("IPrecAvg", (), "mean"),
-    "binG": None, "G": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": None, "Rndcg": None,
+    "binG": ("BinG", (), "mean"), "G": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": None, "Rndcg": None,
     "ndcg_cut": ("nDCG", _CUTS, "mean"), "map_cut": ("AP", _CUTS, "mean"),
     "relative_P": ("RelP", _CUTS, "mean"), "success": ("Success", (1, 5, 10), "mean"),
     "set_P": ("SetP", (), "mean"), "set_relative_P": ("SetRelP", (), "mean"),
     "set_recall": ("SetR", (), "mean"), "set_map": ("SetAP", (), "mean"),
     "set_F": ("SetF", (), "mean"),
-    "num_nonrel_judged_ret": ("NumNonRelJudgedRet", (), "sum"), "rbp": None,
-    "rbp_resid": None, "unj": ("Unjudged", (5, 10, 20), "mean"), "relstring": None,
+    "num_nonrel_judged_ret": ("NumNonRelJudgedRet", (), "sum"),
+    "rbp": ("RBP(p=0.9, graded=True)", (), "mean"),
+    "rbp_resid": ("RBP(p=0.9, residual=True, tail=True)", (), "mean"), "unj": ("Unjudged", (5, 10, 20), "mean"), "relstring": None,
 }
 #: trec_eval's default measures (``-m official``, and no ``-m`` at all)
 OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
@@ -87,6 +88,8 @@ def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMea
     if spec is None:
         raise MeasureError(f"trec_eval's {base} is not offered by reljudge yet")
     ours, _, summary = spec
+    if "(" in ours:  # fixed parameters (trec_eval's rbp)
+        return TrecMeasure(base, parse_measure(ours), summary, (index, 0.0))
     params = {"rel": rel} if rel != 1 and "rel" in SPECS[ours].params else {}
     if ours == "Utility" and num_docs:
         params["num_docs"] = num_docs
@@ -98,15 +101,38 @@ def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMea
                        (index, float(value)))
 
 
-def _utility(params: str, rel: int, num_docs: int) -> TrecMeasure:
-    """utility.A,B,C,D: trec_eval prints the coefficients as given."""
-    try:
-        a, b, c, d = (float(v) for v in params.split(","))
-    except ValueError:
-        raise MeasureError(f"cannot read trec_eval measure utility.{params}: expected four "
-                           "numbers, utility.A,B,C,D") from None
-    m = parse_measure(f"Utility(rel={rel}, a={a}, b={b}, c={c}, d={d}, num_docs={num_docs})")
-    return TrecMeasure(f"utility_{params}", m, "mean", (list(ORDER).index("utility"), 0.0))
+#: measures whose parameters trec_eval prints as given (utility_2,-1,0,0, ndcg_1=3,2=9,
+#: 11pt_avg_.25,.5): not cut-offs
+_SPELLED = ("utility", "11pt_avg", "ndcg")
+
+
+def _spelled(text: str) -> tuple[str, str] | None:
+    """(base, parameters) of utility.A,B,C,D, ndcg.1=3,2=9, 11pt_avg..25,.5 (or of their
+    printed names utility_A,B,C,D, ...); None for anything else."""
+    for base in _SPELLED:
+        for sep in (".", "_"):
+            if text.startswith(base + sep) and len(text) > len(base) + 1:
+                params = text[len(base) + 1:]
+                if base == "ndcg" and "=" not in params:
+                    return None
+                return base, params
+    return None
+
+
+def _spelled_measure(base: str, params: str, rel: int, num_docs: int) -> TrecMeasure:
+    index = (list(ORDER).index(base), 0.0)
+    if base == "utility":
+        try:
+            a, b, c, d = (float(v) for v in params.split(","))
+        except ValueError:
+            raise MeasureError(f"cannot read trec_eval measure utility.{params}: expected "
+                               "four numbers, utility.A,B,C,D") from None
+        text = f"Utility(rel={rel}, a={a}, b={b}, c={c}, d={d}, num_docs={num_docs})"
+    elif base == "ndcg":
+        text = f"nDCG(gains={params!r})"
+    else:
+        text = f"IPrecAvg(rel={rel}, levels={params!r})"
+    return TrecMeasure(f"{base}_{params}", parse_measure(text), "mean", index)
 
 
 _PRINTED = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<value>\d+(?:\.\d+)?)$")
@@ -131,14 +157,8 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
             bases = [(b, None) for b in OFFICIAL]
         elif text in ORDER:
             bases = [(text, None)]
-        elif ("." in text and text.split(".", 1)[0] in ("utility", "11pt_avg")
-              or text.startswith("utility_")):
-            base, params = (text.replace("_", ".", 1) if text.startswith("utility_")
-                            else text).split(".", 1)
-            if base == "11pt_avg":
-                raise MeasureError(f"{text}: 11pt_avg at recall levels of its own is not "
-                                   "offered yet (11pt_avg alone is, at 0.0, 0.1, ..., 1.0)")
-            tm = _utility(params, rel, num_docs)
+        elif (spelled := _spelled(text)) is not None:
+            tm = _spelled_measure(*spelled, rel, num_docs)
             out.setdefault(tm.name, tm)
             continue
         elif "." in text and text.split(".", 1)[0] in ORDER:
@@ -226,6 +246,8 @@ def _order(name: str, fallback: int) -> tuple[int, float]:
 def trec_name(m: Measure) -> str | None:
     """trec_eval's name of one of our measures, when it has one (default parameters only)."""
     for base, spec in ORDER.items():
+        if spec is not None and "(" in spec[0] and str(parse_measure(spec[0])) == str(m):
+            return base
         if spec is None or spec[0] != m.name or spec[2] == "gmean":
             continue
         if base == "ndcg" and m.cutoff is not None or base == "map_cut" and m.cutoff is None:
