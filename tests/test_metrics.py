@@ -29,12 +29,13 @@ SHARED = {
     "SetF": "set_F", "IPrecAvg": "11pt_avg", "RprecMult@0.2": "Rprec_mult_0.20",
     "RprecMult@1.4": "Rprec_mult_1.40", "RelP@5": "relative_P_5", "SetRelP": "set_relative_P",
     "SetAP": "set_map", "NumNonRelJudgedRet": "num_nonrel_judged_ret", "Utility": "utility",
+    "BinG": "binG",
 }
 PTE_REQUEST = {"ndcg_cut.5,10", "ndcg", "P.1,5", "recall.5,100", "recip_rank", "map",
                "map_cut.5", "success.1,5", "num_rel", "num_ret", "num_rel_ret", "Rprec",
                "bpref", "infAP", "iprec_at_recall", "set_P", "set_recall", "set_F", "11pt_avg",
                "Rprec_mult.0.2,1.4", "relative_P.5", "set_relative_P", "set_map",
-               "num_nonrel_judged_ret", "utility"}
+               "num_nonrel_judged_ret", "utility", "binG"}
 # condensed lists (judged_only=True) against trec_eval -J
 JUDGED_ONLY = {"nDCG(judged_only=True)@5": "ndcg_cut_5", "nDCG(judged_only=True)": "ndcg",
                "P(judged_only=True)@5": "P_5", "R(judged_only=True)@5": "recall_5",
