@@ -29,13 +29,14 @@ SHARED = {
     "SetF": "set_F", "IPrecAvg": "11pt_avg", "RprecMult@0.2": "Rprec_mult_0.20",
     "RprecMult@1.4": "Rprec_mult_1.40", "RelP@5": "relative_P_5", "SetRelP": "set_relative_P",
     "SetAP": "set_map", "NumNonRelJudgedRet": "num_nonrel_judged_ret", "Utility": "utility",
-    "BinG": "binG",
+    "BinG": "binG", "G": "G", "nDCGRel": "ndcg_rel", "RnDCG": "Rndcg",
 }
 PTE_REQUEST = {"ndcg_cut.5,10", "ndcg", "P.1,5", "recall.5,100", "recip_rank", "map",
                "map_cut.5", "success.1,5", "num_rel", "num_ret", "num_rel_ret", "Rprec",
                "bpref", "infAP", "iprec_at_recall", "set_P", "set_recall", "set_F", "11pt_avg",
                "Rprec_mult.0.2,1.4", "relative_P.5", "set_relative_P", "set_map",
-               "num_nonrel_judged_ret", "utility", "binG"}
+               "num_nonrel_judged_ret", "utility", "binG", "G", "ndcg_rel",
+               "Rndcg"}
 # condensed lists (judged_only=True) against trec_eval -J
 JUDGED_ONLY = {"nDCG(judged_only=True)@5": "ndcg_cut_5", "nDCG(judged_only=True)": "ndcg",
                "P(judged_only=True)@5": "P_5", "R(judged_only=True)@5": "recall_5",
@@ -54,7 +55,7 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1, judged_only: boo
     """Every shared measure, per query and mean, from dicts and from Run/Qrels columns (and
     from any ``extra_runs``, e.g. the same run read from a file by both readers)."""
     table = JUDGED_ONLY if judged_only else SHARED
-    measures = list(table) if rel == 1 else [m for m in table if not m.startswith("nDCG")]
+    measures = list(table) if rel == 1 else [m for m in table if not m.startswith(("nDCG", "G"))]
     asked = [m if rel == 1 or m in ("NumRet",) else _with_rel(m, rel) for m in measures]
     theirs = pytrec(qrels, run, rel, judged_only)
     if not theirs:  # no query in common: an error, never a mean of 0.0 over 0 queries

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from reljudge.metrics import evaluate_many
     from reljudge.metrics.queries import coverage_warnings, rule_text
     from reljudge.metrics.results import results_json
-    from reljudge.metrics.trec_names import as_trec, plain_measures, trec_lines
+    from reljudge.metrics.trec_names import as_trec, plain_measures, relstring_column, trec_lines
     from reljudge.tables import json_dumps, render
 
     trec = args.format == "trec"
@@ -132,10 +132,17 @@ def run(args: argparse.Namespace) -> int:
         _note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
     if trec:  # trec_eval's layout; several runs: each line starts with the run's name
+        by_name = dict(zip(results, runs, strict=True))
         out = []
         for name, ev in results.items():
             prefix = f"{name}\t" if len(results) > 1 else ""
-            columns = [ev.column(tm.measure) if tm.measure else None for tm in lines]
+            columns = [ev.column(tm.measure) if tm.measure else
+                       relstring_column(qrels, by_name[name], ev.query_ids, tm.length,
+                                        all_queries=args.all_queries, max_docs=args.max_docs,
+                                        float32_scores=bool(args.float32_scores
+                                                            or args.compat == "trec_eval-9"))
+                       if tm.summary == "string" and args.per_query else None
+                       for tm in lines]
             out += [prefix + line for line in trec_lines(
                 lines, name, ev.query_ids, columns, per_query=args.per_query,
                 summary=not args.no_summary)]

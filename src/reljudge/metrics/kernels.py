@@ -402,6 +402,77 @@ def rbp(r: Ranked, k: int | None, p: float, rel: int, residual: bool, graded: bo
     return relevant(grades, rel) @ weight if upto else np.zeros(r.grades.shape[0])
 
 
+def _gain_curves(r: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What trec_eval's gain measures (G, ndcg_rel, Rndcg) walk along, over a common width:
+    the run's gains (grades, 0 for unjudged and negative ones), the ideal gains (judged
+    grades descending, then 0), and the cumulative DCG of each."""
+    width = max(r.grades.shape[1], r.ideal.shape[1]) + 1  # and the rank past both
+    got = np.zeros((r.grades.shape[0], width))
+    got[:, :r.grades.shape[1]] = np.maximum(r.grades, 0)
+    best = np.zeros_like(got)
+    best[:, :r.ideal.shape[1]] = np.maximum(r.ideal, 0)
+    disc = discount(width)
+    return got, best, np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
+
+
+def ndcg_rel(r: Ranked) -> np.ndarray:
+    """trec_eval's ndcg_rel: nDCG averaged over the relevant documents: at each retrieved
+    document with a gain, DCG / ideal DCG so far; each relevant document not retrieved counts
+    the final ratio; divided by the documents with a gain in the qrels."""
+    got, best, rdcg, idcg = _gain_curves(r)
+    n_rel = (best > 0).sum(axis=1)
+    ratio = np.zeros_like(rdcg)
+    np.divide(rdcg, idcg, out=ratio, where=idcg > 0)
+    at = (got > 0).sum(axis=1)
+    final = np.zeros(len(n_rel))
+    np.divide(rdcg[:, -1], idcg[:, -1], out=final, where=idcg[:, -1] > 0)
+    total = np.where(got > 0, ratio, 0.0).sum(axis=1) + (n_rel - at) * final
+    out = np.zeros(len(n_rel))
+    np.divide(total, n_rel, out=out, where=(n_rel > 0) & (total > 0))
+    return out
+
+
+def r_ndcg(r: Ranked, rel: int) -> np.ndarray:
+    """trec_eval's Rndcg: the mean of DCG / ideal DCG at each rank where the ideal gain
+    drops (the ratio over the ranks before it; past the run's end, the run's whole DCG),
+    and at the run's end when it runs more than one rank past the ideal ones."""
+    got, best, rdcg, idcg = _gain_curves(r)
+    n, width = got.shape
+    length = r.length
+    t = (best > 0).sum(axis=1)  # ranks with an ideal gain
+    i = np.arange(1, width)
+    drop = (best[:, 1:] != best[:, :-1]) & (i[None, :] <= t[:, None])
+    before = np.minimum(i[None, :] - 1, np.maximum(length, 1)[:, None] - 1)
+    num = np.take_along_axis(rdcg, before, axis=1)
+    ratio = np.zeros((n, width - 1))
+    np.divide(num, idcg[:, :-1], out=ratio, where=idcg[:, :-1] > 0)
+    total = np.where(drop, ratio, 0.0).sum(axis=1)
+    count = (drop & (idcg[:, :-1] > 0)).sum(axis=1).astype(np.float64)
+    tail = (length > t + 1) & (idcg[:, -1] > 0)
+    last = np.take_along_axis(rdcg, np.maximum(length, 1)[:, None] - 1, axis=1)[:, 0]
+    total += np.where(tail, last / np.where(idcg[:, -1] > 0, idcg[:, -1], 1.0), 0.0)
+    count += tail
+    out = np.zeros(n)
+    np.divide(total, count, out=out, where=(count > 0) & (num_rel(r, rel) > 0))
+    return out
+
+
+def gain_g(r: Ranked) -> np.ndarray:
+    """trec_eval's G: the sum over retrieved documents of gain / log2(2 + cost - gained),
+    cost the ideal gains so far (each at least 1), gained the run's gains so far; divided by
+    the sum of the ideal gains."""
+    got, best, _, _ = _gain_curves(r)
+    cost = np.cumsum(np.maximum(best, 1.0), axis=1)
+    gained = np.cumsum(got, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0)
+    total = terms.sum(axis=1)
+    ideal = best.sum(axis=1)
+    out = np.zeros(len(total))
+    np.divide(total, ideal, out=out, where=ideal > 0)
+    return out
+
+
 def binary_g(r: Ranked, rel: int) -> np.ndarray:
     """trec_eval's binG: the sum over retrieved relevant documents of 1 / log2(2 + n), n the
     non-relevant documents ranked above it, divided by R (0 when none is retrieved)."""
@@ -483,4 +554,10 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
                    m.param("tail"))
     if m.name == "BinG":
         return binary_g(r, m.param("rel"))
+    if m.name == "G":
+        return gain_g(r)
+    if m.name == "nDCGRel":
+        return ndcg_rel(r)
+    if m.name == "RnDCG":
+        return r_ndcg(r, m.param("rel"))
     raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names

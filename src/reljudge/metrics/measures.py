@@ -157,6 +157,18 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 "rbp_resid). graded=True weighs each rank by grade / the query's top grade in "
                 "the qrels (when above 1), as trec_eval 10's rbp; it ignores rel.",
                 {"p": 0.8, "rel": 1, "residual": False, "graded": False, "tail": False}),
+    MeasureSpec("G", "trec_eval's G: the sum over retrieved documents of gain / log2(2 + "
+                "cost - gained), cost the ideal gains so far (each at least 1), gained the "
+                "run's gains so far, over the sum of the ideal gains; gain = grade.", {},
+                cutoff="none", trec_eval="G"),
+    MeasureSpec("nDCGRel", "trec_eval's ndcg_rel: DCG / ideal DCG at each retrieved document "
+                "with a gain, and the final ratio for each relevant one not retrieved, "
+                "averaged over the documents with a gain in the qrels.", {}, cutoff="none",
+                trec_eval="ndcg_rel"),
+    MeasureSpec("RnDCG", "trec_eval's Rndcg: DCG / ideal DCG averaged over the ranks where the "
+                "ideal gain drops (and the run's end when it runs more than one rank past the "
+                "ideal ones); 0 when no document is relevant (grade >= rel).", dict(_REL),
+                cutoff="none", trec_eval="Rndcg"),
     MeasureSpec("BinG", "trec_eval's binG: the sum over retrieved relevant documents of "
                 "1 / log2(2 + n), n the non-relevant documents above it, divided by R.",
                 dict(_REL), cutoff="none", trec_eval="binG"),

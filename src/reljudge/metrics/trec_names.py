@@ -27,11 +27,13 @@ ORDER: dict[str, tuple[str, tuple, str] | None] = {
     "map": ("AP", (), "mean"), "gm_map": ("AP", (), "gmean"), "Rprec": ("Rprec", (), "mean"),
     "bpref": ("Bpref", (), "mean"), "recip_rank": ("RR", (), "mean"),
     "iprec_at_recall": ("IPrec", _LEVELS, "mean"), "P": ("P", _CUTS, "mean"),
-    "recall": ("R", _CUTS, "mean"), "infAP": ("infAP", (), "mean"),
+    "relstring": ("relstring", (), "string"), "recall": ("R", _CUTS, "mean"), "infAP": ("infAP", (), "mean"),
     "gm_bpref": ("Bpref", (), "gmean"),
     "Rprec_mult": ("RprecMult", tuple(i / 5 for i in range(1, 11)), "mean"),
     "utility": ("Utility", (), "mean"), "11pt_avg": ("IPrecAvg", (), "mean"),
-    "binG": ("BinG", (), "mean"), "G": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": None, "Rndcg": None,
+    "binG": ("BinG", (), "mean"), "G": ("G", (), "mean"),
+    "dcg": ("DCG", (), "mean"), "ideal_dcg": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": ("nDCGRel", (), "mean"),
+    "Rndcg": ("RnDCG", (), "mean"),
     "ndcg_cut": ("nDCG", _CUTS, "mean"), "map_cut": ("AP", _CUTS, "mean"),
     "relative_P": ("RelP", _CUTS, "mean"), "success": ("Success", (1, 5, 10), "mean"),
     "set_P": ("SetP", (), "mean"), "set_relative_P": ("SetRelP", (), "mean"),
@@ -39,8 +41,10 @@ ORDER: dict[str, tuple[str, tuple, str] | None] = {
     "set_F": ("SetF", (), "mean"),
     "num_nonrel_judged_ret": ("NumNonRelJudgedRet", (), "sum"),
     "rbp": ("RBP(p=0.9, graded=True)", (), "mean"),
-    "rbp_resid": ("RBP(p=0.9, residual=True, tail=True)", (), "mean"), "unj": ("Unjudged", (5, 10, 20), "mean"), "relstring": None,
+    "rbp_resid": ("RBP(p=0.9, residual=True, tail=True)", (), "mean"), "unj": ("Unjudged", (5, 10, 20), "mean"),
 }
+#: trec_eval 10's -m all_trec: every measure above but dcg and ideal_dcg
+ALL_TREC = tuple(name for name in ORDER if name not in ("dcg", "ideal_dcg"))
 #: trec_eval's default measures (``-m official``, and no ``-m`` at all)
 OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
             "recip_rank", "iprec_at_recall", "P")
@@ -55,21 +59,24 @@ class TrecMeasure:
 
     name: str  # as trec_eval prints it, e.g. "P_10"
     measure: Measure | None
-    summary: str  # mean | sum | gmean | count (num_q) | runid
+    summary: str  # mean | sum | gmean | count (num_q) | runid | string (relstring)
     order: tuple[int, float]  # trec_eval's printing order
+    length: int = 0  # relstring: how many of each ranking's first documents
 
     @property
     def per_query(self) -> bool:
         """trec_eval prints it on each query's lines (not num_q, not the geometric means)."""
-        return self.summary in ("mean", "sum")
+        return self.summary in ("mean", "sum", "string")
 
     @property
     def integer(self) -> bool:
         """Printed as a whole number."""
         return self.name in _COUNTS
 
-    def line(self, qid: str, value: float) -> str:
+    def line(self, qid: str, value) -> str:
         """The output line, in trec_eval's layout."""
+        if self.summary == "string":
+            return f"{self.name:<22}\t{qid}\t'{value}'"
         shown = f"{int(value)}" if self.integer else f"{value:6.4f}"
         return f"{self.name:<22}\t{qid}\t{shown}"
 
@@ -87,6 +94,10 @@ def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMea
         return TrecMeasure(base, None, "runid" if base == "runid" else "count", (index, 0.0))
     if spec is None:
         raise MeasureError(f"trec_eval's {base} is not offered by reljudge yet")
+    if base == "relstring":  # a string of each ranking's first grades, not a number
+        length = 10 if value is None else int(value)
+        return TrecMeasure(base if value is None else f"{base}_{length}", None, "string",
+                           (index, 0.0), length)
     ours, _, summary = spec
     if "(" in ours:  # fixed parameters (trec_eval's rbp)
         return TrecMeasure(base, parse_measure(ours), summary, (index, 0.0))
@@ -141,25 +152,22 @@ _PRINTED = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<value>\d+(?:\.\d+)?)$")
 def trec_measures(texts: Sequence[str], rel: int = 1,
                   num_docs: int = 0) -> list[TrecMeasure] | None:
     """The measures of trec_eval ``-m`` arguments (``official``, ``map``, ``P.5,10``,
-    ``P_10``, ``iprec_at_recall..10,.20``, ...), in trec_eval's printing order, each once;
+    ``P_10``, ``iprec_at_recall..10,.20``, ...), in trec_eval's printing order, each once (a
+    measure given again with parameters takes those: ``-m all_trec -m relstring.20``);
     None when a text is not in trec_eval's words. ``rel``: trec_eval's ``-l``, the least
     grade that counts as relevant; ``num_docs``: its ``-N``, the documents in the collection
     (for ``utility``)."""
-    out: dict[str, TrecMeasure] = {}
+    out: dict[str, dict[str, TrecMeasure]] = {}  # by trec_eval measure, its lines
     for text in texts:
         text = text.strip()
+        replace = False  # a measure given again with parameters takes those (trec_eval)
         if text in ("official", "all_trec"):
-            if text == "all_trec":
-                missing = [n for n, spec in ORDER.items()
-                           if spec is None and n not in ("runid", "num_q")]
-                raise MeasureError("-m all_trec includes measures reljudge does not offer "
-                                   f"yet: {', '.join(missing)}; -m official, or name them")
-            bases = [(b, None) for b in OFFICIAL]
+            bases = [(b, None) for b in (ALL_TREC if text == "all_trec" else OFFICIAL)]
         elif text in ORDER:
             bases = [(text, None)]
         elif (spelled := _spelled(text)) is not None:
             tm = _spelled_measure(*spelled, rel, num_docs)
-            out.setdefault(tm.name, tm)
+            out[spelled[0]] = {tm.name: tm}
             continue
         elif "." in text and text.split(".", 1)[0] in ORDER:
             base, params = text.split(".", 1)
@@ -168,21 +176,25 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
             except ValueError:
                 raise MeasureError(f"cannot read trec_eval measure {text!r}: expected "
                                    f"{base}.VALUE,VALUE,... (numbers)") from None
-            bases = [(base, v) for v in values]
+            bases, replace = [(base, v) for v in values], True
         elif (m := _PRINTED.match(text)) and m["base"] in ORDER and ORDER[m["base"]] and \
-                ORDER[m["base"]][1]:
+                (ORDER[m["base"]][1] or m["base"] == "relstring"):
             bases = [(m["base"], float(m["value"]))]
         else:
             return None
+        if replace:
+            out[bases[0][0]] = {}
         for base, value in bases:
+            group = out.setdefault(base, {})
             if value is None and ORDER.get(base) and ORDER[base][1]:
                 for v in ORDER[base][1]:  # a cut-off measure alone: its default cut-offs
                     tm = _one(base, v, rel, num_docs)
-                    out.setdefault(tm.name, tm)
+                    group.setdefault(tm.name, tm)
             else:
                 tm = _one(base, value, rel, num_docs)
-                out.setdefault(tm.name, tm)
-    return sorted(out.values(), key=lambda tm: tm.order)
+                group.setdefault(tm.name, tm)
+    return sorted((tm for group in out.values() for tm in group.values()),
+                  key=lambda tm: tm.order)
 
 
 def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence[str],
@@ -204,6 +216,8 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
         if tm.summary == "runid":
             lines.append(f"{'runid':<22}\tall\t{run_id}")
             continue
+        if tm.summary == "string":  # trec_eval prints relstring per query only
+            continue
         if tm.summary == "count":
             value = float(n)
         elif tm.summary == "sum":
@@ -224,16 +238,15 @@ def as_trec(measures: Sequence[str | Measure], rel: int = 1,
     """Measures in either syntax as trec_eval output lines: trec_eval's words keep its names
     and order; a measure in ir_measures syntax is printed under trec_eval's name when it has
     one (``P@10`` as ``P_10``), else under its own, after trec_eval's measures."""
-    out: dict[str, TrecMeasure] = {}
+    words = [t for t in measures if isinstance(t, str) and trec_measures([t]) is not None]
+    out = {tm.name: tm for tm in trec_measures(words, rel, num_docs) or []}  # read together
     for i, text in enumerate(measures):
-        found = trec_measures([text], rel, num_docs) if isinstance(text, str) else None
-        if found is None:
-            m = parse_measure(text)
-            name = trec_name(m) or str(m)
-            found = [TrecMeasure(name, m, "sum" if m.name in _SUMMED else "mean",
-                                 _order(name, len(ORDER) + i))]
-        for tm in found:
-            out.setdefault(tm.name, tm)
+        if text in words:
+            continue
+        m = parse_measure(text)
+        name = trec_name(m) or str(m)
+        out.setdefault(name, TrecMeasure(name, m, "sum" if m.name in _SUMMED else "mean",
+                                         _order(name, len(ORDER) + i)))
     return sorted(out.values(), key=lambda tm: tm.order)
 
 
@@ -271,8 +284,11 @@ def plain_measures(texts: Sequence[str | Measure], rel: int = 1,
             continue
         for tm in found:
             if tm.measure is None or tm.summary == "gmean":
-                if isinstance(text, str) and text.strip() == "official":
-                    continue  # the official set's per-query measures
+                if isinstance(text, str) and text.strip() in ("official", "all_trec"):
+                    continue  # the set's per-query measures
+                if tm.summary == "string":
+                    raise MeasureError(f"{tm.name} is text, not a number: it exists with "
+                                       "--format trec --per-query")
                 raise MeasureError(f"{tm.name} is a line of trec_eval's summary: it exists "
                                    "with --format trec (in Python: Evaluation.gmean())")
             out.append(str(tm.measure))
@@ -292,3 +308,26 @@ def read_measure(text: str | Measure) -> Measure:
                 and found[0].summary != "gmean":
             return found[0].measure
     return parse_measure(text)
+
+
+def relstring_column(qrels, run, query_ids: Sequence[str], length: int, *,
+                     all_queries: bool, float32_scores: bool,
+                     max_docs: int | None = None) -> list[str]:
+    """``relstrings`` of one run, aligned with an evaluation's ``query_ids``."""
+    from reljudge.metrics.ranking import rank
+
+    qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
+    by_query = dict(zip(qids, relstrings(ranked, min(length, max_docs or length)), strict=True))
+    return [by_query[q] for q in query_ids]
+
+
+def relstrings(r, length: int) -> list[str]:
+    """trec_eval's relstring of each query: the grades of its first ``length`` documents, one
+    character each ('0'-'9', '>' above 9, '-' absent from the qrels, '.' a negative grade)."""
+    from reljudge.metrics.kernels import PAD, UNJUDGED
+
+    out = []
+    for row, n in zip(r.grades[:, :length].tolist(), r.length.tolist(), strict=True):
+        out.append("".join(">" if g > 9 else str(g) if g >= 0 else "-" if g == UNJUDGED
+                           else "." for g in row[:min(n, length)] if g != PAD))
+    return out
