@@ -23,7 +23,7 @@ from reljudge.grades import GRADE_MAX
 from reljudge.infer import ppi
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
-from reljudge.metrics import evaluate, kernels, parse_measure
+from reljudge.metrics import evaluate, gain_kernels, kernels, parse_measure
 from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
 
@@ -96,7 +96,7 @@ def gain(grades: np.ndarray, measure) -> np.ndarray:
     g = np.asarray(grades)
     if measure.name in ("P", "RBP"):
         return kernels.relevant(g, measure.param("rel")).astype(np.float64)
-    return kernels.gains(g, measure.param("dcg"))
+    return gain_kernels.gains(g, measure.param("dcg"))
 
 
 def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],

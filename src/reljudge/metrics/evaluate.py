@@ -12,7 +12,8 @@ import numpy as np
 from reljudge.errors import InputError, MeasureError
 from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
-from reljudge.metrics.kernels import GM_EPSILON, Ranked, compute, geometric_mean  # noqa: F401
+from reljudge.metrics.compute import compute
+from reljudge.metrics.kernels import GM_EPSILON, Ranked, geometric_mean  # noqa: F401
 from reljudge.metrics.measures import Measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
 from reljudge.metrics.trec_names import plain_measures, read_measure

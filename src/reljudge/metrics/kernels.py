@@ -1,4 +1,6 @@
-"""Vectorised measure kernels over a (queries x depth) matrix. Pure numpy, no I/O.
+"""Vectorised measure kernels over a (queries x depth) matrix. Pure numpy, no I/O. Here the
+matrices and the counting measures (precision, recall, AP, bpref, ...); the gain-based ones
+are ``gain_kernels``, and which kernel computes a measure is ``compute``.
 
 Inputs are a ``Ranked`` batch: for each query row, the grades of its ranked documents
 (``grades``, with ``UNJUDGED`` for unjudged documents and ``PAD`` beyond the ranking's end) and
@@ -10,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from reljudge.metrics.measures import Measure, level_gains, recall_levels
 
 PAD = np.iinfo(np.int64).min  # beyond the end of a ranking / of a query's judgments
 UNJUDGED = PAD + 1  # a retrieved document with no judgment
@@ -62,17 +62,6 @@ def _upto(matrix: np.ndarray, k: int | None) -> np.ndarray:
     return matrix if k is None else matrix[:, :k]
 
 
-def gains(grades: np.ndarray, dcg: str) -> np.ndarray:
-    """Gain of each grade: the grade itself or 2^grade - 1; unjudged, padding, negatives -> 0."""
-    g = np.maximum(grades, 0).astype(np.float64)
-    return np.exp2(g) - 1.0 if dcg == "exp-log2" else g
-
-
-def dcg_of(gain: np.ndarray) -> np.ndarray:
-    """DCG of each row of a gain matrix, in the given order."""
-    return gain @ discount(gain.shape[1]) if gain.shape[1] else np.zeros(gain.shape[0])
-
-
 def judged_only(r: Ranked) -> Ranked:
     """The condensed lists (Sakai 2007; trec_eval -J): the same rankings without the
     documents absent from the qrels or graded negative; later documents move up."""
@@ -83,34 +72,6 @@ def judged_only(r: Ranked) -> Ranked:
     pos = np.cumsum(keep, axis=1)[rows, cols] - 1
     out[rows, pos] = r.grades[rows, cols]
     return Ranked(out, keep.sum(axis=1), r.ideal)
-
-
-def mapped_gains(grades: np.ndarray, given: dict[int, float]) -> np.ndarray:
-    """Gain of each grade under trec_eval's per-grade gains (ndcg.1=3,2=9): a grade named
-    has its gain, another its own value; unjudged, padding and negative grades 0."""
-    out = np.maximum(grades, 0).astype(np.float64)
-    for level, gain in given.items():
-        out[grades == level] = gain
-    return out
-
-
-def ndcg(r: Ranked, k: int | None, dcg: str, ideal: str, given: str = "") -> np.ndarray:
-    """nDCG@k; 0 for a query whose ideal DCG is 0. ``given``: per-grade gains (text, as
-    ``measures.level_gains`` reads it)."""
-    if given:
-        table = level_gains(given)
-        got = dcg_of(mapped_gains(_upto(r.grades, k), table))
-        top = -np.sort(-np.maximum(mapped_gains(r.ideal, table), 0.0), axis=1)
-        best = dcg_of(_upto(top, k))
-    else:
-        got = dcg_of(gains(_upto(r.grades, k), dcg))
-        if ideal == "run":
-            best = dcg_of(-np.sort(-gains(_upto(r.grades, k), dcg), axis=1))
-        else:
-            best = dcg_of(gains(_upto(r.ideal, k), dcg))
-    out = np.zeros_like(got)
-    np.divide(got, best, out=out, where=best > 0)
-    return out
 
 
 def relevant(grades: np.ndarray, rel: int) -> np.ndarray:
@@ -174,17 +135,6 @@ def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
 def success(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     """1 when a relevant document is in the top k, else 0."""
     return relevant(_upto(r.grades, k), rel).any(axis=1).astype(np.float64)
-
-
-def err(r: Ranked, k: int | None, max_grade: int) -> np.ndarray:
-    """Expected reciprocal rank with stop probability (2^g - 1) / 2^max_grade."""
-    stop = gains(_upto(r.grades, k), "exp-log2") / 2.0 ** max_grade
-    if stop.shape[1] == 0:
-        return np.zeros(stop.shape[0])
-    reach = np.cumprod(1.0 - stop, axis=1)
-    reach = np.hstack([np.ones((stop.shape[0], 1)), reach[:, :-1]])
-    ranks = np.arange(1, stop.shape[1] + 1, dtype=np.float64)
-    return (stop * reach / ranks).sum(axis=1)
 
 
 def judged_share(r: Ranked, k: int | None) -> np.ndarray:
@@ -376,188 +326,3 @@ def set_f(r: Ranked, rel: int, beta: float) -> np.ndarray:
     out = np.zeros(len(p))
     np.divide((1 + beta * beta) * p * rc, denom, out=out, where=denom > 0)
     return out
-
-
-def rbp(r: Ranked, k: int | None, p: float, rel: int, residual: bool, graded: bool = False,
-        tail: bool = False) -> np.ndarray:
-    """Rank-biased precision (Moffat & Zobel 2008), (1-p) sum p^(rank-1) over relevant ranks;
-    ``graded``: over every rank, weighted by grade / the query's top grade in the qrels (when
-    that is above 1; trec_eval 10's rbp). Or its residual, the same sum over the unjudged
-    ranks (each could still be relevant); ``tail`` adds p^depth for the ranks past the run's
-    end, when any rank is unjudged (trec_eval 10's rbp_resid)."""
-    upto = r.grades.shape[1] if k is None else min(k, r.grades.shape[1])
-    weight = (1.0 - p) * p ** np.arange(upto, dtype=np.float64)
-    grades = r.grades[:, :upto]
-    if residual:
-        mask = r.unjudged[:, :upto]
-        out = mask @ weight if upto else np.zeros(r.grades.shape[0])
-        if tail:
-            depth = r.length if k is None else np.minimum(r.length, k)
-            out = np.where(mask.any(axis=1), out + p ** depth, 0.0) if upto else out
-        return out
-    if graded:
-        top = np.maximum(r.ideal.max(axis=1, initial=0), 1).astype(np.float64)
-        return (np.maximum(grades, 0) / top[:, None]) @ weight if upto else \
-            np.zeros(r.grades.shape[0])
-    return relevant(grades, rel) @ weight if upto else np.zeros(r.grades.shape[0])
-
-
-def _gain_curves(r: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What trec_eval's gain measures (G, ndcg_rel, Rndcg) walk along, over a common width:
-    the run's gains (grades, 0 for unjudged and negative ones), the ideal gains (judged
-    grades descending, then 0), and the cumulative DCG of each."""
-    width = max(r.grades.shape[1], r.ideal.shape[1]) + 1  # and the rank past both
-    got = np.zeros((r.grades.shape[0], width))
-    got[:, :r.grades.shape[1]] = np.maximum(r.grades, 0)
-    best = np.zeros_like(got)
-    best[:, :r.ideal.shape[1]] = np.maximum(r.ideal, 0)
-    disc = discount(width)
-    return got, best, np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
-
-
-def ndcg_rel(r: Ranked) -> np.ndarray:
-    """trec_eval's ndcg_rel: nDCG averaged over the relevant documents: at each retrieved
-    document with a gain, DCG / ideal DCG so far; each relevant document not retrieved counts
-    the final ratio; divided by the documents with a gain in the qrels."""
-    got, best, rdcg, idcg = _gain_curves(r)
-    n_rel = (best > 0).sum(axis=1)
-    ratio = np.zeros_like(rdcg)
-    np.divide(rdcg, idcg, out=ratio, where=idcg > 0)
-    at = (got > 0).sum(axis=1)
-    final = np.zeros(len(n_rel))
-    np.divide(rdcg[:, -1], idcg[:, -1], out=final, where=idcg[:, -1] > 0)
-    total = np.where(got > 0, ratio, 0.0).sum(axis=1) + (n_rel - at) * final
-    out = np.zeros(len(n_rel))
-    np.divide(total, n_rel, out=out, where=(n_rel > 0) & (total > 0))
-    return out
-
-
-def r_ndcg(r: Ranked, rel: int) -> np.ndarray:
-    """trec_eval's Rndcg: the mean of DCG / ideal DCG at each rank where the ideal gain
-    drops (the ratio over the ranks before it; past the run's end, the run's whole DCG),
-    and at the run's end when it runs more than one rank past the ideal ones."""
-    got, best, rdcg, idcg = _gain_curves(r)
-    n, width = got.shape
-    length = r.length
-    t = (best > 0).sum(axis=1)  # ranks with an ideal gain
-    i = np.arange(1, width)
-    drop = (best[:, 1:] != best[:, :-1]) & (i[None, :] <= t[:, None])
-    before = np.minimum(i[None, :] - 1, np.maximum(length, 1)[:, None] - 1)
-    num = np.take_along_axis(rdcg, before, axis=1)
-    ratio = np.zeros((n, width - 1))
-    np.divide(num, idcg[:, :-1], out=ratio, where=idcg[:, :-1] > 0)
-    total = np.where(drop, ratio, 0.0).sum(axis=1)
-    count = (drop & (idcg[:, :-1] > 0)).sum(axis=1).astype(np.float64)
-    tail = (length > t + 1) & (idcg[:, -1] > 0)
-    last = np.take_along_axis(rdcg, np.maximum(length, 1)[:, None] - 1, axis=1)[:, 0]
-    total += np.where(tail, last / np.where(idcg[:, -1] > 0, idcg[:, -1], 1.0), 0.0)
-    count += tail
-    out = np.zeros(n)
-    np.divide(total, count, out=out, where=(count > 0) & (num_rel(r, rel) > 0))
-    return out
-
-
-def gain_g(r: Ranked) -> np.ndarray:
-    """trec_eval's G: the sum over retrieved documents of gain / log2(2 + cost - gained),
-    cost the ideal gains so far (each at least 1), gained the run's gains so far; divided by
-    the sum of the ideal gains."""
-    got, best, _, _ = _gain_curves(r)
-    cost = np.cumsum(np.maximum(best, 1.0), axis=1)
-    gained = np.cumsum(got, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0)
-    total = terms.sum(axis=1)
-    ideal = best.sum(axis=1)
-    out = np.zeros(len(total))
-    np.divide(total, ideal, out=out, where=ideal > 0)
-    return out
-
-
-def binary_g(r: Ranked, rel: int) -> np.ndarray:
-    """trec_eval's binG: the sum over retrieved relevant documents of 1 / log2(2 + n), n the
-    non-relevant documents ranked above it, divided by R (0 when none is retrieved)."""
-    rows, cols = np.nonzero(relevant(r.grades, rel))
-    n = r.grades.shape[0]
-    total = np.zeros(n)
-    if len(rows):
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
-        np.add.at(total, rows, 1.0 / np.log2(2.0 + cols + 1 - ith))
-    nr = num_rel(r, rel)
-    out = np.zeros(n)
-    np.divide(total, nr, out=out, where=nr > 0)
-    return out
-
-
-def compute(m: Measure, r: Ranked, judged_cache: dict,
-            compat: str = "trec_eval-10") -> np.ndarray:
-    """Per-query values of one measure (``compat``: whose rules, see ``evaluate``)."""
-    k = m.cutoff
-    if m.param("judged_only"):
-        if "j" not in judged_cache:
-            judged_cache["j"] = judged_only(r)
-        r = judged_cache["j"]
-    if m.name in ("nDCG", "DCG"):
-        if m.name == "DCG":
-            return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))
-        return ndcg(r, k, m.param("dcg"), m.param("ideal"), m.param("gains"))
-    if m.name == "P":
-        return precision(r, k, m.param("rel"))
-    if m.name == "R":
-        return recall(r, k, m.param("rel"))
-    if m.name == "RR":
-        return reciprocal_rank(r, k, m.param("rel"))
-    if m.name == "AP":
-        return average_precision(r, k, m.param("rel"))
-    if m.name == "Success":
-        return success(r, k, m.param("rel"))
-    if m.name == "ERR":
-        return err(r, k, m.param("max_grade"))
-    if m.name == "Judged":
-        return judged_share(r, k)
-    if m.name == "NumRel":
-        return num_rel(r, m.param("rel")).astype(np.float64)
-    if m.name == "NumRet":
-        return r.length.astype(np.float64)
-    if m.name == "NumRelRet":
-        return num_rel_ret(r, k, m.param("rel"))
-    if m.name == "Rprec":
-        return r_precision(r, m.param("rel"))
-    if m.name == "Bpref":
-        return bpref(r, m.param("rel"))
-    if m.name == "infAP":
-        return inf_ap(r, m.param("rel"))
-    if m.name == "IPrec":
-        return interpolated_precision(r, float(k), m.param("rel"), compat)
-    if m.name in ("SetP", "SetR"):
-        return set_measures(r, m.param("rel"))[m.name == "SetR"]
-    if m.name == "SetF":
-        return set_f(r, m.param("rel"), m.param("beta"))
-    if m.name == "RprecMult":
-        return rprec_mult(r, float(k), m.param("rel"))
-    if m.name == "RelP":
-        return relative_precision(r, k, m.param("rel"))
-    if m.name == "Unjudged":
-        return unjudged_share(r, k)
-    if m.name == "NumNonRelJudgedRet":
-        return num_nonrel_judged_ret(r, m.param("rel"))
-    if m.name in ("SetRelP", "SetAP"):
-        return set_relative(r, m.param("rel"))[m.name == "SetAP"]
-    if m.name == "Utility":
-        return utility(r, m.param("rel"), tuple(m.param(x) for x in "abcd"),
-                       m.param("num_docs"))
-    if m.name == "IPrecAvg":
-        levels = recall_levels(m.param("levels")) if m.param("levels") else ELEVEN_LEVELS
-        return iprec_average(r, levels, m.param("rel"), compat)
-    if m.name == "RBP":
-        return rbp(r, k, m.param("p"), m.param("rel"), m.param("residual"), m.param("graded"),
-                   m.param("tail"))
-    if m.name == "BinG":
-        return binary_g(r, m.param("rel"))
-    if m.name == "G":
-        return gain_g(r)
-    if m.name == "nDCGRel":
-        return ndcg_rel(r)
-    if m.name == "RnDCG":
-        return r_ndcg(r, m.param("rel"))
-    raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names

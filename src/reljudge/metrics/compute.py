@@ -1,0 +1,120 @@
+"""Which kernel computes a measure: the dispatch from a parsed ``Measure`` to the functions
+of ``kernels`` (counting measures) and ``gain_kernels`` (gain-based ones)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reljudge.metrics.gain_kernels import (
+    binary_g,
+    dcg_of,
+    err,
+    gain_g,
+    gains,
+    ndcg,
+    ndcg_rel,
+    r_ndcg,
+    rbp,
+)
+from reljudge.metrics.kernels import (
+    ELEVEN_LEVELS,
+    Ranked,
+    _upto,
+    average_precision,
+    bpref,
+    inf_ap,
+    interpolated_precision,
+    iprec_average,
+    judged_only,
+    judged_share,
+    num_nonrel_judged_ret,
+    num_rel,
+    num_rel_ret,
+    precision,
+    r_precision,
+    recall,
+    reciprocal_rank,
+    relative_precision,
+    rprec_mult,
+    set_f,
+    set_measures,
+    set_relative,
+    success,
+    unjudged_share,
+    utility,
+)
+from reljudge.metrics.measures import Measure, recall_levels
+
+
+def compute(m: Measure, r: Ranked, judged_cache: dict,
+            compat: str = "trec_eval-10") -> np.ndarray:
+    """Per-query values of one measure (``compat``: whose rules, see ``evaluate``)."""
+    k = m.cutoff
+    if m.param("judged_only"):
+        if "j" not in judged_cache:
+            judged_cache["j"] = judged_only(r)
+        r = judged_cache["j"]
+    if m.name in ("nDCG", "DCG"):
+        if m.name == "DCG":
+            return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))
+        return ndcg(r, k, m.param("dcg"), m.param("ideal"), m.param("gains"))
+    if m.name == "P":
+        return precision(r, k, m.param("rel"))
+    if m.name == "R":
+        return recall(r, k, m.param("rel"))
+    if m.name == "RR":
+        return reciprocal_rank(r, k, m.param("rel"))
+    if m.name == "AP":
+        return average_precision(r, k, m.param("rel"))
+    if m.name == "Success":
+        return success(r, k, m.param("rel"))
+    if m.name == "ERR":
+        return err(r, k, m.param("max_grade"))
+    if m.name == "Judged":
+        return judged_share(r, k)
+    if m.name == "NumRel":
+        return num_rel(r, m.param("rel")).astype(np.float64)
+    if m.name == "NumRet":
+        return r.length.astype(np.float64)
+    if m.name == "NumRelRet":
+        return num_rel_ret(r, k, m.param("rel"))
+    if m.name == "Rprec":
+        return r_precision(r, m.param("rel"))
+    if m.name == "Bpref":
+        return bpref(r, m.param("rel"))
+    if m.name == "infAP":
+        return inf_ap(r, m.param("rel"))
+    if m.name == "IPrec":
+        return interpolated_precision(r, float(k), m.param("rel"), compat)
+    if m.name in ("SetP", "SetR"):
+        return set_measures(r, m.param("rel"))[m.name == "SetR"]
+    if m.name == "SetF":
+        return set_f(r, m.param("rel"), m.param("beta"))
+    if m.name == "RprecMult":
+        return rprec_mult(r, float(k), m.param("rel"))
+    if m.name == "RelP":
+        return relative_precision(r, k, m.param("rel"))
+    if m.name == "Unjudged":
+        return unjudged_share(r, k)
+    if m.name == "NumNonRelJudgedRet":
+        return num_nonrel_judged_ret(r, m.param("rel"))
+    if m.name in ("SetRelP", "SetAP"):
+        return set_relative(r, m.param("rel"))[m.name == "SetAP"]
+    if m.name == "Utility":
+        return utility(r, m.param("rel"), tuple(m.param(x) for x in "abcd"),
+                       m.param("num_docs"))
+    if m.name == "IPrecAvg":
+        levels = recall_levels(m.param("levels")) if m.param("levels") else ELEVEN_LEVELS
+        return iprec_average(r, levels, m.param("rel"), compat)
+    if m.name == "RBP":
+        return rbp(r, k, m.param("p"), m.param("rel"), m.param("residual"), m.param("graded"),
+                   m.param("tail"))
+    if m.name == "BinG":
+        return binary_g(r, m.param("rel"))
+    if m.name == "G":
+        return gain_g(r)
+    if m.name == "nDCGRel":
+        return ndcg_rel(r)
+    if m.name == "RnDCG":
+        return r_ndcg(r, m.param("rel"))
+    raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names
