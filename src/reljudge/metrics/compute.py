@@ -45,6 +45,11 @@ from reljudge.metrics.kernels import (
 )
 from reljudge.metrics.measures import Measure, recall_levels
 
+_AT_K = {"P": precision, "R": recall, "RR": reciprocal_rank, "AP": average_precision,
+         "Success": success, "NumRelRet": num_rel_ret}
+_WHOLE = {"Rprec": r_precision, "Bpref": bpref, "infAP": inf_ap, "BinG": binary_g,
+          "NumNonRelJudgedRet": num_nonrel_judged_ret, "RnDCG": r_ndcg}
+
 
 def compute(m: Measure, r: Ranked, judged_cache: dict,
             compat: str = "trec_eval-10") -> np.ndarray:
@@ -58,16 +63,8 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
         if m.name == "DCG":
             return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))
         return ndcg(r, k, m.param("dcg"), m.param("ideal"), m.param("gains"))
-    if m.name == "P":
-        return precision(r, k, m.param("rel"))
-    if m.name == "R":
-        return recall(r, k, m.param("rel"))
-    if m.name == "RR":
-        return reciprocal_rank(r, k, m.param("rel"))
-    if m.name == "AP":
-        return average_precision(r, k, m.param("rel"))
-    if m.name == "Success":
-        return success(r, k, m.param("rel"))
+    if m.name in _AT_K:  # (ranking, cutoff, rel)
+        return _AT_K[m.name](r, k, m.param("rel"))
     if m.name == "ERR":
         return err(r, k, m.param("max_grade"))
     if m.name == "Judged":
@@ -76,14 +73,8 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
         return num_rel(r, m.param("rel")).astype(np.float64)
     if m.name == "NumRet":
         return r.length.astype(np.float64)
-    if m.name == "NumRelRet":
-        return num_rel_ret(r, k, m.param("rel"))
-    if m.name == "Rprec":
-        return r_precision(r, m.param("rel"))
-    if m.name == "Bpref":
-        return bpref(r, m.param("rel"))
-    if m.name == "infAP":
-        return inf_ap(r, m.param("rel"))
+    if m.name in _WHOLE:  # (ranking, rel), over the whole ranking
+        return _WHOLE[m.name](r, m.param("rel"))
     if m.name == "IPrec":
         return interpolated_precision(r, float(k), m.param("rel"), compat)
     if m.name in ("SetP", "SetR"):
@@ -96,8 +87,6 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
         return relative_precision(r, k, m.param("rel"))
     if m.name == "Unjudged":
         return unjudged_share(r, k)
-    if m.name == "NumNonRelJudgedRet":
-        return num_nonrel_judged_ret(r, m.param("rel"))
     if m.name in ("SetRelP", "SetAP"):
         return set_relative(r, m.param("rel"))[m.name == "SetAP"]
     if m.name == "Utility":
@@ -109,12 +98,8 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
     if m.name == "RBP":
         return rbp(r, k, m.param("p"), m.param("rel"), m.param("residual"), m.param("graded"),
                    m.param("tail"))
-    if m.name == "BinG":
-        return binary_g(r, m.param("rel"))
     if m.name == "G":
         return gain_g(r)
     if m.name == "nDCGRel":
         return ndcg_rel(r)
-    if m.name == "RnDCG":
-        return r_ndcg(r, m.param("rel"))
     raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names
