@@ -104,6 +104,30 @@ def test_every_shared_measure_equals_pytrec_eval(qrels, run, rel):
     assert_matches_pytrec(qrels, run, rel)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qrels=st.dictionaries(qids, st.dictionaries(docids, st.integers(-1, 3), min_size=1,
+                                                   max_size=8), max_size=4),
+       run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
+                           max_size=4))
+def test_judged_only_everywhere_equals_trec_eval_minus_j(qrels, run):
+    """evaluate(judged_only=True), eval -J: every measure over the condensed lists, as
+    pytrec_eval's judged_docs_only_flag (trec_eval -J)."""
+    qrels = {q: d for q, d in qrels.items() if any(g >= 0 for g in d.values())}  # pytrec_eval
+    theirs = pytrec_eval.RelevanceEvaluator(  # hangs on a query whose grades are all negative
+        qrels, PTE_REQUEST, judged_docs_only_flag=True).evaluate(run)
+    if not theirs:
+        return
+    ours = evaluate(qrels, run, list(SHARED), compat="trec_eval-9", judged_only=True)
+    # a ranking left with no judged document: trec_eval divides 0 by 0 (nan), we give 0
+    empty = {q for q in qrels if not any(qrels[q].get(d, -1) >= 0 for d in run.get(q, {}))}
+    for mine, key in SHARED.items():
+        for qid, value in zip(ours.query_ids, ours.column(mine).tolist(), strict=True):
+            if qid in theirs and qid not in empty:
+                assert value == pytest.approx(theirs[qid][key], abs=1e-9), (qid, mine)
+            elif qid in empty and mine != "NumRel":
+                assert value == 0.0, (qid, mine)
+
+
 SCORE_SHAPES = {  # how a query's scores are drawn: ties as real runs have them
     "heavy": st.integers(0, 3).map(lambda x: x / 4),  # a few distinct values
     "equal": st.just(0.5),  # every document of the query tied

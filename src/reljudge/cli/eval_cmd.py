@@ -69,6 +69,9 @@ def register(sub) -> None:
     common.add_all_queries(p, short=True)
     p.add_argument("-M", "--max-docs", type=common.positive_int, metavar="N",
                    help="only each query's first N documents count (trec_eval -M)")
+    p.add_argument("-J", "--judged-only", action="store_true",
+                   help="every measure over the judged documents only: unjudged ones leave "
+                        "each ranking and those below move up (trec_eval -J)")
     p.add_argument("-l", "--rel-level", type=common.positive_int, default=1, metavar="N",
                    help="measures given in trec_eval's words count grade >= N as relevant "
                         "(trec_eval -l; in ir_measures syntax: P(rel=2)@10)")
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"reljudge: {line}", file=sys.stderr)
     results = evaluate_many(qrels, runs, computed, all_queries=args.all_queries,
                             float32_scores=args.float32_scores or None, compat=args.compat,
-                            max_docs=args.max_docs)
+                            max_docs=args.max_docs, judged_only=args.judged_only)
     if not args.judged and not trec:  # the columns say it already
         _note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
@@ -139,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             columns = [ev.column(tm.measure) if tm.measure else
                        relstring_column(qrels, by_name[name], ev.query_ids, tm.length,
                                         all_queries=args.all_queries, max_docs=args.max_docs,
+                                        judged_only=args.judged_only,
                                         float32_scores=bool(args.float32_scores
                                                             or args.compat == "trec_eval-9"))
                        if tm.summary == "string" and args.per_query else None

@@ -14,6 +14,7 @@ from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
 from reljudge.metrics.compute import compute
 from reljudge.metrics.kernels import GM_EPSILON, Ranked, geometric_mean  # noqa: F401
+from reljudge.metrics.kernels import judged_only as condensed
 from reljudge.metrics.measures import Measure
 from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
 from reljudge.metrics.trec_names import plain_measures, read_measure
@@ -117,7 +118,8 @@ QRELS_ONLY = ("NumRel",)
 
 def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] | str, *,
              all_queries: bool = False, float32_scores: bool | None = None,
-             compat: str = "trec_eval-10", max_docs: int | None = None) -> Evaluation:
+             compat: str = "trec_eval-10", max_docs: int | None = None,
+             judged_only: bool = False) -> Evaluation:
     """Per-query and mean values of ``measures`` for one run (trec_eval semantics).
 
     By default the queries are those of the run that have qrels (trec_eval); with
@@ -127,7 +129,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     trec_eval 9.0.8 (``"trec_eval-9"``: scores rounded to float32, cut-off
     ``int(r x R + 0.9)``), as pytrec_eval and ir_measures; ``float32_scores`` overrides the
     score rounding. ``max_docs``: only the first documents of each ranking count
-    (``trec_eval -M``). qrels and run may be in any form ``reljudge.io.coerce`` accepts
+    (``trec_eval -M``). ``judged_only``: every measure over the condensed lists, unjudged
+    documents removed (``trec_eval -J``). qrels and run may be in any form ``reljudge.io.coerce`` accepts
     (dicts with any ids, records, DataFrames); measures one or several, as text or
     ir_measures objects. Empty inputs, or a run and qrels with no query in common, are an
     InputError.
@@ -147,6 +150,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     if max_docs is not None and ranked.grades.shape[1] > max_docs:
         ranked = Ranked(ranked.grades[:, :max_docs], np.minimum(ranked.length, max_docs),
                         ranked.ideal)
+    if judged_only:  # trec_eval -J: the rankings without their unjudged documents
+        ranked = condensed(ranked)
     cache: dict = {}
     cols = [compute(m, ranked, cache, compat) for m in parsed]
     scores = np.column_stack(cols) if cols else np.zeros((len(qids), 0))

@@ -311,12 +311,15 @@ def read_measure(text: str | Measure) -> Measure:
 
 
 def relstring_column(qrels, run, query_ids: Sequence[str], length: int, *,
-                     all_queries: bool, float32_scores: bool,
-                     max_docs: int | None = None) -> list[str]:
+                     all_queries: bool, float32_scores: bool, max_docs: int | None = None,
+                     judged_only: bool = False) -> list[str]:
     """``relstrings`` of one run, aligned with an evaluation's ``query_ids``."""
+    from reljudge.metrics.kernels import judged_only as condensed
     from reljudge.metrics.ranking import rank
 
     qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
+    if judged_only:
+        ranked = condensed(ranked)
     by_query = dict(zip(qids, relstrings(ranked, min(length, max_docs or length)), strict=True))
     return [by_query[q] for q in query_ids]
 
