@@ -1,5 +1,5 @@
 """trec_eval 10's own test suite (tests/data/trec_eval, see its README) through our CLI: every
-`quicktest` line of its Makefile that uses trec's qrels and -m all_trec's measures (9 of its
+`quicktest` line of its Makefile that uses trec's qrels and -m all_trec's measures (10 of its
 15 lines) reproduces trec_eval's expected output byte for byte, its flags written as there."""
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ QUICKTEST = [  # the Makefile's lines: (trec_eval's arguments, the expected outp
      "-m Rprec_mult.5.0,0.2,0.35 -mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 "
      "-mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20 qrels.test results.test",
      "out.test.meas_params"),
+    ("-q -m all_trec -Z zscores_file qrels.test results.test", "out.test.aqZ"),
 ]
 
 
@@ -119,3 +120,14 @@ def test_trec_evals_words_work_in_the_api_and_compare(capsys):
     args = [str(DATA / "qrels.test"), str(DATA / "results.test"), str(DATA / "results.trunc")]
     assert main(["compare", *args, "-m", "P_10", "--json"]) == 0
     assert "P@10" in capsys.readouterr().out
+
+
+def test_a_bad_zscores_file_is_one_line_naming_the_line(tmp_path, capsys):
+    bad = tmp_path / "z.txt"
+    bad.write_text("301 map 0.1 0.2\n301 P_10 high 0.1\n")
+    argv = ["eval", str(DATA / "qrels.test"), str(DATA / "results.test"), "--format", "trec",
+            "-Z", str(bad)]
+    assert main(argv) == 2
+    assert f"{bad}:2: expected QID MEASURE MEAN STDDEV" in capsys.readouterr().err
+    assert main(argv[:3] + ["-Z", str(bad)]) == 2  # -Z needs --format trec
+    assert "-Z/--zscores goes with --format trec" in capsys.readouterr().err

@@ -72,6 +72,9 @@ def register(sub) -> None:
     p.add_argument("-J", "--judged-only", action="store_true",
                    help="every measure over the judged documents only: unjudged ones leave "
                         "each ranking and those below move up (trec_eval -J)")
+    p.add_argument("-Z", "--zscores", metavar="FILE",
+                   help="with --format trec: each value as its z-score against FILE's "
+                        "QID MEASURE MEAN STDDEV lines (trec_eval -Z)")
     p.add_argument("-l", "--rel-level", type=common.positive_int, default=1, metavar="N",
                    help="measures given in trec_eval's words count grade >= N as relevant "
                         "(trec_eval -l; in ir_measures syntax: P(rel=2)@10)")
@@ -108,7 +111,8 @@ def _note_unjudged(results: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
-    from reljudge.io.trec import read_qrels, read_runs
+    from reljudge.errors import ConfigError
+    from reljudge.io.trec import read_qrels, read_runs, read_zscores
     from reljudge.metrics import evaluate_many
     from reljudge.metrics.queries import coverage_warnings, rule_text
     from reljudge.metrics.results import results_json
@@ -116,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     from reljudge.tables import json_dumps, render
 
     trec = args.format == "trec"
+    if args.zscores and not trec:
+        raise ConfigError("-Z/--zscores goes with --format trec (trec_eval's z-score lines)")
+    zscores = read_zscores(args.zscores) if args.zscores else None
     given = args.measures or (["official"] if trec else DEFAULT_MEASURES)
     lines = as_trec(given, args.rel_level, args.num_docs) if trec else None
     measures = (list(dict.fromkeys(str(tm.measure) for tm in lines if tm.measure))
@@ -149,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                        for tm in lines]
             out += [prefix + line for line in trec_lines(
                 lines, name, ev.query_ids, columns, per_query=args.per_query,
-                summary=not args.no_summary)]
+                summary=not args.no_summary, zscores=zscores)]
         emit("".join(line + "\n" for line in out))
         return 0
     if args.format == "json":

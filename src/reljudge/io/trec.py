@@ -362,3 +362,18 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
 def write_run(run: Run, path: str | Path, tag: str | None = None) -> None:
     """Write a TREC run file atomically."""
     atomic_write(path, format_run(run, tag))
+
+
+def read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """trec_eval's -Z file: ``QID MEASURE MEAN STDDEV`` per line (MEASURE as trec_eval prints
+    it, e.g. P_10) -> {(qid, measure): (mean, stddev)}; blank lines skipped."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for number, line in enumerate(text_lines(Content(path).text()), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 4 or not _is_float(fields[2]) or not _is_float(fields[3]):
+            raise InputError(f"expected QID MEASURE MEAN STDDEV (two numbers last), found "
+                             f"{line.strip()[:80]!r}", path, number)
+        out[(fields[0], fields[1])] = (float(fields[2]), float(fields[3]))
+    return out

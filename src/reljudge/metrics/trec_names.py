@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,10 +73,12 @@ class TrecMeasure:
         """Printed as a whole number."""
         return self.name in _COUNTS
 
-    def line(self, qid: str, value) -> str:
-        """The output line, in trec_eval's layout."""
+    def line(self, qid: str, value, z: bool = False) -> str:
+        """The output line, in trec_eval's layout (``z``: as a z-score, trec_eval -Z)."""
         if self.summary == "string":
             return f"{self.name:<22}\t{qid}\t'{value}'"
+        if z:
+            return f"Z{self.name:<22}\t{qid}\t{value:6.4f}"
         shown = f"{int(value)}" if self.integer else f"{value:6.4f}"
         return f"{self.name:<22}\t{qid}\t{shown}"
 
@@ -199,16 +201,24 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
 
 def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence[str],
                columns: Sequence[np.ndarray], *, per_query: bool = False,
-               summary: bool = True) -> list[str]:
+               summary: bool = True,
+               zscores: Mapping[tuple[str, str], tuple[float, float]] | None = None
+               ) -> list[str]:
     """trec_eval's output for one run: with ``per_query`` each query's lines (in query
     order), then the summary: each measure over all queries (counts summed, ``gm_*`` as
     trec_eval's geometric mean, the others' mean; ``runid`` the run's id, ``num_q`` the
-    queries). ``columns``: the per-query values of each measure (anything for those two)."""
+    queries). ``columns``: the per-query values of each measure (anything for those two).
+    ``zscores`` (trec_eval -Z): each value becomes its z-score against {(qid, measure): (mean,
+    stddev)} before anything is summed (``MISSING_Z`` where none is known)."""
+    z = zscores is not None
+    if z:
+        columns = [_z(tm, query_ids, col, zscores) for tm, col in zip(measures, columns,
+                                                                       strict=True)]
     lines: list[str] = []
     if per_query:
         for i, q in enumerate(query_ids):
-            lines += [tm.line(q, col[i]) for tm, col in zip(measures, columns, strict=True)
-                      if tm.per_query]
+            lines += [tm.line(q, col[i], z and tm.measure is not None)
+                      for tm, col in zip(measures, columns, strict=True) if tm.per_query]
     if not summary:
         return lines
     n = len(query_ids)
@@ -226,8 +236,29 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
             value = float(geometric_mean(col)) if n else 0.0
         else:
             value = float(np.ascontiguousarray(col).mean()) if n else 0.0
-        lines.append(tm.line("all", value))
+        lines.append(tm.line("all", value, z))
     return lines
+
+
+MISSING_Z = -1000000.0  # trec_eval's MISSING_ZSCORE_VALUE
+
+
+def _z(tm: TrecMeasure, query_ids: Sequence[str], col,
+       zscores: Mapping[tuple[str, str], tuple[float, float]]):
+    """One measure's per-query values as z-scores (trec_eval's convert_zscores)."""
+    if tm.measure is None:
+        return col
+    out = np.empty(len(query_ids))
+    for i, (q, v) in enumerate(zip(query_ids, np.asarray(col, dtype=np.float64).tolist(),
+                                   strict=True)):
+        mean, sd = zscores.get((q, tm.name), (None, None))
+        if mean is None:
+            out[i] = MISSING_Z
+        elif sd:
+            out[i] = (v - mean) / sd
+        else:
+            out[i] = 0.0 if v == mean else MISSING_Z
+    return out
 
 
 _SUMMED = ("NumRet", "NumRel", "NumRelRet", "NumNonRelJudgedRet")
