@@ -106,8 +106,8 @@ def assess_server(*args: str, timeout: float = 60.0):
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(15)
+            try:  # generous: on a loaded 2-core machine the first start can be slow
+                proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
