@@ -76,7 +76,9 @@ def compute(m: Measure, r: Ranked, judged_cache: dict,
     if m.name in _WHOLE:  # (ranking, rel), over the whole ranking
         return _WHOLE[m.name](r, m.param("rel"))
     if m.name == "IPrec":
-        return interpolated_precision(r, float(k), m.param("rel"), compat)
+        rel = m.param("rel")
+        return r.memo(("iprec", float(k), rel, compat),
+                      lambda: interpolated_precision(r, float(k), rel, compat))
     if m.name in ("SetP", "SetR"):
         return set_measures(r, m.param("rel"))[m.name == "SetR"]
     if m.name == "SetF":

@@ -98,7 +98,7 @@ def ndcg_rel(r: Ranked) -> np.ndarray:
     """trec_eval's ndcg_rel: nDCG averaged over the relevant documents: at each retrieved
     document with a gain, DCG / ideal DCG so far; each relevant document not retrieved counts
     the final ratio; divided by the documents with a gain in the qrels."""
-    got, best, rdcg, idcg = _gain_curves(r)
+    got, best, rdcg, idcg = r.memo(("gain curves",), lambda: _gain_curves(r))
     n_rel = (best > 0).sum(axis=1)
     ratio = np.zeros_like(rdcg)
     np.divide(rdcg, idcg, out=ratio, where=idcg > 0)
@@ -115,7 +115,7 @@ def r_ndcg(r: Ranked, rel: int) -> np.ndarray:
     """trec_eval's Rndcg: the mean of DCG / ideal DCG at each rank where the ideal gain
     drops (the ratio over the ranks before it; past the run's end, the run's whole DCG),
     and at the run's end when it runs more than one rank past the ideal ones."""
-    got, best, rdcg, idcg = _gain_curves(r)
+    got, best, rdcg, idcg = r.memo(("gain curves",), lambda: _gain_curves(r))
     n, width = got.shape
     length = r.length
     t = (best > 0).sum(axis=1)  # ranks with an ideal gain
@@ -140,12 +140,12 @@ def gain_g(r: Ranked) -> np.ndarray:
     """trec_eval's G: the sum over retrieved documents of gain / log2(2 + cost - gained),
     cost the ideal gains so far (each at least 1), gained the run's gains so far; divided by
     the sum of the ideal gains."""
-    got, best, _, _ = _gain_curves(r)
-    cost = np.cumsum(np.maximum(best, 1.0), axis=1)
-    gained = np.cumsum(got, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0)
-    total = terms.sum(axis=1)
+    got, best, _, _ = r.memo(("gain curves",), lambda: _gain_curves(r))
+    rows, cols = np.nonzero(got)  # only ranks with a gain add a term
+    gained = np.cumsum(got, axis=1)[rows, cols]
+    cost = (cols + 1.0) + np.cumsum(np.maximum(best - 1.0, 0.0), axis=1)[rows, cols]
+    total = np.zeros(got.shape[0])
+    np.add.at(total, rows, got[rows, cols] / np.log2(2.0 + cost - gained))
     ideal = best.sum(axis=1)
     out = np.zeros(len(total))
     np.divide(total, ideal, out=out, where=ideal > 0)

@@ -9,7 +9,9 @@ the grades of all its judged documents sorted descending (``ideal``, padded with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,15 @@ class Ranked:
     grades: np.ndarray  # int64 (n, L): grade at each rank, UNJUDGED, or PAD
     length: np.ndarray  # int64 (n,): documents retrieved per query
     ideal: np.ndarray  # int64 (n, M): the query's judged grades, descending, PAD-padded
+    #: intermediate results several kernels share (see ``memo``), never compared or shown
+    shared: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def memo(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per ranking and key (e.g. the interpolated precisions
+        that 11pt_avg averages, computed already for iprec_at_recall)."""
+        if key not in self.shared:
+            self.shared[key] = make()
+        return self.shared[key]
 
     @property
     def judged(self) -> np.ndarray:
@@ -242,11 +253,11 @@ def interpolated_precision(r: Ranked, recall_level: float, rel: int,
 def precision_at_ranks(r: Ranked, ks: np.ndarray, rel: int) -> np.ndarray:
     """Relevant in each query's own top ks[i], divided by ks[i] (ranks past the run's end
     are not relevant; 0 where ks[i] is 0)."""
-    rel_mask = relevant(r.grades, rel)
-    width = rel_mask.shape[1]
+    width = r.grades.shape[1]
     upto = np.minimum(ks, width)
-    cum = np.concatenate([np.zeros((len(ks), 1), dtype=np.int64),
-                          np.cumsum(rel_mask, axis=1)], axis=1)
+    cum = r.memo(("relevant so far", rel), lambda: np.concatenate(
+        [np.zeros((len(ks), 1), dtype=np.int64),
+         np.cumsum(relevant(r.grades, rel), axis=1)], axis=1))
     hits = cum[np.arange(len(ks)), upto]
     out = np.zeros(len(ks))
     np.divide(hits, ks, out=out, where=ks > 0)
@@ -294,7 +305,9 @@ def utility(r: Ranked, rel: int, coefficients: tuple[float, float, float, float]
 
 def iprec_average(r: Ranked, levels: tuple[float, ...], rel: int, compat: str) -> np.ndarray:
     """trec_eval's 11pt_avg: the mean interpolated precision at the recall levels."""
-    return np.mean([interpolated_precision(r, lv, rel, compat) for lv in levels], axis=0)
+    return np.mean([r.memo(("iprec", lv, rel, compat),
+                           lambda lv=lv: interpolated_precision(r, lv, rel, compat))
+                    for lv in levels], axis=0)
 
 
 def set_measures(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray]:
