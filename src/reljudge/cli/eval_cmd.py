@@ -135,9 +135,9 @@ def run(args: argparse.Namespace) -> int:
     found = coverage_warnings(qrels, runs, args.all_queries)
     for line in found:
         print(f"reljudge: {line}", file=sys.stderr)
-    results = evaluate_many(qrels, runs, computed, all_queries=args.all_queries,
-                            float32_scores=args.float32_scores or None, compat=args.compat,
-                            max_docs=args.max_docs, judged_only=args.judged_only)
+    options = dict(all_queries=args.all_queries, float32_scores=args.float32_scores or None,
+                   compat=args.compat, max_docs=args.max_docs, judged_only=args.judged_only)
+    results = evaluate_many(qrels, runs, computed, **options)
     if not args.judged and not trec:  # the columns say it already
         _note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
@@ -148,10 +148,7 @@ def run(args: argparse.Namespace) -> int:
             prefix = f"{name}\t" if len(results) > 1 else ""
             columns = [ev.column(tm.measure) if tm.measure else
                        relstring_column(qrels, by_name[name], ev.query_ids, tm.length,
-                                        all_queries=args.all_queries, max_docs=args.max_docs,
-                                        judged_only=args.judged_only,
-                                        float32_scores=bool(args.float32_scores
-                                                            or args.compat == "trec_eval-9"))
+                                        **options)
                        if tm.summary == "string" and args.per_query else None
                        for tm in lines]
             out += [prefix + line for line in trec_lines(

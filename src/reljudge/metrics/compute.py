@@ -51,14 +51,11 @@ _WHOLE = {"Rprec": r_precision, "Bpref": bpref, "infAP": inf_ap, "BinG": binary_
           "NumNonRelJudgedRet": num_nonrel_judged_ret, "RnDCG": r_ndcg}
 
 
-def compute(m: Measure, r: Ranked, judged_cache: dict,
-            compat: str = "trec_eval-10") -> np.ndarray:
+def compute(m: Measure, r: Ranked, compat: str = "trec_eval-10") -> np.ndarray:
     """Per-query values of one measure (``compat``: whose rules, see ``evaluate``)."""
     k = m.cutoff
     if m.param("judged_only"):
-        if "j" not in judged_cache:
-            judged_cache["j"] = judged_only(r)
-        r = judged_cache["j"]
+        r = r.memo(("judged only",), lambda: judged_only(r))
     if m.name in ("nDCG", "DCG"):
         if m.name == "DCG":
             return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))

@@ -13,12 +13,17 @@ from reljudge.errors import InputError, MeasureError
 from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
 from reljudge.metrics.compute import compute
-from reljudge.metrics.kernels import GM_EPSILON, Ranked, geometric_mean  # noqa: F401
-from reljudge.metrics.kernels import judged_only as condensed
+from reljudge.metrics.kernels import GM_EPSILON, geometric_mean  # noqa: F401 (GM_EPSILON)
 from reljudge.metrics.measures import Measure
-from reljudge.metrics.ranking import QrelsLike, RunLike, rank, rank_clean  # noqa: F401 (rank: re-exported)
+from reljudge.metrics.ranking import (  # noqa: F401 (COMPAT, rank: re-exported)
+    COMPAT,
+    QrelsLike,
+    RunLike,
+    rank,
+    rankings,
+)
 from reljudge.metrics.trec_names import plain_measures, read_measure
-from reljudge.types import Qrels, Run
+from reljudge.types import Run
 
 
 @dataclass(frozen=True, repr=False)
@@ -95,23 +100,6 @@ def parse_measures(measures) -> list[Measure]:
     return parsed
 
 
-def _check_inputs(qrels, run, name: str) -> None:
-    """Empty qrels, an empty run or no query in common are mistakes, not a mean of 0.0."""
-    qrels_q = qrels.query_ids() if isinstance(qrels, Qrels) else [q for q, d in qrels.items() if d]
-    run_q = run.query_ids() if isinstance(run, Run) else [q for q, d in run.items() if d]
-    if not qrels_q:
-        raise InputError("the qrels are empty: there is nothing to evaluate against")
-    if not run_q:
-        raise InputError(f"run {name!r} is empty: it has no scored document")
-    if set(run_q).isdisjoint(qrels_q):
-        raise InputError(f"run {name!r} and the qrels have no query in common (run queries "
-                         f"e.g. {run_q[:3]}, qrels queries e.g. {qrels_q[:3]})")
-
-
-#: whose rules ``evaluate`` follows where trec_eval's versions differ: trec_eval 10 (the
-#: default) or trec_eval 9.0.8, which pytrec_eval and ir_measures embed
-COMPAT = ("trec_eval-10", "trec_eval-9")
-
 #: measures that read the qrels alone: a query the run lacks keeps their value (trec_eval -c)
 QRELS_ONLY = ("NumRel",)
 
@@ -130,30 +118,16 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     ``int(r x R + 0.9)``), as pytrec_eval and ir_measures; ``float32_scores`` overrides the
     score rounding. ``max_docs``: only the first documents of each ranking count
     (``trec_eval -M``). ``judged_only``: every measure over the condensed lists, unjudged
-    documents removed (``trec_eval -J``). qrels and run may be in any form ``reljudge.io.coerce`` accepts
-    (dicts with any ids, records, DataFrames); measures one or several, as text or
-    ir_measures objects. Empty inputs, or a run and qrels with no query in common, are an
-    InputError.
+    documents removed (``trec_eval -J``). qrels and run may be in any form
+    ``reljudge.io.coerce`` accepts (dicts with any ids, records, DataFrames); measures one or
+    several, as text or ir_measures objects. Empty inputs, or a run and qrels with no query
+    in common, are an InputError.
     """
-    if compat not in COMPAT:
-        raise InputError(f"unknown compat {compat!r}; expected one of {', '.join(COMPAT)}")
-    if max_docs is not None and (type(max_docs) is not int or max_docs < 1):
-        raise InputError(f"max_docs must be a whole number >= 1, found {max_docs!r}")
-    if float32_scores is None:
-        float32_scores = compat == "trec_eval-9"
     parsed = parse_measures(measures)
-    qrels, run = coerce.qrels_like(qrels), coerce.run_like(run)
-    name = run.name if isinstance(run, Run) else "run"
-    _check_inputs(qrels, run, name)
-    qids, ranked = rank_clean(qrels, run, all_queries=all_queries,
-                              float32_scores=float32_scores)
-    if max_docs is not None and ranked.grades.shape[1] > max_docs:
-        ranked = Ranked(ranked.grades[:, :max_docs], np.minimum(ranked.length, max_docs),
-                        ranked.ideal)
-    if judged_only:  # trec_eval -J: the rankings without their unjudged documents
-        ranked = condensed(ranked)
-    cache: dict = {}
-    cols = [compute(m, ranked, cache, compat) for m in parsed]
+    name, qids, ranked = rankings(qrels, run, all_queries=all_queries,
+                                  float32_scores=float32_scores, compat=compat,
+                                  max_docs=max_docs, judged_only=judged_only)
+    cols = [compute(m, ranked, compat) for m in parsed]
     scores = np.column_stack(cols) if cols else np.zeros((len(qids), 0))
     if all_queries:  # trec_eval -c: a query the run lacks scores 0 but on the qrels alone
         missing = ranked.length == 0

@@ -26,6 +26,7 @@ import numpy as np
 from reljudge import columns
 from reljudge.errors import InputError
 from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
+from reljudge.metrics.kernels import judged_only as condensed
 from reljudge.metrics.ties import _tie_keys, tie_break, tie_spans  # noqa: F401 (_tie_keys: tests)
 from reljudge.types import Qrels, Run
 
@@ -261,3 +262,49 @@ def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
         ideal[r, np.arange(len(r)) - first[r]] = g
         ideal = np.sort(ideal, axis=1)[:, ::-1].copy()  # PAD (the minimum) ends up last
     return ideal
+
+
+#: whose rules ``evaluate`` follows where trec_eval's versions differ: trec_eval 10 (the
+#: default) or trec_eval 9.0.8, which pytrec_eval and ir_measures embed
+COMPAT = ("trec_eval-10", "trec_eval-9")
+
+
+def _check_inputs(qrels, run, name: str) -> None:
+    """Empty qrels, an empty run or no query in common are mistakes, not a mean of 0.0."""
+    qrels_q = qrels.query_ids() if isinstance(qrels, Qrels) else [q for q, d in qrels.items() if d]
+    run_q = run.query_ids() if isinstance(run, Run) else [q for q, d in run.items() if d]
+    if not qrels_q:
+        raise InputError("the qrels are empty: there is nothing to evaluate against")
+    if not run_q:
+        raise InputError(f"run {name!r} is empty: it has no scored document")
+    if set(run_q).isdisjoint(qrels_q):
+        raise InputError(f"run {name!r} and the qrels have no query in common (run queries "
+                         f"e.g. {run_q[:3]}, qrels queries e.g. {qrels_q[:3]})")
+
+
+def rankings(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
+             float32_scores: bool | None = None, compat: str = "trec_eval-10",
+             max_docs: int | None = None, judged_only: bool = False
+             ) -> tuple[str, list[str], Ranked]:
+    """What ``evaluate`` scores, under the same options: the run's name, the queries and
+    their ``Ranked`` matrices (first ``max_docs`` documents, condensed with
+    ``judged_only``)."""
+    if compat not in COMPAT:
+        raise InputError(f"unknown compat {compat!r}; expected one of {', '.join(COMPAT)}")
+    if max_docs is not None and (type(max_docs) is not int or max_docs < 1):
+        raise InputError(f"max_docs must be a whole number >= 1, found {max_docs!r}")
+    from reljudge.io import coerce
+
+    if float32_scores is None:
+        float32_scores = compat == "trec_eval-9"
+    qrels, run = coerce.qrels_like(qrels), coerce.run_like(run)
+    name = run.name if isinstance(run, Run) else "run"
+    _check_inputs(qrels, run, name)
+    qids, ranked = rank_clean(qrels, run, all_queries=all_queries,
+                              float32_scores=float32_scores)
+    if max_docs is not None and ranked.grades.shape[1] > max_docs:
+        ranked = Ranked(ranked.grades[:, :max_docs], np.minimum(ranked.length, max_docs),
+                        ranked.ideal)
+    if judged_only:  # trec_eval -J: the rankings without their unjudged documents
+        ranked = condensed(ranked)
+    return name, qids, ranked

@@ -21,33 +21,34 @@ _LEVELS = tuple(i / 10 for i in range(11))
 #: trec_eval's measures in the order it prints them (``-m all_trec``); a name reljudge does
 #: not offer yet maps to None
 ORDER: dict[str, tuple[str, tuple, str] | None] = {
-    # name: (our measure, default parameters, summary: mean | sum | gmean)
+    # name: (our measure, default parameters, summary: mean | sum | gmean | string)
     "runid": None, "num_q": None, "num_ret": ("NumRet", (), "sum"),
     "num_rel": ("NumRel", (), "sum"), "num_rel_ret": ("NumRelRet", (), "sum"),
     "map": ("AP", (), "mean"), "gm_map": ("AP", (), "gmean"), "Rprec": ("Rprec", (), "mean"),
     "bpref": ("Bpref", (), "mean"), "recip_rank": ("RR", (), "mean"),
     "iprec_at_recall": ("IPrec", _LEVELS, "mean"), "P": ("P", _CUTS, "mean"),
-    "relstring": ("relstring", (), "string"), "recall": ("R", _CUTS, "mean"), "infAP": ("infAP", (), "mean"),
-    "gm_bpref": ("Bpref", (), "gmean"),
+    "relstring": ("relstring", (), "string"), "recall": ("R", _CUTS, "mean"),
+    "infAP": ("infAP", (), "mean"), "gm_bpref": ("Bpref", (), "gmean"),
     "Rprec_mult": ("RprecMult", tuple(i / 5 for i in range(1, 11)), "mean"),
     "utility": ("Utility", (), "mean"), "11pt_avg": ("IPrecAvg", (), "mean"),
-    "binG": ("BinG", (), "mean"), "G": ("G", (), "mean"),
-    "dcg": ("DCG", (), "mean"), "ideal_dcg": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": ("nDCGRel", (), "mean"),
-    "Rndcg": ("RnDCG", (), "mean"),
-    "ndcg_cut": ("nDCG", _CUTS, "mean"), "map_cut": ("AP", _CUTS, "mean"),
-    "relative_P": ("RelP", _CUTS, "mean"), "success": ("Success", (1, 5, 10), "mean"),
-    "set_P": ("SetP", (), "mean"), "set_relative_P": ("SetRelP", (), "mean"),
-    "set_recall": ("SetR", (), "mean"), "set_map": ("SetAP", (), "mean"),
-    "set_F": ("SetF", (), "mean"),
+    "binG": ("BinG", (), "mean"), "G": ("G", (), "mean"), "dcg": ("DCG", (), "mean"),
+    "ideal_dcg": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": ("nDCGRel", (), "mean"),
+    "Rndcg": ("RnDCG", (), "mean"), "ndcg_cut": ("nDCG", _CUTS, "mean"),
+    "map_cut": ("AP", _CUTS, "mean"), "relative_P": ("RelP", _CUTS, "mean"),
+    "success": ("Success", (1, 5, 10), "mean"), "set_P": ("SetP", (), "mean"),
+    "set_relative_P": ("SetRelP", (), "mean"), "set_recall": ("SetR", (), "mean"),
+    "set_map": ("SetAP", (), "mean"), "set_F": ("SetF", (), "mean"),
     "num_nonrel_judged_ret": ("NumNonRelJudgedRet", (), "sum"),
     "rbp": ("RBP(p=0.9, graded=True)", (), "mean"),
-    "rbp_resid": ("RBP(p=0.9, residual=True, tail=True)", (), "mean"), "unj": ("Unjudged", (5, 10, 20), "mean"),
+    "rbp_resid": ("RBP(p=0.9, residual=True, tail=True)", (), "mean"),
+    "unj": ("Unjudged", (5, 10, 20), "mean"),
 }
+_INDEX = {name: i for i, name in enumerate(ORDER)}  # printing order
 #: trec_eval 10's -m all_trec: every measure above but dcg and ideal_dcg
 ALL_TREC = tuple(name for name in ORDER if name not in ("dcg", "ideal_dcg"))
 #: trec_eval's default measures (``-m official``, and no ``-m`` at all)
-OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-            "recip_rank", "iprec_at_recall", "P")
+OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+            "bpref", "recip_rank", "iprec_at_recall", "P")
 _COUNTS = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
 _FRACTIONS = ("iprec_at_recall", "Rprec_mult")  # printed with two decimals
 
@@ -91,7 +92,7 @@ def _printed(base: str, value: float) -> str:
 
 def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMeasure:
     spec = ORDER[base]
-    index = list(ORDER).index(base)
+    index = _INDEX[base]
     if base in ("runid", "num_q"):
         return TrecMeasure(base, None, "runid" if base == "runid" else "count", (index, 0.0))
     if spec is None:
@@ -133,7 +134,7 @@ def _spelled(text: str) -> tuple[str, str] | None:
 
 
 def _spelled_measure(base: str, params: str, rel: int, num_docs: int) -> TrecMeasure:
-    index = (list(ORDER).index(base), 0.0)
+    index = (_INDEX[base], 0.0)
     if base == "utility":
         try:
             a, b, c, d = (float(v) for v in params.split(","))
@@ -284,7 +285,7 @@ def as_trec(measures: Sequence[str | Measure], rel: int = 1,
 def _order(name: str, fallback: int) -> tuple[int, float]:
     m = _PRINTED.match(name)
     base, value = (m["base"], float(m["value"])) if m else (name, 0.0)
-    return (list(ORDER).index(base), value) if base in ORDER else (fallback, 0.0)
+    return (_INDEX[base], value) if base in ORDER else (fallback, 0.0)
 
 
 def trec_name(m: Measure) -> str | None:
@@ -341,17 +342,14 @@ def read_measure(text: str | Measure) -> Measure:
     return parse_measure(text)
 
 
-def relstring_column(qrels, run, query_ids: Sequence[str], length: int, *,
-                     all_queries: bool, float32_scores: bool, max_docs: int | None = None,
-                     judged_only: bool = False) -> list[str]:
-    """``relstrings`` of one run, aligned with an evaluation's ``query_ids``."""
-    from reljudge.metrics.kernels import judged_only as condensed
-    from reljudge.metrics.ranking import rank
+def relstring_column(qrels, run, query_ids: Sequence[str], length: int,
+                     **options) -> list[str]:
+    """``relstrings`` of one run, aligned with an evaluation's ``query_ids``; ``options``:
+    those of ``evaluate`` (queries, score rounding, compat, max_docs, judged_only)."""
+    from reljudge.metrics.ranking import rankings
 
-    qids, ranked = rank(qrels, run, all_queries=all_queries, float32_scores=float32_scores)
-    if judged_only:
-        ranked = condensed(ranked)
-    by_query = dict(zip(qids, relstrings(ranked, min(length, max_docs or length)), strict=True))
+    _, qids, ranked = rankings(qrels, run, **options)
+    by_query = dict(zip(qids, relstrings(ranked, length), strict=True))
     return [by_query[q] for q in query_ids]
 
 
