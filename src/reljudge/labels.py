@@ -4,7 +4,9 @@ kinds of failure, and a drawn sample of pairs for people to grade. No I/O, no ne
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from reljudge.errors import InputError
 
@@ -113,6 +115,14 @@ class Sample:
     def pairs(self) -> list[tuple[str, str]]:
         """(qid, docid) in position order."""
         return [(i.qid, i.docid) for i in self.items]
+
+
+def passage_parts(p: str | Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """(text, title) of a passage as runs and stores give it: a text, or a {"text": ...,
+    "title"?: ...} record (no text: "", an empty title: None); None stays (None, None)."""
+    if p is None or isinstance(p, str):
+        return p, None
+    return p.get("text", ""), p.get("title") or None
 
 
 def shown_digest(query: str | None, passage: str | None, title: str | None = None) -> str:

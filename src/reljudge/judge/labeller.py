@@ -41,7 +41,7 @@ from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.results import Estimate, LabelReport
-from reljudge.labels import LabelEvent
+from reljudge.labels import LabelEvent, passage_parts
 
 _log = logging.getLogger(__name__)
 
@@ -110,8 +110,7 @@ class Labeller:
     def messages(self, qid: str, docid: str, queries: Mapping[str, str],
                  passages: Mapping[str, Any]) -> list[dict[str, str]]:
         """The rendered prompt of one pair."""
-        p = passages[docid]
-        text, title = (p, None) if isinstance(p, str) else (p.get("text", ""), p.get("title"))
+        text, title = passage_parts(passages[docid])
         return self.template.render(queries[qid], text, title)
 
     def request_key(self, messages: list[dict], sample: int) -> str:

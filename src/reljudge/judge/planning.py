@@ -35,15 +35,10 @@ STALE = ("relabel", "keep", "fail")  # what a run does with labels given to chan
 def shown_now(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
               passages: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     """{(qid, docid): the digest of what a judge is shown now} from a run's input texts."""
-    from reljudge.labels import shown_digest
+    from reljudge.labels import passage_parts, shown_digest
 
-    out = {}
-    for q, d in pairs:
-        p = passages.get(d)
-        text, title = (p, None) if isinstance(p, str) or p is None else (p.get("text"),
-                                                                       p.get("title"))
-        out[(q, d)] = shown_digest(queries.get(q), text, title)
-    return out
+    return {(q, d): shown_digest(queries.get(q), *passage_parts(passages.get(d)))
+            for q, d in pairs}
 
 
 def stale_note(count: int, stale: str) -> str:

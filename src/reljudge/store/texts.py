@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reljudge.labels import shown_digest
+from reljudge.labels import passage_parts, shown_digest
 
 
 class Texts:
@@ -24,19 +24,17 @@ class Texts:
 
     def add_passages(self, passages: Mapping[str, str | Mapping[str, str]]) -> None:
         """Insert or update passage texts (a text, or a {"text": ..., "title"?: ...} record)."""
-        def rows():
-            for docid, p in passages.items():
-                text, title = (p, None) if isinstance(p, str) else (p.get("text", ""),
-                                                                     p.get("title") or None)
-                yield docid, text, hashlib.sha256(text.encode()).hexdigest()[:16], title
-
+        rows = []
+        for docid, p in passages.items():
+            text, title = passage_parts(p)
+            rows.append((docid, text, hashlib.sha256(text.encode()).hexdigest()[:16], title))
         with self.db.transaction():
             self._keep_history("passage", "passages", "docid", "title",
-                               {d: (text, title) for d, text, _, title in rows()})
+                               {d: (text, title) for d, text, _, title in rows})
             self.conn.executemany(
                 "INSERT INTO passages (docid, text, text_sha, title) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (docid) DO UPDATE SET text = excluded.text, "
-                "text_sha = excluded.text_sha, title = excluded.title", rows())
+                "text_sha = excluded.text_sha, title = excluded.title", rows)
 
     def _keep_history(self, kind: str, table: str, column: str, title: str,
                       new: Mapping[str, tuple[str, str | None]]) -> None:
