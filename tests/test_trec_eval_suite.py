@@ -1,6 +1,7 @@
 """trec_eval 10's own test suite (tests/data/trec_eval, see its README) through our CLI: every
-`quicktest` line of its Makefile that uses trec's qrels and -m all_trec's measures (10 of its
-15 lines) reproduces trec_eval's expected output byte for byte, its flags written as there."""
+`quicktest` line of its Makefile (all 15: qrels with -m all_trec's measures, preference
+judgments with -m all_prefs, qrels by judgment group with -m qrels_jg) reproduces trec_eval's
+expected output byte for byte, its flags written as there."""
 
 from __future__ import annotations
 
@@ -42,11 +43,17 @@ QUICKTEST = [  # the Makefile's lines: (trec_eval's arguments, the expected outp
      "-m Rprec_mult.5.0,0.2,0.35 -mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 "
      "-mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20 qrels.test results.test",
      "out.test.meas_params"),
+    ("-m all_prefs -q -R prefs prefs.test prefs.results.test", "out.test.prefs"),
+    ("-m all_prefs -q -R prefs prefs.comment.test prefs.results.test", "out.test.prefs"),
+    ("-m all_prefs -q -R qrels_prefs qrels.test results.test", "out.test.qrels_prefs"),
+    ("-m qrels_jg -q -R qrels_jg qrels.123.gz results.test", "out.test.qrels_jg"),
+    ("-m qrels_jg -q -R qrels_jg qrels.comments.123.gz results.test", "out.test.qrels_jg"),
     ("-q -m all_trec -Z zscores_file qrels.test results.test", "out.test.aqZ"),
 ]
 
 
-@pytest.mark.parametrize("line, expected", QUICKTEST, ids=[e for _, e in QUICKTEST])
+@pytest.mark.parametrize("line, expected", QUICKTEST,
+                         ids=[f"{e}-{i}" for i, (_, e) in enumerate(QUICKTEST)])
 def test_a_quicktest_line_is_trec_evals_output_byte_for_byte(capsys, line, expected):
     argv = [str(DATA / a) if (DATA / a).exists() else a for a in line.split()]
     assert ours(capsys, *argv) == (DATA / expected).read_text()

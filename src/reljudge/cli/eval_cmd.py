@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from reljudge.cli.common import emit
+from reljudge.io.prefs import KINDS
 from reljudge.metrics.evaluate import COMPAT
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "RR"]
@@ -21,6 +22,8 @@ examples:
   reljudge eval qrels.txt bm25.run --format trec -m map -m P.5,10 -m ndcg_cut.10
   reljudge eval qrels.txt bm25.run --compat trec_eval-9 -m IPrec@0.6   # pytrec_eval's numbers
   reljudge eval qrels.txt new.run --judged -m nDCG@10 -m Bpref -m 'RBP(p=0.8)'
+  reljudge eval -R prefs prefs.txt bm25.run --format trec -q   # trec_eval -R prefs -m all_prefs
+  reljudge eval -R qrels_jg qrels.txt bm25.run -m P_avgjg.10   # qrels per assessor, averaged
 
 conventions (trec_eval's, stated):
   ranking    by score descending, ties by docid descending (byte order); the rank column
@@ -59,7 +62,8 @@ def register(sub) -> None:
     p = sub.add_parser("eval", help="score runs against qrels (trec_eval semantics)",
                        description="Score one or more TREC runs against graded qrels.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("qrels", help="TREC qrels file (QID ITER DOCID GRADE) or irds:DATASET_ID")
+    p.add_argument("qrels", help="TREC qrels file (QID ITER DOCID GRADE) or irds:DATASET_ID; "
+                                 "with -R, judgments in that form")
     common.add_runs(p)
     common.add_measures(p, DEFAULT_MEASURES)
     p.add_argument("-q", "--per-query", action="store_true",
@@ -92,6 +96,13 @@ def register(sub) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse what trec_eval skips, naming the line: comment lines (# first) "
                         "and text after a run line's tag")
+    p.add_argument("-R", "--judgments", choices=("qrels", *KINDS), default="qrels",
+                   help="the judgments' form (trec_eval -R): qrels (default); prefs, lines "
+                        "QID JG JSG DOCID LEVEL, and qrels_prefs, a qrels file read as "
+                        "preferences, both scored with -m all_prefs (default) or prefs_simp, "
+                        "...; qrels_jg, the qrels' second column naming judgment groups, "
+                        "scored with -m qrels_jg (default): map_avgjg, P_avgjg, "
+                        "Rprec_mult_avgjg")
     common.add_format(p, ("table", "json", "csv", "markdown", "trec", "latex"))
     common.add_digits(p)
     p.set_defaults(func=run)
@@ -112,19 +123,43 @@ def _note_unjudged(results: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
     from reljudge.errors import ConfigError
-    from reljudge.io.trec import read_qrels, read_runs, read_zscores
-    from reljudge.metrics import evaluate_many
-    from reljudge.metrics.queries import coverage_warnings, rule_text
-    from reljudge.metrics.results import results_json
-    from reljudge.metrics.trec_names import as_trec, plain_measures, relstring_column, trec_lines
-    from reljudge.tables import json_dumps, render
+    from reljudge.io.trec import read_zscores
 
     trec = args.format == "trec"
     if args.zscores and not trec:
         raise ConfigError("-Z/--zscores goes with --format trec (trec_eval's z-score lines)")
     zscores = read_zscores(args.zscores) if args.zscores else None
+    if args.judgments == "qrels":
+        results, lines, strings, found = _evaluate_qrels(args)
+    else:
+        results, lines, strings, found = _evaluate_grouped(args)
+    if trec:  # trec_eval's layout; several runs: each line starts with the run's name
+        from reljudge.metrics.trec_names import trec_lines
+
+        out = []
+        for name, ev in results.items():
+            prefix = f"{name}\t" if len(results) > 1 else ""
+            columns = [ev.column(tm.measure) if tm.measure else strings.get((name, tm.name))
+                       for tm in lines]
+            out += [prefix + line for line in trec_lines(
+                lines, name, ev.query_ids, columns, per_query=args.per_query,
+                summary=not args.no_summary, zscores=zscores)]
+        emit("".join(line + "\n" for line in out))
+        return 0
+    return _emit_table(args, results, found)
+
+
+def _evaluate_qrels(args: argparse.Namespace):
+    """(results by run, trec_eval output lines, relstring columns, coverage warnings) of
+    graded qrels."""
+    from reljudge.io.trec import read_qrels, read_runs
+    from reljudge.metrics import evaluate_many
+    from reljudge.metrics.queries import coverage_warnings
+    from reljudge.metrics.trec_names import as_trec, plain_measures, relstring_column
+
+    trec = args.format == "trec"
     given = args.measures or (["official"] if trec else DEFAULT_MEASURES)
-    lines = as_trec(given, args.rel_level, args.num_docs) if trec else None
+    lines = as_trec(given, args.rel_level, args.num_docs) if trec else []
     measures = (list(dict.fromkeys(str(tm.measure) for tm in lines if tm.measure))
                 if trec else plain_measures(given, args.rel_level, args.num_docs))
     if args.judged and not trec:
@@ -141,21 +176,55 @@ def run(args: argparse.Namespace) -> int:
     if not args.judged and not trec:  # the columns say it already
         _note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
-    if trec:  # trec_eval's layout; several runs: each line starts with the run's name
-        by_name = dict(zip(results, runs, strict=True))
-        out = []
-        for name, ev in results.items():
-            prefix = f"{name}\t" if len(results) > 1 else ""
-            columns = [ev.column(tm.measure) if tm.measure else
-                       relstring_column(qrels, by_name[name], ev.query_ids, tm.length,
-                                        **options)
-                       if tm.summary == "string" and args.per_query else None
-                       for tm in lines]
-            out += [prefix + line for line in trec_lines(
-                lines, name, ev.query_ids, columns, per_query=args.per_query,
-                summary=not args.no_summary, zscores=zscores)]
-        emit("".join(line + "\n" for line in out))
-        return 0
+    strings = {(run.name, tm.name): relstring_column(qrels, run, results[run.name].query_ids,
+                                                     tm.length, **options)
+               for run in runs for tm in lines if tm.summary == "string" and args.per_query}
+    return results, lines, strings, found
+
+
+def _evaluate_grouped(args: argparse.Namespace):
+    """The same for preference or judgment-group judgments (``-R``)."""
+    from reljudge.errors import ConfigError
+    from reljudge.io.prefs import read_prefs
+    from reljudge.io.trec import read_runs
+    from reljudge.metrics.judgment_groups import evaluate_groups, group_measures
+    from reljudge.metrics.prefs import PREFS_SUMMED, evaluate_prefs, prefs_measures
+    from reljudge.metrics.trec_names import named_lines
+
+    if args.judged_only or args.judged:
+        raise ConfigError(f"-J and --judged go with qrels, not -R {args.judgments}")
+    groups = args.judgments == "qrels_jg"
+    given = args.measures or (["qrels_jg"] if groups else ["all_prefs"])
+    names = ([name for name, _ in group_measures(given, args.rel_level)] if groups
+             else prefs_measures(given))
+    lines = named_lines(given, names, () if groups else PREFS_SUMMED,
+                        ("qrels_jg",) if groups else ("all_prefs", "prefs"))
+    judgments = read_prefs(args.qrels, args.judgments, strict=args.strict)
+    runs = read_runs(args.runs, strict=args.strict)
+    options = dict(all_queries=args.all_queries, compat=args.compat, max_docs=args.max_docs,
+                   float32_scores=args.float32_scores or None)
+    if groups:
+        options["rel"] = args.rel_level
+    judged = set(judgments.query_ids())
+    found = []
+    for run in runs:
+        lacking = judged - set(run.query_ids())
+        if lacking and not args.all_queries:
+            found.append(f"{run.name}: {len(lacking)} of {len(judged)} judged queries are not "
+                         "in the run; the mean is over the others (--all-queries counts them)")
+            print(f"reljudge: {found[-1]}", file=sys.stderr)
+    evaluate = evaluate_groups if groups else evaluate_prefs
+    results = {run.name: evaluate(judgments, run, given, **options) for run in runs}
+    return results, lines, {}, found
+
+
+def _emit_table(args: argparse.Namespace, results: dict, found: list[str]) -> int:
+    """The table, CSV, Markdown, LaTeX or JSON output."""
+    from reljudge.metrics.queries import rule_text
+    from reljudge.metrics.results import results_json
+    from reljudge.tables import json_dumps, render
+
+    measures = next(iter(results.values())).measures
     if args.format == "json":
         emit(json_dumps(results_json(results, measures, all_queries=args.all_queries,
                                      per_query=args.per_query, warnings=found)))

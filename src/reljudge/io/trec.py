@@ -32,7 +32,7 @@ QRELS_COLUMNS = (Col.CODES, Col.FIRST, Col.BYTES, Col.INT)
 RUN_COLUMNS = (Col.CODES, Col.FIRST, Col.BYTES, Col.CHECK_INT, Col.FLOAT, Col.FIRST)
 
 
-def _is_int(token: str) -> bool:
+def is_int(token: str) -> bool:
     try:
         int(token)
     except ValueError:
@@ -40,7 +40,7 @@ def _is_int(token: str) -> bool:
     return True
 
 
-def _is_float(token: str) -> bool:
+def is_float(token: str) -> bool:
     try:
         value = float(token)
     except ValueError:
@@ -77,7 +77,7 @@ def _columns(text: str, ncols: int) -> list[list[str]] | None:
 def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: bool = False):
     """(line number, line, fields) of each data line: blank lines and comments skipped (refused when
     ``strict``); a run line's fields after its tag dropped (refused when ``strict``)."""
-    comment = _qrels_comment if ncols == 4 else _run_comment
+    comment = _run_comment if ncols == 6 else _qrels_comment
     for lineno, line in enumerate(text_lines(text), 1):
         if comment(line):
             if strict:
@@ -116,7 +116,7 @@ def _slow_columns(
     return cols
 
 
-def _line_of(text: str, ncols: int, row: int) -> int:
+def line_of(text: str, ncols: int, row: int) -> int:
     """1-based line number of the row-th data line (for errors found after parsing)."""
     for seen, (lineno, _, _) in enumerate(_data_lines(text, ncols)):
         if seen == row:
@@ -124,7 +124,7 @@ def _line_of(text: str, ncols: int, row: int) -> int:
     return row + 1
 
 
-def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None:
+def first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None:
     """(first row, repeated row) of the first repeated (qid, docid) pair, or None."""
     keys = [q + "\x00" + d for q, d in zip(qid, docid, strict=False)]
     if len(set(keys)) == len(keys):
@@ -137,8 +137,11 @@ def _first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None
     return None  # pragma: no cover - unreachable when the set is smaller
 
 
-def _parse(text: str, path, ncols: int, form: str, checks, strict: bool = False
-           ) -> list[list[str]]:
+def parse_columns(text: str, path, ncols: int, form: str, checks, strict: bool = False
+                  ) -> list[list[str]]:
+    """The columns of a whitespace-separated TREC-style file of ``ncols`` fields: comment and
+    blank lines skipped as trec_eval skips them (refused when ``strict``); ``checks`` maps a
+    column to (test, what it should hold); the first bad line raises, named."""
     if not text.strip():  # nothing to score is a mistake, never a mean over 0 queries
         raise InputError(f"empty file, expected lines of {form}", path)
     nul = text.find("\0")
@@ -158,7 +161,7 @@ def _column_ok(tokens: list[str], ok: Callable) -> bool:
     if len(tokens) < 10_000:
         return all(map(ok, tokens))
     try:
-        if ok is _is_float:
+        if ok is is_float:
             return bool(np.isfinite(np.array(tokens, dtype=np.float64)).all())
         np.array(tokens, dtype=np.int64)
         return True
@@ -171,7 +174,7 @@ def _duplicate_error(path, text: str, kind: str, first: int, row: int, q: str,
     """The error for a (query, document) pair repeated at data row ``row`` (first at
     ``first``), naming both lines of ``text``."""
     ncols = 4 if kind == "qrels" else 6
-    first_line, again = _line_of(text, ncols, first), _line_of(text, ncols, row)
+    first_line, again = line_of(text, ncols, first), line_of(text, ncols, row)
     what = (f"duplicate judgment for query {q!r}, document {d!r}" if kind == "qrels"
             else f"duplicate document {d!r} for query {q!r}")
     return InputError(f"{what} (first on line {first_line})", path, again)
@@ -206,9 +209,9 @@ def read_qrels(path: str | Path, *, strict: bool = False) -> Qrels:
     if fast is not None:
         return fast
     text = content.text()
-    checks = {3: (_is_int, "an integer grade")}
-    q, _, d, g = _parse(text, path, 4, QRELS_FORM, checks, strict)
-    dup = _first_duplicate(q, d)
+    checks = {3: (is_int, "an integer grade")}
+    q, _, d, g = parse_columns(text, path, 4, QRELS_FORM, checks, strict)
+    dup = first_duplicate(q, d)
     if dup is not None:
         raise _duplicate_error(path, text, "qrels", *dup, q[dup[1]], d[dup[1]])
     grades = np.array(g, dtype=np.int64) if g else np.zeros(0, dtype=np.int64)
@@ -264,7 +267,7 @@ def _duplicate_in_groups(qid: np.ndarray, docid: list[str]) -> tuple[int, int] |
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
     firsts = qid[starts].tolist()
     if len(set(firsts)) != len(firsts):  # a query's lines are not contiguous
-        return _first_duplicate(qid.tolist(), docid)
+        return first_duplicate(qid.tolist(), docid)
     for a, b in zip(starts.tolist(), np.r_[starts[1:], len(qid)].tolist(), strict=False):
         chunk = docid[a:b]
         if len(set(chunk)) != b - a:
@@ -292,8 +295,8 @@ def read_run(path: str | Path, name: str | None = None, *, strict: bool = False)
     if fast is not None:
         q, d, score, first_tag = fast
     else:
-        checks = {3: (_is_int, "an integer rank"), 4: (_is_float, "a numeric score")}
-        q, _, d, _, s, tags = _parse(text, path, 6, RUN_FORM, checks, strict)
+        checks = {3: (is_int, "an integer rank"), 4: (is_float, "a numeric score")}
+        q, _, d, _, s, tags = parse_columns(text, path, 6, RUN_FORM, checks, strict)
         score = np.array(s, dtype=np.float64) if s else np.zeros(0)
         first_tag = tags[0] if tags else None
     del text
@@ -372,7 +375,7 @@ def read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != 4 or not _is_float(fields[2]) or not _is_float(fields[3]):
+        if len(fields) != 4 or not is_float(fields[2]) or not is_float(fields[3]):
             raise InputError(f"expected QID MEASURE MEAN STDDEV (two numbers last), found "
                              f"{line.strip()[:80]!r}", path, number)
         out[(fields[0], fields[1])] = (float(fields[2]), float(fields[3]))

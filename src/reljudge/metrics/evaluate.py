@@ -42,6 +42,8 @@ class Evaluation(Tabular):
         return self.scores[:, self._index(measure)]
 
     def _index(self, measure: str | Measure) -> int:
+        if isinstance(measure, str) and measure in self.measures:  # as evaluated
+            return self.measures.index(measure)
         name = str(read_measure(measure))
         try:
             return self.measures.index(name)

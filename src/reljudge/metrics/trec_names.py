@@ -49,7 +49,6 @@ ALL_TREC = tuple(name for name in ORDER if name not in ("dcg", "ideal_dcg"))
 #: trec_eval's default measures (``-m official``, and no ``-m`` at all)
 OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
             "bpref", "recip_rank", "iprec_at_recall", "P")
-_COUNTS = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
 _FRACTIONS = ("iprec_at_recall", "Rprec_mult")  # printed with two decimals
 
 
@@ -59,7 +58,7 @@ class TrecMeasure:
     ``num_q``), and how the summary line aggregates it over queries."""
 
     name: str  # as trec_eval prints it, e.g. "P_10"
-    measure: Measure | None
+    measure: Measure | str | None  # str: a measure evaluated under this name (prefs_simp)
     summary: str  # mean | sum | gmean | count (num_q) | runid | string (relstring)
     order: tuple[int, float]  # trec_eval's printing order
     length: int = 0  # relstring: how many of each ranking's first documents
@@ -71,8 +70,8 @@ class TrecMeasure:
 
     @property
     def integer(self) -> bool:
-        """Printed as a whole number."""
-        return self.name in _COUNTS
+        """Printed as a whole number (the counts, summed in the summary)."""
+        return self.summary in ("sum", "count")
 
     def line(self, qid: str, value, z: bool = False) -> str:
         """The output line, in trec_eval's layout (``z``: as a z-score, trec_eval -Z)."""
@@ -239,6 +238,19 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
             value = float(np.ascontiguousarray(col).mean()) if n else 0.0
         lines.append(tm.line("all", value, z))
     return lines
+
+
+def named_lines(texts: Sequence[str], names: Sequence[str], summed: Sequence[str],
+                sets: Sequence[str]) -> list[TrecMeasure]:
+    """Output lines of measures evaluated under trec_eval's own names (the preference and
+    judgment-group measures), in the order given: ``runid`` and ``num_q`` first when asked
+    for, by name or by one of the measure ``sets`` (``all_prefs``) among ``texts``;
+    ``summed``: the counts, summed in the summary."""
+    asked = {t.strip() for t in texts}
+    out = [_one(base, None, 1) for base in ("runid", "num_q")
+           if base in asked or asked & set(sets)]
+    return out + [TrecMeasure(n, n, "sum" if n in summed else "mean", (len(ORDER) + i, 0.0))
+                  for i, n in enumerate(names)]
 
 
 MISSING_Z = -1000000.0  # trec_eval's MISSING_ZSCORE_VALUE

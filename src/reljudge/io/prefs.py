@@ -1,0 +1,86 @@
+"""Read judgments in trec_eval's other forms (its ``-R``): preference files, qrels read as
+preferences, and qrels with judgment groups.
+
+- ``prefs``: ``QID JG JSG DOCID LEVEL``. Within a judgment sub-group (JSG) a document with a
+  higher level is preferred to each with a lower one; a judgment group (JG, say one user)
+  gathers sub-groups whose preferences must agree. Level 0 means not relevant.
+- ``qrels_prefs``: a qrels file ``QID JG DOCID GRADE`` read as preferences, the second column
+  naming the judgment group (one sub-group each).
+- ``qrels_jg``: the same four columns read as one set of graded judgments per judgment group
+  (trec_eval's ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg`` average over them).
+
+Lines are read as trec_eval reads them: ``#`` in the first column starts a comment line (refused
+with ``strict``), a ``#`` inside a field is data. Unlike trec_eval, which reads an unreadable
+level as 0, a level that is not a number is an error naming the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from reljudge.errors import InputError
+from reljudge.io.files import Content
+from reljudge.io.trec import first_duplicate, is_float, is_int, line_of, parse_columns
+
+KINDS = ("prefs", "qrels_prefs", "qrels_jg")  # trec_eval -R, beside its default qrels
+PREFS_FORM = "'QID JG JSG DOCID LEVEL' (5 fields)"
+GROUPS_FORM = "'QID JG DOCID GRADE' (4 fields)"
+
+
+@dataclass(frozen=True)
+class Prefs:
+    """Judgments with groups, one row per line: query, judgment group, sub-group ("0" where
+    the form has none), document and level (a float for preferences, a whole grade for
+    ``qrels_jg``). ``kind`` says which form they were read from."""
+
+    qid: np.ndarray  # str
+    jg: np.ndarray
+    jsg: np.ndarray
+    docid: np.ndarray
+    level: np.ndarray  # float64
+    kind: str = "prefs"
+
+    def query_ids(self) -> list[str]:
+        """The queries, in trec_eval's order (byte order of their ids)."""
+        return sorted(set(self.qid.tolist()), key=str.encode)
+
+    def rows(self, qid: str) -> np.ndarray:
+        """Indexes of one query's rows."""
+        return np.flatnonzero(self.qid == qid)
+
+    @classmethod
+    def from_rows(cls, rows, kind: str = "prefs") -> Prefs:
+        """From (qid, jg, jsg, docid, level) tuples."""
+        rows = list(rows)
+        if not rows:
+            raise InputError("no judgments: expected (qid, jg, jsg, docid, level) rows")
+        q, g, s, d, v = (list(c) for c in zip(*rows, strict=True))
+        return cls(*(np.array([str(x) for x in c], dtype=str) for c in (q, g, s, d)),
+                   np.array(v, dtype=np.float64), kind)
+
+
+def read_prefs(path: str | Path, kind: str = "prefs", *, strict: bool = False) -> Prefs:
+    """Read judgments in one of trec_eval's ``-R`` forms (``KINDS``); see the module's text."""
+    if kind not in KINDS:
+        raise InputError(f"unknown judgment form {kind!r}; expected one of {', '.join(KINDS)}")
+    text = Content(path).text()
+    if kind == "prefs":
+        q, g, s, d, v = parse_columns(text, path, 5, PREFS_FORM,
+                                      {4: (is_float, "a numeric level")}, strict)
+    else:
+        check = (is_int, "an integer grade") if kind == "qrels_jg" else \
+            (is_float, "a numeric grade")
+        q, g, d, v = parse_columns(text, path, 4, GROUPS_FORM, {3: check}, strict)
+        s = ["0"] * len(q)
+        if kind == "qrels_jg":  # one qrels per group: a document judged twice in one is wrong
+            dup = first_duplicate([a + "\x00" + b for a, b in zip(q, g, strict=True)], d)
+            if dup is not None:
+                first, again = (line_of(text, 4, row) for row in dup)
+                raise InputError(f"duplicate judgment for query {q[dup[1]]!r}, group "
+                                 f"{g[dup[1]]!r}, document {d[dup[1]]!r} (first on line "
+                                 f"{first})", path, again)
+    return Prefs(*(np.array(c, dtype=str) for c in (q, g, s, d)),
+                 np.array(v, dtype=np.float64), kind)
