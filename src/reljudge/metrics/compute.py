@@ -3,6 +3,8 @@ of ``kernels`` (counting measures) and ``gain_kernels`` (gain-based ones)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from reljudge.metrics.gain_kernels import (
@@ -102,3 +104,29 @@ def compute(m: Measure, r: Ranked, compat: str = "trec_eval-10") -> np.ndarray:
     if m.name == "nDCGRel":
         return ndcg_rel(r)
     raise AssertionError(f"no kernel for {m.name}")  # parse_measure admits only known names
+
+
+#: cells (queries x depth) of the rankings computed at a time: every kernel works row by row,
+#: so blocks of rows give the same values while their intermediate matrices stay small
+BLOCK_CELLS = 1 << 19
+
+
+def compute_all(measures: Sequence[Measure], r: Ranked,
+                compat: str = "trec_eval-10") -> np.ndarray:
+    """(queries, measures): ``compute`` of each measure, a block of queries at a time (the
+    intermediates several measures share are kept within a block, never across)."""
+    n, width = r.grades.shape
+    step = max(1, BLOCK_CELLS // max(width, r.ideal.shape[1], 1))
+    if n <= step:
+        blocks = [r]
+    else:
+        blocks = [Ranked(r.grades[a:a + step], r.length[a:a + step], r.ideal[a:a + step])
+                  for a in range(0, n, step)]
+    out = np.empty((n, len(measures)))
+    at = 0
+    for block in blocks:
+        rows = block.grades.shape[0]
+        for j, m in enumerate(measures):
+            out[at:at + rows, j] = compute(m, block, compat)
+        at += rows
+    return out

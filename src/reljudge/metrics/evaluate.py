@@ -12,7 +12,7 @@ import numpy as np
 from reljudge.errors import InputError, MeasureError
 from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
-from reljudge.metrics.compute import compute
+from reljudge.metrics.compute import compute_all
 from reljudge.metrics.kernels import GM_EPSILON, geometric_mean  # noqa: F401 (GM_EPSILON)
 from reljudge.metrics.measures import Measure
 from reljudge.metrics.ranking import (  # noqa: F401 (COMPAT, rank: re-exported)
@@ -129,8 +129,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     name, qids, ranked = rankings(qrels, run, all_queries=all_queries,
                                   float32_scores=float32_scores, compat=compat,
                                   max_docs=max_docs, judged_only=judged_only)
-    cols = [compute(m, ranked, compat) for m in parsed]
-    scores = np.column_stack(cols) if cols else np.zeros((len(qids), 0))
+    scores = compute_all(parsed, ranked, compat)
     if all_queries:  # trec_eval -c: a query the run lacks scores 0 but on the qrels alone
         missing = ranked.length == 0
         for j, m in enumerate(parsed):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reljudge.metrics.kernels import Ranked, _upto, discount, num_rel, relevant
+from reljudge.metrics.kernels import Ranked, _upto, discount, num_rel, relevant, relevant_positions
 from reljudge.metrics.measures import level_gains
 
 
@@ -155,12 +155,10 @@ def gain_g(r: Ranked) -> np.ndarray:
 def binary_g(r: Ranked, rel: int) -> np.ndarray:
     """trec_eval's binG: the sum over retrieved relevant documents of 1 / log2(2 + n), n the
     non-relevant documents ranked above it, divided by R (0 when none is retrieved)."""
-    rows, cols = np.nonzero(relevant(r.grades, rel))
+    rows, cols, ith = relevant_positions(r, rel)
     n = r.grades.shape[0]
     total = np.zeros(n)
     if len(rows):
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
         np.add.at(total, rows, 1.0 / np.log2(2.0 + cols + 1 - ith))
     nr = num_rel(r, rel)
     out = np.zeros(n)

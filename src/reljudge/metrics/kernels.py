@@ -92,35 +92,65 @@ def relevant(grades: np.ndarray, rel: int) -> np.ndarray:
 
 def num_rel(r: Ranked, rel: int) -> np.ndarray:
     """Relevant documents per query in the qrels."""
-    return relevant(r.ideal, rel).sum(axis=1)
+    return r.memo(("num_rel", rel), lambda: relevant(r.ideal, rel).sum(axis=1))
+
+
+def relevant_ranked(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """Mask of the relevant documents of each ranking's top k (computed once per ``rel``)."""
+    return _upto(r.memo(("relevant", rel), lambda: relevant(r.grades, rel)), k)
+
+
+def relevant_so_far(r: Ranked, rel: int) -> np.ndarray:
+    """(n, width + 1): column j holds the relevant documents among each ranking's first j."""
+    return r.memo(("relevant so far", rel), lambda: np.concatenate(
+        [np.zeros((r.grades.shape[0], 1), dtype=np.int64),
+         np.cumsum(relevant_ranked(r, None, rel), axis=1)], axis=1))
+
+
+def hits(r: Ranked, k: int | None, rel: int) -> np.ndarray:
+    """Relevant documents in each ranking's top k (all retrieved when k is None)."""
+    cum = relevant_so_far(r, rel)
+    return cum[:, -1] if k is None else cum[:, min(k, cum.shape[1] - 1)]
+
+
+def relevant_positions(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, 0-based rank, i) of every retrieved relevant document, the i-th of its row,
+    row-major (a few per query, where the matrices are queries x depth)."""
+    def make():
+        rows, cols = np.nonzero(relevant_ranked(r, None, rel))
+        if not len(rows):
+            return rows, cols, np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+        return rows, cols, ith
+    return r.memo(("relevant at", rel), make)
 
 
 def precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     """Relevant in the top k divided by k (by the number retrieved when k is None)."""
-    hits = relevant(_upto(r.grades, k), rel).sum(axis=1)
-    denom = np.full(len(hits), float(k)) if k is not None else r.length.astype(np.float64)
-    out = np.zeros(len(hits))
-    np.divide(hits, denom, out=out, where=denom > 0)
+    found = hits(r, k, rel)
+    denom = np.full(len(found), float(k)) if k is not None else r.length.astype(np.float64)
+    out = np.zeros(len(found))
+    np.divide(found, denom, out=out, where=denom > 0)
     return out
 
 
 def recall(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     """Relevant in the top k divided by all relevant in the qrels (0 when there are none)."""
-    hits = relevant(_upto(r.grades, k), rel).sum(axis=1)
+    found = hits(r, k, rel)
     nr = num_rel(r, rel)
-    out = np.zeros(len(hits))
-    np.divide(hits, nr, out=out, where=nr > 0)
+    out = np.zeros(len(found))
+    np.divide(found, nr, out=out, where=nr > 0)
     return out
 
 
 def reciprocal_rank(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     """1 / rank of the first relevant document in the top k (0 when none)."""
-    rel_mask = relevant(_upto(r.grades, k), rel)
-    if rel_mask.shape[1] == 0:
-        return np.zeros(rel_mask.shape[0])
-    any_rel = rel_mask.any(axis=1)
-    first = rel_mask.argmax(axis=1) + 1
-    return np.where(any_rel, 1.0 / first, 0.0)
+    rows, cols, ith = relevant_positions(r, rel)
+    first = (ith == 1) & (cols < k) if k is not None else ith == 1
+    out = np.zeros(r.grades.shape[0])
+    out[rows[first]] = 1.0 / (cols[first] + 1)
+    return out
 
 
 def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
@@ -130,12 +160,13 @@ def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     the whole (queries x depth) matrix: the i-th relevant document of a row, at 0-based
     position p, contributes i / (p + 1).
     """
-    rows, cols = np.nonzero(relevant(_upto(r.grades, k), rel))  # row-major: cols ascending
+    rows, cols, ith = relevant_positions(r, rel)  # row-major: cols ascending
+    if k is not None:
+        top = cols < k
+        rows, cols, ith = rows[top], cols[top], ith[top]
     n = r.grades.shape[0]
     total = np.zeros(n)
     if len(rows):  # summed in rank order, as trec_eval does
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
         total = np.bincount(rows, weights=ith / (cols + 1.0), minlength=n)
     nr = num_rel(r, rel)
     out = np.zeros(n)
@@ -145,21 +176,21 @@ def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
 
 def success(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     """1 when a relevant document is in the top k, else 0."""
-    return relevant(_upto(r.grades, k), rel).any(axis=1).astype(np.float64)
+    return (hits(r, k, rel) > 0).astype(np.float64)
 
 
 def judged_share(r: Ranked, k: int | None) -> np.ndarray:
     """Judged documents in the top k over min(k, retrieved) (0 for an empty ranking)."""
-    hits = _upto(r.judged, k).sum(axis=1)
+    found = _upto(r.judged, k).sum(axis=1)
     denom = r.length if k is None else np.minimum(r.length, k)
-    out = np.zeros(len(hits))
-    np.divide(hits, denom, out=out, where=denom > 0)
+    out = np.zeros(len(found))
+    np.divide(found, denom, out=out, where=denom > 0)
     return out
 
 
 def num_rel_ret(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     """Relevant documents retrieved (in the top k)."""
-    return relevant(_upto(r.grades, k), rel).sum(axis=1).astype(np.float64)
+    return hits(r, k, rel).astype(np.float64)
 
 
 def r_precision(r: Ranked, rel: int) -> np.ndarray:
@@ -169,11 +200,10 @@ def r_precision(r: Ranked, rel: int) -> np.ndarray:
     out = np.zeros(len(nr))
     if width == 0:
         return out
-    hits = np.cumsum(relevant(r.grades, rel), axis=1)
-    at = np.minimum(nr, width) - 1  # past the run's end: nothing more is relevant
-    has = nr > 0
-    rows = np.flatnonzero(has)
-    out[rows] = hits[rows, at[rows]] / nr[rows]
+    cum = relevant_so_far(r, rel)
+    at = np.minimum(nr, width)  # past the run's end: nothing more is relevant
+    rows = np.flatnonzero(nr > 0)
+    out[rows] = cum[rows, at[rows]] / nr[rows]
     return out
 
 
@@ -182,7 +212,7 @@ def bpref(r: Ranked, rel: int) -> np.ndarray:
     n the judged non-relevant ranked above it (1 when n is 0); the sum is divided by R."""
     g = r.grades
     nonrel = (g >= 0) & (g < rel)
-    rel_mask = relevant(g, rel)
+    rel_mask = relevant_ranked(r, None, rel)
     above = np.cumsum(nonrel, axis=1)  # at a relevant position: the non-relevant above it
     nr = num_rel(r, rel)
     n_nonrel = ((r.ideal >= 0) & (r.ideal < rel)).sum(axis=1)
@@ -203,8 +233,8 @@ def inf_ap(r: Ranked, rel: int) -> np.ndarray:
     1/(j+1) + j/(j+1) * (above in the pool)/j * (relevant above + eps) / (judged above + 2 eps),
     where the pool is the documents in the qrels (negative grades: pooled, not judged)."""
     g = r.grades
-    rel_mask = relevant(g, rel)
-    rel_above = np.cumsum(rel_mask, axis=1) - rel_mask
+    rel_mask = relevant_ranked(r, None, rel)
+    rel_above = relevant_so_far(r, rel)[:, :-1]
     nonrel_above = np.cumsum((g >= 0) & (g < rel), axis=1)  # exact at relevant positions
     pooled_above = np.cumsum((g < 0) & (g > UNJUDGED), axis=1)
     j = np.arange(g.shape[1], dtype=np.float64)[None, :]
@@ -237,17 +267,24 @@ def interpolated_precision(r: Ranked, recall_level: float, rel: int,
                            compat: str = "trec_eval-10") -> np.ndarray:
     """trec_eval's iprec_at_recall: the highest precision at or after the c-th relevant
     document, c = ``recall_cutoff`` (at least the first); 0 when fewer are retrieved."""
-    rows, cols = np.nonzero(relevant(r.grades, rel))
-    n = r.grades.shape[0]
-    out = np.zeros(n)
-    if not len(rows):
-        return out
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    ith = np.arange(1, len(rows) + 1) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+    best_after = r.memo(("precision from the i-th relevant on", rel),
+                        lambda: _best_after(r, rel))
+    out = np.zeros(r.grades.shape[0])
     need = np.maximum(recall_cutoff(recall_level, num_rel(r, rel), compat), 1)
-    ok = ith >= need[rows]
-    np.maximum.at(out, rows[ok], ith[ok] / (cols[ok] + 1.0))
+    rows = np.flatnonzero(need <= best_after.shape[1])
+    values = best_after[rows, need[rows] - 1]  # 0 where the row has fewer relevant
+    out[rows] = values
     return out
+
+
+def _best_after(r: Ranked, rel: int) -> np.ndarray:
+    """(n, most relevant retrieved): [q, i] the highest precision at the (i+1)-th relevant
+    document of ranking q or a later one (0 past its last)."""
+    rows, cols, ith = relevant_positions(r, rel)
+    width = int(ith.max()) if len(ith) else 0
+    at = np.zeros((r.grades.shape[0], width))
+    at[rows, ith - 1] = ith / (cols + 1.0)
+    return np.maximum.accumulate(at[:, ::-1], axis=1)[:, ::-1]
 
 
 def precision_at_ranks(r: Ranked, ks: np.ndarray, rel: int) -> np.ndarray:
@@ -255,12 +292,9 @@ def precision_at_ranks(r: Ranked, ks: np.ndarray, rel: int) -> np.ndarray:
     are not relevant; 0 where ks[i] is 0)."""
     width = r.grades.shape[1]
     upto = np.minimum(ks, width)
-    cum = r.memo(("relevant so far", rel), lambda: np.concatenate(
-        [np.zeros((len(ks), 1), dtype=np.int64),
-         np.cumsum(relevant(r.grades, rel), axis=1)], axis=1))
-    hits = cum[np.arange(len(ks)), upto]
+    found = relevant_so_far(r, rel)[np.arange(len(ks)), upto]
     out = np.zeros(len(ks))
-    np.divide(hits, ks, out=out, where=ks > 0)
+    np.divide(found, ks, out=out, where=ks > 0)
     return out
 
 
@@ -274,10 +308,10 @@ def rprec_mult(r: Ranked, factor: float, rel: int) -> np.ndarray:
 def relative_precision(r: Ranked, k: int, rel: int) -> np.ndarray:
     """trec_eval's relative_P: relevant in the top k over min(k, R), the most there could be
     (0 when R is 0)."""
-    hits = relevant(_upto(r.grades, k), rel).sum(axis=1)
+    found = hits(r, k, rel)
     best = np.minimum(num_rel(r, rel), k)
-    out = np.zeros(len(hits))
-    np.divide(hits, best, out=out, where=best > 0)
+    out = np.zeros(len(found))
+    np.divide(found, best, out=out, where=best > 0)
     return out
 
 
@@ -298,9 +332,9 @@ def utility(r: Ranked, rel: int, coefficients: tuple[float, float, float, float]
     c x relevant missed + d x non-relevant missed (of ``num_docs`` in the collection)."""
     a, b, c, d = coefficients
     ret = r.length.astype(np.float64)
-    hits = num_rel_ret(r, None, rel)
+    found = num_rel_ret(r, None, rel)
     nr = num_rel(r, rel).astype(np.float64)
-    return a * hits + b * (ret - hits) + c * (nr - hits) + d * (num_docs + hits - ret - nr)
+    return a * found + b * (ret - found) + c * (nr - found) + d * (num_docs + found - ret - nr)
 
 
 def iprec_average(r: Ranked, levels: tuple[float, ...], rel: int, compat: str) -> np.ndarray:
@@ -312,23 +346,23 @@ def iprec_average(r: Ranked, levels: tuple[float, ...], rel: int, compat: str) -
 
 def set_measures(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray]:
     """(SetP, SetR): relevant retrieved over retrieved, and over relevant in the qrels."""
-    hits = num_rel_ret(r, None, rel)
+    found = num_rel_ret(r, None, rel)
     nr = num_rel(r, rel)
-    p, rc = np.zeros(len(hits)), np.zeros(len(hits))
-    np.divide(hits, r.length, out=p, where=r.length > 0)
-    np.divide(hits, nr, out=rc, where=nr > 0)
+    p, rc = np.zeros(len(found)), np.zeros(len(found))
+    np.divide(found, r.length, out=p, where=r.length > 0)
+    np.divide(found, nr, out=rc, where=nr > 0)
     return p, rc
 
 
 def set_relative(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray]:
     """(set_relative_P, set_map): relevant retrieved over min(retrieved, R), and
     relevant retrieved squared over retrieved x R (0 when either is 0)."""
-    hits = num_rel_ret(r, None, rel)
+    found = num_rel_ret(r, None, rel)
     nr = num_rel(r, rel)
     best, both = np.minimum(r.length, nr), r.length * nr
-    relp, setmap = np.zeros(len(hits)), np.zeros(len(hits))
-    np.divide(hits, best, out=relp, where=best > 0)
-    np.divide(hits * hits, both, out=setmap, where=both > 0)
+    relp, setmap = np.zeros(len(found)), np.zeros(len(found))
+    np.divide(found, best, out=relp, where=best > 0)
+    np.divide(found * found, both, out=setmap, where=both > 0)
     return relp, setmap
 
 
