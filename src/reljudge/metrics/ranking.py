@@ -32,7 +32,7 @@ from reljudge.types import Qrels, Run
 
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]]
 RunLike = Run | Mapping[str, Mapping[str, float]]
-TIE_CHUNK = 1 << 19  # documents of tied queries handled at a time: bounds the temporaries
+TIE_CHUNK = 1 << 18  # documents of tied queries handled at a time: bounds the temporaries
 PER_QUERY = 256  # mean run length from which _read_scores reads a query at a time
 TIE_PAIRS = 2  # docid comparisons allowed per tie member before placing members by search
 
