@@ -148,6 +148,17 @@ class Browser:
         self.send("Input.dispatchKeyEvent", type="keyUp",
                   **{k: v for k, v in down.items() if k != "text"})
 
+    def hold(self, key: str, repeats: int) -> None:
+        """A key held down: its keyDown, ``repeats`` auto-repeated keyDowns (as a keyboard
+        sends them while the key stays down), then keyUp."""
+        code = f"Digit{key}" if key.isdigit() else f"Key{key.upper()}"
+        down = {"key": key, "code": code, "text": key, "windowsVirtualKeyCode": ord(key.upper())}
+        self.send("Input.dispatchKeyEvent", type="keyDown", **down)
+        for _ in range(repeats):
+            self.send("Input.dispatchKeyEvent", type="keyDown", autoRepeat=True, **down)
+        self.send("Input.dispatchKeyEvent", type="keyUp",
+                  **{k: v for k, v in down.items() if k != "text"})
+
     def type_text(self, text: str) -> None:
         """Type text into the focused field."""
         self.send("Input.insertText", text=text)

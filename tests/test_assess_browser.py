@@ -6,6 +6,7 @@ Screenshots go to $RELJUDGE_ARTIFACTS (default tests/artifacts/, which git ignor
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from reljudge.labels import RETRACTED
 from reljudge.store import LabelStore
@@ -158,3 +159,58 @@ def test_a_grade_the_server_never_got_is_shown_as_not_saved(browser, tmp_path):
         assert b.eval(TEXT.format("done")) == "1 / 10 graded"
     with LabelStore(store_path) as store:
         assert [e.grade for e in store.events(kind="human")] == [2]
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
+def test_a_held_key_grades_one_pair_and_a_note_has_its_own_mode(browser, tmp_path, width,
+                                                                 height):
+    """Holding 0 (a keyDown and its auto-repeats) grades one pair, not four; n opens the note
+    mode (shown), digits there are text, Enter leaves it keeping the note, and the next
+    digit grades the pair with that note; the grade is in the store within 100 ms of its
+    key."""
+    import time
+
+    store_path = make_store(tmp_path / "labels.sqlite")
+    b = browser
+    b.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
+           deviceScaleFactor=1, mobile=width < 500)
+    with assess_server("--store", str(store_path), "--sample", "s1", "--annotator",
+                       "alice") as (url, _, _):
+        b.open(url)
+        assert b.eval("document.getElementById('mode').dataset.mode") == "grading"
+        b.hold("0", 3)
+        b.wait_for(SAVED.format(1, "0"))
+        time.sleep(0.3)  # any repeat that slipped through would be saved by now
+        assert b.eval(TEXT.format("done")) == "1 / 10 graded"
+        assert b.eval(TEXT.format("position")) == "pair 2 of 10"
+
+        b.press("n")
+        assert b.eval("document.getElementById('mode').dataset.mode") == "note"
+        assert "writing a note" in b.eval(TEXT.format("mode"))
+        b.type_text("unsure")
+        b.press("2")  # in the note a digit is text
+        assert b.eval("document.getElementById('note').value") == "unsure2"
+        assert b.eval(TEXT.format("done")) == "1 / 10 graded"
+        b.press("Enter")  # back to grading, the note kept for the grade to come
+        assert b.eval("document.getElementById('mode').dataset.mode") == "grading"
+        assert b.eval("document.getElementById('status').dataset.state") == "note"
+        b.screenshot(ARTIFACTS / f"assess-note-kept-{width}px.png", width, height)
+        with LabelStore(store_path) as store:
+            before = len(list(store.events(kind="human")))
+        pressed = time.perf_counter()
+        b.press("1")
+        stored = None
+        while time.perf_counter() - pressed < 5:
+            with LabelStore(store_path) as store:
+                events = list(store.events(kind="human"))
+            if len(events) > before:
+                stored = time.perf_counter() - pressed
+                break
+            time.sleep(0.005)
+        b.wait_for(SAVED.format(2, "1 with a note"))
+        assert b.errors() == [], [e['params'] for e in b.errors()]
+    assert stored is not None and stored < 0.1, stored
+    with LabelStore(store_path) as store:
+        events = list(store.events(kind="human"))
+    assert [(e.grade, (e.meta or {}).get("note")) for e in events] == [(0, None),
+                                                                     (1, "unsure2")]

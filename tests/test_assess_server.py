@@ -157,3 +157,53 @@ def test_a_pairs_file_with_text_files_needs_no_sample(tmp_path):
         assert (e.qid, e.docid, e.grade, e.source_kind, e.source_name) == (
             "q1", "d2", 2, "human", "ann")
         assert e.meta == {"pairs": str(tmp_path / "pairs.txt"), "position": 1, "note": "ok"}
+
+
+def test_pairs_come_a_query_at_a_time_by_default_and_the_same_after_a_restart(store_path):
+    """--order query (the default): each query's passages together, queries and passages
+    shuffled; a restart shows the same order; --order random mixes the queries."""
+    orders = []
+    for _ in range(2):
+        with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a",
+                           "--order", "query") as (url, _, _):
+            status, body, _ = fetch(url + "api/state")
+            assert status == 200
+            orders.append([(it["qid"], it["docid"]) for it in json.loads(body)["items"]])
+    shown = orders[0]
+    assert orders[1] == shown and sorted(shown) == sorted(PAIRS) and shown != PAIRS
+    runs = [q for i, (q, _) in enumerate(shown) if i == 0 or shown[i - 1][0] != q]
+    assert sorted(runs) == ["q1", "q2", "q3"]  # each query once: its passages in a row
+    from reljudge.cli import build_parser
+
+    args = build_parser().parse_args(["assess", "--store", "x", "--sample", "s1",
+                                      "--annotator", "a"])
+    assert args.order == "query"  # the command's default
+
+
+def test_the_orders_of_a_task():
+    from reljudge.assess.task import ordered
+
+    pairs = [(f"q{i % 7}", f"d{i}") for i in range(70)]
+    by_query = ordered(pairs, "query", "seed")
+    assert sorted(by_query) == sorted(pairs)
+    assert len([i for i in range(1, 70) if by_query[i][0] != by_query[i - 1][0]]) == 6
+    assert by_query == ordered(pairs, "query", "seed") != ordered(pairs, "query", "other")
+    mixed = ordered(pairs, "random", "seed")
+    assert sorted(mixed) == sorted(pairs) and mixed != pairs
+    assert len([i for i in range(1, 70) if mixed[i][0] != mixed[i - 1][0]]) > 20
+    assert ordered(pairs, "given", "seed") == pairs
+
+
+def test_without_a_token_a_write_from_another_origin_is_refused(store_path):
+    """A browser names the page a write comes from (Origin): without a token, only the
+    server's own page may write; clients that send no Origin (curl, scripts) still can."""
+    with assess_server("--store", str(store_path), "--sample", "s1",
+                       "--annotator", "a") as (url, _, _):
+        own = url.rstrip("/")
+        for origin, status in (("http://evil.example", 403), ("null", 403),
+                               (own.replace("127.0.0.1", "localhost"), 403), (own, 200)):
+            got = fetch(url + "api/grade", {"index": 0, "grade": 1}, {"Origin": origin})
+            assert got[0] == status, (origin, got)
+        assert fetch(url + "api/grade", {"index": 1, "grade": 2})[0] == 200
+    with LabelStore(store_path) as store:
+        assert [e.grade for e in store.events(kind="human")] == [1, 2]

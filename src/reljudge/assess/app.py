@@ -5,7 +5,8 @@ used by the event loop's thread; each grade is one short transaction (the store'
 busy timeout let other processes write the same file at the same time).
 
 Safety: without a token the app answers only requests whose Host is a loopback name (a web
-page elsewhere cannot reach it through DNS rebinding); with a token (``--host``), every
+page elsewhere cannot reach it through DNS rebinding), and a write whose Origin a browser
+names must be the page's own; with a token (``--host``), every
 request must carry it (``?token=``, then a cookie the app sets, or an ``X-Reljudge-Token``
 header), else 403. Writes must be JSON (``application/json``), which a foreign page cannot
 send without the browser asking first; the page builds its DOM with ``textContent`` and the
@@ -54,6 +55,11 @@ class _Guard(BaseHTTPMiddleware):
             name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
             if name not in LOOPBACK_NAMES:
                 return PlainTextResponse("forbidden: this server answers loopback names only",
+                                         status_code=403)
+            origin = request.headers.get("origin")
+            if request.method not in ("GET", "HEAD") and origin is not None \
+                    and origin != f"{request.url.scheme}://{host}":
+                return PlainTextResponse("forbidden: a write from another origin",
                                          status_code=403)
         else:
             given = request.query_params.get("token")

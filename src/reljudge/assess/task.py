@@ -9,6 +9,7 @@ counts as ungraded again, for resuming here and for every merge, stat and audit.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,9 @@ from reljudge.labels import RETRACTED, LabelEvent, shown_digest
 from reljudge.store import LabelStore
 
 MAX_NOTE = 2000  # characters
+#: the order pairs are shown in: a query at a time (queries shuffled, then each query's
+#: passages: TREC's practice), all pairs shuffled, or as the sample or pairs file lists them
+ORDERS = ("query", "random", "given")
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,9 @@ class AssessTask:
                  sample: str | None = None, pairs_file: str | None = None,
                  scale: Sequence[ScaleStep],
                  queries: Mapping[str, str] | None = None,
-                 passages: Mapping[str, str] | None = None) -> None:
+                 passages: Mapping[str, str] | None = None, order: str = "given") -> None:
+        if order not in ORDERS:
+            raise ConfigError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
         if (sample is None) == (pairs_file is None):
             raise ValueError("give exactly one of sample and pairs_file")
         if not annotator.strip():
@@ -85,6 +91,8 @@ class AssessTask:
         self.store, self.annotator, self.scale = store, annotator, list(scale)
         self.sample, self.pairs_file = sample, pairs_file
         self.task = {"sample": sample} if sample is not None else {"pairs": pairs_file}
+        self.order = order
+        pairs = ordered(pairs, order, f"{self.task} {annotator}")
         self.items = _items(store, pairs, queries or {}, passages or {},
                             f"sample {sample!r}" if sample else str(pairs_file))
         self._index = {(it.qid, it.docid): it.index for it in self.items}
@@ -163,6 +171,31 @@ class AssessTask:
         if type(index) is not int or not 0 <= index < len(self.items):
             raise InputError(f"no pair number {index!r}; this task has pairs 0..{len(self.items) - 1}")
         return self.items[index]
+
+
+def ordered(pairs: Sequence[tuple[str, str]], order: str, seed: str
+            ) -> list[tuple[str, str]]:
+    """The pairs in the order they are shown (``ORDERS``); the shuffles are seeded by
+    ``seed`` (the task and annotator), so a restart shows the same order."""
+    import random
+
+    pairs = list(pairs)
+    if order == "given":
+        return pairs
+    rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
+    if order == "random":
+        rng.shuffle(pairs)
+        return pairs
+    by_query: dict[str, list[tuple[str, str]]] = {}
+    for pair in pairs:
+        by_query.setdefault(pair[0], []).append(pair)
+    queries = list(by_query)
+    rng.shuffle(queries)
+    out = []
+    for q in queries:
+        rng.shuffle(by_query[q])
+        out += by_query[q]
+    return out
 
 
 def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],

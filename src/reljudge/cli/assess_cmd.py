@@ -8,9 +8,11 @@ examples:
   reljudge assess --store labels.sqlite --pairs todo.txt --annotator bob --port 8765
   reljudge assess --store labels.sqlite --sample audit-200 --annotator carol --host 0.0.0.0
 
-keys on the page: 0-3 grade the pair (and move to the next ungraded one), right arrow or j
-next, left arrow or k previous, u undo your latest grade, n write a note (Enter saves it with
-the grade, Esc leaves the field), l show or hide the LLM's grade (hidden at first).
+keys on the page: 0-3 grade the pair (and move to the next ungraded one; a held key grades
+once), right arrow or j next, left arrow or k previous, u undo your latest grade, n write a
+note (keys then type text; Enter saves it with the pair's grade, or keeps it for the grade
+key that follows when the pair is ungraded; Esc back to grading), l show or hide the LLM's
+grade (hidden at first). Pairs come a query at a time unless --order says otherwise.
 
 Each grade is a human label event of source NAME written to the store at once, with the
 seconds spent and the note; reloading the page (or restarting the server) resumes at the
@@ -21,6 +23,7 @@ for merge, stats and audit until it is graded again.
 
 def register(sub) -> None:
     """Add the ``assess`` subcommand."""
+    from reljudge.assess.task import ORDERS
     from reljudge.cli import HelpFormatter
 
     p = sub.add_parser("assess", help="a local web page where people grade pairs into the store",
@@ -40,6 +43,11 @@ def register(sub) -> None:
                                   "(default 127.0.0.1); with --host every request must carry "
                                   "the token printed at start")
     p.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    p.add_argument("--order", choices=ORDERS, default="query",
+                   help="the order of the pairs: query (default) a query at a time, as TREC "
+                        "assessors work: the query is read once, then its passages (queries "
+                        "and passages shuffled); random: every pair shuffled; given: as the "
+                        "sample or pairs file lists them. The same on every restart")
     p.add_argument("--prompt", default="umbrela",
                    help="the prompt whose scale text describes the grades (default umbrela; "
                         "a shipped name or a .toml path)")
@@ -88,7 +96,7 @@ def run(args) -> int:
                     if args.passages else None)  # irds: the ids graded here only
         task = AssessTask(store, pairs, args.annotator, sample=args.sample,
                           pairs_file=args.pairs, scale=scale, queries=queries,
-                          passages=passages)
+                          passages=passages, order=args.order)
         token = new_token() if args.host is not None else None
         done = len(task.given())
 

@@ -218,14 +218,25 @@
     }
   }
 
+  // Enter in the note: back to grading either way; a graded pair's note is saved with its
+  // grade at once, an ungraded pair's note waits for the grade key (digits grade again).
   function saveNote() {
+    $("note").blur();
     if (grades[cur] === undefined) {
       failed = null;
       lastSaved = "";
-      setStatus("error", "grade the pair (0–3) to save the note with it");
+      setStatus("note", "note kept: press 0–3 to grade the pair with it");
       return;
     }
     grade(grades[cur], false);
+  }
+
+  function showMode() {
+    const writing = document.activeElement === $("note");
+    $("mode").dataset.mode = writing ? "note" : "grading";
+    $("mode").textContent = writing
+      ? "writing a note: keys type text · Enter saves it · Esc back to grading"
+      : "grading: 0–3 grade the pair · n write a note";
   }
 
   function onKey(e) {
@@ -236,6 +247,8 @@
       return;
     }
     const k = e.key;
+    // a held key repeats: one grade (or undo) per press, never one per repeat
+    if (e.repeat && ((k >= "0" && k <= "3") || k === "u")) { e.preventDefault(); return; }
     if (k >= "0" && k <= "3" && k.length === 1) grade(+k, true);
     else if (k === "ArrowRight" || k === "j") go(cur + 1);
     else if (k === "ArrowLeft" || k === "k") go(cur - 1);
@@ -265,6 +278,9 @@
     $("show-llm").parentElement.hidden = !S.llm;
     buildScale();
     document.addEventListener("keydown", onKey);
+    $("note").addEventListener("focus", showMode);
+    $("note").addEventListener("blur", showMode);
+    showMode();
     $("prev").addEventListener("click", () => go(cur - 1));
     $("next").addEventListener("click", () => go(cur + 1));
     $("undo").addEventListener("click", undo);
