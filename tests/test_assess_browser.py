@@ -214,3 +214,32 @@ def test_a_held_key_grades_one_pair_and_a_note_has_its_own_mode(browser, tmp_pat
         events = list(store.events(kind="human"))
     assert [(e.grade, (e.meta or {}).get("note")) for e in events] == [(0, None),
                                                                      (1, "unsure2")]
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
+def test_a_passage_title_is_shown_as_the_judge_saw_it(browser, tmp_path, width, height):
+    """The judge's prompt shows a passage's title ({title}); the page shows it too, above the
+    passage, and the grade records the digest of query, passage and title."""
+    from reljudge.labels import shown_digest
+
+    store_path = make_store(tmp_path / "labels.sqlite")
+    with LabelStore(store_path) as store:
+        text = store.passage_texts(["d0"])["d0"]
+        store.add_passages({"d0": {"text": text, "title": "Why cats purr"}})
+        query = store.query_texts(["q1"])["q1"][0]
+    b = browser
+    b.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
+           deviceScaleFactor=1, mobile=width < 500)
+    with assess_server("--store", str(store_path), "--sample", "s1",
+                       "--annotator", "alice") as (url, _, _):
+        b.open(url)
+        b.wait_for(f"{TEXT.format('passage-title')} === 'Why cats purr'")
+        assert b.eval("document.getElementById('passage-title').hidden") is False
+        b.screenshot(ARTIFACTS / f"assess-title-{width}px.png", width, height)
+        grade_by_key(b, 1, "2")
+        b.wait_for(f"{TEXT.format('position')} === 'pair 2 of 10'")
+        assert b.eval("document.getElementById('passage-title').hidden") is True  # none
+        assert b.errors() == [], [e['params'] for e in b.errors()]
+    with LabelStore(store_path) as store:
+        (event,) = store.events(kind="human")
+    assert event.shown == shown_digest(query, text, "Why cats purr")

@@ -106,7 +106,7 @@ def create_app(task: AssessTask, *, token: str | None = None) -> Starlette:
             return JSONResponse({"error": "no such pair"}, status_code=404)
         return JSONResponse({"index": item.index, "qid": item.qid, "docid": item.docid,
                              "query": item.query, "narrative": item.narrative,
-                             "passage": item.passage,
+                             "passage": item.passage, "title": item.title,
                              "llm": [{"source": s, "grade": g} for s, g in llm.get(index, [])]})
 
     async def post_grade(request: Request) -> Response:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE, SCALE_TEXT, check_grade
-from reljudge.labels import RETRACTED, LabelEvent, shown_digest
+from reljudge.labels import RETRACTED, LabelEvent, passage_parts, shown_digest
 from reljudge.store import LabelStore
 
 MAX_NOTE = 2000  # characters
@@ -45,6 +45,7 @@ class Item:
     query: str
     narrative: str | None
     passage: str
+    title: str | None = None  # the passage's title, shown as the judge's prompt shows it
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ class AssessTask:
                  sample: str | None = None, pairs_file: str | None = None,
                  scale: Sequence[ScaleStep],
                  queries: Mapping[str, str] | None = None,
-                 passages: Mapping[str, str] | None = None, order: str = "given") -> None:
+                 passages: Mapping[str, str | Mapping[str, str]] | None = None,
+                 order: str = "given") -> None:
         if order not in ORDERS:
             raise ConfigError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
         if (sample is None) == (pairs_file is None):
@@ -199,7 +201,7 @@ def ordered(pairs: Sequence[tuple[str, str]], order: str, seed: str
 
 
 def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-           passages: Mapping[str, str], where: str) -> list[Item]:
+           passages: Mapping[str, str | Mapping[str, str]], where: str) -> list[Item]:
     qids = list(dict.fromkeys(q for q, _ in pairs))
     docids = list(dict.fromkeys(d for _, d in pairs))
     qtexts = store.query_texts(qids)
@@ -211,11 +213,12 @@ def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping
                          (("queries", missing_q), ("passages", missing_d)) if m)
         raise InputError(f"{where}: the store has no text for {what}; give the texts with "
                          "--queries FILE / --passages FILE")
+    titles = store.passage_titles([d for d in docids if d not in passages])
     out = []
     for i, (q, d) in enumerate(pairs):
         text, narrative = qtexts.get(q, (None, None))
-        out.append(Item(i, q, d, queries.get(q) or text or "", narrative,
-                        passages.get(d) if d in passages else ptexts[d]))
+        given, title = passage_parts(passages[d]) if d in passages else (ptexts[d], titles.get(d))
+        out.append(Item(i, q, d, queries.get(q) or text or "", narrative, given or "", title))
     return out
 
 
@@ -225,5 +228,5 @@ def _shown(store: LabelStore, items: Sequence[Item], queries: Mapping[str, str],
     texts (and the passage's title) where they come from the store, else the texts given."""
     held = store.shown_now([(it.qid, it.docid) for it in items
                             if it.qid not in queries and it.docid not in passages])
-    return [held.get((it.qid, it.docid)) or shown_digest(it.query, it.passage)
+    return [held.get((it.qid, it.docid)) or shown_digest(it.query, it.passage, it.title)
             for it in items]

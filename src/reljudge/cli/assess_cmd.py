@@ -91,8 +91,7 @@ def run(args) -> int:
     try:
         if pairs is None:
             pairs = store.sample_pairs(args.sample)
-        passages = ({d: p["text"] for d, p in
-                     read_passages(args.passages, {d for _, d in pairs}).items()}
+        passages = (read_passages(args.passages, {d for _, d in pairs})  # with titles
                     if args.passages else None)  # irds: the ids graded here only
         task = AssessTask(store, pairs, args.annotator, sample=args.sample,
                           pairs_file=args.pairs, scale=scale, queries=queries,

@@ -90,6 +90,11 @@ class Texts:
         return {r[0]: r[1] for r in self.db.select_in(
             "SELECT docid, text FROM passages", "docid", list(docids)) if r[1] is not None}
 
+    def passage_titles(self, docids: Iterable[str]) -> dict[str, str]:
+        """{docid: title} of the given passages that have a title in the store."""
+        return {r[0]: r[1] for r in self.db.select_in(
+            "SELECT docid, title FROM passages", "docid", list(docids)) if r[1]}
+
     def passages_with_text(self) -> set[str]:
         """Docids whose text the store holds."""
         return {r[0] for r in self.conn.execute(

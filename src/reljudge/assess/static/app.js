@@ -157,6 +157,8 @@
     $("query").textContent = it.query;
     $("narrative").hidden = !it.narrative;
     $("narrative").textContent = it.narrative || "";
+    $("passage-title").textContent = it.title || "";
+    $("passage-title").hidden = !it.title;
     $("passage").textContent = it.passage;
     $("note").value = notes[i] || "";
     shownAt = performance.now();
