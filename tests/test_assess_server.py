@@ -207,3 +207,20 @@ def test_without_a_token_a_write_from_another_origin_is_refused(store_path):
         assert fetch(url + "api/grade", {"index": 1, "grade": 2})[0] == 200
     with LabelStore(store_path) as store:
         assert [e.grade for e in store.events(kind="human")] == [1, 2]
+
+
+def test_on_a_lan_the_addresses_to_open_are_this_machines_not_the_wildcard(store_path):
+    """--host 0.0.0.0 listens everywhere; what is printed is an address a colleague can open
+    (one line per LAN address of this machine), each answering with the token."""
+    from reljudge.assess.server import lan_addresses
+
+    with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a",
+                       "--host", "0.0.0.0") as (url, _, lines):
+        opened = [line.split()[1] for line in lines if line.startswith("open ")]
+        assert opened and not any("0.0.0.0" in u for u in opened)
+        addresses = lan_addresses()
+        if addresses:
+            assert [u.split("//")[1].split(":")[0] for u in opened] == addresses
+        for u in opened:
+            status, body, _ = fetch(u.replace("/?", "/api/state?"))
+            assert status == 200 and json.loads(body)["total"] == 10

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import secrets
 import socket
@@ -43,17 +44,36 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket, host: str, token: str | None) -> str:
-    """The address to open in a browser."""
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def lan_addresses() -> list[str]:
+    """This machine's IPv4 addresses other than loopback: those its name resolves to, and
+    the one it would reach the network from (a UDP socket's route: nothing is sent)."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError):
+        found.update(i[4][0] for i in socket.getaddrinfo(socket.gethostname(), None,
+                                                        socket.AF_INET))
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("10.255.255.255", 1))
+        found.add(probe.getsockname()[0])
+    return sorted(a for a in found if a not in WILDCARDS and not ipaddress.ip_address(a).is_loopback)
+
+
+def urls_of(sock: socket.socket, host: str, token: str | None) -> list[str]:
+    """The addresses to open in a browser: for a wildcard host (0.0.0.0, ::) one per LAN
+    address of this machine (its name when none is found), never the wildcard itself."""
     port = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    names = (lan_addresses() or [socket.gethostname()]) if host in WILDCARDS else [host]
+    return [f"http://{f'[{n}]' if ':' in n else n}:{port}/" + (f"?token={token}" if token else "")
+            for n in names]
 
 
 def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
-          token: str | None = None, announce: Callable[[str], None] | None = None) -> None:
-    """Serve the task until interrupted; ``announce`` gets the URL once the socket listens
-    (the CLI prints it; by default it is logged at WARNING, so that it shows)."""
+          token: str | None = None,
+          announce: Callable[[list[str]], None] | None = None) -> None:
+    """Serve the task until interrupted; ``announce`` gets the URLs once the socket listens
+    (the CLI prints them; by default they are logged at WARNING, so that they show)."""
     import logging
 
     import uvicorn
@@ -61,7 +81,11 @@ def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
     from reljudge.assess.app import create_app
 
     sock = bind(host, port)
-    (announce or logging.getLogger(__name__).warning)(url_of(sock, host, token))
+    urls = urls_of(sock, host, token)
+    if announce is None:
+        logging.getLogger(__name__).warning("open %s", " or ".join(urls))
+    else:
+        announce(urls)
     config = uvicorn.Config(create_app(task, token=token), log_level="warning",
                             access_log=False, lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])

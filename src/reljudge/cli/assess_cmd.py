@@ -99,10 +99,11 @@ def run(args) -> int:
         token = new_token() if args.host is not None else None
         done = len(task.given())
 
-        def announce(url: str) -> None:
+        def announce(urls: list[str]) -> None:
             print(f"grading {task.name} as {args.annotator}: {done} of {len(task.items)} "
                   f"pairs graded so far")
-            print(f"open {url}", flush=True)
+            for url in urls:  # on a LAN (--host 0.0.0.0): one per address of this machine
+                print(f"open {url}", flush=True)
             if token:
                 print(f"token: {token} (every request must carry it)", flush=True)
             print("press Ctrl-C to stop", file=sys.stderr, flush=True)
