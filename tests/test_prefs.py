@@ -204,3 +204,10 @@ def test_rnonrel_keeps_as_many_nonrelevant_documents_as_relevant_ones(jsg):
     assert v["prefs_avgjg"] == pytest.approx(2 / 3)
     assert v["prefs_avgjg_Rnonrel"] == 0.0
     assert v["prefs_avgjg_Rnonrel_ret"] == 0.0
+
+
+def test_a_nan_score_is_refused_as_by_the_graded_measures():
+    """Two paths, one rule: a nan would sort anywhere; evaluate refuses it, so do these."""
+    prefs = Prefs.from_rows([("q", "g", "0", "a", 1), ("q", "g", "0", "b", 0)])
+    with pytest.raises(InputError, match="run score of query 'q' is nan"):
+        evaluate_prefs(prefs, {"q": {"a": float("nan"), "b": 1.0}})

@@ -62,14 +62,14 @@ def rank_clean(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
     return rank_dicts(qd, run, all_queries=all_queries, float32_scores=float32_scores)
 
 
-def _f32(x: np.ndarray) -> np.ndarray:
+def float32_rounded(x: np.ndarray) -> np.ndarray:
     """Scores rounded to float32 (trec_eval's), as float64; beyond float32's range they become
     +-inf, as in trec_eval, without numpy's overflow warning."""
     with np.errstate(over="ignore"):
         return x.astype(np.float32).astype(np.float64)
 
 
-def _no_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
+def refuse_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
     """A nan score would sort anywhere: refuse it, naming the query of the first one."""
     if np.isnan(score).any():
         q = query_of(int(np.flatnonzero(np.isnan(score))[0]))
@@ -100,9 +100,9 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     jcounts = np.fromiter(map(len, judged), np.int64, len(judged))
     total = int(jcounts.sum())
     score, jscore = _read_scores(runs, judged, counts, jcounts)
-    _no_nan(score, lambda i: qids[rows[np.searchsorted(bounds, i, "right") - 1]])
+    refuse_nan(score, lambda i: qids[rows[np.searchsorted(bounds, i, "right") - 1]])
     if float32_scores:
-        score = _f32(score)
+        score = float32_rounded(score)
     length = np.zeros(n, dtype=np.int64)
     length[rows] = counts
     width = int(counts.max()) if len(counts) else 0
@@ -111,7 +111,7 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     jgrade = np.fromiter(chain.from_iterable(j.values() for j in judged), np.int64, total)
     jrow = np.repeat(np.arange(len(rows)), jcounts)
     hit = np.flatnonzero(~np.isnan(jscore))
-    key = -(_f32(jscore[hit]) if float32_scores else jscore[hit])
+    key = -(float32_rounded(jscore[hit]) if float32_scores else jscore[hit])
     r = rows[jrow[hit]]
     lo, hi = tie_spans(neg, r, key, length)
     del neg
@@ -182,8 +182,8 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     qrels_run_code = np.array([to_run_code.get(q, -1) for q in qrels_names], dtype=np.int64)
     n = len(qids)
 
-    score = _f32(run.score) if float32_scores else run.score
-    _no_nan(score, lambda i: run_names[r_codes[i]])
+    score = float32_rounded(run.score) if float32_scores else run.score
+    refuse_nan(score, lambda i: run_names[r_codes[i]])
     length = np.zeros(n, dtype=np.int64)
     evaluated = run_row >= 0
     length[run_row[evaluated]] = counts[evaluated]
