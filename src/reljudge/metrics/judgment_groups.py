@@ -37,7 +37,10 @@ def group_measures(texts: Sequence[str], rel: int = 1) -> list[tuple[str, Measur
         else:
             raise MeasureError(f"{text!r} is not a judgment-group measure; with qrels_jg "
                                f"judgments: qrels_jg or {', '.join(GROUP_MEASURES)}")
-    found = trec_measures(plain, rel) or []
+    try:
+        found = trec_measures(plain, rel) or []
+    except MeasureError as e:  # in the words the user gave, not the measure it averages
+        raise MeasureError(f"cannot read {', '.join(texts)}: {e}") from None
     out = []
     for tm in found:
         base = next(b for b in GROUP_MEASURES.values() if tm.name.startswith(b))
@@ -62,24 +65,25 @@ def evaluate_groups(judgments: Prefs, run, measures: Sequence[str] | str = "qrel
     keys = np.char.add(np.char.add(judgments.qid.astype(str), "\t"),
                        judgments.jg.astype(str))
     qrels = Qrels.from_arrays(keys, judgments.docid, judgments.level.astype(np.int64))
+    groups: dict[str, list[str]] = {}  # query -> its groups' keys ("QID\tJG"), byte order
+    for key in sorted(set(keys.tolist()), key=str.encode):
+        groups.setdefault(key.split("\t", 1)[0], []).append(key)
     qids, bounds, docid, score = run.groups()
-    where = {q: (bounds[k], bounds[k + 1]) for k, q in enumerate(qids)}
-    groups = sorted(set(keys.tolist()), key=str.encode)
-    present = [k for k in groups if k.split("\t", 1)[0] in where]
-    if not present:
+    where = {q: np.arange(bounds[k], bounds[k + 1]) for k, q in enumerate(qids)}
+    ranked = [(key, where[q]) for q, keys_q in groups.items() if q in where for key in keys_q]
+    if not ranked:
         raise InputError(f"run {run.name!r} has no query with judgments")
-    rows = np.concatenate([np.arange(*where[k.split("\t", 1)[0]]) for k in present])
-    copies = np.repeat(np.array(present, dtype=object),
-                       [np.subtract(*where[k.split("\t", 1)[0]][::-1]) for k in present])
+    rows = np.concatenate([r for _, r in ranked])  # each group ranks its query's documents
+    copies = np.repeat(np.array([k for k, _ in ranked], dtype=object), [len(r) for _, r in ranked])
     per_group = Run.from_arrays(copies, np.asarray(docid, dtype=object)[rows],
                                 np.asarray(score)[rows], name=run.name)
     ev = evaluate(qrels, per_group, [m for _, m in named], all_queries=all_queries,
                   compat=compat, float32_scores=float32_scores, max_docs=max_docs)
-    by_group = dict(zip(ev.query_ids, ev.scores, strict=True))
-    wanted = sorted({k.split("\t", 1)[0] for k in by_group}, key=str.encode)
+    by_key = dict(zip(ev.query_ids, ev.scores, strict=True))
+    wanted = [q for q in sorted(groups, key=str.encode) if any(k in by_key for k in groups[q])]
     scores = np.zeros((len(wanted), len(named)))
     for i, q in enumerate(wanted):
-        mine = [by_group[k] for k in groups if k.split("\t", 1)[0] == q and k in by_group]
+        mine = [by_key[k] for k in groups[q] if k in by_key]
         total = np.zeros(len(named))
         for row in mine:  # trec_eval adds group by group, then divides
             total += row
