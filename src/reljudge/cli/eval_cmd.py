@@ -189,6 +189,7 @@ def _evaluate_grouped(args: argparse.Namespace):
     from reljudge.io.trec import read_runs
     from reljudge.metrics.judgment_groups import evaluate_groups, group_measures
     from reljudge.metrics.prefs import PREFS_SUMMED, evaluate_prefs, prefs_measures
+    from reljudge.metrics.queries import coverage_warnings
     from reljudge.metrics.trec_names import named_lines
 
     if args.judged_only or args.judged:
@@ -205,14 +206,9 @@ def _evaluate_grouped(args: argparse.Namespace):
                    float32_scores=args.float32_scores or None)
     if groups:
         options["rel"] = args.rel_level
-    judged = set(judgments.query_ids())
-    found = []
-    for run in runs:
-        lacking = judged - set(run.query_ids())
-        if lacking and not args.all_queries:
-            found.append(f"{run.name}: {len(lacking)} of {len(judged)} judged queries are not "
-                         "in the run; the mean is over the others (--all-queries counts them)")
-            print(f"reljudge: {found[-1]}", file=sys.stderr)
+    found = coverage_warnings(judgments.query_ids(), runs, args.all_queries, "judged")
+    for line in found:
+        print(f"reljudge: {line}", file=sys.stderr)
     evaluate = evaluate_groups if groups else evaluate_prefs
     results = {run.name: evaluate(judgments, run, given, **options) for run in runs}
     return results, lines, {}, found

@@ -8,7 +8,7 @@ are averaged over: all qrels queries with ``all_queries``, else those the two ru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from reljudge.errors import InputError
@@ -40,6 +40,8 @@ class Coverage:
     qrels_queries: int
     scored: int  # run queries that have qrels
     missing: int  # qrels queries the run lacks
+    what: str = "qrels"  # the judged queries' name in messages: "qrels", or "judged" for
+    # judgments in another form (preferences, judgment groups)
 
     def warning(self, all_queries: bool) -> str | None:
         """A one-line warning when the run lacks qrels queries, else None."""
@@ -48,25 +50,28 @@ class Coverage:
         then = ("they score 0 (--all-queries)" if all_queries else
                 f"its means are over its {self.scored} (--all-queries counts the missing as 0)")
         return (f"warning: run {self.run} has no results for {self.missing} of the "
-                f"{self.qrels_queries} qrels queries; {then}")
+                f"{self.qrels_queries} {self.what} queries; {then}")
 
 
-def coverage(qrels: Qrels, runs: Sequence[Run], all_queries: bool = False) -> list[Coverage]:
-    """Each run's coverage of the qrels queries; a run with no query in the qrels (and not
-    ``all_queries``) is an InputError, since its mean would be over nothing."""
-    have = set(qrels.query_ids())
+def coverage(qrels: Qrels | Collection[str], runs: Sequence[Run], all_queries: bool = False,
+             what: str = "qrels") -> list[Coverage]:
+    """Each run's coverage of the judged queries (of qrels, or the ids of judgments in
+    another form, named by ``what``); a run with no judged query (and not ``all_queries``)
+    is an InputError, since its mean would be over nothing."""
+    have = set(qrels.query_ids() if isinstance(qrels, Qrels) else qrels)
     out = []
     for run in runs:
         scored = len(have.intersection(run.query_ids()))
         if not scored and not all_queries:
-            raise InputError(f"run {run.name} has no query that the qrels have (wrong qrels "
-                             f"file?); nothing to average")
-        out.append(Coverage(run.name, len(have), scored, len(have) - scored))
+            file = "qrels" if what == "qrels" else "judgments"
+            raise InputError(f"run {run.name} has no query that the {file} have (wrong "
+                             f"{file} file?); nothing to average")
+        out.append(Coverage(run.name, len(have), scored, len(have) - scored, what))
     return out
 
 
-def coverage_warnings(qrels: Qrels, runs: Sequence[Run], all_queries: bool = False
-                      ) -> list[str]:
-    """The warning lines of ``coverage`` (one per run that lacks qrels queries)."""
-    return [w for c in coverage(qrels, runs, all_queries)
+def coverage_warnings(qrels: Qrels | Collection[str], runs: Sequence[Run],
+                      all_queries: bool = False, what: str = "qrels") -> list[str]:
+    """The warning lines of ``coverage`` (one per run that lacks judged queries)."""
+    return [w for c in coverage(qrels, runs, all_queries, what)
             if (w := c.warning(all_queries)) is not None]
