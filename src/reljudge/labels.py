@@ -34,6 +34,16 @@ class FailureKind(str, enum.Enum):
 # that source for the pair (and sample index) stops counting; a later grade counts again.
 RETRACTED = "retracted"
 
+# An adjudicated grade (``reljudge assess --adjudicate``) is a human label of its own source,
+# ``adjudicated:NAME``, that links (``meta["settles"]``) the events it settles; the merge
+# policy ``adjudicated-first`` lets it decide, and annotator agreement leaves it out.
+ADJUDICATED = "adjudicated:"
+
+
+def is_adjudication(source_name: str) -> bool:
+    """True for the source of an adjudicator's grades."""
+    return source_name.startswith(ADJUDICATED)
+
 
 @dataclass(frozen=True, slots=True)
 class LabelEvent:

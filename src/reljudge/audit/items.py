@@ -11,6 +11,7 @@ from reljudge.errors import InputError
 from reljudge.grades import SCALE_TEXT, out_of_scale
 from reljudge.io.coerce import as_qrels
 from reljudge.stats import agreement as ag
+from reljudge.stats.bootstrap import percentile_ci, resample_weights
 from reljudge.types import Qrels
 
 
@@ -93,16 +94,10 @@ def bootstrap_ci(joined: Joined, n: int, seed: int, level: float = 0.95
                  ) -> dict[str, tuple[float, float]]:
     """Percentile intervals over n resamples of the queries (with replacement)."""
     cq = per_query_confusions(joined)
-    rng = np.random.default_rng(seed)
-    nq = cq.shape[0]
-    picks = rng.integers(0, nq, size=(n, nq))
-    weights = np.zeros((n, nq))
-    np.add.at(weights, (np.repeat(np.arange(n), nq), picks.ravel()), 1.0)
-    batch = np.einsum("bq,qij->bij", weights, cq)
-    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    batch = np.einsum("bq,qij->bij", resample_weights(cq.shape[0], n, seed), cq)
     out = {}
     for name, values in ag.all_statistics(batch).items():
-        ok = values[~np.isnan(values)]
-        if len(ok):
-            out[name] = (float(np.percentile(ok, lo)), float(np.percentile(ok, hi)))
+        ci = percentile_ci(values, level)
+        if ci is not None:
+            out[name] = ci
     return out

@@ -11,6 +11,7 @@ examples:
   reljudge audit --reference human.qrels --judges-dir judges/ runs/*.run -m nDCG@10 -m AP
   reljudge audit --reference human.qrels --judge llm.qrels --bootstrap 1000 --json
   reljudge audit --store labels.sqlite --reference-source nist --judge-source gpt-4o-mini/umbrela@1#...
+  reljudge audit --store labels.sqlite --annotators --bootstrap 1000   # people vs people
 
 columns: exact agreement; Cohen's kappa unweighted, linear (kappa_lin) and quadratic
 (kappa_quad); Krippendorff's alpha, ordinal; Spearman; leniency = mean(judge - reference),
@@ -50,6 +51,11 @@ def register(sub) -> None:
     p.add_argument("--reference-source", help="with --store: the reference source name")
     p.add_argument("--judge-source", action="append", default=[],
                    help="with --store: a judge source name (repeatable)")
+    p.add_argument("--annotators", action="store_true",
+                   help="with --store: the human annotators instead: each one's pairs, "
+                        "seconds per pair and grades; Cohen's kappa (unweighted, linear, "
+                        "quadratic) of every two over the pairs both graded; Krippendorff's "
+                        "alpha over all; --bootstrap intervals resample queries")
     common.add_runs(p, required=False, alias=True,
                     help="TREC runs: system agreement (each run scored under both label sets)")
     common.add_measures(p, "nDCG@10")
@@ -138,6 +144,8 @@ def run_audit(args: argparse.Namespace) -> int:
     from reljudge.metrics.evaluate import parse_measures
     from reljudge.tables import json_dumps, render
 
+    if args.annotators:
+        return _annotators(args)
     measures = [str(m) for m in parse_measures(args.measures or ["nDCG@10"])]
     name, ref, judges, clipped = load_labels(args)
     runs = read_runs(args.runs) if args.runs else None
@@ -196,3 +204,29 @@ def print_notes(result, clipped) -> None:
     """Undefined statistics, clipping, one-sided pairs, inter-judge agreement."""
     for line in result.notes():  # clipped counts travel in the result (JudgeAudit.clipped)
         print(line)
+
+
+def _annotators(args: argparse.Namespace) -> int:
+    """``audit --store S --annotators``: the annotator report."""
+    from reljudge.audit.annotators import team_agreement
+    from reljudge.cli.annotators_view import annotator_text
+    from reljudge.errors import ConfigError, InputError
+    from reljudge.store import LabelStore
+    from reljudge.tables import json_dumps
+
+    if not args.store:
+        raise ConfigError("--annotators reads a label store: give --store")
+    if args.bootstrap < 0:
+        raise ConfigError(f"--bootstrap resamples must be 0 (none) or more, not {args.bootstrap}")
+    with LabelStore(args.store, create=False, readonly=True) as store:
+        standing = store.standing("human")
+    if not standing:
+        raise InputError(f"{args.store}: no human grades: no annotators to report")
+    report = team_agreement(standing, bootstrap=args.bootstrap, seed=args.seed)
+    if args.format == "json":
+        print(json_dumps(report.to_dict()), end="")
+        return 0
+    if args.format in ("csv", "latex"):
+        raise ConfigError("--annotators prints tables (table, markdown) or --format json")
+    print(annotator_text(report, args.format, args.digits), end="")
+    return 0

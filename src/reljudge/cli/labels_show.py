@@ -44,6 +44,11 @@ def do_stats(args) -> int:
         claims = store.live_claims()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
         stale = store.stale_labels()
+        standing = store.standing("human")
+    from reljudge.audit.annotators import team_agreement
+
+    team = team_agreement(standing, bootstrap=args.bootstrap, seed=args.seed) \
+        if standing else None
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
@@ -68,7 +73,8 @@ def do_stats(args) -> int:
                           "stale": {"labels": len(stale), "by_kind": stale_by_kind,
                                     "final_labels": merged.stale_counts()},
                           "coverage": [{"qid": q, "labelled": n, "pooled": p}
-                                       for q, n, p in cov]}), end="")
+                                       for q, n, p in cov],
+                          "annotators": team.to_dict() if team else None}), end="")
         return 0
     rows = [[s.kind, s.name, s.events, s.ok, s.failed, s.retracted,
              *[s.grades.get(g, 0) for g in SCALE], s.cost] for s in sources]
@@ -91,6 +97,10 @@ def do_stats(args) -> int:
         print("\nspend per judge (the spend ledger: every labelling run):" + gap)
         print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],
                      [list(r) for r in spend], fmt, digits), end="")
+    if team is not None:
+        from reljudge.cli.annotators_view import annotator_text
+
+        print("\n" + annotator_text(team, fmt, min(digits, 3)), end="")
     print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):"
           + gap)
     print(render(["qid", "labelled", "pooled", "share"],

@@ -37,6 +37,25 @@ def resampled_means(values: np.ndarray, n: int, seed: int) -> np.ndarray:
     return out
 
 
+def resample_weights(units: int, n: int, seed: int) -> np.ndarray:
+    """(n, units): how many times each unit (a query) is drawn in each of n resamples with
+    replacement; a statistic that adds up over units is resampled by ``weights @ per_unit``."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, units, size=(n, units))
+    weights = np.zeros((n, units))
+    np.add.at(weights, (np.repeat(np.arange(n), units), picks.ravel()), 1.0)
+    return weights
+
+
+def percentile_ci(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    """The percentile interval of resampled values, nan ones left out (None: all nan)."""
+    ok = values[~np.isnan(values)]
+    if not len(ok):
+        return None
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    return float(np.percentile(ok, lo)), float(np.percentile(ok, hi))
+
+
 def bootstrap_ci(values, level: float = 0.95, n: int = 1000, seed: int = 0,
                  method: str = "percentile") -> Interval:
     """CI of the mean of per-query values; BCa (Efron 1987) falls back to percentile, with a

@@ -27,6 +27,22 @@ class Outcome(NamedTuple):
     shown: str | None  # the digest of the texts the judge saw (None: not recorded)
 
 
+class Standing(NamedTuple):
+    """A source's standing grade of a pair (``EventLog.standing``)."""
+
+    event: int  # the event's id: what an adjudication links to
+    kind: str  # the source's kind
+    qid: str
+    docid: str
+    source: str
+    sample: int
+    grade: int
+    seconds: float | None  # the latency recorded with it (a person's time on the pair)
+    meta: dict
+    raw: str | None  # an LLM's answer text (its reasoning), an import's source line
+    created_at: float
+
+
 _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
                "tokens_out, cost, latency, created_at, meta, batch, failure_kind, shown")
 
@@ -188,6 +204,24 @@ class EventLog:
             "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
             f"JOIN sources s ON s.id = e.source {_UNDONE} "
             f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall()
+
+    def standing(self, kind: str = "human") -> list[Standing]:
+        """Each source's standing grade of each pair (its latest grade, not retracted since),
+        for sources of one kind, with the event's id, seconds spent, metadata and raw text:
+        what the annotator report and adjudication read (merges need only ``label_rows``)."""
+        rows = self.conn.execute(
+            "SELECT e.id, q.qid, p.docid, s.name, e.sample, e.grade, e.latency, e.meta, e.raw, "
+            "e.created_at FROM events e JOIN queries q ON q.id = e.q "
+            "JOIN passages p ON p.id = e.d "
+            f"JOIN sources s ON s.id = e.source {_UNDONE} "
+            f"WHERE s.kind = ? AND e.grade IS NOT NULL AND {_STANDING} ORDER BY e.id",
+            (kind,)).fetchall()
+        latest: dict[tuple, Standing] = {}
+        for eid, qid, docid, name, sample, grade, latency, meta, raw, created in rows:
+            latest[(qid, docid, name, sample)] = Standing(
+                eid, kind, qid, docid, name, sample, grade, latency,
+                json.loads(meta) if meta else {}, raw, created)
+        return sorted(latest.values(), key=lambda s: s.event)
 
     def stale_labels(self) -> set[tuple[str, str, str, str]]:
         """(qid, docid, kind, source) of each standing label (a source's latest grade of a

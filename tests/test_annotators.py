@@ -1,0 +1,111 @@
+"""Annotator agreement (audit.annotators) against scikit-learn and krippendorff, from a real
+store of human grades: pairwise kappas, alpha over three annotators with missing grades,
+query-bootstrap intervals, and adjudicated grades kept out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reljudge.audit.annotators import team_agreement
+from reljudge.labels import LabelEvent
+from reljudge.store import LabelStore
+
+krippendorff = pytest.importorskip("krippendorff")
+metrics = pytest.importorskip("sklearn.metrics")
+
+NAMES = ("alice", "bob", "carol")
+
+
+def team_store(path, seed=0, nq=12, nd=15):
+    """Three annotators: alice grades everything, bob and carol most pairs; bob agrees with
+    alice more often than carol does. Returns the store and {name: {pair: grade}}."""
+    rng = np.random.default_rng(seed)
+    truth = {(f"q{q}", f"d{q}-{d}"): int(rng.integers(0, 4)) for q in range(nq)
+             for d in range(nd)}
+    given = {n: {} for n in NAMES}
+    for pair, g in truth.items():
+        given["alice"][pair] = g
+        if rng.random() < 0.8:
+            given["bob"][pair] = g if rng.random() < 0.7 else int(rng.integers(0, 4))
+        if rng.random() < 0.7:
+            given["carol"][pair] = int(min(3, g + rng.integers(0, 2)))
+    with LabelStore(path) as store:
+        for name in NAMES:
+            store.add_events([LabelEvent(q, d, g, "human", name, latency=1.0 + i % 5)
+                              for i, ((q, d), g) in enumerate(given[name].items())])
+    return path, given
+
+
+def test_pairwise_kappas_equal_scikit_learn(tmp_path):
+    path, given = team_store(tmp_path / "s.sqlite")
+    with LabelStore(path) as store:
+        report = team_agreement(store.standing("human"), bootstrap=0)
+    assert [(b.a, b.b) for b in report.between] == [("alice", "bob"), ("alice", "carol"),
+                                                    ("bob", "carol")]
+    for b in report.between:
+        both = sorted(set(given[b.a]) & set(given[b.b]))
+        x = [given[b.a][p] for p in both]
+        y = [given[b.b][p] for p in both]
+        assert b.pairs == len(both)
+        assert b.exact == pytest.approx(np.mean(np.equal(x, y)), abs=1e-12)
+        assert b.kappa == pytest.approx(metrics.cohen_kappa_score(x, y), abs=1e-12)
+        assert b.kappa_linear == pytest.approx(
+            metrics.cohen_kappa_score(x, y, weights="linear"), abs=1e-12)
+        assert b.kappa_quadratic == pytest.approx(
+            metrics.cohen_kappa_score(x, y, weights="quadratic"), abs=1e-12)
+    assert report.between[0].kappa > report.between[1].kappa  # bob agrees more with alice
+
+
+def test_alpha_over_three_annotators_with_missing_grades_equals_krippendorff(tmp_path):
+    path, given = team_store(tmp_path / "s.sqlite", seed=3)
+    with LabelStore(path) as store:
+        report = team_agreement(store.standing("human"), bootstrap=0)
+    pairs = sorted(set().union(*given.values()))
+    data = np.array([[given[n].get(p, np.nan) for p in pairs] for n in NAMES], dtype=float)
+    assert report.alpha["raters"] == 3
+    assert report.alpha["units"] == int((np.sum(~np.isnan(data), axis=0) >= 2).sum())
+    for level in ("ordinal", "interval", "nominal"):
+        want = krippendorff.alpha(reliability_data=data, level_of_measurement=level,
+                                  value_domain=[0, 1, 2, 3])
+        assert report.alpha[f"alpha_{level}"] == pytest.approx(want, abs=1e-12), level
+
+
+def test_query_bootstrap_intervals_hold_the_estimate_and_resample_queries(tmp_path):
+    path, _ = team_store(tmp_path / "s.sqlite", seed=1)
+    with LabelStore(path) as store:
+        standing = store.standing("human")
+    report = team_agreement(standing, bootstrap=500, seed=7)
+    again = team_agreement(standing, bootstrap=500, seed=7)
+    assert report == again  # seeded
+    for b in report.between:
+        for name in ("exact", "kappa", "kappa_linear", "kappa_quadratic"):
+            lo, hi = b.ci[name]
+            assert lo < getattr(b, name) < hi
+    lo, hi = report.alpha["ci"]["alpha_ordinal"]
+    assert lo < report.alpha["alpha_ordinal"] < hi
+    # resampling queries by hand for one resample reproduces the batch statistic's spread:
+    # with one query only, every resample is that query and the interval is a point
+    one = [s for s in standing if s.qid == "q0"]
+    single = team_agreement(one, bootstrap=50, seed=7)
+    lo, hi = single.between[0].ci["kappa"]
+    assert lo == hi == pytest.approx(single.between[0].kappa)
+
+
+def test_per_annotator_counts_speed_and_grades_and_adjudication_kept_out(tmp_path):
+    path, given = team_store(tmp_path / "s.sqlite")
+    with LabelStore(path) as store:
+        before = team_agreement(store.standing("human"), bootstrap=0)
+        q, d = next(iter(given["bob"]))
+        store.add_events([LabelEvent(q, d, 3, "human", "adjudicated:dan", latency=9.0),
+                          LabelEvent(q, d, 0, "llm", "judge")])
+        after = team_agreement(store.standing("human"), bootstrap=0)
+    people = {a.name: a for a in after.annotators}
+    assert people["adjudicated:dan"].role == "adjudicator"
+    assert people["adjudicated:dan"].pairs == 1 and people["adjudicated:dan"].seconds_total == 9
+    assert after.between == before.between and after.alpha == before.alpha
+    alice = people["alice"]
+    assert alice.role == "annotator" and alice.pairs == len(given["alice"]) == 180
+    assert alice.queries == 12
+    assert alice.grades == {g: sum(v == g for v in given["alice"].values()) for g in range(4)}
+    assert alice.seconds_median == float(np.median([1.0 + i % 5 for i in range(180)]))
