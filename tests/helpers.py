@@ -80,14 +80,15 @@ def make_store(path: Path, pairs: list[tuple[str, str]] = PAIRS) -> Path:
 
 
 @contextmanager
-def assess_server(*args: str, timeout: float = 60.0):
-    """`reljudge assess ARGS --port 0` in its own process; yields (url, process, first lines).
-    Pairs are shown as the sample lists them (``--order given``) unless ARGS give an order,
-    so that tests can name the pair at each position."""
-    if "--order" not in args:
+def assess_server(*args: str, timeout: float = 60.0, port: int = 0):
+    """`reljudge assess ARGS --port PORT` in its own process; yields (url, process, first
+    lines). Pairs are shown as the sample lists them (``--order given``) unless ARGS give an
+    order, so that tests can name the pair at each position."""
+    if "--order" not in args and "--adjudicate" not in args:
         args = (*args, "--order", "given")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "reljudge", "assess", *args, "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "reljudge", "assess", *args, "--port",
+                             str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                             cwd=ROOT)
     lines: list[str] = []

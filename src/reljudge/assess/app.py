@@ -16,6 +16,7 @@ Content-Security-Policy allows only our own script.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from importlib import resources
 
 from starlette.applications import Starlette
@@ -78,8 +79,10 @@ class _Guard(BaseHTTPMiddleware):
         return response
 
 
-def create_app(task: AssessTask, *, token: str | None = None) -> Starlette:
-    """The Starlette app that serves one task to one annotator."""
+def create_app(task: AssessTask, *, token: str | None = None,
+               on_stop: Callable[[], None] | None = None) -> Starlette:
+    """The Starlette app that serves one task to one annotator; ``on_stop`` is called when
+    the page asks the server to stop (the finished page's button)."""
     llm = task.llm_grades()
 
     def state(given: dict[int, Given]) -> dict:
@@ -94,7 +97,8 @@ def create_app(task: AssessTask, *, token: str | None = None) -> Starlette:
             "title": task.name, "annotator": task.annotator, "total": len(task.items),
             "scale": [{"grade": s.grade, "name": s.name, "text": s.text} for s in task.scale],
             "items": [{"qid": it.qid, "docid": it.docid} for it in task.items],
-            "llm": bool(llm), **state(task.given())})
+            "llm": bool(llm), "adjudicating": task.adjudicating, "source": task.source,
+            "stoppable": on_stop is not None, **state(task.given())})
 
     async def get_item(request: Request) -> Response:
         try:
@@ -107,7 +111,12 @@ def create_app(task: AssessTask, *, token: str | None = None) -> Starlette:
         return JSONResponse({"index": item.index, "qid": item.qid, "docid": item.docid,
                              "query": item.query, "narrative": item.narrative,
                              "passage": item.passage, "title": item.title,
-                             "llm": [{"source": s, "grade": g} for s, g in llm.get(index, [])]})
+                             "llm": [{"source": s, "grade": g} for s, g in llm.get(index, [])],
+                             "settle": [{"source": g.source, "kind": g.kind, "grade": g.grade,
+                                         "note": g.meta.get("note", ""),
+                                         "reasoning": g.raw if g.kind == "llm" else None}
+                                        for g in task.settles.get((item.qid, item.docid), [])
+                                        ]})
 
     async def post_grade(request: Request) -> Response:
         body = await _json(request)
@@ -115,7 +124,8 @@ def create_app(task: AssessTask, *, token: str | None = None) -> Starlette:
             return body
         try:
             given = task.grade(body.get("index"), body.get("grade"), seconds=body.get("seconds"),
-                               note=body.get("note") or "")
+                               note=body.get("note") or "",
+                               llm_shown=body.get("llm_shown", False))
         except InputError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse({"saved": True, **state(given)})
@@ -127,7 +137,22 @@ def create_app(task: AssessTask, *, token: str | None = None) -> Starlette:
         index, given = task.undo()
         return JSONResponse({"undone": index, **state(given)})
 
+    async def get_summary(request: Request) -> Response:
+        return JSONResponse(task.summary())
+
+    async def post_stop(request: Request) -> Response:
+        body = await _json(request)
+        if isinstance(body, Response):
+            return body
+        if on_stop is None:
+            return JSONResponse({"error": "this server is not stopped from the page"},
+                                status_code=409)
+        on_stop()
+        return JSONResponse({"stopping": True, **task.summary()})
+
     routes = [Route("/", page), Route("/api/state", get_state),
+              Route("/api/summary", get_summary),
+              Route("/api/stop", post_stop, methods=["POST"]),
               Route("/api/item/{index}", get_item),
               Route("/api/grade", post_grade, methods=["POST"]),
               Route("/api/undo", post_undo, methods=["POST"]),

@@ -72,7 +72,7 @@ def urls_of(sock: socket.socket, host: str, token: str | None) -> list[str]:
 def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
           token: str | None = None,
           announce: Callable[[list[str]], None] | None = None) -> None:
-    """Serve the task until interrupted; ``announce`` gets the URLs once the socket listens
+    """Serve the task until interrupted or stopped from the page; ``announce`` gets the URLs once the socket listens
     (the CLI prints them; by default they are logged at WARNING, so that they show)."""
     import logging
 
@@ -86,6 +86,12 @@ def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
         logging.getLogger(__name__).warning("open %s", " or ".join(urls))
     else:
         announce(urls)
-    config = uvicorn.Config(create_app(task, token=token), log_level="warning",
+    running: list[uvicorn.Server] = []
+
+    def stop() -> None:  # the finished page's button: end after answering this request
+        running[0].should_exit = True
+
+    config = uvicorn.Config(create_app(task, token=token, on_stop=stop), log_level="warning",
                             access_log=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    running.append(uvicorn.Server(config))
+    running[0].run(sockets=[sock])

@@ -12,13 +12,22 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Mapping, Sequence
+import shlex
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE, SCALE_TEXT, check_grade
-from reljudge.labels import RETRACTED, LabelEvent, passage_parts, shown_digest
+from reljudge.labels import (
+    ADJUDICATED,
+    RETRACTED,
+    LabelEvent,
+    is_adjudication,
+    passage_parts,
+    shown_digest,
+)
 from reljudge.store import LabelStore
+from reljudge.store.events import Standing
 
 MAX_NOTE = 2000  # characters
 #: the order pairs are shown in: a query at a time (queries shuffled, then each query's
@@ -55,6 +64,8 @@ class Given:
     grade: int
     note: str
     event: int  # the order of the grade in the store (higher = later)
+    seconds: float | None = None  # time spent on the pair
+    llm_shown: bool = False  # the LLM's grade was on screen when the grade was given
 
 
 def scale_of(scale_text: str) -> list[ScaleStep]:
@@ -80,17 +91,31 @@ class AssessTask:
                  scale: Sequence[ScaleStep],
                  queries: Mapping[str, str] | None = None,
                  passages: Mapping[str, str | Mapping[str, str]] | None = None,
-                 order: str = "given") -> None:
+                 order: str = "given",
+                 settles: Mapping[tuple[str, str], Sequence[Standing]] | None = None,
+                 shared: Set[tuple[str, str]] = frozenset()) -> None:
+        """``settles``: adjudication (``assess --adjudicate``): the grades each pair's
+        adjudicated grade settles, shown with it and linked from it; the grades then go to
+        the source ``adjudicated:ANNOTATOR``. ``shared``: the pairs of a team's sample every
+        member grades (``assess.team``), for the summary."""
         if order not in ORDERS:
             raise ConfigError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
         if (sample is None) == (pairs_file is None):
             raise ValueError("give exactly one of sample and pairs_file")
         if not annotator.strip():
             raise ConfigError("the annotator name must not be empty")
+        if is_adjudication(annotator):
+            raise ConfigError(f"{annotator!r}: names starting {ADJUDICATED!r} are kept for "
+                              "adjudicated grades (assess --adjudicate records them so)")
         if not pairs:
             raise InputError(f"nothing to grade: {'sample ' + repr(sample) if sample else pairs_file}"
                              " has no pairs")
         self.store, self.annotator, self.scale = store, annotator, list(scale)
+        self.settles = {tuple(p): list(g) for p, g in (settles or {}).items()}
+        self.adjudicating = settles is not None
+        #: the label source the grades go to: the annotator, or their adjudication source
+        self.source = ADJUDICATED + annotator if self.adjudicating else annotator
+        self.shared = frozenset(shared)
         self.sample, self.pairs_file = sample, pairs_file
         self.task = {"sample": sample} if sample is not None else {"pairs": pairs_file}
         self.order = order
@@ -109,14 +134,16 @@ class AssessTask:
     def given(self) -> dict[int, Given]:
         """{item index: standing grade} of this annotator in this task (replays the log)."""
         out: dict[int, Given] = {}
-        for n, e in enumerate(self.store.events(kind="human", source=self.annotator)):
+        for n, e in enumerate(self.store.events(kind="human", source=self.source)):
             i = self._index.get((e.qid, e.docid))
             if i is None:
                 continue
             if e.failure == RETRACTED:
                 out.pop(i, None)
             elif e.grade is not None and self._ours(e.meta):
-                out[i] = Given(e.grade, (e.meta or {}).get("note", ""), n)
+                meta = e.meta or {}
+                out[i] = Given(e.grade, meta.get("note", ""), n, e.latency,
+                               bool(meta.get("llm_shown")))
         return out
 
     def _ours(self, meta: dict | None) -> bool:
@@ -137,9 +164,83 @@ class AssessTask:
             out.setdefault(i, []).append((source, grade))
         return out
 
+    def summary(self) -> dict:
+        """What this annotator has done: pairs graded, time per pair, grade distribution,
+        agreement with each LLM judge whose grade the store holds (and on how many pairs its
+        grade was on screen when the person graded), and the commands that use the grades."""
+        import numpy as np
+
+        from reljudge.audit.items import clean
+        from reljudge.stats import agreement as ag
+
+        given = self.given()
+        seconds = sorted(g.seconds for g in given.values() if g.seconds is not None)
+        by_judge: dict[str, list[tuple[int, int, bool]]] = {}
+        for i, judged in self.llm_grades().items():
+            if i in given:
+                for source, grade in judged:
+                    by_judge.setdefault(source, []).append((given[i].grade, grade,
+                                                            given[i].llm_shown))
+        llm = []
+        for source, rows in sorted(by_judge.items()):
+            human, judge = (np.array([r[k] for r in rows], dtype=np.int64) for k in (0, 1))
+            c = ag.confusion(human, judge)[None]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                kappa = ag.cohen_kappa(c, "linear")[0]
+            llm.append({"judge": source, "pairs": len(rows),
+                        "exact": float(np.mean(human == judge)),
+                        "within_1": float(np.mean(np.abs(human - judge) <= 1)),
+                        "kappa_linear": clean(kappa),
+                        "mean_diff": float(np.mean(judge - human)),
+                        "seen": sum(r[2] for r in rows)})
+        return {"task": self.name, "annotator": self.annotator, "source": self.source,
+                "graded": len(given), "total": len(self.items),
+                "complete": len(given) == len(self.items),
+                "shared": {"pairs": sum((it.qid, it.docid) in self.shared for it in self.items),
+                           "graded": sum((self.items[i].qid, self.items[i].docid) in self.shared
+                                         for i in given)},
+                "seconds": {"pairs": len(seconds), "total": float(sum(seconds)),
+                            "median": float(np.median(seconds)) if seconds else None},
+                "grades": {str(g): sum(x.grade == g for x in given.values())
+                           for g in (s.grade for s in self.scale)},
+                "llm": llm, "next": self.next_steps()}
+
+    def next_steps(self) -> list[dict]:
+        """The commands that take these grades further ({"what", "command"}): agreement and
+        adjudication for a team, then estimate (PPI) and calibrate for a sample, or merge."""
+        store = shlex.quote(str(self.store.path))
+        judges = sorted({s for judged in self.llm_grades().values() for s, _ in judged})
+        judge = shlex.quote(judges[0]) if judges else "JUDGE"
+        out = [{"what": "grades per annotator, their speed and agreement",
+                "command": f"reljudge labels stats --store {store}"}]
+        if self.shared and not self.adjudicating:
+            where = (f"--sample {shlex.quote(self.sample)}" if self.sample is not None
+                     else f"--pairs {shlex.quote(str(self.pairs_file))}")
+            out.append({"what": "settle the pairs where annotators disagree",
+                        "command": f"reljudge assess --store {store} {where} "
+                                   "--annotator NAME --adjudicate"})
+        if self.adjudicating:
+            out.append({"what": "final labels, an adjudicated grade deciding where there is one",
+                        "command": f"reljudge labels merge --store {store} --policy "
+                                   "adjudicated-first --out final.qrels"})
+        if self.sample is not None:
+            out.append({"what": "run scores under human labels from this sample and the "
+                                "judge (prediction-powered intervals)",
+                        "command": f"reljudge estimate --store {store} --sample "
+                                   f"{shlex.quote(self.sample)} --judge {judge} "
+                                   "RUN [RUN ...] -m nDCG@10"})
+        out.append({"what": "correct the judge from these grades (a calibrated source)",
+                    "command": f"reljudge calibrate --store {store} --human-source "
+                               f"{shlex.quote(self.source)} --judge-source {judge}"})
+        if not self.adjudicating:
+            out.append({"what": "final labels: human grades where there are any, else the "
+                                "judge's",
+                        "command": f"reljudge labels merge --store {store} --out final.qrels"})
+        return out
+
     # -- writing --------------------------------------------------------------------------
     def grade(self, index: int, grade: int, *, seconds: float | None = None,
-              note: str = "") -> dict[int, Given]:
+              note: str = "", llm_shown: bool = False) -> dict[int, Given]:
         """Store one grade now (an append-only event); returns the standing grades."""
         item = self._item(index)
         check_grade(grade)
@@ -149,8 +250,14 @@ class AssessTask:
             raise InputError(f"seconds spent must be a finite number >= 0, found {seconds!r}")
         if not isinstance(note, str) or len(note) > MAX_NOTE:
             raise InputError(f"a note is text of at most {MAX_NOTE} characters")
-        meta = {**self.task, "position": index, **({"note": note} if note.strip() else {})}
-        self.store.add_events([LabelEvent(item.qid, item.docid, grade, "human", self.annotator,
+        if not isinstance(llm_shown, bool):
+            raise InputError(f"llm_shown is true or false, found {llm_shown!r}")
+        meta = {**self.task, "position": index, **({"note": note} if note.strip() else {}),
+                **({"llm_shown": True} if llm_shown else {})}
+        if self.adjudicating:
+            meta.update(adjudicator=self.annotator,
+                        settles=[g.event for g in self.settles.get((item.qid, item.docid), [])])
+        self.store.add_events([LabelEvent(item.qid, item.docid, grade, "human", self.source,
                                           latency=seconds, meta=meta,
                                           shown=self._shown[index])])
         return self.given()
@@ -163,7 +270,7 @@ class AssessTask:
             return None, given
         index = max(given, key=lambda i: given[i].event)
         item = self.items[index]
-        self.store.add_events([LabelEvent(item.qid, item.docid, None, "human", self.annotator,
+        self.store.add_events([LabelEvent(item.qid, item.docid, None, "human", self.source,
                                           failure=RETRACTED,
                                           meta={**self.task, "position": index})])
         del given[index]

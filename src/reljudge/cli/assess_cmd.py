@@ -7,17 +7,35 @@ examples:
   reljudge assess --store labels.sqlite --sample audit-200 --annotator alice
   reljudge assess --store labels.sqlite --pairs todo.txt --annotator bob --port 8765
   reljudge assess --store labels.sqlite --sample audit-200 --annotator carol --host 0.0.0.0
+a team: 20 % of the pairs graded by everyone (for agreement), the rest split among them
+  reljudge assess --store labels.sqlite --sample audit-200 --annotator alice \\
+      --team alice,bob,carol --overlap 0.2
+  reljudge assess --store labels.sqlite --sample audit-200 --annotator dan --adjudicate --conflicts
 
-keys on the page: 0-3 grade the pair (and move to the next ungraded one; a held key grades
-once), right arrow or j next, left arrow or k previous, u undo your latest grade, n write a
-note (keys then type text; Enter saves it with the pair's grade, or keeps it for the grade
-key that follows when the pair is ungraded; Esc back to grading), l show or hide the LLM's
-grade (hidden at first). Pairs come a query at a time unless --order says otherwise.
+keys on the page: 0-3 grade the pair (and move to the next ungraded one once the store has
+it; a held key grades once), right arrow or j next, left arrow or k previous, u undo your
+latest grade, n write a note (keys then type text; Enter saves it with the pair's grade, or
+keeps it for the grade key that follows when the pair is ungraded; Esc back to grading), l
+show or hide the LLM's grade (hidden at first). Pairs come a query at a time unless --order
+says otherwise. A grade the server could not store keeps its pair on screen, marked NOT
+saved, and is sent again every few seconds until it is stored.
 
 Each grade is a human label event of source NAME written to the store at once, with the
-seconds spent and the note; reloading the page (or restarting the server) resumes at the
-first ungraded pair. An undo is an append-only retraction: the pair counts as ungraded again
-for merge, stats and audit until it is graded again.
+seconds spent, the note, and whether the LLM's grade was on screen; reloading the page (or
+restarting the server) resumes at the first ungraded pair. An undo is an append-only
+retraction: the pair counts as ungraded again for merge, stats and audit until it is graded
+again. When every pair is graded the page shows a summary (pairs, time per pair, grades,
+agreement with the LLM) and a button that stops the server.
+
+from the grades to scores (the page's last screen shows these with your store and sample):
+  reljudge labels stats --store labels.sqlite      # per annotator: pairs, speed, agreement
+  reljudge assess ... --adjudicate                 # settle the pairs annotators disagree on
+  reljudge labels merge --store labels.sqlite --policy adjudicated-first --out final.qrels
+  reljudge estimate --store labels.sqlite --sample audit-200 --judge JUDGE RUN... -m nDCG@10
+  reljudge calibrate --store labels.sqlite --human-source alice --judge-source JUDGE
+
+exit codes: 0 every pair of the task is graded when the server stops; 3 stopped with pairs
+left ungraded (run the same command again to go on); 2 bad input or settings.
 """
 
 
@@ -48,6 +66,23 @@ def register(sub) -> None:
                         "assessors work: the query is read once, then its passages (queries "
                         "and passages shuffled); random: every pair shuffled; given: as the "
                         "sample or pairs file lists them. The same on every restart")
+    team = p.add_argument_group("a team (several annotators) and adjudication")
+    team.add_argument("--team", metavar="A,B,...",
+                      help="the annotators sharing the sample (with --overlap); each runs "
+                           "this command with their own --annotator and grades their share. "
+                           "A sample's team is recorded in the store the first time, and "
+                           "may be left out after")
+    team.add_argument("--overlap", type=float, metavar="F",
+                      help="with --team: the share of pairs (0-1) every annotator grades, so "
+                           "that agreement can be measured; the rest is split among them")
+    team.add_argument("--adjudicate", action="store_true",
+                      help="settle disagreements: the pairs where two annotators' grades "
+                           "differ, with every grade, note and the judge's reasoning shown; "
+                           "the grades go to the source adjudicated:NAME, linked to the "
+                           "events they settle")
+    team.add_argument("--conflicts", action="store_true",
+                      help="with --adjudicate: also the pairs where an annotator and an LLM "
+                           "judge differ by 2 or more")
     p.add_argument("--prompt", default="umbrela",
                    help="the prompt whose scale text describes the grades (default umbrela; "
                         "a shipped name or a .toml path)")
@@ -61,7 +96,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    """Check everything, then serve until Ctrl-C."""
+    """Check everything, then serve until the page's stop button or Ctrl-C."""
     import contextlib
     import sys
     from pathlib import Path
@@ -82,6 +117,13 @@ def run(args) -> int:
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, found {args.port}")
+    if args.conflicts and not args.adjudicate:
+        raise ConfigError("--conflicts goes with --adjudicate")
+    if args.adjudicate and (args.team or args.overlap is not None):
+        raise ConfigError("--adjudicate settles every disagreement of the task: give no "
+                          "--team or --overlap with it")
+    if (args.team is None) != (args.overlap is None):
+        raise ConfigError("--team and --overlap go together")
     if not Path(args.store).is_file():
         raise ConfigError(f"{args.store}: no such label store")
     scale = scale_of(load_template(args.prompt).scale)
@@ -91,28 +133,73 @@ def run(args) -> int:
     try:
         if pairs is None:
             pairs = store.sample_pairs(args.sample)
+        pairs, shared, settles = _what_to_grade(store, pairs, args)
+        if settles is not None and not settles:
+            print(f"nothing to settle: no pair of {args.sample or args.pairs} has annotators' "
+                  "grades that differ" + (" or an annotator and a judge 2 or more apart"
+                                          if args.conflicts else ""), file=sys.stderr)
+            return 0
         passages = (read_passages(args.passages, {d for _, d in pairs})  # with titles
                     if args.passages else None)  # irds: the ids graded here only
         task = AssessTask(store, pairs, args.annotator, sample=args.sample,
                           pairs_file=args.pairs, scale=scale, queries=queries,
-                          passages=passages, order=args.order)
+                          passages=passages, order=args.order, settles=settles, shared=shared)
         token = new_token() if args.host is not None else None
         done = len(task.given())
 
         def announce(urls: list[str]) -> None:
-            print(f"grading {task.name} as {args.annotator}: {done} of {len(task.items)} "
-                  f"pairs graded so far")
+            what = "settling" if task.adjudicating else "grading"
+            print(f"{what} {task.name} as {task.source}: {done} of {len(task.items)} "
+                  f"pairs graded so far" + (f" ({len(shared)} of them shared by the team)"
+                                            if shared else ""))
             for url in urls:  # on a LAN (--host 0.0.0.0): one per address of this machine
                 print(f"open {url}", flush=True)
             if token:
                 print(f"token: {token} (every request must carry it)", flush=True)
-            print("press Ctrl-C to stop", file=sys.stderr, flush=True)
+            print("stop with the page's button once every pair is graded, or Ctrl-C",
+                  file=sys.stderr, flush=True)
 
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a person ends it
             serve(task, host=args.host or DEFAULT_HOST, port=args.port, token=token,
                   announce=announce)
-        print(f"stopped: {len(task.given())} of {len(task.items)} pairs of {task.name} "
-              f"graded by {args.annotator}", file=sys.stderr)
+        graded = len(task.given())
+        print(f"stopped: {graded} of {len(task.items)} pairs of {task.name} graded by "
+              f"{task.source}" + ("" if graded == len(task.items) else
+                                  "; run the same command again to go on"), file=sys.stderr)
     finally:
         store.close()
-    return 0
+    return 0 if graded == len(task.items) else 3
+
+
+def _what_to_grade(store, pairs, args):
+    """(the pairs this person grades, the pairs the team shares, what each pair settles or
+    None): a team member's share (``assess.team``), an adjudicator's conflicts, or all."""
+    from reljudge.assess.adjudicate import to_settle
+    from reljudge.assess.team import check_overlap, pairs_seed, parse_team, share_of
+    from reljudge.errors import ConfigError
+
+    if args.adjudicate:
+        settles = to_settle(store, pairs, 2 if args.conflicts else None)
+        return list(settles), frozenset(), settles
+    team = parse_team(args.team) if args.team is not None else None
+    overlap = check_overlap(args.overlap) if args.overlap is not None else None
+    if team is not None and args.annotator not in team:
+        raise ConfigError(f"{args.annotator!r} is not in the team {','.join(team)}; give one "
+                          "of its names as --annotator")
+    if args.sample is not None:
+        if team is not None:
+            store.assign_sample(args.sample, team, overlap)
+        held = store.sample_assignment(args.sample)
+        if held is None:
+            return pairs, frozenset(), None
+        team, overlap, seed = held["team"], held["overlap"], f"sample:{args.sample}"
+    elif team is None:
+        return pairs, frozenset(), None
+    else:
+        seed = f"pairs:{pairs_seed(pairs)}"
+    if args.annotator not in team:
+        raise ConfigError(f"{args.annotator!r} is not in the team {','.join(team)} of "
+                          f"{args.sample or args.pairs}; give one of its names as --annotator "
+                          "(or --adjudicate to settle its disagreements)")
+    share = share_of(pairs, args.annotator, team, overlap, seed)
+    return share.pairs, share.shared, None

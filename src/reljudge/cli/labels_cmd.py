@@ -62,6 +62,8 @@ examples:
 MERGE_RULES = """
 merge policies (which labels decide a pair):
   human-first   human labels when there are any, else LLM and imported ones (default)
+  adjudicated-first  an adjudicated grade (reljudge assess --adjudicate) where there is
+                one, else as human-first
   human-only    only human labels;  llm-only: only LLM labels
   source=NAME   only the labels of one source
 aggregation of several labels of a pair: majority (a tie goes to the lower grade), mean,
@@ -82,7 +84,7 @@ EXAMPLES = "examples:\n" + "".join(
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
-    from reljudge.cli.common import add_digits, add_format
+    from reljudge.cli.common import add_digits, add_format, non_negative_int
 
     p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
                        description="The label store: one SQLite file with every label and "
@@ -135,6 +137,10 @@ def register(sub) -> None:
 
     v = verb("stats", "label sources, grade distributions, failures and coverage per query")
     v.add_argument("--pool", help="pairs file (QID DOCID) to report coverage against")
+    v.add_argument("--bootstrap", type=non_negative_int, default=1000, metavar="N",
+                   help="query resamples for the annotators' agreement intervals (default "
+                        "1000; 0: none)")
+    v.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     _merge_flags(v)
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v)
@@ -166,7 +172,8 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
     from reljudge.store.merge import DERIVED
 
     v.add_argument("--policy", default="human-first",
-                   help="human-first (default), human-only, llm-only or source=NAME")
+                   help="human-first (default), adjudicated-first, human-only, llm-only or "
+                        "source=NAME")
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
                    help="several labels of a pair: majority (default; a tie goes to the lower "
                         "grade), mean or median")

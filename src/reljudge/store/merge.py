@@ -7,6 +7,8 @@ Steps, for every (query, document) pair:
 2. Policy picks which labels decide:
    - ``human-first`` (default): the human labels when there are any, else all others
      (LLM and imported);
+   - ``adjudicated-first``: an adjudicated grade (``assess --adjudicate``, source
+     ``adjudicated:NAME``) where there is one, else as ``human-first``;
    - ``human-only`` / ``llm-only``: only labels of that kind (pairs without any are holes);
    - ``source=NAME``: only the labels of that one source.
 3. Aggregation of the deciding labels (several assessors, or several samples of a judge):
@@ -31,9 +33,10 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.grades import AGGREGATES, aggregate_grades
+from reljudge.labels import is_adjudication
 from reljudge.types import Qrels
 
-POLICIES = ("human-first", "human-only", "llm-only", "source=NAME")
+POLICIES = ("human-first", "adjudicated-first", "human-only", "llm-only", "source=NAME")
 #: how a derived source (calibrated judge, panel) votes: the grade its derivation's rule
 #: recorded, or a rule applied to its distributions now
 DERIVED = ("recorded", "mode", "median", "expected")
@@ -116,7 +119,7 @@ class Merged:
 
 def check_policy(policy: str) -> None:
     """A StoreError unless ``policy`` names a merge policy."""
-    if policy in ("human-first", "human-only", "llm-only"):
+    if policy in POLICIES[:-1]:
         return
     if policy.startswith("source=") and policy[len("source="):]:
         return
@@ -155,6 +158,9 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
 
 
 def _choose(labels: list[tuple[str, str, int]], policy: str) -> list[tuple[str, str, int]]:
+    if policy == "adjudicated-first":
+        settled = [x for x in labels if x[0] == "human" and is_adjudication(x[1])]
+        return settled or _choose(labels, "human-first")
     if policy == "human-first":
         human = [x for x in labels if x[0] == "human"]
         return human or labels

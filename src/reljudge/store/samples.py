@@ -63,3 +63,29 @@ class Samples:
             "ORDER BY i.position", (sid,))]
         return Sample(name, unit, design, seed, budget, items,
                       json.loads(params) if params else {})
+
+    # -- team assignment (``reljudge assess --team ... --overlap F``) -----------------------
+    def assign_sample(self, name: str, team: list[str], overlap: float) -> dict:
+        """Record how a sample is shared by a team (its annotators and the share every one of
+        them grades); the first record stands. Returns the recorded assignment; a different
+        one already recorded is a StoreError naming it (one team per sample, so that the
+        shares of all its members come from one split)."""
+        self._sample_row(name)
+        wanted = {"team": list(team), "overlap": float(overlap)}
+        key = f"assignment:{name}"
+        with self.db.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                         (key, json.dumps(wanted, sort_keys=True)))
+            held = json.loads(conn.execute("SELECT value FROM meta WHERE key = ?",
+                                           (key,)).fetchone()[0])
+        if held != wanted:
+            raise StoreError(f"sample {name!r} is already assigned to the team "
+                             f"{','.join(held['team'])} with --overlap {held['overlap']:g}; "
+                             "give the same --team and --overlap, or neither")
+        return held
+
+    def sample_assignment(self, name: str) -> dict | None:
+        """The team assignment recorded for a sample ({"team": [...], "overlap": F}), or None."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?",
+                                (f"assignment:{name}",)).fetchone()
+        return json.loads(row[0]) if row else None

@@ -14,6 +14,15 @@
   let lastSaved = "";
   let chain = Promise.resolve();
   const inflight = [];        // grades sent but not answered yet: {i, g}
+  // A grade key stores the grade, THEN moves on: the pair stays on screen until the store
+  // has its grade. Keys pressed meanwhile (a fast typist) wait in `typed` and are replayed
+  // in order on the next pair; a failed save drops them, stays, and sends the grade again.
+  let holding = null;         // {i, g}: the grade on its way; the page stays on pair i
+  const typed = [];           // keys pressed while holding
+  let retry = null;           // {timer, i, g, seconds, note}: a failed grade sent again soon
+  const RETRY_MS = 3000;
+  let stopped = false;        // the server was stopped from the finished page
+  let summaryStale = true;    // a grade or undo was stored since the summary was drawn
   const items = new Map();    // index -> item texts (fetched once)
   let renderSeq = 0;
 
@@ -46,14 +55,17 @@
     s.dataset.state = state;
     s.textContent = text;
     // the header keeps a short form in view on small screens
-    const short = {saving: "saving…", saved: "✓ saved", undone: "✓ undone", error: "NOT saved"};
+    const short = {saving: "saving…", saved: "✓ saved", undone: "✓ undone", error: "NOT saved",
+                   stopped: "stopped"};
     $("hstatus").dataset.state = state;
     $("hstatus").textContent = short[state] || "";
   }
 
   function showStatus() {
     if (pending > 0) setStatus("saving", "Saving…");
-    else if (failed) setStatus("error", "NOT saved: " + failed + " — try again");
+    else if (failed) setStatus("error", "NOT saved: " + failed + (retry
+      ? " — this pair stays on screen; sending its grade again every " + RETRY_MS / 1000 +
+        " s (or press its grade again)" : " — try again"));
     else if (lastSaved) setStatus(lastSaved.startsWith("undone") ? "undone" : "saved", lastSaved);
     else setStatus("idle", "");
   }
@@ -82,34 +94,69 @@
     return null;
   }
 
-  function grade(g, advance) {
+  function cancelRetry() {
+    if (retry) clearTimeout(retry.timer);
+    retry = null;
+  }
+
+  function grade(g, advance, again) {
+    if (stopped) return;
+    if (holding && advance) { typed.push(String(g)); return; }  // a click while one is on its way
+    cancelRetry();
     const i = cur;
-    const note = $("note").value;
-    const seconds = Math.round((performance.now() - shownAt)) / 1000;
+    const note = again ? again.note : $("note").value;
+    const seconds = again ? again.seconds : Math.round((performance.now() - shownAt)) / 1000;
     const mine = {i: i, g: g};
     const before = grades[i];
     inflight.push(mine);
     grades[i] = g;
     if (note.trim()) notes[i] = note; else delete notes[i];
+    if (advance) holding = mine;
     enqueue(async () => {
       let answer = null;
       try {
-        answer = await api("api/grade", {index: i, grade: g, note: note, seconds: seconds});
-      } catch (err) {  // not in the store: do not show it as given
+        answer = await api("api/grade", {index: i, grade: g, note: note, seconds: seconds,
+                                          llm_shown: showLLM && items.has(i) &&
+                                            items.get(i).llm.length > 0});
+      } catch (err) {  // not in the store: do not show it as given, and stay to send it again
         if (before === undefined) delete grades[i]; else grades[i] = before;
+        if (holding === mine) {
+          holding = null;
+          typed.length = 0;  // they were meant for the pairs after this one
+          retry = {i: i, g: g, seconds: seconds, note: note, timer: setTimeout(() => {
+            if (retry && retry.i === cur && !holding) grade(retry.g, true, retry);
+          }, RETRY_MS)};
+        }
         throw err;
       } finally {
         inflight.splice(inflight.indexOf(mine), 1);
       }
       sync(answer);
+      summaryStale = true;
       lastSaved = "Saved: pair " + (i + 1) + " graded " + g + (note.trim() ? " with a note" : "") +
         " at " + time();
+      if (holding === mine) {  // stored: now move on, then play the keys pressed meanwhile
+        holding = null;
+        const next = nextUngraded(i);
+        await go(next === null ? Math.min(i + 1, S.items.length - 1) : next);
+        replay();
+      }
     });
-    if (advance) {
-      const next = nextUngraded(i);
-      go(next === null ? Math.min(i + 1, S.items.length - 1) : next);
-    } else {
-      renderMarks();
+    renderMarks();
+  }
+
+  // The keys pressed while a grade was on its way, as if pressed now (a note being
+  // written takes the printable ones as text).
+  function replay() {
+    while (typed.length && !holding) {
+      const k = typed.shift();
+      if (document.activeElement === $("note")) {
+        if (k === "Enter") saveNote();
+        else if (k === "Escape") $("note").blur();
+        else if (k.length === 1) $("note").value += k;
+      } else {
+        command(k);
+      }
     }
   }
 
@@ -117,6 +164,7 @@
     enqueue(async () => {
       const d = await api("api/undo", {});
       sync(d);
+      summaryStale = true;
       if (d.undone === null) {
         lastSaved = "undone: nothing to undo";
       } else {
@@ -127,9 +175,10 @@
   }
 
   function go(i) {
-    if (i < 0 || i >= S.items.length) return;
+    if (i < 0 || i >= S.items.length) return Promise.resolve();
+    if (retry && retry.i !== i) cancelRetry();  // moved away: the pair shows it is ungraded
     cur = i;
-    render();
+    return render();
   }
 
   async function item(i) {
@@ -162,6 +211,7 @@
     $("passage").textContent = it.passage;
     $("note").value = notes[i] || "";
     shownAt = performance.now();
+    renderSettle(it);
     renderLLM(it);
     renderMarks();
     if (items.size < S.items.length && i + 1 < S.items.length) item(i + 1).catch(() => {});
@@ -177,13 +227,35 @@
     box.textContent = "LLM: " + it.llm.map((x) => x.source + " gave " + x.grade).join("; ");
   }
 
+  // Adjudication: every grade the pair's adjudicated grade settles, with notes and the judge's
+  // reasoning (its answer text).
+  function renderSettle(it) {
+    const box = $("settle");
+    box.hidden = !S.adjudicating;
+    box.textContent = "";
+    if (!S.adjudicating) return;
+    box.append(el("h2", "label", "Grades to settle"));
+    const list = el("ul");
+    for (const x of it.settle) {
+      const li = el("li", x.kind);
+      li.append(el("strong", "", x.source), el("span", "", " (" + x.kind + ") gave "),
+                el("span", "grade", x.grade));
+      if (x.note) li.append(el("div", "note", "note: " + x.note));
+      if (x.reasoning) li.append(el("div", "reasoning", x.reasoning));
+      list.append(li);
+    }
+    box.append(list);
+  }
+
   function renderMarks() {
     if (!S) return;
     const n = S.items.length;
     const done = Object.keys(grades).length;
     $("done").textContent = done + " / " + n + " graded";
     $("bar-fill").style.width = (100 * done / n).toFixed(1) + "%";
-    $("finished").hidden = done < n;
+    $("finished").hidden = done < n && !stopped;
+    // the summary is the store's word: asked once every grade is stored, again after a change
+    if (done === n && pending === 0 && summaryStale && !stopped) { summaryStale = false; summary(); }
     const g = grades[cur];
     const c = $("current");
     c.textContent = g === undefined ? "· not graded yet" : "· your grade: " + g;
@@ -251,14 +323,78 @@
     const k = e.key;
     // a held key repeats: one grade (or undo) per press, never one per repeat
     if (e.repeat && ((k >= "0" && k <= "3") || k === "u")) { e.preventDefault(); return; }
+    if (!COMMANDS.has(k)) return;
+    e.preventDefault();
+    if (holding) { typed.push(k); return; }  // played on the next pair, once this grade is in
+    command(k);
+  }
+
+  const COMMANDS = new Set(["0", "1", "2", "3", "ArrowRight", "j", "ArrowLeft", "k", "u", "n",
+                            "l"]);
+
+  function command(k) {
     if (k >= "0" && k <= "3" && k.length === 1) grade(+k, true);
     else if (k === "ArrowRight" || k === "j") go(cur + 1);
     else if (k === "ArrowLeft" || k === "k") go(cur - 1);
     else if (k === "u") undo();
     else if (k === "n") $("note").focus();
     else if (k === "l") { $("show-llm").checked = !showLLM; toggleLLM(); }
-    else return;
-    e.preventDefault();
+  }
+
+  // The finished screen: what was done, and where the grades go next.
+  async function summary() {
+    let d;
+    try { d = await api("api/summary"); } catch (err) { return; }
+    renderSummary(d);
+  }
+
+  function renderSummary(d) {
+    const box = $("summary");
+    box.textContent = "";
+    box.dataset.filled = "1";
+    const facts = el("dl");
+    const add = (term, value) => facts.append(el("dt", "", term), el("dd", "", value));
+    add("graded", d.graded + " of " + d.total + " pairs" + (d.shared.pairs
+      ? " (" + d.shared.graded + " shared with your team)" : ""));
+    if (d.seconds.pairs) {
+      add("time per pair", d.seconds.median.toFixed(1) + " s (median); " +
+          Math.round(d.seconds.total / 60) + " min in all");
+    }
+    add("your grades", Object.entries(d.grades).map(([g, n]) => g + ": " + n).join(" · "));
+    for (const j of d.llm) {
+      add("agreement with " + j.judge, j.pairs + " pairs: same grade " +
+          Math.round(100 * j.exact) + " %, within one " + Math.round(100 * j.within_1) +
+          " %, weighted kappa " + (j.kappa_linear === null ? "undefined" :
+          j.kappa_linear.toFixed(2)) + "; you saw its grade before grading " + j.seen +
+          " of them");
+    }
+    box.append(facts);
+    box.append(el("h2", "label", "next: from these grades to scores"));
+    const steps = el("ol", "steps");
+    for (const s of d.next) {
+      const li = el("li", "", s.what);
+      li.append(el("code", "", s.command));
+      steps.append(li);
+    }
+    box.append(steps);
+  }
+
+  async function stop() {
+    if (stopped) return;
+    try {
+      const d = await api("api/stop", {});
+      stopped = true;
+      renderSummary(d);
+      $("finished-head").textContent = "The server has stopped: your " + d.graded +
+        " grades are in the store. You can close this tab.";
+      $("finished-more").hidden = true;
+      for (const b of document.querySelectorAll("button")) b.disabled = true;
+      setStatus("stopped", "The server has stopped.");
+      $("finished").hidden = false;
+    } catch (err) {
+      failed = err.message;
+      showStatus();
+    }
   }
 
   function toggleLLM() {
@@ -283,9 +419,13 @@
     $("note").addEventListener("focus", showMode);
     $("note").addEventListener("blur", showMode);
     showMode();
-    $("prev").addEventListener("click", () => go(cur - 1));
-    $("next").addEventListener("click", () => go(cur + 1));
-    $("undo").addEventListener("click", undo);
+    $("prev").addEventListener("click", () => holding ? typed.push("k") : go(cur - 1));
+    $("next").addEventListener("click", () => holding ? typed.push("j") : go(cur + 1));
+    $("undo").addEventListener("click", () => holding ? typed.push("u") : undo());
+    $("review").addEventListener("click", () => { if (!holding) go(0); });
+    $("stop").addEventListener("click", stop);
+    $("stop").hidden = !S.stoppable;
+    if (S.adjudicating) document.body.classList.add("adjudicating");
     $("show-llm").addEventListener("change", toggleLLM);
     const done = Object.keys(grades).length;
     if (done) lastSaved = "Saved: your " + done + " grades so far are in the store";
