@@ -298,3 +298,26 @@ def test_a_team_with_overlap_then_agreement_then_adjudication(browser, tmp_path,
             assert final[p] == SETTLED[p]
         else:  # one grade, or two that agree
             assert final[p] == (ALICE[p] if p in graded["alice"] else BOB[p])
+
+
+@pytest.mark.parametrize("width, height", WIDTHS)
+def test_keys_typed_ahead_grade_the_next_pairs_in_order_one_key_per_pair(browser, tmp_path,
+                                                                        width, height):
+    """A fast assessor does not wait for the page: three grade keys pressed back to back
+    grade pairs 1, 2 and 3 (each stored before the page moves on, the later keys played on
+    the pairs that follow), and nothing else."""
+    store_path = make_store(tmp_path / "labels.sqlite")
+    b = browser
+    at_width(b, width, height)
+    with assess_server("--store", str(store_path), "--sample", "s1",
+                       "--annotator", "alice") as (url, _, _):
+        b.open(url)
+        for key in "302":
+            b.press(key)
+        b.wait_for(f"{TEXT.format('done')} === '3 / 10 graded' && {STATE} === 'saved'")
+        time.sleep(0.3)
+        assert shown(b)[0] == 4 and b.eval(TEXT.format("done")) == "3 / 10 graded"
+        assert b.errors() == [], [e['params'] for e in b.errors()]
+    with LabelStore(store_path) as store:
+        assert [(e.docid, e.grade) for e in store.events(kind="human")] == [
+            ("d0", 3), ("d1", 0), ("evil", 2)]

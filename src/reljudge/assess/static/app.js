@@ -136,9 +136,9 @@
       lastSaved = "Saved: pair " + (i + 1) + " graded " + g + (note.trim() ? " with a note" : "") +
         " at " + time();
       if (holding === mine) {  // stored: now move on, then play the keys pressed meanwhile
-        holding = null;
         const next = nextUngraded(i);
         await go(next === null ? Math.min(i + 1, S.items.length - 1) : next);
+        holding = null;  // only now: a key pressed while the next pair loads waits its turn
         replay();
       }
     });
