@@ -21,6 +21,7 @@ import pytest
 from reljudge.assess.task import ordered
 from reljudge.assess.team import split
 from reljudge.cli import main
+from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from tests.browser import ARTIFACTS, Browser
 from tests.helpers import PAIRS, assess_server, make_store
@@ -273,16 +274,23 @@ def test_a_team_with_overlap_then_agreement_then_adjudication(browser, tmp_path,
     # adjudication: the disagreements, both grades on screen, a grade for each
     disputed = [p for p in both if ALICE[p] != BOB[p]]
     assert disputed
+    reasoning = "The passage names the query's topic but does not answer it. Grade: 1"
+    with LabelStore(store_path) as store:
+        store.add_events([LabelEvent(*disputed[0], 1, "llm", "gpt-judge", raw=reasoning)])
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "dan",
                        "--adjudicate") as (url, proc, _):
         b.open(url)
         assert b.eval(TEXT.format("done")) == f"0 / {len(disputed)} graded"
-        for k in range(len(disputed)):
+        for _ in range(len(disputed)):
             pair = shown(b)[1]
             box = b.eval(TEXT.format("settle"))
             assert f"alice (human) gave {ALICE[pair]}" in box
             assert f"bob (human) gave {BOB[pair]}" in box
-            if k == 0:
+            if pair == disputed[0]:  # the judge's grade and its reasoning, as text
+                assert "gpt-judge (llm) gave 1" in box
+                assert b.eval("document.querySelector('#settle .reasoning').textContent") \
+                    == reasoning
+            if pair == disputed[0]:
                 b.screenshot(ARTIFACTS / f"assess-adjudicate-{width}px.png", width, height)
                 at_width(b, width, height)
             grade_shown(b, str(SETTLED[pair]))

@@ -411,7 +411,7 @@
     }
     sync(S);
     $("task").textContent = S.title;
-    $("annotator").textContent = S.annotator;
+    $("annotator").textContent = S.annotator + (S.adjudicating ? ", settling disagreements" : "");
     document.title = "reljudge assess: " + S.title;
     $("show-llm").parentElement.hidden = !S.llm;
     buildScale();
