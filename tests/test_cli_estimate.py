@@ -248,3 +248,55 @@ def test_compare_with_store_as_csv_is_one_table_and_json_has_the_estimates(world
     assert "estimates from sample 'q' are in --format json" in cap.err
     assert main([*args[:-2], "--json", "--store", str(store_path)]) == 0
     assert json.loads(capsys.readouterr().out)["estimates"]["sample"] == "q"
+
+
+def test_an_undone_grade_is_no_human_truth_for_estimate(world, capsys):
+    """A grade its annotator took back (assess's undo) leaves the pair ungraded for estimate,
+    as for merge, stats and audit: the sample is then not fully graded (it was taken as
+    graded before)."""
+    from reljudge.labels import RETRACTED, LabelEvent
+
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q8",
+                 "--design", "srs-queries", "--query-count", "8", "--seed", "1"]) == 0
+    _grade(store_path, truth, "q8")
+    with LabelStore(store_path) as store:
+        q, d = store.sample_pairs("q8")[0]
+        store.add_events([LabelEvent(q, d, None, "human", "ann1", failure=RETRACTED)])
+    capsys.readouterr()
+    assert main(["estimate", "--store", str(store_path), "--sample", "q8",
+                 *map(str, runs)]) == 2
+    assert "is not fully graded" in capsys.readouterr().err
+
+
+def test_a_teams_grades_reach_estimate_as_labels_merge_adjudicated_first_merges_them(world):
+    """Two annotators on a sample, disagreeing on some pairs, one adjudicator settling them:
+    estimate's human truth is the merge's (adjudicated-first, human sources), and with the
+    adjudicated grades equal to the truth the estimate equals the one-annotator estimate."""
+    from reljudge.infer.scores import from_store, human_truth
+    from reljudge.labels import LabelEvent
+
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "q6",
+                 "--design", "srs-queries", "--query-count", "6", "--seed", "2"]) == 0
+    run_objs = [Run.from_arrays(*_read(r), name=f"sys{i}") for i, r in enumerate(runs)]
+    _grade(store_path, truth, "q6")
+    with LabelStore(store_path) as store:
+        alone = from_store(store, run_objs, ["nDCG@10"], sample="q6")
+        pairs = store.sample_pairs("q6")
+        other = {p: (truth[p] + 1) % 4 if k % 3 == 0 else truth[p] for k, p in enumerate(pairs)}
+        store.add_events([LabelEvent(*p, g, "human", "ann2", meta={"sample": "q6"})
+                          for p, g in other.items()])
+        disputed = [p for p in pairs if other[p] != truth[p]]
+        merged = {(lab.qid, lab.docid): int(lab.grade)
+                  for lab in store.merge("adjudicated-first").labels if (lab.qid, lab.docid)
+                  in set(pairs)}
+        assert human_truth(store, set(pairs)) == merged  # two paths, one answer
+        assert all(merged[p] == min(truth[p], other[p]) for p in disputed)  # a tie: lower
+        store.add_events([LabelEvent(*p, truth[p], "human", "adjudicated:dan",
+                                     meta={"sample": "q6"}) for p in disputed])
+        assert human_truth(store, set(pairs)) == {p: truth[p] for p in pairs}
+        settled = from_store(store, run_objs, ["nDCG@10"], sample="q6")
+        assert human_truth(store, set(pairs), "ann2") == other
+    assert [(r.run, r.ppi, r.ppi_low, r.ppi_high) for r in settled.rows] == \
+        [(r.run, r.ppi, r.ppi_low, r.ppi_high) for r in alone.rows]

@@ -23,8 +23,11 @@ covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k,
 query sample of fewer than all queries (no query budget up to 20 of 25 reached it). Read
 such intervals as approximate. Pair-sample estimates are post-stratified by each run's top
 k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level
-samples serve DCG@k, P@k and RBP@k only. Human grades: the latest human-source label of each
-sampled pair (every pair must have one). See docs/ppi.md for the formulas.
+samples serve DCG@k, P@k and RBP@k only. Human grades: per sampled pair (every pair must have
+one), the standing human grades (an undone grade does not count) merged as `labels merge
+--policy adjudicated-first` merges them: an adjudicated grade (assess --adjudicate) where there
+is one, else the annotators' majority (a tie to the lower grade); --human NAME: that source's
+grade only. See docs/ppi.md for the formulas.
 """
 
 

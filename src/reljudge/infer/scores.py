@@ -12,7 +12,7 @@ query-level sample (a pair-level sample is refused with that advice).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -331,6 +331,21 @@ class StoreEstimates(Tabular):
                 f"the two runs' rows (docs/ppi.md){skipped}")
 
 
+def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
+                ) -> dict[tuple[str, str], int]:
+    """{pair: human grade} of ``pairs``: the standing human grades (a grade its annotator
+    undid does not count), merged as ``labels merge --policy adjudicated-first`` merges them:
+    an adjudicated grade where there is one, else the annotators' majority (a tie to the
+    lower grade); with ``human``, that one source's grade."""
+    from reljudge.store.merge import merge_rows
+
+    rows = [(g.qid, g.docid, "human", g.source, g.sample, g.grade, g.event)
+            for g in store.standing("human")
+            if (g.qid, g.docid) in pairs and (human is None or g.source == human)]
+    return {(lab.qid, lab.docid): int(lab.grade)
+            for lab in merge_rows(rows, "adjudicated-first", "majority").labels}
+
+
 def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
                sample: str | None = None, judge: str | None = None, human: str | None = None,
                level: float = 0.95, seed: int = 0, baseline: str | None = None,
@@ -354,9 +369,7 @@ def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
             raise InputError(f"sample {name!r} does not record its judge; give the judge "
                              f"source name")
         wanted = set(s.pairs())
-        graded = {(e.qid, e.docid): e.grade for e in store.events(kind="human", source=human,
-                                                                  failed=False)
-                  if (e.qid, e.docid) in wanted}
+        graded = human_truth(store, wanted, human)
         if len(graded) < len(wanted) and not require and not sample:
             continue  # not graded yet: try an older sample
         jg = store.source_grades(judge_name)
