@@ -58,3 +58,15 @@ def both_readers(request, monkeypatch):
 
     monkeypatch.setattr(trec, "FAST_MIN_BYTES", 0 if request.param == "arrow-path" else 1 << 62)
     return request.param
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the session (tests/pg.py; skips with one line where none
+    can be started). Needs psycopg (the test extra)."""
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[test]')")
+    from tests.pg import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.stop()
