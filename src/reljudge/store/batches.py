@@ -73,10 +73,11 @@ class BatchLog:
             source = self.store.db.source_id("llm", judge)
             cur = self.conn.execute(
                 "INSERT INTO batches (endpoint, source, status, total, reserved, config, "
-                "created_at, updated_at, intent) VALUES (?, ?, 'uploading', ?, ?, ?, ?, ?, ?)",
+                "created_at, updated_at, intent) VALUES (?, ?, 'uploading', ?, ?, ?, ?, ?, ?) "
+                "RETURNING id",
                 (endpoint, source, len(items), reserved, json.dumps(config, sort_keys=True),
                  now, now, intent))
-            bid = int(cur.lastrowid)
+            bid = int(cur.fetchone()[0])
             self.conn.executemany("INSERT OR IGNORE INTO batch_items VALUES (?, ?, ?, ?, ?)",
                                   ((bid, *it) for it in items))
         return bid

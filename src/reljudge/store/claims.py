@@ -48,7 +48,8 @@ class Claims:
                 f"({qmarks})", (source, *qs))
                 if who != owner and until > now and not gone(who)}
             done = {(q, d, s): bool(graded) for q, d, s, graded in self.conn.execute(
-                f"SELECT e.q, e.d, e.sample, max(e.grade IS NOT NULL AND {_STANDING}) FROM "
+                f"SELECT e.q, e.d, e.sample, max(CASE WHEN e.grade IS NOT NULL AND {_STANDING} "
+                "THEN 1 ELSE 0 END) FROM "
                 f"events e {_UNDONE} WHERE e.source = ? AND e.q IN ({qmarks}) AND "
                 "e.created_at >= ? GROUP BY e.q, e.d, e.sample", (source, *qs, since))}
             rows = []
@@ -88,5 +89,5 @@ class Claims:
         """(source, owner, items) of the claims whose lease has not run out."""
         return self.conn.execute(
             "SELECT s.name, c.owner, count(*) FROM claims c JOIN sources s ON s.id = c.source "
-            "WHERE c.expires > ? GROUP BY c.source, c.owner ORDER BY s.name, c.owner",
+            "WHERE c.expires > ? GROUP BY s.name, c.owner ORDER BY s.name, c.owner",
             (time.time(),)).fetchall()

@@ -43,9 +43,9 @@ class Derived:
                                  "choose another name")
             cur = self.conn.execute(
                 "INSERT INTO derivations (source, method, fitted_on, created_at) "
-                "VALUES (?, ?, ?, ?)", (source, method, json.dumps(fitted_on, sort_keys=True),
-                                        now))
-            derivation = cur.lastrowid
+                "VALUES (?, ?, ?, ?) RETURNING id",
+                (source, method, json.dumps(fitted_on, sort_keys=True), now))
+            derivation = cur.fetchone()[0]
             meta = json.dumps({"derivation": derivation})
             qids = self.db.intern("queries", "qid", (q for q, _ in pairs))
             docids = self.db.intern("passages", "docid", (d for _, d in pairs))

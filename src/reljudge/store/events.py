@@ -119,10 +119,10 @@ class EventLog:
             if batch_info is not None:
                 cur = self.conn.execute(
                     "INSERT INTO imports (path, sha256, source, events, clipped, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                     (batch_info["path"], batch_info["sha256"], source, len(rows),
                      batch_info.get("clipped", 0), now))
-                batch = cur.lastrowid
+                batch = cur.fetchone()[0]
             qids = self.db.intern("queries", "qid", (r[0] for r in rows))
             docids = self.db.intern("passages", "docid", (r[1] for r in rows))
             raws = raw if raw is not None else [None] * len(rows)
@@ -275,10 +275,10 @@ class EventLog:
         recorded before kinds had a column."""
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
-            "JOIN (SELECT max(id) AS id, max(grade IS NOT NULL) AS graded FROM events "
-            "GROUP BY q, d, source, sample) last ON last.id = e.id "
+            "JOIN (SELECT max(id) AS id, max(CASE WHEN grade IS NOT NULL THEN 1 ELSE 0 END) "
+            "AS graded FROM events GROUP BY q, d, source, sample) last ON last.id = e.id "
             "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
-            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND NOT last.graded "
+            "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND last.graded = 0 "
             "ORDER BY e.id").fetchall()
 
     def source_grades(self, name: str, kind: str | None = None,

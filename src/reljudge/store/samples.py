@@ -21,10 +21,10 @@ class Samples:
         with self.db.transaction():
             cur = self.conn.execute(
                 "INSERT INTO samples (name, unit, design, seed, budget, params, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (sample.name, sample.unit, sample.design, sample.seed, sample.budget,
                  json.dumps(sample.params, sort_keys=True), time.time()))
-            sid = cur.lastrowid
+            sid = cur.fetchone()[0]
             qids = self.db.intern("queries", "qid", (i.qid for i in sample.items))
             docids = self.db.intern("passages", "docid", (i.docid for i in sample.items))
             self.conn.executemany(

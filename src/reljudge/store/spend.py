@@ -13,9 +13,10 @@ class Spend:
         now = time.time()
         with self.db.transaction():
             cur = self.conn.execute(
-                "INSERT INTO spend (source, endpoint, started_at, updated_at) VALUES (?,?,?,?)",
-                (self.db.source_id("llm", judge), endpoint, now, now))
-        return int(cur.lastrowid)
+                "INSERT INTO spend (source, endpoint, started_at, updated_at) VALUES (?,?,?,?) "
+                "RETURNING id", (self.db.source_id("llm", judge), endpoint, now, now))
+            run = int(cur.fetchone()[0])
+        return run
 
     def update_spend(self, run: int, calls: int, tokens_in: int, tokens_out: int,
                      cost: float) -> None:
@@ -33,4 +34,4 @@ class Spend:
         return self.conn.execute(
             "SELECT s.name, count(*), sum(l.calls), sum(l.tokens_in), sum(l.tokens_out), "
             "sum(l.cost) FROM spend l JOIN sources s ON s.id = l.source "
-            "GROUP BY l.source ORDER BY s.name").fetchall()
+            "GROUP BY s.name ORDER BY s.name").fetchall()

@@ -80,7 +80,7 @@ class Texts:
     def query_texts(self, qids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
         """{qid: (text, narrative)} of the given queries the store knows (narrative is None
         unless the store's queries table has a narrative column)."""
-        cols = {r[1] for r in self.conn.execute("PRAGMA table_info(queries)")}
+        cols = {c[0] for c in self.conn.execute("SELECT * FROM queries LIMIT 0").description}
         narrative = "narrative" if "narrative" in cols else "NULL"
         return {r[0]: (r[1], r[2]) for r in self.db.select_in(
             f"SELECT qid, text, {narrative} FROM queries", "qid", list(qids))}
