@@ -15,13 +15,14 @@ import pytest
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
+from tests.backends import BACKENDS, store_location
 
 ITEMS = [("q1", f"d{i}", 0) for i in range(6)]
 
 
-@pytest.fixture
-def store(tmp_path):
-    with LabelStore(tmp_path / "labels.sqlite") as s:
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    with LabelStore(store_location(request, tmp_path)) as s:
         yield s
 
 

@@ -21,6 +21,7 @@ from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
 from reljudge.store.importers import read_labels
 from reljudge.store.schema import SCHEMA_VERSION
+from tests.backends import BACKENDS, integrity_errors, store_location
 from tests.helpers import v1_store
 
 
@@ -28,9 +29,9 @@ def ev(q, d, grade, kind="llm", name="judge", sample=0, failure=None, **kw):
     return LabelEvent(q, d, grade, kind, name, sample, failure=failure, **kw)
 
 
-@pytest.fixture
-def store(tmp_path):
-    with LabelStore(tmp_path / "labels.sqlite") as s:
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    with LabelStore(store_location(request, tmp_path)) as s:
         yield s
 
 
@@ -80,7 +81,7 @@ def test_a_failed_judgment_never_becomes_a_grade(store):
 
 def test_database_rejects_an_event_with_both_grade_and_failure(store):
     store.add_events([ev("q", "a", 1)])
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(integrity_errors()):
         store.conn.execute("INSERT INTO events (q, d, source, grade, failure, created_at) "
                            "VALUES (1, 1, 1, 2, 'x', 0)")
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
+from tests.backends import BACKENDS, integrity_errors, store_location
 
 
 def grade(q, d, g, name="ann", kind="human"):
@@ -20,9 +19,9 @@ def undo(q, d, name="ann", kind="human"):
     return LabelEvent(q, d, None, kind, name, failure=RETRACTED)
 
 
-@pytest.fixture
-def store(tmp_path):
-    with LabelStore(tmp_path / "labels.sqlite") as s:
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    with LabelStore(store_location(request, tmp_path)) as s:
         yield s
 
 
@@ -53,7 +52,7 @@ def test_an_undo_event_keeps_the_grade_xor_failure_invariant(store):
     store.add_events([grade("q", "a", 3), undo("q", "a")])
     rows = store.conn.execute("SELECT grade, failure FROM events ORDER BY id").fetchall()
     assert rows == [(3, None), (None, RETRACTED)]
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(integrity_errors()):
         store.conn.execute("INSERT INTO events (q, d, source, grade, failure, created_at) "
                            f"VALUES (1, 1, 1, 2, '{RETRACTED}', 0)")
 

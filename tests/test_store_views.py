@@ -16,6 +16,7 @@ from reljudge.cli import main
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from reljudge.store.views import conflicts_with_text
+from tests.backends import BACKENDS, store_location
 
 LONG = "The first paragraph of a long passage about parental leave.\n" + "More words. " * 20
 QUERIES = {"q1": "how long is maternity leave?", "q2": "expense deadline"}
@@ -30,9 +31,9 @@ def llm(q, d, g, raw, sample=0, name="gpt"):
     return LabelEvent(q, d, g, "llm", name, sample=sample, raw=raw)
 
 
-@pytest.fixture
-def store_path(tmp_path):
-    path = tmp_path / "labels.sqlite"
+@pytest.fixture(params=BACKENDS)
+def store_path(request, tmp_path):
+    path = store_location(request, tmp_path)
     with LabelStore(path) as store:
         store.add_queries(QUERIES)
         store.add_passages({d: t for d, t in PASSAGES.items() if d != "d3"})  # d3: no text

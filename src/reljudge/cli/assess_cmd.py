@@ -99,7 +99,6 @@ def run(args) -> int:
     """Check everything, then serve until the page's stop button or Ctrl-C."""
     import contextlib
     import sys
-    from pathlib import Path
 
     from reljudge.errors import ConfigError
 
@@ -124,12 +123,10 @@ def run(args) -> int:
                           "--team or --overlap with it")
     if (args.team is None) != (args.overlap is None):
         raise ConfigError("--team and --overlap go together")
-    if not Path(args.store).is_file():
-        raise ConfigError(f"{args.store}: no such label store")
     scale = scale_of(load_template(args.prompt).scale)
     queries = read_queries(args.queries) if args.queries else None
     pairs = read_pairs(args.pairs) if args.pairs else None
-    store = LabelStore(args.store)
+    store = LabelStore(args.store, create=False)  # a SQLite file or a PostgreSQL URL
     try:
         if pairs is None:
             pairs = store.sample_pairs(args.sample)

@@ -186,7 +186,10 @@ def run_label(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     labeller = Labeller(config, on_warning=warn)
     store = None
-    new_store = bool(args.store) and not Path(args.store).exists()
+    from reljudge.store.postgres import is_url
+
+    # a SQLite file this command would create (a PostgreSQL store is never removed)
+    new_store = bool(args.store) and not is_url(args.store) and not Path(args.store).exists()
     if args.store and not (args.dry_run and new_store):  # a dry run writes nothing
         from reljudge.store import LabelStore
 

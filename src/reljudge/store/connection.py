@@ -90,6 +90,23 @@ class Database:
                 self.forget()
             raise
 
+    # -- the dialect's part of migrations (``schema.migrate``) ------------------------------
+    def version(self) -> int:
+        """The schema version of the store (0: empty)."""
+        from reljudge.store.schema import current_version
+
+        return current_version(self.conn)
+
+    def run_ddl(self, script: str) -> None:
+        """Run a migration script's statements (inside the migration's transaction)."""
+        from reljudge.store.schema import _run
+
+        _run(self.conn, script)
+
+    def lock(self, name: str) -> None:
+        """Serialise the rest of this transaction with other processes doing ``name``:
+        nothing to do on SQLite, whose write transactions (BEGIN IMMEDIATE) already are."""
+
     def forget(self) -> None:
         """Drop the id caches (they may hold ids of rolled-back rows)."""
         for cache in self._ids.values():

@@ -156,7 +156,7 @@ class EventLog:
         a retracted label does not count."""
         sql = ("SELECT DISTINCT q.qid, p.docid FROM events e JOIN queries q ON q.id = e.q "
                "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
-               f"{_UNDONE} WHERE {_STANDING} AND e.failure IS NOT '{RETRACTED}'")
+               f"{_UNDONE} WHERE {_STANDING} AND (e.failure IS NULL OR e.failure != '{RETRACTED}')")
         args: list = []
         if ok_only:
             sql += " AND e.grade IS NOT NULL"
@@ -172,7 +172,7 @@ class EventLog:
                "e.expected, e.tokens_in, e.tokens_out, e.cost, e.latency, e.failure, "
                "e.created_at, e.meta, e.failure_kind, e.shown FROM events e "
                "JOIN queries q ON q.id = e.q "
-               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1")
+               "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source WHERE 1 = 1")
         args: list = []
         if kind is not None:
             sql += " AND s.kind = ?"

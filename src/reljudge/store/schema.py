@@ -159,21 +159,23 @@ def current_version(conn: sqlite3.Connection) -> int:
 
 def migrate(db) -> int:
     """Create or upgrade the schema to SCHEMA_VERSION in one transaction of ``db`` (a
-    ``store.connection.Database``); returns the old version."""
-    old = current_version(db.conn)
+    ``store.connection.Database`` or ``store.postgres.PgDatabase``: its ``version()``,
+    ``run_ddl(script)`` and ``lock(name)`` speak its dialect); returns the old version."""
+    old = db.version()
     if old > SCHEMA_VERSION:
         raise StoreError(f"the store has schema version {old}, newer than this reljudge "
                          f"understands ({SCHEMA_VERSION}); upgrade reljudge")
     if old == SCHEMA_VERSION:
         return old
     with db.transaction() as conn:
-        version = current_version(conn)  # another process may have migrated meanwhile
+        db.lock("migrate")  # one migrating process at a time
+        version = db.version()  # another process may have migrated meanwhile
         if version == 0:
-            _run(conn, V1)
+            db.run_ddl(V1)
             conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
             version = 1
         while version < SCHEMA_VERSION:
-            _run(conn, MIGRATIONS[version])
+            db.run_ddl(MIGRATIONS[version])
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     return old

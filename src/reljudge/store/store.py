@@ -34,11 +34,23 @@ class LabelStore(EventLog, Texts, Derived, Samples, Spend, Claims, Frames):
     """One SQLite label store: queries, passages, sources and append-only label events."""
 
     def __init__(self, path: str | Path, *, timeout: float = 60.0, create: bool = True,
-                 readonly: bool = False):
-        """Open (``create``: or create) the store at ``path``. A store of an older schema is
-        upgraded in place, the file as it was kept beside it (``self.backup``) and a line
-        logged; ``readonly``, for commands that only read, refuses an older schema instead
-        and never writes."""
+                 readonly: bool = False, schema: str | None = None):
+        """Open (``create``: or create) the store at ``path``: a SQLite file, or a PostgreSQL
+        URL (``postgresql://USER@HOST:PORT/DB``, its ``schema`` from ``schema`` or
+        ``?schema=``, default ``reljudge``: see ``store.postgres``). A store of an older
+        schema is upgraded in place, a SQLite file as it was kept beside it (``self.backup``)
+        and a line logged; ``readonly``, for commands that only read, refuses an older schema
+        instead and never writes."""
+        from reljudge.store.postgres import is_url
+
+        if is_url(path):
+            from reljudge.store.postgres import PgDatabase, locate
+
+            location = locate(str(path), schema)
+            self.path = location.shown
+            self.db = PgDatabase(location, timeout, readonly=readonly, create=create)
+            self.migrated_from, self.backup = self.db.migrated_from, None
+            return
         self.path = Path(path)
         if not create and not self.path.is_file():  # a typo must not become an empty store
             what = "is a directory" if self.path.is_dir() else "no such label store"
@@ -56,7 +68,8 @@ class LabelStore(EventLog, Texts, Derived, Samples, Spend, Claims, Frames):
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The SQLite connection (reads; writes go through ``self.db.transaction()``)."""
+        """The connection: SQLite's, or ``store.postgres.PgConnection`` (reads; writes go
+        through ``self.db.transaction()``)."""
         return self.db.conn
 
     def close(self) -> None:

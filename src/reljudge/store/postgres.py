@@ -1,0 +1,236 @@
+"""A label store on PostgreSQL: the same store, for a team (``--store postgresql://...``).
+
+``LabelStore("postgresql://USER@HOST:PORT/DB?schema=NAME")`` opens a store kept in one schema
+of a PostgreSQL database (``schema`` defaults to ``reljudge``; one per project). Everything
+above the connection is the SQLite store's own code: the store modules write portable SQL
+with ``?`` placeholders, and ``PgConnection`` speaks it to psycopg 3 (``?`` becomes ``%s``,
+``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``), so one code path serves both
+engines. The schema is the same versioned migrations, their column types translated
+(``pg_ddl``), run by writing commands only, in one transaction, one process at a time (an
+advisory lock).
+
+The password is never written anywhere by us: it comes from the URL, ``PGPASSWORD``,
+``~/.pgpass`` or a service file (libpq reads them), and every text we show names the store
+by ``masked(url)``. Other libpq settings in the URL (``sslmode``, ``connect_timeout``,
+``service``, ...) are passed through as they are.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reljudge.errors import ConfigError, StoreError
+from reljudge.store.connection import Database
+
+SCHEMES = ("postgresql://", "postgres://")
+DEFAULT_SCHEMA = "reljudge"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def is_url(spec: object) -> bool:
+    """True when a store is named by a PostgreSQL URL rather than a SQLite file."""
+    return isinstance(spec, str) and spec.startswith(SCHEMES)
+
+
+def masked(text: str) -> str:
+    """``text`` with the password of every PostgreSQL URL in it replaced by ``***``."""
+    return re.sub(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a PostgreSQL store is: libpq's connection string and the schema."""
+
+    conninfo: str  # the URL without our own ``schema`` parameter (may hold a password)
+    schema: str
+    shown: str  # the URL as we show it: password masked, schema named
+
+    def __str__(self) -> str:
+        return self.shown
+
+
+def locate(url: str, schema: str | None = None) -> Location:
+    """The location of ``url``; ``schema`` (``--store-schema``) wins over ``?schema=``."""
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    given = [v for k, v in query if k == "schema"]
+    schema = schema or (given[-1] if given else DEFAULT_SCHEMA)
+    if not _SCHEMA_NAME.fullmatch(schema):
+        raise ConfigError(f"store schema {schema!r}: a schema name is 1-63 lower-case letters, "
+                          "digits and underscores, not starting with a digit")
+    rest = urllib.parse.urlencode([(k, v) for k, v in query if k != "schema"])
+    conninfo = urllib.parse.urlunsplit(parts._replace(query=rest))
+    shown = masked(urllib.parse.urlunsplit(parts._replace(
+        query=urllib.parse.urlencode([*[(k, v) for k, v in query if k != "schema"],
+                                      ("schema", schema)]))))
+    return Location(conninfo, schema, shown)
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError("a PostgreSQL label store needs the 'postgres' extra: "
+                          "pip install 'reljudge[postgres]'") from None
+    return psycopg
+
+
+# -- SQL: the store's portable dialect, as PostgreSQL reads it -------------------------------
+_CACHE: dict[str, str] = {}
+
+
+def pg_sql(sql: str) -> str:
+    """A statement of the store's dialect in PostgreSQL's: ``?`` placeholders to ``%s`` (a
+    literal ``%`` doubled), ``INSERT OR IGNORE`` to ``ON CONFLICT DO NOTHING``, ``BEGIN
+    IMMEDIATE`` to ``BEGIN``. Quoted strings are left alone."""
+    out = _CACHE.get(sql)
+    if out is not None:
+        return out
+    pieces = re.split(r"('(?:[^']|'')*')", sql)  # odd pieces are quoted literals
+    for k in range(0, len(pieces), 2):
+        pieces[k] = pieces[k].replace("%", "%%").replace("?", "%s")
+    for k in range(1, len(pieces), 2):
+        pieces[k] = pieces[k].replace("%", "%%")
+    out = "".join(pieces)
+    if re.match(r"\s*INSERT OR IGNORE INTO", out, re.I):
+        out = re.sub(r"INSERT OR IGNORE INTO", "INSERT INTO", out, count=1, flags=re.I)
+        out = out.rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
+    if re.fullmatch(r"\s*BEGIN IMMEDIATE\s*", out, re.I):
+        out = "BEGIN"
+    _CACHE[sql] = out
+    return out
+
+
+def pg_ddl(statement: str) -> str:
+    """A migration statement with SQLite's column types in PostgreSQL's: an ``INTEGER PRIMARY
+    KEY`` is an identity column, integers are ``BIGINT``, ``REAL`` is ``DOUBLE PRECISION``
+    (PostgreSQL's REAL is 4 bytes), and ``text_history`` gets the ``rowid`` SQLite gives
+    every table (its order of replacement)."""
+    out = re.sub(r"\bINTEGER PRIMARY KEY\b", "BIGINT GENERATED BY DEFAULT AS IDENTITY "
+                 "PRIMARY KEY", statement)
+    out = re.sub(r"\bINTEGER\b", "BIGINT", out)
+    out = re.sub(r"\bREAL\b", "DOUBLE PRECISION", out)
+    if re.match(r"\s*CREATE TABLE text_history \(", out):
+        out = out.replace("CREATE TABLE text_history (",
+                          "CREATE TABLE text_history (rowid BIGINT GENERATED BY DEFAULT AS "
+                          "IDENTITY PRIMARY KEY, ", 1)
+    return out
+
+
+class PgConnection:
+    """The slice of ``sqlite3.Connection`` the store uses, over a psycopg connection in
+    autocommit mode (transactions are the store's explicit BEGIN ... COMMIT)."""
+
+    def __init__(self, conn) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, args: Sequence[Any] = ()):
+        """Run one statement; the cursor (iterate it, fetchone, fetchall, rowcount,
+        description)."""
+        return self._conn.execute(pg_sql(sql), tuple(args))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]):
+        """One statement over many rows."""
+        cur = self._conn.cursor()
+        rows = [tuple(r) for r in rows]
+        if rows:
+            cur.executemany(pg_sql(sql), rows)
+        return cur
+
+    @property
+    def in_transaction(self) -> bool:
+        """True between BEGIN and COMMIT / ROLLBACK."""
+        from psycopg.pq import TransactionStatus
+
+        return self._conn.info.transaction_status != TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _numeric_loader(psycopg):
+    """PostgreSQL's ``sum`` of integers is NUMERIC; read a whole one as int, any other as
+    float, as SQLite returns them (never Decimal)."""
+    from psycopg.adapt import Loader
+
+    class NumericLoader(Loader):
+        def load(self, data):
+            text = bytes(data).decode()
+            return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
+
+    return NumericLoader
+
+
+class PgDatabase(Database):
+    """``store.connection.Database`` on PostgreSQL: the same transactions, id interning and
+    chunked look-ups (inherited), over ``PgConnection``."""
+
+    def __init__(self, location: Location, timeout: float = 60.0, readonly: bool = False,
+                 create: bool = True):
+        from reljudge.store.schema import SCHEMA_VERSION, migrate
+
+        psycopg = _psycopg()
+        self.location = location
+        self.path = location.shown  # what messages name (the password masked)
+        self.backup = None  # a migration is one transaction: nothing to keep aside
+        try:
+            raw = psycopg.connect(location.conninfo, autocommit=True,
+                                  connect_timeout=max(1, int(min(timeout, 60))))
+        except psycopg.Error as e:
+            raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store: "
+                             f"{masked(str(e)).strip()}") from None
+        raw.adapters.register_loader("numeric", _numeric_loader(psycopg))
+        self.conn = PgConnection(raw)
+        self._ids: dict[str, dict[str, int]] = {"queries": {}, "passages": {}}
+        self._sources: dict[tuple[str, str], int] = {}
+        try:
+            old = self.version()
+            if old == 0 and not create:
+                raise StoreError(f"{self.path}: no label store in schema {location.schema!r} "
+                                 "(label, labels import and run create one)")
+            if readonly and old < SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: the label store has schema version {old}, this reljudge "
+                    f"reads version {SCHEMA_VERSION}; a command that only reads never "
+                    f"upgrades it: run `reljudge labels upgrade --store URL` once")
+            if old < SCHEMA_VERSION:
+                raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
+            raw.execute(f'SET search_path TO "{location.schema}"')
+            self.migrated_from = migrate(self)
+            if readonly:
+                raw.execute("SET default_transaction_read_only = on")
+        except psycopg.Error as e:
+            raw.close()
+            raise StoreError(f"{self.path}: {masked(str(e)).strip()}") from None
+        except BaseException:
+            raw.close()
+            raise
+
+    def version(self) -> int:
+        row = self.conn.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND "
+            "table_name = 'meta'", (self.location.schema,)).fetchone()
+        if row is None:
+            return 0
+        row = self.conn.execute(
+            f'SELECT value FROM "{self.location.schema}".meta WHERE key = ?',
+            ("schema_version",)).fetchone()
+        return int(row[0]) if row else 0
+
+    def run_ddl(self, script: str) -> None:
+        for statement in script.split(";"):
+            if statement.strip():
+                self.conn.execute(pg_ddl(statement))
+
+    def lock(self, name: str) -> None:
+        """A transaction-level advisory lock on (schema, name): released at COMMIT."""
+        key = zlib.crc32(f"reljudge:{self.location.schema}:{name}".encode())
+        self.conn.execute("SELECT pg_advisory_xact_lock(?)", (key,))
+
+    def close(self) -> None:
+        self.conn.close()

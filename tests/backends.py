@@ -1,0 +1,35 @@
+"""The two store backends for parametrised tests: a SQLite file, or a fresh schema of a real
+PostgreSQL server (tests/pg.py). ``store_location(request, tmp_path)`` gives what
+``LabelStore`` opens for the backend the test is parametrised with (``BACKENDS``)."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+
+import pytest
+
+BACKENDS = ["sqlite", "postgresql"]
+_schemas = itertools.count()
+_databases: dict[int, str] = {}
+
+def store_location(request, tmp_path, name: str = "labels"):
+    """A new, empty store location for ``request.param``: a SQLite path, or a PostgreSQL URL
+    naming a schema no other test uses."""
+    if request.param == "sqlite":
+        return tmp_path / f"{name}.sqlite"
+    server = request.getfixturevalue("pg_server")
+    base = _databases.get(id(server))
+    if base is None:
+        base = _databases[id(server)] = server.database("stores")
+    return f"{base}?schema=t{next(_schemas)}_{name}"
+
+def integrity_errors() -> tuple[type[BaseException], ...]:
+    """What each backend raises when a row breaks a constraint."""
+    try:
+        import psycopg
+    except ImportError:
+        return (sqlite3.IntegrityError,)
+    return (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+backend = pytest.mark.parametrize  # (readability at use sites is plain pytest)

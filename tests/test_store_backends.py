@@ -1,0 +1,134 @@
+"""Two paths, one answer: the same event stream written to a SQLite store and to a PostgreSQL
+store (a real server, tests/pg.py) reads back the same: events, merges under every policy
+and aggregation, exported qrels byte for byte, source stats, failures, standing grades,
+samples, derivations, spend and claims. Hypothesis draws the streams: grades, failures,
+undos, several sources of each kind and sample indices, in any order and batching."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reljudge.grades import AGGREGATES
+from reljudge.io.trec import format_qrels
+from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.store import LabelStore
+
+psycopg = pytest.importorskip("psycopg")
+
+QIDS = ["q1", "q2", "Q-3 é"]
+DOCIDS = ["d1", "d2", "doc 3", "d4"]
+SOURCES = [("human", "alice"), ("human", "bob"), ("human", "adjudicated:dan"),
+           ("llm", "gpt/umbrela@1#abcd"), ("llm", "claude"), ("import", "nist")]
+_names = itertools.count()
+
+
+@st.composite
+def event(draw):
+    q, d = draw(st.sampled_from(QIDS)), draw(st.sampled_from(DOCIDS))
+    kind, name = draw(st.sampled_from(SOURCES))
+    sample = draw(st.integers(0, 1)) if kind == "llm" else 0
+    what = draw(st.sampled_from(["grade", "grade", "grade", "failure", "undo"]))
+    if what == "grade":
+        return LabelEvent(q, d, draw(st.integers(0, 3)), kind, name, sample,
+                          latency=draw(st.one_of(st.none(), st.floats(0, 100))),
+                          meta=draw(st.sampled_from([None, {"sample": "s1"},
+                                                     {"note": "ünsure %s ?"}])),
+                          raw=draw(st.sampled_from([None, "Grade: 2", "it's 50% ? maybe"])),
+                          tokens_in=draw(st.one_of(st.none(), st.integers(0, 10**6))),
+                          cost=draw(st.one_of(st.none(), st.floats(0, 1))))
+    if what == "failure":
+        return LabelEvent(q, d, None, kind, name, sample, failure="no grade in the answer",
+                          failure_kind="unparseable", raw="hmm")
+    return LabelEvent(q, d, None, kind, name, sample, failure=RETRACTED)
+
+
+def read_back(store: LabelStore) -> dict:
+    out = {"events": [(e.qid, e.docid, e.grade, e.source_kind, e.source_name, e.sample, e.raw,
+                       e.latency, e.failure, e.meta, e.tokens_in, e.cost, e.failure_kind)
+                      for e in store.events()],
+           "sources": [s.__dict__ for s in store.sources()],
+           "failures": store.failures(), "current_failures": store.current_failures(),
+           "standing": [s[1:-1] for s in store.standing("human")],  # not created_at
+           "rows": sorted(store.label_rows()), "stale": store.stale_labels()}
+    for policy in ("human-first", "adjudicated-first", "human-only", "llm-only",
+                   "source=alice"):
+        for aggregate in AGGREGATES:
+            merged = store.merge(policy, aggregate)
+            out[f"{policy}/{aggregate}"] = merged.provenance_rows()
+            out[f"{policy}/{aggregate}/qrels"] = format_qrels(merged.qrels) \
+                if merged.labels else ""
+    return out
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5))
+def test_the_same_event_stream_reads_back_the_same_from_both_backends(pg_server, tmp_path,
+                                                                     batches):
+    n = next(_names)
+    base = pg_databases(pg_server)
+    stores = [LabelStore(tmp_path / f"s{n}.sqlite"), LabelStore(f"{base}?schema=p{n}")]
+    try:
+        for s in stores:
+            s.add_queries({"q1": "cats", "Q-3 é": "naïve 100% ?"})
+            s.add_passages({"d1": "purr", "doc 3": {"text": "it's", "title": "T"}})
+            for batch in batches:
+                s.add_events(batch)
+        sqlite, pg = (read_back(s) for s in stores)
+        assert sqlite.keys() == pg.keys()
+        for key in sqlite:
+            assert sqlite[key] == pg[key], key
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_samples_derivations_spend_claims_and_texts_read_back_the_same(pg_server, tmp_path):
+    from reljudge.labels import Sample, SampleItem
+
+    base = pg_databases(pg_server)
+    results = []
+    for spec in (tmp_path / "x.sqlite", f"{base}?schema=whole"):
+        with LabelStore(spec) as s:
+            s.add_queries({"q1": "cats"})
+            s.add_passages({"d1": "purr", "d2": "meow"})
+            s.add_passages({"d1": "purr loudly"})  # the old text goes to the history
+            s.add_sample(Sample("s1", "pair", "srs", 3, 2,
+                                [SampleItem("q1", "d1", 0, 0.5, None),
+                                 SampleItem("q1", "d2", 1, 0.5, "top")], {"judge": "gpt"}))
+            s.assign_sample("s1", ["alice", "bob"], 0.5)
+            run = s.open_spend("gpt", "http://x")
+            s.update_spend(run, 3, 100, 20, 0.25)
+            got, held, settled = s.claim("gpt", "me", [("q1", "d1", 0), ("q1", "d2", 0)],
+                                         60, 0)
+            s.add_derived("calibrated:gpt", [("q1", "d1")], [(0.1, 0.2, 0.3, 0.4)],
+                          method="calibration", fitted_on={"on": "alice"}, grades=[2])
+            results.append({
+                "sample": s.sample("s1"), "pairs": s.sample_pairs("s1"),
+                "team": s.sample_assignment("s1"), "spend": s.spend(),
+                "total": s.total_spend(), "claims": (got, held, settled),
+                "live": [(src, who, n) for src, who, n in s.live_claims()],
+                "history": [(t, h) for t, h, _ in s.text_history("passage", "d1")],
+                "texts": s.texts([("q1", "d1"), ("q1", "d2")], titles=True),
+                "derived": [(e.qid, e.docid, e.grade, e.probs, e.expected_grade)
+                            for e in s.events(source="calibrated:gpt")],
+                "merge": s.merge("source=calibrated:gpt").provenance_rows()})
+    assert results[0] == results[1]
+
+
+def pg_databases(server) -> str:
+    """One database for this module's stores (each test a schema of its own)."""
+    from tests.backends import store_location
+
+    class _Req:
+        param = "postgresql"
+
+        @staticmethod
+        def getfixturevalue(_name):
+            return server
+
+    return store_location(_Req, None).split("?")[0]
