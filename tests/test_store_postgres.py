@@ -133,3 +133,35 @@ def test_the_commands_give_the_sqlite_stores_outputs_byte_for_byte(pg_server, tm
         outs.append(got)
     assert outs[0] == outs[1]
     assert outs[0]["human-first"].count(b"\n") == 42
+
+
+def test_a_pipeline_on_a_postgresql_store_writes_what_it_writes_on_sqlite(pg_server, tmp_path,
+                                                                         monkeypatch):
+    """`reljudge run` with [output] store = "postgresql://..." (the hr-handbook example, the
+    scripted local endpoint): the same artefacts as with its SQLite store, and a rerun asks
+    the endpoint nothing."""
+    import shutil
+
+    from reljudge.testing import FakeOpenAI
+    from tests.helpers import EXAMPLE, grader
+    from tests.test_pipeline import ARTEFACTS, env_for
+
+    outs = []
+    with FakeOpenAI(grader) as server:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        for store in (None, pg_url(pg_server, "pipeline")):
+            dest = tmp_path / f"hr{len(outs)}"
+            shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("out"))
+            monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(tmp_path / f"cache{len(outs)}"))
+            cfg = dest / "pipeline.toml"
+            if store is not None:
+                cfg.write_text(cfg.read_text().replace('[output]\ndir = "out"',
+                                                       f'[output]\ndir = "out"\nstore = "{store}"'))
+            assert main(["run", str(cfg), "--quiet"]) == 0
+            calls = server.calls
+            assert main(["run", str(cfg), "--quiet"]) == 0
+            assert server.calls == calls  # nothing asked twice
+            outs.append({name: (dest / "out" / name).read_text() for name in ARTEFACTS})
+    assert outs[0] == outs[1]
+    assert not (tmp_path / "hr1" / "out" / "labels.sqlite").exists()

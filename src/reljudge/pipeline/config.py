@@ -54,6 +54,23 @@ def _file_or_dataset(value: object) -> Path | str:
 FileOrDataset = Annotated[Path | str, PlainValidator(_file_or_dataset)]
 
 
+def _file_or_url(value: object) -> Path | str:
+    """A label store: a PostgreSQL URL kept as it is, any other text a SQLite file's path."""
+    from reljudge.store.postgres import is_url
+
+    if is_url(value):
+        return value  # type: ignore[return-value]
+    if isinstance(value, Path):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"expected a file path or a postgresql:// URL, found {value!r}")
+    return Path(value)
+
+
+#: the label store: a SQLite file, or postgresql://USER@HOST:PORT/DB?schema=NAME
+FileOrStoreURL = Annotated[Path | str, PlainValidator(_file_or_url)]
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -131,7 +148,7 @@ class OutputSection(_Section):
     """Where artefacts go; the store defaults to ``labels.sqlite`` in that folder."""
 
     dir: FilePath = Path("out")
-    store: FilePath | None = None
+    store: FileOrStoreURL | None = None
     cache_dir: FilePath | None = None
 
 
@@ -165,8 +182,8 @@ class PipelineConfig(_Section):
         return self.path(self.output.dir)  # type: ignore[return-value]
 
     @property
-    def store_path(self) -> Path:
-        """The label store file (absolute)."""
+    def store_path(self) -> Path | str:
+        """The label store file (absolute), or its PostgreSQL URL."""
         return self.path(self.output.store) or self.out_dir / "labels.sqlite"
 
 
@@ -235,7 +252,7 @@ def _check_settings(config: PipelineConfig, path: Path) -> None:
     if any(e.api_key is not None for e in config.judge.endpoints):
         raise ConfigError(f"{path}: [judge] endpoints: a key does not belong in the file: name "
                           "the environment variable that holds it (api_key_env = \"VAR\")")
-    if config.store_path.is_dir():
+    if isinstance(config.store_path, Path) and config.store_path.is_dir():
         raise ConfigError(f"{path}: [output] store {str(config.output.store)!r} is a directory")
     if config.out_dir.exists() and not config.out_dir.is_dir():
         raise ConfigError(f"{path}: [output] dir {str(config.output.dir)!r} is not a folder")

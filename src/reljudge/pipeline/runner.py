@@ -74,7 +74,8 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
     passages = read_passages(config.path(inp.passages), {d for _, d in pooled})  # a file: whole
     if inp.human_qrels:
         check_scale(read_labels(config.path(inp.human_qrels)), False)
-    if not inp.human_qrels and judge is None and not config.store_path.exists():
+    if not inp.human_qrels and judge is None and isinstance(config.store_path, Path) \
+            and not config.store_path.exists():
         raise ConfigError("nothing would label the pool: give [inputs] human_qrels or a judge "
                           "endpoint (model and OPENAI_API_KEY or base_url)")
     from reljudge.judge import Labeller
@@ -174,7 +175,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
 
             merged = store.merge(config.merge.policy, config.merge.aggregate)
             if not merged.labels:
-                raise ConfigError(f"{config.store_path}: no labels under the merge policy "
+                raise ConfigError(f"{store.path}: no labels under the merge policy "
                                   f"{config.merge.policy}; nothing to score")
             write_qrels(merged.qrels, outputs[0])
             merged.write_provenance(outputs[1])
