@@ -165,3 +165,25 @@ def test_a_pipeline_on_a_postgresql_store_writes_what_it_writes_on_sqlite(pg_ser
             outs.append({name: (dest / "out" / name).read_text() for name in ARTEFACTS})
     assert outs[0] == outs[1]
     assert not (tmp_path / "hr1" / "out" / "labels.sqlite").exists()
+
+
+def test_reljudge_store_and_store_schema_name_the_store(pg_server, tmp_path, monkeypatch,
+                                                        capsys):
+    qrels = tmp_path / "h.qrels"
+    qrels.write_text("q1 0 d1 2\nq1 0 d2 0\n")
+    url = pg_url(pg_server, "unused").split("?")[0]
+    assert run("labels", "import", str(qrels), "--store", url, "--store-schema", "proj_x",
+               "--source-kind", "human", "--source-name", "nist")[0] == 0
+    code, out = run("labels", "stats", "--store", f"{url}?schema=proj_x", "--format", "json")
+    assert code == 0 and json.loads(out)["sources"][0]["name"] == "nist"
+    monkeypatch.setenv("RELJUDGE_STORE", f"{url}?schema=proj_x")
+    code, out = run("labels", "stats", "--format", "json")  # the store from the environment
+    assert code == 0 and json.loads(out)["sources"][0]["ok"] == 2
+    capsys.readouterr()
+    assert main(["labels", "stats", "--store", str(tmp_path / "s.sqlite"),
+                 "--store-schema", "x"]) == 2
+    assert "--store-schema goes with a postgresql:// --store" in capsys.readouterr().err
+    assert main(["labels", "stats", "--store",
+                 "postgresql://ann:s3cret@127.0.0.1:1/none"]) == 2
+    err = capsys.readouterr().err
+    assert "s3cret" not in err and "ann:***@" in err

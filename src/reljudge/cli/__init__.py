@@ -86,9 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from reljudge.cli.common import resolve_store
+
+        resolve_store(args)
         code = args.func(args)
     except ReljudgeError as e:
-        print(f"reljudge: error: {e}", file=sys.stderr)
+        from reljudge.store.postgres import masked
+
+        print(f"reljudge: error: {masked(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("reljudge: interrupted", file=sys.stderr)

@@ -42,7 +42,7 @@ left ungraded (run the same command again to go on); 2 bad input or settings.
 def register(sub) -> None:
     """Add the ``assess`` subcommand."""
     from reljudge.assess.task import ORDERS
-    from reljudge.cli import HelpFormatter
+    from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("assess", help="a local web page where people grade pairs into the store",
                        description="Serve a page on which a person grades query-passage "
@@ -50,7 +50,7 @@ def register(sub) -> None:
                                    "store as it is given.\nNeeds the 'assess' extra "
                                    "(pip install 'reljudge[assess]').",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("--store", required=True, help="the label store (SQLite file; must exist)")
+    common.add_store(p, "the label store (must exist)", required=True)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--sample", metavar="NAME", help="grade this human sample of the store")
     what.add_argument("--pairs", metavar="FILE",

@@ -47,7 +47,7 @@ def register(sub) -> None:
     p.add_argument("--judge", action="append", default=[], help="judge qrels (repeatable)")
     p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels, "
                    "compressed or not)")
-    p.add_argument("--store", help="read labels from a label store instead of files")
+    common.add_store(p, "read labels from a label store instead of files")
     p.add_argument("--reference-source", help="with --store: the reference source name")
     p.add_argument("--judge-source", action="append", default=[],
                    help="with --store: a judge source name (repeatable)")

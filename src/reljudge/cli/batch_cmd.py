@@ -37,7 +37,7 @@ def register(sub) -> None:
     p.add_argument("action", choices=("status", "collect", "cancel"),
                    help="status: poll and show every batch; collect: answers of finished "
                         "batches into the cache and the store; cancel: cancel running ones")
-    p.add_argument("--store", required=True, help="the label store the batches are recorded in")
+    common.add_store(p, "the label store the batches are recorded in", required=True)
     p.add_argument("--api-key", help="API key of the batch endpoint (or OPENAI_API_KEY)")
     p.add_argument("--wait", action="store_true",
                    help="collect: poll until every batch is done")

@@ -44,7 +44,7 @@ def register(sub) -> None:
                        description="Fit a judge's calibration, or a panel of judges, on a "
                                    "human sample and write the derived labels.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("--store", help="label store to read from and write the derived source to")
+    common.add_store(p, "label store to read from and write the derived source to")
     p.add_argument("--human-source", help="with --store: the human source to fit on")
     p.add_argument("--judge-source", action="append", default=[],
                    help="with --store: a judge source (repeatable, with --panel)")

@@ -239,3 +239,37 @@ def open_store(args: argparse.Namespace, create: bool = False):
 
     return LabelStore(args.store, create=create,
                       readonly=args.verb not in ("import", "upgrade"))
+
+
+STORE_ENV = "RELJUDGE_STORE"
+
+
+def add_store(parser, help: str, required: bool = False) -> None:
+    """--store (a SQLite file or a postgresql:// URL) and --store-schema. A command that
+    needs a store takes it from RELJUDGE_STORE when --store is not given; where a store is
+    optional its presence changes what the command does, so only the flag gives it."""
+    import os
+
+    env = os.environ.get(STORE_ENV) if required else None
+    parser.add_argument("--store", required=required and not env, default=env,
+                        help=f"{help}: a SQLite file, or postgresql://USER@HOST:PORT/DB"
+                             + (f" (default: ${STORE_ENV})" if required else ""))
+    parser.add_argument("--store-schema", metavar="NAME",
+                        help="with a postgresql:// store: the schema holding it (one per "
+                             "project; default: the URL's ?schema=, else reljudge)")
+
+
+def resolve_store(args: argparse.Namespace) -> None:
+    """Fold --store-schema into a postgresql:// --store (as its ?schema=); an error with a
+    SQLite store. Called once, before the command runs."""
+    schema = getattr(args, "store_schema", None)
+    if schema is None:
+        return
+    from reljudge.errors import ConfigError
+    from reljudge.store.postgres import is_url, locate
+
+    if not is_url(getattr(args, "store", None)):
+        raise ConfigError("--store-schema goes with a postgresql:// --store")
+    location = locate(args.store, schema)
+    sep = "&" if "?" in location.conninfo else "?"
+    args.store = f"{location.conninfo}{sep}schema={location.schema}"

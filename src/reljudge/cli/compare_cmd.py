@@ -55,8 +55,8 @@ def register(sub) -> None:
     common.add_float32_scores(p)
     p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
                    help="bootstrap interval method (default percentile)")
-    p.add_argument("--store", help="label store: add PPI estimates from its newest fully "
-                                   "graded human sample (or --sample)")
+    common.add_store(p, "label store: add PPI estimates from its newest fully graded "
+                        "human sample (or --sample)")
     p.add_argument("--sample", help="with --store: the recorded sample to estimate from")
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
     common.add_digits(p, kept="json keeps full precision; csv holds the cells as "

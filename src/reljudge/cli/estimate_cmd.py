@@ -41,8 +41,8 @@ def register(sub) -> None:
                                    "inference).",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     common.add_runs(p)
-    p.add_argument("--store", required=True,
-                   help="the label store holding the judge's labels and the human sample")
+    common.add_store(p, "the label store holding the judge's labels and the human sample",
+                     required=True)
     p.add_argument("--sample", required=True, help="name of a sample recorded by `sample`")
     p.add_argument("--judge", help="LLM source name (default: the one the sample was drawn "
                                    "for)")

@@ -123,7 +123,7 @@ def register(sub) -> None:
                     help="TREC runs to pool from, to depth --depth (or give --pairs)")
     src.add_argument("--depth", type=int, default=10, help="pool depth with RUN files (default 10)")
     out = p.add_argument_group("where labels go")
-    out.add_argument("--store", help="label store (SQLite) to write every judgment to")
+    common.add_store(out, "label store to write every judgment to")
     out.add_argument("--qrels-out", help="write this judge's final grades as TREC qrels")
     judge = p.add_argument_group("the judge")
     run = p.add_argument_group("limits, money and cache")

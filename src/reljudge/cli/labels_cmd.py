@@ -84,7 +84,7 @@ EXAMPLES = "examples:\n" + "".join(
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
-    from reljudge.cli.common import add_digits, add_format, non_negative_int
+    from reljudge.cli.common import add_digits, add_format, add_store, non_negative_int
 
     p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
                        description="The label store: one SQLite file with every label and "
@@ -97,7 +97,7 @@ def register(sub) -> None:
                                                                   "conflicts") else "")
         v = verbs.add_parser(name, help=help_, description=help_, epilog=epilog,
                              formatter_class=HelpFormatter)
-        v.add_argument("--store", required=True, help="the label store (SQLite file)")
+        add_store(v, "the label store", required=True)
         return v
 
     v = verb("import", "import labels from TREC qrels, CSV (header qid,docid,grade; also "

@@ -23,7 +23,7 @@ def register(sub) -> None:
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     common.add_runs(p)
     p.add_argument("--depth", type=int, default=10, help="pool depth k (default 10)")
-    p.add_argument("--store", help="label store: its labelled pairs are not pooled again")
+    common.add_store(p, "label store: its labelled pairs are not pooled again")
     p.add_argument("--source", action="append", type=common.comma_list, dest="sources",
                    metavar="NAME", help="count only labels of this source as done "
                                         "(repeatable, or NAME,NAME,...; default: every source)")

@@ -62,7 +62,7 @@ def register(sub) -> None:
     common.add_all_queries(p)
     common.add_float32_scores(p)
     common.add_digits(p, kept="the difference plot and the audit's figure captions keep 3")
-    p.add_argument("--store", help="label store for coverage and cost")
+    common.add_store(p, "label store for coverage and cost")
     from reljudge.judge.config import JudgeConfig
 
     for flag in ("price_in", "price_out"):

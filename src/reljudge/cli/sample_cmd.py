@@ -40,7 +40,7 @@ def register(sub) -> None:
                        description="Draw what humans should label, with known inclusion "
                                    "probabilities, and record it in the label store.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
-    p.add_argument("--store", required=True, help="label store (the sample is recorded here)")
+    common.add_store(p, "label store (the sample is recorded here)", required=True)
     p.add_argument("--judge", required=True,
                    help="LLM source name in the store whose labels the estimate will use")
     p.add_argument("--name", required=True, help="name of the sample (unique in the store)")
