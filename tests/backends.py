@@ -13,10 +13,10 @@ BACKENDS = ["sqlite", "postgresql"]
 _schemas = itertools.count()
 _databases: dict[int, str] = {}
 
-def store_location(request, tmp_path, name: str = "labels"):
-    """A new, empty store location for ``request.param``: a SQLite path, or a PostgreSQL URL
-    naming a schema no other test uses."""
-    if request.param == "sqlite":
+def store_location(request, tmp_path, name: str = "labels", backend: str | None = None):
+    """A new, empty store location for ``backend`` (default ``request.param``): a SQLite
+    path, or a PostgreSQL URL naming a schema no other test uses."""
+    if (backend or request.param) == "sqlite":
         return tmp_path / f"{name}.sqlite"
     server = request.getfixturevalue("pg_server")
     base = _databases.get(id(server))

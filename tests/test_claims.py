@@ -63,16 +63,17 @@ print("done", report.labelled, report.already_done, report.complete, flush=True)
 """
 
 
-def test_four_processes_one_killed_pay_once_per_pair(tmp_path):
-    """4 processes, 1,000 pairs, one killed with SIGKILL mid-run: the server answers every
-    pair once, plus at most the killed process's calls in flight; each pair gets one grade."""
-    n = 1000
+@pytest.mark.parametrize("backend, n", [("sqlite", 1000), ("postgresql", 2000)])
+def test_four_processes_one_killed_pay_once_per_pair(request, tmp_path, backend, n):
+    """4 processes, 1,000 pairs (2,000 on a PostgreSQL store, on a real server), one killed
+    with SIGKILL mid-run: the server answers every pair once, plus at most the killed
+    process's calls in flight; each pair gets one grade."""
 
     def answer(req):
         i = int(req.user_text.rsplit("passage number ", 1)[1].split()[0])
         return Reply.text(f"reasoning\n##final score: {i % 4}", delay=0.02)
 
-    db = str(tmp_path / "labels.sqlite")
+    db = str(store_location(request, tmp_path, backend=backend))
     LabelStore(db).close()
     with FakeOpenAI(answer) as server:
         procs = [subprocess.Popen([sys.executable, "-c", WORKER, server.base_url,

@@ -37,6 +37,7 @@ class Claims:
         if not items:
             return got, held, settled
         with self.db.transaction():
+            self.db.lock(f"claims:{judge}")  # PostgreSQL: one claimer of a judge at a time
             source = self.db.source_id("llm", judge)
             qids = self.db.intern("queries", "qid", (q for q, _, _ in items))
             docids = self.db.intern("passages", "docid", (d for _, d, _ in items))
