@@ -187,3 +187,30 @@ def test_reljudge_store_and_store_schema_name_the_store(pg_server, tmp_path, mon
                  "postgresql://ann:s3cret@127.0.0.1:1/none"]) == 2
     err = capsys.readouterr().err
     assert "s3cret" not in err and "ann:***@" in err
+
+
+def test_two_assessors_grade_one_postgresql_store_at_once_and_each_resumes(pg_server):
+    """Two `reljudge assess` servers (two machines, as far as the store can tell) on one
+    PostgreSQL store: every grade a committed event the moment it is given, each annotator's
+    progress their own after a restart."""
+    from tests.helpers import PAIRS, assess_server, make_store
+    from tests.test_assess_server import fetch
+
+    url = pg_url(pg_server, "assess")
+    make_store(url)
+    args = ("--store", url, "--sample", "s1")
+    with assess_server(*args, "--annotator", "alice") as (a, _, _), \
+            assess_server(*args, "--annotator", "bob") as (b, _, _):
+        for i in range(len(PAIRS)):  # interleaved: alice, bob, alice, ...
+            assert fetch(a + "api/grade", {"index": i, "grade": i % 4})[0] == 200
+            if i < 6:
+                assert fetch(b + "api/grade", {"index": i, "grade": 3 - i % 4})[0] == 200
+            with LabelStore(url, create=False) as store:  # committed, seen from outside
+                assert len(store.standing("human")) == i + 1 + min(i + 1, 6)
+    with assess_server(*args, "--annotator", "bob") as (b, _, lines):
+        assert lines[0] == "grading sample s1 as bob: 6 of 10 pairs graded so far"
+        state = json.loads(fetch(b + "api/state")[1])
+        assert sorted(map(int, state["grades"])) == list(range(6))
+    with LabelStore(url, create=False) as store:
+        merged = store.merge("human-only", "mean", fractional=True)
+        assert [lab.grade for lab in merged.labels if len(lab.votes) == 2] == [1.5] * 6
