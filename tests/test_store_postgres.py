@@ -214,3 +214,75 @@ def test_two_assessors_grade_one_postgresql_store_at_once_and_each_resumes(pg_se
     with LabelStore(url, create=False) as store:
         merged = store.merge("human-only", "mean", fractional=True)
         assert [lab.grade for lab in merged.labels if len(lab.votes) == 2] == [1.5] * 6
+
+
+def rich_store(spec) -> None:
+    """A store with something in every table a copy carries."""
+    from reljudge.labels import RETRACTED, LabelEvent, Sample, SampleItem
+
+    with LabelStore(spec) as s:
+        s.add_queries({"q1": "cats ünïcode", "q2": "50% of dogs?"})
+        s.add_passages({"d1": "purr", "d2": {"text": "bark", "title": "Dogs"}})
+        s.add_passages({"d1": "purr loudly"})  # into the text history
+        s.add_grades([("q1", "d1", 2), ("q2", "d2", 1)], "llm", "gpt/umbrela@1#ab")
+        s.add_events([LabelEvent("q1", "d2", 3, "human", "alice", latency=2.5,
+                                 meta={"sample": "s1", "note": "sure"}, shown="abc"),
+                      LabelEvent("q1", "d2", None, "human", "alice", failure=RETRACTED),
+                      LabelEvent("q2", "d1", None, "llm", "gpt/umbrela@1#ab", raw="??",
+                                 failure="no grade", failure_kind="unparseable",
+                                 tokens_in=120, cost=0.001)])
+        s.add_sample(Sample("s1", "pair", "srs", 3, 2, [SampleItem("q1", "d1", 0, 0.5),
+                                                         SampleItem("q1", "d2", 1, 0.5, "x")],
+                            {"judge": "gpt"}))
+        s.assign_sample("s1", ["alice", "bob"], 0.5)
+        run = s.open_spend("gpt/umbrela@1#ab", "http://x")
+        s.update_spend(run, 3, 100, 20, 0.25)
+        s.add_derived("calibrated:gpt", [("q1", "d1")], [(0.1, 0.2, 0.3, 0.4)],
+                      method="calibration", fitted_on={"on": "alice"}, grades=[2])
+        s.claim("gpt/umbrela@1#ab", "me", [("q2", "d2", 0)], 60, 0)
+        s.conn.execute("INSERT INTO imports (path, sha256, source, events, clipped, "
+                       "created_at) VALUES ('h.qrels', 'abc', 1, 2, 0, 1.5)")
+
+
+def dump(spec) -> dict:
+    from reljudge.store.copy import TABLES, _columns, _rows
+
+    with LabelStore(spec, create=False, readonly=True) as s:
+        return {t: sorted(map(repr, _rows(s, t, _columns(s, t)))) for t, _, _ in TABLES}
+
+
+def test_labels_copy_round_trips_sqlite_to_postgresql_and_back_and_reruns_add_nothing(
+        pg_server, tmp_path):
+    src, back = tmp_path / "src.sqlite", tmp_path / "back.sqlite"
+    pg = pg_url(pg_server, "copy")
+    rich_store(src)
+    assert run("labels", "copy", str(src), pg)[0] == 0
+    assert run("labels", "copy", pg, str(back))[0] == 0
+    want = dump(src)
+    assert dump(pg) == want and dump(back) == want
+    assert all(want[t] for t in ("events", "text_history", "samples", "sample_items",
+                                 "derivations", "spend", "imports", "meta"))
+    code, out = run("labels", "copy", str(src), pg, "--format", "json")
+    assert code == 0 and json.loads(out)["total"] == 0  # idempotent
+    with LabelStore(src) as s:  # the source gains a grade; a rerun brings just that
+        s.add_grades([("q2", "d1", 0)], "human", "bob")
+    code, out = run("labels", "copy", str(src), pg, "--format", "json")
+    assert json.loads(out)["rows"]["events"] == 1 and json.loads(out)["rows"]["sources"] == 1
+    assert dump(pg) == dump(src)
+    with LabelStore(pg, create=False) as s:  # the copy takes new events after the copied ids
+        s.add_grades([("q1", "d1", 1)], "human", "carol")
+        ids = [r[0] for r in s.conn.execute("SELECT id FROM events ORDER BY id")]
+    assert ids == list(range(1, len(ids) + 1))
+
+
+def test_labels_copy_refuses_a_destination_with_other_events_and_writes_nothing(
+        pg_server, tmp_path, capsys):
+    src = tmp_path / "src.sqlite"
+    rich_store(src)
+    other = pg_url(pg_server, "other")
+    with LabelStore(other) as s:
+        s.add_grades([("qx", "dx", 1)], "human", "zed")
+    before = dump(other)
+    assert main(["labels", "copy", str(src), other]) == 2
+    assert "holds events that are not" in capsys.readouterr().err
+    assert dump(other) == before

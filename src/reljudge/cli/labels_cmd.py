@@ -28,6 +28,11 @@ examples:
   reljudge labels export --store labels.sqlite --source nist --out nist.qrels
   reljudge labels export --store labels.sqlite --kind llm --aggregate mean --out llm.qrels
 """,
+    "copy": """\
+examples:
+  reljudge labels copy labels.sqlite postgresql://ann@db.lab:5432/judging?schema=dl23
+  reljudge labels copy postgresql://ann@db.lab/judging?schema=dl23 backup.sqlite
+""",
     "stats": """\
 examples:
   reljudge labels stats --store labels.sqlite
@@ -149,6 +154,19 @@ def register(sub) -> None:
     v = verb("upgrade", "bring a store of an older reljudge to this one's schema (the file "
                         "as it was is kept beside it; commands that only read never upgrade)")
     v.set_defaults(func=do_upgrade)
+
+    c = verbs.add_parser("copy", help="copy a whole store: SQLite to PostgreSQL and back",
+                         description="Copy every label event, text, sample, derivation, import "
+                                     "and ledger row of SRC into DST (created if new), ids "
+                                     "kept, in one transaction of DST. Run it again to bring "
+                                     "DST up to date: only what SRC gained is added. Claims "
+                                     "(leases of running processes) are not copied.",
+                         epilog=VERB_EXAMPLES["copy"], formatter_class=HelpFormatter)
+    c.add_argument("src", metavar="SRC", help="the store to copy (a SQLite file or a "
+                                              "postgresql:// URL; ?schema=NAME)")
+    c.add_argument("dst", metavar="DST", help="where to copy it (the same forms)")
+    add_format(c, ("table", "json"))
+    c.set_defaults(func=do_copy)
 
     v = verb("sources", "the label sources: kind, events, grades, and the short names to type")
     add_format(v, ("table", "json", "csv", "markdown"))
@@ -279,4 +297,22 @@ def do_export(args) -> int:
         raise StoreError(f"{args.store}: no labels for {policy}")
     write_qrels(merged.qrels, args.out)
     print(f"wrote {len(merged.labels)} labels ({policy}) to {args.out}")
+    return 0
+
+
+def do_copy(args) -> int:
+    """``labels copy SRC DST``."""
+    from reljudge.store import LabelStore
+    from reljudge.store.copy import copy_store
+    from reljudge.tables import json_dumps, render
+
+    with LabelStore(args.src, create=False, readonly=True) as src, LabelStore(args.dst) as dst:
+        report = copy_store(src, dst)
+    if args.format == "json":
+        print(json_dumps({"source": report.source, "destination": report.destination,
+                          "rows": report.rows, "total": report.total}), end="")
+        return 0
+    print(render(["table", "rows copied"], [[t, n] for t, n in report.rows.items()]), end="")
+    print(f"copied {report.total} rows from {report.source} to {report.destination}"
+          + (" (it was up to date)" if report.total == 0 else ""))
     return 0

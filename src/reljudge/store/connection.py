@@ -107,6 +107,10 @@ class Database:
         """Serialise the rest of this transaction with other processes doing ``name``:
         nothing to do on SQLite, whose write transactions (BEGIN IMMEDIATE) already are."""
 
+    def ids_taken(self, table: str, column: str) -> None:
+        """Rows were written with their ids given (``labels copy``): later rows must get
+        new ones. SQLite's next row id is always past the largest: nothing to do."""
+
     def forget(self) -> None:
         """Drop the id caches (they may hold ids of rolled-back rows)."""
         for cache in self._ids.values():

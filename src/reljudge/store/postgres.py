@@ -232,5 +232,10 @@ class PgDatabase(Database):
         key = zlib.crc32(f"reljudge:{self.location.schema}:{name}".encode())
         self.conn.execute("SELECT pg_advisory_xact_lock(?)", (key,))
 
+    def ids_taken(self, table: str, column: str) -> None:
+        """Move the identity column's sequence past the largest id written."""
+        self.conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                          f"(SELECT coalesce(max({column}), 0) + 1 FROM {table}), false)")
+
     def close(self) -> None:
         self.conn.close()
