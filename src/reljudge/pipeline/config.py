@@ -43,10 +43,15 @@ def _file_or_dataset(value: object) -> Path | str:
             raise ValueError("expected irds:DATASET_ID, e.g. irds:msmarco-passage/trec-dl-2019/"
                              "judged")
         return value  # type: ignore[return-value]
+    return _path(value, "irds:DATASET_ID")
+
+
+def _path(value: object, other: str) -> Path:
+    """A path given as text (TOML has no path type), or an error naming the other form."""
     if isinstance(value, Path):
         return value
     if not isinstance(value, str):
-        raise ValueError(f"expected a file path or irds:DATASET_ID, found {value!r}")
+        raise ValueError(f"expected a file path or {other}, found {value!r}")
     return Path(value)
 
 
@@ -60,11 +65,7 @@ def _file_or_url(value: object) -> Path | str:
 
     if is_url(value):
         return value  # type: ignore[return-value]
-    if isinstance(value, Path):
-        return value
-    if not isinstance(value, str):
-        raise ValueError(f"expected a file path or a postgresql:// URL, found {value!r}")
-    return Path(value)
+    return _path(value, "a postgresql:// URL")
 
 
 #: the label store: a SQLite file, or postgresql://USER@HOST:PORT/DB?schema=NAME
