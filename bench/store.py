@@ -1,13 +1,28 @@
-"""Benchmark: import 1,000,000 label events into the label store and export merged qrels.
+"""Benchmark: the label store on SQLite and on PostgreSQL, side by side in one run.
 
-    python bench/store.py              # 1,000,000 events
-    python bench/store.py --events 100000
-Half the events are human labels, half LLM labels of the same pairs (so the merge has work).
+    python bench/store.py                       # 1,000,000 events, both backends
+    python bench/store.py --events 100000 --writer-events 1000
+    python bench/store.py --pg postgresql://me@db:5432/bench   # a server of your own
+    python bench/store.py --backends sqlite     # SQLite only
+
+Rows, for each backend:
+- import: two qrels files (human and LLM labels of the same pairs) through ``labels import``'s
+  code path, one writer, one transaction per file;
+- merge + export: ``merge("human-first")`` over every event and the merged qrels written out;
+- 1 writer and 4 writers: separate processes appending LLM label events one per transaction, as
+  labeller processes do (each finished call is committed before the next), all started at once.
+
+Without ``--pg`` a PostgreSQL server is started for the run (Debian's binaries, as the tests
+do; the ``test`` and ``postgres`` extras) with fsync on and ``synchronous_commit=off``: the
+durability of a SQLite store, which runs in WAL mode with ``synchronous=NORMAL`` (a commit is
+never torn; the last ones may be lost on power failure, in both).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -15,41 +30,131 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.io.trec import write_qrels
+from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore, import_labels
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write(location: str, writer: int, n: int, start, done) -> None:
+    """One writer process: ``n`` LLM label events, one transaction each."""
+    store = LabelStore(location)
+    meta = {"model": "bench", "writer": writer}
+    start.wait()
+    for i in range(n):
+        store.add_events([LabelEvent(f"w{writer}q{i % 50}", f"w{writer}d{i}", i % 4, "llm",
+                                     "bench-judge", raw=str(i % 4), tokens_in=300,
+                                     tokens_out=1, cost=0.0001, latency=0.5, meta=meta)])
+    store.close()
+    done.put(time.perf_counter())
+
+
+def writers(location: str, count: int, n: int) -> float:
+    """Seconds from the common start until the last of ``count`` writers has committed."""
+    ctx = mp.get_context("spawn")
+    start, done = ctx.Barrier(count + 1), ctx.Queue()
+    procs = [ctx.Process(target=_write, args=(location, w, n, start, done))
+             for w in range(count)]
+    for p in procs:
+        p.start()
+    start.wait()
+    t0 = time.perf_counter()
+    ends = [done.get(timeout=3600) for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode:
+            sys.exit(f"bench/store.py: a writer process failed (exit {p.exitcode})")
+    return max(ends) - t0
+
+
+def run(location: str, files: list[Path], out: Path, writer_events: int) -> dict[str, tuple]:
+    """Every step on one backend; {step: (events, seconds)}."""
+    rows: dict[str, tuple] = {}
+    store = LabelStore(location)
+    t = time.perf_counter()
+    for f in files:
+        import_labels(store, f, f.stem, f.stem)
+    n = store.count()
+    rows["import (2 files, 1 writer)"] = (n, time.perf_counter() - t)
+    t = time.perf_counter()
+    merged = store.merge("human-first")
+    write_qrels(merged.qrels, out)
+    rows["merge human-first + export"] = (n, time.perf_counter() - t)
+    store.close()
+    for count in (1, 4):
+        seconds = writers(location, count, writer_events)
+        rows[f"{count} writer{'s' * (count > 1)}, 1 event/commit"] = (count * writer_events,
+                                                                      seconds)
+    return rows
+
+
+def fresh_pg_database(url: str) -> str:
+    """A new database on the server at ``url`` for this run; its URL."""
+    import psycopg
+
+    name = f"reljudge_bench_{int(time.time())}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return url.rsplit("/", 1)[0] + f"/{name}"
 
 
 def main() -> None:
-    """Generate, import, merge, export; print one table."""
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--events", type=int, default=1_000_000)
+    """Generate the files, run each backend, print one table."""
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--events", type=int, default=1_000_000, help="events imported (default 1M)")
     p.add_argument("--queries", type=int, default=5_000)
+    p.add_argument("--writer-events", type=int, default=2_500,
+                   help="events each concurrent writer appends (default 2,500)")
+    p.add_argument("--backends", default="sqlite,postgresql")
+    p.add_argument("--pg", metavar="URL", help="a PostgreSQL server to use (a new database is "
+                   "created on it); default: start one for the run")
     args = p.parse_args()
+    backends = args.backends.split(",")
     half = args.events // 2
     rng = np.random.default_rng(1)
+    server = None
+    results: dict[str, dict[str, tuple]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for name in ("human", "llm"):
+        files = [tmp / "human.qrels", tmp / "llm.qrels"]
+        for f in files:
             grades = rng.integers(0, 4, half)
-            with open(tmp / f"{name}.qrels", "w") as f:
-                f.writelines(f"q{i % args.queries} 0 doc{i} {g}\n"
-                             for i, g in enumerate(grades.tolist()))
-        store = LabelStore(tmp / "labels.sqlite")
-        t = time.perf_counter()
-        for name in ("human", "llm"):
-            import_labels(store, tmp / f"{name}.qrels", name, name)
-        t_import = time.perf_counter() - t
-        t = time.perf_counter()
-        merged = store.merge("human-first")
-        write_qrels(merged.qrels, tmp / "final.qrels")
-        t_export = time.perf_counter() - t
-        n = store.count()
-        store.close()
-        size = sum(f.stat().st_size for f in tmp.glob("labels.sqlite*"))
-    print(f"{'step':<28} {'events':>10} {'seconds':>8} {'events/s':>10}")
-    print(f"{'import (2 files)':<28} {n:>10,} {t_import:>8.2f} {n / t_import:>10,.0f}")
-    print(f"{'merge human-first + export':<28} {n:>10,} {t_export:>8.2f} {n / t_export:>10,.0f}")
-    print(f"store file size: {size / 1e6:.1f} MB ({size / n:.0f} bytes per event); "
-          f"final labels: {len(merged.labels):,}")
+            with open(f, "w") as out:
+                out.writelines(f"q{i % args.queries} 0 doc{i} {g}\n"
+                               for i, g in enumerate(grades.tolist()))
+        try:
+            for backend in backends:
+                if backend == "sqlite":
+                    location = str(tmp / "labels.sqlite")
+                elif backend == "postgresql":
+                    url = args.pg
+                    if url is None:
+                        sys.path.insert(0, str(ROOT / "tests"))
+                        from pg import PostgresServer
+
+                        server = PostgresServer(durable=True)
+                        url = server.url
+                    location = fresh_pg_database(url)
+                else:
+                    sys.exit(f"bench/store.py: unknown backend {backend!r}")
+                results[backend] = run(location, files, tmp / f"{backend}.qrels",
+                                       args.writer_events)
+                print(f"{backend}: done", file=sys.stderr)
+            if len(results) == 2:
+                same = (tmp / "sqlite.qrels").read_bytes() == (tmp / "postgresql.qrels").read_bytes()
+                print(f"exported qrels byte-identical across backends: {same}")
+        finally:
+            if server is not None:
+                server.stop()
+    print(f"{'backend':<11} {'step':<28} {'events':>10} {'seconds':>8} {'events/s':>10} "
+          f"{'time vs sqlite':>15}")
+    for backend, rows in results.items():
+        for step, (n, seconds) in rows.items():
+            base = results.get("sqlite", {}).get(step)
+            ratio = f"{seconds / base[1]:.2f}x" if base and backend != "sqlite" else ""
+            print(f"{backend:<11} {step:<28} {n:>10,} {seconds:>8.2f} {n / seconds:>10,.0f} "
+                  f"{ratio:>15}")
 
 
 if __name__ == "__main__":

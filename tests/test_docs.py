@@ -2,7 +2,10 @@
 
 Rules: every line of a ```bash block runs in order, from a scratch folder holding a copy of
 ``examples/`` (so paths read as they do from the repository root), with the LLM endpoint
-pointed at the local scripted server; ```python blocks run there too. The two fresh-machine
+pointed at the local scripted server; ```python blocks run there too. ``export NAME=VALUE``
+sets a variable for the lines after it (``$NAME`` is expanded); a block that exports a
+``postgresql://`` store runs against the PostgreSQL server the tests start, its URL in place
+of the documented one. The two fresh-machine
 commands are not re-installed here: the test command must be exactly what ``.ci/run`` runs,
 and the install-and-demo command's ``reljudge demo`` runs like any other command.
 """
@@ -64,7 +67,7 @@ def run_line(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     m = INSTALL.match(line)
     if m:
         line = m.group(2)
-    words = shlex.split(line)
+    words = [re.sub(r"\$(\w+)", lambda v: env[v.group(1)], w) for w in shlex.split(line)]
     env = dict(env)
     while words and re.match(r"^[A-Z_]+=", words[0]):
         key, value = words.pop(0).split("=", 1)
@@ -81,26 +84,73 @@ def run_line(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def run_block(doc: Path, block: str, cwd: Path, env: dict, store_url: str | None = None) -> int:
+    """Run one ```bash block's lines in order; how many ran. ``store_url``: the URL an
+    exported ``postgresql://`` RELJUDGE_STORE stands for."""
+    ran = 0
+    for line in commands(block):
+        if line.endswith("python -m pytest -q"):
+            continue  # the test suite itself (checked against .ci/run above)
+        if line.startswith("export "):
+            key, value = shlex.split(line[len("export "):])[0].split("=", 1)
+            env[key] = store_url if value.startswith("postgresql://") else value
+            continue
+        proc = run_line(line, cwd, env)
+        assert proc.returncode == 0, f"{doc.name}: {line}\n{proc.stderr[-3000:]}"
+        assert "Traceback" not in proc.stderr
+        ran += 1
+    return ran
+
+
+def needs_postgresql(block: str) -> bool:
+    return re.search(r"^export \w+='?postgresql://", block, flags=re.M) is not None
+
+
+def llm_env(server, tmp_path: Path) -> dict:
+    return {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test",
+            "OPENAI_MODEL": "fake-judge", "RELJUDGE_CACHE_DIR": str(tmp_path / "cache")}
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_documented_command_runs(doc, scratch, tmp_path):
     with FakeOpenAI(grader) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test",
-               "OPENAI_MODEL": "fake-judge", "RELJUDGE_CACHE_DIR": str(tmp_path / "cache")}
+        env = llm_env(server, tmp_path)
         ran = 0
         for block in blocks(doc, "bash"):
-            for line in commands(block):
-                if line.endswith("python -m pytest -q"):
-                    continue  # the test suite itself (checked against .ci/run above)
-                proc = run_line(line, scratch, env)
-                assert proc.returncode == 0, f"{doc.name}: {line}\n{proc.stderr[-3000:]}"
-                assert "Traceback" not in proc.stderr
-                ran += 1
+            if not needs_postgresql(block):  # (test_the_team_section_runs_on_postgresql)
+                ran += run_block(doc, block, scratch, env)
         for block in blocks(doc, "python"):
             proc = subprocess.run([sys.executable, "-c", block], cwd=scratch, env=env,
                                   capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
             ran += 1
     assert ran > 0
+
+
+def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
+    pytest.importorskip("psycopg")
+    team = [b for b in blocks(ROOT / "README.md", "bash") if needs_postgresql(b)]
+    assert len(team) == 1 and "Working as a team" in ROOT.joinpath("README.md").read_text()
+    shutil.copytree(ROOT / "examples", tmp_path / "examples",
+                    ignore=shutil.ignore_patterns("out"))
+    url = pg_server.database("docs") + "?schema=hr_handbook"
+    with FakeOpenAI(grader) as server:
+        env = llm_env(server, tmp_path)
+        assert run_block(ROOT / "README.md", team[0], tmp_path, env, url) == 5
+        assert env["RELJUDGE_STORE"] == url
+        labelled = server.calls
+        assert labelled > 0
+        again = run_line(commands(team[0])[2], tmp_path, env)  # another machine, same job
+        assert again.returncode == 0 and server.calls == labelled  # nothing sent twice
+    from reljudge.store import LabelStore
+
+    with LabelStore(url, create=False) as team_store, \
+            LabelStore(tmp_path / "team-backup.sqlite", create=False) as backup:
+        assert team_store.count() == backup.count() > 0
+        assert {s.kind for s in team_store.sources()} == {"human", "llm"}
+        assert {s.kind for s in backup.sources()} == {"human", "llm"}
+        merged = team_store.merge("human-first").labels
+    assert len((tmp_path / "team.qrels").read_text().splitlines()) == len(merged) > 0
 
 
 def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path):

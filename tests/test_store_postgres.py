@@ -286,3 +286,75 @@ def test_labels_copy_refuses_a_destination_with_other_events_and_writes_nothing(
     assert main(["labels", "copy", str(src), other]) == 2
     assert "holds events that are not" in capsys.readouterr().err
     assert dump(other) == before
+
+
+def test_many_rows_go_as_one_copy_and_read_back_as_sqlite_reads_them(pg_server, tmp_path,
+                                                                     monkeypatch):
+    from reljudge.labels import LabelEvent
+    from reljudge.store import postgres
+
+    copies = []
+    real = postgres.PgConnection._copy
+    monkeypatch.setattr(postgres.PgConnection, "_copy",
+                        lambda self, table, cols, rows: copies.append((table, len(rows)))
+                        or real(self, table, cols, rows))
+    grades = [(f"q{i % 7}", f"d{i}", i % 4) for i in range(postgres.COPY_FROM * 3)]
+    events = [LabelEvent(f"q{i % 5}", f"e{i}", None if i % 9 == 0 else i % 4, "llm", "j",
+                         raw=f"answer 'q' \\ tab\t{i}", failure="refused" if i % 9 == 0 else None,
+                         probs=(0.1, 0.2, 0.3, 0.4) if i % 2 else None, cost=i / 1e5,
+                         meta={"n": i, "text": "é\n"}, created_at=1_700_000_000.25 + i)
+              for i in range(postgres.COPY_FROM)]
+    rows = {}
+    for backend, location in (("sqlite", tmp_path / "s.sqlite"), ("pg", pg_url(pg_server, "cp"))):
+        with LabelStore(location) as store:
+            store.add_grades(grades, "human", "ann")
+            store.add_events(events)
+            rows[backend] = store.conn.execute(
+                "SELECT q.qid, p.docid, s.name, e.grade, e.raw, e.failure, e.probs, e.cost, "
+                "e.meta, e.created_at FROM events e JOIN queries q ON q.id = e.q "
+                "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
+                "WHERE s.kind = 'llm' ORDER BY e.id").fetchall()
+            rows[backend + " merged"] = store.merge("human-first").qrels
+    assert copies == [("events", len(grades)), ("events", len(events))]
+    assert rows["pg"] == rows["sqlite"] and len(rows["pg"]) == len(events)
+    assert rows["pg merged"] == rows["sqlite merged"]
+
+
+def test_interning_a_key_another_transaction_is_inserting_waits_and_gets_its_id(pg_server):
+    import threading
+
+    url = pg_url(pg_server, "race")
+    with LabelStore(url) as a, LabelStore(url) as b:
+        got = {}
+        with a.db.transaction():
+            mine = a.db.intern("passages", "docid", ["x", "y"])
+
+            def other():
+                with b.db.transaction():
+                    got.update(b.db.intern("passages", "docid", ["y", "z"]))
+
+            t = threading.Thread(target=other)
+            t.start()
+            t.join(0.5)
+            assert t.is_alive()  # waiting on a's uncommitted "y"
+        t.join(10)
+        assert not t.is_alive()
+        assert got["y"] == mine["y"] and got["z"] not in (mine["x"], mine["y"])
+        assert a.conn.execute("SELECT count(*) FROM passages").fetchone()[0] == 3
+
+
+def test_a_transaction_begins_with_its_first_statement_and_an_error_rolls_it_back(pg_server):
+    url = pg_url(pg_server, "tx")
+    with LabelStore(url) as store:
+        with store.db.transaction():  # an empty transaction is no error
+            assert store.conn.in_transaction
+        assert not store.conn.in_transaction
+        with pytest.raises(RuntimeError, match="boom"), store.db.transaction():
+            store.db.intern("queries", "qid", ["q1"])
+            raise RuntimeError("boom")
+        assert not store.conn.in_transaction
+        assert store.conn.execute("SELECT count(*) FROM queries").fetchone()[0] == 0
+        with pytest.raises(psycopg.Error), store.db.transaction():
+            store.conn.execute("INSERT INTO no_such_table VALUES (?)", (1,))
+        store.db.intern("queries", "qid", ["q2"])  # the connection is usable again
+        assert store.conn.execute("SELECT qid FROM queries").fetchall() == [("q2",)]

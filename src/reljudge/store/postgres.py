@@ -122,24 +122,62 @@ def pg_ddl(statement: str) -> str:
     return out
 
 
+_PLAIN_INSERT = re.compile(r"\s*INSERT INTO (\w+) \(([\w, ]+)\) VALUES \(\?(?:, ?\?)*\)\s*", re.I)
+COPY_FROM = 200  # rows from which a plain INSERT goes as one COPY instead of a statement each
+
+
 class PgConnection:
     """The slice of ``sqlite3.Connection`` the store uses, over a psycopg connection in
-    autocommit mode (transactions are the store's explicit BEGIN ... COMMIT)."""
+    autocommit mode (transactions are the store's explicit BEGIN ... COMMIT).
+
+    Fewer round trips, same statements: a BEGIN is sent together with the transaction's first
+    statement (one round trip for both), a many-row plain INSERT (no ``ON CONFLICT``, no
+    ``RETURNING``) goes as one ``COPY ... FROM STDIN``, and a one-row ``executemany`` as a
+    plain statement."""
 
     def __init__(self, conn) -> None:
         self._conn = conn
+        self._begin = False  # a BEGIN waiting to go with the next statement
 
     def execute(self, sql: str, args: Sequence[Any] = ()):
         """Run one statement; the cursor (iterate it, fetchone, fetchall, rowcount,
         description)."""
-        return self._conn.execute(pg_sql(sql), tuple(args))
+        statement = pg_sql(sql)
+        if statement == "BEGIN":
+            self._begin = True
+            return self._conn.cursor()
+        if self._begin:
+            self._begin = False
+            if statement in ("COMMIT", "ROLLBACK"):  # nothing was done: nothing to end
+                return self._conn.cursor()
+            with self._conn.pipeline():
+                self._conn.execute("BEGIN")
+                cur = self._conn.execute(statement, tuple(args))
+            return cur
+        return self._conn.execute(statement, tuple(args))
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]):
         """One statement over many rows."""
-        cur = self._conn.cursor()
         rows = [tuple(r) for r in rows]
+        if len(rows) == 1:
+            return self.execute(sql, rows[0])
+        plain = _PLAIN_INSERT.fullmatch(sql) if len(rows) >= COPY_FROM else None
+        if plain is not None:
+            return self._copy(plain.group(1), plain.group(2), rows)
+        if self._begin:
+            self.execute("SELECT 1")  # the pending BEGIN, sent now
+        cur = self._conn.cursor()
         if rows:
             cur.executemany(pg_sql(sql), rows)
+        return cur
+
+    def _copy(self, table: str, columns: str, rows: list[tuple]):
+        if self._begin:
+            self.execute("SELECT 1")
+        cur = self._conn.cursor()
+        with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
         return cur
 
     @property
@@ -147,7 +185,7 @@ class PgConnection:
         """True between BEGIN and COMMIT / ROLLBACK."""
         from psycopg.pq import TransactionStatus
 
-        return self._conn.info.transaction_status != TransactionStatus.IDLE
+        return self._begin or self._conn.info.transaction_status != TransactionStatus.IDLE
 
     def close(self) -> None:
         self._conn.close()
@@ -226,6 +264,26 @@ class PgDatabase(Database):
         for statement in script.split(";"):
             if statement.strip():
                 self.conn.execute(pg_ddl(statement))
+
+    def intern(self, table: str, column: str, keys: Iterable[str]) -> dict[str, int]:
+        """``Database.intern`` in one round trip: the missing keys go as one array, inserted
+        (``ON CONFLICT DO NOTHING``) and looked up in the same statement; a key another
+        transaction committed meanwhile (invisible to that statement's snapshot) is looked up
+        again."""
+        cache = self._ids[table]
+        missing = [k for k in dict.fromkeys(keys) if k not in cache]
+        if missing:
+            cache.update(self.conn.execute(
+                f"WITH new AS (INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
+                f"ON CONFLICT DO NOTHING RETURNING {column}, id) "
+                f"SELECT {column}, id FROM new UNION ALL "
+                f"SELECT {column}, id FROM {table} WHERE {column} = ANY(?)",
+                (missing, missing)))
+            late = [k for k in missing if k not in cache]
+            if late:
+                cache.update(self.conn.execute(
+                    f"SELECT {column}, id FROM {table} WHERE {column} = ANY(?)", (late,)))
+        return cache
 
     def lock(self, name: str) -> None:
         """A transaction-level advisory lock on (schema, name): released at COMMIT."""
