@@ -34,6 +34,23 @@ def pg_url(server, name: str) -> str:
     return store_location(_PG(server), None, name)
 
 
+_icu: dict[int, str] = {}
+
+
+def icu_url(server, schema: str) -> str:
+    """A schema of a database whose text sorts as en-US does (ICU: "a" < "B"), unlike SQLite
+    (bytes: "B" < "a"), as a team's server often does."""
+    if id(server) not in _icu:
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            try:
+                conn.execute("CREATE DATABASE icu TEMPLATE template0 LOCALE_PROVIDER icu "
+                             "ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")
+            except psycopg.Error as e:
+                pytest.skip(f"this PostgreSQL has no ICU collation en-US: {e}")
+        _icu[id(server)] = server.url.rsplit("/", 1)[0] + "/icu"
+    return f"{_icu[id(server)]}?schema={schema}"
+
+
 def test_urls_schemas_and_masking():
     assert is_url("postgresql://u@h/db") and is_url("postgres://h/db")
     assert not is_url("labels.sqlite") and not is_url("./postgresql:/x")
@@ -107,14 +124,21 @@ def run(*argv) -> tuple[int, str]:
 
 
 def test_the_commands_give_the_sqlite_stores_outputs_byte_for_byte(pg_server, tmp_path):
+    """On a server whose collation sorts text unlike SQLite, with ids and names whose order
+    differs between the two."""
+    qids, docids = ["q0", "Q1", "b2", "A3", "_4", "é5"], ["d0", "D1", "a2", "B3", "z4", "Z5", "7"]
     human = tmp_path / "human.qrels"
-    human.write_text("".join(f"q{q} 0 d{d} {(q * d) % 4}\n" for q in range(5) for d in range(7)))
+    human.write_text("".join(f"{qids[q]} 0 {docids[d]} {(q * d) % 4}\n"
+                             for q in range(5) for d in range(7)))
     judge = tmp_path / "judge.qrels"
-    judge.write_text("".join(f"q{q} 0 d{d} {(q + d) % 4}\n" for q in range(6) for d in range(7)))
+    judge.write_text("".join(f"{qids[q]} 0 {docids[d]} {(q + d) % 4}\n"
+                             for q in range(6) for d in range(7)))
     outs = []
-    for spec in (str(tmp_path / "s.sqlite"), pg_url(pg_server, "cli")):
+    for spec in (str(tmp_path / "s.sqlite"), icu_url(pg_server, "cli")):
         assert run("labels", "import", str(human), "--store", spec, "--source-kind", "human",
                    "--source-name", "nist")[0] == 0
+        assert run("labels", "import", str(human), "--store", spec, "--source-kind", "human",
+                   "--source-name", "Alice")[0] == 0
         assert run("labels", "import", str(judge), "--store", spec, "--source-kind", "llm",
                    "--source-name", "gpt")[0] == 0
         got = {}
@@ -358,3 +382,19 @@ def test_a_transaction_begins_with_its_first_statement_and_an_error_rolls_it_bac
             store.conn.execute("INSERT INTO no_such_table VALUES (?)", (1,))
         store.db.intern("queries", "qid", ["q2"])  # the connection is usable again
         assert store.conn.execute("SELECT qid FROM queries").fetchall() == [("q2",)]
+
+
+def test_spend_and_claims_come_in_sqlites_order_whatever_the_servers_collation(pg_server,
+                                                                               tmp_path):
+    got = []
+    for location in (tmp_path / "s.sqlite", icu_url(pg_server, "order")):
+        with LabelStore(location) as store:
+            for judge in ("gpt", "Zed", "alpha", "Beta"):
+                store.update_spend(store.open_spend(judge, "http://x"), 1, 10, 1, 0.5)
+                for owner in ("host-b", "Host-A"):
+                    store.claim(judge, owner, [("q", f"{judge}{owner}", 0)], lease=60,
+                                since=0)
+            got.append((store.spend(), store.live_claims()))
+    assert got[0] == got[1]
+    assert [row[0] for row in got[0][0]] == ["Beta", "Zed", "alpha", "gpt"]
+    assert [row[:2] for row in got[0][1]][:2] == [("Beta", "Host-A"), ("Beta", "host-b")]

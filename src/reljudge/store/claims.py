@@ -87,8 +87,8 @@ class Claims:
                     (owner, s, q, d))
 
     def live_claims(self) -> list[tuple[str, str, int]]:
-        """(source, owner, items) of the claims whose lease has not run out."""
-        return self.conn.execute(
+        """(source, owner, items) of the claims whose lease has not run out, by source and
+        owner (sorted here: a server's collation must not change the order)."""
+        return sorted(self.conn.execute(
             "SELECT s.name, c.owner, count(*) FROM claims c JOIN sources s ON s.id = c.source "
-            "WHERE c.expires > ? GROUP BY s.name, c.owner ORDER BY s.name, c.owner",
-            (time.time(),)).fetchall()
+            "WHERE c.expires > ? GROUP BY s.name, c.owner", (time.time(),)).fetchall())

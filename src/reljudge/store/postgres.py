@@ -272,7 +272,11 @@ class PgDatabase(Database):
         again."""
         cache = self._ids[table]
         missing = [k for k in dict.fromkeys(keys) if k not in cache]
-        if missing:
+        if len(missing) > 20_000:  # as on SQLite: one scan beats a look-up per key
+            self.conn.execute(f"INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
+                              "ON CONFLICT DO NOTHING", (missing,))
+            cache.update(self.conn.execute(f"SELECT {column}, id FROM {table}"))
+        elif missing:
             cache.update(self.conn.execute(
                 f"WITH new AS (INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
                 f"ON CONFLICT DO NOTHING RETURNING {column}, id) "

@@ -30,8 +30,9 @@ class Spend:
         return float(self.conn.execute("SELECT coalesce(sum(cost), 0) FROM spend").fetchone()[0])
 
     def spend(self) -> list[tuple[str, int, int, int, int, float]]:
-        """Per judge: (source, runs, calls, tokens in, tokens out, USD spent)."""
-        return self.conn.execute(
+        """Per judge: (source, runs, calls, tokens in, tokens out, USD spent), by source name
+        (sorted here: a server's collation must not change the order)."""
+        return sorted(self.conn.execute(
             "SELECT s.name, count(*), sum(l.calls), sum(l.tokens_in), sum(l.tokens_out), "
             "sum(l.cost) FROM spend l JOIN sources s ON s.id = l.source "
-            "GROUP BY s.name ORDER BY s.name").fetchall()
+            "GROUP BY s.name").fetchall())
