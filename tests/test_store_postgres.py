@@ -94,6 +94,15 @@ def test_a_store_that_cannot_be_reached_is_one_error_without_the_password():
     assert "cannot connect to the PostgreSQL store" in str(e.value)
 
 
+def test_sslmode_in_the_url_is_honoured(pg_server):
+    url = pg_url(pg_server, "ssl").replace("://reljudge@", "://reljudge:pw@")
+    with LabelStore(url.replace("?", "?sslmode=disable&")) as store:
+        assert store.count() == 0
+    with pytest.raises(StoreError, match="SSL") as e:  # the test server speaks no SSL
+        LabelStore(url.replace("?", "?sslmode=require&"))
+    assert "reljudge:***@" in str(e.value) and ":pw@" not in str(e.value)
+
+
 def test_an_empty_schema_is_no_store_for_a_command_that_only_reads(pg_server, capsys):
     url = pg_url(pg_server, "empty")
     with pytest.raises(StoreError, match="no label store in schema"):
@@ -174,7 +183,9 @@ def test_a_pipeline_on_a_postgresql_store_writes_what_it_writes_on_sqlite(pg_ser
     with FakeOpenAI(grader) as server:
         for k, v in env_for(server, tmp_path).items():
             monkeypatch.setenv(k, v)
-        for store in (None, pg_url(pg_server, "pipeline")):
+        secret = "s3cret-pw"  # the test server trusts 127.0.0.1: any password will do
+        url = pg_url(pg_server, "pipeline").replace("://reljudge@", f"://reljudge:{secret}@")
+        for store in (None, url):
             dest = tmp_path / f"hr{len(outs)}"
             shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("out"))
             monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(tmp_path / f"cache{len(outs)}"))
@@ -189,6 +200,10 @@ def test_a_pipeline_on_a_postgresql_store_writes_what_it_writes_on_sqlite(pg_ser
             outs.append({name: (dest / "out" / name).read_text() for name in ARTEFACTS})
     assert outs[0] == outs[1]
     assert not (tmp_path / "hr1" / "out" / "labels.sqlite").exists()
+    assert main(["labels", "copy", url, str(tmp_path / "all-of-it.sqlite")]) == 0
+    written = [f for f in tmp_path.rglob("*") if f.is_file()]
+    assert len(written) > 20 and tmp_path / "all-of-it.sqlite" in written
+    assert [f for f in written if secret.encode() in f.read_bytes()] == [cfg]  # only ours
 
 
 def test_reljudge_store_and_store_schema_name_the_store(pg_server, tmp_path, monkeypatch,

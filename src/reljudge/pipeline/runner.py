@@ -92,8 +92,10 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
     manifest = Manifest(out)
     manifest.data["inputs"] = inputs
     stages: list[StageResult] = []
-    if config_text is not None:
-        atomic_write(out / "config.toml", f"# reljudge {_version()}\n{config_text}")
+    if config_text is not None:  # a store URL's password is never written down
+        from reljudge.store.postgres import masked
+
+        atomic_write(out / "config.toml", f"# reljudge {_version()}\n{masked(config_text)}")
 
     with LabelStore(config.store_path) as store:
         store.add_queries(queries)
