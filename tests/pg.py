@@ -41,11 +41,10 @@ def _free_port() -> int:
 class PostgresServer:
     """One running server; ``url`` reaches its ``postgres`` database as the superuser."""
 
-    def __init__(self, durable: bool = False, settings: str = "") -> None:
+    def __init__(self, durable: bool = False) -> None:
         """``durable``: fsync on and full page writes, commits not waited on
         (``synchronous_commit=off``), the durability of a SQLite store in WAL mode with
-        ``synchronous=NORMAL``: for benchmarks. Otherwise fsync is off (a test server).
-        ``settings``: more ``-c name=value`` options for the server."""
+        ``synchronous=NORMAL``: for benchmarks. Otherwise fsync is off (a test server)."""
         bins = bin_dir()
         if bins is None:
             pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
@@ -70,7 +69,7 @@ class PostgresServer:
         durability = ("-c fsync=on -c full_page_writes=on" if durable
                       else "-c fsync=off -c full_page_writes=off")
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 {durability} "
-                   "-c synchronous_commit=off -c max_connections=100 " + settings)
+                   "-c synchronous_commit=off -c max_connections=100")
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"),
                   "-w", "-t", "60", "start")
         self.url = f"postgresql://{USER}@127.0.0.1:{self.port}/postgres"

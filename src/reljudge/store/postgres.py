@@ -164,16 +164,20 @@ class PgConnection:
         plain = _PLAIN_INSERT.fullmatch(sql) if len(rows) >= COPY_FROM else None
         if plain is not None:
             return self._copy(plain.group(1), plain.group(2), rows)
-        if self._begin:
-            self.execute("SELECT 1")  # the pending BEGIN, sent now
+        self._send_begin()
         cur = self._conn.cursor()
         if rows:
             cur.executemany(pg_sql(sql), rows)
         return cur
 
-    def _copy(self, table: str, columns: str, rows: list[tuple]):
+    def _send_begin(self) -> None:
+        """Send a pending BEGIN now (before statements that cannot carry it)."""
         if self._begin:
-            self.execute("SELECT 1")
+            self._begin = False
+            self._conn.execute("BEGIN")
+
+    def _copy(self, table: str, columns: str, rows: list[tuple]):
+        self._send_begin()
         cur = self._conn.cursor()
         with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for row in rows:
@@ -272,14 +276,14 @@ class PgDatabase(Database):
         again."""
         cache = self._ids[table]
         missing = [k for k in dict.fromkeys(keys) if k not in cache]
+        insert = (f"INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
+                  "ON CONFLICT DO NOTHING")
         if len(missing) > 20_000:  # as on SQLite: one scan beats a look-up per key
-            self.conn.execute(f"INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
-                              "ON CONFLICT DO NOTHING", (missing,))
+            self.conn.execute(insert, (missing,))
             cache.update(self.conn.execute(f"SELECT {column}, id FROM {table}"))
         elif missing:
             cache.update(self.conn.execute(
-                f"WITH new AS (INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
-                f"ON CONFLICT DO NOTHING RETURNING {column}, id) "
+                f"WITH new AS ({insert} RETURNING {column}, id) "
                 f"SELECT {column}, id FROM new UNION ALL "
                 f"SELECT {column}, id FROM {table} WHERE {column} = ANY(?)",
                 (missing, missing)))
