@@ -92,6 +92,7 @@ def test_a_store_that_cannot_be_reached_is_one_error_without_the_password():
         LabelStore("postgresql://ann:s3cret@127.0.0.1:1/none", timeout=2)
     assert "s3cret" not in str(e.value) and "ann:***@127.0.0.1:1" in str(e.value)
     assert "cannot connect to the PostgreSQL store" in str(e.value)
+    assert "\n" not in str(e.value)  # libpq's lines on one
 
 
 def test_sslmode_in_the_url_is_honoured(pg_server):
@@ -413,3 +414,65 @@ def test_spend_and_claims_come_in_sqlites_order_whatever_the_servers_collation(p
     assert got[0] == got[1]
     assert [row[0] for row in got[0][0]] == ["Beta", "Zed", "alpha", "gpt"]
     assert [row[:2] for row in got[0][1]][:2] == [("Beta", "Host-A"), ("Beta", "host-b")]
+
+
+def _terminate_others(url: str) -> int:
+    """End every other session on the store's database, as a server restart would."""
+    with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+        return conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                            ).fetchone()[0]
+
+
+def test_a_connection_lost_mid_command_is_one_error_naming_the_store(pg_server):
+    url = pg_url(pg_server, "lost").replace("://reljudge@", "://reljudge:pw@")
+    store = LabelStore(url)
+    store.add_grades([("q", "d", 1)], "human", "ann")
+    assert _terminate_others(url) >= 1
+    with pytest.raises(StoreError) as e:
+        store.add_grades([("q", "d2", 2)], "human", "ann")
+    message = str(e.value)
+    assert "lost the connection to the PostgreSQL store" in message and "\n" not in message
+    assert "reljudge:***@" in message and ":pw@" not in message
+    store.close()
+    with LabelStore(url) as again:
+        assert again.count() == 1  # what was committed is kept, the rest not half-written
+
+
+def test_a_label_run_whose_store_goes_away_exits_2_and_the_rerun_pays_only_for_the_rest(
+        pg_server, tmp_path):
+    import subprocess
+    import threading
+    import time
+
+    from reljudge.testing import FakeOpenAI
+    from tests.helpers import EXAMPLE, grader
+    from tests.test_pipeline import env_for
+
+    url = pg_url(pg_server, "gone")
+    argv = [sys.executable, "-m", "reljudge", "label", "--queries", str(EXAMPLE / "queries.tsv"),
+            "--passages", str(EXAMPLE / "passages.jsonl"), str(EXAMPLE / "runs" / "bm25.run"),
+            "--depth", "10", "--store", url, "--concurrency", "2"]
+    with FakeOpenAI(grader, delay=0.1) as server:
+        env = env_for(server, tmp_path)
+        def kill_when_busy():  # a few calls answered, most to come
+            while server.calls < 6:
+                time.sleep(0.01)
+            _terminate_others(url)
+
+        killer = threading.Thread(target=kill_when_busy)
+        killer.start()
+        first = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        killer.join()
+        paid_first = server.calls
+        assert first.returncode == 2, first.stderr
+        assert "Traceback" not in first.stderr and "Unclosed" not in first.stderr
+        assert "lost the connection to the PostgreSQL store" in first.stderr
+        assert first.stderr.count("\n") == 1, first.stderr  # one line
+        assert paid_first > 0
+        second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 0, second.stderr
+    with LabelStore(url) as store:
+        graded = store.merge("llm-only").labels
+    # every pair graded; paid once each, plus at most the calls in flight when it broke
+    assert server.calls <= len(graded) + 2 and len(graded) > paid_first

@@ -329,15 +329,18 @@ class Labeller:
                                    record, report)
         finally:
             report.not_sent += dispatch.left()
-            flush()
-            if claims is not None:
-                renewer.cancel()
-                claims.release()
-                claims.count_into(report, lambda note: self._warn(note, report))
-            interrupted.restore()
-            for lane in lanes:
-                await lane.client.close()
-            await self._cache.close()
+            try:  # the store may have failed: the rest must happen even so
+                if renewer is not None:
+                    renewer.cancel()
+                flush()
+                if claims is not None:
+                    claims.release()
+                    claims.count_into(report, lambda note: self._warn(note, report))
+            finally:
+                interrupted.restore()
+                for lane in lanes:
+                    await lane.client.close()
+                await self._cache.close()  # every answer received is kept for the next run
         if self.config.endpoints:
             report.endpoints = [lane.summary() for lane in lanes]
         report.stop_reason = dispatch.stop

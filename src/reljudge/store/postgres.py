@@ -17,10 +17,12 @@ by ``masked(url)``. Other libpq settings in the URL (``sslmode``, ``connect_time
 
 from __future__ import annotations
 
+import logging
 import re
 import urllib.parse
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,11 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 def is_url(spec: object) -> bool:
     """True when a store is named by a PostgreSQL URL rather than a SQLite file."""
     return isinstance(spec, str) and spec.startswith(SCHEMES)
+
+
+def one_line(message: str) -> str:
+    """A server's message (libpq's run over several lines) on one line, passwords masked."""
+    return " ".join(masked(message).split())
 
 
 def masked(text: str) -> str:
@@ -77,7 +84,23 @@ def _psycopg():
     except ImportError:
         raise ConfigError("a PostgreSQL label store needs the 'postgres' extra: "
                           "pip install 'reljudge[postgres]'") from None
+    if not _quiet.installed:
+        logging.getLogger("psycopg").addFilter(_quiet)
+        _quiet.installed = True
     return psycopg
+
+
+class _QuietPipelineEnd(logging.Filter):
+    """Drop psycopg's warning that ending a pipeline failed after the connection was lost:
+    the error itself reaches the user as one StoreError line."""
+
+    installed = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("error ignored terminating")
+
+
+_quiet = _QuietPipelineEnd()
 
 
 # -- SQL: the store's portable dialect, as PostgreSQL reads it -------------------------------
@@ -135,14 +158,31 @@ class PgConnection:
     ``RETURNING``) goes as one ``COPY ... FROM STDIN``, and a one-row ``executemany`` as a
     plain statement."""
 
-    def __init__(self, conn) -> None:
+    def __init__(self, conn, name: str) -> None:
         self._conn = conn
+        self._name = name  # the store, as messages name it (password masked)
         self._begin = False  # a BEGIN waiting to go with the next statement
+
+    @contextmanager
+    def _server_errors(self) -> Iterator[None]:
+        """A server gone or failing mid-command is one StoreError naming the store (constraint
+        and programming errors pass through: callers handle them)."""
+        psycopg = _psycopg()
+        try:
+            yield
+        except psycopg.OperationalError as e:
+            what = ("lost the connection to the PostgreSQL store"
+                    if self._conn.broken or self._conn.closed else "the PostgreSQL store failed")
+            raise StoreError(f"{self._name}: {what}: {one_line(str(e))}; what was committed "
+                             "before is kept: run the command again to go on") from None
 
     def execute(self, sql: str, args: Sequence[Any] = ()):
         """Run one statement; the cursor (iterate it, fetchone, fetchall, rowcount,
         description)."""
-        statement = pg_sql(sql)
+        with self._server_errors():
+            return self._execute(pg_sql(sql), args)
+
+    def _execute(self, statement: str, args: Sequence[Any]):
         if statement == "BEGIN":
             self._begin = True
             return self._conn.cursor()
@@ -162,13 +202,14 @@ class PgConnection:
         if len(rows) == 1:
             return self.execute(sql, rows[0])
         plain = _PLAIN_INSERT.fullmatch(sql) if len(rows) >= COPY_FROM else None
-        if plain is not None:
-            return self._copy(plain.group(1), plain.group(2), rows)
-        self._send_begin()
-        cur = self._conn.cursor()
-        if rows:
-            cur.executemany(pg_sql(sql), rows)
-        return cur
+        with self._server_errors():
+            if plain is not None:
+                return self._copy(plain.group(1), plain.group(2), rows)
+            self._send_begin()
+            cur = self._conn.cursor()
+            if rows:
+                cur.executemany(pg_sql(sql), rows)
+            return cur
 
     def _send_begin(self) -> None:
         """Send a pending BEGIN now (before statements that cannot carry it)."""
@@ -225,9 +266,9 @@ class PgDatabase(Database):
                                   connect_timeout=max(1, int(min(timeout, 60))))
         except psycopg.Error as e:
             raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store: "
-                             f"{masked(str(e)).strip()}") from None
+                             f"{one_line(str(e))}") from None
         raw.adapters.register_loader("numeric", _numeric_loader(psycopg))
-        self.conn = PgConnection(raw)
+        self.conn = PgConnection(raw, self.path)
         self._ids: dict[str, dict[str, int]] = {"queries": {}, "passages": {}}
         self._sources: dict[tuple[str, str], int] = {}
         try:
@@ -248,7 +289,7 @@ class PgDatabase(Database):
                 raw.execute("SET default_transaction_read_only = on")
         except psycopg.Error as e:
             raw.close()
-            raise StoreError(f"{self.path}: {masked(str(e)).strip()}") from None
+            raise StoreError(f"{self.path}: {one_line(str(e))}") from None
         except BaseException:
             raw.close()
             raise
