@@ -225,8 +225,8 @@ def labels_from_store(path: str, reference: str, judges: Sequence[str], *,
         ref = resolve_source(known, reference, kind=reference_kind, where=path,
                              option=reference_option).name
         names = [resolve_source(known, n, where=path, option=judge_option).name for n in judges]
-        ref_qrels = store.merge(f"source={ref}").qrels
-        judged = {n: store.merge(f"source={n}").qrels for n in names}
+        ref_qrels = store.qrels(ref)
+        judged = {n: store.qrels(n) for n in names}
         dists = {n: store.distributions(n) or None for n in names} if probs else None
     return ref, ref_qrels, judged, dists
 

@@ -292,7 +292,7 @@ def write_judge_qrels(report, store, judge_id: str | list[str], aggregate: str,
     if store is not None:
         grades: dict[tuple[str, str], int] = {}
         for judge in judges:  # in the store's order; a pair keeps its first judge's grade
-            part = store.merge(f"source={judge}", aggregate).qrels
+            part = store.qrels(judge, aggregate)
             for q, d, g in zip(part.qid.tolist(), part.docid.tolist(), part.grade.tolist(),
                                strict=True):
                 grades.setdefault((q, d), int(g))

@@ -162,8 +162,8 @@ def _run(args) -> int:
         else:
             llm = llm[-1:]
         if config.inputs.human_qrels and llm:
-            reference = store.merge(f"source={config.inputs.human_source}").qrels
-            judges = {name: store.merge(f"source={name}").qrels for name in llm}
+            reference = store.qrels(config.inputs.human_source)
+            judges = {name: store.qrels(name) for name in llm}
     else:
         if not args.qrels or not args.runs:
             raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")

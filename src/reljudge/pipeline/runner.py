@@ -195,9 +195,9 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
             f"{s.summary.get('labels')} final labels {s.summary.get('decided_by')}"
             + (" (up to date)" if s.status == "up to date" else ""))
         # every judge of this job (one per model when the endpoints serve several)
-        judge_qrels = {name: store.merge(f"source={name}").qrels
+        judge_qrels = {name: store.qrels(name)
                        for name in (labeller.judge_ids if labeller is not None else [])}
-        human_qrels = (store.merge(f"source={inp.human_source}").qrels
+        human_qrels = (store.qrels(inp.human_source)
                        if inp.human_qrels else None)
 
     # 4. eval

@@ -13,6 +13,7 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.types import Qrels
 
 
 class Outcome(NamedTuple):
@@ -335,3 +336,7 @@ class EventLog:
                 by_id = dict(zip(ids, grades.tolist(), strict=True))
                 rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
         return merge_rows(rows, policy, aggregate, fractional, self.stale_labels())
+
+    def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
+        """The labels of one source alone (its annotators' or samples' grades aggregated)."""
+        return self.merge(f"source={source}", aggregate).qrels
