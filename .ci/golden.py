@@ -65,7 +65,8 @@ calibrate --reference examples/llmjudge-dl23/human.qrels --judge examples/llmjud
 """
 
 MASKS = [
-    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?"), "<TIME>"),
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?"),
+     "<TIME>"),
     (re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds)\b"), "<DUR>"),
     (re.compile(r"\d+(\.\d+)?/s\b"), "<RATE>"),
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<PORT>"),
