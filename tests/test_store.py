@@ -73,6 +73,13 @@ def test_passage_titles_are_kept_and_texts_give_them_back_on_request(store):
     assert store.texts(pairs, titles=True)[1]["d1"] == "body"
 
 
+def test_a_passage_given_as_none_is_refused_naming_it_and_nothing_is_written(store):
+    with pytest.raises(StoreError, match="passage 'd2': expected a text or a record, found "
+                                         "None"):
+        store.add_passages({"d1": "body", "d2": None})
+    assert store.passages_with_text() == set()
+
+
 def test_a_failed_judgment_never_becomes_a_grade(store):
     store.add_events([ev("q", "a", None, failure="refused: content_filter")])
     assert store.merge().labels == []

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from reljudge.frames import dataframe
 from reljudge.store import views
+from reljudge.store.events import EventLog
 
 
-class Frames:
-    """DataFrame views of a store (a part of ``LabelStore``)."""
+class Frames(EventLog):
+    """DataFrame views of a store's events (a part of ``LabelStore``)."""
 
     def labels_dataframe(self):
         """Every event (grades, failures, undos) as a pandas DataFrame, LabelEvent's fields as

@@ -13,6 +13,8 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.store.merge import Merged, merge_rows
+from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
 
@@ -71,8 +73,9 @@ class SourceStats:
     retracted: int = 0  # grades taken back by an undo (counted in events, not in ok/grades)
 
 
-class EventLog:
-    """The label events of a store (a part of ``LabelStore``: ``self.db`` is its Database)."""
+class EventLog(Texts):
+    """The label events of a store (a part of ``LabelStore``; labels rest on the texts the
+    store holds: ``Texts``)."""
 
     def add_events(self, events: Iterable[LabelEvent], *, batch: int | None = None,
                    commit_with: Sequence[tuple[str, tuple]] = ()) -> int:
@@ -197,7 +200,7 @@ class EventLog:
                "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
         return map(Outcome._make, self.conn.execute(sql, (source,)))
 
-    def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
+    def label_rows(self) -> list[tuple[str, str, str, str, int, int, int]]:
         """Every successful label not retracted since, as (qid, docid, kind, source, sample,
         grade, event id)."""
         return self.conn.execute(
@@ -306,14 +309,14 @@ class EventLog:
         return out
 
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
-              fractional: bool = False, derived: str = "recorded"):
+              fractional: bool = False, derived: str = "recorded") -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
         ``fractional``)."""
         from reljudge.grades import decide, round_half_up
-        from reljudge.store.merge import DERIVED, merge_rows
+        from reljudge.store.merge import DERIVED
 
         rows = self.label_rows()
         if derived not in DERIVED:

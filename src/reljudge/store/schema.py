@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
 
 from reljudge.errors import StoreError
+
+if TYPE_CHECKING:
+    from reljudge.store.backend import Backend
 
 SCHEMA_VERSION = 8
 
@@ -144,23 +147,10 @@ MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6,
               6: V6_TO_V7, 7: V7_TO_V8}  # from version -> the next
 
 
-def current_version(conn: sqlite3.Connection) -> int:
-    """The schema version of an open database (0 for an empty one)."""
-    has_meta = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-    if not has_meta:
-        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
-        if tables.fetchone()[0]:
-            raise StoreError("this SQLite file is not a reljudge label store (no meta table)")
-        return 0
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 0
-
-
-def migrate(db) -> int:
-    """Create or upgrade the schema to SCHEMA_VERSION in one transaction of ``db`` (a
-    ``store.connection.Database`` or ``store.postgres.PgDatabase``: its ``version()``,
-    ``run_ddl(script)`` and ``lock(name)`` speak its dialect); returns the old version."""
+def migrate(db: Backend) -> int:
+    """Create or upgrade the schema to SCHEMA_VERSION in one transaction of ``db`` (its
+    ``version()``, ``run_ddl(script)`` and ``lock(name)`` speak its dialect); returns the old
+    version."""
     old = db.version()
     if old > SCHEMA_VERSION:
         raise StoreError(f"the store has schema version {old}, newer than this reljudge "
@@ -179,9 +169,3 @@ def migrate(db) -> int:
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     return old
-
-
-def _run(conn: sqlite3.Connection, script: str) -> None:
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
