@@ -26,7 +26,7 @@ class Frames(EventLog):
 
     def failures_dataframe(self, history: bool = False):
         """Failed judgments as a pandas DataFrame: those still without a grade (qid, docid,
-        source, sample, kind, detail; kind None when recorded before kinds had a column), or
+        source, sample, kind, detail; kind None for a failure written without one), or
         with ``history`` every failed event (qid, docid, source, failure, raw)."""
         if history:
             return dataframe(views.FAILURE_HISTORY_COLUMNS, self.failures())

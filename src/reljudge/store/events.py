@@ -273,10 +273,10 @@ class EventLog(Texts):
             "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND e.failure != ? "
             "ORDER BY e.id", (RETRACTED,)).fetchall()
 
-    def current_failures(self) -> list[tuple[str, str, str, int, str, str]]:
+    def current_failures(self) -> list[tuple[str, str, str, int, str | None, str]]:
         """Judgments whose latest event failed and that no grade settled (per pair, source
-        and sample): (qid, docid, source, sample, kind, detail). Kind is None for failures
-        recorded before kinds had a column."""
+        and sample): (qid, docid, source, sample, kind, detail). Kind is None only for a
+        failure written without one (``LabelEvent.failure_kind``)."""
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
             "JOIN (SELECT max(id) AS id, max(CASE WHEN grade IS NOT NULL THEN 1 ELSE 0 END) "

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import ConfigError, StoreError
+from reljudge.store import schema
 from reljudge.store.backend import Backend
-from reljudge.store.schema import SCHEMA_VERSION, migrate
 
 if TYPE_CHECKING:
     import psycopg
@@ -278,19 +278,19 @@ class PostgresBackend(Backend):
         raw.adapters.register_loader("numeric", _numeric_loader(psycopg))
         self.conn = PgConnection(raw, self.path)
         try:
-            old = self.version()
+            old, current = self.version(), schema.SCHEMA_VERSION
             if old == 0 and not create:
                 raise StoreError(f"{self.path}: no label store in schema {location.schema!r} "
                                  "(label, labels import and run create one)")
-            if readonly and old < SCHEMA_VERSION:
+            if readonly and old < current:
                 raise StoreError(
                     f"{self.path}: the label store has schema version {old}, this reljudge "
-                    f"reads version {SCHEMA_VERSION}; a command that only reads never "
+                    f"reads version {current}; a command that only reads never "
                     f"upgrades it: run `reljudge labels upgrade --store URL` once")
-            if old < SCHEMA_VERSION:
+            if old < current:
                 raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
             raw.execute(f'SET search_path TO "{location.schema}"')
-            self.migrated_from = migrate(self)
+            self.migrated_from = schema.migrate(self)
             if readonly:
                 raw.execute("SET default_transaction_read_only = on")
         except psycopg.Error as e:

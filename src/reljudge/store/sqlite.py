@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reljudge.errors import StoreError
+from reljudge.store import schema
 from reljudge.store.backend import Backend
-from reljudge.store.schema import SCHEMA_VERSION, migrate
 
 
 class SQLiteBackend(Backend):
@@ -28,21 +28,21 @@ class SQLiteBackend(Backend):
                                           check_same_thread=False)
             self.conn = self.sqlite
             self.sqlite.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            old = self.version()
-            if readonly and old < SCHEMA_VERSION:
+            old, current = self.version(), schema.SCHEMA_VERSION
+            if readonly and old < current:
                 raise StoreError(
                     f"{path}: the label store has schema version {old}, this reljudge reads "
-                    f"version {SCHEMA_VERSION}; a command that only reads never upgrades it: "
+                    f"version {current}; a command that only reads never upgrades it: "
                     f"run `reljudge labels upgrade --store {path}` once (the file as it is "
                     "now is kept beside it)")
             if not readonly:
                 self.sqlite.execute("PRAGMA journal_mode = WAL")
-                if 0 < old < SCHEMA_VERSION:
+                if 0 < old < current:
                     self.backup = self._copy_aside(old)
             self.sqlite.execute("PRAGMA foreign_keys = ON")
             self.sqlite.execute("PRAGMA synchronous = NORMAL")
             self.sqlite.execute("PRAGMA cache_size = -262144")  # 256 MB: fast bulk inserts
-            self.migrated_from = migrate(self)
+            self.migrated_from = schema.migrate(self)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{path}: cannot open the label store: {e}") from None
 
