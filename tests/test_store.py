@@ -104,6 +104,26 @@ def final(merged):
     return {(lab.qid, lab.docid): lab.grade for lab in merged.labels}
 
 
+def test_one_sources_qrels_are_what_the_source_policy_merges(store):
+    from reljudge.grades import AGGREGATES
+    from reljudge.labels import RETRACTED
+
+    store.add_events([ev("q", "a", 1, "human", "nist"), ev("q", "a", 3, "import", "nist"),
+                      ev("q", "a", 2, name="gpt", sample=0), ev("q", "a", 3, name="gpt",
+                                                                   sample=1),
+                      ev("q", "b", 0, name="gpt"), ev("q", "b", 2, name="gpt"),  # corrected
+                      ev("q", "c", 3, name="gpt"), ev("q", "c", None, name="gpt",
+                                                      failure=RETRACTED),
+                      ev("q", "d", 2, "human", "ann")])
+    assert store.qrels("gpt").to_dict() == {"q": {"a": 2, "b": 2}}  # a tie: the lower grade
+    assert store.qrels("gpt", "mean").to_dict() == {"q": {"a": 3, "b": 2}}  # 2.5 rounds up
+    assert store.qrels("nist", "mean").to_dict() == {"q": {"a": 2}}  # both kinds of "nist"
+    for source in ("gpt", "nist", "ann", "nobody"):
+        for aggregate in AGGREGATES:
+            assert store.qrels(source, aggregate) == \
+                store.merge(f"source={source}", aggregate).qrels
+
+
 def test_human_first_prefers_humans_and_fills_holes_with_llm_labels():
     r = rows(("q", "a", "human", "ann", 0, 1), ("q", "a", "llm", "gpt", 0, 3),
              ("q", "b", "llm", "gpt", 0, 2))

@@ -13,7 +13,7 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
-from reljudge.store.merge import Merged, merge_rows
+from reljudge.store.merge import Merged, merge_rows, merge_source
 from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
@@ -342,4 +342,4 @@ class EventLog(Texts):
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""
-        return self.merge(f"source={source}", aggregate).qrels
+        return merge_source(self.label_rows(), source, aggregate).qrels
