@@ -177,3 +177,15 @@ def v1_store(path: Path) -> Path:
     conn.commit()
     conn.close()
     return path
+
+
+def store_at_version(location, version: int, events, monkeypatch) -> None:
+    """A store (a SQLite path or a PostgreSQL URL) as a reljudge of schema ``version`` made
+    it: created by the migrations up to that version only, holding ``events``."""
+    from reljudge.store import LabelStore, schema
+
+    with monkeypatch.context() as m:
+        m.setattr(schema, "SCHEMA_VERSION", version)
+        with LabelStore(location) as s:
+            assert s.db.version() == version
+            s.add_events(events)

@@ -434,21 +434,24 @@ def test_every_judge_setting_is_a_label_flag_and_a_pipeline_key():
     assert cfg.timeout == JudgeConfig.model_fields["timeout"].default
 
 
-def test_failures_recorded_before_kinds_had_a_column_resume_by_their_old_text(tmp_path):
+def test_failures_recorded_before_kinds_had_a_column_resume_by_the_kind_the_upgrade_gave(
+        tmp_path, monkeypatch):
     from reljudge.labels import LabelEvent
+    from tests.helpers import store_at_version
 
-    with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s, \
-            LabelStore(tmp_path / "s.sqlite") as store:
+    with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s:
         judge = Labeller(config(s.base_url, tmp_path)).judge_id
         old = [("d0", "gave up after 6 attempts: connection error"),
                ("d1", "no final score marker (re-asked once: no final score marker)"),
                ("d2", "refused: content_filter")]
-        store.add_events([LabelEvent("q1", d, None, "llm", judge, failure=why)
-                          for d, why in old])
-        report = run(s.base_url, tmp_path, pairs=[("q1", d) for d, _ in old], sink=store)
-        assert s.calls == 1 and report.labelled == 1 and report.already_done == 2
-        kinds = [k for *_, k, _ in store.current_failures()]
-    assert kinds == [None, None]  # still unanswered, kinds unknown in the store itself
+        store_at_version(tmp_path / "s.sqlite", 8, [  # a kind column, left empty until 9
+            LabelEvent("q1", d, None, "llm", judge, failure=why) for d, why in old],
+            monkeypatch)
+        with LabelStore(tmp_path / "s.sqlite") as store:
+            report = run(s.base_url, tmp_path, pairs=[("q1", d) for d, _ in old], sink=store)
+            assert s.calls == 1 and report.labelled == 1 and report.already_done == 2
+            kinds = [k for *_, k, _ in store.current_failures()]
+    assert kinds == ["unparseable", "refused"]  # still unanswered, their kinds in the store
 
 
 def test_a_rejected_feature_costs_one_call_even_with_16_workers_waiting(tmp_path):

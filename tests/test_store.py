@@ -73,6 +73,13 @@ def test_passage_titles_are_kept_and_texts_give_them_back_on_request(store):
     assert store.texts(pairs, titles=True)[1]["d1"] == "body"
 
 
+def test_a_passage_given_as_none_is_refused_naming_it_and_nothing_is_written(store):
+    with pytest.raises(StoreError, match="passage 'd2': expected a text or a record, found "
+                                         "None"):
+        store.add_passages({"d1": "body", "d2": None})
+    assert store.passages_with_text() == set()
+
+
 def test_a_failed_judgment_never_becomes_a_grade(store):
     store.add_events([ev("q", "a", None, failure="refused: content_filter")])
     assert store.merge().labels == []
@@ -95,6 +102,26 @@ def rows(*labels):
 
 def final(merged):
     return {(lab.qid, lab.docid): lab.grade for lab in merged.labels}
+
+
+def test_one_sources_qrels_are_what_the_source_policy_merges(store):
+    from reljudge.grades import AGGREGATES
+    from reljudge.labels import RETRACTED
+
+    store.add_events([ev("q", "a", 1, "human", "nist"), ev("q", "a", 3, "import", "nist"),
+                      ev("q", "a", 2, name="gpt", sample=0), ev("q", "a", 3, name="gpt",
+                                                                   sample=1),
+                      ev("q", "b", 0, name="gpt"), ev("q", "b", 2, name="gpt"),  # corrected
+                      ev("q", "c", 3, name="gpt"), ev("q", "c", None, name="gpt",
+                                                      failure=RETRACTED),
+                      ev("q", "d", 2, "human", "ann")])
+    assert store.qrels("gpt").to_dict() == {"q": {"a": 2, "b": 2}}  # a tie: the lower grade
+    assert store.qrels("gpt", "mean").to_dict() == {"q": {"a": 3, "b": 2}}  # 2.5 rounds up
+    assert store.qrels("nist", "mean").to_dict() == {"q": {"a": 2}}  # both kinds of "nist"
+    for source in ("gpt", "nist", "ann", "nobody"):
+        for aggregate in AGGREGATES:
+            assert store.qrels(source, aggregate) == \
+                store.merge(f"source={source}", aggregate).qrels
 
 
 def test_human_first_prefers_humans_and_fills_holes_with_llm_labels():

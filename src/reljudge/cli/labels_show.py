@@ -52,11 +52,6 @@ def do_stats(args) -> int:
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
-    from reljudge.judge.failures import legacy_kind
-
-    # failures recorded before kinds had a column (store schema < 5) get theirs from the text
-    current = [(q, d, src, n, kind or legacy_kind(detail or "").value, detail)
-               for q, d, src, n, kind, detail in current]
     by_kind = Counter(kind for *_, kind, _ in current)
     example = {}
     for qid, docid, source, _sample, kind, detail in current:

@@ -93,37 +93,20 @@ def error_object(content: bytes | str | dict) -> Any:
     return body.get("error") if isinstance(body, dict) else None
 
 
-def asked_again(kind: str | None, detail: str | None, retry_failed: bool) -> bool:
-    """Whether a recorded failure is asked again by a new run (resume)."""
-    resolved = _kind(kind, detail)
-    return retry_failed or resolved in CALL_KINDS
-
-
-def _kind(kind: str | None, detail: str | None) -> FailureKind:
-    if kind is not None:
-        try:
-            return FailureKind(kind)
-        except ValueError:
-            return FailureKind.HTTP_STATUS
-    return legacy_kind(detail or "")
-
-
-def legacy_kind(detail: str) -> FailureKind:
-    """The kind of a failure recorded before kinds had their own column (store schema < 5).
-
-    The only place failure text is read: older stores have nothing else to go by.
-    """
-    if detail.startswith(("gave up after", "malformed response")):
-        return FailureKind.CONNECTION if "connection" in detail else FailureKind.HTTP_STATUS
-    if detail.startswith("timeout"):
-        return FailureKind.TIMEOUT
-    if detail.startswith("connection error"):
-        return FailureKind.CONNECTION
-    if detail.startswith("HTTP "):
-        return FailureKind.HTTP_STATUS
-    if detail.startswith("refused"):
-        return FailureKind.REFUSED
-    return FailureKind.UNPARSEABLE
+def asked_again(kind: str | None, retry_failed: bool) -> bool:
+    """Whether a recorded failure is asked again by a new run (resume): a failure of the call
+    always (a kind this reljudge does not know counts as an HTTP failure), any other (an
+    answer's, or one recorded without a kind) only with ``retry_failed``. The store gave every
+    failure recorded before kinds had a column its kind (schema version 9)."""
+    if retry_failed:
+        return True
+    if kind is None:
+        return False
+    try:
+        resolved = FailureKind(kind)
+    except ValueError:
+        resolved = FailureKind.HTTP_STATUS
+    return resolved in CALL_KINDS
 
 
 class CircuitBreaker:

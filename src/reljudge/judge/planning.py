@@ -67,7 +67,7 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink=None,
             if e.grade is not None or key not in latest or latest[key].grade is None:
                 latest[key] = e  # a grade, once given, settles the item
     done = {k for k, e in latest.items()
-            if e.grade is not None or not asked_again(e.failure_kind, e.failure, retry_failed)}
+            if e.grade is not None or not asked_again(e.failure_kind, retry_failed)}
     old = set()
     if current is not None:
         old = {k for k in done if latest[k].grade is not None

@@ -1,4 +1,5 @@
-"""The label store: every label with its provenance in one SQLite file, merged by rule."""
+"""The label store: every label with its provenance, in a SQLite file or a PostgreSQL schema,
+merged by rule."""
 
 from reljudge.grades import AGGREGATES
 from reljudge.store.importers import ImportReport, import_labels, read_labels

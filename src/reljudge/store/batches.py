@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from reljudge.labels import LabelEvent
 from reljudge.store.store import LabelStore
@@ -20,6 +21,7 @@ TERMINAL = ("completed", "expired", "failed", "cancelled")
 
 _COLS = ("id, provider_id, input_file_id, output_file_id, error_file_id, endpoint, status, "
          "total, completed, failed, reserved, config, collected, created_at, updated_at, intent")
+_NAMES = [c.strip() for c in _COLS.split(",")]  # BatchRecord's fields of the same names
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,11 @@ class BatchRecord:
         return not self.collected
 
 
-def _record(row: tuple, source: str) -> BatchRecord:
-    return BatchRecord(*row[:11], json.loads(row[11] or "{}"), bool(row[12]), *row[13:15],
-                       source=source, intent=row[15])
+def _record(row: tuple[Any, ...], source: str) -> BatchRecord:
+    fields = dict(zip(_NAMES, row, strict=True))
+    fields["config"] = json.loads(fields["config"] or "{}")
+    fields["collected"] = bool(fields["collected"])
+    return BatchRecord(**fields, source=source)
 
 
 class BatchLog:
@@ -94,7 +98,7 @@ class BatchLog:
         calls, tokens in, tokens out, cost), in one transaction."""
         now = time.time()
         with self.store.db.transaction():  # add_events joins it
-            statements = [("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?",
+            statements: list[tuple[str, tuple[object, ...]]] = [("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?",
                            (now, bid))]
             if spend is not None:
                 judge, endpoint, *counts = spend
@@ -122,7 +126,7 @@ class BatchLog:
         return found[0]
 
     def _select(self, where: list[str], args: list) -> list[BatchRecord]:
-        sql = (f"SELECT {', '.join('b.' + c.strip() for c in _COLS.split(','))}, s.name "
+        sql = (f"SELECT {', '.join('b.' + c for c in _NAMES)}, s.name "
                "FROM batches b JOIN sources s ON s.id = b.source")
         if where:
             sql += " WHERE " + " AND ".join(where)

@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from reljudge.store.events import _STANDING, _UNDONE
+from reljudge.store.part import StorePart
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
 
 
-class Claims:
+class Claims(StorePart):
     """Claims of a store (a part of ``LabelStore``)."""
 
     def claim(self, judge: str, owner: str, items: Sequence[Item], lease: float,

@@ -90,7 +90,7 @@ def _integrity_errors() -> tuple[type[Exception], ...]:
 
 
 def _columns(store: LabelStore, table: str) -> list[str]:
-    cols = [c[0] for c in store.conn.execute(f"SELECT * FROM {table} LIMIT 0").description]
+    cols = store.db.columns(table)
     if table == "text_history" and "rowid" not in cols:
         cols = ["rowid", *cols]  # SQLite's implicit row id: the order of replacement
     return cols

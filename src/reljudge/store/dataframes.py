@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from reljudge.frames import dataframe
 from reljudge.store import views
+from reljudge.store.events import EventLog
 
 
-class Frames:
-    """DataFrame views of a store (a part of ``LabelStore``)."""
+class Frames(EventLog):
+    """DataFrame views of a store's events (a part of ``LabelStore``)."""
 
     def labels_dataframe(self):
         """Every event (grades, failures, undos) as a pandas DataFrame, LabelEvent's fields as
@@ -25,7 +26,7 @@ class Frames:
 
     def failures_dataframe(self, history: bool = False):
         """Failed judgments as a pandas DataFrame: those still without a grade (qid, docid,
-        source, sample, kind, detail; kind None when recorded before kinds had a column), or
+        source, sample, kind, detail; kind None for a failure written without one), or
         with ``history`` every failed event (qid, docid, source, failure, raw)."""
         if history:
             return dataframe(views.FAILURE_HISTORY_COLUMNS, self.failures())

@@ -13,6 +13,8 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.store.merge import Merged, merge_rows, merge_source
+from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
 
@@ -71,8 +73,9 @@ class SourceStats:
     retracted: int = 0  # grades taken back by an undo (counted in events, not in ok/grades)
 
 
-class EventLog:
-    """The label events of a store (a part of ``LabelStore``: ``self.db`` is its Database)."""
+class EventLog(Texts):
+    """The label events of a store (a part of ``LabelStore``; labels rest on the texts the
+    store holds: ``Texts``)."""
 
     def add_events(self, events: Iterable[LabelEvent], *, batch: int | None = None,
                    commit_with: Sequence[tuple[str, tuple]] = ()) -> int:
@@ -197,7 +200,7 @@ class EventLog:
                "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
         return map(Outcome._make, self.conn.execute(sql, (source,)))
 
-    def label_rows(self) -> list[tuple[str, str, str, str, int, int | None, int]]:
+    def label_rows(self) -> list[tuple[str, str, str, str, int, int, int]]:
         """Every successful label not retracted since, as (qid, docid, kind, source, sample,
         grade, event id)."""
         return self.conn.execute(
@@ -270,10 +273,10 @@ class EventLog:
             "JOIN sources s ON s.id = e.source WHERE e.failure IS NOT NULL AND e.failure != ? "
             "ORDER BY e.id", (RETRACTED,)).fetchall()
 
-    def current_failures(self) -> list[tuple[str, str, str, int, str, str]]:
+    def current_failures(self) -> list[tuple[str, str, str, int, str | None, str]]:
         """Judgments whose latest event failed and that no grade settled (per pair, source
-        and sample): (qid, docid, source, sample, kind, detail). Kind is None for failures
-        recorded before kinds had a column."""
+        and sample): (qid, docid, source, sample, kind, detail). Kind is None only for a
+        failure written without one (``LabelEvent.failure_kind``)."""
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
             "JOIN (SELECT max(id) AS id, max(CASE WHEN grade IS NOT NULL THEN 1 ELSE 0 END) "
@@ -306,14 +309,14 @@ class EventLog:
         return out
 
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
-              fractional: bool = False, derived: str = "recorded"):
+              fractional: bool = False, derived: str = "recorded") -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
         ``fractional``)."""
         from reljudge.grades import decide, round_half_up
-        from reljudge.store.merge import DERIVED, merge_rows
+        from reljudge.store.merge import DERIVED
 
         rows = self.label_rows()
         if derived not in DERIVED:
@@ -339,4 +342,4 @@ class EventLog:
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""
-        return self.merge(f"source={source}", aggregate).qrels
+        return merge_source(self.label_rows(), source, aggregate).qrels

@@ -72,9 +72,7 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
     """Read (qid, docid, grade) labels with their line numbers; grades must be integers."""
     fmt = fmt or detect_format(path)
     if fmt == "qrels":
-        q = read_qrels(path)
-        rows = list(zip(q.qid.tolist(), q.docid.tolist(), q.grade.tolist(), strict=False))
-        return Labels(str(path), rows)
+        return Labels(str(path), list(read_qrels(path)))
     text = read_text(path)
     rows, lines = [], []
     if fmt == "jsonl":

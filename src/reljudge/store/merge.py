@@ -26,7 +26,7 @@ that have changed since (``LabelStore.stale_labels``): it is kept, and flagged.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +35,9 @@ from reljudge.errors import StoreError
 from reljudge.grades import AGGREGATES, aggregate_grades
 from reljudge.labels import is_adjudication
 from reljudge.types import Qrels
+
+#: (kind, source, grade): one source's label of a pair, a candidate vote of the merge
+Vote = tuple[str, str, int]
 
 POLICIES = ("human-first", "adjudicated-first", "human-only", "llm-only", "source=NAME")
 #: how a derived source (calibrated judge, panel) votes: the grade its derivation's rule
@@ -132,6 +135,21 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
     """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels;
     ``stale``: the (qid, docid, kind, source) labels given to texts changed since."""
     check_policy(policy)
+    return _merge(rows, lambda labels: _choose(labels, policy), policy, aggregate, fractional,
+                  stale)
+
+
+def merge_source(rows: Sequence[tuple], source: str, aggregate: str = "majority") -> Merged:
+    """The final labels of one source alone (what the policy ``source=NAME`` gives): its
+    latest grade per pair and sample index, aggregated and rounded half up."""
+    mine = [r for r in rows if r[3] == source]
+    return _merge(mine, lambda labels: labels, f"source={source}", aggregate, False,
+                  frozenset())
+
+
+def _merge(rows: Sequence[tuple], choose: Callable[[list[Vote]], list[Vote]], policy: str,
+           aggregate: str, fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
+    """``merge_rows`` with the policy's choice of deciding labels given as ``choose``."""
     if aggregate not in AGGREGATES:
         raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
                          f"{', '.join(AGGREGATES)}")
@@ -140,12 +158,12 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
         key = (qid, docid, kind, source, sample)
         if key not in latest or eid > latest[key][1]:
             latest[key] = (grade, eid)
-    by_pair: dict[tuple[str, str], list[tuple[str, str, int]]] = defaultdict(list)
+    by_pair: dict[tuple[str, str], list[Vote]] = defaultdict(list)
     for (qid, docid, kind, source, _), (grade, _) in latest.items():
         by_pair[(qid, docid)].append((kind, source, grade))
     labels = []
     for (qid, docid) in sorted(by_pair):
-        chosen = _choose(by_pair[(qid, docid)], policy)
+        chosen = choose(by_pair[(qid, docid)])
         if not chosen:
             continue
         votes = tuple(g for _, _, g in chosen)
@@ -157,7 +175,7 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
     return Merged(policy, aggregate, fractional, labels)
 
 
-def _choose(labels: list[tuple[str, str, int]], policy: str) -> list[tuple[str, str, int]]:
+def _choose(labels: list[Vote], policy: str) -> list[Vote]:
     if policy == "adjudicated-first":
         settled = [x for x in labels if x[0] == "human" and is_adjudication(x[1])]
         return settled or _choose(labels, "human-first")

@@ -1,9 +1,10 @@
 """A label store on PostgreSQL: the same store, for a team (``--store postgresql://...``).
 
 ``LabelStore("postgresql://USER@HOST:PORT/DB?schema=NAME")`` opens a store kept in one schema
-of a PostgreSQL database (``schema`` defaults to ``reljudge``; one per project). Everything
-above the connection is the SQLite store's own code: the store modules write portable SQL
-with ``?`` placeholders, and ``PgConnection`` speaks it to psycopg 3 (``?`` becomes ``%s``,
+of a PostgreSQL database (``schema`` defaults to ``reljudge``; one per project): the
+``store.backend.Backend`` that ``PostgresBackend`` implements. Everything above the backend is
+the same code for both engines: the store modules write portable SQL with ``?``
+placeholders, and ``PgConnection`` speaks it to psycopg 3 (``?`` becomes ``%s``,
 ``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``), so one code path serves both
 engines. The schema is the same versioned migrations, their column types translated
 (``pg_ddl``), run by writing commands only, in one transaction, one process at a time (an
@@ -24,10 +25,15 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import ConfigError, StoreError
-from reljudge.store.connection import Database
+from reljudge.store import schema
+from reljudge.store.backend import Backend
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg.rows import TupleRow
 
 SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "reljudge"
@@ -150,15 +156,15 @@ COPY_FROM = 200  # rows from which a plain INSERT goes as one COPY instead of a 
 
 
 class PgConnection:
-    """The slice of ``sqlite3.Connection`` the store uses, over a psycopg connection in
-    autocommit mode (transactions are the store's explicit BEGIN ... COMMIT).
+    """``store.backend.Connection`` (the slice of ``sqlite3.Connection`` the store uses) over
+    a psycopg connection in autocommit mode (transactions are the store's explicit BEGIN ... COMMIT).
 
     Fewer round trips, same statements: a BEGIN is sent together with the transaction's first
     statement (one round trip for both), a many-row plain INSERT (no ``ON CONFLICT``, no
     ``RETURNING``) goes as one ``COPY ... FROM STDIN``, and a one-row ``executemany`` as a
     plain statement."""
 
-    def __init__(self, conn, name: str) -> None:
+    def __init__(self, conn: psycopg.Connection[TupleRow], name: str) -> None:
         self._conn = conn
         self._name = name  # the store, as messages name it (password masked)
         self._begin = False  # a BEGIN waiting to go with the next statement
@@ -176,13 +182,13 @@ class PgConnection:
             raise StoreError(f"{self._name}: {what}: {one_line(str(e))}; what was committed "
                              "before is kept: run the command again to go on") from None
 
-    def execute(self, sql: str, args: Sequence[Any] = ()):
+    def execute(self, sql: str, args: Sequence[Any] = (), /) -> psycopg.Cursor[TupleRow]:
         """Run one statement; the cursor (iterate it, fetchone, fetchall, rowcount,
         description)."""
         with self._server_errors():
             return self._execute(pg_sql(sql), args)
 
-    def _execute(self, statement: str, args: Sequence[Any]):
+    def _execute(self, statement: str, args: Sequence[Any]) -> psycopg.Cursor[TupleRow]:
         if statement == "BEGIN":
             self._begin = True
             return self._conn.cursor()
@@ -196,19 +202,20 @@ class PgConnection:
             return cur
         return self._conn.execute(statement, tuple(args))
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]):
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /
+                    ) -> psycopg.Cursor[TupleRow]:
         """One statement over many rows."""
-        rows = [tuple(r) for r in rows]
-        if len(rows) == 1:
-            return self.execute(sql, rows[0])
-        plain = _PLAIN_INSERT.fullmatch(sql) if len(rows) >= COPY_FROM else None
+        given = [tuple(r) for r in rows]
+        if len(given) == 1:
+            return self.execute(sql, given[0])
+        plain = _PLAIN_INSERT.fullmatch(sql) if len(given) >= COPY_FROM else None
         with self._server_errors():
             if plain is not None:
-                return self._copy(plain.group(1), plain.group(2), rows)
+                return self._copy(plain.group(1), plain.group(2), given)
             self._send_begin()
             cur = self._conn.cursor()
-            if rows:
-                cur.executemany(pg_sql(sql), rows)
+            if given:
+                cur.executemany(pg_sql(sql), given)
             return cur
 
     def _send_begin(self) -> None:
@@ -217,7 +224,8 @@ class PgConnection:
             self._begin = False
             self._conn.execute("BEGIN")
 
-    def _copy(self, table: str, columns: str, rows: list[tuple]):
+    def _copy(self, table: str, columns: str, rows: list[tuple[Any, ...]]
+              ) -> psycopg.Cursor[TupleRow]:
         self._send_begin()
         cur = self._conn.cursor()
         with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -233,6 +241,7 @@ class PgConnection:
         return self._begin or self._conn.info.transaction_status != TransactionStatus.IDLE
 
     def close(self) -> None:
+        """Close the connection."""
         self._conn.close()
 
 
@@ -249,14 +258,13 @@ def _numeric_loader(psycopg):
     return NumericLoader
 
 
-class PgDatabase(Database):
-    """``store.connection.Database`` on PostgreSQL: the same transactions, id interning and
-    chunked look-ups (inherited), over ``PgConnection``."""
+class PostgresBackend(Backend):
+    """A label store in one schema of a PostgreSQL database (``store.backend.Backend``): the
+    same transactions and chunked look-ups (inherited), over ``PgConnection``."""
 
     def __init__(self, location: Location, timeout: float = 60.0, readonly: bool = False,
                  create: bool = True):
-        from reljudge.store.schema import SCHEMA_VERSION, migrate
-
+        super().__init__()
         psycopg = _psycopg()
         self.location = location
         self.path = location.shown  # what messages name (the password masked)
@@ -269,22 +277,20 @@ class PgDatabase(Database):
                              f"{one_line(str(e))}") from None
         raw.adapters.register_loader("numeric", _numeric_loader(psycopg))
         self.conn = PgConnection(raw, self.path)
-        self._ids: dict[str, dict[str, int]] = {"queries": {}, "passages": {}}
-        self._sources: dict[tuple[str, str], int] = {}
         try:
-            old = self.version()
+            old, current = self.version(), schema.SCHEMA_VERSION
             if old == 0 and not create:
                 raise StoreError(f"{self.path}: no label store in schema {location.schema!r} "
                                  "(label, labels import and run create one)")
-            if readonly and old < SCHEMA_VERSION:
+            if readonly and old < current:
                 raise StoreError(
                     f"{self.path}: the label store has schema version {old}, this reljudge "
-                    f"reads version {SCHEMA_VERSION}; a command that only reads never "
+                    f"reads version {current}; a command that only reads never "
                     f"upgrades it: run `reljudge labels upgrade --store URL` once")
-            if old < SCHEMA_VERSION:
+            if old < current:
                 raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
             raw.execute(f'SET search_path TO "{location.schema}"')
-            self.migrated_from = migrate(self)
+            self.migrated_from = schema.migrate(self)
             if readonly:
                 raw.execute("SET default_transaction_read_only = on")
         except psycopg.Error as e:
@@ -295,6 +301,7 @@ class PgDatabase(Database):
             raise
 
     def version(self) -> int:
+        """The schema version of the store (0: no ``meta`` table in its schema)."""
         row = self.conn.execute(
             "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND "
             "table_name = 'meta'", (self.location.schema,)).fetchone()
@@ -306,12 +313,13 @@ class PgDatabase(Database):
         return int(row[0]) if row else 0
 
     def run_ddl(self, script: str) -> None:
+        """Run a migration script's statements, their column types translated (``pg_ddl``)."""
         for statement in script.split(";"):
             if statement.strip():
                 self.conn.execute(pg_ddl(statement))
 
     def intern(self, table: str, column: str, keys: Iterable[str]) -> dict[str, int]:
-        """``Database.intern`` in one round trip: the missing keys go as one array, inserted
+        """``Backend.intern`` in one round trip: the missing keys go as one array, inserted
         (``ON CONFLICT DO NOTHING``) and looked up in the same statement; a key another
         transaction committed meanwhile (invisible to that statement's snapshot) is looked up
         again."""
@@ -343,6 +351,3 @@ class PgDatabase(Database):
         """Move the identity column's sequence past the largest id written."""
         self.conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                           f"(SELECT coalesce(max({column}), 0) + 1 FROM {table}), false)")
-
-    def close(self) -> None:
-        self.conn.close()

@@ -8,9 +8,10 @@ import time
 
 from reljudge.errors import StoreError
 from reljudge.labels import Sample, SampleItem
+from reljudge.store.part import StorePart
 
 
-class Samples:
+class Samples(StorePart):
     """Recorded samples of a store (a part of ``LabelStore``)."""
 
     def add_sample(self, sample: Sample) -> int:

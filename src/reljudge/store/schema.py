@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
 
 from reljudge.errors import StoreError
 
-SCHEMA_VERSION = 8
+if TYPE_CHECKING:
+    from reljudge.store.backend import Backend
+
+SCHEMA_VERSION = 9
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -140,27 +143,34 @@ CREATE TABLE claims (source INTEGER NOT NULL REFERENCES sources (id),
 CREATE INDEX claims_owner ON claims (owner);
 """
 
+# Version 9: every failed judgment has its kind. Version 5 added ``failure_kind`` without
+# filling it: the failures recorded before then get the kind their detail text says, read
+# here once (the wording reljudge wrote them with), so that no reader ever parses failure
+# text. An undo (``failure = 'retracted'``) is not a failed judgment and keeps no kind.
+# ``replace(failure, 'connection', '') <> failure``: the text contains "connection", case
+# sensitive on both engines (SQLite's LIKE is not).
+V8_TO_V9 = """
+UPDATE events SET failure_kind = CASE
+    WHEN substr(failure, 1, 13) = 'gave up after'
+         OR substr(failure, 1, 18) = 'malformed response'
+        THEN CASE WHEN replace(failure, 'connection', '') <> failure THEN 'connection'
+                  ELSE 'http_status' END
+    WHEN substr(failure, 1, 7) = 'timeout' THEN 'timeout'
+    WHEN substr(failure, 1, 16) = 'connection error' THEN 'connection'
+    WHEN substr(failure, 1, 5) = 'HTTP ' THEN 'http_status'
+    WHEN substr(failure, 1, 7) = 'refused' THEN 'refused'
+    ELSE 'unparseable' END
+WHERE failure IS NOT NULL AND failure_kind IS NULL AND failure <> 'retracted'
+"""
+
 MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6,
-              6: V6_TO_V7, 7: V7_TO_V8}  # from version -> the next
+              6: V6_TO_V7, 7: V7_TO_V8, 8: V8_TO_V9}  # from version -> the next
 
 
-def current_version(conn: sqlite3.Connection) -> int:
-    """The schema version of an open database (0 for an empty one)."""
-    has_meta = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-    if not has_meta:
-        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
-        if tables.fetchone()[0]:
-            raise StoreError("this SQLite file is not a reljudge label store (no meta table)")
-        return 0
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 0
-
-
-def migrate(db) -> int:
-    """Create or upgrade the schema to SCHEMA_VERSION in one transaction of ``db`` (a
-    ``store.connection.Database`` or ``store.postgres.PgDatabase``: its ``version()``,
-    ``run_ddl(script)`` and ``lock(name)`` speak its dialect); returns the old version."""
+def migrate(db: Backend) -> int:
+    """Create or upgrade the schema to SCHEMA_VERSION in one transaction of ``db`` (its
+    ``version()``, ``run_ddl(script)`` and ``lock(name)`` speak its dialect); returns the old
+    version."""
     old = db.version()
     if old > SCHEMA_VERSION:
         raise StoreError(f"the store has schema version {old}, newer than this reljudge "
@@ -179,9 +189,3 @@ def migrate(db) -> int:
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     return old
-
-
-def _run(conn: sqlite3.Connection, script: str) -> None:
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)

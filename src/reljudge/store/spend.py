@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
+from reljudge.store.part import StorePart
 
-class Spend:
+
+class Spend(StorePart):
     """The spend ledger of a store (a part of ``LabelStore``)."""
 
     def open_spend(self, judge: str, endpoint: str) -> int:

@@ -1,25 +1,27 @@
-"""``LabelStore``: every label kept, with where it came from, in one SQLite file.
+"""``LabelStore``: every label kept, with where it came from, in a SQLite file or a schema of
+a PostgreSQL database.
 
 Appends only: a correction is a new event. Each write is one transaction
-(``Database.transaction``), so a killed process leaves either the whole batch or none of it;
-WAL mode and a busy timeout let several processes append at once. The store's ideas live in
-their own modules, which ``LabelStore`` puts together: the event log (``events``), texts
-(``texts``), derived sources (``derived``), samples (``samples``), the spend ledger
-(``spend``), claims of concurrent labellers (``claims``) and DataFrame views
-(``dataframes``), over one connection (``connection``).
+(``Backend.transaction``), so a killed process leaves either the whole batch or none of it;
+WAL mode and a busy timeout (SQLite), or the server itself (PostgreSQL), let several
+processes append at once. The store's ideas live in their own modules, which
+``LabelStore`` puts together: the event log (``events``), texts (``texts``), derived sources
+(``derived_sources``), samples (``samples``), the spend ledger (``spend``), claims of
+concurrent labellers (``claims``) and DataFrame views (``dataframes``), each a ``StorePart``
+(``part``) over one backend (``backend``: ``sqlite`` or ``postgres``).
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
+from types import TracebackType
 
 from reljudge.errors import StoreError
+from reljudge.store.backend import Backend
 from reljudge.store.claims import Claims
-from reljudge.store.connection import Database
 from reljudge.store.dataframes import Frames
-from reljudge.store.derived import Derived
+from reljudge.store.derived_sources import DerivedSources
 from reljudge.store.events import EventLog, Outcome, SourceStats
 from reljudge.store.samples import Samples
 from reljudge.store.spend import Spend
@@ -30,8 +32,9 @@ __all__ = ["LabelStore", "Outcome", "SourceStats"]
 _log = logging.getLogger(__name__)
 
 
-class LabelStore(EventLog, Texts, Derived, Samples, Spend, Claims, Frames):
-    """One SQLite label store: queries, passages, sources and append-only label events."""
+class LabelStore(Frames, EventLog, Texts, DerivedSources, Samples, Spend, Claims):
+    """One label store (SQLite or PostgreSQL): queries, passages, sources and append-only
+    label events."""
 
     def __init__(self, path: str | Path, *, timeout: float = 60.0, create: bool = True,
                  readonly: bool = False, schema: str | None = None):
@@ -44,33 +47,33 @@ class LabelStore(EventLog, Texts, Derived, Samples, Spend, Claims, Frames):
         from reljudge.store.postgres import is_url
 
         if is_url(path):
-            from reljudge.store.postgres import PgDatabase, locate
+            from reljudge.store.postgres import PostgresBackend, locate
 
             location = locate(str(path), schema)
             self.path = location.shown
-            self.db = PgDatabase(location, timeout, readonly=readonly, create=create)
-            self.migrated_from, self.backup = self.db.migrated_from, None
-            return
-        self.path = Path(path)
-        if not create and not self.path.is_file():  # a typo must not become an empty store
-            what = "is a directory" if self.path.is_dir() else "no such label store"
-            raise StoreError(f"{self.path}: {what} (label, labels import and run create one)")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = Database(self.path, timeout, readonly=readonly)
+            self.db = PostgresBackend(location, timeout, readonly=readonly, create=create)
+        else:
+            self.db = self._open_file(Path(path), timeout, create=create, readonly=readonly)
+            self.path = self.db.path
         self.migrated_from = self.db.migrated_from
         self.backup = self.db.backup
-        if self.backup is not None:
-            from reljudge.store.schema import SCHEMA_VERSION
 
-            _log.warning(f"reljudge: {self.path}: label store upgraded from schema "
-                         f"{self.migrated_from} to {SCHEMA_VERSION}; the file as it was is "
-                         f"kept as {self.backup}")
+    @staticmethod
+    def _open_file(path: Path, timeout: float, *, create: bool, readonly: bool) -> Backend:
+        """The SQLite store at ``path``; a line logged when it was upgraded."""
+        from reljudge.store.schema import SCHEMA_VERSION
+        from reljudge.store.sqlite import SQLiteBackend
 
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The connection: SQLite's, or ``store.postgres.PgConnection`` (reads; writes go
-        through ``self.db.transaction()``)."""
-        return self.db.conn
+        if not create and not path.is_file():  # a typo must not become an empty store
+            what = "is a directory" if path.is_dir() else "no such label store"
+            raise StoreError(f"{path}: {what} (label, labels import and run create one)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = SQLiteBackend(path, timeout, readonly=readonly)
+        if db.backup is not None:
+            _log.warning(f"reljudge: {path}: label store upgraded from schema "
+                         f"{db.migrated_from} to {SCHEMA_VERSION}; the file as it was is "
+                         f"kept as {db.backup}")
+        return db
 
     def close(self) -> None:
         """Close the connection."""
@@ -79,5 +82,6 @@ class LabelStore(EventLog, Texts, Derived, Samples, Spend, Claims, Frames):
     def __enter__(self) -> LabelStore:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
         self.close()

@@ -7,10 +7,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from reljudge.errors import StoreError
 from reljudge.labels import passage_parts, shown_digest
+from reljudge.store.part import StorePart
 
 
-class Texts:
+class Texts(StorePart):
     """Query and passage texts of a store (a part of ``LabelStore``)."""
 
     def add_queries(self, queries: Mapping[str, str]) -> None:
@@ -27,6 +29,8 @@ class Texts:
         rows = []
         for docid, p in passages.items():
             text, title = passage_parts(p)
+            if text is None:  # a None among the passages of an untyped caller
+                raise StoreError(f"passage {docid!r}: expected a text or a record, found None")
             rows.append((docid, text, hashlib.sha256(text.encode()).hexdigest()[:16], title))
         with self.db.transaction():
             self._keep_history("passage", "passages", "docid", "title",
@@ -80,8 +84,7 @@ class Texts:
     def query_texts(self, qids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
         """{qid: (text, narrative)} of the given queries the store knows (narrative is None
         unless the store's queries table has a narrative column)."""
-        cols = {c[0] for c in self.conn.execute("SELECT * FROM queries LIMIT 0").description}
-        narrative = "narrative" if "narrative" in cols else "NULL"
+        narrative = "narrative" if "narrative" in self.db.columns("queries") else "NULL"
         return {r[0]: (r[1], r[2]) for r in self.db.select_in(
             f"SELECT qid, text, {narrative} FROM queries", "qid", list(qids))}
 

@@ -4,10 +4,14 @@ with provenance, failures, and human/LLM conflicts with their texts and the judg
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from reljudge.frames import dataframe
 from reljudge.labels import LabelEvent
 from reljudge.store.merge import conflicts
+
+if TYPE_CHECKING:  # the store's parts call these views with themselves
+    from reljudge.store.events import EventLog
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class ConflictText:
                            for a in self.answers)
 
 
-def conflicts_with_text(store, aggregate: str = "majority", min_diff: float = 1.0,
+def conflicts_with_text(store: EventLog, aggregate: str = "majority", min_diff: float = 1.0,
                         limit: int = 0) -> list[ConflictText]:
     """Pairs whose human and LLM grades differ by at least ``min_diff``, largest first (at most
     ``limit``, 0: all), with query and passage text and the judge's raw answers."""
@@ -53,7 +57,7 @@ def conflicts_with_text(store, aggregate: str = "majority", min_diff: float = 1.
         if kind == "llm" and (qid, docid) in wanted and (key not in latest
                                                          or eid > latest[key][0]):
             latest[key] = (eid, grade)
-    raw = dict(store.db.select_in("SELECT id, raw FROM events", "id",
+    raw: dict[int, str | None] = dict(store.db.select_in("SELECT id, raw FROM events", "id",
                                   [eid for eid, _ in latest.values()]))
     answers: dict[tuple[str, str], list[dict]] = {}
     for (qid, docid, source, sample), (eid, grade) in sorted(latest.items()):
@@ -81,7 +85,7 @@ def conflict_row(c: ConflictText) -> list:
             ",".join(c.llm_sources), c.diff, c.reasoning()]
 
 
-def events_frame(store):
+def events_frame(store: EventLog):
     """Every event of the store (grades, failures, undos), one row each, LabelEvent's fields
     as columns, in the order they were added."""
     cols = [f.name for f in fields(LabelEvent)]

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 from reljudge.errors import StoreError
 from reljudge.grades import N_GRADES, SCALE, check_grade, most_probable
+from reljudge.store.part import StorePart
 
 
-class Derived:
+class DerivedSources(StorePart):
     """Derivations of a store (a part of ``LabelStore``)."""
 
     def add_derived(self, name: str, pairs: Sequence[tuple[str, str]],

@@ -1,0 +1,172 @@
+"""The one interface of a label store's database, which both backends implement: SQLite
+(``store.sqlite``) and PostgreSQL (``store.postgres``).
+
+Every write of the store (events, texts, samples, the spend ledger, batches, imports, schema
+migrations) is one ``with db.transaction():`` block: BEGIN IMMEDIATE, then COMMIT, or on any
+exception ROLLBACK and forget every cached id (query, passage and source ids), since a cached
+id may name a row the rollback removed. A transaction opened inside another joins it.
+
+The store's modules write one portable dialect: ``?`` placeholders, ``INSERT OR IGNORE``,
+``ON CONFLICT ... DO UPDATE``, ``RETURNING``. A backend's connection speaks it (SQLite's own
+does; ``store.postgres.PgConnection`` translates it).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from reljudge.errors import StoreError
+from reljudge.labels import SOURCE_KINDS
+
+
+class Cursor(Protocol):
+    """What the store reads from a statement it ran (sqlite3's and psycopg's cursors)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows an UPDATE or DELETE changed."""
+        ...
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None:
+        """One entry per column of a SELECT, its name first."""
+        ...
+
+    # A row is a tuple of the column values as the database typed them: the DB-API's rows
+    # are untyped (sqlite3's stubs say Any), and so are they here.
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """The rows left."""
+        ...
+
+    def __iter__(self) -> Iterator[Any]:
+        ...
+
+
+class Connection(Protocol):
+    """The slice of a DB-API connection the store uses (``sqlite3.Connection`` is one)."""
+
+    def execute(self, sql: str, args: Sequence[Any] = ..., /) -> Cursor:
+        """Run one statement."""
+        ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> Cursor:
+        """Run one statement over many rows."""
+        ...
+
+    @property
+    def in_transaction(self) -> bool:
+        """True between BEGIN and COMMIT / ROLLBACK."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection."""
+        ...
+
+
+class Backend(ABC):
+    """A label store's database: ``transaction()``, ``execute``, ``executemany``, id interning,
+    chunked look-ups, and the dialect's part of schema migrations (``store.schema.migrate``)."""
+
+    conn: Connection
+    path: Path | str  # what messages name: the SQLite file, or the URL (password masked)
+    backup: Path | None  # the file as it was before a migration (SQLite only)
+    migrated_from: int  # the schema version found when opened (0: a new store)
+
+    def __init__(self) -> None:
+        self._ids: dict[str, dict[str, int]] = {"queries": {}, "passages": {}}
+        self._sources: dict[tuple[str, str], int] = {}
+
+    # -- what each backend does its own way ---------------------------------------------------
+    @abstractmethod
+    def version(self) -> int:
+        """The schema version of the store (0: empty)."""
+
+    @abstractmethod
+    def run_ddl(self, script: str) -> None:
+        """Run a migration script's statements (inside the migration's transaction)."""
+
+    @abstractmethod
+    def lock(self, name: str) -> None:
+        """Serialise the rest of this transaction with other processes doing ``name``."""
+
+    @abstractmethod
+    def ids_taken(self, table: str, column: str) -> None:
+        """Rows were written with their ids given (``labels copy``): later rows must get
+        new ones."""
+
+    @abstractmethod
+    def intern(self, table: str, column: str, keys: Iterable[str]) -> dict[str, int]:
+        """{key: row id} of a queries/passages column, inserting the keys it lacks (call it
+        inside a transaction)."""
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    # -- the same on both ---------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; on an exception ROLLBACK, forget the cached ids and
+        re-raise. Inside a transaction already open, the block joins it."""
+        if self.conn.in_transaction:
+            yield self.conn
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+            self.conn.execute("COMMIT")
+        except BaseException:
+            try:
+                self.conn.execute("ROLLBACK")
+            finally:
+                self.forget()
+            raise
+
+    def forget(self) -> None:
+        """Drop the id caches (they may hold ids of rolled-back rows)."""
+        for cache in self._ids.values():
+            cache.clear()
+        self._sources.clear()
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Cursor:
+        """One statement (committed at once outside a transaction)."""
+        return self.conn.execute(sql, args)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
+        """One statement over many rows."""
+        return self.conn.executemany(sql, rows)
+
+    def columns(self, table: str) -> list[str]:
+        """The column names of ``table``, in order."""
+        return [c[0] for c in self.conn.execute(f"SELECT * FROM {table} LIMIT 0").description
+                or ()]
+
+    def source_id(self, kind: str, name: str) -> int:
+        """The id of a label source, inserting it if new (call it inside a transaction)."""
+        key = (kind, name)
+        if key not in self._sources:
+            if kind not in SOURCE_KINDS:
+                raise StoreError(f"source kind must be one of {', '.join(SOURCE_KINDS)}, "
+                                 f"found {kind!r}")
+            self.conn.execute("INSERT OR IGNORE INTO sources (kind, name) VALUES (?, ?)", key)
+            self._sources[key] = self.conn.execute(
+                "SELECT id FROM sources WHERE kind = ? AND name = ?", key).fetchone()[0]
+        return self._sources[key]
+
+    def select_in(self, sql: str, column: str, keys: Sequence[str] | Sequence[int]
+                  ) -> list[tuple[Any, ...]]:
+        """The rows of ``sql WHERE column IN keys``, in chunks SQLite accepts."""
+        rows: list[tuple[Any, ...]] = []
+        for i in range(0, len(keys), 900):
+            part = keys[i:i + 900]
+            rows += self.conn.execute(f"{sql} WHERE {column} IN ({','.join('?' * len(part))})",
+                                      part).fetchall()
+        return rows

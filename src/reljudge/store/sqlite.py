@@ -1,0 +1,107 @@
+"""The SQLite backend of a label store: one file, the settings it is opened with (WAL, a busy
+timeout, foreign keys), the copy kept aside before a migration, and SQLite's id interning."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from reljudge.errors import StoreError
+from reljudge.store import schema
+from reljudge.store.backend import Backend
+
+
+class SQLiteBackend(Backend):
+    """A label store in one SQLite file (``store.backend.Backend``)."""
+
+    path: Path
+
+    def __init__(self, path: Path, timeout: float = 60.0, readonly: bool = False):
+        super().__init__()
+        self.path = path
+        self.backup = None
+        try:
+            # one thread at a time, not always the opening one: label_pairs called inside a
+            # running event loop (Jupyter) writes from its worker thread while the caller waits
+            self.sqlite = sqlite3.connect(path, timeout=timeout, isolation_level=None,
+                                          check_same_thread=False)
+            self.conn = self.sqlite
+            self.sqlite.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            old, current = self.version(), schema.SCHEMA_VERSION
+            if readonly and old < current:
+                raise StoreError(
+                    f"{path}: the label store has schema version {old}, this reljudge reads "
+                    f"version {current}; a command that only reads never upgrades it: "
+                    f"run `reljudge labels upgrade --store {path}` once (the file as it is "
+                    "now is kept beside it)")
+            if not readonly:
+                self.sqlite.execute("PRAGMA journal_mode = WAL")
+                if 0 < old < current:
+                    self.backup = self._copy_aside(old)
+            self.sqlite.execute("PRAGMA foreign_keys = ON")
+            self.sqlite.execute("PRAGMA synchronous = NORMAL")
+            self.sqlite.execute("PRAGMA cache_size = -262144")  # 256 MB: fast bulk inserts
+            self.migrated_from = schema.migrate(self)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{path}: cannot open the label store: {e}") from None
+
+    def _copy_aside(self, version: int) -> Path:
+        """A consistent copy of the store as it is (SQLite's backup), before a migration:
+        ``NAME.vVERSION.bak`` (``.bak2``, ... when that exists)."""
+        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"{self.path.name}.v{version}.bak{n}")
+        copy = sqlite3.connect(target)
+        try:
+            self.sqlite.backup(copy)
+        finally:
+            copy.close()
+        return target
+
+    # -- the dialect's part of migrations (``schema.migrate``) ------------------------------
+    def version(self) -> int:
+        """The schema version of the store (0: empty)."""
+        has_meta = self.sqlite.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        if not has_meta:
+            tables = self.sqlite.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+            if tables.fetchone()[0]:
+                raise StoreError("this SQLite file is not a reljudge label store (no meta table)")
+            return 0
+        row = self.sqlite.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def run_ddl(self, script: str) -> None:
+        """Run a migration script's statements (inside the migration's transaction)."""
+        for statement in script.split(";"):
+            if statement.strip():
+                self.sqlite.execute(statement)
+
+    def lock(self, name: str) -> None:
+        """Nothing to do: SQLite's write transactions (BEGIN IMMEDIATE) already run one at a
+        time."""
+
+    def ids_taken(self, table: str, column: str) -> None:
+        """Nothing to do: SQLite's next row id is always past the largest."""
+
+    # -- ids ---------------------------------------------------------------------------------
+    def intern(self, table: str, column: str, keys: Iterable[str]) -> dict[str, int]:
+        """{key: row id} of a queries/passages column, inserting the keys it lacks (call it
+        inside a transaction)."""
+        cache = self._ids[table]
+        missing = [k for k in dict.fromkeys(keys) if k not in cache]
+        if missing:
+            self.sqlite.executemany(f"INSERT OR IGNORE INTO {table} ({column}) VALUES (?)",
+                                    ((k,) for k in missing))
+            if len(missing) > 20_000:  # one scan beats thousands of IN (...) look-ups
+                cache.update(self.sqlite.execute(f"SELECT {column}, id FROM {table}"))
+                return cache
+            for i in range(0, len(missing), 900):
+                part = missing[i:i + 900]
+                marks = ",".join("?" * len(part))
+                cache.update(self.sqlite.execute(
+                    f"SELECT {column}, id FROM {table} WHERE {column} IN ({marks})", part))
+        return cache
