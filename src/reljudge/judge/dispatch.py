@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reljudge.judge.budget import BudgetReached
-from reljudge.judge.claims import WAIT
-from reljudge.judge.client import ChatClient
+from reljudge.judge.claiming import WAIT
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.cost import price_for
-from reljudge.judge.endpoints import EndpointSpec
-from reljudge.judge.failures import ENDPOINT_KINDS, CallFailed, CircuitBreaker
-from reljudge.judge.limits import RateLimiter
+from reljudge.judge.failures import ENDPOINT_KINDS, CallFailed
+from reljudge.judge.http.breaker import CircuitBreaker
+from reljudge.judge.http.client import ChatClient
+from reljudge.judge.http.endpoints import EndpointSpec
+from reljudge.judge.http.limits import RateLimiter
 from reljudge.labels import FailureKind, LabelEvent
 
 __all__ = ["HAND_BACK_KINDS", "Dispatch", "HandBack", "Lane", "NotSent", "WorkQueue",

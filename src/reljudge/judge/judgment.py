@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from reljudge.judge.budget import BudgetReached
-from reljudge.judge.client import CallFailed, grade_fields, refusal_failure
 from reljudge.judge.dispatch import Lane, NotSent
+from reljudge.judge.http.client import CallFailed, grade_fields, refusal_failure
 from reljudge.judge.parse import REPAIR, parse_answer
-from reljudge.judge.results import LabelReport
+from reljudge.judge.report import LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
 

@@ -24,28 +24,28 @@ from typing import Any, Protocol
 from reljudge.errors import LLMError
 from reljudge.judge.budget import Budget, BudgetReached, prompt_tokens_bound, spending_limit
 from reljudge.judge.cache import AnswerCache, cache_key, replica_key
-from reljudge.judge.capabilities import Capabilities
-from reljudge.judge.claims import ClaimedItems
-from reljudge.judge.client import (
+from reljudge.judge.claiming import ClaimedItems
+from reljudge.judge.config import JudgeConfig
+from reljudge.judge.cost import Price, estimate_tokens, price_for
+from reljudge.judge.dispatch import Dispatch, HandBack, Lane, NotSent, open_lane
+from reljudge.judge.http.capabilities import Capabilities
+from reljudge.judge.http.client import (
     JSON_SCHEMA,
     Answer,
     CallFailed,
 )
-from reljudge.judge.config import JudgeConfig
-from reljudge.judge.cost import Price, estimate_tokens, price_for
-from reljudge.judge.dispatch import Dispatch, HandBack, Lane, NotSent, open_lane
-from reljudge.judge.endpoints import EndpointSpec, resolve_endpoints
+from reljudge.judge.http.endpoints import EndpointSpec, resolve_endpoints
+from reljudge.judge.interrupt import OnSigint
 from reljudge.judge.judgment import judgment
 from reljudge.judge.planning import check_inputs, estimate, plan, settled, shown_now, stale_note
-from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
-from reljudge.judge.results import Estimate, LabelReport
+from reljudge.judge.report import CostEstimate, LabelReport
 from reljudge.labels import LabelEvent, passage_parts
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["BudgetReached", "Estimate", "JudgmentSink", "LabelReport", "Labeller",
+__all__ = ["BudgetReached", "CostEstimate", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]
 
 
@@ -150,7 +150,7 @@ class Labeller:
         return done, failed
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                 passages: Mapping[str, Any], sink=None) -> Estimate:
+                 passages: Mapping[str, Any], sink=None) -> CostEstimate:
         """What a run would send after store and cache hits, and its rough cost (at the batch
         price with ``config.batch``)."""
         return estimate(self, pairs, queries, passages, sink)
@@ -264,9 +264,12 @@ class Labeller:
     async def label(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                     passages: Mapping[str, Any], sink: JudgmentSink | None = None, *,
                     progress: bool = False,
-                    only: Collection[tuple[str, str, int]] | None = None) -> LabelReport:
+                    only: Collection[tuple[str, str, int]] | None = None,
+                    handle_sigint: bool = False) -> LabelReport:
         """Label every pair (x samples) not yet settled in the sink; see the module doc.
-        ``only``: just these (qid, docid, sample) items."""
+        ``only``: just these (qid, docid, sample) items. ``handle_sigint``: while it runs, the
+        first Ctrl-C stops new calls and saves what was answered (the CLI asks for it; off, the
+        process's SIGINT handling is left as it is)."""
         start = time.perf_counter()
         self.check_inputs(pairs, queries, passages)
         report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
@@ -321,7 +324,7 @@ class Labeller:
 
         loop = asyncio.get_running_loop()
         self._cache.start()
-        interrupted = OnSigint(loop, dispatch)
+        interrupted = OnSigint(loop, dispatch) if handle_sigint else None
         renewer = asyncio.create_task(claims.keep()) if claims is not None else None
         try:
             with bar:
@@ -337,7 +340,8 @@ class Labeller:
                     claims.release()
                     claims.count_into(report, lambda note: self._warn(note, report))
             finally:
-                interrupted.restore()
+                if interrupted is not None:
+                    interrupted.restore()
                 for lane in lanes:
                     await lane.client.close()
                 await self._cache.close()  # every answer received is kept for the next run

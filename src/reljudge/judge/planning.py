@@ -9,7 +9,7 @@ from typing import Any
 from reljudge.errors import InputError
 from reljudge.judge.cost import estimate_tokens
 from reljudge.judge.failures import asked_again
-from reljudge.judge.results import Estimate
+from reljudge.judge.report import CostEstimate
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
 
@@ -94,7 +94,7 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
 
 
 def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
-             queries: Mapping[str, str], passages: Mapping[str, Any], sink=None) -> Estimate:
+             queries: Mapping[str, str], passages: Mapping[str, Any], sink=None) -> CostEstimate:
     """What a run of this labeller (a Labeller) would send after store and cache hits, and its rough cost
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
@@ -116,5 +116,5 @@ def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
     out_each = 150 if template.output == "text" and "M (match)" in template.user else 40
     tout = to_send * out_each
     paid = price.scaled(config.batch_discount) if config.batch else price
-    return Estimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
+    return CostEstimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
                     paid.cost(tin, tout), price.known)

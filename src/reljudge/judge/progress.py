@@ -1,33 +1,9 @@
-"""The progress display of a labelling run, and its Ctrl-C handling."""
+"""The progress display of a labelling run (a terminal bar, or a notebook cell's)."""
 
 from __future__ import annotations
 
-import signal
 import time
 from typing import Any
-
-
-class OnSigint:
-    """First Ctrl-C: stop starting calls, finish those in flight, save. Second: default."""
-
-    def __init__(self, loop, dispatch: Any):
-        self.loop = loop
-        self.active = False
-        try:
-            loop.add_signal_handler(signal.SIGINT, self._handle, dispatch)
-            self.active = True
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-
-    def _handle(self, dispatch: Any) -> None:
-        dispatch.stop = "interrupted"
-        self.restore()
-
-    def restore(self) -> None:
-        """Give Ctrl-C back its default behaviour."""
-        if self.active:
-            self.loop.remove_signal_handler(signal.SIGINT)
-            self.active = False
 
 
 def stderr_console() -> Any:

@@ -18,8 +18,8 @@ from typing import Any
 from reljudge.errors import ConfigError
 from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.cache import RequestKeys
-from reljudge.judge.client import Answer, answer_from_response, grade_fields, refusal_failure
 from reljudge.judge.failures import CallFailed, error_object, status_kind
+from reljudge.judge.http.client import Answer, answer_from_response, grade_fields, refusal_failure
 from reljudge.judge.parse import parse_answer
 from reljudge.labels import FailureKind
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reljudge.io.files import text_lines
-from reljudge.judge.batch_files import Item, answer_fields, read_lines
-from reljudge.judge.client import Answer
+from reljudge.judge.batch.files import Item, answer_fields, read_lines
+from reljudge.judge.http.client import Answer
 from reljudge.judge.planning import shown_now
-from reljudge.judge.results import BatchResult
+from reljudge.judge.report import BatchResult
 from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import BatchRecord
 

@@ -2,8 +2,8 @@
 
 The endpoint is resolved as the openai SDK resolves it (``--base-url``, else
 ``OPENAI_BASE_URL``, else OpenAI; key from ``--api-key`` or ``OPENAI_API_KEY``); each call is
-one JSON POST carried by a transport (``reljudge.judge.transport``) and retried by the policy
-in ``reljudge.judge.retry``. Every way a call can fail ends as a ``CallFailed`` with a kind
+one JSON POST carried by a transport (``reljudge.judge.http.transport``) and retried by the policy
+in ``reljudge.judge.http.retry``. Every way a call can fail ends as a ``CallFailed`` with a kind
 (``reljudge.judge.failures``): a pair whose attempts run out is a recorded failure, not a
 dropped row.
 """
@@ -26,8 +26,8 @@ from reljudge.errors import ConfigError
 from reljudge.grades import SCALE
 from reljudge.judge.config import endpoint_from_env
 from reljudge.judge.failures import CallFailed, error_object, status_kind
-from reljudge.judge.retry import RetryPolicy
-from reljudge.judge.transport import open_transport, resolve_transport, ssl_context
+from reljudge.judge.http.retry import RetryPolicy
+from reljudge.judge.http.transport import open_transport, resolve_transport, ssl_context
 from reljudge.labels import FailureKind
 
 JSON_SCHEMA = {

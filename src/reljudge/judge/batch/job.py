@@ -2,7 +2,7 @@
 
 Each request line is built from exactly the online path's prompt, parameters and body, and its
 ``custom_id`` is the answer cache key, so a batch answer and an online answer of the same
-request are one cache entry (``reljudge.judge.batch_files``). Every step is recorded in the
+request are one cache entry (``reljudge.judge.batch.files``). Every step is recorded in the
 label store before the next one happens: the batch row, its items and its intent (the name its
 input file and batch will carry) before the upload, the input file id after it, the batch id
 after creation. A run (``label --batch`` again, or ``reljudge batch collect``) resumes from
@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from reljudge.errors import ConfigError
-from reljudge.judge.batch_collect import Collected, collect_batch
-from reljudge.judge.batch_files import (
+from reljudge.judge.batch.collect import Collected, collect_batch
+from reljudge.judge.batch.files import (
     ENDPOINT,
     BatchLine,
     Item,
@@ -38,7 +38,7 @@ from reljudge.judge.batch_files import (
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.planning import shown_now, stale_note
 from reljudge.judge.progress import BatchProgress
-from reljudge.judge.results import BatchResult
+from reljudge.judge.report import BatchResult
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "split_files",
@@ -93,6 +93,7 @@ class BatchJob:
         self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
         self.texts: tuple = ({}, {})  # the run's queries and passages
         self.current: dict | None = None  # digests of the run's texts (stale labels)
+        self.handle_sigint = False  # the run's online steps catch Ctrl-C (run's option)
 
     def _tell(self, note: str) -> None:
         """A warning the user must see whatever --quiet says (the labeller's ``on_warning``,
@@ -108,7 +109,7 @@ class BatchJob:
         if self._client is None:
             import openai
 
-            from reljudge.judge.client import Endpoint
+            from reljudge.judge.http.client import Endpoint
 
             c = self.config
             ep = Endpoint.resolve(c.batch_url or c.base_url,
@@ -209,7 +210,7 @@ class BatchJob:
 
     def collect(self, rec: BatchRecord, result: BatchResult,
                 settled: set[Item]) -> Collected:
-        """Collect a finished batch in bulk (``reljudge.judge.batch_collect``); items in
+        """Collect a finished batch in bulk (``reljudge.judge.batch.collect``); items in
         ``settled`` get no event; returns the items still to re-ask or to send again."""
         return collect_batch(self, rec, result, settled)
 
@@ -248,12 +249,13 @@ class BatchJob:
     # -- the whole job ------------------------------------------------------------------------
     async def run(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                   passages: Mapping[str, Any], *, wait: bool = False, progress: bool = False,
-                  submit: bool = True) -> BatchResult:
+                  submit: bool = True, handle_sigint: bool = False) -> BatchResult:
         """Collect finished batches, grade their answers, submit what is left (unless not
         ``submit``); with ``wait``, poll every ``poll_interval`` seconds until no batch of this
-        judge is open."""
+        judge is open. ``handle_sigint``: as for ``Labeller.label``, in its online steps."""
         lab = self.labeller
         lab.check_inputs(pairs, queries, passages)
+        self.handle_sigint = handle_sigint
         self.texts = (queries, passages)  # what a collected answer's texts are checked against
         self.current = shown_now(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
@@ -357,7 +359,8 @@ class BatchJob:
         if not only:
             return
         report = await self.labeller.label(pairs, queries, passages, self.store,
-                                           progress=progress, only=only)
+                                           progress=progress, only=only,
+                                           handle_sigint=self.handle_sigint)
         result.reports.append(report)
         if report.stop_reason:
             result.stop_reason = report.stop_reason

@@ -30,7 +30,7 @@ else:  # pragma: no cover - Python 3.10 only
 __all__ = ["EndpointSpec", "endpoints_from_file", "resolve_endpoints"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.judge.client import Endpoint
+    from reljudge.judge.http.client import Endpoint
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class EndpointSpec:
 def resolve_endpoints(config: JudgeConfig) -> list[EndpointSpec]:
     """The endpoints of a job: ``config.endpoints``, else the one ``base_url`` (or
     OPENAI_BASE_URL, else OpenAI) with the shared limits."""
-    from reljudge.judge.client import Endpoint  # the HTTP side: imported when a job is built
+    from reljudge.judge.http.client import Endpoint  # the HTTP side: imported when a job is built
 
     if not config.endpoints:
         key = config.api_key.get_secret_value() if config.api_key else None

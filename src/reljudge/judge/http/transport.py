@@ -1,6 +1,6 @@
 """How a chat-completions request travels: one JSON POST, answered by (status, headers, body).
 
-A transport only carries bytes; the client (``reljudge.judge.client``) decides the URL, the
+A transport only carries bytes; the client (``reljudge.judge.http.client``) decides the URL, the
 headers and what an answer means. Two transports, one behaviour:
 
 - ``aiohttp`` (the default): one ``aiohttp`` session with a pool as large as the concurrency.
