@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reljudge.judge.budget import BudgetReached
 from reljudge.judge.dispatch import Lane, NotSent
@@ -15,11 +15,14 @@ from reljudge.judge.parse import REPAIR, parse_answer
 from reljudge.judge.report import LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.judge.labeller import Labeller
 
-async def judgment(lab: Any, lane: Lane, item: tuple[str, str, int],
+
+async def judgment(lab: Labeller, lane: Lane, item: tuple[str, str, int],
                    queries: Mapping[str, str], passages: Mapping[str, Any],
                    report: LabelReport, requeue: bool = False) -> LabelEvent:
-    """One item's event from the answer ``lab`` (the Labeller) gets on ``lane``: a grade, or
+    """One item's event from the answer ``lab`` gets on ``lane``: a grade, or
     a failure of the call, a refusal, or an answer unreadable even when re-asked once."""
     qid, docid, sample = item
     messages = lab.messages(qid, docid, queries, passages)

@@ -4,12 +4,16 @@ send and cost (a dry run)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import InputError
 from reljudge.judge.cost import estimate_tokens
 from reljudge.judge.failures import asked_again
 from reljudge.judge.report import CostEstimate
+from reljudge.judge.sink import JudgmentSink
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.judge.labeller import Labeller
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
 
@@ -48,7 +52,7 @@ def stale_note(count: int, stale: str) -> str:
             f"changed since: {what}")
 
 
-def settled(judge_ids: Sequence[str], retry_failed: bool, sink=None,
+def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
             current: Mapping[tuple[str, str], str] | None = None, stale: str = "relabel"
             ) -> tuple[set[Item], set[Item], set[Item]]:
     """Items already settled in the sink for these judges: graded, or a failure of the answer
@@ -56,13 +60,11 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink=None,
     (they still have no grade); and the stale ones: graded on texts other than ``current``
     (digests of the texts now). Stale items are not settled when ``stale`` is "relabel"; with
     "fail" they are an InputError; with "keep" they stay settled."""
-    if sink is None or not hasattr(sink, "events"):
+    if not isinstance(sink, JudgmentSink):  # a sink that only takes events settles nothing
         return set(), set(), set()
     latest: dict[Item, Any] = {}
     for judge in judge_ids:  # several models: a pair graded by any of them is done
-        # the store's lean read when it has one (every event of this judge is read)
-        for e in (sink.outcomes(judge) if hasattr(sink, "outcomes")
-                  else sink.events(source=judge)):
+        for e in sink.outcomes(judge):  # every event of this judge, lean
             key = (e.qid, e.docid, e.sample)
             if e.grade is not None or key not in latest or latest[key].grade is None:
                 latest[key] = e  # a grade, once given, settles the item
@@ -93,9 +95,10 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
-             queries: Mapping[str, str], passages: Mapping[str, Any], sink=None) -> CostEstimate:
-    """What a run of this labeller (a Labeller) would send after store and cache hits, and its rough cost
+def estimate(labeller: Labeller, pairs: Sequence[tuple[str, str]],
+             queries: Mapping[str, str], passages: Mapping[str, Any],
+             sink: object = None) -> CostEstimate:
+    """What a run of this labeller would send after store and cache hits, and its rough cost
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
     config, template, price = labeller.config, labeller.template, labeller.price
@@ -117,4 +120,4 @@ def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
     tout = to_send * out_each
     paid = price.scaled(config.batch_discount) if config.batch else price
     return CostEstimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
-                    paid.cost(tin, tout), price.known)
+                        paid.cost(tin, tout), price.known)
