@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
 from collections.abc import Callable
@@ -24,7 +23,7 @@ import openai
 
 from reljudge.errors import ConfigError
 from reljudge.grades import SCALE
-from reljudge.judge.config import endpoint_from_env
+from reljudge.judge.config import PROXY_VARS, endpoint_from_env, environment
 from reljudge.judge.failures import CallFailed, error_object, status_kind
 from reljudge.judge.http.retry import RetryPolicy
 from reljudge.judge.http.transport import open_transport, resolve_transport, ssl_context
@@ -199,10 +198,9 @@ class ChatClient:
         self.url = self.endpoint.url("chat/completions")
         self.transport = resolve_transport(transport)
         # loading the system's CAs takes ~40 ms: only when TLS may be spoken
+        env = environment()
         tls = self.url.startswith("https:") or ca_bundle or client_cert or any(
-            os.environ.get(v, "").startswith("https:") for v in
-            ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
-             "all_proxy"))
+            env.get(v, "").startswith("https:") for v in PROXY_VARS)
         self._post = open_transport(self.transport, self.url, self.endpoint.headers(),
                                     connections=connections, timeout=timeout,
                                     ssl_ctx=ssl_context(ca_bundle, client_cert, client_key)

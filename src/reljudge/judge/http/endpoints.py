@@ -13,14 +13,13 @@ One endpoint keeps today's key (URL included) unless ``replicas = true`` is said
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import ConfigError
-from reljudge.judge.config import EndpointConfig, JudgeConfig
+from reljudge.judge.config import EndpointConfig, JudgeConfig, environment
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,7 +78,7 @@ def _key(e: EndpointConfig, config: JudgeConfig) -> str | None:
     if e.api_key is not None:
         return e.api_key.get_secret_value()
     if e.api_key_env:
-        value = os.environ.get(e.api_key_env)
+        value = environment(e.api_key_env).get(e.api_key_env)
         if not value:
             raise ConfigError(f"endpoint {e.url}: api_key_env names {e.api_key_env}, which is "
                               "not set")
