@@ -48,7 +48,8 @@ async def judgment(lab: Labeller, lane: Lane, item: tuple[str, str, int],
                            tokens_out=tout, cost=cost, latency=answer.latency)
     parsed = parse_answer(answer.text, lab.template.output)
     final = answer
-    if parsed.grade is None:  # one re-ask with a short repair message
+    grade = parsed.grade
+    if grade is None:  # one re-ask with a short repair message
         repair = messages + [{"role": "assistant", "content": answer.text or ""},
                              {"role": "user", "content": REPAIR}]
         try:
@@ -72,9 +73,9 @@ async def judgment(lab: Labeller, lane: Lane, item: tuple[str, str, int],
                                failure_kind=FailureKind.UNPARSEABLE.value, raw=raw,
                                tokens_in=tin, tokens_out=tout, cost=cost,
                                latency=time.perf_counter() - t0)
-        parsed = second
-    return _event(base, params, grade=parsed.grade, raw=raw,
-                       **grade_fields(final.logprobs, parsed.grade), tokens_in=tin,
+        grade = second.grade
+    return _event(base, params, grade=grade, raw=raw,
+                       **grade_fields(final.logprobs, grade), tokens_in=tin,
                        tokens_out=tout, cost=cost, latency=answer.latency)
 
 

@@ -107,7 +107,8 @@ class Labeller:
                  passages: Mapping[str, Any]) -> list[dict[str, str]]:
         """The rendered prompt of one pair."""
         text, title = passage_parts(passages[docid])
-        return self.template.render(queries[qid], text, title)
+        # str(): a passage given as None renders as it always did ("None")
+        return self.template.render(queries[qid], str(text), title)
 
     def request_key(self, messages: list[dict], sample: int) -> str:
         """The cache key of a request sent now (a Batch API line's custom_id; the first
@@ -268,7 +269,7 @@ class Labeller:
         """The worst-case cost of this call, held in the budget (0 without a limit)."""
         if self.budget.limit is None:
             return 0.0
-        max_out = params.get("max_tokens") or params.get("max_completion_tokens")
+        max_out = params.get("max_tokens") or params.get("max_completion_tokens") or 0
         return await self.budget.reserve(lane.price.cost(prompt_tokens_bound(messages),
                                                          max_out))
 

@@ -23,8 +23,9 @@ import hashlib
 import io
 import logging
 import secrets
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from reljudge.errors import ConfigError
 from reljudge.judge.batch.collect import Collected, collect_batch
@@ -41,10 +42,13 @@ from reljudge.judge.progress import BatchProgress
 from reljudge.judge.report import BatchResult
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
+if TYPE_CHECKING:  # pragma: no cover
+    import openai
+
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "split_files",
            "upload_name"]
 
-COMPLETION_WINDOW = "24h"
+COMPLETION_WINDOW: Final = "24h"
 
 #: the steps a job tells ``on_step`` it has just taken (each one recorded before the next)
 STEPS = ("recorded", "uploading", "uploaded", "creating", "created", "collecting")
@@ -88,7 +92,7 @@ class BatchJob:
         self.log = BatchLog(store)
         self._say = say if say is not None else _log.warning
         self._on_step = on_step
-        self._client = None
+        self._client: openai.OpenAI | None = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
         self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
         self.texts: tuple = ({}, {})  # the run's queries and passages
@@ -104,7 +108,7 @@ class BatchJob:
             _log.warning("warning: %s", note)
 
     @property
-    def client(self):
+    def client(self) -> openai.OpenAI:
         """The openai SDK client of the Files/Batch API (made on first use)."""
         if self._client is None:
             import openai
@@ -140,7 +144,8 @@ class BatchJob:
         batches that have finished (not yet collected)."""
         finished = []
         for rec in self.log.batches(self.labeller.judge_id, open_only=True):
-            if rec.input_file_id is None:
+            file_id = rec.input_file_id
+            if file_id is None:
                 file_id = self._find_upload(rec.intent) if rec.intent else None
                 if file_id is None:
                     # killed before the upload: nothing was submitted for it
@@ -148,7 +153,8 @@ class BatchJob:
                     continue
                 self.log.update(rec.id, input_file_id=file_id, status="uploaded")
                 rec = self.log.get(rec.id)
-            if rec.provider_id is None:
+            provider_id = rec.provider_id
+            if provider_id is None:
                 if not create:
                     found = self._created(rec)
                     if found is None:
@@ -158,10 +164,11 @@ class BatchJob:
                                   "--batch` submits it")
                         continue
                     self.log.update(rec.id, provider_id=found.id, status=found.status)
+                    provider_id = found.id
                 else:
-                    self._create(rec, resuming=True)
+                    provider_id = self._create(rec, file_id, resuming=True)
                 rec = self.log.get(rec.id)
-            b = self.client.batches.retrieve(rec.provider_id)
+            b = self.client.batches.retrieve(provider_id)
             counts = b.request_counts
             self.log.update(rec.id, status=b.status, output_file_id=b.output_file_id,
                             error_file_id=b.error_file_id,
@@ -192,8 +199,8 @@ class BatchJob:
                      if ((b.metadata or {}).get("reljudge_intent") == rec.intent
                          if rec.intent else b.input_file_id == rec.input_file_id)), None)
 
-    def _create(self, rec: BatchRecord, resuming: bool = True) -> str:
-        """Create the batch of an uploaded file; when resuming, first look for the batch a
+    def _create(self, rec: BatchRecord, file_id: str, resuming: bool = True) -> str:
+        """Create the batch of an uploaded file (``file_id``); when resuming, first look for the batch a
         killed run created but did not record (by its intent in the metadata, or for batches
         recorded without one, by its input file id)."""
         found = self._created(rec) if resuming else None
@@ -202,7 +209,7 @@ class BatchJob:
             if rec.intent:
                 metadata["reljudge_intent"] = rec.intent
             found = self.client.batches.create(
-                input_file_id=rec.input_file_id, endpoint=ENDPOINT,
+                input_file_id=file_id, endpoint=ENDPOINT,
                 completion_window=COMPLETION_WINDOW, metadata=metadata)
             self.step("creating")
         self.log.update(rec.id, provider_id=found.id, status=found.status)
@@ -240,7 +247,7 @@ class BatchJob:
             self.step("uploading")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
             self.step("uploaded")
-            provider_id = self._create(self.log.get(bid), resuming=False)
+            provider_id = self._create(self.log.get(bid), f.id, resuming=False)
             self.step("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)
@@ -272,7 +279,8 @@ class BatchJob:
                                  bar, wait, progress)
             except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the main task)
                 task = asyncio.current_task()
-                if task is None or task.uncancel() > 0:  # cancelled for another reason
+                # Python 3.10's asyncio.run raises KeyboardInterrupt instead: not Ctrl-C here
+                if sys.version_info < (3, 11) or task is None or task.uncancel() > 0:
                     raise
                 result.stop_reason = "interrupted"
                 result.open = self.log.batches(lab.judge_id, open_only=True)

@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -189,8 +190,8 @@ class ChatClient:
     def __init__(self, *, base_url: str | None, api_key: str | None, model: str,
                  timeout: float = 60.0, max_attempts: int = 6, backoff: float = 1.0,
                  max_backoff: float = 60.0, connections: int = 16, transport: str = "auto",
-                 ca_bundle: str | None = None, client_cert: str | None = None,
-                 client_key: str | None = None):
+                 ca_bundle: str | Path | None = None, client_cert: str | Path | None = None,
+                 client_key: str | Path | None = None):
         self.model = model
         self.timeout = timeout
         self.policy = RetryPolicy(max_attempts, backoff, max_backoff)
