@@ -79,7 +79,7 @@ def test_cache_dir_and_endpoint_keys_come_through_environment(monkeypatch, tmp_p
     specs = resolve_endpoints(JudgeConfig(model="m", endpoints=[
         {"url": "http://127.0.0.1:1/v1", "api_key_env": "GPU_KEY"},
         {"url": "http://127.0.0.1:2/v1"}]))
-    assert specs[0].endpoint.api_key == "sk-gpu"
+    assert specs[0].api_key == "sk-gpu"
     monkeypatch.delenv("GPU_KEY")
     with pytest.raises(ConfigError, match="api_key_env names GPU_KEY, which is not set"):
         resolve_endpoints(JudgeConfig(model="m", endpoints=[

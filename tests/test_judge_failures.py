@@ -353,15 +353,15 @@ def test_all_proxy_is_honoured(tmp_path, monkeypatch, transport):
 
 
 def test_azure_query_is_kept_and_the_key_sent_as_api_key(tmp_path):
-    from reljudge.judge.http.client import Endpoint
+    from reljudge.judge.http.endpoints import Endpoint
 
     e = Endpoint.resolve("https://x.openai.azure.com/openai/deployments/gpt4o?api-version=2024-10-21",
-                         "k")
+                         "k", "m")
     assert e.url("chat/completions") == ("https://x.openai.azure.com/openai/deployments/"
                                          "gpt4o/chat/completions?api-version=2024-10-21")
     assert e.headers()["api-key"] == "k" and "Authorization" not in e.headers()
     with pytest.raises(ConfigError, match="api-version"):
-        Endpoint.resolve("https://x.openai.azure.com/openai/deployments/gpt4o", "k")
+        Endpoint.resolve("https://x.openai.azure.com/openai/deployments/gpt4o", "k", "m")
     with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s:
         run(s.base_url + "?api-version=7", tmp_path, pairs=PAIRS[:1])
         assert s.requests[0].path == "/v1/chat/completions?api-version=7"

@@ -24,7 +24,7 @@ from reljudge.judge.cost import Price, price_for
 from reljudge.judge.failures import ENDPOINT_KINDS, CallFailed
 from reljudge.judge.http.breaker import CircuitBreaker
 from reljudge.judge.http.client import Answer, ChatClient
-from reljudge.judge.http.endpoints import EndpointSpec
+from reljudge.judge.http.endpoints import Endpoint
 from reljudge.judge.http.limits import RateLimiter
 from reljudge.judge.report import LabelReport
 from reljudge.judge.sink import JudgmentSink
@@ -54,7 +54,7 @@ class HandBack(Exception):
 class Lane:
     """One endpoint during a run: its client, limiter, breaker, first-call gate and counts."""
 
-    spec: EndpointSpec
+    spec: Endpoint
     judge_id: str
     price: Price  # of its model
     client: ChatClient
@@ -146,16 +146,16 @@ class WorkQueue:
         return len(self.back) + sum(1 for _ in self.items)
 
 
-def open_lane(spec: EndpointSpec, config: JudgeConfig, judge_id: str, meta: dict[str, Any],
+def open_lane(spec: Endpoint, config: JudgeConfig, judge_id: str, meta: dict[str, Any],
               store: JudgmentSink | None = None) -> Lane:
     """An endpoint ready for a run: client, limiter, breaker, spend ledger line (in the
     store, when there is one)."""
     c = config
     one = not c.endpoints  # one endpoint: built from the flags exactly as it always was
     client = ChatClient(
-        base_url=c.base_url if one else spec.endpoint.base_url,
+        base_url=c.base_url if one else spec.base_url,
         api_key=(c.api_key.get_secret_value() if c.api_key else None) if one
-        else spec.endpoint.api_key, model=spec.model, timeout=c.timeout,
+        else spec.api_key, model=spec.model, timeout=c.timeout,
         max_attempts=c.max_attempts, backoff=c.backoff, connections=spec.concurrency,
         transport=c.transport, ca_bundle=c.ca_bundle, client_cert=c.client_cert,
         client_key=c.client_key)

@@ -34,7 +34,7 @@ from reljudge.judge.http.client import (
     Answer,
     CallFailed,
 )
-from reljudge.judge.http.endpoints import EndpointSpec, resolve_endpoints
+from reljudge.judge.http.endpoints import Endpoint, resolve_endpoints
 from reljudge.judge.interrupt import OnSigint
 from reljudge.judge.judgment import judgment
 from reljudge.judge.planning import check_inputs, estimate, plan, settled, shown_now, stale_note
@@ -63,8 +63,8 @@ class Labeller:
         self.template = template or load_template(config.prompt)
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
         #: where calls go: one endpoint (today's job), or several (config.endpoints)
-        self.specs: list[EndpointSpec] = resolve_endpoints(config)
-        self.endpoint = self.specs[0].endpoint  # the first: the report and batch files name it
+        self.specs: list[Endpoint] = resolve_endpoints(config)
+        self.endpoint = self.specs[0]  # the first: the report and batch files name it
         self._cache = AnswerCache(config.resolved_cache_dir())
         self.shown: dict[tuple[str, str], str] = {}  # digests of the texts of this run
         self.stale: set[tuple[str, str, int]] = set()  # found stale by the last settled()
@@ -116,14 +116,14 @@ class Labeller:
         return self._key(messages, sample)
 
     def _key(self, messages: list[dict], sample: int, params: dict | None = None,
-             spec: EndpointSpec | None = None) -> str:
+             spec: Endpoint | None = None) -> str:
         """The cache key of a request to an endpoint (default: the first): without its URL
         when it is one of several replicas, else today's key."""
         spec = spec or self.specs[0]
         params = self.params() if params is None else params
         if spec.replica:
             return replica_key(spec.model, messages, params, sample)
-        return cache_key(spec.endpoint.base_url, spec.model, messages, params, sample)
+        return cache_key(spec.base_url, spec.model, messages, params, sample)
 
     def keys(self, messages: list[dict], sample: int) -> list[str]:
         """The request's cache key at every endpoint (one for replicas)."""
@@ -289,7 +289,7 @@ class Labeller:
             self._run().drain(lane, e)
         return False
 
-    def _lane_meta(self, spec: EndpointSpec) -> dict[str, Any]:
+    def _lane_meta(self, spec: Endpoint) -> dict[str, Any]:
         """An endpoint's provenance (one endpoint: exactly what it always was)."""
         if not self.config.endpoints:
             return self._meta

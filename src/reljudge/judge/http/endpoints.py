@@ -16,61 +16,124 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from reljudge.errors import ConfigError
-from reljudge.judge.config import EndpointConfig, JudgeConfig, environment
+from reljudge.judge.config import EndpointConfig, JudgeConfig, endpoint_from_env, environment
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["EndpointSpec", "endpoints_from_file", "resolve_endpoints"]
+__all__ = ["Endpoint", "endpoints_from_file", "resolve_endpoints"]
 
-if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.judge.http.client import Endpoint
+OPENAI_URL = "https://api.openai.com/v1"
+_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 
 
 @dataclass(frozen=True)
-class EndpointSpec:
-    """One endpoint of a job, resolved: where, which model, its limits, its cache scope."""
+class Endpoint:
+    """One endpoint of a job, resolved once (URL and key: the settings, then the OPENAI_*
+    variables, then OpenAI): where calls go, which model answers, its limits, its cache
+    scope. ``EndpointConfig`` is an endpoint as the settings write it."""
 
-    endpoint: Endpoint
+    base_url: str  # without a trailing "/", query kept (Azure's api-version)
+    api_key: str | None
     model: str
-    concurrency: int
-    rpm: float | None
-    tpm: float | None
-    replica: bool  # cached without its URL, shared with the other replicas
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
+    replica: bool = False  # cached without its URL, shared with the other replicas
+
+    @classmethod
+    def resolve(cls, base_url: str | None, api_key: str | None, model: str, *,
+                concurrency: int = 16, rpm: float | None = None, tpm: float | None = None,
+                replica: bool = False) -> Endpoint:
+        """The endpoint the openai SDK would use for these settings and this environment."""
+        env = endpoint_from_env()
+        base = base_url or env.get("base_url") or OPENAI_URL
+        parts = urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"--base-url {base!r}: expected an http(s) URL such as "
+                              "http://localhost:8000/v1")
+        path = parts.path.rstrip("/")
+        if path.endswith("/chat/completions"):
+            path = path[: -len("/chat/completions")]
+        azure = parts.hostname.endswith(_AZURE_HOSTS)
+        if azure and "/deployments/" in path and "api-version=" not in parts.query:
+            raise ConfigError(f"--base-url {base}: an Azure deployment URL needs its API "
+                              "version, e.g. ...?api-version=2024-10-21")
+        return cls(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")),
+                   api_key or env.get("api_key"), model, concurrency, rpm, tpm, replica)
+
+    @property
+    def host(self) -> str:
+        """The host name (never credentials or path)."""
+        return urlsplit(self.base_url).hostname or "?"
 
     @property
     def display(self) -> str:
-        """The base URL without credentials or query."""
-        return self.endpoint.display
+        """The base URL for messages and provenance: credentials and query removed."""
+        p = urlsplit(self.base_url)
+        netloc = p.hostname + (f":{p.port}" if p.port else "") if p.hostname else p.netloc
+        return urlunsplit((p.scheme, netloc, p.path, "", ""))
+
+    @property
+    def azure(self) -> bool:
+        """Azure OpenAI: the key goes in an ``api-key`` header."""
+        return self.host.endswith(_AZURE_HOSTS)
+
+    @property
+    def needs_key(self) -> bool:
+        """Hosted endpoints that answer nothing without a key (local servers need none)."""
+        return self.host == "api.openai.com" or self.azure
+
+    def url(self, route: str) -> str:
+        """The URL of an API route (``chat/completions``, ``models``), query kept."""
+        p = urlsplit(self.base_url)
+        return urlunsplit((p.scheme, p.netloc, f"{p.path}/{route}", p.query, ""))
+
+    def headers(self) -> dict[str, str]:
+        """The request headers: JSON, a user agent, the key, OPENAI_ORG_ID / _PROJECT_ID."""
+        import openai
+
+        from reljudge.version import __version__
+
+        h = {"Content-Type": "application/json", "Accept": "application/json",
+             "User-Agent": f"AsyncOpenAI/Python {openai.__version__} reljudge/{__version__}"}
+        if self.api_key:
+            h["api-key" if self.azure else "Authorization"] = (
+                self.api_key if self.azure else f"Bearer {self.api_key}")
+        env = endpoint_from_env()
+        for header, key in (("OpenAI-Organization", "organization"), ("OpenAI-Project", "project")):
+            if key in env:
+                h[header] = env[key]
+        return h
 
 
-def resolve_endpoints(config: JudgeConfig) -> list[EndpointSpec]:
+def resolve_endpoints(config: JudgeConfig) -> list[Endpoint]:
     """The endpoints of a job: ``config.endpoints``, else the one ``base_url`` (or
     OPENAI_BASE_URL, else OpenAI) with the shared limits."""
-    from reljudge.judge.http.client import Endpoint  # the HTTP side: imported when a job is built
-
     if not config.endpoints:
         key = config.api_key.get_secret_value() if config.api_key else None
-        return [EndpointSpec(Endpoint.resolve(config.base_url, key), config.model,
-                             config.concurrency, config.rpm, config.tpm,
-                             replica=bool(config.replicas))]
+        return [Endpoint.resolve(config.base_url, key, config.model,
+                                 concurrency=config.concurrency, rpm=config.rpm,
+                                 tpm=config.tpm, replica=bool(config.replicas))]
     models = {e.model or config.model for e in config.endpoints}
     replica = config.replicas if config.replicas is not None else len(models) == 1
     specs = []
     for e in config.endpoints:
-        specs.append(EndpointSpec(Endpoint.resolve(e.url, _key(e, config)),
-                                  e.model or config.model, e.concurrency or config.concurrency,
-                                  e.rpm or config.rpm, e.tpm or config.tpm, replica=replica))
+        specs.append(Endpoint.resolve(e.url, _key(e, config), e.model or config.model,
+                                      concurrency=e.concurrency or config.concurrency,
+                                      rpm=e.rpm or config.rpm, tpm=e.tpm or config.tpm,
+                                      replica=replica))
     seen: set[str] = set()
     for s in specs:
-        if s.endpoint.base_url in seen:
+        if s.base_url in seen:
             raise ConfigError(f"endpoint {s.display} is given twice")
-        seen.add(s.endpoint.base_url)
+        seen.add(s.base_url)
     return specs
 
 
