@@ -60,5 +60,18 @@ def test_labeller_label_installs_the_ctrl_c_handler_only_when_asked(tmp_path):
             lab = Labeller(_config(s, tmp_path / "again"))
             asyncio.run(lab.label(PAIRS, QUERIES, PASSAGES, asked, handle_sigint=True))
             assert asked.handlers and all(h is not _mine for h in asked.handlers)
+            assert signal.getsignal(signal.SIGINT) is _mine  # given back as it was
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_label_pairs_passes_the_ctrl_c_option_on(tmp_path):
+    before = signal.signal(signal.SIGINT, _mine)
+    try:
+        asked = SeesHandler()
+        with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s:
+            label_pairs(_config(s, tmp_path), PAIRS, QUERIES, PASSAGES, asked,
+                        handle_sigint=True)
+        assert asked.handlers and all(h is not _mine for h in asked.handlers)
     finally:
         signal.signal(signal.SIGINT, before)

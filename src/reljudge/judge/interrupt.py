@@ -16,11 +16,13 @@ class Stoppable(Protocol):
 
 
 class OnSigint:
-    """First Ctrl-C: stop starting calls, finish those in flight, save. Second: default."""
+    """First Ctrl-C: stop starting calls, finish those in flight, save. Second: the handler
+    that was there before (Python's default: KeyboardInterrupt)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, run: Stoppable):
         self.loop = loop
         self.active = False
+        self.before = signal.getsignal(signal.SIGINT)
         try:
             loop.add_signal_handler(signal.SIGINT, self._handle, run)
             self.active = True
@@ -32,7 +34,9 @@ class OnSigint:
         self.restore()
 
     def restore(self) -> None:
-        """Give Ctrl-C back its default behaviour."""
+        """Give Ctrl-C back the handler it had before."""
         if self.active:
-            self.loop.remove_signal_handler(signal.SIGINT)
+            self.loop.remove_signal_handler(signal.SIGINT)  # sets Python's default
+            if self.before is not None:
+                signal.signal(signal.SIGINT, self.before)
             self.active = False

@@ -398,12 +398,15 @@ class Labeller:
 
 def label_pairs(config: JudgeConfig, pairs: Sequence[tuple[str, str]],
                 queries: Mapping[str, str], passages: Mapping[str, Any],
-                sink: EventSink | None = None, *, progress: bool = False) -> LabelReport:
+                sink: EventSink | None = None, *, progress: bool = False,
+                handle_sigint: bool = False) -> LabelReport:
     """Synchronous wrapper around ``await Labeller(config).label(...)``; works inside a running
-    event loop too (Jupyter), by running the job on its own loop in a worker thread."""
+    event loop too (Jupyter), by running the job on its own loop in a worker thread (where
+    ``handle_sigint`` cannot apply: signals reach the main thread only)."""
     from reljudge.judge.sync import run_sync
 
-    return run_sync(Labeller(config).label(pairs, queries, passages, sink, progress=progress))
+    return run_sync(Labeller(config).label(pairs, queries, passages, sink, progress=progress,
+                                           handle_sigint=handle_sigint))
 
 
 def _open(lane: Lane) -> None:
