@@ -6,20 +6,40 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from reljudge.judge.budget import BudgetReached
+from reljudge.judge.config import JudgeConfig
 from reljudge.judge.dispatch import Lane, NotSent
-from reljudge.judge.http.client import CallFailed, grade_fields, refusal_failure
+from reljudge.judge.http.client import Answer, CallFailed, grade_fields, refusal_failure
 from reljudge.judge.parse import REPAIR, parse_answer
+from reljudge.judge.prompts import Template
 from reljudge.judge.report import LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
-if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.judge.labeller import Labeller
+
+class Asks(Protocol):
+    """What a judgment needs of its labeller (the Labeller is one)."""
+
+    @property
+    def config(self) -> JudgeConfig: ...
+
+    @property
+    def template(self) -> Template: ...
+
+    @property
+    def shown(self) -> dict[tuple[str, str], str]: ...
+
+    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
+                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
+
+    def params(self) -> dict[str, Any]: ...
+
+    async def ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
+                  requeue: bool = False) -> tuple[Answer, bool, dict]: ...
 
 
-async def judgment(lab: Labeller, lane: Lane, item: tuple[str, str, int],
+async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
                    queries: Mapping[str, str], passages: Mapping[str, Any],
                    report: LabelReport, requeue: bool = False) -> LabelEvent:
     """One item's event from the answer ``lab`` gets on ``lane``: a grade, or

@@ -3,17 +3,16 @@ send and cost (a dry run)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Container, Mapping, Sequence
+from typing import Any, Protocol
 
 from reljudge.errors import InputError
-from reljudge.judge.cost import estimate_tokens
+from reljudge.judge.config import JudgeConfig
+from reljudge.judge.cost import Price, estimate_tokens
 from reljudge.judge.failures import asked_again
+from reljudge.judge.prompts import Template
 from reljudge.judge.report import CostEstimate
 from reljudge.judge.sink import JudgmentSink
-
-if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.judge.labeller import Labeller
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
 
@@ -95,7 +94,33 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-def estimate(labeller: Labeller, pairs: Sequence[tuple[str, str]],
+class Plans(Protocol):
+    """What a dry run needs of its labeller (the Labeller is one)."""
+
+    @property
+    def config(self) -> JudgeConfig: ...
+
+    @property
+    def template(self) -> Template: ...
+
+    @property
+    def price(self) -> Price: ...
+
+    @property
+    def judge_id(self) -> str: ...
+
+    def settled(self, sink: object = None, current: Mapping[tuple[str, str], str] | None = None
+                ) -> tuple[set[Item], set[Item]]: ...
+
+    def cache(self) -> Container[str]: ...
+
+    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
+                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
+
+    def keys(self, messages: list[dict], sample: int) -> list[str]: ...
+
+
+def estimate(labeller: Plans, pairs: Sequence[tuple[str, str]],
              queries: Mapping[str, str], passages: Mapping[str, Any],
              sink: object = None) -> CostEstimate:
     """What a run of this labeller would send after store and cache hits, and its rough cost

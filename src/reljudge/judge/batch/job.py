@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from reljudge.errors import ConfigError
-from reljudge.judge.batch.collect import Collected, collect_batch
+from reljudge.judge.batch.collect import Collected, Texts, collect_batch
 from reljudge.judge.batch.files import (
     ENDPOINT,
     BatchLine,
@@ -95,7 +95,7 @@ class BatchJob:
         self._client: openai.OpenAI | None = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
         self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
-        self.texts: tuple = ({}, {})  # the run's queries and passages
+        self.texts: Texts = ({}, {})  # the run's queries and passages
         self.current: dict | None = None  # digests of the run's texts (stale labels)
         self.handle_sigint = False  # the run's online steps catch Ctrl-C (run's option)
 
