@@ -26,6 +26,7 @@ def test_judge_config_from_python_raises_config_error_naming_the_keyword():
     assert said.startswith("invalid judge settings: ")
     assert "max_cost: " in said and "concurrency: " in said
     assert "--" not in said  # no command-line flag is named to a Python caller
+    assert isinstance(got.value, ValueError)  # as pydantic's ValidationError was
 
 
 def test_judge_config_cross_field_errors_name_fields_from_python_and_flags_from_the_cli():

@@ -57,9 +57,10 @@ class TwoWays(ValueError):
         self.flags, self.fields = flags, fields
 
 
-class InvalidSettings(ConfigError):
+class InvalidSettings(ConfigError, ValueError):
     """JudgeConfig's settings do not validate: each problem named as a keyword argument
-    (``max_cost``), or as a flag (``--max-cost``) for the command line."""
+    (``max_cost``), or as a flag (``--max-cost``) for the command line. A ValueError too, as
+    pydantic's ValidationError was, so that callers catching that keep working."""
 
     def __init__(self, validation: ValidationError, *, flags: bool):
         self.validation = validation
