@@ -177,7 +177,7 @@ def batch_row(n: int) -> None:
     provider done) the collecting run; the HTTP calls' time (upload, create, download, with the
     in-process fake provider's own work on them) is shown apart from ours."""
 
-    from reljudge.judge.batch import BatchJob
+    from reljudge.judge.batch.job import BatchJob
     from reljudge.store import LabelStore
     from reljudge.testing import Reply
     from reljudge.testing.fake_batch import FakeBatchAPI

@@ -99,7 +99,7 @@ def test_four_processes_one_killed_pay_once_per_pair(request, tmp_path, backend,
 def test_claims_of_an_ended_process_of_this_machine_are_taken_over_at_once(store):
     import socket
 
-    from reljudge.judge.claims import owner_gone
+    from reljudge.judge.claiming import owner_gone
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()

@@ -398,7 +398,7 @@ def test_a_pipeline_judge_section_takes_an_endpoints_list(tmp_path):
     (tmp_path / "p.toml").write_text(text)
     judge = judge_config(load_config(tmp_path / "p.toml"))
     specs = Labeller(judge).specs
-    assert [(s.endpoint.base_url, s.concurrency, s.rpm, s.replica) for s in specs] == [
+    assert [(s.base_url, s.concurrency, s.rpm, s.replica) for s in specs] == [
         ("http://127.0.0.1:1/v1", 8, None, True), ("http://127.0.0.1:2/v1", 3, 600, True)]
     (tmp_path / "p.toml").write_text(text + 'api_key = "sk-in-file"\n')
     with pytest.raises(ConfigError, match="does not belong in the file"):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from reljudge.cli import main
 from reljudge.errors import ConfigError
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
-from reljudge.judge.batch import BatchJob, build_lines, split_files
+from reljudge.judge.batch.job import BatchJob, build_lines, split_files
 from reljudge.judge.parse import REPAIR
 from reljudge.store import LabelStore
 from reljudge.store.batches import BatchLog
@@ -195,7 +195,7 @@ KILL_SCRIPT = """
 import asyncio, os, signal, sys
 from reljudge.io import read_pairs, read_passages, read_queries
 from reljudge.judge import JudgeConfig, Labeller
-from reljudge.judge.batch import BatchJob
+from reljudge.judge.batch.job import BatchJob
 from reljudge.store import LabelStore
 folder, batch_url, step = sys.argv[1:4]
 def die_at(name):
@@ -516,7 +516,7 @@ def test_batch_status_after_a_kill_between_upload_and_creation_submits_nothing(t
 
 
 def test_cancelled_lines_and_content_filter_refusals_get_their_own_kinds(tmp_path):
-    from reljudge.judge.batch_files import line_failure
+    from reljudge.judge.batch.files import line_failure
 
     assert line_failure({"custom_id": "x", "response": None, "error": {
         "code": "batch_cancelled", "message": "cancelled"}})[0] == "cancelled"

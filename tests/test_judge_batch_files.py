@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reljudge.judge import JudgeConfig, Labeller
-from reljudge.judge.batch import new_intent, upload_name
-from reljudge.judge.batch_files import answer_fields, build_lines, read_lines
+from reljudge.judge.batch.files import answer_fields, build_lines, read_lines
+from reljudge.judge.batch.job import new_intent, upload_name
 from reljudge.judge.cache import RequestKeys, cache_key, replica_key
-from reljudge.judge.client import Answer, request_body
+from reljudge.judge.http.client import Answer, request_body
 from reljudge.labels import FailureKind
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)

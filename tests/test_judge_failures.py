@@ -18,7 +18,8 @@ import pytest
 from reljudge.cli import main
 from reljudge.errors import ConfigError, LLMError
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
-from reljudge.judge.failures import CallFailed, CircuitBreaker
+from reljudge.judge.failures import CallFailed
+from reljudge.judge.http.breaker import CircuitBreaker
 from reljudge.labels import FailureKind
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply, chat_reply
@@ -168,7 +169,7 @@ def self_signed(tmp_path):
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 def test_self_signed_https_is_fatal_with_detail_after_one_attempt(tmp_path, self_signed,
                                                                    transport):
-    from reljudge.judge.client import ChatClient
+    from reljudge.judge.http.client import ChatClient
 
     cert, key = self_signed
     with FakeOpenAI(certfile=str(cert), keyfile=str(key)) as s:
@@ -352,15 +353,15 @@ def test_all_proxy_is_honoured(tmp_path, monkeypatch, transport):
 
 
 def test_azure_query_is_kept_and_the_key_sent_as_api_key(tmp_path):
-    from reljudge.judge.client import Endpoint
+    from reljudge.judge.http.endpoints import Endpoint
 
     e = Endpoint.resolve("https://x.openai.azure.com/openai/deployments/gpt4o?api-version=2024-10-21",
-                         "k")
+                         "k", "m")
     assert e.url("chat/completions") == ("https://x.openai.azure.com/openai/deployments/"
                                          "gpt4o/chat/completions?api-version=2024-10-21")
     assert e.headers()["api-key"] == "k" and "Authorization" not in e.headers()
     with pytest.raises(ConfigError, match="api-version"):
-        Endpoint.resolve("https://x.openai.azure.com/openai/deployments/gpt4o", "k")
+        Endpoint.resolve("https://x.openai.azure.com/openai/deployments/gpt4o", "k", "m")
     with FakeOpenAI(lambda r: Reply.text("final score: 2")) as s:
         run(s.base_url + "?api-version=7", tmp_path, pairs=PAIRS[:1])
         assert s.requests[0].path == "/v1/chat/completions?api-version=7"
@@ -477,7 +478,7 @@ def test_a_rerun_with_only_old_unreadable_answers_left_still_exits_4(tmp_path, c
 
 
 def test_an_unreadable_ca_bundle_or_client_cert_is_a_clear_config_error(tmp_path):
-    from reljudge.judge.transport import ssl_context
+    from reljudge.judge.http.transport import ssl_context
 
     bad = tmp_path / "nope.pem"
     bad.write_text("not a certificate")

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reljudge.judge.failures import CallFailed
-from reljudge.judge.retry import RetryPolicy, Wait, is_retryable, retry_after
+from reljudge.judge.http.retry import RetryPolicy, Wait, is_retryable, retry_after
 from reljudge.labels import FailureKind
 
 

@@ -9,7 +9,7 @@ import re
 
 from reljudge.io import read_passages, read_queries
 from reljudge.judge import JudgeConfig, Labeller
-from reljudge.judge.batch import BatchJob
+from reljudge.judge.batch.job import BatchJob
 from reljudge.store import LabelStore
 from reljudge.testing import Reply
 from reljudge.testing.fake_batch import FakeBatchAPI

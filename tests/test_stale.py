@@ -13,7 +13,7 @@ import re
 from reljudge.assess.task import AssessTask, scale_of
 from reljudge.cli import main
 from reljudge.judge import JudgeConfig, Labeller
-from reljudge.judge.batch import BatchJob
+from reljudge.judge.batch.job import BatchJob
 from reljudge.judge.prompts import load_template
 from reljudge.labels import shown_digest
 from reljudge.store import LabelStore

@@ -51,7 +51,7 @@ def run_batch(args: argparse.Namespace) -> int:
     import asyncio
 
     from reljudge.cli import common
-    from reljudge.judge.recorded import collect_recorded, recorded_jobs
+    from reljudge.judge.batch.recorded import collect_recorded, recorded_jobs
     from reljudge.store import LabelStore
     from reljudge.store.batches import BatchLog
 
@@ -68,7 +68,7 @@ def run_batch(args: argparse.Namespace) -> int:
                     print(f"batch {bid}: cancel requested", file=sys.stderr)
         else:
             results = asyncio.run(collect_recorded(store, args.api_key, wait=args.wait,
-                                                   **told))
+                                                   handle_sigint=True, **told))
             if any(r.stop_reason for r in results):
                 code = 3
             elif any(r.open for r in results):

@@ -143,7 +143,7 @@ def config_from_args(args: argparse.Namespace):
     endpoint, repeated (or ``--endpoints FILE``) several endpoints."""
     from reljudge.errors import ConfigError
     from reljudge.judge import JudgeConfig
-    from reljudge.judge.endpoints import endpoints_from_file
+    from reljudge.judge.http.endpoints import endpoints_from_file
 
     values = {name: getattr(args, name) for name in JudgeConfig.model_fields}
     urls = values["base_url"] or []  # --base-url is repeatable: a list
@@ -215,7 +215,8 @@ def run_label(args: argparse.Namespace) -> int:
         if config.batch:
             return run_batch_job(args, labeller, store, pairs, queries, passages)
         report = asyncio.run(labeller.label(pairs, queries, passages, store,
-                                            progress=show_progress(args.quiet)))
+                                            progress=show_progress(args.quiet),
+                                            handle_sigint=True))
         if args.qrels_out:
             write_judge_qrels(report, store, labeller.judge_ids, config.aggregate,
                               args.qrels_out)
@@ -244,12 +245,12 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
     import asyncio
 
     from reljudge.cli.common import say, show_progress
-    from reljudge.judge.batch import BatchJob
+    from reljudge.judge.batch.job import BatchJob
     from reljudge.tables import json_dumps, render
 
     job = BatchJob(labeller, store, say=say)
     result = asyncio.run(job.run(pairs, queries, passages, wait=args.wait,
-                                 progress=show_progress(args.quiet)))
+                                 progress=show_progress(args.quiet), handle_sigint=True))
     if args.qrels_out and not result.open:
         write_judge_qrels(None, store, labeller.judge_id, labeller.config.aggregate,
                           args.qrels_out)
@@ -323,7 +324,7 @@ def print_report(report, as_json: bool) -> None:
     else:
         print("failures: none")
     if report.endpoints:
-        from reljudge.judge.results import endpoint_note
+        from reljudge.judge.report import endpoint_note
 
         for e in report.endpoints:
             print(endpoint_note(e))

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from reljudge.errors import ConfigError
 from reljudge.judge.cost import price_for
+from reljudge.judge.sink import JudgmentSink
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.judge.config import JudgeConfig
 
 
 class BudgetReached(Exception):
@@ -69,7 +74,7 @@ class Budget:
             self._changed.notify_all()
 
 
-def spending_limit(config, models: Sequence[str], sink=None) -> Budget:
+def spending_limit(config: JudgeConfig, models: Sequence[str], sink: object = None) -> Budget:
     """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger (the
     price of every model the run's endpoints serve must be known)."""
     c = config
@@ -83,7 +88,7 @@ def spending_limit(config, models: Sequence[str], sink=None) -> Budget:
                           "--price-out (0 for a free local model)")
     spent_before = 0.0
     if c.max_total_cost is not None:
-        if sink is None or not hasattr(sink, "total_spend"):
+        if not isinstance(sink, JudgmentSink):
             raise ConfigError("--max-total-cost caps the spend recorded in a label store: "
                               "pass --store")
         spent_before = sink.total_spend()

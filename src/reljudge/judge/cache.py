@@ -4,7 +4,7 @@ requests in flight sent once.
 The key is the resolved endpoint (base URL after flags and ``OPENAI_BASE_URL``), the model,
 the messages, the parameters actually sent (so the features an endpoint accepted are part of
 it) and the sample index. Endpoints declared replicas of one model (several endpoints, see
-``reljudge.judge.endpoints``) share one key without the URL: any replica's answer serves all.
+``reljudge.judge.http.endpoints``) share one key without the URL: any replica's answer serves all.
 """
 
 from __future__ import annotations

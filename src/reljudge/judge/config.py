@@ -4,31 +4,80 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from reljudge.errors import ConfigError
 from reljudge.judge.cost import BATCH_DISCOUNT
+
+#: the environment variables an endpoint setting falls back to (the openai SDK's names)
+ENV_VARS = {"model": "OPENAI_MODEL", "base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY",
+            "organization": "OPENAI_ORG_ID", "project": "OPENAI_PROJECT_ID"}
+#: proxy variables: a proxy URL starting https: means TLS may be spoken (the HTTP libraries
+#: read and use them themselves)
+PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+              "all_proxy")
+#: every environment variable the library reads, and what for
+ENVIRONMENT = {**{var: f"JudgeConfig.{key} when not given" for key, var in ENV_VARS.items()},
+               "RELJUDGE_CACHE_DIR": "the answer cache folder when cache_dir is not given",
+               **{var: "whether the client prepares TLS" for var in PROXY_VARS}}
+
+
+def environment(*named: str) -> dict[str, str]:
+    """The environment as the library sees it: the variables of ``ENVIRONMENT`` (OPENAI_MODEL,
+    OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID, RELJUDGE_CACHE_DIR, the
+    proxy variables) and the ``named`` ones (an endpoint's ``api_key_env``), those set and not
+    empty. The one place the library reads environment variables."""
+    return {var: os.environ[var] for var in (*ENVIRONMENT, *named) if os.environ.get(var)}
 
 
 def default_cache_dir() -> Path:
     """The answer cache folder: $RELJUDGE_CACHE_DIR, else the per-user cache folder."""
-    if os.environ.get("RELJUDGE_CACHE_DIR"):
-        return Path(os.environ["RELJUDGE_CACHE_DIR"])
+    folder = environment().get("RELJUDGE_CACHE_DIR")
+    if folder:
+        return Path(folder)
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("reljudge")) / "calls"
 
 
-#: the environment variables an endpoint setting falls back to (the openai SDK's names)
-ENV_VARS = {"model": "OPENAI_MODEL", "base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY",
-            "organization": "OPENAI_ORG_ID", "project": "OPENAI_PROJECT_ID"}
-
-
 def endpoint_from_env() -> dict[str, str]:
     """The endpoint settings the OPENAI_* variables give (those set and not empty): model,
-    base_url, api_key, organization, project. The one place that reads them."""
-    return {key: os.environ[var] for key, var in ENV_VARS.items() if os.environ.get(var)}
+    base_url, api_key, organization, project."""
+    env = environment()
+    return {key: env[var] for key, var in ENV_VARS.items() if var in env}
+
+
+class TwoWays(ValueError):
+    """A settings error worded for the command line (flags) and for Python (field names)."""
+
+    def __init__(self, flags: str, fields: str):
+        super().__init__(flags)
+        self.flags, self.fields = flags, fields
+
+
+class InvalidSettings(ConfigError, ValueError):
+    """JudgeConfig's settings do not validate: each problem named as a keyword argument
+    (``max_cost``), or as a flag (``--max-cost``) for the command line. A ValueError too, as
+    pydantic's ValidationError was, so that callers catching that keep working."""
+
+    def __init__(self, validation: ValidationError, *, flags: bool):
+        self.validation = validation
+        super().__init__(f"invalid judge settings: {_problems(validation, flags)}")
+
+
+def _problems(e: ValidationError, flags: bool) -> str:
+    """The problems of a failed validation, "; "-joined, each after its setting's name."""
+    out = []
+    for x in e.errors():
+        where = ".".join(map(str, x["loc"]))
+        name = f"--{where.replace('_', '-')}" if flags else where
+        said = x.get("ctx", {}).get("error")
+        msg = ((said.flags if flags else said.fields) if isinstance(said, TwoWays)
+               else x["msg"].removeprefix("Value error, "))
+        out.append((f"{name}: " if where else "") + msg)
+    return "; ".join(out)
 
 
 class EndpointConfig(BaseModel):
@@ -146,14 +195,25 @@ class JudgeConfig(BaseModel):
                                   "without the endpoint's URL, so any replica's answer serves "
                                   "all (--no-replicas: one cache per endpoint)")
 
+    def __init__(self, **values: Any) -> None:
+        """Validate the settings; a ConfigError names each bad one as a keyword argument."""
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise InvalidSettings(e, flags=False) from None
+
     @model_validator(mode="after")
     def _one_way_to_name_endpoints(self) -> JudgeConfig:
         if self.endpoints and self.base_url is not None:
-            raise ValueError("give the endpoint once: --base-url, or several endpoints "
-                             "(--base-url repeated or --endpoints), not both")
+            raise TwoWays("give the endpoint once: --base-url, or several endpoints "
+                          "(--base-url repeated or --endpoints), not both",
+                          "give the endpoint once: base_url, or several endpoints "
+                          "(endpoints), not both")
         if self.batch and self.endpoints:
-            raise ValueError("--batch sends to one Batch API: give its endpoint with "
-                             "--base-url, not several endpoints")
+            raise TwoWays("--batch sends to one Batch API: give its endpoint with "
+                          "--base-url, not several endpoints",
+                          "batch=True sends to one Batch API: give its endpoint with "
+                          "base_url, not several endpoints")
         if self.replicas and len({e.model or self.model for e in self.endpoints}) > 1:
             raise ValueError("replicas = true, but the endpoints serve different models")
         return self
@@ -170,20 +230,11 @@ class JudgeConfig(BaseModel):
             if key not in given and key in env:
                 given[key] = env[key]
         if "model" not in given:
-            from reljudge.errors import ConfigError
-
             raise ConfigError("no model given: pass --model or set OPENAI_MODEL")
-        from pydantic import ValidationError
-
         try:
             return cls(**given)
-        except ValidationError as e:
-            from reljudge.errors import ConfigError
-
-            problems = "; ".join(
-                (f"--{'.'.join(map(str, x['loc'])).replace('_', '-')}: " if x["loc"] else "")
-                + x["msg"].removeprefix("Value error, ") for x in e.errors())
-            raise ConfigError(f"invalid judge settings: {problems}") from None
+        except InvalidSettings as e:  # the command line's flags are named as flags
+            raise InvalidSettings(e.validation, flags=True) from None
 
     def resolved_cache_dir(self) -> Path:
         """Where answers are cached."""

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from reljudge.judge.budget import BudgetReached
-from reljudge.judge.claims import WAIT
-from reljudge.judge.client import ChatClient
+from reljudge.judge.claiming import ClaimedItems, Wait
 from reljudge.judge.config import JudgeConfig
-from reljudge.judge.cost import price_for
-from reljudge.judge.endpoints import EndpointSpec
-from reljudge.judge.failures import ENDPOINT_KINDS, CallFailed, CircuitBreaker
-from reljudge.judge.limits import RateLimiter
+from reljudge.judge.cost import Price, price_for
+from reljudge.judge.failures import ENDPOINT_KINDS, CallFailed
+from reljudge.judge.http.breaker import CircuitBreaker
+from reljudge.judge.http.client import Answer, ChatClient
+from reljudge.judge.http.endpoints import Endpoint
+from reljudge.judge.http.limits import RateLimiter
+from reljudge.judge.report import LabelReport
+from reljudge.judge.sink import JudgmentSink
 from reljudge.labels import FailureKind, LabelEvent
 
 __all__ = ["HAND_BACK_KINDS", "Dispatch", "HandBack", "Lane", "NotSent", "WorkQueue",
@@ -51,12 +54,12 @@ class HandBack(Exception):
 class Lane:
     """One endpoint during a run: its client, limiter, breaker, first-call gate and counts."""
 
-    spec: EndpointSpec
+    spec: Endpoint
     judge_id: str
-    price: Any  # reljudge.judge.cost.Price of its model
-    client: Any = None  # ChatClient, opened by the run
-    limiter: Any = None  # RateLimiter
-    breaker: Any = None  # CircuitBreaker
+    price: Price  # of its model
+    client: ChatClient
+    limiter: RateLimiter
+    breaker: CircuitBreaker
     preflight: asyncio.Future | None = None
     gate: asyncio.Event | None = None
     drained: str | None = None  # why no more pairs go here
@@ -74,8 +77,8 @@ class Lane:
         """The endpoint's base URL without credentials or query."""
         return self.spec.display
 
-    def paid(self, answer: Any, cost: float, report: Any) -> None:
-        """Count one paid answer (a ``client.Answer``) here and in the run's report."""
+    def paid(self, answer: Answer, cost: float, report: LabelReport) -> None:
+        """Count one paid answer here and in the run's report."""
         for counts in (self, report):
             counts.calls += 1
             counts.tokens_in += answer.tokens_in
@@ -96,13 +99,13 @@ class WorkQueue:
     first (never to one whose call of it failed already, while another could take it), then
     fresh ones in order."""
 
-    items: Any  # an iterator of items
-    back: deque = field(default_factory=deque)
-    tried: dict = field(default_factory=dict)  # item -> the lanes that handed it back
+    items: Iterator[Item | Wait]  # ClaimedItems yields WAIT while others hold the rest
+    back: deque[Item] = field(default_factory=deque)
+    tried: dict[Item, set[Lane]] = field(default_factory=dict)  # the lanes that handed it back
     busy: int = 0  # items being judged now (any of them may be handed back)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def take(self, lane: Lane, lanes: list[Lane]):
+    def take(self, lane: Lane, lanes: list[Lane]) -> Item | Wait | None:
         """The next item for this lane, or None when there is none for it now."""
         for i, item in enumerate(self.back):
             if lane not in self.tried[item] or not self.elsewhere(item, lane, lanes):
@@ -110,13 +113,13 @@ class WorkQueue:
                 return item
         return next(self.items, None)
 
-    def elsewhere(self, item, lane: Lane, lanes: list[Lane]) -> bool:
+    def elsewhere(self, item: Item, lane: Lane, lanes: list[Lane]) -> bool:
         """Another endpoint is up that has not failed this item yet."""
-        tried = self.tried.get(item, ())
+        tried = self.tried.get(item, set())
         return any(other is not lane and other.drained is None and other not in tried
                    for other in lanes)
 
-    def hand_back(self, item, lane: Lane) -> None:
+    def hand_back(self, item: Item, lane: Lane) -> None:
         """This lane's call of the item failed: it goes to the others."""
         self.tried.setdefault(item, set()).add(lane)
         lane.handed_back += 1
@@ -138,29 +141,29 @@ class WorkQueue:
 
     def left(self) -> int:
         """Items never judged (counted as not sent when the job stops)."""
-        if hasattr(self.items, "left"):  # claimed items: those held elsewhere count too
+        if isinstance(self.items, ClaimedItems):  # those held elsewhere count too
             return len(self.back) + self.items.left()
         return len(self.back) + sum(1 for _ in self.items)
 
 
-def open_lane(spec: EndpointSpec, config: JudgeConfig, judge_id: str, meta: dict[str, Any],
-              sink=None) -> Lane:
-    """An endpoint ready for a run: client, limiter, breaker, spend ledger line."""
+def open_lane(spec: Endpoint, config: JudgeConfig, judge_id: str, meta: dict[str, Any],
+              store: JudgmentSink | None = None) -> Lane:
+    """An endpoint ready for a run: client, limiter, breaker, spend ledger line (in the
+    store, when there is one)."""
     c = config
-    lane = Lane(spec, judge_id, price_for(spec.model, override=(c.price_in, c.price_out)),
-                meta=meta)
     one = not c.endpoints  # one endpoint: built from the flags exactly as it always was
-    lane.client = ChatClient(
-        base_url=c.base_url if one else spec.endpoint.base_url,
+    client = ChatClient(
+        base_url=c.base_url if one else spec.base_url,
         api_key=(c.api_key.get_secret_value() if c.api_key else None) if one
-        else spec.endpoint.api_key, model=spec.model, timeout=c.timeout,
+        else spec.api_key, model=spec.model, timeout=c.timeout,
         max_attempts=c.max_attempts, backoff=c.backoff, connections=spec.concurrency,
         transport=c.transport, ca_bundle=c.ca_bundle, client_cert=c.client_cert,
         client_key=c.client_key)
-    lane.limiter = RateLimiter(spec.rpm, spec.tpm)
-    lane.breaker = CircuitBreaker(c.breaker_after)
-    if sink is not None and hasattr(sink, "open_spend"):
-        lane.spend_run = sink.open_spend(lane.judge_id, spec.display)
+    lane = Lane(spec, judge_id, price_for(spec.model, override=(c.price_in, c.price_out)),
+                client, RateLimiter(spec.rpm, spec.tpm), CircuitBreaker(c.breaker_after),
+                meta=meta)
+    if store is not None:
+        lane.spend_run = store.open_spend(lane.judge_id, spec.display)
     return lane
 
 
@@ -199,7 +202,7 @@ class Dispatch:
                 raise HandBack
         return False
 
-    def halt(self, e: CallFailed, client: Any) -> None:
+    def halt(self, e: CallFailed, client: ChatClient) -> None:
         """Stop the job for good: one line naming the URL and the cause."""
         if self.fatal is None:
             self.fatal = f"{e.url or client.url}: {e.kind}: {e.describe()}"
@@ -240,9 +243,9 @@ class Dispatch:
         """The lane whose call failed so."""
         return next((lane for lane in self.lanes if lane.client.url == e.url), None)
 
-    async def run(self, todo: Iterable[Item], n: int,
+    async def run(self, todo: Iterable[Item | Wait], n: int,
                   judge: Callable[[Lane, Item, bool], Awaitable[LabelEvent]],
-                  record: Callable[[LabelEvent], None], report: Any) -> None:
+                  record: Callable[[LabelEvent], None], report: LabelReport) -> None:
         """Judge the ``n`` items of ``todo`` on every lane's workers until done or stopped:
         ``judge(lane, item, requeue)`` makes an event, ``record`` keeps it; items not asked
         are counted in ``report.not_sent`` (those never taken: call ``left()`` after)."""
@@ -252,7 +255,7 @@ class Dispatch:
         async def worker(lane: Lane) -> None:
             while not self.stop and lane.drained is None:
                 item = queue.take(lane, lanes)
-                if item is WAIT:  # the items left are another process's now: ask again soon
+                if isinstance(item, Wait):  # the items left are another process's: ask soon
                     await asyncio.sleep(WAIT_SECONDS)
                     continue
                 if item is None:

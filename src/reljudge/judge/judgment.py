@@ -6,20 +6,43 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from reljudge.judge.budget import BudgetReached
-from reljudge.judge.client import CallFailed, grade_fields, refusal_failure
+from reljudge.judge.config import JudgeConfig
 from reljudge.judge.dispatch import Lane, NotSent
+from reljudge.judge.http.client import Answer, CallFailed, grade_fields, refusal_failure
 from reljudge.judge.parse import REPAIR, parse_answer
-from reljudge.judge.results import LabelReport
+from reljudge.judge.prompts import Template
+from reljudge.judge.report import LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
 
-async def judgment(lab: Any, lane: Lane, item: tuple[str, str, int],
+class Asks(Protocol):
+    """What a judgment needs of its labeller (the Labeller is one)."""
+
+    @property
+    def config(self) -> JudgeConfig: ...
+
+    @property
+    def template(self) -> Template: ...
+
+    @property
+    def shown(self) -> dict[tuple[str, str], str]: ...
+
+    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
+                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
+
+    def params(self) -> dict[str, Any]: ...
+
+    async def ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
+                  requeue: bool = False) -> tuple[Answer, bool, dict]: ...
+
+
+async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
                    queries: Mapping[str, str], passages: Mapping[str, Any],
                    report: LabelReport, requeue: bool = False) -> LabelEvent:
-    """One item's event from the answer ``lab`` (the Labeller) gets on ``lane``: a grade, or
+    """One item's event from the answer ``lab`` gets on ``lane``: a grade, or
     a failure of the call, a refusal, or an answer unreadable even when re-asked once."""
     qid, docid, sample = item
     messages = lab.messages(qid, docid, queries, passages)
@@ -45,7 +68,8 @@ async def judgment(lab: Any, lane: Lane, item: tuple[str, str, int],
                            tokens_out=tout, cost=cost, latency=answer.latency)
     parsed = parse_answer(answer.text, lab.template.output)
     final = answer
-    if parsed.grade is None:  # one re-ask with a short repair message
+    grade = parsed.grade
+    if grade is None:  # one re-ask with a short repair message
         repair = messages + [{"role": "assistant", "content": answer.text or ""},
                              {"role": "user", "content": REPAIR}]
         try:
@@ -69,9 +93,9 @@ async def judgment(lab: Any, lane: Lane, item: tuple[str, str, int],
                                failure_kind=FailureKind.UNPARSEABLE.value, raw=raw,
                                tokens_in=tin, tokens_out=tout, cost=cost,
                                latency=time.perf_counter() - t0)
-        parsed = second
-    return _event(base, params, grade=parsed.grade, raw=raw,
-                       **grade_fields(final.logprobs, parsed.grade), tokens_in=tin,
+        grade = second.grade
+    return _event(base, params, grade=grade, raw=raw,
+                       **grade_fields(final.logprobs, grade), tokens_in=tin,
                        tokens_out=tout, cost=cost, latency=answer.latency)
 
 

@@ -19,40 +19,35 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from reljudge.errors import LLMError
 from reljudge.judge.budget import Budget, BudgetReached, prompt_tokens_bound, spending_limit
 from reljudge.judge.cache import AnswerCache, cache_key, replica_key
-from reljudge.judge.capabilities import Capabilities
-from reljudge.judge.claims import ClaimedItems
-from reljudge.judge.client import (
+from reljudge.judge.claiming import ClaimedItems
+from reljudge.judge.config import JudgeConfig
+from reljudge.judge.cost import Price, estimate_tokens, price_for
+from reljudge.judge.dispatch import Dispatch, HandBack, Lane, NotSent, open_lane
+from reljudge.judge.http.capabilities import Capabilities
+from reljudge.judge.http.client import (
     JSON_SCHEMA,
     Answer,
     CallFailed,
 )
-from reljudge.judge.config import JudgeConfig
-from reljudge.judge.cost import Price, estimate_tokens, price_for
-from reljudge.judge.dispatch import Dispatch, HandBack, Lane, NotSent, open_lane
-from reljudge.judge.endpoints import EndpointSpec, resolve_endpoints
+from reljudge.judge.http.endpoints import Endpoint, resolve_endpoints
+from reljudge.judge.interrupt import OnSigint
 from reljudge.judge.judgment import judgment
 from reljudge.judge.planning import check_inputs, estimate, plan, settled, shown_now, stale_note
-from reljudge.judge.progress import OnSigint
 from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
-from reljudge.judge.results import Estimate, LabelReport
+from reljudge.judge.report import CostEstimate, LabelReport
+from reljudge.judge.sink import EventSink, JudgmentSink
 from reljudge.labels import LabelEvent, passage_parts
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["BudgetReached", "Estimate", "JudgmentSink", "LabelReport", "Labeller",
+__all__ = ["BudgetReached", "CostEstimate", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]
-
-
-class JudgmentSink(Protocol):
-    """Where events go (the LabelStore is one)."""
-
-    def add_events(self, events: Sequence[LabelEvent]) -> int: ...
 
 
 class Labeller:
@@ -68,8 +63,8 @@ class Labeller:
         self.template = template or load_template(config.prompt)
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
         #: where calls go: one endpoint (today's job), or several (config.endpoints)
-        self.specs: list[EndpointSpec] = resolve_endpoints(config)
-        self.endpoint = self.specs[0].endpoint  # the first: the report and batch files name it
+        self.specs: list[Endpoint] = resolve_endpoints(config)
+        self.endpoint = self.specs[0]  # the first: the report and batch files name it
         self._cache = AnswerCache(config.resolved_cache_dir())
         self.shown: dict[tuple[str, str], str] = {}  # digests of the texts of this run
         self.stale: set[tuple[str, str, int]] = set()  # found stale by the last settled()
@@ -79,6 +74,7 @@ class Labeller:
                       "prompt_version": self.template.version, "prompt_hash": self.template.hash,
                       "endpoint": self.endpoint.display}
         self.dispatch: Dispatch | None = None  # a run's endpoints (made anew by label)
+        self.budget = Budget()  # a run's spending limit (made anew by label; none until then)
 
     # -- identity and request shape --------------------------------------------------------
     @property
@@ -111,7 +107,8 @@ class Labeller:
                  passages: Mapping[str, Any]) -> list[dict[str, str]]:
         """The rendered prompt of one pair."""
         text, title = passage_parts(passages[docid])
-        return self.template.render(queries[qid], text, title)
+        # str(): a passage given as None renders as it always did ("None")
+        return self.template.render(queries[qid], str(text), title)
 
     def request_key(self, messages: list[dict], sample: int) -> str:
         """The cache key of a request sent now (a Batch API line's custom_id; the first
@@ -119,14 +116,14 @@ class Labeller:
         return self._key(messages, sample)
 
     def _key(self, messages: list[dict], sample: int, params: dict | None = None,
-             spec: EndpointSpec | None = None) -> str:
+             spec: Endpoint | None = None) -> str:
         """The cache key of a request to an endpoint (default: the first): without its URL
         when it is one of several replicas, else today's key."""
         spec = spec or self.specs[0]
         params = self.params() if params is None else params
         if spec.replica:
             return replica_key(spec.model, messages, params, sample)
-        return cache_key(spec.endpoint.base_url, spec.model, messages, params, sample)
+        return cache_key(spec.base_url, spec.model, messages, params, sample)
 
     def keys(self, messages: list[dict], sample: int) -> list[str]:
         """The request's cache key at every endpoint (one for replicas)."""
@@ -150,7 +147,7 @@ class Labeller:
         return done, failed
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                 passages: Mapping[str, Any], sink=None) -> Estimate:
+                 passages: Mapping[str, Any], sink=None) -> CostEstimate:
         """What a run would send after store and cache hits, and its rough cost (at the batch
         price with ``config.batch``)."""
         return estimate(self, pairs, queries, passages, sink)
@@ -171,86 +168,128 @@ class Labeller:
             else:  # unconfigured logging shows it on stderr as "warning: ...", as ever
                 _log.warning("warning: %s", note)
 
+    def _run(self) -> Dispatch:
+        """The endpoints of the run under way (``ask`` is called by ``label``'s workers)."""
+        if self.dispatch is None:
+            raise RuntimeError("Labeller.ask is called during Labeller.label only")
+        return self.dispatch
+
     async def ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
                    requeue: bool = False) -> tuple[Answer, bool, dict]:
         """An answer for these messages: from the cache, from an identical call in flight, or
         from the endpoint (cached at once). Returns (answer, was_cached, params sent).
-        ``requeue``: a failed call whose pair another endpoint may take raises HandBack."""
+        ``requeue``: a failed call whose pair another endpoint may take raises HandBack.
+        The request is built anew on each look: a capability fall-back changes it."""
         prober = False  # this call is the endpoint's first, and must stay so while it falls back
-        breaker, dispatch = lane.breaker, self.dispatch
         while True:
             params = self.params()
             key = self._key(messages, sample, params, lane.spec)
             hit = self._cache.get(key)
-            if hit is not None:
+            if hit is not None:  # 1. answered before
                 return Answer(**hit), True, params
-            inflight = self._cache.inflight
-            if key in inflight:
-                try:
-                    answer = await asyncio.shield(inflight[key])
-                except CallFailed as e:
-                    if e.feature and self.caps.fall_back(e.feature, params) is not None:
-                        continue
-                    if dispatch.answered_elsewhere(lane, e):
-                        continue  # another endpoint's failure: ask this one
-                    raise
+            if key in self._cache.inflight:  # 2. an identical call is in flight: its answer
+                answer = await self._identical(lane, key, params)
+                if answer is None:
+                    continue  # it failed in a way this call may avoid: look again
                 return answer, True, params
-            if dispatch.stop:
-                raise NotSent
-            if lane.drained is not None:
-                raise HandBack
-            first = False
-            if lane.gate is None or not lane.gate.is_set():
-                first = await dispatch.ready(lane, prober)
-                if not first:
-                    continue  # the first call is done: look again (the request may change)
-            future: asyncio.Future = asyncio.get_running_loop().create_future()
-            inflight[key] = future  # before any await: an identical request waits for this one
-            held = 0.0
-            try:
-                if self.budget.limit is not None:
-                    max_out = params.get("max_tokens") or params.get("max_completion_tokens")
-                    held = await self.budget.reserve(
-                        lane.price.cost(prompt_tokens_bound(messages), max_out))
-                await lane.limiter.acquire(estimate_tokens(messages))
-                answer = await lane.client.complete(messages, params, breaker.attempt_failed)
-            except BaseException as e:
-                if held:
-                    await self.budget.release(held)
-                future.set_exception(e)
-                future.exception()  # mark retrieved: waiters re-raise it themselves
-                del inflight[key]
-                again = False
-                if isinstance(e, CallFailed):
-                    note = self.caps.fall_back(e.feature, params) if e.feature else None
-                    if note is not None:  # stepped down (or another call did): send again
-                        if note:
-                            self._warn(note, report)
-                        again = True
-                    elif e.fatal or breaker.call_failed(e):
-                        dispatch.drain(lane, e)
-                if again:
-                    prober = first
-                    continue
-                if first:
-                    lane.gate.set()
-                if isinstance(e, CallFailed) and dispatch.hand_back(lane, e, requeue):
-                    raise HandBack from e
-                raise
-            try:
-                await self._cache.put(key, answer.to_cache())  # before anything else happens
-                cost = lane.price.cost(answer.tokens_in, answer.tokens_out)
-                await self.budget.settle(held, cost)
-                breaker.success()
-                if first:
-                    lane.gate.set()
-                lane.paid(answer, cost, report)
-                future.set_result(answer)
-            finally:
-                del inflight[key]
-            return answer, False, params
+            self._may_send(lane)  # 3. the job stops, or this endpoint is drained: raises
+            first = await self._turn(lane, prober)  # 4. the endpoint's first call goes alone
+            if first is None:
+                continue  # the first call is done: look again (the request may change)
+            answer = await self._send(lane, key, messages, params, first, report, requeue)
+            if answer is None:  # 5. a feature was rejected and dropped: send again
+                prober = first
+                continue
+            return answer, False, params  # 6. paid for, cached, counted
 
-    def _lane_meta(self, spec: EndpointSpec) -> dict[str, Any]:
+    async def _identical(self, lane: Lane, key: str, params: dict) -> Answer | None:
+        """The answer of the identical call in flight; None when it failed in a way this call
+        may avoid (a feature dropped since, or another endpoint's failure); else its failure."""
+        try:
+            return await asyncio.shield(self._cache.inflight[key])
+        except CallFailed as e:
+            if e.feature and self.caps.fall_back(e.feature, params) is not None:
+                return None
+            if self._run().answered_elsewhere(lane, e):
+                return None  # another endpoint's failure: ask this one
+            raise
+
+    def _may_send(self, lane: Lane) -> None:
+        """Raise NotSent when the job is stopping, HandBack when this endpoint is drained."""
+        if self._run().stop:
+            raise NotSent
+        if lane.drained is not None:
+            raise HandBack
+
+    async def _turn(self, lane: Lane, prober: bool) -> bool | None:
+        """Whether this call is the endpoint's first (it opens the gate when done); None when
+        it waited for that first call, which is done now."""
+        if lane.gate is not None and lane.gate.is_set():
+            return False
+        return True if await self._run().ready(lane, prober) else None
+
+    async def _send(self, lane: Lane, key: str, messages: list[dict], params: dict,
+                    first: bool, report: LabelReport, requeue: bool) -> Answer | None:
+        """Send the request within the budget and the rate limit; the answer, cached before
+        anything else happens; None when a rejected feature was dropped (send again)."""
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._cache.inflight[key] = future  # before any await: an identical request waits
+        held = 0.0
+        try:
+            held = await self._reserve(lane, messages, params)
+            await lane.limiter.acquire(estimate_tokens(messages))
+            answer = await lane.client.complete(messages, params, lane.breaker.attempt_failed)
+        except BaseException as e:
+            if held:
+                await self.budget.release(held)
+            future.set_exception(e)
+            future.exception()  # mark retrieved: waiters re-raise it themselves
+            del self._cache.inflight[key]
+            if self._fell_back(lane, e, params, report):
+                return None
+            if first:
+                _open(lane)
+            if isinstance(e, CallFailed) and self._run().hand_back(lane, e, requeue):
+                raise HandBack from e
+            raise
+        try:
+            await self._cache.put(key, answer.to_cache())  # before anything else happens
+            cost = lane.price.cost(answer.tokens_in, answer.tokens_out)
+            await self.budget.settle(held, cost)
+            lane.breaker.success()
+            if first:
+                _open(lane)
+            lane.paid(answer, cost, report)
+            future.set_result(answer)
+        finally:
+            del self._cache.inflight[key]
+        return answer
+
+    async def _reserve(self, lane: Lane, messages: list[dict], params: dict) -> float:
+        """The worst-case cost of this call, held in the budget (0 without a limit)."""
+        if self.budget.limit is None:
+            return 0.0
+        max_out = params.get("max_tokens") or params.get("max_completion_tokens") or 0
+        return await self.budget.reserve(lane.price.cost(prompt_tokens_bound(messages),
+                                                         max_out))
+
+    def _fell_back(self, lane: Lane, e: BaseException, params: dict,
+                   report: LabelReport) -> bool:
+        """After a failed call: True when the endpoint rejected a feature that was dropped
+        (or another call dropped it); otherwise the breaker hears of it and may drain the
+        endpoint (so does a fatal failure)."""
+        if not isinstance(e, CallFailed):
+            return False
+        note = self.caps.fall_back(e.feature, params) if e.feature else None
+        if note is not None:
+            if note:
+                self._warn(note, report)
+            return True
+        if e.fatal or lane.breaker.call_failed(e):
+            self._run().drain(lane, e)
+        return False
+
+    def _lane_meta(self, spec: Endpoint) -> dict[str, Any]:
         """An endpoint's provenance (one endpoint: exactly what it always was)."""
         if not self.config.endpoints:
             return self._meta
@@ -262,13 +301,18 @@ class Labeller:
         return spending_limit(self.config, [s.model for s in self.specs], sink)
 
     async def label(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                    passages: Mapping[str, Any], sink: JudgmentSink | None = None, *,
+                    passages: Mapping[str, Any], sink: EventSink | None = None, *,
                     progress: bool = False,
-                    only: Collection[tuple[str, str, int]] | None = None) -> LabelReport:
+                    only: Collection[tuple[str, str, int]] | None = None,
+                    handle_sigint: bool = False) -> LabelReport:
         """Label every pair (x samples) not yet settled in the sink; see the module doc.
-        ``only``: just these (qid, docid, sample) items."""
+        ``only``: just these (qid, docid, sample) items. A sink that is a JudgmentSink (the
+        LabelStore) also settles items, claims them and records spend. ``handle_sigint``: while it runs, the
+        first Ctrl-C stops new calls and saves what was answered (the CLI asks for it; off, the
+        process's SIGINT handling is left as it is)."""
         start = time.perf_counter()
         self.check_inputs(pairs, queries, passages)
+        store = sink if isinstance(sink, JudgmentSink) else None
         report = LabelReport(self.judge_id, pairs=len(pairs), price_known=self.price.known,
                              endpoint=self.endpoint.display)
         self.budget = self.spending_limit(sink)
@@ -282,13 +326,13 @@ class Labeller:
         report.items = len(todo) + report.already_done
         self.caps = self._make_caps()
         lanes = [open_lane(spec, self.config, f"{spec.model}/{self.template.label}",
-                           self._lane_meta(spec), sink) for spec in self.specs]
+                           self._lane_meta(spec), store) for spec in self.specs]
         self.dispatch = dispatch = Dispatch(lanes, lambda note: self._warn(note, report))
         pending: list[LabelEvent] = []
         bar = _Progress(len(todo), progress)
         claims = None  # several processes on one store: each item is claimed before it is sent
-        if sink is not None and hasattr(sink, "claim") and self.config.claim_lease > 0:
-            claims = ClaimedItems(sink, self.judge_id, todo, lease=self.config.claim_lease,
+        if store is not None and self.config.claim_lease > 0:
+            claims = ClaimedItems(store, self.judge_id, todo, lease=self.config.claim_lease,
                                   chunk=max(1, min(64, self.config.concurrency)), since=since)
 
         def flush() -> None:
@@ -298,8 +342,8 @@ class Labeller:
                     claims.release([(e.qid, e.docid, e.sample) for e in pending])
             pending.clear()
             for lane in lanes:
-                if lane.spend_run is not None:
-                    sink.update_spend(lane.spend_run, lane.calls, lane.tokens_in,
+                if lane.spend_run is not None and store is not None:
+                    store.update_spend(lane.spend_run, lane.calls, lane.tokens_in,
                                       lane.tokens_out, lane.cost)
 
         if claims is not None:
@@ -321,7 +365,7 @@ class Labeller:
 
         loop = asyncio.get_running_loop()
         self._cache.start()
-        interrupted = OnSigint(loop, dispatch)
+        interrupted = OnSigint(loop, dispatch) if handle_sigint else None
         renewer = asyncio.create_task(claims.keep()) if claims is not None else None
         try:
             with bar:
@@ -337,7 +381,8 @@ class Labeller:
                     claims.release()
                     claims.count_into(report, lambda note: self._warn(note, report))
             finally:
-                interrupted.restore()
+                if interrupted is not None:
+                    interrupted.restore()
                 for lane in lanes:
                     await lane.client.close()
                 await self._cache.close()  # every answer received is kept for the next run
@@ -353,9 +398,18 @@ class Labeller:
 
 def label_pairs(config: JudgeConfig, pairs: Sequence[tuple[str, str]],
                 queries: Mapping[str, str], passages: Mapping[str, Any],
-                sink: JudgmentSink | None = None, *, progress: bool = False) -> LabelReport:
+                sink: EventSink | None = None, *, progress: bool = False,
+                handle_sigint: bool = False) -> LabelReport:
     """Synchronous wrapper around ``await Labeller(config).label(...)``; works inside a running
-    event loop too (Jupyter), by running the job on its own loop in a worker thread."""
+    event loop too (Jupyter), by running the job on its own loop in a worker thread (where
+    ``handle_sigint`` cannot apply: signals reach the main thread only)."""
     from reljudge.judge.sync import run_sync
 
-    return run_sync(Labeller(config).label(pairs, queries, passages, sink, progress=progress))
+    return run_sync(Labeller(config).label(pairs, queries, passages, sink, progress=progress,
+                                           handle_sigint=handle_sigint))
+
+
+def _open(lane: Lane) -> None:
+    """The endpoint's first call is done: the others may go."""
+    if lane.gate is not None:
+        lane.gate.set()

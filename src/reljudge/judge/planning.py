@@ -3,13 +3,16 @@ send and cost (a dry run)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Container, Mapping, Sequence
+from typing import Any, Protocol
 
 from reljudge.errors import InputError
-from reljudge.judge.cost import estimate_tokens
+from reljudge.judge.config import JudgeConfig
+from reljudge.judge.cost import Price, estimate_tokens
 from reljudge.judge.failures import asked_again
-from reljudge.judge.results import Estimate
+from reljudge.judge.prompts import Template
+from reljudge.judge.report import CostEstimate
+from reljudge.judge.sink import JudgmentSink
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
 
@@ -48,7 +51,7 @@ def stale_note(count: int, stale: str) -> str:
             f"changed since: {what}")
 
 
-def settled(judge_ids: Sequence[str], retry_failed: bool, sink=None,
+def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
             current: Mapping[tuple[str, str], str] | None = None, stale: str = "relabel"
             ) -> tuple[set[Item], set[Item], set[Item]]:
     """Items already settled in the sink for these judges: graded, or a failure of the answer
@@ -56,13 +59,11 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink=None,
     (they still have no grade); and the stale ones: graded on texts other than ``current``
     (digests of the texts now). Stale items are not settled when ``stale`` is "relabel"; with
     "fail" they are an InputError; with "keep" they stay settled."""
-    if sink is None or not hasattr(sink, "events"):
+    if not isinstance(sink, JudgmentSink):  # a sink that only takes events settles nothing
         return set(), set(), set()
     latest: dict[Item, Any] = {}
     for judge in judge_ids:  # several models: a pair graded by any of them is done
-        # the store's lean read when it has one (every event of this judge is read)
-        for e in (sink.outcomes(judge) if hasattr(sink, "outcomes")
-                  else sink.events(source=judge)):
+        for e in sink.outcomes(judge):  # every event of this judge, lean
             key = (e.qid, e.docid, e.sample)
             if e.grade is not None or key not in latest or latest[key].grade is None:
                 latest[key] = e  # a grade, once given, settles the item
@@ -93,9 +94,36 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
-             queries: Mapping[str, str], passages: Mapping[str, Any], sink=None) -> Estimate:
-    """What a run of this labeller (a Labeller) would send after store and cache hits, and its rough cost
+class Plans(Protocol):
+    """What a dry run needs of its labeller (the Labeller is one)."""
+
+    @property
+    def config(self) -> JudgeConfig: ...
+
+    @property
+    def template(self) -> Template: ...
+
+    @property
+    def price(self) -> Price: ...
+
+    @property
+    def judge_id(self) -> str: ...
+
+    def settled(self, sink: object = None, current: Mapping[tuple[str, str], str] | None = None
+                ) -> tuple[set[Item], set[Item]]: ...
+
+    def cache(self) -> Container[str]: ...
+
+    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
+                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
+
+    def keys(self, messages: list[dict], sample: int) -> list[str]: ...
+
+
+def estimate(labeller: Plans, pairs: Sequence[tuple[str, str]],
+             queries: Mapping[str, str], passages: Mapping[str, Any],
+             sink: object = None) -> CostEstimate:
+    """What a run of this labeller would send after store and cache hits, and its rough cost
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
     config, template, price = labeller.config, labeller.template, labeller.price
@@ -116,5 +144,5 @@ def estimate(labeller: Any, pairs: Sequence[tuple[str, str]],
     out_each = 150 if template.output == "text" and "M (match)" in template.user else 40
     tout = to_send * out_each
     paid = price.scaled(config.batch_discount) if config.batch else price
-    return Estimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
-                    paid.cost(tin, tout), price.known)
+    return CostEstimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
+                        paid.cost(tin, tout), price.known)

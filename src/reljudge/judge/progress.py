@@ -1,36 +1,20 @@
-"""The progress display of a labelling run, and its Ctrl-C handling."""
+"""The progress display of a labelling run (a terminal bar, or a notebook cell's)."""
 
 from __future__ import annotations
 
-import signal
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+    from rich.progress import Progress as RichProgress
+
+    from reljudge.judge.report import LabelReport
+    from reljudge.store.batches import BatchRecord
 
 
-class OnSigint:
-    """First Ctrl-C: stop starting calls, finish those in flight, save. Second: default."""
-
-    def __init__(self, loop, dispatch: Any):
-        self.loop = loop
-        self.active = False
-        try:
-            loop.add_signal_handler(signal.SIGINT, self._handle, dispatch)
-            self.active = True
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-
-    def _handle(self, dispatch: Any) -> None:
-        dispatch.stop = "interrupted"
-        self.restore()
-
-    def restore(self) -> None:
-        """Give Ctrl-C back its default behaviour."""
-        if self.active:
-            self.loop.remove_signal_handler(signal.SIGINT)
-            self.active = False
-
-
-def stderr_console() -> Any:
+def stderr_console() -> Console:
     """The console every progress display draws on: stderr, so stdout carries results only
     (``--format json`` stays parseable on a terminal)."""
     from rich.console import Console
@@ -56,11 +40,17 @@ class NotebookDisplay:
     ipywidgets; rich's own Jupyter live display does not show the last update of a short job
     and adds an empty output."""
 
-    def __init__(self, bar: Any, display: Any = None, interval: float = 0.2):
+    def __init__(self, bar: RichProgress, display: Callable[..., Any] | None = None,
+                 interval: float = 0.2):
+        """``display``: IPython's ``display`` (a test passes its own)."""
         if display is None:
-            from IPython.display import display
-        self.bar, self.display, self.interval = bar, display, interval
-        self.handle, self.shown = None, 0.0
+            from IPython.display import display as shown_by_ipython
+
+            display = shown_by_ipython
+        self.bar, self.interval = bar, interval
+        self.display: Callable[..., Any] = display
+        self.handle: Any = None  # IPython's DisplayHandle, once shown
+        self.shown = 0.0
 
     def render(self) -> dict[str, str]:
         """The bar as text/plain and text/html (inline styles, no terminal escapes)."""
@@ -91,7 +81,7 @@ class _Bar:
     """A rich progress bar (``self.bar``, None when off) used as a context manager: live in a
     terminal, a display updated in place in a notebook."""
 
-    bar: Any = None
+    bar: RichProgress | None = None
     notebook: NotebookDisplay | None = None
 
     def _place(self) -> None:
@@ -143,9 +133,11 @@ class Progress(_Bar):
             self.task = self.bar.add_task("label", total=total, spend=0.0, failed=0, rate="-")
             self._place()
             self.start = self.shown = time.perf_counter()
-            self.pending, self.report = 0, None  # advanced but not yet shown
+            self.pending = 0  # advanced but not yet shown
+            self.report: LabelReport | None = None
 
-    def advance(self, report: Any) -> None:
+    def advance(self, report: LabelReport) -> None:
+        """One more item done (``report``: the run's counts)."""
         if self.bar is None:
             return
         self.pending += 1
@@ -155,6 +147,8 @@ class Progress(_Bar):
 
     def _show(self) -> None:
         now, r = time.perf_counter(), self.report
+        if self.bar is None or r is None:
+            return
         rate = (r.labelled + r.failed) / max(1e-9, now - self.start)
         self.bar.update(self.task, advance=self.pending, spend=r.cost, failed=r.failed,
                         rate=f"{rate:.1f}")
@@ -184,7 +178,7 @@ class BatchProgress(_Bar):
             self.task = self.bar.add_task("batch", total=None, status="")
             self._place()
 
-    def update(self, records: list[Any]) -> None:
+    def update(self, records: list[BatchRecord]) -> None:
         """Show the provider's counts of these batch records."""
         if self.bar is None or not records:
             return

@@ -119,10 +119,11 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
         elif labeller.config.batch:
             import asyncio
 
-            from reljudge.judge.batch import BatchJob
+            from reljudge.judge.batch.job import BatchJob
 
             result = asyncio.run(BatchJob(labeller, store).run(pooled, queries, passages,
-                                                               progress=progress))
+                                                               progress=progress,
+                                                               handle_sigint=True))
             summary = {"items": result.items, "graded": result.graded,
                        "batches_submitted": result.submitted_batches,
                        "batches_open": len(result.open), "cost": result.cost,
@@ -144,7 +145,7 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
             import asyncio
 
             report = asyncio.run(labeller.label(pooled, queries, passages, store,
-                                                progress=progress))
+                                                progress=progress, handle_sigint=True))
             summary = report.summary()
             labelling = labelling_record(
                 report.items, report.labelled + report.already_done - report.already_failed,

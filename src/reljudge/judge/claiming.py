@@ -15,12 +15,23 @@ import secrets
 import socket
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.judge.report import LabelReport
+    from reljudge.judge.sink import JudgmentSink
 
 Item = tuple[str, str, int]
 
-#: returned by ClaimedItems when every item left is held by another live process
-WAIT = object()
+class Wait(Enum):
+    """What ClaimedItems yields when every item left is held by another live process."""
+
+    WAIT = "wait"
+
+
+WAIT = Wait.WAIT
 
 
 def new_owner() -> str:
@@ -47,7 +58,7 @@ def owner_gone(owner: str) -> bool:
 class ClaimedItems:
     """The items of a run, each claimed in the store before it is handed out."""
 
-    def __init__(self, store, judge: str, todo: Sequence[Item], *, lease: float,
+    def __init__(self, store: JudgmentSink, judge: str, todo: Sequence[Item], *, lease: float,
                  chunk: int = 16, poll: float = 1.0, since: float | None = None):
         """``since``: when the run read what was settled (an item answered at or after it
         was answered elsewhere; an older grade is one the run means to replace)."""
@@ -60,12 +71,12 @@ class ClaimedItems:
         self.next_look = 0.0
         self.graded_elsewhere = 0  # settled by another process during this run
         self.failed_elsewhere = 0
-        self.on_wait = lambda: None  # called before WAIT is returned (the run flushes)
+        self.on_wait: Callable[[], None] = lambda: None  # before WAIT (the run flushes)
 
     def __iter__(self) -> ClaimedItems:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Item | Wait:
         while not self.ready and self.pending:
             self._claim([self.pending.popleft() for _ in range(min(self.chunk,
                                                                    len(self.pending)))])
@@ -103,7 +114,7 @@ class ClaimedItems:
             await asyncio.sleep(self.lease / 3)
             self.renew()
 
-    def count_into(self, report, warn) -> None:
+    def count_into(self, report: LabelReport, warn: Callable[[str], None]) -> None:
         """Count the items another process settled during this run as done before it (a
         failure there stays without a grade) in a LabelReport, and say so."""
         n = self.graded_elsewhere + self.failed_elsewhere

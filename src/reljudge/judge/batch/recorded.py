@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable
 
 from reljudge.errors import ConfigError
-from reljudge.judge.batch import BatchJob
+from reljudge.judge.batch.job import BatchJob
 from reljudge.judge.labeller import Labeller
-from reljudge.judge.results import BatchResult
+from reljudge.judge.report import BatchResult
 from reljudge.store.batches import BatchLog
 
 
@@ -32,10 +32,11 @@ def recorded_jobs(store, api_key: str | None = None, *, say: Callable[[str], Non
 
 async def collect_recorded(store, api_key: str | None = None, *, wait: bool = False,
                            say: Callable[[str], None] | None = None,
-                           on_warning: Callable[[str], None] | None = None
-                           ) -> list[BatchResult]:
+                           on_warning: Callable[[str], None] | None = None,
+                           handle_sigint: bool = False) -> list[BatchResult]:
     """Poll and collect every open batch in a store into the cache and the store, with the
-    query and passage texts the store holds; submits nothing."""
+    query and passage texts the store holds; submits nothing (``handle_sigint``: as for
+    ``Labeller.label``)."""
     results = []
     for job in recorded_jobs(store, api_key, say=say, on_warning=on_warning):
         log = job.log
@@ -49,5 +50,6 @@ async def collect_recorded(store, api_key: str | None = None, *, wait: bool = Fa
             raise ConfigError(f"{store.path}: no text for {len(missing)} query/passage id(s) "
                               f"of the recorded batches (e.g. {missing[:3]}): collect with "
                               "reljudge label --batch and the original inputs")
-        results.append(await job.run(pairs, queries, passages, wait=wait, submit=False))
+        results.append(await job.run(pairs, queries, passages, wait=wait, submit=False,
+                                       handle_sigint=handle_sigint))
     return results

@@ -2,8 +2,8 @@
 
 The endpoint is resolved as the openai SDK resolves it (``--base-url``, else
 ``OPENAI_BASE_URL``, else OpenAI; key from ``--api-key`` or ``OPENAI_API_KEY``); each call is
-one JSON POST carried by a transport (``reljudge.judge.transport``) and retried by the policy
-in ``reljudge.judge.retry``. Every way a call can fail ends as a ``CallFailed`` with a kind
+one JSON POST carried by a transport (``reljudge.judge.http.transport``) and retried by the policy
+in ``reljudge.judge.http.retry``. Every way a call can fail ends as a ``CallFailed`` with a kind
 (``reljudge.judge.failures``): a pair whose attempts run out is a recorded failure, not a
 dropped row.
 """
@@ -12,22 +12,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import openai
-
-from reljudge.errors import ConfigError
 from reljudge.grades import SCALE
-from reljudge.judge.config import endpoint_from_env
+from reljudge.judge.config import PROXY_VARS, environment
 from reljudge.judge.failures import CallFailed, error_object, status_kind
-from reljudge.judge.retry import RetryPolicy
-from reljudge.judge.transport import open_transport, resolve_transport, ssl_context
+from reljudge.judge.http.endpoints import Endpoint
+from reljudge.judge.http.retry import RetryPolicy
+from reljudge.judge.http.transport import open_transport, resolve_transport, ssl_context
 from reljudge.labels import FailureKind
 
 JSON_SCHEMA = {
@@ -45,10 +42,6 @@ JSON_SCHEMA = {
     },
 }
 
-OPENAI_URL = "https://api.openai.com/v1"
-_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
-
-
 @dataclass(frozen=True)
 class Answer:
     """What the model said, and what it cost in tokens and time."""
@@ -64,75 +57,6 @@ class Answer:
     def to_cache(self) -> dict:
         """A plain dict for the call cache."""
         return self.__dict__.copy()
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where calls go, resolved once: flags, then OPENAI_* variables, then OpenAI."""
-
-    base_url: str  # without a trailing "/", query kept (Azure's api-version)
-    api_key: str | None
-
-    @classmethod
-    def resolve(cls, base_url: str | None, api_key: str | None) -> Endpoint:
-        """The endpoint the openai SDK would use for these settings and this environment."""
-        env = endpoint_from_env()
-        base = base_url or env.get("base_url") or OPENAI_URL
-        parts = urlsplit(base)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--base-url {base!r}: expected an http(s) URL such as "
-                              "http://localhost:8000/v1")
-        path = parts.path.rstrip("/")
-        if path.endswith("/chat/completions"):
-            path = path[: -len("/chat/completions")]
-        azure = parts.hostname.endswith(_AZURE_HOSTS)
-        if azure and "/deployments/" in path and "api-version=" not in parts.query:
-            raise ConfigError(f"--base-url {base}: an Azure deployment URL needs its API "
-                              "version, e.g. ...?api-version=2024-10-21")
-        return cls(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")),
-                   api_key or env.get("api_key"))
-
-    @property
-    def host(self) -> str:
-        """The host name (never credentials or path)."""
-        return urlsplit(self.base_url).hostname or "?"
-
-    @property
-    def display(self) -> str:
-        """The base URL for messages and provenance: credentials and query removed."""
-        p = urlsplit(self.base_url)
-        netloc = p.hostname + (f":{p.port}" if p.port else "") if p.hostname else p.netloc
-        return urlunsplit((p.scheme, netloc, p.path, "", ""))
-
-    @property
-    def azure(self) -> bool:
-        """Azure OpenAI: the key goes in an ``api-key`` header."""
-        return self.host.endswith(_AZURE_HOSTS)
-
-    @property
-    def needs_key(self) -> bool:
-        """Hosted endpoints that answer nothing without a key (local servers need none)."""
-        return self.host == "api.openai.com" or self.azure
-
-    def url(self, route: str) -> str:
-        """The URL of an API route (``chat/completions``, ``models``), query kept."""
-        p = urlsplit(self.base_url)
-        return urlunsplit((p.scheme, p.netloc, f"{p.path}/{route}", p.query, ""))
-
-    def headers(self) -> dict[str, str]:
-        """The request headers: JSON, a user agent, the key, OPENAI_ORG_ID / _PROJECT_ID."""
-        from reljudge.version import __version__
-
-        h = {"Content-Type": "application/json", "Accept": "application/json",
-             "User-Agent": f"AsyncOpenAI/Python {openai.__version__} reljudge/{__version__}"}
-        if self.api_key:
-            h["api-key" if self.azure else "Authorization"] = (
-                self.api_key if self.azure else f"Bearer {self.api_key}")
-        env = endpoint_from_env()
-        for header, key in (("OpenAI-Organization", "organization"), ("OpenAI-Project", "project")):
-            if key in env:
-                h[header] = env[key]
-        return h
 
 
 # request features an endpoint may reject, as named in its error text -> the ladder they step
@@ -190,19 +114,18 @@ class ChatClient:
     def __init__(self, *, base_url: str | None, api_key: str | None, model: str,
                  timeout: float = 60.0, max_attempts: int = 6, backoff: float = 1.0,
                  max_backoff: float = 60.0, connections: int = 16, transport: str = "auto",
-                 ca_bundle: str | None = None, client_cert: str | None = None,
-                 client_key: str | None = None):
+                 ca_bundle: str | Path | None = None, client_cert: str | Path | None = None,
+                 client_key: str | Path | None = None):
         self.model = model
         self.timeout = timeout
         self.policy = RetryPolicy(max_attempts, backoff, max_backoff)
-        self.endpoint = Endpoint.resolve(base_url, api_key)
+        self.endpoint = Endpoint.resolve(base_url, api_key, model, concurrency=connections)
         self.url = self.endpoint.url("chat/completions")
         self.transport = resolve_transport(transport)
         # loading the system's CAs takes ~40 ms: only when TLS may be spoken
+        env = environment()
         tls = self.url.startswith("https:") or ca_bundle or client_cert or any(
-            os.environ.get(v, "").startswith("https:") for v in
-            ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
-             "all_proxy"))
+            env.get(v, "").startswith("https:") for v in PROXY_VARS)
         self._post = open_transport(self.transport, self.url, self.endpoint.headers(),
                                     connections=connections, timeout=timeout,
                                     ssl_ctx=ssl_context(ca_bundle, client_cert, client_key)

@@ -1,6 +1,6 @@
 """How a chat-completions request travels: one JSON POST, answered by (status, headers, body).
 
-A transport only carries bytes; the client (``reljudge.judge.client``) decides the URL, the
+A transport only carries bytes; the client (``reljudge.judge.http.client``) decides the URL, the
 headers and what an answer means. Two transports, one behaviour:
 
 - ``aiohttp`` (the default): one ``aiohttp`` session with a pool as large as the concurrency.
@@ -30,8 +30,10 @@ from reljudge.labels import FailureKind
 
 try:  # imported with the judge, not inside the first call (it takes a while)
     import aiohttp
+
+    HAS_AIOHTTP = True
 except ImportError:  # pragma: no cover - a core dependency; httpx still works without it
-    aiohttp = None
+    HAS_AIOHTTP = False
 
 TRANSPORTS = ("auto", "aiohttp", "httpx")
 
@@ -52,7 +54,7 @@ def resolve_transport(name: str) -> str:
         raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}, not {name!r}")
     if name != "auto":
         return name
-    return "httpx" if aiohttp is None else "aiohttp"
+    return "aiohttp" if HAS_AIOHTTP else "httpx"
 
 
 def ssl_context(ca_bundle: str | Path | None = None, client_cert: str | Path | None = None,
@@ -104,13 +106,14 @@ def env_proxy(url: str) -> str | None:
     return proxy
 
 
-def _tls_cause(exc: BaseException) -> ssl.SSLError | None:
+def _tls_cause(raised: BaseException) -> ssl.SSLError | None:
     """The SSL error somewhere in an exception's chain, if any."""
     seen = 0
+    exc: BaseException | None = raised
     while exc is not None and seen < 10:
         if isinstance(exc, ssl.SSLError):
             return exc
-        if aiohttp is not None and isinstance(exc, aiohttp.ClientSSLError):
+        if HAS_AIOHTTP and isinstance(exc, aiohttp.ClientSSLError):
             inner = getattr(exc, "os_error", None) or getattr(exc, "certificate_error", None)
             return inner if isinstance(inner, ssl.SSLError) else ssl.SSLError(str(exc))
         exc = exc.__cause__ or exc.__context__
@@ -140,14 +143,14 @@ class AiohttpTransport:
                  ssl_ctx: ssl.SSLContext | None):
         self.url, self.headers = url, headers
         self.connections, self.timeout, self.ssl = connections, timeout, ssl_ctx
-        self._session = None
+        self._session: aiohttp.ClientSession | None = None
         self._proxy = env_proxy(url)
         if self._proxy and not self._proxy.startswith(("http://", "https://")):
             raise ConfigError(f"proxy {self._proxy}: the aiohttp transport reaches endpoints "
                               "through HTTP(S) proxies only; use --transport httpx (with "
                               "httpx's socks support installed) or an HTTP proxy")
 
-    def _open(self):
+    def _open(self) -> aiohttp.ClientSession:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self.connections,
                                            ssl=self.ssl if self.ssl is not None else True),
@@ -197,7 +200,7 @@ class HttpxTransport:
         limits = httpx2.Limits(max_connections=connections,
                                max_keepalive_connections=connections)
         self._client = openai.DefaultAsyncHttpxClient(
-            limits=limits, timeout=timeout, **({"verify": ssl_ctx} if ssl_ctx else {}))
+            limits=limits, timeout=timeout, verify=ssl_ctx or True)  # True: httpx's default
 
     async def post(self, body: bytes) -> tuple[int, Any, bytes]:
         try:  # httpx bounds each read and write; the whole call is bounded here

@@ -1,5 +1,5 @@
 """What a labelling job did (LabelReport; BatchResult for a ``--batch`` run) and what it would
-do (Estimate)."""
+do (CostEstimate)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def endpoint_note(e: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class CostEstimate:
     """A dry run: what would be sent, and roughly what it would cost."""
 
     judge: str

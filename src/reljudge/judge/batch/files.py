@@ -13,17 +13,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from reljudge.errors import ConfigError
 from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.cache import RequestKeys
-from reljudge.judge.client import Answer, answer_from_response, grade_fields, refusal_failure
 from reljudge.judge.failures import CallFailed, error_object, status_kind
+from reljudge.judge.http.client import Answer, answer_from_response, grade_fields, refusal_failure
 from reljudge.judge.parse import parse_answer
 from reljudge.labels import FailureKind
 
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Final = "/v1/chat/completions"
 
 Item = tuple[str, str, int]
 

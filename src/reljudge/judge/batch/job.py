@@ -2,7 +2,7 @@
 
 Each request line is built from exactly the online path's prompt, parameters and body, and its
 ``custom_id`` is the answer cache key, so a batch answer and an online answer of the same
-request are one cache entry (``reljudge.judge.batch_files``). Every step is recorded in the
+request are one cache entry (``reljudge.judge.batch.files``). Every step is recorded in the
 label store before the next one happens: the batch row, its items and its intent (the name its
 input file and batch will carry) before the upload, the input file id after it, the batch id
 after creation. A run (``label --batch`` again, or ``reljudge batch collect``) resumes from
@@ -23,12 +23,13 @@ import hashlib
 import io
 import logging
 import secrets
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from reljudge.errors import ConfigError
-from reljudge.judge.batch_collect import Collected, collect_batch
-from reljudge.judge.batch_files import (
+from reljudge.judge.batch.collect import Collected, Texts, collect_batch
+from reljudge.judge.batch.files import (
     ENDPOINT,
     BatchLine,
     Item,
@@ -38,13 +39,16 @@ from reljudge.judge.batch_files import (
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.planning import shown_now, stale_note
 from reljudge.judge.progress import BatchProgress
-from reljudge.judge.results import BatchResult
+from reljudge.judge.report import BatchResult
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    import openai
 
 __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "split_files",
            "upload_name"]
 
-COMPLETION_WINDOW = "24h"
+COMPLETION_WINDOW: Final = "24h"
 
 #: the steps a job tells ``on_step`` it has just taken (each one recorded before the next)
 STEPS = ("recorded", "uploading", "uploaded", "creating", "created", "collecting")
@@ -88,11 +92,12 @@ class BatchJob:
         self.log = BatchLog(store)
         self._say = say if say is not None else _log.warning
         self._on_step = on_step
-        self._client = None
+        self._client: openai.OpenAI | None = None
         self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
         self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
-        self.texts: tuple = ({}, {})  # the run's queries and passages
+        self.texts: Texts = ({}, {})  # the run's queries and passages
         self.current: dict | None = None  # digests of the run's texts (stale labels)
+        self.handle_sigint = False  # the run's online steps catch Ctrl-C (run's option)
 
     def _tell(self, note: str) -> None:
         """A warning the user must see whatever --quiet says (the labeller's ``on_warning``,
@@ -103,16 +108,16 @@ class BatchJob:
             _log.warning("warning: %s", note)
 
     @property
-    def client(self):
+    def client(self) -> openai.OpenAI:
         """The openai SDK client of the Files/Batch API (made on first use)."""
         if self._client is None:
             import openai
 
-            from reljudge.judge.client import Endpoint
+            from reljudge.judge.http.endpoints import Endpoint
 
             c = self.config
             ep = Endpoint.resolve(c.batch_url or c.base_url,
-                                  c.api_key.get_secret_value() if c.api_key else None)
+                                  c.api_key.get_secret_value() if c.api_key else None, c.model)
             self._client = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key or "none",
                                          timeout=c.timeout, max_retries=c.max_attempts - 1)
         return self._client
@@ -139,7 +144,8 @@ class BatchJob:
         batches that have finished (not yet collected)."""
         finished = []
         for rec in self.log.batches(self.labeller.judge_id, open_only=True):
-            if rec.input_file_id is None:
+            file_id = rec.input_file_id
+            if file_id is None:
                 file_id = self._find_upload(rec.intent) if rec.intent else None
                 if file_id is None:
                     # killed before the upload: nothing was submitted for it
@@ -147,7 +153,8 @@ class BatchJob:
                     continue
                 self.log.update(rec.id, input_file_id=file_id, status="uploaded")
                 rec = self.log.get(rec.id)
-            if rec.provider_id is None:
+            provider_id = rec.provider_id
+            if provider_id is None:
                 if not create:
                     found = self._created(rec)
                     if found is None:
@@ -157,10 +164,11 @@ class BatchJob:
                                   "--batch` submits it")
                         continue
                     self.log.update(rec.id, provider_id=found.id, status=found.status)
+                    provider_id = found.id
                 else:
-                    self._create(rec, resuming=True)
+                    provider_id = self._create(rec, file_id, resuming=True)
                 rec = self.log.get(rec.id)
-            b = self.client.batches.retrieve(rec.provider_id)
+            b = self.client.batches.retrieve(provider_id)
             counts = b.request_counts
             self.log.update(rec.id, status=b.status, output_file_id=b.output_file_id,
                             error_file_id=b.error_file_id,
@@ -191,8 +199,8 @@ class BatchJob:
                      if ((b.metadata or {}).get("reljudge_intent") == rec.intent
                          if rec.intent else b.input_file_id == rec.input_file_id)), None)
 
-    def _create(self, rec: BatchRecord, resuming: bool = True) -> str:
-        """Create the batch of an uploaded file; when resuming, first look for the batch a
+    def _create(self, rec: BatchRecord, file_id: str, resuming: bool = True) -> str:
+        """Create the batch of an uploaded file (``file_id``); when resuming, first look for the batch a
         killed run created but did not record (by its intent in the metadata, or for batches
         recorded without one, by its input file id)."""
         found = self._created(rec) if resuming else None
@@ -201,7 +209,7 @@ class BatchJob:
             if rec.intent:
                 metadata["reljudge_intent"] = rec.intent
             found = self.client.batches.create(
-                input_file_id=rec.input_file_id, endpoint=ENDPOINT,
+                input_file_id=file_id, endpoint=ENDPOINT,
                 completion_window=COMPLETION_WINDOW, metadata=metadata)
             self.step("creating")
         self.log.update(rec.id, provider_id=found.id, status=found.status)
@@ -209,7 +217,7 @@ class BatchJob:
 
     def collect(self, rec: BatchRecord, result: BatchResult,
                 settled: set[Item]) -> Collected:
-        """Collect a finished batch in bulk (``reljudge.judge.batch_collect``); items in
+        """Collect a finished batch in bulk (``reljudge.judge.batch.collect``); items in
         ``settled`` get no event; returns the items still to re-ask or to send again."""
         return collect_batch(self, rec, result, settled)
 
@@ -239,7 +247,7 @@ class BatchJob:
             self.step("uploading")
             self.log.update(bid, input_file_id=f.id, status="uploaded")
             self.step("uploaded")
-            provider_id = self._create(self.log.get(bid), resuming=False)
+            provider_id = self._create(self.log.get(bid), f.id, resuming=False)
             self.step("created")
             result.submitted_batches += 1
             result.submitted_requests += len(group)
@@ -248,12 +256,13 @@ class BatchJob:
     # -- the whole job ------------------------------------------------------------------------
     async def run(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                   passages: Mapping[str, Any], *, wait: bool = False, progress: bool = False,
-                  submit: bool = True) -> BatchResult:
+                  submit: bool = True, handle_sigint: bool = False) -> BatchResult:
         """Collect finished batches, grade their answers, submit what is left (unless not
         ``submit``); with ``wait``, poll every ``poll_interval`` seconds until no batch of this
-        judge is open."""
+        judge is open. ``handle_sigint``: as for ``Labeller.label``, in its online steps."""
         lab = self.labeller
         lab.check_inputs(pairs, queries, passages)
+        self.handle_sigint = handle_sigint
         self.texts = (queries, passages)  # what a collected answer's texts are checked against
         self.current = shown_now(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
@@ -270,7 +279,8 @@ class BatchJob:
                                  bar, wait, progress)
             except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the main task)
                 task = asyncio.current_task()
-                if task is None or task.uncancel() > 0:  # cancelled for another reason
+                # Python 3.10's asyncio.run raises KeyboardInterrupt instead: not Ctrl-C here
+                if sys.version_info < (3, 11) or task is None or task.uncancel() > 0:
                     raise
                 result.stop_reason = "interrupted"
                 result.open = self.log.batches(lab.judge_id, open_only=True)
@@ -357,7 +367,8 @@ class BatchJob:
         if not only:
             return
         report = await self.labeller.label(pairs, queries, passages, self.store,
-                                           progress=progress, only=only)
+                                           progress=progress, only=only,
+                                           handle_sigint=self.handle_sigint)
         result.reports.append(report)
         if report.stop_reason:
             result.stop_reason = report.stop_reason

@@ -14,15 +14,71 @@ import queue
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reljudge.io.files import text_lines
-from reljudge.judge.batch_files import Item, answer_fields, read_lines
-from reljudge.judge.client import Answer
+from reljudge.judge.batch.files import Item, answer_fields, read_lines
+from reljudge.judge.config import JudgeConfig
+from reljudge.judge.cost import Price
+from reljudge.judge.http.client import Answer
 from reljudge.judge.planning import shown_now
-from reljudge.judge.results import BatchResult
+from reljudge.judge.prompts import Template
+from reljudge.judge.report import BatchResult
 from reljudge.labels import FailureKind, LabelEvent
-from reljudge.store.batches import BatchRecord
+from reljudge.store.batches import BatchLog, BatchRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    import openai
+
+Texts = tuple[Mapping[str, str], Mapping[str, Any]]  # a run's queries and passages
+
+
+class Grades(Protocol):
+    """What turning a batch's answers into events needs of the labeller (a Labeller)."""
+
+    @property
+    def judge_id(self) -> str: ...
+
+    @property
+    def template(self) -> Template: ...
+
+    @property
+    def price(self) -> Price: ...
+
+    def params(self) -> dict[str, Any]: ...
+
+    def event_meta(self, params: dict) -> dict[str, Any]: ...
+
+    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
+                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
+
+    def request_key(self, messages: list[dict], sample: int) -> str: ...
+
+    def cache(self) -> Any: ...  # a diskcache.Cache (an untyped library)
+
+
+class Collects(Protocol):
+    """What collecting a batch needs of its job (a BatchJob)."""
+
+    @property
+    def labeller(self) -> Grades: ...
+
+    @property
+    def log(self) -> BatchLog: ...
+
+    @property
+    def config(self) -> JudgeConfig: ...
+
+    @property
+    def client(self) -> openai.OpenAI: ...
+
+    @property
+    def reasons(self) -> dict[int, str]: ...
+
+    @property
+    def texts(self) -> Texts: ...
+
+    def step(self, name: str) -> None: ...
 
 __all__ = ["Collected", "answer_events", "collect_batch"]
 
@@ -45,9 +101,9 @@ class Collected:
     missed: dict[Item, str] = field(default_factory=dict)
 
 
-def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
+def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
                   settled: set[Item]) -> Collected:
-    """Collect a finished batch of ``job`` (a BatchJob) in bulk: its answers into the cache (one transaction), then
+    """Collect a finished batch of ``job`` in bulk: its answers into the cache (one transaction), then
     its events into the store (one transaction, which marks it collected and records its
     spend): grades and refusals as the online path grades a cached answer, failed and
     unanswered lines as failures by kind. Items in ``settled`` get no event; returns the
@@ -93,7 +149,7 @@ def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
                 out.missed[item] = cid
                 events.append(LabelEvent(
                     qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
-                    sample=item[2], grade=None, failure=why, failure_kind=kind.value,
+                    sample=item[2], grade=None, failure=why, failure_kind=kind,
                     meta=meta))
     tin = sum(a.tokens_in for a in answers.values())
     tout = sum(a.tokens_out for a in answers.values())
@@ -108,9 +164,9 @@ def collect_batch(job: Any, rec: BatchRecord, result: BatchResult,
     return out
 
 
-def answer_events(lab: Any, answers: Mapping[str, Answer],
+def answer_events(lab: Grades, answers: Mapping[str, Answer],
                   items: Mapping[str, list[Item]], settled: set[Item],
-                  out: Collected, texts: tuple = ({}, {})) -> list[LabelEvent]:
+                  out: Collected, texts: Texts = ({}, {})) -> list[LabelEvent]:
     """The events of a batch's answers, as the online labeller records a cached answer;
     items whose answer cannot be read go to ``out.reask``. Each event records the digest of
     the texts (``texts``: the run's queries and passages) when they rebuild the very request
@@ -132,7 +188,8 @@ def answer_events(lab: Any, answers: Mapping[str, Answer],
     return events
 
 
-def _shown(lab: Any, item: Item, cid: str, queries, passages) -> str | None:
+def _shown(lab: Grades, item: Item, cid: str, queries: Mapping[str, str],
+           passages: Mapping[str, Any]) -> str | None:
     """The digest of the texts this item's request was built from, when these texts rebuild
     it exactly (same cache key as the batch line's custom_id); else None."""
     q, d = item[0], item[1]
