@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reljudge.audit import audit, read_judge
+from reljudge.audit import audit
 from reljudge.cli import main
 from reljudge.errors import ReljudgeError
+from reljudge.io import read_judge
 from reljudge.io.coerce import as_qrels, as_run
 from reljudge.io.trec import read_qrels, read_runs
 from reljudge.metrics import evaluate_many

@@ -127,7 +127,7 @@ def audit_json(results: AuditResult | Sequence[AuditResult], heldout=None,
     """The audit as JSON (``reljudge audit --json``, the pipeline's audit.json, the demo):
     the first result whole; with several measures (``audit_measures``) each judge's system
     agreement under each; with derived rows validated on held-out queries (``heldout``, an
-    ``audit.heldout.HeldoutSpec``, and the rows' names), how they were validated."""
+    ``audit.fitted_rows.HeldoutSpec``, and the rows' names), how they were validated."""
     if isinstance(results, AuditResult):
         results = [results]
     data = result_to_dict(results[0])

@@ -25,13 +25,12 @@ from reljudge.infer.decision import fit_thresholds
 from reljudge.infer.heldout import (
     PANEL_METHODS,
     Aligned,
-    FitPredict,
     align,
     calibrate_fit_predict,
-    cross_fit,
+    decided_grades,
     mean_fit_predict,
+    out_of_fold,
     panel_fit_predict,
-    thresholded,
     vote_shares,
 )
 from reljudge.infer.panel import Panel, fit_panel
@@ -114,22 +113,6 @@ def _used_pairs(data: Aligned, used: np.ndarray) -> list[list[str]]:
                                    strict=True)]
 
 
-def _oof_grades(probs: np.ndarray, decision: str) -> np.ndarray:
-    ok = ~np.isnan(probs).any(axis=1)
-    out = np.full(len(probs), -1, dtype=np.int64)
-    out[ok] = decide(probs[ok], "mode" if decision == "thresholds" else decision)
-    return out
-
-
-def _heldout(data: Aligned, fit_predict: FitPredict, *, folds: int, seed: int,
-             sample: int | None, decision: str) -> np.ndarray:
-    """Out-of-fold grades by query (thresholds, when asked, fitted inside each fold too)."""
-    if decision == "thresholds":
-        fit_predict = thresholded(data, fit_predict)
-    oof, _ = cross_fit(data, fit_predict, folds=folds, seed=seed, sample=sample)
-    return _oof_grades(oof, decision)
-
-
 def _apply_thresholds(out: Derived, data: Aligned, used: np.ndarray) -> None:
     """Replace the distributions by grades cut at thresholds fitted on the sampled pairs."""
     score = expected_grade(out.probs)
@@ -171,8 +154,9 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
     if decision == "thresholds":
         _apply_thresholds(out, data, used)
     if folds:
-        oof = _heldout(data, calibrate_fit_predict(data, 0, strength), folds=folds, seed=seed,
-                       sample=sample, decision=decision)
+        oof = decided_grades(out_of_fold(data, calibrate_fit_predict(data, 0, strength),
+                                         folds=folds, seed=seed, sample=sample,
+                                         decision=decision), decision)
         out.heldout = {out.name: agreement(data.human, oof),
                        judge_name: agreement(data.human, grades)}
         out.fitted_on["heldout"] = {"folds": folds, "by": "query", "decision": decision,
@@ -218,8 +202,8 @@ def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
     if decision == "thresholds":
         _apply_thresholds(out, data, used)
     if folds:
-        oof = _heldout(data, fit_predict, folds=folds, seed=seed, sample=sample,
-                       decision=decision)
+        oof = decided_grades(out_of_fold(data, fit_predict, folds=folds, seed=seed,
+                                         sample=sample, decision=decision), decision)
         out.heldout = {out.name: agreement(data.human, oof)}
         for r, judge in enumerate(data.judges):
             out.heldout[judge] = agreement(data.human, data.labels[:, r])

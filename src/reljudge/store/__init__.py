@@ -1,7 +1,7 @@
 """The label store: every label with its provenance in one SQLite file, merged by rule."""
 
 from reljudge.grades import AGGREGATES
-from reljudge.store.importers import ImportReport, import_labels, read_labels
+from reljudge.store.importers import ImportReport, import_labels
 from reljudge.store.merge import (
            POLICIES,
            Conflict,
@@ -16,4 +16,4 @@ from reljudge.store.store import LabelStore, SourceStats
 
 __all__ = ["AGGREGATES", "POLICIES", "Conflict", "FinalLabel", "ImportReport", "LabelStore",
            "Merged", "SourceStats", "conflicts", "coverage", "import_labels", "merge_rows",
-           "read_labels", "resolve_source", "short_names"]
+           "resolve_source", "short_names"]
