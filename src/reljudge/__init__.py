@@ -61,7 +61,7 @@ _LAZY = {
     "Labeller": ("reljudge.judge.labeller", "Labeller"),
     # trusting the labels
     "draw_sample": ("reljudge.infer.sample", "draw"),
-    "estimate": ("reljudge.infer.scores", "from_store"),
+    "estimate": ("reljudge.infer.scores", "estimate"),
     "calibrate": ("reljudge.infer.derive", "calibrate_judge"),
 }
 
@@ -105,7 +105,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from reljudge.infer.derive import calibrate_judge as calibrate
     from reljudge.infer.sample import draw as draw_sample
-    from reljudge.infer.scores import from_store as estimate
+    from reljudge.infer.scores import estimate
     from reljudge.io.coerce import as_qrels, as_run
     from reljudge.io.label_files import read_judge
     from reljudge.io.texts import read_pairs, read_passages, read_queries
