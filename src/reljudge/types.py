@@ -75,7 +75,7 @@ class _IdColumns:
         self._qcodes, self._docid_b = qcodes, docid_b
         self._compact = True
 
-    def __setattr__(self, name, value) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name in ("qid", "docid", "grade", "score", "name"):
             raise AttributeError(f"{type(self).__name__} is immutable")
         object.__setattr__(self, name, value)
@@ -139,9 +139,14 @@ class _IdColumns:
 class Qrels(_IdColumns):
     """Graded relevance judgments: one (qid, docid, grade) row per judged pair, pairs unique."""
 
-    def __init__(self, qid, docid, grade) -> None:
+    def __init__(self, qid, docid, grade: np.ndarray) -> None:
         super().__init__(qid, docid)
-        object.__setattr__(self, "grade", grade)
+        self._grade = grade
+
+    @property
+    def grade(self) -> np.ndarray:
+        """Grade of each row (int64)."""
+        return self._grade
 
     def __repr__(self) -> str:
         return f"Qrels({len(self)} judgments)"
@@ -223,13 +228,23 @@ class Run(_IdColumns):
     (descending), ties broken by docid descending.
     """
 
-    def __init__(self, qid, docid, score, name: str = "run") -> None:
+    def __init__(self, qid, docid, score: np.ndarray, name: str = "run") -> None:
         super().__init__(qid, docid)
-        object.__setattr__(self, "score", score)
-        object.__setattr__(self, "name", name)
-        self._groups: tuple | None = None
+        self._score = score
+        self._name = name
+        self._groups: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
         self._bounds: np.ndarray | None = None
         self._compacted: Run | None = None
+
+    @property
+    def score(self) -> np.ndarray:
+        """Score of each row (float64)."""
+        return self._score
+
+    @property
+    def name(self) -> str:
+        """The run's name (its tag, or the name it was given)."""
+        return self._name
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, {len(self)} rows)"
@@ -310,7 +325,7 @@ class Run(_IdColumns):
     def with_name(self, name: str) -> Run:
         """The same run under another name (columns and derived indexes shared)."""
         out = copy.copy(self)
-        object.__setattr__(out, "name", name)
+        out._name = name
         return out
 
     def compacted(self) -> Run:
