@@ -32,7 +32,7 @@ RELIABLE_TOP_PAIRS = 25
 QUERY_COVERAGE = ((5, 0.831), (10, 0.867), (15, 0.904), (20, 0.917))
 
 
-def small_sample_warning(unit: str, informative: int, cutoff: int | None = None,
+def small_sample_warning(unit: str, informative: int, cutoff: float | None = None,
                          population: int | None = None, pair_of_runs: bool = False
                          ) -> str | None:
     """A warning when an interval rests on a sample the benchmark found too small for
