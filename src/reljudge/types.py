@@ -83,16 +83,16 @@ class _IdColumns:
     @property
     def qid(self) -> np.ndarray:
         """Query id of each row (object array of str)."""
-        if self._qid is None:
-            uniq, codes = self._qcodes  # type: ignore[misc]
+        if self._qid is None:  # held compactly: the query codes are set
+            uniq, codes = self.query_codes()
             self._qid = np.array([u.decode() for u in uniq], dtype=object)[codes]
         return self._qid
 
     @property
     def docid(self) -> np.ndarray:
         """Document id of each row (object array of str)."""
-        if self._docid is None:
-            self._docid = columns.decode(self._docid_b)
+        if self._docid is None:  # held compactly: the docid bytes are set
+            self._docid = columns.decode(self.docid_bytes())
         return self._docid
 
     @property
@@ -286,7 +286,9 @@ class Run(_IdColumns):
         """Build from {qid: {docid: score}} (the pytrec_eval / ranx shape); ids of any type
         are converted with ``str``, scores must be numbers."""
         data = run_dict(data)
-        qs, ds, ss = [], [], []
+        qs: list[str] = []
+        ds: list[str] = []
+        ss: list[float] = []
         for q, docs in data.items():
             qs.extend([str(q)] * len(docs))
             ds.extend(str(d) for d in docs)
