@@ -111,3 +111,17 @@ def test_labels_import_names_sources_by_the_same_rule(tmp_path, capsys):
     with LabelStore(db, create=False, readonly=True) as store:
         assert store.qrels("b/x").to_dict() == {"q0": {"d0": 3}, "q1": {"d1": 2},
                                                 "q2": {"d2": 1}}
+
+
+def test_report_names_judges_sharing_a_stem_by_the_same_rule(tmp_path, capsys):
+    grades = [0, 1, 2, 3, 0, 1]
+    ref = write(tmp_path / "human.qrels", grades)
+    a = write(tmp_path / "a" / "x.qrels", grades)
+    b = write(tmp_path / "b" / "x.qrels", [3] * 6)
+    run = tmp_path / "r.run"
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i + 1} {10 - i} sys\n" for i in range(6)))
+    out = tmp_path / "page.html"
+    assert main(["report", str(ref), str(run), "--reference", str(ref), "--judge", str(a),
+                 "--judge", str(b), "--out", str(out), "--quiet"]) == 0
+    page = out.read_text()
+    assert "<td>a/x</td>" in page and "<td>b/x</td>" in page  # not the paths given

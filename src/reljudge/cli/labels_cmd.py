@@ -114,7 +114,8 @@ def register(sub) -> None:
                    help="who gave the labels (required): human or llm; 'import' (neither) "
                         "must be chosen explicitly, since merges rank human labels first")
     v.add_argument("--source-name", help="assessor or judge name (default: the file's stem, "
-                   "a compression suffix aside)")
+                   "a compression suffix aside; files sharing a stem are told apart by their "
+                   "folders)")
     v.add_argument("--label-format", choices=("qrels", "csv", "jsonl"),
                    help="file format (default: from the file name, a .gz/.bz2/.xz/.zst suffix "
                         "aside: .csv, .jsonl, else qrels)")
