@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from reljudge.audit import read_judge
 from reljudge.infer.calibrate import K, decide, one_hot
 from reljudge.infer.heldout import (
     align,
@@ -44,6 +43,7 @@ from reljudge.infer.heldout import (
     selected_fit_predict,
     thresholded,
 )
+from reljudge.io import read_judge
 from reljudge.stats import agreement as ag
 
 STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")

@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.audit.items import join
-from reljudge.audit.judges import read_judge
 from reljudge.infer.ppi import Estimate, Moments, estimate_from_moments, post_stratified
 from reljudge.infer.sample import allocate
+from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
 from reljudge.stats import agreement as ag
 from reljudge.stats import bootstrap_ci

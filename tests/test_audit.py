@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reljudge.audit import audit, read_judge
+from reljudge.audit import audit
 from reljudge.audit import systems as sy
 from reljudge.audit.items import join
 from reljudge.audit.judges import audit_measures
 from reljudge.audit.result import result_to_dict
 from reljudge.errors import InputError
+from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
 from reljudge.stats import agreement as ag
 from reljudge.types import Qrels, Run
@@ -225,7 +226,7 @@ def test_the_cli_audit_json_is_the_library_audit_json(tmp_path, capsys):
     import json
 
     from reljudge.audit import audit_json
-    from reljudge.audit.heldout import HeldoutSpec, heldout_judges
+    from reljudge.audit.fitted_rows import HeldoutSpec, heldout_judges
     from reljudge.cli import main
     from reljudge.io.trec import read_runs
     from reljudge.tables import json_dumps
@@ -247,7 +248,7 @@ def test_the_cli_audit_json_is_the_library_audit_json(tmp_path, capsys):
 
 
 def test_heldout_judges_refuses_panels_it_cannot_form_as_the_cli_does(tmp_path):
-    from reljudge.audit.heldout import HeldoutSpec, heldout_judges
+    from reljudge.audit.fitted_rows import HeldoutSpec, heldout_judges
     from reljudge.errors import ConfigError
 
     files, _ = _three_label_files(tmp_path)

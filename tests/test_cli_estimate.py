@@ -273,7 +273,7 @@ def test_a_teams_grades_reach_estimate_as_labels_merge_adjudicated_first_merges_
     """Two annotators on a sample, disagreeing on some pairs, one adjudicator settling them:
     estimate's human truth is the merge's (adjudicated-first, human sources), and with the
     adjudicated grades equal to the truth the estimate equals the one-annotator estimate."""
-    from reljudge.infer.scores import from_store, human_truth
+    from reljudge.infer.scores import estimate, human_truth
     from reljudge.labels import LabelEvent
 
     tmp, store_path, truth, runs = world
@@ -282,7 +282,7 @@ def test_a_teams_grades_reach_estimate_as_labels_merge_adjudicated_first_merges_
     run_objs = [Run.from_arrays(*_read(r), name=f"sys{i}") for i, r in enumerate(runs)]
     _grade(store_path, truth, "q6")
     with LabelStore(store_path) as store:
-        alone = from_store(store, run_objs, ["nDCG@10"], sample="q6")
+        alone = estimate(store, run_objs, ["nDCG@10"], sample="q6")
         pairs = store.sample_pairs("q6")
         other = {p: (truth[p] + 1) % 4 if k % 3 == 0 else truth[p] for k, p in enumerate(pairs)}
         store.add_events([LabelEvent(*p, g, "human", "ann2", meta={"sample": "q6"})
@@ -296,7 +296,7 @@ def test_a_teams_grades_reach_estimate_as_labels_merge_adjudicated_first_merges_
         store.add_events([LabelEvent(*p, truth[p], "human", "adjudicated:dan",
                                      meta={"sample": "q6"}) for p in disputed])
         assert human_truth(store, set(pairs)) == {p: truth[p] for p in pairs}
-        settled = from_store(store, run_objs, ["nDCG@10"], sample="q6")
+        settled = estimate(store, run_objs, ["nDCG@10"], sample="q6")
         assert human_truth(store, set(pairs), "ann2") == other
     assert [(r.run, r.ppi, r.ppi_low, r.ppi_high) for r in settled.rows] == \
         [(r.run, r.ppi, r.ppi_low, r.ppi_high) for r in alone.rows]

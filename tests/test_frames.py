@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reljudge.audit import audit, read_judge
+from reljudge.audit import audit
 from reljudge.cli import main
 from reljudge.errors import ReljudgeError
+from reljudge.io import read_judge
 from reljudge.io.coerce import as_qrels, as_run
 from reljudge.io.trec import read_qrels, read_runs
 from reljudge.metrics import evaluate_many
@@ -159,7 +160,7 @@ def test_without_pandas_to_dataframe_names_the_install(monkeypatch):
 
 
 def test_store_estimates_frame_equals_estimate_json_and_prints_its_table(world, capsys):
-    from reljudge.infer.scores import from_store
+    from reljudge.infer.scores import estimate
     from reljudge.store import LabelStore
 
     _tmp, store_path, truth, runs = world
@@ -169,7 +170,7 @@ def test_store_estimates_frame_equals_estimate_json_and_prints_its_table(world, 
     got = cli_json(capsys, "estimate", "--store", str(store_path), "--sample", "q10",
                    *map(str, runs), "-m", "nDCG@10")
     with LabelStore(store_path, create=False) as store:
-        est = from_store(store, read_runs([str(r) for r in runs]), ["nDCG@10"], sample="q10")
+        est = estimate(store, read_runs([str(r) for r in runs]), ["nDCG@10"], sample="q10")
     records = est.to_dataframe().to_dict("records")
     want = got["runs"] + got["differences"]
     assert len(records) == len(want) == 3

@@ -46,3 +46,20 @@ def test_audit_stays_the_function_after_the_subpackage_is_imported():
     import reljudge.audit.systems  # noqa: F401  (importing a subpackage must not hide the call)
 
     assert callable(reljudge.audit) and reljudge.audit.__name__ == "audit"
+
+
+def test_front_door_names_agree_with_their_homes_but_for_two_aliases():
+    renamed = {name: attr for name, (_, attr) in reljudge._LAZY.items() if name != attr}
+    assert renamed == {"draw_sample": "draw", "calibrate": "calibrate_judge"}
+    assert reljudge._LAZY["estimate"] == ("reljudge.infer.scores", "estimate")
+
+
+def test_one_call_reads_a_label_file_of_any_format(tmp_path):
+    import reljudge.io
+
+    assert reljudge.read_judge is reljudge.io.read_judge
+    (tmp_path / "j.jsonl").write_text('{"query_id": "q1", "doc_id": "d1", "relevance": 2}\n')
+    (tmp_path / "j.qrels").write_text("q1 0 d1 2\n")
+    assert reljudge.read_judge(tmp_path / "j.jsonl")[0].to_dict() == \
+        reljudge.read_judge(tmp_path / "j.qrels")[0].to_dict() == \
+        reljudge.read_qrels(tmp_path / "j.qrels").to_dict() == {"q1": {"d1": 2}}

@@ -15,6 +15,8 @@ from reljudge.infer.heldout import (
     assert_no_leak,
     calibrate_fit_predict,
     cross_fit,
+    decided_grades,
+    out_of_fold,
     panel_fit_predict,
     query_folds,
 )
@@ -96,3 +98,17 @@ def test_held_out_predictions_differ_from_in_sample_ones():
     outside, _ = cross_fit(data, fp, folds=3)
     inside = fp(data.human >= 0)
     assert not np.allclose(outside, inside)
+
+
+def test_out_of_fold_is_cross_fit_and_thresholds_are_fitted_inside_each_fold():
+    human, judges = synthetic(seed=3)
+    data = align(human, judges)
+    fit = calibrate_fit_predict(data, 1)
+    plain = out_of_fold(data, fit, folds=3, seed=1, sample=100)
+    np.testing.assert_array_equal(plain, cross_fit(data, fit, folds=3, seed=1, sample=100)[0])
+    cut = out_of_fold(data, fit, folds=3, seed=1, decision="thresholds")
+    graded = data.labels[:, 1] >= 0
+    assert set(np.unique(cut[graded])) <= {0.0, 1.0}  # one-hot: the cut grade
+    grades = decided_grades(cut, "thresholds")
+    assert (grades[~graded] == -1).all() and (grades[graded] == cut[graded].argmax(axis=1)).all()
+    assert (decided_grades(plain, "mode")[graded] == plain[graded].argmax(axis=1)).all()

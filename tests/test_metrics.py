@@ -486,6 +486,7 @@ def test_measure_strings_parse_to_canonical_names(text, canonical):
     ("IPrec", "IPrec@0.1"), ("IPrec@1.5", "between 0 and 1"), ("IPrec@x", "between 0 and 1"),
     ("RBP(p=1)", "between 0 and 1"), ("RBP(p='a')", "must be a number"),
     ("Bpref@10", "takes no cutoff"), ("SetF(beta=-1)", ">= 0"),
+    ("P(**x)@5", "name=value pairs"),
 ])
 def test_bad_measure_strings_say_what_is_wrong(text, needle):
     with pytest.raises(MeasureError, match=needle):
@@ -514,3 +515,15 @@ def test_a_nan_score_is_an_error_on_both_paths():
     for r in (run, Run.from_dict(run)):
         with pytest.raises(InputError, match="query 'q2' is nan"):
             evaluate(qrels, r, ["AP"])
+
+
+def test_a_measure_gives_its_cutoff_in_the_type_its_kernel_takes():
+    from reljudge.metrics.measures import Measure
+
+    assert parse_measure("nDCG@10").rank_cutoff() == 10 and parse_measure("AP").rank_cutoff() is None
+    assert parse_measure("RelP@5").required_rank_cutoff() == 5
+    assert parse_measure("IPrec@0.3").level() == 0.3 and parse_measure("RprecMult@2").level() == 2.0
+    with pytest.raises(MeasureError, match="needs a cutoff"):
+        Measure("RelP").required_rank_cutoff()
+    with pytest.raises(MeasureError, match="needs a cutoff"):
+        Measure("IPrec").level()

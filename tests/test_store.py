@@ -13,13 +13,12 @@ import sys
 
 import pytest
 
-from reljudge.audit import read_judge
 from reljudge.cli import main
 from reljudge.errors import InputError, StoreError
+from reljudge.io.label_files import read_judge, read_labels
 from reljudge.io.trec import read_qrels
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
-from reljudge.store.importers import read_labels
 from reljudge.store.schema import SCHEMA_VERSION
 from tests.backends import BACKENDS, integrity_errors, store_location
 from tests.helpers import v1_store

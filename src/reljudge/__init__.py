@@ -40,6 +40,7 @@ _LAZY = {
     "LabelEvent": ("reljudge.labels", "LabelEvent"),
     # reading inputs
     "read_qrels": ("reljudge.io.trec", "read_qrels"),
+    "read_judge": ("reljudge.io.label_files", "read_judge"),
     "read_run": ("reljudge.io.trec", "read_run"),
     "read_runs": ("reljudge.io.trec", "read_runs"),
     "write_qrels": ("reljudge.io.trec", "write_qrels"),
@@ -59,9 +60,8 @@ _LAZY = {
     "label_pairs": ("reljudge.judge.labeller", "label_pairs"),
     "Labeller": ("reljudge.judge.labeller", "Labeller"),
     # trusting the labels
-    "read_judge": ("reljudge.audit", "read_judge"),
     "draw_sample": ("reljudge.infer.sample", "draw"),
-    "estimate": ("reljudge.infer.scores", "from_store"),
+    "estimate": ("reljudge.infer.scores", "estimate"),
     "calibrate": ("reljudge.infer.derive", "calibrate_judge"),
 }
 
@@ -103,11 +103,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reljudge.audit import read_judge
     from reljudge.infer.derive import calibrate_judge as calibrate
     from reljudge.infer.sample import draw as draw_sample
-    from reljudge.infer.scores import from_store as estimate
+    from reljudge.infer.scores import estimate
     from reljudge.io.coerce import as_qrels, as_run
+    from reljudge.io.label_files import read_judge
     from reljudge.io.texts import read_pairs, read_passages, read_queries
     from reljudge.io.trec import read_qrels, read_run, read_runs, write_qrels
     from reljudge.judge.config import JudgeConfig

@@ -51,9 +51,10 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
         import logging
 
         say = logging.getLogger(__name__).info
-    from reljudge.audit import audit, audit_json, read_judge
+    from reljudge.audit import audit, audit_json
     from reljudge.audit.result import COLUMNS
     from reljudge.io.files import atomic_write
+    from reljudge.io.label_files import read_judges
     from reljudge.io.trec import read_qrels, read_run
     from reljudge.pipeline import load_config
     from reljudge.pipeline.config import judge_config
@@ -72,9 +73,7 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     say("\n== 2. llmjudge-dl23: six real LLM judges vs NIST assessors, TREC DL 2023 ==")
     dl = examples / "llmjudge-dl23"
     reference = read_qrels(dl / "human.qrels")
-    judges, clipped = {}, {}
-    for f in sorted((dl / "judges").glob("*.txt")):
-        judges[f.stem], clipped[f.stem] = read_judge(f, clip=True)
+    judges, clipped = read_judges(sorted((dl / "judges").glob("*.txt")), clip=True)
     runs = [read_run(r) for r in sorted((dl / "runs").glob("*.run"))]
     res = audit(reference, judges, runs, measure="nDCG@10", bootstrap=200, seed=0,
                 reference_name="NIST")

@@ -29,7 +29,8 @@ def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         head = s[order[: depth + 1]]
         if len(head) > 1 and np.any(head[1:] == head[:-1]):  # ties near the top: exact order
             docs = docids[a:b].tolist()
-            order = sorted(range(b - a), key=lambda i: (s[i], docs[i].encode()), reverse=True)
+            order = np.array(sorted(range(b - a), key=lambda i: (s[i], docs[i].encode()),
+                                    reverse=True), dtype=np.int64)
         top = [docids[a + i] for i in order[:depth]]
         out_q += [q] * len(top)
         out_d += top

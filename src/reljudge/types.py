@@ -75,7 +75,7 @@ class _IdColumns:
         self._qcodes, self._docid_b = qcodes, docid_b
         self._compact = True
 
-    def __setattr__(self, name, value) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name in ("qid", "docid", "grade", "score", "name"):
             raise AttributeError(f"{type(self).__name__} is immutable")
         object.__setattr__(self, name, value)
@@ -83,16 +83,16 @@ class _IdColumns:
     @property
     def qid(self) -> np.ndarray:
         """Query id of each row (object array of str)."""
-        if self._qid is None:
-            uniq, codes = self._qcodes  # type: ignore[misc]
+        if self._qid is None:  # held compactly: the query codes are set
+            uniq, codes = self.query_codes()
             self._qid = np.array([u.decode() for u in uniq], dtype=object)[codes]
         return self._qid
 
     @property
     def docid(self) -> np.ndarray:
         """Document id of each row (object array of str)."""
-        if self._docid is None:
-            self._docid = columns.decode(self._docid_b)
+        if self._docid is None:  # held compactly: the docid bytes are set
+            self._docid = columns.decode(self.docid_bytes())
         return self._docid
 
     @property
@@ -139,9 +139,14 @@ class _IdColumns:
 class Qrels(_IdColumns):
     """Graded relevance judgments: one (qid, docid, grade) row per judged pair, pairs unique."""
 
-    def __init__(self, qid, docid, grade) -> None:
+    def __init__(self, qid, docid, grade: np.ndarray) -> None:
         super().__init__(qid, docid)
-        object.__setattr__(self, "grade", grade)
+        self._grade = grade
+
+    @property
+    def grade(self) -> np.ndarray:
+        """Grade of each row (int64)."""
+        return self._grade
 
     def __repr__(self) -> str:
         return f"Qrels({len(self)} judgments)"
@@ -223,13 +228,23 @@ class Run(_IdColumns):
     (descending), ties broken by docid descending.
     """
 
-    def __init__(self, qid, docid, score, name: str = "run") -> None:
+    def __init__(self, qid, docid, score: np.ndarray, name: str = "run") -> None:
         super().__init__(qid, docid)
-        object.__setattr__(self, "score", score)
-        object.__setattr__(self, "name", name)
-        self._groups: tuple | None = None
+        self._score = score
+        self._name = name
+        self._groups: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
         self._bounds: np.ndarray | None = None
         self._compacted: Run | None = None
+
+    @property
+    def score(self) -> np.ndarray:
+        """Score of each row (float64)."""
+        return self._score
+
+    @property
+    def name(self) -> str:
+        """The run's name (its tag, or the name it was given)."""
+        return self._name
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, {len(self)} rows)"
@@ -271,7 +286,9 @@ class Run(_IdColumns):
         """Build from {qid: {docid: score}} (the pytrec_eval / ranx shape); ids of any type
         are converted with ``str``, scores must be numbers."""
         data = run_dict(data)
-        qs, ds, ss = [], [], []
+        qs: list[str] = []
+        ds: list[str] = []
+        ss: list[float] = []
         for q, docs in data.items():
             qs.extend([str(q)] * len(docs))
             ds.extend(str(d) for d in docs)
@@ -310,7 +327,7 @@ class Run(_IdColumns):
     def with_name(self, name: str) -> Run:
         """The same run under another name (columns and derived indexes shared)."""
         out = copy.copy(self)
-        object.__setattr__(out, "name", name)
+        out._name = name
         return out
 
     def compacted(self) -> Run:

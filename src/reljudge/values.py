@@ -50,7 +50,7 @@ def grade_value(g, what: str, where: str) -> int:
     if isinstance(g, numbers.Integral):
         return int(g)
     if isinstance(g, numbers.Real) and float(g).is_integer():
-        return int(g)
+        return int(float(g))
     raise InputError(f"{what}: expected an integer grade, found {g!r} ({where})")
 
 
@@ -88,7 +88,7 @@ def _clean_dict(data: Mapping, what: str, value_what: str, ok_types: set,
                              f"found a {type(docs).__name__} for query {q!r}")
         if type(q) is str and set(map(type, docs)) <= {str} \
                 and set(map(type, docs.values())) <= ok_types:
-            key, inner = q, docs
+            key, inner = q, docs if isinstance(docs, dict) else dict(docs)
         else:
             key = ids([q], what, "query id")[0]
             inner = {}

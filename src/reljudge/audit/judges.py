@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
@@ -63,7 +62,7 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
 
     Labels and runs may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
     records, DataFrames); empty reference or judge labels are an InputError. ``derived`` rows
-    (calibrated judges, panels: see ``audit.heldout``) are audited the same way but left out
+    (calibrated judges, panels: see ``audit.fitted_rows``) are audited the same way but left out
     of the ensembles and of the agreement among judges. Runs are scored as
     ``metrics.evaluate`` scores them, with its ``all_queries`` and ``float32_scores``."""
     return _audit_each(reference, judge, runs, [measure], bootstrap=bootstrap, seed=seed,
@@ -130,8 +129,6 @@ def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: i
     return results
 
 
-
-
 def _labels(obj, what: str) -> Qrels:
     q = as_qrels(obj, what)
     if not len(q):
@@ -150,12 +147,3 @@ def _is_judge_mapping(judge) -> bool:
     inner = next(iter(first.values()), None)
     return isinstance(inner, Mapping)
 
-
-def read_judge(path: str | Path, clip: bool = False) -> tuple[Qrels, int]:
-    """A judge's label file, out-of-scale grades rejected with file:line or clipped."""
-    from reljudge.store.importers import check_scale, read_labels
-
-    rows, clipped = check_scale(read_labels(path), clip)
-    return (Qrels.from_arrays([r[0] for r in rows], [r[1] for r in rows],
-                              np.array([r[2] for r in rows], dtype=np.int64), check=False),
-            len(clipped))

@@ -108,7 +108,8 @@ def measures_table(results: Sequence[AuditResult]) -> tuple[list[str], list[list
     for res in results:
         out_cols += [f"{c} ({res.measure})" for c in SYSTEM_COLUMNS]
         for out, j in zip(out_rows, res.judges, strict=True):
-            out += [j.systems.kendall_tau, j.systems.tau_ap, j.systems.max_rank_change]
+            s = j.systems  # set for every judge when the result has a measure (runs given)
+            out += [s.kendall_tau, s.tau_ap, s.max_rank_change] if s else [None] * 3
     return out_cols, out_rows
 
 
@@ -127,13 +128,13 @@ def audit_json(results: AuditResult | Sequence[AuditResult], heldout=None,
     """The audit as JSON (``reljudge audit --json``, the pipeline's audit.json, the demo):
     the first result whole; with several measures (``audit_measures``) each judge's system
     agreement under each; with derived rows validated on held-out queries (``heldout``, an
-    ``audit.heldout.HeldoutSpec``, and the rows' names), how they were validated."""
+    ``audit.fitted_rows.HeldoutSpec``, and the rows' names), how they were validated."""
     if isinstance(results, AuditResult):
         results = [results]
     data = result_to_dict(results[0])
     if len(results) > 1:
-        data["systems_by_measure"] = {r.measure: {j.name: asdict(j.systems) for j in r.judges}
-                                      for r in results}
+        data["systems_by_measure"] = {r.measure: {j.name: asdict(j.systems) if j.systems else None
+                                                  for j in r.judges} for r in results}
     if heldout is not None:
         data["heldout"] = {**asdict(heldout), "by": "query", "rows": list(heldout_rows)}
     return data

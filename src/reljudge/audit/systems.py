@@ -111,10 +111,11 @@ def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
     runs = as_runs(runs)
     measure = str(parse_measures(measure)[0])
     names = [r.name for r in runs]
-    how = {"all_queries": all_queries, "float32_scores": float32_scores}
     if reference_scores is None:
-        reference_scores = {r.name: evaluate(reference, r, [measure], **how) for r in runs}
-    judged = {r.name: evaluate(judge, r, [measure], **how) for r in runs}
+        reference_scores = {r.name: evaluate(reference, r, [measure], all_queries=all_queries,
+                                             float32_scores=float32_scores) for r in runs}
+    judged = {r.name: evaluate(judge, r, [measure], all_queries=all_queries,
+                               float32_scores=float32_scores) for r in runs}
     ref = np.array([reference_scores[n].mean()[reference_scores[n].measures[0]] for n in names])
     est = np.array([judged[n].mean()[judged[n].measures[0]] for n in names])
     changes = rank_changes(ref, est, names)

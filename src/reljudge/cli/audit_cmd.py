@@ -104,9 +104,9 @@ def load_labels(args: argparse.Namespace):
     """(reference name, reference qrels, {judge: qrels}, {judge: clipped count})."""
     from pathlib import Path
 
-    from reljudge.audit import read_judge
     from reljudge.errors import ConfigError
-    from reljudge.io.files import content_stem, content_suffix
+    from reljudge.io.files import content_suffix
+    from reljudge.io.label_files import read_judge, read_judges
 
     if args.store:
         from reljudge.cli.common import labels_from_store
@@ -129,9 +129,7 @@ def load_labels(args: argparse.Namespace):
         raise ConfigError(f"{args.judges_dir}: no judge label files (*.txt, *.qrels) in it"
                           if args.judges_dir else "give at least one --judge or --judges-dir")
     ref, _ = read_judge(args.reference, clip=args.clip)
-    judges, clipped = {}, {}
-    for f in files:
-        judges[content_stem(f)], clipped[content_stem(f)] = read_judge(f, clip=args.clip)
+    judges, clipped = read_judges(files, clip=args.clip)
     return Path(args.reference).name, ref, judges, clipped
 
 
@@ -176,7 +174,7 @@ def run_audit(args: argparse.Namespace) -> int:
         return 0
     print_notes(result, clipped)
     if spec is not None:
-        from reljudge.audit.heldout import describe
+        from reljudge.audit.fitted_rows import describe
 
         print(describe(spec))
     if args.confusion:
@@ -192,7 +190,7 @@ def heldout_rows(args: argparse.Namespace, ref, judges):
     """(spec, {row: out-of-fold qrels}) for --calibrate / --panel / --panel-best, or (None, {})."""
     if not (args.calibrate or args.panel or args.panel_best):
         return None, {}
-    from reljudge.audit.heldout import HeldoutSpec, heldout_judges
+    from reljudge.audit.fitted_rows import HeldoutSpec, heldout_judges
 
     spec = HeldoutSpec(args.calibrate, args.panel, tuple(args.panel_best), args.folds,
                        args.sample, args.seed, args.strength, args.decision,

@@ -90,8 +90,8 @@ def _load(args: argparse.Namespace):
     """(human name, human qrels, {judge: qrels}, {judge: probs or None})."""
     from pathlib import Path
 
-    from reljudge.audit import read_judge
     from reljudge.errors import ConfigError
+    from reljudge.io.label_files import read_judge, read_judges
 
     if args.store:
         from reljudge.cli.common import labels_from_store
@@ -108,9 +108,7 @@ def _load(args: argparse.Namespace):
         raise ConfigError("give --reference and --judge files, or --store with "
                           "--human-source and --judge-source")
     human, _ = read_judge(args.reference, clip=args.clip)
-    judges = {Path(f).stem: read_judge(f, clip=args.clip)[0] for f in args.judge}
-    if len(judges) != len(args.judge):
-        raise ConfigError("two --judge files share a name; rename one")
+    judges, _ = read_judges(args.judge, clip=args.clip)
     return Path(args.reference).name, human, judges, dict.fromkeys(judges)
 
 

@@ -85,12 +85,12 @@ def run(args) -> int:
         print(f"reljudge: {line}", file=sys.stderr)
     est = None
     if args.store:
-        from reljudge.infer.scores import from_store
+        from reljudge.infer.scores import estimate
         from reljudge.store import LabelStore
 
         with LabelStore(args.store, create=False, readonly=True) as store:
-            est = from_store(store, runs, c.measures, sample=args.sample, seed=args.seed,
-                             baseline=c.baseline, require=bool(args.sample))
+            est = estimate(store, runs, c.measures, sample=args.sample, seed=args.seed,
+                           baseline=c.baseline, require=bool(args.sample))
     if args.format == "json":
         out = comparison_dict(c)
         if est is not None:

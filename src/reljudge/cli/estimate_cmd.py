@@ -62,7 +62,7 @@ def run(args) -> int:
     """Estimate and print."""
     from reljudge.cli.common import emit, working
     from reljudge.errors import ConfigError
-    from reljudge.infer.scores import estimate_table, from_store
+    from reljudge.infer.scores import estimate, estimate_table
     from reljudge.io.trec import read_run
     from reljudge.store import LabelStore
     from reljudge.tables import json_dumps, render
@@ -71,9 +71,9 @@ def run(args) -> int:
         raise ConfigError(f"--level must be between 0 and 1, got {args.level}")
     runs = [read_run(r) for r in args.runs]
     with LabelStore(args.store, create=False, readonly=True) as store, working("estimating", args.quiet):
-        est = from_store(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
-                         judge=args.judge, human=args.human, level=args.level,
-                         seed=args.seed, baseline=args.baseline)
+        est = estimate(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
+                       judge=args.judge, human=args.human, level=args.level,
+                       seed=args.seed, baseline=args.baseline)
     if est.skipped:
         from reljudge.errors import InputError
 

@@ -216,14 +216,14 @@ def _evaluate_grouped(args: argparse.Namespace):
 
 def _emit_table(args: argparse.Namespace, results: dict, found: list[str]) -> int:
     """The table, CSV, Markdown, LaTeX or JSON output."""
+    from reljudge.metrics.evaluation_json import evaluation_json
     from reljudge.metrics.queries import rule_text
-    from reljudge.metrics.results import results_json
     from reljudge.tables import json_dumps, render
 
     measures = next(iter(results.values())).measures
     if args.format == "json":
-        emit(json_dumps(results_json(results, measures, all_queries=args.all_queries,
-                                     per_query=args.per_query, warnings=found)))
+        emit(json_dumps(evaluation_json(results, measures, all_queries=args.all_queries,
+                                        per_query=args.per_query, warnings=found)))
         return 0
     if args.per_query:
         headers = ["run", "query", *measures]

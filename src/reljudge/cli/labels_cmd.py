@@ -114,7 +114,8 @@ def register(sub) -> None:
                    help="who gave the labels (required): human or llm; 'import' (neither) "
                         "must be chosen explicitly, since merges rank human labels first")
     v.add_argument("--source-name", help="assessor or judge name (default: the file's stem, "
-                   "a compression suffix aside)")
+                   "a compression suffix aside; files sharing a stem are told apart by their "
+                   "folders)")
     v.add_argument("--label-format", choices=("qrels", "csv", "jsonl"),
                    help="file format (default: from the file name, a .gz/.bz2/.xz/.zst suffix "
                         "aside: .csv, .jsonl, else qrels)")
@@ -219,8 +220,8 @@ def do_upgrade(args) -> int:
 
 def do_import(args) -> int:
     """Import each file as one source."""
+    from reljudge.io.label_files import check_scale, label_names, read_labels
     from reljudge.store import import_labels
-    from reljudge.store.importers import check_scale, read_labels
     from reljudge.tables import json_dumps, render
 
     if args.source_kind is None:
@@ -231,10 +232,13 @@ def do_import(args) -> int:
                           "decide, so labels of an unknown kind would be outvoted by LLM ones")
     for path in args.files:  # validate every file before writing any: all or nothing
         check_scale(read_labels(path, args.label_format), args.clip)
+    files = list(dict.fromkeys(args.files))  # a file given twice is imported once
+    names = [args.source_name] * len(files) if args.source_name else label_names(files)
     reports = []
     with open_store(args, create=True) as store:
         for path in args.files:
-            reports.append(import_labels(store, path, args.source_kind, args.source_name,
+            name = names[files.index(path)]
+            reports.append(import_labels(store, path, args.source_kind, name,
                                          fmt=args.label_format, clip=args.clip, force=args.force))
     if args.format == "json":
         print(json_dumps([r.__dict__ for r in reports]), end="")

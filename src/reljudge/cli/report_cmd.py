@@ -119,7 +119,6 @@ def _run(args) -> int:
     from reljudge.report.html import build_report
     from reljudge.report.model import ReportSettings
     from reljudge.store import LabelStore
-    from reljudge.types import distinct_names
 
     check_outputs(args.out)
     if min((x for x in (args.price_in, args.price_out) if x is not None), default=0) < 0:
@@ -175,14 +174,10 @@ def _run(args) -> int:
         settings = {"pool depth": "not recorded (the qrels were given as a file)",
                     "merge policy": "not recorded (the qrels were given as a file)"}
         if args.reference:
-            from pathlib import Path
-
-            from reljudge.audit import read_judge
+            from reljudge.io.label_files import read_judge, read_judges
 
             reference, _ = read_judge(args.reference, clip=args.clip)
-            names = distinct_names([Path(j).stem for j in args.judge], args.judge)
-            judges = {n: read_judge(j, clip=args.clip)[0] for n, j in zip(names, args.judge,
-                                                                         strict=True)}
+            judges, _ = read_judges(args.judge, clip=args.clip)
         if args.store:
             store = LabelStore(args.store, create=False, readonly=True)
     price = flag_price or price

@@ -25,13 +25,12 @@ from reljudge.infer.decision import fit_thresholds
 from reljudge.infer.heldout import (
     PANEL_METHODS,
     Aligned,
-    FitPredict,
     align,
     calibrate_fit_predict,
-    cross_fit,
+    decided_grades,
     mean_fit_predict,
+    out_of_fold,
     panel_fit_predict,
-    thresholded,
     vote_shares,
 )
 from reljudge.infer.panel import Panel, fit_panel
@@ -70,12 +69,16 @@ class Derived:
         stat = "kappa_quadratic" if self.decision == "thresholds" else "mae"
         lower = stat == "mae"  # MAE: lower is better
         mine = self.heldout[self.name][stat]
-        pairs = self.heldout[self.name]["pairs"]
-        raw = {k: v[stat] for k, v in self.heldout.items() if k != self.name
-               and v[stat] is not None and v["pairs"] >= 0.9 * pairs}  # judged alike
+        pairs = self.heldout[self.name]["pairs"] or 0
+        raw: dict[str, float] = {}
+        for k, v in self.heldout.items():
+            value, judged = v[stat], v["pairs"]
+            if k != self.name and value is not None and judged is not None \
+                    and judged >= 0.9 * pairs:  # judged alike
+                raw[k] = value
         if not raw:
             return None
-        name = (min if lower else max)(raw, key=raw.get)
+        name = (min if lower else max)(raw, key=raw.__getitem__)
         if mine is None or (mine > raw[name] if lower else mine < raw[name]):
             shown = "undefined" if mine is None else f"{mine:.3f}"
             return (f"their held-out {stat} ({shown}, decision {self.decision}) is worse than "
@@ -114,22 +117,6 @@ def _used_pairs(data: Aligned, used: np.ndarray) -> list[list[str]]:
                                    strict=True)]
 
 
-def _oof_grades(probs: np.ndarray, decision: str) -> np.ndarray:
-    ok = ~np.isnan(probs).any(axis=1)
-    out = np.full(len(probs), -1, dtype=np.int64)
-    out[ok] = decide(probs[ok], "mode" if decision == "thresholds" else decision)
-    return out
-
-
-def _heldout(data: Aligned, fit_predict: FitPredict, *, folds: int, seed: int,
-             sample: int | None, decision: str) -> np.ndarray:
-    """Out-of-fold grades by query (thresholds, when asked, fitted inside each fold too)."""
-    if decision == "thresholds":
-        fit_predict = thresholded(data, fit_predict)
-    oof, _ = cross_fit(data, fit_predict, folds=folds, seed=seed, sample=sample)
-    return _oof_grades(oof, decision)
-
-
 def _apply_thresholds(out: Derived, data: Aligned, used: np.ndarray) -> None:
     """Replace the distributions by grades cut at thresholds fitted on the sampled pairs."""
     score = expected_grade(out.probs)
@@ -158,12 +145,12 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
     model = fit_calibration(grades[used], data.human[used], strength=strength,
                             probs=None if soft is None else soft[used])
     predicted = model.predict(grades) if soft is None else model.predict(probs=soft)
-    fitted_on = {"judge_source": judge_name, "human_source": human_name,
-                 "method": "dirichlet-smoothed P(human | judge)", "strength": strength,
-                 "judge_probs": soft is not None, "sample": sample, "seed": seed,
-                 "pairs_used": int(used.sum()),
-                 "queries_used": sorted(set(data.qids[used].tolist())),
-                 "pairs": _used_pairs(data, used), "model": model.to_dict()}
+    fitted_on: dict[str, object] = {
+        "judge_source": judge_name, "human_source": human_name,
+        "method": "dirichlet-smoothed P(human | judge)", "strength": strength,
+        "judge_probs": soft is not None, "sample": sample, "seed": seed,
+        "pairs_used": int(used.sum()), "queries_used": sorted(set(data.qids[used].tolist())),
+        "pairs": _used_pairs(data, used), "model": model.to_dict()}
     out = Derived(f"calibrated:{judge_name}", "calibration",
                   list(zip(data.qids.tolist(), data.docids.tolist(), strict=True)), predicted,
                   model, fitted_on, decision=decision)
@@ -171,8 +158,9 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
     if decision == "thresholds":
         _apply_thresholds(out, data, used)
     if folds:
-        oof = _heldout(data, calibrate_fit_predict(data, 0, strength), folds=folds, seed=seed,
-                       sample=sample, decision=decision)
+        oof = decided_grades(out_of_fold(data, calibrate_fit_predict(data, 0, strength),
+                                         folds=folds, seed=seed, sample=sample,
+                                         decision=decision), decision)
         out.heldout = {out.name: agreement(data.human, oof),
                        judge_name: agreement(data.human, grades)}
         out.fitted_on["heldout"] = {"folds": folds, "by": "query", "decision": decision,
@@ -195,10 +183,10 @@ def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
     used = _sample(data.human >= 0, sample, seed)
     if not used.any():
         raise InputError(f"no pair graded by {human_name!r} and the judges")
-    fitted_on = {"judge_sources": list(data.judges), "human_source": human_name,
-                 "sample": sample, "seed": seed, "pairs_used": int(used.sum()),
-                 "queries_used": sorted(set(data.qids[used].tolist())),
-                 "pairs": _used_pairs(data, used)}
+    fitted_on: dict[str, object] = {
+        "judge_sources": list(data.judges), "human_source": human_name, "sample": sample,
+        "seed": seed, "pairs_used": int(used.sum()),
+        "queries_used": sorted(set(data.qids[used].tolist())), "pairs": _used_pairs(data, used)}
     model: Panel | None = None
     if method == "mean":
         probs = vote_shares(data.labels)
@@ -218,8 +206,8 @@ def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
     if decision == "thresholds":
         _apply_thresholds(out, data, used)
     if folds:
-        oof = _heldout(data, fit_predict, folds=folds, seed=seed, sample=sample,
-                       decision=decision)
+        oof = decided_grades(out_of_fold(data, fit_predict, folds=folds, seed=seed,
+                                         sample=sample, decision=decision), decision)
         out.heldout = {out.name: agreement(data.human, oof)}
         for r, judge in enumerate(data.judges):
             out.heldout[judge] = agreement(data.human, data.labels[:, r])

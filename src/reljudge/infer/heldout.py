@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.grades import GRADE_VALUES, N_GRADES
+from reljudge.grades import GRADE_VALUES, N_GRADES, decide
 from reljudge.infer.calibrate import fit_calibration, one_hot
 from reljudge.infer.panel import fit_panel
 from reljudge.stats import agreement as ag
@@ -211,6 +211,24 @@ def thresholded(data: Aligned, fit_predict: FitPredict) -> FitPredict:
         return out
 
     return run
+
+
+def out_of_fold(data: Aligned, fit_predict: FitPredict, *, folds: int, seed: int,
+                sample: int | None = None, decision: str = "median") -> np.ndarray:
+    """Out-of-fold (n, N_GRADES) distributions by query (``cross_fit``); for the decision
+    "thresholds" the cuts too are fitted inside each fold (:func:`thresholded`)."""
+    if decision == "thresholds":
+        fit_predict = thresholded(data, fit_predict)
+    return cross_fit(data, fit_predict, folds=folds, seed=seed, sample=sample)[0]
+
+
+def decided_grades(probs: np.ndarray, decision: str) -> np.ndarray:
+    """Each row's grade by the decision rule ("thresholds" rows are one-hot: their mode),
+    -1 where the row is nan (a pair nothing predicted)."""
+    ok = ~np.isnan(probs).any(axis=1)
+    out = np.full(len(probs), -1, dtype=np.int64)
+    out[ok] = decide(probs[ok], "mode" if decision == "thresholds" else decision)
+    return out
 
 
 @dataclass(frozen=True)

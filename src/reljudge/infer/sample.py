@@ -32,7 +32,7 @@ RELIABLE_TOP_PAIRS = 25
 QUERY_COVERAGE = ((5, 0.831), (10, 0.867), (15, 0.904), (20, 0.917))
 
 
-def small_sample_warning(unit: str, informative: int, cutoff: int | None = None,
+def small_sample_warning(unit: str, informative: int, cutoff: float | None = None,
                          population: int | None = None, pair_of_runs: bool = False
                          ) -> str | None:
     """A warning when an interval rests on a sample the benchmark found too small for
@@ -126,7 +126,8 @@ def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, 
         for q, d in pairs:
             by_query.setdefault(q, []).append(d)
         prob = n_q / len(qids)
-        items = [(q, d, prob, None) for q in chosen for d in by_query[q]]
+        items: list[tuple[str, str, float, str | None]] = [
+            (q, d, prob, None) for q in chosen for d in by_query[q]]
         params.update(queries=n_q, population_queries=len(qids))
         unit = "query"
     else:
@@ -150,7 +151,7 @@ def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, 
             members = np.flatnonzero(strata == h)
             chosen_idx += rng.choice(members, n_h, replace=False).tolist()
         chosen_idx = [chosen_idx[i] for i in rng.permutation(len(chosen_idx))]
-        items = [(*pairs[i], take[strata[i]] / sizes[strata[i]],
+        items = [(*pairs[i], float(take[strata[i]] / sizes[strata[i]]),
                   None if design == "srs-pairs" else labels[strata[i]]) for i in chosen_idx]
         params.update(strata={lab: {"population": int(s), "sampled": int(t)}
                               for lab, s, t in zip(labels, sizes, take, strict=True)})

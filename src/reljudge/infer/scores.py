@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from reljudge.infer import ppi
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
 from reljudge.metrics import evaluate, gain_kernels, kernels, parse_measure
+from reljudge.metrics.measures import Measure
 from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
 
@@ -99,14 +101,15 @@ def gain(grades: np.ndarray, measure) -> np.ndarray:
     return gain_kernels.gains(g, measure.param("dcg"))
 
 
+Cells = dict[tuple[str, str], dict]  # (run, measure) -> the per-query or per-pair values
+
+
 def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
                   measures: Sequence[str], *, level: float = 0.95, bootstrap: int = 1000,
                   seed: int = 0, baseline: str | None = None
                   ) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """Per run and measure: LLM-only (bootstrap CI), human-only and PPI estimates; and the
     same for each run minus the baseline run (default the first), with p-values."""
-    from reljudge.stats import bootstrap_ci
-
     check_complete(sample, human)
     parsed = [parse_measure(m) for m in measures]
     names = [r.name for r in runs]
@@ -118,93 +121,153 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
     unknown = [q for q in sampled_q if q not in set(queries)]
     if unknown:
         raise InputError(f"sampled query {unknown[0]} has no judge labels")
-    per_run: dict[tuple[str, str], dict] = {}
+    cells: Cells = {(run.name, str(m)): {"llm": _per_query(judge, run, m, queries)}
+                    for m in parsed for run in runs}
+    design: _Design
+    if sample.unit == "query":
+        design = _query_design(sample, human, runs, parsed, queries, sampled_q, cells, level)
+    else:
+        design = _pair_design(sample, judge, human, runs, parsed, queries, cells, level)
+    return _estimate_rows(design, cells, sample, runs, parsed, base, len(queries), level=level,
+                          bootstrap=bootstrap, seed=seed)
+
+
+class _Design(Protocol):
+    """How a sample design turns one cell (a run's, or a difference of two runs') into a
+    PPI estimate and the number of sampled units that carry the measure."""
+
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
+                 ) -> tuple[ppi.Estimate, int]: ...
+
+
+@dataclass(frozen=True)
+class _QueryDesign:
+    """A query-level sample: per-query values of the sampled queries (``idx``)."""
+
+    idx: np.ndarray
+    level: float
+
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
+                 ) -> tuple[ppi.Estimate, int]:
+        """The query-level PPI estimate of a cell."""
+        return ppi.query_level(cell["human"], cell["llm"], self.idx, self.level), len(self.idx)
+
+
+def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Sequence[Measure],
+                  queries: list[str], sampled_q: list[str], cells: Cells,
+                  level: float) -> _QueryDesign:
+    """Add each cell's per-query values under the human labels of the sampled queries."""
+    recorded = sample.params.get("population_queries")
+    if recorded is not None and recorded != len(queries):
+        raise InputError(f"sample {sample.name!r} was drawn from {recorded} queries, but "
+                         f"the judge labels {len(queries)}: estimate with the judge "
+                         f"source the sample was drawn from")
+    idx = np.array([queries.index(q) for q in sampled_q])
+    human_sub = human.from_dict({q: v for q, v in human.to_dict().items()
+                                 if q in set(sampled_q)})
     for m in parsed:
         for run in runs:
-            llm_vals = _per_query(judge, run, m, queries)
-            per_run[(run.name, str(m))] = {"llm": llm_vals}
-    if sample.unit == "query":
-        recorded = sample.params.get("population_queries")
-        if recorded is not None and recorded != len(queries):
-            raise InputError(f"sample {sample.name!r} was drawn from {recorded} queries, but "
-                             f"the judge labels {len(queries)}: estimate with the judge "
-                             f"source the sample was drawn from")
-        idx = np.array([queries.index(q) for q in sampled_q])
-        human_sub = human.from_dict({q: v for q, v in human.to_dict().items()
-                                     if q in set(sampled_q)})
-        for m in parsed:
-            for run in runs:
-                cell = per_run[(run.name, str(m))]
-                cell["human"] = _per_query(human_sub, run, m, sampled_q)
+            cells[(run.name, str(m))]["human"] = _per_query(human_sub, run, m, sampled_q)
+    return _QueryDesign(idx, level)
 
-        def estimator(cell: dict, run: str, m, other: str | None = None
-                      ) -> tuple[ppi.Estimate, int]:
-            return ppi.query_level(cell["human"], cell["llm"], idx, level), len(idx)
-    else:
-        pop, labels, sizes = _population(sample, judge)
-        item_pairs = sample.pairs()
-        hg = _grades_of(human)
-        jg = _grades_of(judge)
-        h_grades = np.array([hg[p] for p in item_pairs])
-        j_grades = np.array([jg[p] for p in item_pairs])
-        pop_grades = np.array([jg[p] for p in pop])
-        item_strata = np.array([labels.index(i.stratum or "all") for i in sample.items])
-        pop_strata = _population_strata(sample, labels, pop_grades, sizes)
-        in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-        for m in parsed:
-            for run in runs:
-                w_pop = pair_weights(run, pop, m)
-                w_items = pair_weights(run, item_pairs, m)
-                cell = per_run[(run.name, str(m))]
-                cell["a"] = w_items * gain(h_grades, m)
-                cell["b"] = w_items * gain(j_grades, m)
-                cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
-                # the most a pair's value can differ from another's: its largest weight
-                # times the top grade's gain (a difference of two runs: twice that)
-                cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
-                                       * gain(np.array([GRADE_MAX]), m)[0])
-                in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
 
-        def estimator(cell: dict, run: str, m, other: str | None = None
-                      ) -> tuple[ppi.Estimate, int]:
-            items, popd = in_top[(run, str(m))]
-            if other:  # a difference is 0 outside both runs' top k
-                items, popd = items | in_top[(other, str(m))][0], popd | in_top[(other, str(m))][1]
-            design = ppi.estimate(cell["a"], cell["b"], cell["b_total"], item_strata, sizes,
-                                  float(len(queries)), level, spread=cell["spread"])
-            if pop_strata is None:
-                return design, int(items.sum())
-            dom = ppi.moments(cell["a"][items], cell["b"][items], item_strata[items],
-                              len(sizes))
-            dsize = np.bincount(pop_strata[popd], minlength=len(sizes)).astype(np.float64)
-            e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
-                                            float(len(queries)), level, spread=cell["spread"])
-            if not bool(usable):
-                return design, int(items.sum())
-            # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
-            worth = float(e.effective_n) * float(sizes.sum()) / max(float(dsize.sum()), 1.0)
-            return replace(e, effective_n=np.asarray(worth), n=design.n), int(items.sum())
+@dataclass(frozen=True)
+class _PairDesign:
+    """A pair-level sample: each cell holds the sampled pairs' human (``a``) and judge
+    (``b``) values, the judge's population total and the values' spread."""
+
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (items, pool) in top k
+    item_strata: np.ndarray
+    sizes: np.ndarray
+    pop_strata: np.ndarray | None
+    queries: int
+    level: float
+
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
+                 ) -> tuple[ppi.Estimate, int]:
+        """The design-based estimate, post-stratified over the pairs in the top k when the
+        strata allow it."""
+        items, popd = self.in_top[(run, str(m))]
+        if other:  # a difference is 0 outside both runs' top k
+            items = items | self.in_top[(other, str(m))][0]
+            popd = popd | self.in_top[(other, str(m))][1]
+        design = ppi.estimate(cell["a"], cell["b"], cell["b_total"], self.item_strata,
+                              self.sizes, float(self.queries), self.level,
+                              spread=cell["spread"])
+        if self.pop_strata is None:
+            return design, int(items.sum())
+        dom = ppi.moments(cell["a"][items], cell["b"][items], self.item_strata[items],
+                          len(self.sizes))
+        dsize = np.bincount(self.pop_strata[popd], minlength=len(self.sizes)
+                            ).astype(np.float64)
+        e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
+                                        float(self.queries), self.level, spread=cell["spread"])
+        if not bool(usable):
+            return design, int(items.sum())
+        # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
+        worth = float(e.effective_n) * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
+        return replace(e, effective_n=np.asarray(worth), n=design.n), int(items.sum())
+
+
+def _pair_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
+                 parsed: Sequence[Measure], queries: list[str], cells: Cells,
+                 level: float) -> _PairDesign:
+    """Add each cell's weighted gains of the sampled pairs under both labels, the judge's
+    total over the pool and the values' spread."""
+    pop, labels, sizes = _population(sample, judge)
+    item_pairs = sample.pairs()
+    hg = _grades_of(human)
+    jg = _grades_of(judge)
+    h_grades = np.array([hg[p] for p in item_pairs])
+    j_grades = np.array([jg[p] for p in item_pairs])
+    pop_grades = np.array([jg[p] for p in pop])
+    item_strata = np.array([labels.index(i.stratum or "all") for i in sample.items])
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for m in parsed:
+        for run in runs:
+            w_pop = pair_weights(run, pop, m)
+            w_items = pair_weights(run, item_pairs, m)
+            cell = cells[(run.name, str(m))]
+            cell["a"] = w_items * gain(h_grades, m)
+            cell["b"] = w_items * gain(j_grades, m)
+            cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+            # the most a pair's value can differ from another's: its largest weight
+            # times the top grade's gain (a difference of two runs: twice that)
+            cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
+                                   * gain(np.array([GRADE_MAX]), m)[0])
+            in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
+    return _PairDesign(in_top, item_strata, sizes,
+                       _population_strata(sample, labels, pop_grades, sizes), len(queries),
+                       level)
+
+
+def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence[Run],
+                   parsed: Sequence[Measure], base: str, queries: int, *, level: float,
+                   bootstrap: int, seed: int) -> tuple[list[RunEstimate], list[RunEstimate]]:
+    """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped."""
+    from reljudge.stats import bootstrap_ci
+
     rows, diffs = [], []
     for m in parsed:
         for run in runs:
-            cell = per_run[(run.name, str(m))]
+            cell = cells[(run.name, str(m))]
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
-            e, k = estimator(cell, run.name, m)
+            e, k = design.estimate(cell, run.name, m)
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None,
                              k, _warning(e, small_sample_warning(sample.unit, k, m.cutoff,
-                                                                  len(queries)))))
+                                                                  queries))))
             if run.name == base:
                 continue
-            other = per_run[(base, str(m))]
+            other = cells[(base, str(m))]
             dcell = {k: cell[k] - other[k] for k in cell}
             if "spread" in cell:  # a difference ranges over both runs' values
                 dcell["spread"] = cell["spread"] + other["spread"]
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
-            de, k = estimator(dcell, run.name, m, base)
+            de, k = design.estimate(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, de, float(de.p_value()), k,
                               _warning(de, small_sample_warning(sample.unit, k, m.cutoff,
-                                                                len(queries),
+                                                                queries,
                                                                 pair_of_runs=True))))
     return rows, diffs
 
@@ -346,10 +409,10 @@ def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
             for lab in merge_rows(rows, "adjudicated-first", "majority").labels}
 
 
-def from_store(store, runs: Sequence[Run], measures: Sequence[str], *,
-               sample: str | None = None, judge: str | None = None, human: str | None = None,
-               level: float = 0.95, seed: int = 0, baseline: str | None = None,
-               require: bool = True) -> StoreEstimates | None:
+def estimate(store, runs: Sequence[Run], measures: Sequence[str], *,
+             sample: str | None = None, judge: str | None = None, human: str | None = None,
+             level: float = 0.95, seed: int = 0, baseline: str | None = None,
+             require: bool = True) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
     name sources as users type them (a model alone, a prefix); an unknown one is an error."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeGuard
 
 from reljudge.errors import ConfigError, InputError
 
@@ -18,7 +18,7 @@ PREFIX = "irds:"
 INSTALL = "pip install 'reljudge[irds]'"
 
 
-def is_irds(path: object) -> bool:
+def is_irds(path: object) -> TypeGuard[str]:
     """True for an ``irds:DATASET_ID`` input name."""
     return isinstance(path, str) and path.startswith(PREFIX)
 

@@ -58,8 +58,8 @@ class Prefs:
         if not rows:
             raise InputError("no judgments: expected (qid, jg, jsg, docid, level) rows")
         q, g, s, d, v = (list(c) for c in zip(*rows, strict=True))
-        return cls(*(np.array([str(x) for x in c], dtype=str) for c in (q, g, s, d)),
-                   np.array(v, dtype=np.float64), kind)
+        qid, jg, jsg, docid = (np.array([str(x) for x in c], dtype=str) for c in (q, g, s, d))
+        return cls(qid, jg, jsg, docid, np.array(v, dtype=np.float64), kind)
 
 
 def read_prefs(path: str | Path, kind: str = "prefs", *, strict: bool = False) -> Prefs:
@@ -82,5 +82,5 @@ def read_prefs(path: str | Path, kind: str = "prefs", *, strict: bool = False) -
                 raise InputError(f"duplicate judgment for query {q[dup[1]]!r}, group "
                                  f"{g[dup[1]]!r}, document {d[dup[1]]!r} (first on line "
                                  f"{first})", path, again)
-    return Prefs(*(np.array(c, dtype=str) for c in (q, g, s, d)),
-                 np.array(v, dtype=np.float64), kind)
+    qid, jg, jsg, docid = (np.array(c, dtype=str) for c in (q, g, s, d))
+    return Prefs(qid, jg, jsg, docid, np.array(v, dtype=np.float64), kind)

@@ -116,14 +116,13 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
     """(qid, docid) pairs from ``QID DOCID``, ``QID 0 DOCID`` or a qrels file (grade ignored),
     or JSONL with qid and docid keys, or the qrels of ``irds:DATASET_ID``. Order is kept; a
     repeated pair is an error."""
+    pairs: list[tuple[str, str]] = []
+    first: dict[tuple[str, str], int] = {}
     if irds.is_irds(path):
         q, d, _ = irds.qrels_columns(path)
-        pairs, first = [], {}
         for i, pair in enumerate(zip(q, d, strict=True), 1):
             _add_pair(pairs, first, pair, path, i)
         return pairs
-    pairs: list[tuple[str, str]] = []
-    first: dict[tuple[str, str], int] = {}
     if _is_jsonl(path):
         for lineno, obj in iter_jsonl(path):
             pair = (_pick(obj, _QID_KEYS, "a query id", path, lineno),

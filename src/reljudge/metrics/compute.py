@@ -55,7 +55,7 @@ _WHOLE = {"Rprec": r_precision, "Bpref": bpref, "infAP": inf_ap, "BinG": binary_
 
 def compute(m: Measure, r: Ranked, compat: str = "trec_eval-10") -> np.ndarray:
     """Per-query values of one measure (``compat``: whose rules, see ``evaluate``)."""
-    k = m.cutoff
+    k = m.rank_cutoff()
     if m.param("judged_only"):
         r = r.memo(("judged only",), lambda: judged_only(r))
     if m.name in ("nDCG", "DCG"):
@@ -76,18 +76,19 @@ def compute(m: Measure, r: Ranked, compat: str = "trec_eval-10") -> np.ndarray:
         return _WHOLE[m.name](r, m.param("rel"))
     if m.name == "IPrec":
         rel = m.param("rel")
-        return r.memo(("iprec", float(k), rel, compat),
-                      lambda: interpolated_precision(r, float(k), rel, compat))
+        level = m.level()
+        return r.memo(("iprec", level, rel, compat),
+                      lambda: interpolated_precision(r, level, rel, compat))
     if m.name in ("SetP", "SetR"):
         return set_measures(r, m.param("rel"))[m.name == "SetR"]
     if m.name == "SetF":
         return set_f(r, m.param("rel"), m.param("beta"))
     if m.name == "RprecMult":
-        return rprec_mult(r, float(k), m.param("rel"))
+        return rprec_mult(r, m.level(), m.param("rel"))
     if m.name == "RelP":
-        return relative_precision(r, k, m.param("rel"))
+        return relative_precision(r, m.required_rank_cutoff(), m.param("rel"))
     if m.name == "Unjudged":
-        return unjudged_share(r, k)
+        return unjudged_share(r, m.required_rank_cutoff())
     if m.name in ("SetRelP", "SetAP"):
         return set_relative(r, m.param("rel"))[m.name == "SetAP"]
     if m.name == "Utility":

@@ -72,7 +72,8 @@ class Evaluation(Tabular):
         instead of zeroing the mean (0.0 when there are no queries)."""
         if not self.query_ids:
             return {m: 0.0 for m in self.measures}
-        return dict(zip(self.measures, geometric_mean(self.scores).tolist(), strict=True))
+        return dict(zip(self.measures, np.asarray(geometric_mean(self.scores)).tolist(),
+                        strict=True))
 
     def per_query(self) -> dict[str, dict[str, float]]:
         """{qid: {measure: value}}."""

@@ -43,6 +43,8 @@ def group_measures(texts: Sequence[str], rel: int = 1) -> list[tuple[str, Measur
         raise MeasureError(f"cannot read {', '.join(texts)}: {e}") from None
     out = []
     for tm in found:
+        if not isinstance(tm.measure, Measure):  # runid and num_q compute nothing
+            continue
         base = next(b for b in GROUP_MEASURES.values() if tm.name.startswith(b))
         out.append((base + _SUFFIX + tm.name[len(base):], tm.measure))
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -165,7 +166,7 @@ def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
         top = cols < k
         rows, cols, ith = rows[top], cols[top], ith[top]
     n = r.grades.shape[0]
-    total = np.zeros(n)
+    total: np.ndarray = np.zeros(n)
     if len(rows):  # summed in rank order, as trec_eval does
         total = np.bincount(rows, weights=ith / (cols + 1.0), minlength=n)
     nr = num_rel(r, rel)
@@ -340,7 +341,7 @@ def utility(r: Ranked, rel: int, coefficients: tuple[float, float, float, float]
 def iprec_average(r: Ranked, levels: tuple[float, ...], rel: int, compat: str) -> np.ndarray:
     """trec_eval's 11pt_avg: the mean interpolated precision at the recall levels."""
     return np.mean([r.memo(("iprec", lv, rel, compat),
-                           lambda lv=lv: interpolated_precision(r, lv, rel, compat))
+                           partial(interpolated_precision, r, lv, rel, compat))
                     for lv in levels], axis=0)
 
 

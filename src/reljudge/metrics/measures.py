@@ -199,6 +199,24 @@ class Measure:
         """A parameter's value, falling back to the measure's default."""
         return dict(self.params).get(key, SPECS[self.name].params.get(key))
 
+    def rank_cutoff(self) -> int | None:
+        """The cutoff as a rank, None for the whole ranking (``parse_measure`` gives every
+        measure but IPrec and RprecMult an integer cutoff or none)."""
+        return None if self.cutoff is None else int(self.cutoff)
+
+    def required_rank_cutoff(self) -> int:
+        """The rank cutoff of a measure that requires one (a MeasureError without)."""
+        k = self.rank_cutoff()
+        if k is None:
+            raise MeasureError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
+        return k
+
+    def level(self) -> float:
+        """The cutoff of IPrec (a recall level) or RprecMult (a factor of R)."""
+        if self.cutoff is None:
+            raise MeasureError(f"{self.name} needs a cutoff, e.g. {self.name}@0.5")
+        return float(self.cutoff)
+
     def __str__(self) -> str:
         """The canonical name: non-default parameters only, in the spec's order."""
         spec = SPECS[self.name]
@@ -219,6 +237,8 @@ def _parse_params(text: str, original: str) -> dict[str, Any]:
         raise MeasureError(f"parameters of {original!r} must be name=value pairs")
     out = {}
     for kw in call.keywords:
+        if kw.arg is None:  # f(**x)
+            raise MeasureError(f"parameters of {original!r} must be name=value pairs")
         try:
             out[kw.arg] = ast.literal_eval(kw.value)
         except ValueError:

@@ -235,6 +235,7 @@ def _rnonrel(g: _Group, njr: int, retrieved: bool) -> float:
         ful1, all1 = _pairs(inner, inner, limit, which[:, None] < which[None, :])
         ful2, all2 = _pairs(np.concatenate(classes), kept, limit)
         return _ratio(ful1 + ful2, all1 + all2)
+    assert g.levels is not None  # a group holds either classes or levels
     upto = njr if retrieved else len(g.levels)
     keep = _kept_nonrel(g.levels, upto, g.num_rel)
     a = _areas(g.prefs * (keep[:, None] & keep[None, :]), njr)
@@ -284,7 +285,7 @@ def _values(q: _Query) -> dict[str, float]:
 def prefs_measures(texts: Sequence[str]) -> list[str]:
     """trec_eval's names of preference measures (``all_prefs``, ``prefs`` or single names)
     as the measures, in its printing order; a MeasureError names an unknown one."""
-    out = set()
+    out: set[str] = set()
     for text in texts:
         text = text.strip()
         if text in ("all_prefs", "prefs"):

@@ -169,6 +169,7 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     """``rank`` for a compact run (read from a large file, or ``Run.compacted``)."""
     r_uniq, r_codes = run.query_codes()
     bounds = run.query_bounds()
+    assert bounds is not None  # a compact run's rows are grouped by query
     q_uniq, q_codes = qrels.query_codes()
     run_names = [u.decode() for u in r_uniq]
     qrels_names = [u.decode() for u in q_uniq]

@@ -163,6 +163,7 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
     for text in texts:
         text = text.strip()
         replace = False  # a measure given again with parameters takes those (trec_eval)
+        bases: list[tuple[str, float | None]]
         if text in ("official", "all_trec"):
             bases = [(b, None) for b in (ALL_TREC if text == "all_trec" else OFFICIAL)]
         elif text in ORDER:
@@ -179,8 +180,8 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
                 raise MeasureError(f"cannot read trec_eval measure {text!r}: expected "
                                    f"{base}.VALUE,VALUE,... (numbers)") from None
             bases, replace = [(base, v) for v in values], True
-        elif (m := _PRINTED.match(text)) and m["base"] in ORDER and ORDER[m["base"]] and \
-                (ORDER[m["base"]][1] or m["base"] == "relstring"):
+        elif (m := _PRINTED.match(text)) and (spec := ORDER.get(m["base"])) and \
+                (spec[1] or m["base"] == "relstring"):
             bases = [(m["base"], float(m["value"]))]
         else:
             return None
@@ -188,8 +189,9 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
             out[bases[0][0]] = {}
         for base, value in bases:
             group = out.setdefault(base, {})
-            if value is None and ORDER.get(base) and ORDER[base][1]:
-                for v in ORDER[base][1]:  # a cut-off measure alone: its default cut-offs
+            spec = ORDER.get(base)
+            if value is None and spec and spec[1]:
+                for v in spec[1]:  # a cut-off measure alone: its default cut-offs
                     tm = _one(base, v, rel, num_docs)
                     group.setdefault(tm.name, tm)
             else:
@@ -211,7 +213,7 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
     ``zscores`` (trec_eval -Z): each value becomes its z-score against {(qid, measure): (mean,
     stddev)} before anything is summed (``MISSING_Z`` where none is known)."""
     z = zscores is not None
-    if z:
+    if zscores is not None:
         columns = [_z(tm, query_ids, col, zscores) for tm, col in zip(measures, columns,
                                                                        strict=True)]
     lines: list[str] = []
@@ -348,7 +350,7 @@ def read_measure(text: str | Measure) -> Measure:
             found = trec_measures([text])
         except MeasureError:
             found = None
-        if found and len(found) == 1 and found[0].measure is not None \
+        if found and len(found) == 1 and isinstance(found[0].measure, Measure) \
                 and found[0].summary != "gmean":
             return found[0].measure
     return parse_measure(text)

@@ -59,10 +59,10 @@ def run_pipeline(config: PipelineConfig, *, judge=None,
     say = say or _log.info
     from reljudge.errors import ConfigError, InputError
     from reljudge.io import read_passages, read_queries
+    from reljudge.io.label_files import check_scale, read_labels
     from reljudge.io.trec import read_runs
     from reljudge.pool import build_pool
     from reljudge.store import LabelStore, import_labels
-    from reljudge.store.importers import check_scale, read_labels
 
     out = config.out_dir
     inp = config.inputs

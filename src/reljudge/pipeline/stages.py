@@ -44,8 +44,8 @@ def pool_stage(config, runs, pooled, store, labeller, queries, passages, manifes
 def eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
     from reljudge.io.trec import read_qrels
     from reljudge.metrics import evaluate_many
+    from reljudge.metrics.evaluation_json import evaluation_json
     from reljudge.metrics.queries import coverage_warnings, rule_text
-    from reljudge.metrics.results import results_json
     from reljudge.tables import render
 
     out = config.out_dir
@@ -68,8 +68,8 @@ def eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
                       for q, row in zip(ev.query_ids, ev.scores.tolist(), strict=False)]
             lines.append(f"{name}\tall\t" + "\t".join(f"{v:.6f}" for v in ev.mean().values()))
         atomic_write(outputs[0], "\n".join(lines) + "\n")
-        data = results_json(results, measures, all_queries=config.eval.all_queries,
-                            warnings=found, labelling=labelling)
+        data = evaluation_json(results, measures, all_queries=config.eval.all_queries,
+                               warnings=found, labelling=labelling)
         atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
         manifest.record("eval", key, outputs, {"runs": len(results)})
     data = json.loads(outputs[1].read_text())

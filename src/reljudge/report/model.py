@@ -111,13 +111,13 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
     model = ReportModel(s, __version__, time.strftime("%Y-%m-%d %H:%M"), comp, m0, summaries,
                         _forest(comp, m0), result, files=input_files(s.inputs))
     if store is not None:
-        from reljudge.infer.scores import from_store
+        from reljudge.infer.scores import estimate
         from reljudge.store import coverage
         from reljudge.store.views import conflicts_with_text
 
         scored = [_float32(r) for r in runs] if s.float32_scores else runs
-        model.estimates = from_store(store, scored, comp.measures, baseline=comp.baseline,
-                                     require=False)
+        model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
+                                   require=False)
         model.conflicts = conflicts_with_text(store)
         model.judges, model.costs = judges_and_costs(store, s.price)
         model.store = StoreTables(store.sources(), len(store.failures()),

@@ -2,7 +2,7 @@
 merged by rule."""
 
 from reljudge.grades import AGGREGATES
-from reljudge.store.importers import ImportReport, import_labels, read_labels
+from reljudge.store.importers import ImportReport, import_labels
 from reljudge.store.merge import (
            POLICIES,
            Conflict,
@@ -17,4 +17,4 @@ from reljudge.store.store import LabelStore, SourceStats
 
 __all__ = ["AGGREGATES", "POLICIES", "Conflict", "FinalLabel", "ImportReport", "LabelStore",
            "Merged", "SourceStats", "conflicts", "coverage", "import_labels", "merge_rows",
-           "read_labels", "resolve_source", "short_names"]
+           "resolve_source", "short_names"]

@@ -1,7 +1,8 @@
-"""Calibrated and panel judges for the audit, every label predicted from held-out queries.
+"""Calibrated and panel rows for the audit, every label predicted from held-out queries.
 
-Each derived row holds, for every pair, the grade given by a model fitted only on the human
-labels of OTHER queries (k-fold by query), so its statistics in the audit table are held-out
+Each fitted row holds, for every pair, the grade given by a model fitted only on the human
+labels of OTHER queries (k-fold by query: ``infer.heldout.out_of_fold``, the helper that
+``reljudge calibrate``'s check uses too), so its statistics in the audit table are held-out
 statistics, comparable with the raw judges' rows over the same pairs.
 """
 
@@ -10,18 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
 from reljudge.errors import ConfigError, InputError
-from reljudge.infer.calibrate import decide
 from reljudge.infer.heldout import (
     PANEL_METHODS,
+    FitPredict,
     align,
     calibrate_fit_predict,
-    cross_fit,
+    decided_grades,
     mean_fit_predict,
+    out_of_fold,
     panel_fit_predict,
-    thresholded,
 )
 from reljudge.types import Qrels
 
@@ -51,34 +50,31 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
         raise InputError(f"unknown panel method {spec.panel_method!r}; expected one of "
                          f"{', '.join(PANEL_METHODS)}")
     data = align(reference, judges)
-    out: dict[str, Qrels] = {}
-    rule = "mode" if spec.decision == "thresholds" else spec.decision
 
-    def as_qrels(probs: np.ndarray) -> Qrels:
-        ok = ~np.isnan(probs).any(axis=1)
-        return Qrels.from_arrays(data.qids[ok], data.docids[ok], decide(probs[ok], rule),
-                                 check=False)
+    def heldout(fit_predict: FitPredict) -> Qrels:
+        grades = decided_grades(out_of_fold(data, fit_predict, folds=spec.folds,
+                                            seed=spec.seed, sample=spec.sample,
+                                            decision=spec.decision), spec.decision)
+        ok = grades >= 0
+        return Qrels.from_arrays(data.qids[ok], data.docids[ok], grades[ok], check=False)
 
-    def fold(fit_predict) -> np.ndarray:
-        if spec.decision == "thresholds":  # the cuts too are fitted inside each fold
-            fit_predict = thresholded(data, fit_predict)
-        return cross_fit(data, fit_predict, folds=spec.folds, seed=spec.seed,
-                         sample=spec.sample)[0]
-
-    kw = {} if spec.strength is None else {"strength": spec.strength}
-
-    def panel(best: int | None):
+    def panel(best: int | None) -> FitPredict:
         if spec.panel_method == "mean":
             return mean_fit_predict(data, best=best)
-        return panel_fit_predict(data, best=best, **kw)
+        if spec.strength is None:
+            return panel_fit_predict(data, best=best)
+        return panel_fit_predict(data, best=best, strength=spec.strength)
 
+    out: dict[str, Qrels] = {}
     if spec.calibrate:
         for r, name in enumerate(data.judges):
-            out[f"calibrated:{name}"] = as_qrels(fold(calibrate_fit_predict(data, r, **kw)))
+            fit = (calibrate_fit_predict(data, r) if spec.strength is None
+                   else calibrate_fit_predict(data, r, strength=spec.strength))
+            out[f"calibrated:{name}"] = heldout(fit)
     if spec.panel:
-        out["panel:all"] = as_qrels(fold(panel(None)))
+        out["panel:all"] = heldout(panel(None))
     for best in spec.panel_best:
-        out[f"panel:best{best}"] = as_qrels(fold(panel(best)))
+        out[f"panel:best{best}"] = heldout(panel(best))
     return out
 
 

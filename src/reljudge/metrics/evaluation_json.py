@@ -13,7 +13,7 @@ CONVENTIONS = ("trec_eval's unless a measure says otherwise: gain = grade, ideal
                "the qrels, unjudged documents count as irrelevant")
 
 
-def results_json(results: Mapping[str, Evaluation], measures: Sequence[str], *,
+def evaluation_json(results: Mapping[str, Evaluation], measures: Sequence[str], *,
                  all_queries: bool, per_query: bool = True, warnings: Sequence[str] = (),
                  labelling: Mapping | None = None) -> dict:
     """The evaluation of several runs as one JSON-ready dict; ``labelling`` (a pipeline's
