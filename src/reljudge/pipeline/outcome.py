@@ -1,0 +1,73 @@
+"""What a pipeline run leaves on record: each stage's result, and the completeness of its
+labelling (pairs asked, graded, without a grade and why), which every later output carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class StageResult:
+    """One stage: whether it ran, and what it says."""
+
+    name: str
+    status: str  # "ran" | "up to date" | "skipped" | "waiting" (batches still running)
+    summary: dict = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class PipelineResult:
+    """Every stage's result and the output folder."""
+
+    out_dir: Path
+    stages: list[StageResult]
+    scores: dict | None = None
+    audit: dict | None = None
+    labelling: dict = field(default_factory=lambda: dict(COMPLETE))
+
+    @property
+    def complete(self) -> bool:
+        """Every pair the judge was asked about has a grade (and nothing is waiting)."""
+        return bool(self.labelling.get("complete"))
+
+    def stage(self, name: str) -> StageResult:
+        """The result of one stage."""
+        return next(s for s in self.stages if s.name == name)
+
+
+#: the labelling record of a pipeline without a judge: nothing was asked
+COMPLETE = {"complete": True, "asked": 0, "graded": 0, "without_grade": 0, "failures": {},
+            "stopped": None}
+#: what merge, eval and audit write (removed when labelling is incomplete and they do not run)
+LATER_OUTPUTS = ("qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json",
+                 "audit.json", "audit.md")
+
+
+def labelling_record(asked: int, graded: int, failures: dict, stopped: str | None,
+                     waiting: int = 0, stale_kept: int = 0) -> dict:
+    """What a label stage left: pairs x samples asked about, graded, without a grade and why
+    (failure kinds, the stop reason, batches still running), and the grades kept although
+    their texts changed since (``stale = "keep"``)."""
+    complete = graded == asked and not stopped and not waiting
+    return {"complete": complete, "asked": asked, "graded": graded,
+            "without_grade": asked - graded, "failures": dict(failures), "stopped": stopped,
+            **({"batches_running": waiting} if waiting else {}),
+            **({"stale_kept": stale_kept} if stale_kept else {})}
+
+
+def incomplete_reason(labelling: dict) -> str:
+    """Why labelling is incomplete, in one clause."""
+    why = [f"{n} {kind}" for kind, n in labelling["failures"].items()]
+    if labelling.get("stopped"):
+        why.append(f"stopped: {labelling['stopped']}")
+    if labelling.get("batches_running"):
+        why.append(f"{labelling['batches_running']} batch(es) still running")
+    return (f"labelling is incomplete, {labelling['graded']} of {labelling['asked']} pairs x "
+            f"samples graded ({', '.join(why) or 'no reason recorded'})")
+
+
+def partial_line(labelling: dict) -> str:
+    """The banner every partial output carries."""
+    return f"PARTIAL: {incomplete_reason(labelling)}; these scores rest on the labels there are"
