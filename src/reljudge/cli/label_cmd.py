@@ -85,7 +85,7 @@ def add_config_flags(judge, limits) -> None:
         flag = "--" + name.replace("_", "-")
         if name == "base_url":  # repeatable: several endpoints at once
             group.add_argument(flag, action="append", metavar="URL",
-                               help=field.description + "; repeat it to spread the job over "
+                               help=f"{field.description}; repeat it to spread the job over "
                                "several endpoints (each with --concurrency, --rpm, --tpm)")
             continue
         if name == "endpoints":

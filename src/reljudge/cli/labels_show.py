@@ -58,7 +58,7 @@ def do_stats(args) -> int:
     current = [(q, d, src, n, kind or legacy_kind(detail or "").value, detail)
                for q, d, src, n, kind, detail in current]
     by_kind = Counter(kind for *_, kind, _ in current)
-    example = {}
+    example: dict[str, str] = {}
     for qid, docid, source, _sample, kind, detail in current:
         example.setdefault(kind, f"{qid} {docid} ({source}): {detail}")
     if args.format == "json":

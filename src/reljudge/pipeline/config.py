@@ -244,7 +244,7 @@ def _check_datasets(config: PipelineConfig, path: Path) -> None:
     inp = config.inputs
     for key, spec, part in (("queries", inp.queries, "queries"), ("passages", inp.passages,
                             "docs"), ("human_qrels", inp.human_qrels, "qrels")):
-        if not irds.is_irds(spec):
+        if not isinstance(spec, str) or not irds.is_irds(spec):  # a file (a Path)
             continue
         try:
             dataset = irds.load(spec)
