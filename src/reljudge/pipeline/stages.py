@@ -25,7 +25,7 @@ Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class PipelineInputs:
+class InputData:
     """Everything a pipeline reads before it writes: texts, runs, the pool, and the judge."""
 
     queries: dict[str, str]
@@ -35,7 +35,7 @@ class PipelineInputs:
     labeller: Labeller | None
 
 
-def read_inputs(config: PipelineConfig, judge: JudgeConfig | None) -> PipelineInputs:
+def read_inputs(config: PipelineConfig, judge: JudgeConfig | None) -> InputData:
     """Read and check every input (``judge``: a JudgeConfig or None); pooling is pure, so the
     pool comes first, in memory, and passages from ir_datasets are read for its ids only."""
     from reljudge.errors import ConfigError, InputError
@@ -63,10 +63,10 @@ def read_inputs(config: PipelineConfig, judge: JudgeConfig | None) -> PipelineIn
         except InputError as e:
             raise InputError(f"{e.detail} in [inputs] queries = {inp.queries}, passages = "
                              f"{inp.passages} (pool depth {config.pool.depth})") from None
-    return PipelineInputs(queries, passages, runs, pooled, labeller)
+    return InputData(queries, passages, runs, pooled, labeller)
 
 
-def import_stage(config: PipelineConfig, inputs: PipelineInputs, store: LabelStore,
+def import_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
                  say: Say) -> None:
     """Put the texts and the human labels (once) in the store."""
     from reljudge.store import import_labels
@@ -80,7 +80,7 @@ def import_stage(config: PipelineConfig, inputs: PipelineInputs, store: LabelSto
         say(f"[import] human labels {inp.human_qrels}: {note}")
 
 
-def pool_stage(config: PipelineConfig, inputs: PipelineInputs, store: LabelStore,
+def pool_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
                say: Say) -> StageResult:
     """Write pool.tsv (the pooled pairs with their best rank) and count what is labelled."""
     from reljudge.pool import judged_at_k, top_k
@@ -112,7 +112,7 @@ def pool_stage(config: PipelineConfig, inputs: PipelineInputs, store: LabelStore
     return StageResult("pool", "ran", summary)
 
 
-def label_stage(config: PipelineConfig, inputs: PipelineInputs, store: LabelStore, say: Say,
+def label_stage(config: PipelineConfig, inputs: InputData, store: LabelStore, say: Say,
                 progress: bool) -> tuple[StageResult, dict]:
     """Label the pool (online, or through the Batch API); the stage's result and the
     labelling's completeness record. Status "waiting": batches are still running."""
@@ -127,7 +127,7 @@ def label_stage(config: PipelineConfig, inputs: PipelineInputs, store: LabelStor
     return _online_label(inputs, labeller, store, say, progress)
 
 
-def _batch_label(inputs: PipelineInputs, labeller: Labeller, store: LabelStore, say: Say,
+def _batch_label(inputs: InputData, labeller: Labeller, store: LabelStore, say: Say,
                  progress: bool) -> tuple[StageResult, dict]:
     """The label stage through the Batch API: collect, grade, submit."""
     import asyncio
@@ -150,7 +150,7 @@ def _batch_label(inputs: PipelineInputs, labeller: Labeller, store: LabelStore, 
     return StageResult("label", "ran", summary), labelling
 
 
-def _online_label(inputs: PipelineInputs, labeller: Labeller, store: LabelStore, say: Say,
+def _online_label(inputs: InputData, labeller: Labeller, store: LabelStore, say: Say,
                   progress: bool) -> tuple[StageResult, dict]:
     """The label stage, one call per pair x sample."""
     import asyncio
