@@ -26,7 +26,7 @@ def to_settle(store: LabelStore, pairs: Sequence[tuple[str, str]],
         if (s.qid, s.docid) in wanted and not is_adjudication(s.source):
             grades.setdefault((s.qid, s.docid), []).append(s)
     out = {}
-    for pair in dict.fromkeys(map(tuple, pairs)):
+    for pair in dict.fromkeys((q, d) for q, d in pairs):
         held = grades.get(pair, [])
         human = [s.grade for s in held if s.kind == "human"]
         llm = [s.grade for s in held if s.kind == "llm"]

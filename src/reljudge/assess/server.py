@@ -52,7 +52,7 @@ def lan_addresses() -> list[str]:
     the one it would reach the network from (a UDP socket's route: nothing is sent)."""
     found: set[str] = set()
     with contextlib.suppress(OSError):
-        found.update(i[4][0] for i in socket.getaddrinfo(socket.gethostname(), None,
+        found.update(str(i[4][0]) for i in socket.getaddrinfo(socket.gethostname(), None,
                                                         socket.AF_INET))
     with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.connect(("10.255.255.255", 1))

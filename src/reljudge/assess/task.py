@@ -156,8 +156,8 @@ class AssessTask:
         latest: dict[tuple[int, str], tuple[int, int]] = {}
         for qid, docid, kind, source, _sample, grade, eid in self.store.label_rows():
             i = self._index.get((qid, docid))
-            if i is not None and kind == "llm" and ((i, source) not in latest
-                                                     or eid > latest[(i, source)][1]):
+            if i is not None and grade is not None and kind == "llm" and (
+                    (i, source) not in latest or eid > latest[(i, source)][1]):
                 latest[(i, source)] = (grade, eid)
         out: dict[int, list[tuple[str, int]]] = {}
         for (i, source), (grade, _) in sorted(latest.items()):
@@ -239,27 +239,26 @@ class AssessTask:
         return out
 
     # -- writing --------------------------------------------------------------------------
-    def grade(self, index: int, grade: int, *, seconds: float | None = None,
-              note: str = "", llm_shown: bool = False) -> dict[int, Given]:
-        """Store one grade now (an append-only event); returns the standing grades."""
+    def grade(self, index: object, grade: object, *, seconds: object = None,
+              note: object = "", llm_shown: object = False) -> dict[int, Given]:
+        """Store one grade now (an append-only event); returns the standing grades. Every
+        value is checked here (they come from the page as JSON)."""
         item = self._item(index)
-        check_grade(grade)
-        if seconds is not None and (not isinstance(seconds, (int, float))
-                                    or isinstance(seconds, bool)
-                                    or not math.isfinite(seconds) or seconds < 0):
-            raise InputError(f"seconds spent must be a finite number >= 0, found {seconds!r}")
+        value = check_grade(grade)
+        latency = _seconds(seconds)
         if not isinstance(note, str) or len(note) > MAX_NOTE:
             raise InputError(f"a note is text of at most {MAX_NOTE} characters")
         if not isinstance(llm_shown, bool):
             raise InputError(f"llm_shown is true or false, found {llm_shown!r}")
-        meta = {**self.task, "position": index, **({"note": note} if note.strip() else {}),
+        meta: dict[str, object] = {**self.task, "position": item.index,
+                **({"note": note} if note.strip() else {}),
                 **({"llm_shown": True} if llm_shown else {})}
         if self.adjudicating:
             meta.update(adjudicator=self.annotator,
                         settles=[g.event for g in self.settles.get((item.qid, item.docid), [])])
-        self.store.add_events([LabelEvent(item.qid, item.docid, grade, "human", self.source,
-                                          latency=seconds, meta=meta,
-                                          shown=self._shown[index])])
+        self.store.add_events([LabelEvent(item.qid, item.docid, value, "human", self.source,
+                                          latency=latency, meta=meta,
+                                          shown=self._shown[item.index])])
         return self.given()
 
     def undo(self) -> tuple[int | None, dict[int, Given]]:
@@ -276,8 +275,9 @@ class AssessTask:
         del given[index]
         return index, given
 
-    def _item(self, index: int) -> Item:
-        if type(index) is not int or not 0 <= index < len(self.items):
+    def _item(self, index: object) -> Item:
+        if not isinstance(index, int) or isinstance(index, bool) \
+                or not 0 <= index < len(self.items):
             raise InputError(f"no pair number {index!r}; this task has pairs 0..{len(self.items) - 1}")
         return self.items[index]
 
@@ -329,8 +329,18 @@ def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping
     return out
 
 
-def _shown(store: LabelStore, items: Sequence[Item], queries: Mapping[str, str],
-           passages: Mapping[str, str]) -> list[str]:
+def _seconds(value: object) -> float | None:
+    """Seconds spent on a grade as the page sent them: None, or a finite number >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value) and value >= 0:
+        return value
+    raise InputError(f"seconds spent must be a finite number >= 0, found {value!r}")
+
+
+def _shown(store: LabelStore, items: Sequence[Item], queries: Mapping[str, object],
+           passages: Mapping[str, object]) -> list[str]:
     """The digest of what each item shows the person (``labels.shown_digest``): the store's
     texts (and the passage's title) where they come from the store, else the texts given."""
     held = store.shown_now([(it.qid, it.docid) for it in items

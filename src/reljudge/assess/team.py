@@ -58,7 +58,7 @@ def split(pairs: Sequence[tuple[str, str]], team: Sequence[str], overlap: float,
     """(the pairs everyone grades, {member: the pairs only they grade}), both in the pairs'
     own order. The seeded order is SHA-256 of seed and pair, so it depends on nothing else."""
     check_overlap(overlap)
-    unique = list(dict.fromkeys(map(tuple, pairs)))
+    unique = list(dict.fromkeys((q, d) for q, d in pairs))
     ranked = sorted(unique, key=lambda p: hashlib.sha256(
         f"{seed}\x1f{p[0]}\x1f{p[1]}".encode()).digest())
     n_shared = math.floor(overlap * len(ranked) + 0.5)

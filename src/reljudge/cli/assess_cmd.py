@@ -198,5 +198,6 @@ def _what_to_grade(store, pairs, args):
         raise ConfigError(f"{args.annotator!r} is not in the team {','.join(team)} of "
                           f"{args.sample or args.pairs}; give one of its names as --annotator "
                           "(or --adjudicate to settle its disagreements)")
+    assert overlap is not None  # --team comes with --overlap; a sample records both
     share = share_of(pairs, args.annotator, team, overlap, seed)
     return share.pairs, share.shared, None

@@ -109,7 +109,7 @@ def load_labels(args: argparse.Namespace):
     from reljudge.io.label_files import read_judge, read_judges
 
     if args.store:
-        from reljudge.cli.common import labels_from_store
+        from reljudge.store.by_name import labels_from_store
 
         if not args.reference_source or not args.judge_source:
             raise ConfigError("with --store give --reference-source and --judge-source")

@@ -57,18 +57,19 @@ def run_batch(args: argparse.Namespace) -> int:
 
     code = 0
     # where the per-poll progress lines (none with --quiet) and warnings go
-    told = dict(say=(lambda _line: None) if args.quiet else common.say, on_warning=common.warn)
+    say = (lambda _line: None) if args.quiet else common.say
     with LabelStore(args.store, create=False) as store:
         if args.action == "status":
-            for job in recorded_jobs(store, args.api_key, **told):
+            for job in recorded_jobs(store, args.api_key, say=say, on_warning=common.warn):
                 job.poll(create=False)  # statuses and counts only: nothing collected or sent
         elif args.action == "cancel":
-            for job in recorded_jobs(store, args.api_key, **told):
+            for job in recorded_jobs(store, args.api_key, say=say, on_warning=common.warn):
                 for bid in job.cancel():
                     print(f"batch {bid}: cancel requested", file=sys.stderr)
         else:
             results = asyncio.run(collect_recorded(store, args.api_key, wait=args.wait,
-                                                   handle_sigint=True, **told))
+                                                   say=say, on_warning=common.warn,
+                                                   handle_sigint=True))
             if any(r.stop_reason for r in results):
                 code = 3
             elif any(r.open for r in results):

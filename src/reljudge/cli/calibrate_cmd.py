@@ -94,7 +94,7 @@ def _load(args: argparse.Namespace):
     from reljudge.io.label_files import read_judge, read_judges
 
     if args.store:
-        from reljudge.cli.common import labels_from_store
+        from reljudge.store.by_name import labels_from_store
 
         if args.reference or args.judge:
             raise ConfigError("give either --store with sources or --reference/--judge files")

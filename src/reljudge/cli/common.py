@@ -211,26 +211,6 @@ def emit(text: str, output: str | None = None) -> None:
         sys.stdout.write(text)
 
 
-def labels_from_store(path: str, reference: str, judges: Sequence[str], *,
-                      reference_option: str, judge_option: str,
-                      reference_kind: str | None = None, probs: bool = False,
-                      readonly: bool = True):
-    """(reference source, its qrels, {judge source: qrels}, {judge: grade distributions or
-    None} when ``probs``) from a label store; each name as users type it (a model alone, a
-    prefix: ``store.resolve_source``), the reference of ``reference_kind`` when given."""
-    from reljudge.store import LabelStore, resolve_source
-
-    with LabelStore(path, create=False, readonly=readonly) as store:
-        known = store.sources()
-        ref = resolve_source(known, reference, kind=reference_kind, where=path,
-                             option=reference_option).name
-        names = [resolve_source(known, n, where=path, option=judge_option).name for n in judges]
-        ref_qrels = store.qrels(ref)
-        judged = {n: store.qrels(n) for n in names}
-        dists = {n: store.distributions(n) or None for n in names} if probs else None
-    return ref, ref_qrels, judged, dists
-
-
 def open_store(args: argparse.Namespace, create: bool = False):
     """The store of a `reljudge labels` verb: only import may create it (elsewhere a missing
     store is a typo), and only import and upgrade write to it (the other verbs never upgrade

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reljudge.infer.scores import StoreEstimates
+
 EXAMPLES = """\
 examples:
   reljudge estimate --store labels.sqlite --sample week1 --judge gpt-4o-mini \\
@@ -74,6 +79,7 @@ def run(args) -> int:
         est = estimate(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
                        judge=args.judge, human=args.human, level=args.level,
                        seed=args.seed, baseline=args.baseline)
+    assert est is not None  # with require (the default) estimate raises instead of None
     if est.skipped:
         from reljudge.errors import InputError
 
@@ -104,7 +110,7 @@ def run(args) -> int:
     return 0
 
 
-def _warn(est) -> None:
+def _warn(est: StoreEstimates) -> None:
     import sys
 
     for line in est.warnings():

@@ -59,6 +59,13 @@ online price; --max-cost is reserved per batch file (its worst case) before it i
 
 EXIT_OK, EXIT_STOPPED, EXIT_FAILURES, EXIT_RUNNING = 0, 3, 4, 5
 
+#: the keys of BatchResult.summary() the ``label --batch`` table shows, in order; a header is
+#: its key with spaces unless named here
+BATCH_TABLE = ("judge", "items", "graded", "without_grade", "batches_submitted",
+               "requests_submitted", "batches_collected", "answers_collected", "batches_open",
+               "tokens_in", "tokens_out", "cost")
+BATCH_HEADERS = {"items": "pairs x samples", "cost": "batch cost $"}
+
 #: JudgeConfig fields shown in the "the judge" group; every other field is a "limits" flag
 JUDGE_GROUP = ("model", "base_url", "api_key", "prompt", "temperature", "max_tokens",
                "token_field", "seed", "logprobs", "samples", "aggregate")
@@ -78,7 +85,7 @@ def add_config_flags(judge, limits) -> None:
         flag = "--" + name.replace("_", "-")
         if name == "base_url":  # repeatable: several endpoints at once
             group.add_argument(flag, action="append", metavar="URL",
-                               help=field.description + "; repeat it to spread the job over "
+                               help=f"{field.description}; repeat it to spread the job over "
                                "several endpoints (each with --concurrency, --rpm, --tpm)")
             continue
         if name == "endpoints":
@@ -166,7 +173,9 @@ def run_label(args: argparse.Namespace) -> int:
 
     from reljudge.cli.common import check_outputs, show_progress, warn
     from reljudge.io import read_pairs, read_passages, read_queries
+    from reljudge.io.trec import write_qrels
     from reljudge.judge import Labeller
+    from reljudge.judge.report import judge_qrels
     from reljudge.tables import json_dumps, render
 
     if bool(args.pairs) == bool(args.runs):
@@ -218,8 +227,8 @@ def run_label(args: argparse.Namespace) -> int:
                                             progress=show_progress(args.quiet),
                                             handle_sigint=True))
         if args.qrels_out:
-            write_judge_qrels(report, store, labeller.judge_ids, config.aggregate,
-                              args.qrels_out)
+            write_qrels(judge_qrels(labeller.judge_ids, config.aggregate, store=store,
+                                    report=report), args.qrels_out)
     except BaseException:
         if new_store and store is not None and not any(x.events for x in store.sources()):
             store.close()  # the command made this file and wrote no label: nothing is left
@@ -245,28 +254,23 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
     import asyncio
 
     from reljudge.cli.common import say, show_progress
+    from reljudge.io.trec import write_qrels
     from reljudge.judge.batch.job import BatchJob
+    from reljudge.judge.report import judge_qrels
     from reljudge.tables import json_dumps, render
 
     job = BatchJob(labeller, store, say=say)
     result = asyncio.run(job.run(pairs, queries, passages, wait=args.wait,
                                  progress=show_progress(args.quiet), handle_sigint=True))
     if args.qrels_out and not result.open:
-        write_judge_qrels(None, store, labeller.judge_id, labeller.config.aggregate,
-                          args.qrels_out)
-    summary = {"judge": result.judge, "pairs x samples": result.items,
-               "graded": result.graded, "without grade": result.without_grade,
-               "batches submitted": result.submitted_batches,
-               "requests submitted": result.submitted_requests,
-               "batches collected": result.collected_batches,
-               "answers collected": result.collected_answers,
-               "batches open": len(result.open), "tokens in": result.tokens_in,
-               "tokens out": result.tokens_out, "batch cost $": result.cost,
-               "failed lines": dict(result.batch_failures)}
+        write_qrels(judge_qrels([labeller.judge_id], labeller.config.aggregate, store=store),
+                    args.qrels_out)
+    summary = result.summary()
     if args.format == "json":
-        print(json_dumps({**summary, "stale": result.stale}), end="")
+        print(json_dumps(summary), end="")
     else:
-        print(render(list(summary)[:-1], [list(summary.values())[:-1]]), end="")
+        print(render([BATCH_HEADERS.get(k, k.replace("_", " ")) for k in BATCH_TABLE],
+                     [[summary[k] for k in BATCH_TABLE]]), end="")
         for kind, n in result.batch_failures.most_common():
             print(f"  {n:>6} batch line(s) failed: {kind}")
         if result.open:
@@ -279,60 +283,8 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
     return EXIT_OK if result.complete else EXIT_FAILURES
 
 
-def write_judge_qrels(report, store, judge_id: str | list[str], aggregate: str,
-                      path: str) -> None:
-    """This judge's final grades (from the store when given: all runs, else this run); with
-    several judges (endpoints serving different models) each pair's grade comes from the
-    first of them that graded it."""
-    import numpy as np
-
-    from reljudge.io.trec import write_qrels
-    from reljudge.types import Qrels
-
-    judges = [judge_id] if isinstance(judge_id, str) else judge_id
-    if store is not None:
-        grades: dict[tuple[str, str], int] = {}
-        for judge in judges:  # in the store's order; a pair keeps its first judge's grade
-            part = store.qrels(judge, aggregate)
-            for q, d, g in zip(part.qid.tolist(), part.docid.tolist(), part.grade.tolist(),
-                               strict=True):
-                grades.setdefault((q, d), int(g))
-    else:
-        grades = report.grades(aggregate)
-    write_qrels(Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
-                                  np.array(list(grades.values()), dtype=np.int64)), path)
-
-
 def print_report(report, as_json: bool) -> None:
     """The labelling summary: failures are always in it."""
-    from reljudge.tables import json_dumps, render
+    from reljudge.tables import json_dumps
 
-    if as_json:
-        print(json_dumps(report.summary()), end="")
-        return
-    print(render(["judge", "pairs x samples", "already in store", "from cache", "paid calls",
-                  "labelled", "failed", "not sent", "tokens in", "tokens out", "cost $"],
-                 [[report.judge, report.items, report.already_done, report.cached, report.calls,
-                   report.labelled, report.failed, report.not_sent, report.tokens_in,
-                   report.tokens_out, report.cost]]), end="")
-    for note in report.warnings:
-        print(f"warning: {note}")
-    if report.failed:
-        print(f"failures: {report.failed} pair(s) without a grade, by kind:")
-        for kind, n in report.failure_reasons.most_common():
-            print(f"  {n:>6}  {kind}  e.g. {report.failure_examples[kind]}")
-    else:
-        print("failures: none")
-    if report.endpoints:
-        from reljudge.judge.report import endpoint_note
-
-        for e in report.endpoints:
-            print(endpoint_note(e))
-    if report.already_failed:
-        print(f"{report.already_failed} pair(s) whose earlier answer failed (refused or "
-              "unreadable) still have no grade: --retry-failed asks again")
-    if not report.price_known and report.calls:
-        print("cost: no price known for this model ($0 assumed); pass --price-in/--price-out")
-    if report.stop_reason:
-        print(f"stopped early ({report.stop_reason}): run the same command again to continue; "
-              f"nothing already answered will be paid for again")
+    print(json_dumps(report.summary()) if as_json else report, end="")

@@ -53,7 +53,7 @@ def do_stats(args) -> int:
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
     by_kind = Counter(kind for *_, kind, _ in current)
-    example = {}
+    example: dict[str, str] = {}
     for qid, docid, source, _sample, kind, detail in current:
         example.setdefault(kind, f"{qid} {docid} ({source}): {detail}")
     if args.format == "json":

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reljudge.report.model import ReportInputs, ReportSettings
 
 EXAMPLES = """\
 examples:
@@ -78,33 +81,14 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-class Incomplete(Exception):
-    """The pipeline's labelling is incomplete and --allow-partial was not given."""
-
-
-def pipeline_partial(config, allow_partial: bool) -> str | None:
-    """The PARTIAL line of a pipeline whose labelling is incomplete (None when complete);
-    without ``allow_partial`` such a pipeline is refused (exit 3)."""
-    from reljudge.pipeline.manifest import Manifest
-    from reljudge.pipeline.results import incomplete_reason, partial_line
-
-    manifest = Manifest(config.out_dir)
-    labelling = manifest.data.get("labelling")
-    if labelling is None or labelling.get("complete", True):
-        return None
-    if not allow_partial:
-        raise Incomplete(f"{config.out_dir}: {incomplete_reason(labelling)}; run "
-                         "the pipeline again to finish it, or pass --allow-partial for a "
-                         "report marked PARTIAL")
-    return partial_line(labelling)
-
-
 def run(args) -> int:
     """Gather inputs and write the report; exit 3 for a pipeline whose labelling is
     incomplete, unless --allow-partial."""
+    from reljudge.pipeline.report_inputs import IncompletePipeline
+
     try:
         return _run(args)
-    except Incomplete as e:
+    except IncompletePipeline as e:
         print(f"reljudge: error: {e}", file=sys.stderr)
         return 3
 
@@ -114,90 +98,72 @@ def _run(args) -> int:
     from reljudge.cli.common import check_outputs, working
     from reljudge.errors import ConfigError
     from reljudge.io.files import atomic_write
-    from reljudge.io.trec import read_qrels, read_runs
-    from reljudge.judge.cost import explicit_price
+    from reljudge.metrics.queries import coverage_warnings
     from reljudge.report.html import build_report
-    from reljudge.report.model import ReportSettings
-    from reljudge.store import LabelStore
 
     check_outputs(args.out)
     if min((x for x in (args.price_in, args.price_out) if x is not None), default=0) < 0:
         raise ConfigError("--price-in and --price-out are US dollars per million tokens: "
                           "0 or more")
-    flag_price = explicit_price(args.price_in, args.price_out)
-    store = reference = price = audit_measure = partial = None
-    audit_bootstrap = 1000
-    judges: dict = {}
-    inputs: list = []
-    settings: dict = {}
-    measures = args.measures
-    all_queries = args.all_queries
     if bool(args.reference) != bool(args.judge):
         raise ConfigError("the audit needs both --reference and at least one --judge")
     if args.pipeline:
-        from reljudge.pipeline import load_config
-        from reljudge.pipeline.runner import input_roles
+        from reljudge.pipeline.report_inputs import read_pipeline_outputs
 
-        config = load_config(args.pipeline)
-        partial = pipeline_partial(config, args.allow_partial)
-        qrels = read_qrels(config.out_dir / "qrels.txt")
-        runs = read_runs([config.path(r) for r in config.inputs.runs])
-        measures = measures or config.eval.measures
-        audit_measure = config.audit.measure
-        audit_bootstrap = config.audit.bootstrap
-        all_queries = all_queries or config.eval.all_queries
-        inputs = [*input_roles(config), ("final qrels", config.out_dir / "qrels.txt")]
-        settings = {"pool depth": f"top {config.pool.depth} of every run",
-                    "merge policy": f"{config.merge.policy}, {config.merge.aggregate} over "
-                                    "several labels of a pair",
-                    "pipeline": str(args.pipeline)}
-        price = explicit_price(config.judge.price_in, config.judge.price_out)
-        store = LabelStore(config.store_path, create=False, readonly=True)
-        llm = [s.name for s in store.sources() if s.kind == "llm"]
-        audited = config.out_dir / "audit.json"  # the judges the pipeline audited
-        if audited.exists():
-            named = [j["name"] for j in json.loads(audited.read_text())["judges"]]
-            llm = [name for name in named if name in llm] or llm[-1:]
-        else:
-            llm = llm[-1:]
-        if config.inputs.human_qrels and llm:
-            reference = store.qrels(config.inputs.human_source)
-            judges = {name: store.qrels(name) for name in llm}
+        src = read_pipeline_outputs(args.pipeline, allow_partial=args.allow_partial)
     else:
-        if not args.qrels or not args.runs:
-            raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")
-        qrels = read_qrels(args.qrels)
-        runs = read_runs(args.runs)
-        inputs = [("qrels", args.qrels), *[("run", r) for r in args.runs],
-                  *([("reference", args.reference)] if args.reference else []),
-                  *[("judge", j) for j in args.judge]]
-        settings = {"pool depth": "not recorded (the qrels were given as a file)",
-                    "merge policy": "not recorded (the qrels were given as a file)"}
-        if args.reference:
-            from reljudge.io.label_files import read_judge, read_judges
-
-            reference, _ = read_judge(args.reference, clip=args.clip)
-            judges, _ = read_judges(args.judge, clip=args.clip)
-        if args.store:
-            store = LabelStore(args.store, create=False, readonly=True)
-    price = flag_price or price
-    from reljudge.metrics.queries import coverage_warnings
-
-    for line in coverage_warnings(qrels, runs, all_queries):
+        src = _from_files(args)
+    for line in coverage_warnings(src.qrels, src.runs, args.all_queries or src.all_queries):
         print(f"reljudge: {line}", file=sys.stderr)
     try:
         with working("writing the report", args.quiet):
-            how = ReportSettings(measures or ["nDCG@10"], baseline=args.baseline,
-                                 test=args.test, title=args.title, all_queries=all_queries,
-                                 inputs=inputs, facts=settings, price=price,
-                                 audit_measure=audit_measure, audit_bootstrap=audit_bootstrap,
-                                 digits=args.digits, float32_scores=args.float32_scores,
-                                 partial=partial)
-            page = build_report(qrels, runs, how, reference=reference, judges=judges,
-                                store=store)
+            page = build_report(src.qrels, src.runs, _settings(args, src),
+                                reference=src.reference, judges=src.judges, store=src.store)
     finally:
-        if store is not None:
-            store.close()
+        if src.store is not None:
+            src.store.close()
     atomic_write(args.out, page)
     print(f"wrote {args.out} ({len(page) / 1024:.0f} KB)")
     return 0
+
+
+def _from_files(args) -> ReportInputs:
+    """The report's inputs from QRELS, RUN files, --reference, --judge and --store."""
+    from reljudge.errors import ConfigError
+    from reljudge.io.trec import read_qrels, read_runs
+    from reljudge.report.model import ReportInputs
+    from reljudge.store import LabelStore
+
+    if not args.qrels or not args.runs:
+        raise ConfigError("give QRELS and RUN files, or --pipeline CONFIG")
+    src = ReportInputs(
+        read_qrels(args.qrels), read_runs(args.runs),
+        [("qrels", args.qrels), *[("run", r) for r in args.runs],
+         *([("reference", args.reference)] if args.reference else []),
+         *[("judge", j) for j in args.judge]],
+        {"pool depth": "not recorded (the qrels were given as a file)",
+         "merge policy": "not recorded (the qrels were given as a file)"})
+    if args.reference:
+        from reljudge.io.label_files import read_judge, read_judges
+
+        reference, _ = read_judge(args.reference, clip=args.clip)
+        judges, _ = read_judges(args.judge, clip=args.clip)
+        src.reference, src.judges = reference, judges
+    if args.store:
+        src.store = LabelStore(args.store, create=False, readonly=True)
+    return src
+
+
+def _settings(args, src: ReportInputs) -> ReportSettings:
+    """The report's settings: the flags, else what the inputs came with."""
+    from reljudge.judge.cost import explicit_price
+    from reljudge.report.model import ReportSettings
+
+    return ReportSettings(args.measures or src.measures or ["nDCG@10"], baseline=args.baseline,
+                          test=args.test, title=args.title,
+                          all_queries=args.all_queries or src.all_queries, inputs=src.inputs,
+                          facts=src.facts,
+                          price=explicit_price(args.price_in, args.price_out) or src.price,
+                          audit_measure=src.audit_measure,
+                          audit_bootstrap=src.audit_bootstrap, digits=args.digits,
+                          float32_scores=args.float32_scores, partial=src.partial)

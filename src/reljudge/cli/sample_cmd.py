@@ -120,7 +120,7 @@ def run(args) -> int:
                                  read_passages(args.passages_file, needed).items()})
             text, lacking = export(sample, queries, passages, args.out)
         store.add_sample(sample)
-    if args.out:
+    if text is not None:  # written with --out
         from reljudge.io.files import atomic_write
 
         atomic_write(args.out, text)

@@ -4,12 +4,17 @@ do (CostEstimate)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reljudge.frames import Tabular, dataframe
 from reljudge.labels import LabelEvent
 from reljudge.store.batches import BatchRecord
+from reljudge.types import Qrels
+
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
 
 SUMMARY_COLUMNS = ["judge", "pairs x samples", "already in store", "from cache", "paid calls",
                    "labelled", "failed", "not sent", "tokens in", "tokens out", "cost $"]
@@ -59,13 +64,15 @@ class LabelReport(Tabular):
         self.failure_reasons[kind] += 1
         self.failure_examples.setdefault(kind, f"{event.qid} {event.docid}: {event.failure}")
 
-    def grades(self, aggregate: str = "majority") -> dict[tuple[str, str], int]:
-        """The final grade of each pair labelled in this run (samples aggregated)."""
+    def grades(self, aggregate: str = "majority", judge: str | None = None
+               ) -> dict[tuple[str, str], int]:
+        """The final grade of each pair labelled in this run (samples aggregated), of one
+        ``judge`` when given."""
         from reljudge.grades import aggregate_grades
 
         votes: dict[tuple[str, str], list[int]] = {}
         for e in self.events:
-            if e.grade is not None:
+            if e.grade is not None and judge in (None, e.source_name):
                 votes.setdefault((e.qid, e.docid), []).append(e.grade)
         return {p: int(aggregate_grades(v, aggregate)) for p, v in votes.items()}
 
@@ -76,14 +83,24 @@ class LabelReport(Tabular):
                                   self.tokens_in, self.tokens_out, self.cost]]
 
     def notes(self) -> list[str]:
-        """Warnings, failures by kind, and why the job stopped early."""
+        """Warnings, failures by kind, endpoints, and what to do about what is missing."""
         out = [f"warning: {note}" for note in self.warnings]
-        out += [f"failures: {n} x {kind}, e.g. {self.failure_examples[kind]}"
-                for kind, n in self.failure_reasons.most_common()] or ["failures: none"]
-        for e in self.endpoints:
-            out.append(endpoint_note(e))
+        if self.failed:
+            out.append(f"failures: {self.failed} pair(s) without a grade, by kind:")
+            out += [f"  {n:>6}  {kind}  e.g. {self.failure_examples[kind]}"
+                    for kind, n in self.failure_reasons.most_common()]
+        else:
+            out.append("failures: none")
+        out += [endpoint_note(e) for e in self.endpoints]
+        if self.already_failed:
+            out.append(f"{self.already_failed} pair(s) whose earlier answer failed (refused or "
+                       "unreadable) still have no grade: --retry-failed asks again")
+        if not self.price_known and self.calls:
+            out.append("cost: no price known for this model ($0 assumed); pass "
+                       "--price-in/--price-out")
         if self.stop_reason:
-            out.append(f"stopped early ({self.stop_reason})")
+            out.append(f"stopped early ({self.stop_reason}): run the same command again to "
+                       "continue; nothing already answered will be paid for again")
         return out
 
     def to_dataframe(self):
@@ -151,3 +168,36 @@ class BatchResult:
     def complete(self) -> bool:
         """Every item asked for has a grade."""
         return self.graded == self.items and not self.stop_reason
+
+    def summary(self) -> dict[str, Any]:
+        """The counts, for printing or JSON (``label --batch`` and the pipeline's manifest)."""
+        return {"judge": self.judge, "items": self.items, "graded": self.graded,
+                "without_grade": self.without_grade,
+                "batches_submitted": self.submitted_batches,
+                "requests_submitted": self.submitted_requests,
+                "batches_collected": self.collected_batches,
+                "answers_collected": self.collected_answers, "batches_open": len(self.open),
+                "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "cost": self.cost,
+                "failed_lines": dict(self.batch_failures), "stale": self.stale,
+                "stop_reason": self.stop_reason}
+
+
+def judge_qrels(judges: Sequence[str], aggregate: str = "majority", *,
+                store: LabelStore | None = None, report: LabelReport | None = None) -> Qrels:
+    """A job's final grades as qrels: each pair's grade (its samples aggregated) from the
+    first of ``judges`` that graded it; from every run in ``store`` when given, else from
+    ``report``'s events."""
+    import numpy as np
+
+    grades: dict[tuple[str, str], int] = {}
+    for judge in judges:
+        if store is not None:
+            found = {(q, d): int(g) for q, d, g in store.qrels(judge, aggregate)}
+        elif report is not None:
+            found = report.grades(aggregate, judge)
+        else:
+            raise ValueError("judge_qrels needs a store or a report")
+        for pair, grade in found.items():  # a pair keeps its first judge's grade
+            grades.setdefault(pair, grade)
+    return Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
+                             np.array(list(grades.values()), dtype=np.int64))

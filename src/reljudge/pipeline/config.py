@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, overload
 
 from pydantic import (
     BaseModel,
@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from reljudge.errors import ConfigError
+from reljudge.judge.config import EndpointConfig, JudgeConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,7 +91,7 @@ class Inputs(_Section):
 class PoolSection(_Section):
     """Which pairs get labelled: the top ``depth`` of every run."""
 
-    depth: int = Field(10, ge=1)
+    depth: int = Field(default=10, ge=1)
 
 
 #: JudgeConfig fields a pipeline file does not hold: the key stays out of files (flag or
@@ -98,13 +99,24 @@ class PoolSection(_Section):
 JUDGE_NOT_IN_FILE = ("api_key", "cache_dir")
 
 
-def _judge_section() -> type[_Section]:
+class JudgeSettings(_Section):
+    """The [judge] settings pipeline code reads by name, typed as JudgeConfig types them (the
+    generated JudgeSection, a subclass, declares each of them again from JudgeConfig)."""
+
+    enabled: bool = Field(default=True, description="label with the LLM at all")
+    model: str | None = None
+    base_url: str | None = None
+    endpoints: list[EndpointConfig] = Field(default_factory=list)
+    aggregate: str = "majority"
+    price_in: float | None = None
+    price_out: float | None = None
+
+
+def _judge_section() -> type[JudgeSettings]:
     """The [judge] section, generated from JudgeConfig: every judge setting but the key and
     the cache folder, the model optional (flag or OPENAI_MODEL), plus ``enabled``."""
     from pydantic import create_model
     from pydantic.fields import FieldInfo
-
-    from reljudge.judge.config import JudgeConfig
 
     fields: dict = {}
     for name, info in JudgeConfig.model_fields.items():
@@ -114,13 +126,15 @@ def _judge_section() -> type[_Section]:
             fields[name] = (str | None, Field(None, description=info.description))
         else:
             fields[name] = (info.annotation, FieldInfo.merge_field_infos(info))
-    fields["enabled"] = (bool, Field(True, description="label with the LLM at all"))
-    return create_model("JudgeSection", __base__=_Section, __module__=__name__,
+    return create_model("JudgeSection", __base__=JudgeSettings, __module__=__name__,
                         __doc__="The LLM judge (generated from JudgeConfig). Endpoint and key "
                                 "come from here, flags or OPENAI_* variables.", **fields)
 
 
-JudgeSection = _judge_section()
+if TYPE_CHECKING:  # the generated class is a JudgeSettings: checked code sees those fields
+    JudgeSection = JudgeSettings
+else:
+    JudgeSection = _judge_section()
 
 
 class MergeSection(_Section):
@@ -141,7 +155,7 @@ class AuditSection(_Section):
     """The judge-versus-human audit (needs human labels)."""
 
     measure: str = "nDCG@10"
-    bootstrap: int = Field(1000, ge=0)
+    bootstrap: int = Field(default=1000, ge=0)
     seed: int = 0
 
 
@@ -170,6 +184,13 @@ class PipelineConfig(_Section):
     def _absolute(cls, v: Path) -> Path:
         return v.resolve()
 
+    @overload
+    def path(self, p: Path) -> Path: ...
+    @overload
+    def path(self, p: Path | str) -> Path | str: ...
+    @overload
+    def path(self, p: Path | str | None) -> Path | str | None: ...
+
     def path(self, p: Path | str | None) -> Path | str | None:
         """A config path resolved against the config file's folder (an ``irds:`` name as
         it is)."""
@@ -180,7 +201,7 @@ class PipelineConfig(_Section):
     @property
     def out_dir(self) -> Path:
         """The output folder (absolute)."""
-        return self.path(self.output.dir)  # type: ignore[return-value]
+        return self.path(self.output.dir)
 
     @property
     def store_path(self) -> Path | str:
@@ -223,7 +244,7 @@ def _check_datasets(config: PipelineConfig, path: Path) -> None:
     inp = config.inputs
     for key, spec, part in (("queries", inp.queries, "queries"), ("passages", inp.passages,
                             "docs"), ("human_qrels", inp.human_qrels, "qrels")):
-        if not irds.is_irds(spec):
+        if not isinstance(spec, str) or not irds.is_irds(spec):  # a file (a Path)
             continue
         try:
             dataset = irds.load(spec)
@@ -263,7 +284,6 @@ def judge_config(config: PipelineConfig, *, model: str | None = None,
                  base_url: str | None = None, api_key: str | None = None):
     """The JudgeConfig of a pipeline (flags > config file > OPENAI_* variables), or None when
     labelling is disabled or no endpoint is configured."""
-    from reljudge.judge import JudgeConfig
     from reljudge.judge.config import endpoint_from_env
 
     j = config.judge

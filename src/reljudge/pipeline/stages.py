@@ -1,25 +1,96 @@
-"""The pipeline's stages after labelling: write the pool, score the runs, audit the judges.
-Each stage is skipped when its fingerprint (settings and inputs) is unchanged."""
+"""The pipeline's stages: read the inputs, import the human labels, write the pool, label,
+merge, score the runs, audit the judges. A stage after labelling is skipped when its
+fingerprint (settings and inputs) is unchanged."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reljudge.io.files import atomic_write
-from reljudge.pipeline.manifest import fingerprint
-from reljudge.pipeline.results import StageResult, partial_line
+from reljudge.pipeline.config import PipelineConfig
+from reljudge.pipeline.manifest import Manifest, fingerprint
+from reljudge.pipeline.outcome import COMPLETE, StageResult, labelling_record, partial_line
+from reljudge.types import Qrels, Run
+
+if TYPE_CHECKING:
+    from reljudge.judge import JudgeConfig, Labeller
+    from reljudge.judge.report import BatchResult, LabelReport
+    from reljudge.store import LabelStore
+
+Say = Callable[[str], None]
 
 
-def pool_stage(config, runs, pooled, store, labeller, queries, passages, manifest,
-                say) -> StageResult:
-    """Write pool.tsv (the ``pooled`` pairs with their best rank) and count what is labelled."""
+@dataclass(frozen=True)
+class InputData:
+    """Everything a pipeline reads before it writes: texts, runs, the pool, and the judge."""
+
+    queries: dict[str, str]
+    passages: dict[str, dict[str, str]]
+    runs: list[Run]
+    pooled: list[tuple[str, str]]
+    labeller: Labeller | None
+
+
+def read_inputs(config: PipelineConfig, judge: JudgeConfig | None) -> InputData:
+    """Read and check every input (``judge``: a JudgeConfig or None); pooling is pure, so the
+    pool comes first, in memory, and passages from ir_datasets are read for its ids only."""
+    from reljudge.errors import ConfigError, InputError
+    from reljudge.io import read_passages, read_queries
+    from reljudge.io.label_files import check_scale, read_labels
+    from reljudge.io.trec import read_runs
+    from reljudge.judge import Labeller
+    from reljudge.pool import build_pool
+
+    inp = config.inputs
+    queries = read_queries(config.path(inp.queries))
+    runs = read_runs([config.path(r) for r in inp.runs])
+    pooled = build_pool(runs, config.pool.depth).pairs
+    passages = read_passages(config.path(inp.passages), {d for _, d in pooled})  # a file: whole
+    if inp.human_qrels:
+        check_scale(read_labels(config.path(inp.human_qrels)), False)
+    if not inp.human_qrels and judge is None and isinstance(config.store_path, Path) \
+            and not config.store_path.exists():
+        raise ConfigError("nothing would label the pool: give [inputs] human_qrels or a judge "
+                          "endpoint (model and OPENAI_API_KEY or base_url)")
+    labeller = Labeller(judge) if judge is not None else None
+    if labeller is not None:  # the judge needs the text of every pooled pair
+        try:
+            labeller.check_inputs(pooled, queries, passages)
+        except InputError as e:
+            raise InputError(f"{e.detail} in [inputs] queries = {inp.queries}, passages = "
+                             f"{inp.passages} (pool depth {config.pool.depth})") from None
+    return InputData(queries, passages, runs, pooled, labeller)
+
+
+def import_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
+                 say: Say) -> None:
+    """Put the texts and the human labels (once) in the store."""
+    from reljudge.store import import_labels
+
+    inp = config.inputs
+    store.add_queries(inputs.queries)
+    store.add_passages(inputs.passages)
+    if inp.human_qrels:
+        rep = import_labels(store, config.path(inp.human_qrels), "human", inp.human_source)
+        note = "already in the store" if rep.skipped else f"{rep.events} imported"
+        say(f"[import] human labels {inp.human_qrels}: {note}")
+
+
+def pool_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
+               say: Say) -> StageResult:
+    """Write pool.tsv (the pooled pairs with their best rank) and count what is labelled."""
     from reljudge.pool import judged_at_k, top_k
 
+    runs, pooled, labeller = inputs.runs, inputs.pooled, inputs.labeller
     out = config.out_dir
     labelled = store.labelled_pairs()
     to_label = [p for p in pooled if p not in labelled]
     judged = len(pooled) - len(to_label)
-    best = {}
+    best: dict[tuple[str, str], int] = {}
     for run in runs:
         q, d, r = top_k(run, config.pool.depth)
         for pair, rank in zip(zip(q.tolist(), d.tolist(), strict=False), r.tolist(), strict=False):
@@ -31,7 +102,7 @@ def pool_stage(config, runs, pooled, store, labeller, queries, passages, manifes
     summary = {"pairs": len(pooled), "labelled": judged, "to_label": len(to_label),
                f"judged@{k}": {r.name: judged_at_k(r, labelled, k) for r in runs}}
     if labeller is not None:
-        est = labeller.estimate(pooled, queries, passages, store)
+        est = labeller.estimate(pooled, inputs.queries, inputs.passages, store)
         summary["llm_to_send"] = est.to_send
         summary["llm_estimated_cost"] = est.cost
     say(f"[pool] depth {k} over {len(runs)} run(s): {len(pooled)} pairs, {judged} "
@@ -41,7 +112,117 @@ def pool_stage(config, runs, pooled, store, labeller, queries, passages, manifes
     return StageResult("pool", "ran", summary)
 
 
-def eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
+def label_stage(config: PipelineConfig, inputs: InputData, store: LabelStore, say: Say,
+                progress: bool) -> tuple[StageResult, dict]:
+    """Label the pool (online, or through the Batch API); the stage's result and the
+    labelling's completeness record. Status "waiting": batches are still running."""
+    labeller = inputs.labeller
+    if labeller is None:
+        why = ("disabled in the config" if not config.judge.enabled else
+               "no endpoint configured (set OPENAI_API_KEY or OPENAI_BASE_URL and a model)")
+        say(f"[label] skipped: {why}")
+        return StageResult("label", "skipped", note=why), dict(COMPLETE)
+    if labeller.config.batch:
+        return _batch_label(inputs, labeller, store, say, progress)
+    return _online_label(inputs, labeller, store, say, progress)
+
+
+def _batch_label(inputs: InputData, labeller: Labeller, store: LabelStore, say: Say,
+                 progress: bool) -> tuple[StageResult, dict]:
+    """The label stage through the Batch API: collect, grade, submit."""
+    import asyncio
+
+    from reljudge.judge.batch.job import BatchJob
+
+    result = asyncio.run(BatchJob(labeller, store).run(inputs.pooled, inputs.queries,
+                                                       inputs.passages, progress=progress,
+                                                       handle_sigint=True))
+    summary = result.summary()
+    say(f"[label] {labeller.judge_id} (batch): {result.graded} of {result.items} pairs "
+        f"x samples graded, {result.submitted_batches} batch(es) submitted, "
+        f"{len(result.open)} running, ${result.cost:.4f}")
+    labelling = labelling_record(result.items, result.graded, result.batch_failures,
+                                 result.stop_reason, len(result.open), _kept(result, labeller))
+    summary["completeness"] = labelling
+    if result.open:  # scoring now would use a part of the labels: stop here
+        say("[label] batches are still running: run the pipeline again to collect "
+            "them; merge, eval and audit wait for them")
+        return StageResult("label", "waiting", summary), labelling
+    return StageResult("label", "ran", summary), labelling
+
+
+def _online_label(inputs: InputData, labeller: Labeller, store: LabelStore, say: Say,
+                  progress: bool) -> tuple[StageResult, dict]:
+    """The label stage, one call per pair x sample."""
+    import asyncio
+
+    report = asyncio.run(labeller.label(inputs.pooled, inputs.queries, inputs.passages, store,
+                                        progress=progress, handle_sigint=True))
+    summary = report.summary()
+    labelling = labelling_record(
+        report.items, report.labelled + report.already_done - report.already_failed,
+        {**report.failure_reasons, **_standing_failures(report)},
+        report.stop_reason, stale_kept=_kept(report, labeller))
+    summary["completeness"] = labelling
+    say(f"[label] {labeller.judge_id}: {report.items} pairs x samples, "
+        f"{report.already_done} already labelled, {report.cached} from cache, "
+        f"{report.calls} paid calls, {report.failed} failed"
+        + (f" ({dict(report.failure_reasons)})" if report.failed else "")
+        + f", ${report.cost:.4f}" + (f"; stopped: {report.stop_reason}"
+                                     if report.stop_reason else ""))
+    for kind, example in report.failure_examples.items():
+        say(f"[label]   {report.failure_reasons[kind]} {kind}, e.g. {example}")
+    return StageResult("label", "ran", summary), labelling
+
+
+def _standing_failures(report: LabelReport) -> dict[str, int]:
+    """Failure kinds of the pairs this run found failed in the store and did not ask again
+    (they lack a grade as much as this run's failures do)."""
+    return {"failed earlier, not asked again": report.already_failed} \
+        if report.already_failed else {}
+
+
+def _kept(result: LabelReport | BatchResult, labeller: Labeller) -> int:
+    """Stale grades a label stage kept (``stale = "keep"``), or 0."""
+    return result.stale if labeller.config.stale == "keep" else 0
+
+
+def merge_stage(config: PipelineConfig, store: LabelStore, manifest: Manifest,
+                say: Say) -> StageResult:
+    """The store's labels under the merge policy: qrels.txt and qrels.provenance.jsonl."""
+    from reljudge.errors import ConfigError
+    from reljudge.io.trec import write_qrels
+
+    out = config.out_dir
+    key = fingerprint("merge", config.merge.model_dump(), store.fingerprint())
+    outputs = [out / "qrels.txt", out / "qrels.provenance.jsonl"]
+    if manifest.fresh("merge", key, outputs):
+        stage = StageResult("merge", "up to date", manifest.summary("merge"))
+    else:
+        merged = store.merge(config.merge.policy, config.merge.aggregate)
+        if not merged.labels:
+            raise ConfigError(f"{store.path}: no labels under the merge policy "
+                              f"{config.merge.policy}; nothing to score")
+        write_qrels(merged.qrels, outputs[0])
+        merged.write_provenance(outputs[1])
+        by: dict[str, int] = {}
+        for lab in merged.labels:
+            by[lab.decided_by] = by.get(lab.decided_by, 0) + 1
+        summary = {"labels": len(merged.labels), "decided_by": by,
+                   "stale": merged.stale_counts()}
+        if merged.stale_note():
+            say(f"[merge] warning: {merged.stale_note()}")
+        manifest.record("merge", key, outputs, summary)
+        stage = StageResult("merge", "ran", summary)
+    say(f"[merge] {config.merge.policy}/{config.merge.aggregate}: "
+        f"{stage.summary.get('labels')} final labels {stage.summary.get('decided_by')}"
+        + (" (up to date)" if stage.status == "up to date" else ""))
+    return stage
+
+
+def eval_stage(config: PipelineConfig, runs: list[Run], manifest: Manifest, say: Say,
+               labelling: dict) -> StageResult:
+    """Score every run with the final qrels (scores.tsv, scores.json)."""
     from reljudge.io.trec import read_qrels
     from reljudge.metrics import evaluate_many
     from reljudge.metrics.evaluation_json import evaluation_json
@@ -85,7 +266,9 @@ def eval_stage(config, runs, manifest, say, labelling: dict) -> StageResult:
     return StageResult("eval", "up to date" if fresh else "ran", {"runs": len(rows)})
 
 
-def audit_stage(config, runs, human, judges, manifest, say, labelling: dict) -> StageResult:
+def audit_stage(config: PipelineConfig, runs: list[Run], human: Qrels | None,
+                judges: dict[str, Qrels], manifest: Manifest, say: Say,
+                labelling: dict) -> StageResult:
     """Each judge of the job against the human labels (audit.json, audit.md)."""
     out = config.out_dir
     judges = {name: q for name, q in judges.items() if len(q)}
@@ -136,5 +319,5 @@ def audit_stage(config, runs, human, judges, manifest, say, labelling: dict) -> 
                        {"pairs": data["judges"][0]["items"]["pairs"]})
 
 
-def _f(x) -> str:
+def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"

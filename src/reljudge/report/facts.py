@@ -5,9 +5,14 @@ answers that came from the answer cache. Read from files and a label store; no n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from reljudge.io.checksums import InputFile, input_file, input_files  # noqa: F401 (re-exported)
+
+if TYPE_CHECKING:
+    from reljudge.judge.cost import Price
+    from reljudge.store import LabelStore
 
 
 @dataclass(frozen=True)
@@ -47,16 +52,18 @@ def _host(endpoint: str | None) -> str | None:
     return urlsplit(endpoint).netloc or endpoint
 
 
-def judges_and_costs(store, price=None) -> tuple[list[JudgeFacts], list[Cost]]:
+def judges_and_costs(store: LabelStore, price: Price | None = None
+                     ) -> tuple[list[JudgeFacts], list[Cost]]:
     """The LLM sources of a store and their cost. ``price`` (a ``judge.cost.Price``) overrides
     the model's list price, as --price-in/--price-out did when labelling. An event with
     tokens and no cost was answered from the cache when its model has a known, non-zero
     price; otherwise its tokens are counted as unpriced (a free or unknown model)."""
     from reljudge.judge.cost import price_for
 
-    facts: dict[tuple, int] = {}
+    facts: dict[tuple[str, str | None, str | None, str | None, str | None, str | None],
+                int] = {}
     costs: dict[str, list] = {}
-    prices: dict[str, object] = {}
+    prices: dict[str | None, Price] = {}
     for e in store.events(kind="llm"):
         meta = e.meta or {}
         model = meta.get("model")

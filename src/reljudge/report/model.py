@@ -9,10 +9,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reljudge.report.facts import input_files, judges_and_costs
 from reljudge.report.summary import Summary, comparison_summary, judge_summary, primary_measure
+from reljudge.types import Qrels, Run
+
+if TYPE_CHECKING:
+    from reljudge.judge.cost import Price
+    from reljudge.store import LabelStore
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,27 @@ class ReportSettings:
     inputs: Sequence[tuple[str, str | Path]] = ()
     facts: Mapping[str, str] = field(default_factory=dict)
     price: Any = None
+    partial: str | None = None
+
+
+@dataclass
+class ReportInputs:
+    """What a report rests on: qrels, runs, the audit's reference and judges, the store
+    (for coverage and cost; the caller closes it) and the settings they came with (a
+    pipeline's, or none for files given by hand)."""
+
+    qrels: Qrels
+    runs: list[Run]
+    inputs: list[tuple[str, str | Path]]
+    facts: dict[str, str]
+    reference: Qrels | None = None
+    judges: dict[str, Qrels] = field(default_factory=dict)
+    store: LabelStore | None = None
+    measures: list[str] = field(default_factory=list)
+    all_queries: bool = False
+    audit_measure: str | None = None
+    audit_bootstrap: int = 1000
+    price: Price | None = None
     partial: str | None = None
 
 

@@ -100,7 +100,9 @@ def comparison_summary(comp, digits: int = 4, partial: str | None = None) -> Sum
             f"measure, {corr} correction over {len(others)} comparison(s), alpha "
             f"{comp.alpha}, over {len(comp.queries)} queries.")
         for m in tested:
-            better, worse, same = [], [], []
+            better: list[str] = []
+            worse: list[str] = []
+            same: list[str] = []
             for n in others:
                 c = comp.cells[(n, m)]
                 text = (f"{n} ({_signed(c.diff, digits)}, adjusted p "

@@ -171,7 +171,9 @@ class FakeBatchAPI:
             b"content-type: " + ctype.encode() + b"\r\n\r\n" + body)
         fields: dict[str, Any] = {}
         for part in msg.iter_parts() if msg.is_multipart() else ():
-            fields[part.get_param("name", header="content-disposition")] = part
+            name = part.get_param("name", header="content-disposition")
+            if isinstance(name, str):  # a part without a plain name is no field we read
+                fields[name] = part
         if "file" not in fields or "purpose" not in fields:
             return 400, _error("expected multipart fields 'file' and 'purpose'"), \
                 "application/json"
@@ -261,7 +263,8 @@ class FakeBatchAPI:
             return data["status"]
 
     def _finish(self, batch: _Batch, done: list[dict], expired: list[dict]) -> None:
-        out, err = [], []
+        out: list[dict] = []
+        err: list[dict] = []
         for item in done:
             req = Request(item["url"], {}, item["body"], time.time())
             reply = self.handler(req)
@@ -294,8 +297,7 @@ class FakeBatchAPI:
     @property
     def base_url(self) -> str:
         """The URL to give the openai client (ends in /v1)."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._server.server_port}/v1"
 
     def start(self) -> FakeBatchAPI:
         """Start serving in a background thread."""

@@ -10,6 +10,7 @@ Retry-After, 500, 400...), a delay (to trip client timeouts), or a dropped conne
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -120,6 +121,98 @@ class Request:
         return users[-1]["content"] if users else ""
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """One connection to a FakeOpenAI: GETs answer the call count, POSTs go to its handler."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
+
+    @property
+    def fake(self) -> FakeOpenAI:
+        """The FakeOpenAI this connection belongs to."""
+        assert isinstance(self.server, _Server)
+        return self.server.fake
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:
+        fake = self.fake
+        if fake.dead:
+            self._drop()
+            return
+        with fake._lock:
+            fake.gets.append(self.path)
+        self._send(200, json.dumps({"calls": fake.calls}).encode(), {})
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"_raw": raw.decode(errors="replace")}
+        req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body,
+                      time.time())
+        if fake.dead:
+            self._drop()
+            return
+        with fake._lock:
+            fake.requests.append(req)
+            fake.inflight += 1
+            fake.max_inflight = max(fake.max_inflight, fake.inflight)
+        try:
+            self._answer(req)
+        finally:
+            with fake._lock:
+                fake.inflight -= 1
+
+    def _answer(self, req: Request) -> None:
+        fake = self.fake
+        if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
+            reply = Reply.error(404, f"no route {self.path}")
+        else:
+            reply = fake.handler(req)
+        wait = reply.delay or fake.delay
+        if wait:
+            time.sleep(wait)
+        if reply.drop or fake.dead:
+            self._drop()
+            return
+        data = (reply.body if isinstance(reply.body, str) else json.dumps(reply.body)).encode()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
+            self._send(reply.status, data, reply.headers)
+
+    def _send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            import socket
+
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server of one FakeOpenAI."""
+
+    daemon_threads = True
+    request_queue_size = 512
+
+    def __init__(self, fake: FakeOpenAI):
+        self.fake = fake
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
 class FakeOpenAI:
     """A threaded HTTP server speaking enough of the OpenAI chat-completions API."""
 
@@ -137,88 +230,7 @@ class FakeOpenAI:
         self.max_inflight = 0  # the most POSTs it was answering at once
         self.dead = False  # killed: refuses connections, drops every request
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
-
-            def do_GET(self) -> None:
-                if server.dead:
-                    self._drop()
-                    return
-                with server._lock:
-                    server.gets.append(self.path)
-                data = json.dumps({"calls": server.calls}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    body = {"_raw": raw.decode(errors="replace")}
-                req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body,
-                              time.time())
-                if server.dead:
-                    self._drop()
-                    return
-                with server._lock:
-                    server.requests.append(req)
-                    server.inflight += 1
-                    server.max_inflight = max(server.max_inflight, server.inflight)
-                try:
-                    self._answer(req)
-                finally:
-                    with server._lock:
-                        server.inflight -= 1
-
-            def _drop(self) -> None:
-                self.close_connection = True
-                try:
-                    import socket
-
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-            def _answer(self, req: Request) -> None:
-                if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
-                    reply = Reply.error(404, f"no route {self.path}")
-                else:
-                    reply = server.handler(req)
-                wait = reply.delay or server.delay
-                if wait:
-                    time.sleep(wait)
-                if reply.drop or server.dead:
-                    self._drop()
-                    return
-                data = (reply.body if isinstance(reply.body, str)
-                        else json.dumps(reply.body)).encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout): fine
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            request_queue_size = 512
-
-        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server = _Server(self)
         if certfile:
             import ssl
 
@@ -234,8 +246,7 @@ class FakeOpenAI:
     @property
     def base_url(self) -> str:
         """The URL to give the openai client (ends in /v1)."""
-        host, port = self._server.server_address[:2]
-        return f"{self.scheme}://{host}:{port}/v1"
+        return f"{self.scheme}://127.0.0.1:{self._server.server_port}/v1"
 
     @property
     def calls(self) -> int:

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+#: the labelling record of a pipeline without a judge: nothing was asked
+COMPLETE: dict[str, Any] = {"complete": True, "asked": 0, "graded": 0, "without_grade": 0,
+                            "failures": {}, "stopped": None}
 
 
 @dataclass
@@ -37,9 +42,6 @@ class PipelineResult:
         return next(s for s in self.stages if s.name == name)
 
 
-#: the labelling record of a pipeline without a judge: nothing was asked
-COMPLETE = {"complete": True, "asked": 0, "graded": 0, "without_grade": 0, "failures": {},
-            "stopped": None}
 #: what merge, eval and audit write (removed when labelling is incomplete and they do not run)
 LATER_OUTPUTS = ("qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json",
                  "audit.json", "audit.md")

@@ -1,0 +1,77 @@
+"""What a report of a pipeline's output folder rests on: its final qrels, its runs and inputs,
+its settings, and the judges it audited against the human labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reljudge.errors import ReljudgeError
+from reljudge.pipeline.config import PipelineConfig, load_config
+from reljudge.pipeline.manifest import Manifest
+from reljudge.pipeline.outcome import incomplete_reason, partial_line
+from reljudge.pipeline.runner import input_roles
+from reljudge.report.model import ReportInputs
+from reljudge.types import Qrels
+
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
+
+
+class IncompletePipeline(ReljudgeError):
+    """The pipeline's labelling is incomplete and a partial report was not asked for."""
+
+
+def pipeline_partial(config: PipelineConfig, allow_partial: bool) -> str | None:
+    """The PARTIAL line of a pipeline whose labelling is incomplete (None when complete);
+    without ``allow_partial`` such a pipeline is refused (IncompletePipeline)."""
+    labelling = Manifest(config.out_dir).data.get("labelling")
+    if labelling is None or labelling.get("complete", True):
+        return None
+    if not allow_partial:
+        raise IncompletePipeline(f"{config.out_dir}: {incomplete_reason(labelling)}; run "
+                                 "the pipeline again to finish it, or pass --allow-partial "
+                                 "for a report marked PARTIAL")
+    return partial_line(labelling)
+
+
+def read_pipeline_outputs(path: str | Path, *, allow_partial: bool = False) -> ReportInputs:
+    """The outputs of the pipeline configured in the file ``path``: final qrels, runs, inputs,
+    settings, and the human labels with the judges its audit compared (the last LLM judge
+    when it ran no audit)."""
+    from reljudge.io.trec import read_qrels, read_runs
+    from reljudge.judge.cost import explicit_price
+    from reljudge.store import LabelStore
+
+    config = load_config(path)
+    partial = pipeline_partial(config, allow_partial)
+    qrels = read_qrels(config.out_dir / "qrels.txt")
+    runs = read_runs([config.path(r) for r in config.inputs.runs])
+    facts = {"pool depth": f"top {config.pool.depth} of every run",
+             "merge policy": f"{config.merge.policy}, {config.merge.aggregate} over "
+                             "several labels of a pair",
+             "pipeline": str(path)}
+    store = LabelStore(config.store_path, create=False, readonly=True)  # the caller closes it
+    reference, judges = _audited(config, store)
+    return ReportInputs(
+        qrels, runs, [*input_roles(config), ("final qrels", config.out_dir / "qrels.txt")],
+        facts, reference, judges, store, measures=config.eval.measures,
+        all_queries=config.eval.all_queries, audit_measure=config.audit.measure,
+        audit_bootstrap=config.audit.bootstrap,
+        price=explicit_price(config.judge.price_in, config.judge.price_out), partial=partial)
+
+
+def _audited(config: PipelineConfig, store: LabelStore) -> tuple[Qrels | None, dict[str, Qrels]]:
+    """The human labels and the LLM judges the pipeline's audit compared (or the last LLM
+    judge of the store); (None, {}) without human labels or judges."""
+    llm = [s.name for s in store.sources() if s.kind == "llm"]
+    audited = config.out_dir / "audit.json"  # the judges the pipeline audited
+    if audited.exists():
+        named = [j["name"] for j in json.loads(audited.read_text())["judges"]]
+        llm = [name for name in named if name in llm] or llm[-1:]
+    else:
+        llm = llm[-1:]
+    if not (config.inputs.human_qrels and llm):
+        return None, {}
+    return store.qrels(config.inputs.human_source), {name: store.qrels(name) for name in llm}

@@ -1,0 +1,107 @@
+"""One label summary, one batch summary and one rule for ``label --qrels-out``: the notebook,
+the CLI and the pipeline render the same data."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from reljudge.cli import main
+from reljudge.judge.report import BatchResult, LabelReport, judge_qrels
+from reljudge.labels import LabelEvent
+from reljudge.store import LabelStore
+from reljudge.store.by_name import labels_from_store
+from reljudge.testing import FakeOpenAI, Reply
+
+EVENTS = [LabelEvent("q1", "d1", 3, "llm", "judge-a"), LabelEvent("q1", "d1", 0, "llm", "judge-b"),
+          LabelEvent("q1", "d2", 1, "llm", "judge-b"), LabelEvent("q2", "d3", 2, "llm", "judge-a"),
+          LabelEvent("q2", "d3", 0, "llm", "judge-a", sample=1),
+          LabelEvent("q2", "d3", 2, "llm", "judge-a", sample=2)]
+
+
+def test_qrels_out_takes_each_pair_from_the_first_judge_from_a_store_or_a_run(tmp_path):
+    """The one rule: a pair's grade is its first judge's (samples aggregated), whether the
+    grades come from the store or from this run's events; the judges' order decides."""
+    report = LabelReport("judge-a", events=EVENTS)
+    with LabelStore(tmp_path / "s.sqlite") as store:
+        store.add_events(EVENTS)
+        for judges in (["judge-a", "judge-b"], ["judge-b", "judge-a"]):
+            from_store = judge_qrels(judges, "majority", store=store)
+            from_run = judge_qrels(judges, "majority", report=report)
+            assert from_store.to_dict() == from_run.to_dict()
+        assert judge_qrels(["judge-a", "judge-b"], store=store).to_dict() == \
+            {"q1": {"d1": 3, "d2": 1}, "q2": {"d3": 2}}
+        assert judge_qrels(["judge-b", "judge-a"], store=store).to_dict() == \
+            {"q1": {"d1": 0, "d2": 1}, "q2": {"d3": 2}}
+    with pytest.raises(ValueError, match="a store or a report"):
+        judge_qrels(["judge-a"])
+
+
+def test_the_notebook_summary_is_the_cli_summary(tmp_path, capsys):
+    """``print(report)`` in a notebook shows what ``reljudge label`` prints: the same table,
+    failures by kind with an example, and what to do about them."""
+    import json
+
+    from reljudge.judge import JudgeConfig, label_pairs
+
+    queries = {"q1": "leave policy", "q2": "expenses"}
+    passages = {"d0": {"text": "too long a passage"}, "d1": {"text": "leave"},
+                "d2": {"text": "expenses"}}
+    pairs = [("q1", "d0"), ("q1", "d1"), ("q2", "d2")]
+    (tmp_path / "q.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in queries.items()))
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"docid": d, **p}) + "\n"
+                                              for d, p in passages.items()))
+    (tmp_path / "pairs.txt").write_text("".join(f"{q} {d}\n" for q, d in pairs))
+
+    def handler(req):
+        if "too long a passage" in req.user_text:
+            return Reply.error(400, "context too long")
+        return Reply.text("final score: 2")
+
+    with FakeOpenAI(handler) as server:
+        assert main(["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
+                     str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
+                     "--base-url", server.base_url, "--api-key", "k", "--model", "m",
+                     "--cache-dir", str(tmp_path / "c1"), "--quiet"]) == 4
+    printed = capsys.readouterr().out
+    with FakeOpenAI(handler) as server:
+        report = label_pairs(JudgeConfig(model="m", base_url=server.base_url, api_key="k",
+                                         cache_dir=tmp_path / "c2"),
+                             pairs, queries, passages)
+    assert str(report) == printed
+    assert "failures: 1 pair(s) without a grade, by kind:\n" in printed
+    assert "  http_status  e.g. q1 d0: " in printed
+    assert ">failed</th>" in report._repr_html_()
+
+
+def test_one_batch_summary_for_the_cli_table_json_and_the_pipeline():
+    """BatchResult.summary() is the one batch summary: the CLI's table shows its keys (with
+    its headers), its JSON and the pipeline's manifest hold it as it is."""
+    from reljudge.cli.label_cmd import BATCH_HEADERS, BATCH_TABLE
+
+    result = BatchResult("j", items=4, submitted_batches=2, submitted_requests=4, graded=1,
+                         batch_failures=Counter({"expired": 3}), cost=0.25)
+    summary = result.summary()
+    assert set(BATCH_TABLE) <= set(summary)
+    assert summary["batches_submitted"] == 2 and summary["batches_open"] == 0
+    assert summary["failed_lines"] == {"expired": 3} and summary["stop_reason"] is None
+    headers = [BATCH_HEADERS.get(k, k.replace("_", " ")) for k in BATCH_TABLE]
+    assert headers[:5] == ["judge", "pairs x samples", "graded", "without grade",
+                           "batches submitted"] and headers[-1] == "batch cost $"
+
+
+def test_labels_from_store_resolves_names_as_users_type_them(tmp_path):
+    """A judge named by its model alone; an unknown name's error names the option."""
+    from reljudge.errors import StoreError
+
+    path = tmp_path / "s.sqlite"
+    with LabelStore(path) as store:
+        store.add_events([LabelEvent("q1", "d1", 2, "human", "ann"),
+                          LabelEvent("q1", "d1", 1, "llm", "gpt-x/umbrela@1#abcd1234")])
+    found = labels_from_store(path, "ann", ["gpt-x"], probs=True)
+    assert found.reference == "ann" and list(found.judges) == ["gpt-x/umbrela@1#abcd1234"]
+    assert found.judges["gpt-x/umbrela@1#abcd1234"].to_dict() == {"q1": {"d1": 1}}
+    assert found.distributions == {"gpt-x/umbrela@1#abcd1234": None}
+    with pytest.raises(StoreError, match="--judge-source"):
+        labels_from_store(path, "ann", ["nobody"], judge_option="--judge-source")
