@@ -43,7 +43,7 @@ def _file_or_dataset(value: object) -> Path | str:
         if not irds.dataset_id(value).strip():
             raise ValueError("expected irds:DATASET_ID, e.g. irds:msmarco-passage/trec-dl-2019/"
                              "judged")
-        return value  # type: ignore[return-value]
+        return value
     return _path(value, "irds:DATASET_ID")
 
 
@@ -65,7 +65,7 @@ def _file_or_url(value: object) -> Path | str:
     from reljudge.store.postgres import is_url
 
     if is_url(value):
-        return value  # type: ignore[return-value]
+        return value
     return _path(value, "a postgresql:// URL")
 
 

@@ -12,8 +12,13 @@ from reljudge.labels import SOURCE_KINDS
 
 
 class Source(Protocol):
-    kind: str
-    name: str
+    """A label source as listed by the store: its kind and name (read only)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 def _model(name: str) -> str:

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from reljudge.errors import ConfigError, StoreError
 from reljudge.store import schema
@@ -40,7 +40,7 @@ DEFAULT_SCHEMA = "reljudge"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
-def is_url(spec: object) -> bool:
+def is_url(spec: object) -> TypeGuard[str]:
     """True when a store is named by a PostgreSQL URL rather than a SQLite file."""
     return isinstance(spec, str) and spec.startswith(SCHEMES)
 
