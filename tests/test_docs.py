@@ -246,3 +246,28 @@ def test_each_guarantee_names_tests_that_exist():
     named = re.findall(r"`(test_\w+)`", section)
     assert len(named) >= 7
     assert [n for n in named if not (ROOT / "tests" / f"{n}.py").exists()] == []
+
+
+def build_site(root: Path, site: Path) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` of the docs under ``root`` into ``site``."""
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                           "-f", str(root / "mkdocs.yml"), "-d", str(site)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_docs_site_builds_strict_and_a_broken_link_fails_it(tmp_path):
+    """mkdocs.yml's site builds with --strict (every link and anchor resolves); the same build
+    of a copy with one broken anchor fails, so the check can fail."""
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    proc = build_site(ROOT, tmp_path / "site")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "site" / "measures" / "index.html").exists()
+    nav = re.findall(r":\s+(\S+\.md)$", (ROOT / "mkdocs.yml").read_text(), flags=re.M)
+    assert sorted(nav) == sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "docs", copy / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
+    page = copy / "docs" / "index.md"
+    page.write_text(page.read_text() + "\nSee [nowhere](measures.md#no-such-section).\n")
+    broken = build_site(copy, tmp_path / "broken")
+    assert broken.returncode != 0 and "no-such-section" in broken.stderr
