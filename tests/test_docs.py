@@ -64,6 +64,16 @@ def test_readme_has_the_two_fresh_machine_commands_and_ci_runs_the_second():
     assert commands(blocks(ROOT / "README.md", "bash")[1])[0] in ci.splitlines()
 
 
+def test_readme_fits_on_a_page_and_leaves_the_reference_to_docs():
+    """The README is a page (the reference is in docs/), and sends no one outside the
+    repository (no ../shared)."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    assert "shared/" not in text
+    linked = set(re.findall(r"\]\(docs/(\w+)\.md", text))
+    assert linked == {p.stem for p in (ROOT / "docs").glob("*.md")}
+
+
 @pytest.fixture
 def scratch(tmp_path_factory):
     """A folder with a copy of the examples, like the repository root (one per page)."""
@@ -246,6 +256,44 @@ def test_each_guarantee_names_tests_that_exist():
     named = re.findall(r"`(test_\w+)`", section)
     assert len(named) >= 7
     assert [n for n in named if not (ROOT / "tests" / f"{n}.py").exists()] == []
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub and mkdocs' toc make it."""
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", heading).strip().lower())
+
+
+def broken_links(doc: Path) -> list[str]:
+    """The page's relative links whose file, or whose #anchor in a .md file, does not exist."""
+    prose = re.sub(r"```.*?```", "", doc.read_text(), flags=re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (doc.parent / path).resolve() if path else doc
+        if not file.exists():
+            broken.append(target)
+        elif anchor and file.suffix == ".md":
+            text = re.sub(r"```.*?```", "", file.read_text(), flags=re.S)
+            if anchor not in {slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}:
+                broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(doc):
+    """Links between README.md and docs/ (files and #anchors) lead somewhere, with or without
+    mkdocs installed."""
+    assert broken_links(doc) == []
+
+
+def test_a_broken_link_or_anchor_is_found(tmp_path):
+    (tmp_path / "other.md").write_text("# Other page\n\n## Money, caching and failures\n")
+    page = tmp_path / "page.md"
+    page.write_text("# Page\n\n[a](other.md#money-caching-and-failures) [b](other.md#money)"
+                    " [c](gone.md) [d](#page) [e](#nope) [f](https://example.org/x.md)\n")
+    assert broken_links(page) == ["other.md#money", "gone.md", "#nope"]
 
 
 def build_site(root: Path, site: Path) -> subprocess.CompletedProcess:
