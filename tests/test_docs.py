@@ -20,6 +20,7 @@ and list every ``--flag`` the block uses in its ``--help``.
 from __future__ import annotations
 
 import glob
+import importlib
 import os
 import re
 import shlex
@@ -294,6 +295,37 @@ def test_a_broken_link_or_anchor_is_found(tmp_path):
     page.write_text("# Page\n\n[a](other.md#money-caching-and-failures) [b](other.md#money)"
                     " [c](gone.md) [d](#page) [e](#nope) [f](https://example.org/x.md)\n")
     assert broken_links(page) == ["other.md#money", "gone.md", "#nope"]
+
+
+def missing_names(text: str) -> list[str]:
+    """The dotted ``reljudge.…`` names in backticks that do not import or resolve."""
+    missing = []
+    for name in sorted(set(re.findall(r"`(reljudge(?:\.\w+)+)", text))):
+        parts, obj = name.split("."), None
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        if obj is None:
+            missing.append(name)
+    return missing
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_python_name_the_docs_give_exists(doc):
+    """`reljudge.x.y` in the prose names a module or object that is there (a rename that
+    forgets the docs fails here)."""
+    assert missing_names(doc.read_text()) == []
+
+
+def test_a_name_that_is_gone_is_found():
+    assert missing_names("`reljudge.evaluate`, `reljudge.io.trec.read_qrels`, "
+                         "`reljudge.nowhere.thing`, `reljudge.io.no_reader`") == [
+        "reljudge.io.no_reader", "reljudge.nowhere.thing"]
 
 
 def build_site(root: Path, site: Path) -> subprocess.CompletedProcess:
