@@ -1,18 +1,26 @@
-"""The docs cannot rot: every command in README.md and the examples' READMEs is executed.
+"""The docs cannot rot: every command in README.md, docs/*.md and the examples' READMEs is
+executed.
 
 Rules: every line of a ```bash block runs in order, from a scratch folder holding a copy of
-``examples/`` (so paths read as they do from the repository root), with the LLM endpoint
-pointed at the local scripted server; ```python blocks run there too. ``export NAME=VALUE``
+``examples/`` (so paths read as they do from the repository root; one folder per page, so a
+page runs on its own), with the LLM endpoint pointed at the local scripted server; ```python
+blocks run there too. ``export NAME=VALUE``
 sets a variable for the lines after it (``$NAME`` is expanded); a block that exports a
 ``postgresql://`` store runs against the PostgreSQL server the tests start, its URL in place
 of the documented one. The two fresh-machine
 commands are not re-installed here: the test command must be exactly what ``.ci/run`` runs,
 and the install-and-demo command's ``reljudge demo`` runs like any other command.
+
+A ```text block that shows ``reljudge`` commands is not run (it needs a real Batch API, a
+browser, a download, ...): the line before it must be ``<!-- not run: WHY; tests/test_X.py
+... -->`` naming the test module that runs the same, and each command's subcommand must exist
+and list every ``--flag`` the block uses in its ``--help``.
 """
 
 from __future__ import annotations
 
 import glob
+import importlib
 import os
 import re
 import shlex
@@ -27,7 +35,11 @@ from reljudge.testing import FakeOpenAI
 from tests.helpers import grader
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "examples").glob("*/README.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "examples").glob("*/README.md"))]
+TEAM_PAGE = ROOT / "docs" / "store.md"  # the PostgreSQL block ("Working as a team")
+NOT_RUN = re.compile(r"<!-- not run: [^\n]*?(tests/(test_\w+)\.py)[^\n]*-->\n```text\n(.*?)```",
+                     flags=re.S)
 INSTALL = re.compile(r"^python3 -m venv \.venv && \. \.venv/bin/activate && pip install -e "
                      r"(\S+) && (.+)$")
 
@@ -53,9 +65,19 @@ def test_readme_has_the_two_fresh_machine_commands_and_ci_runs_the_second():
     assert commands(blocks(ROOT / "README.md", "bash")[1])[0] in ci.splitlines()
 
 
-@pytest.fixture(scope="module")
+def test_readme_fits_on_a_page_and_leaves_the_reference_to_docs():
+    """The README is a page (the reference is in docs/), and sends no one outside the
+    repository (no ../shared)."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    assert "shared/" not in text
+    linked = set(re.findall(r"\]\(docs/(\w+)\.md", text))
+    assert linked == {p.stem for p in (ROOT / "docs").glob("*.md")}
+
+
+@pytest.fixture
 def scratch(tmp_path_factory):
-    """A folder with a copy of the examples, like the repository root."""
+    """A folder with a copy of the examples, like the repository root (one per page)."""
     folder = tmp_path_factory.mktemp("docs")
     shutil.copytree(ROOT / "examples", folder / "examples",
                     ignore=shutil.ignore_patterns("out"))
@@ -124,19 +146,20 @@ def test_every_documented_command_runs(doc, scratch, tmp_path):
                                   capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
             ran += 1
-    assert ran > 0
+    if blocks(doc, "bash") or blocks(doc, "python"):
+        assert ran > 0
 
 
 def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
     pytest.importorskip("psycopg")
-    team = [b for b in blocks(ROOT / "README.md", "bash") if needs_postgresql(b)]
-    assert len(team) == 1 and "Working as a team" in ROOT.joinpath("README.md").read_text()
+    team = [b for b in blocks(TEAM_PAGE, "bash") if needs_postgresql(b)]
+    assert len(team) == 1 and "## Working as a team" in TEAM_PAGE.read_text()
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
                     ignore=shutil.ignore_patterns("out"))
     url = pg_server.database("docs") + "?schema=hr_handbook"
     with FakeOpenAI(grader) as server:
         env = llm_env(server, tmp_path)
-        assert run_block(ROOT / "README.md", team[0], tmp_path, env, url) == 5
+        assert run_block(TEAM_PAGE, team[0], tmp_path, env, url) == 5
         assert env["RELJUDGE_STORE"] == url
         labelled = server.calls
         assert labelled > 0
@@ -151,6 +174,58 @@ def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
         assert {s.kind for s in backup.sources()} == {"human", "llm"}
         merged = team_store.merge("human-first").labels
     assert len((tmp_path / "team.qrels").read_text().splitlines()) == len(merged) > 0
+
+
+def not_run_blocks(doc: Path) -> list[tuple[str, str]]:
+    """The (test module, text) of each ```text block marked as not run."""
+    return [(m.group(2), m.group(3)) for m in NOT_RUN.finditer(doc.read_text())]
+
+
+def not_run_problems(doc: Path) -> list[str]:
+    """What is wrong with the page's ```text blocks of commands: a block without a not-run
+    marker, a marker naming no test module, a command or --flag its --help does not know."""
+    shown = [b for b in blocks(doc, "text") if re.search(r"^\s*reljudge ", b, flags=re.M)]
+    marked = not_run_blocks(doc)
+    problems = [f"{doc.name}: a text block of commands has no not-run marker"
+                for _ in range(len(shown) - len(marked))]
+    helps: dict[tuple[str, ...], str] = {}
+    for module, block in marked:
+        if not (ROOT / "tests" / f"{module}.py").exists():
+            problems.append(f"{doc.name}: the marker names tests/{module}.py, which is missing")
+        for line in commands(block):
+            if not line.startswith("reljudge "):
+                continue
+            words = shlex.split(line.split("#", 1)[0])[1:]
+            verb = tuple(words[:2]) if words[0] in ("labels", "batch") else (words[0],)
+            if verb not in helps:
+                proc = subprocess.run([sys.executable, "-m", "reljudge", *verb, "--help"],
+                                      capture_output=True, text=True, timeout=120)
+                helps[verb] = proc.stdout if proc.returncode == 0 else ""
+            flags = {w.split("=", 1)[0] for w in words if w.startswith("--")}
+            problems += [f"{doc.name}: {' '.join(verb)} has no {f}: {line}"
+                         for f in sorted(flags) if f not in helps[verb]]
+            if not helps[verb]:
+                problems.append(f"{doc.name}: no command {' '.join(verb)}: {line}")
+    return problems
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_command_not_run_is_marked_and_its_flags_exist(doc):
+    """A ```text block with reljudge commands is not run: it must say so and name the test
+    module that runs the same, and every --flag it shows must be in its command's --help."""
+    assert not_run_problems(doc) == []
+
+
+def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- not run: needs a server; tests/test_nowhere.py runs it -->\n"
+                    "```text\nreljudge eval q r --no-such-flag\nreljudge frobnicate x\n```\n\n"
+                    "```text\nreljudge pool r\n```\n")
+    assert not_run_problems(page) == [
+        "page.md: a text block of commands has no not-run marker",
+        "page.md: the marker names tests/test_nowhere.py, which is missing",
+        "page.md: eval has no --no-such-flag: reljudge eval q r --no-such-flag",
+        "page.md: no command frobnicate: reljudge frobnicate x"]
 
 
 def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path):
@@ -182,3 +257,97 @@ def test_each_guarantee_names_tests_that_exist():
     named = re.findall(r"`(test_\w+)`", section)
     assert len(named) >= 7
     assert [n for n in named if not (ROOT / "tests" / f"{n}.py").exists()] == []
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub and mkdocs' toc make it."""
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", heading).strip().lower())
+
+
+def broken_links(doc: Path) -> list[str]:
+    """The page's relative links whose file, or whose #anchor in a .md file, does not exist."""
+    prose = re.sub(r"```.*?```", "", doc.read_text(), flags=re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (doc.parent / path).resolve() if path else doc
+        if not file.exists():
+            broken.append(target)
+        elif anchor and file.suffix == ".md":
+            text = re.sub(r"```.*?```", "", file.read_text(), flags=re.S)
+            if anchor not in {slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}:
+                broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(doc):
+    """Links between README.md and docs/ (files and #anchors) lead somewhere, with or without
+    mkdocs installed."""
+    assert broken_links(doc) == []
+
+
+def test_a_broken_link_or_anchor_is_found(tmp_path):
+    (tmp_path / "other.md").write_text("# Other page\n\n## Money, caching and failures\n")
+    page = tmp_path / "page.md"
+    page.write_text("# Page\n\n[a](other.md#money-caching-and-failures) [b](other.md#money)"
+                    " [c](gone.md) [d](#page) [e](#nope) [f](https://example.org/x.md)\n")
+    assert broken_links(page) == ["other.md#money", "gone.md", "#nope"]
+
+
+def missing_names(text: str) -> list[str]:
+    """The dotted ``reljudge.…`` names in backticks that do not import or resolve."""
+    missing = []
+    for name in sorted(set(re.findall(r"`(reljudge(?:\.\w+)+)", text))):
+        parts, obj = name.split("."), None
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        if obj is None:
+            missing.append(name)
+    return missing
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_python_name_the_docs_give_exists(doc):
+    """`reljudge.x.y` in the prose names a module or object that is there (a rename that
+    forgets the docs fails here)."""
+    assert missing_names(doc.read_text()) == []
+
+
+def test_a_name_that_is_gone_is_found():
+    assert missing_names("`reljudge.evaluate`, `reljudge.io.trec.read_qrels`, "
+                         "`reljudge.nowhere.thing`, `reljudge.io.no_reader`") == [
+        "reljudge.io.no_reader", "reljudge.nowhere.thing"]
+
+
+def build_site(root: Path, site: Path) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` of the docs under ``root`` into ``site``."""
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                           "-f", str(root / "mkdocs.yml"), "-d", str(site)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_docs_site_builds_strict_and_a_broken_link_fails_it(tmp_path):
+    """mkdocs.yml's site builds with --strict (every link and anchor resolves); the same build
+    of a copy with one broken anchor fails, so the check can fail."""
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    proc = build_site(ROOT, tmp_path / "site")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "site" / "measures" / "index.html").exists()
+    nav = re.findall(r":\s+(\S+\.md)$", (ROOT / "mkdocs.yml").read_text(), flags=re.M)
+    assert sorted(nav) == sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "docs", copy / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
+    page = copy / "docs" / "index.md"
+    page.write_text(page.read_text() + "\nSee [nowhere](measures.md#no-such-section).\n")
+    broken = build_site(copy, tmp_path / "broken")
+    assert broken.returncode != 0 and "no-such-section" in broken.stderr
