@@ -101,6 +101,7 @@ async def _grade_all(base: str, grades: list[int], clients: int) -> list[int]:
         return await asyncio.gather(*(one(i, g) for i, g in enumerate(grades)))
 
 
+@pytest.mark.slow  # two server processes
 def test_two_annotators_on_two_servers_write_one_store_at_once(tmp_path):
     pairs = [(f"q{i % 7}", f"d{i}") for i in range(120)]
     store_path = make_store(tmp_path / "labels.sqlite", pairs)
@@ -124,6 +125,7 @@ def test_two_annotators_on_two_servers_write_one_store_at_once(tmp_path):
         assert store.count() == 2 + 2 * len(pairs)  # the two LLM labels, then every grade
 
 
+@pytest.mark.slow  # a killed server process, then a restart
 def test_a_crashed_server_resumes_from_the_store(store_path):
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a") as (
             url, proc, _):

@@ -143,13 +143,18 @@ def assert_one_line_error(err: str, needle: str, line: int | None = None) -> Non
 
 
 def _matrix():
+    """Every (command, slot, case). The first command to meet a (kind of file, case) is in the
+    fast set; the same case on the other commands' slots of that kind is marked slow."""
+    seen = set()
     for cmd, (_, slots) in COMMANDS.items():
         for slot in slots:
-            for case in PATH_CASES:
-                yield pytest.param(cmd, slot, case, id=f"{cmd}-{slot}-{case}")
-            for case, (by_kind, _) in CONTENT_CASES.items():
-                if KIND[slot] in by_kind:
-                    yield pytest.param(cmd, slot, case, id=f"{cmd}-{slot}-{case}")
+            cases = [*PATH_CASES, *(case for case, (by_kind, _) in CONTENT_CASES.items()
+                                    if KIND[slot] in by_kind)]
+            for case in cases:
+                repeat = (KIND[slot], case) in seen
+                seen.add((KIND[slot], case))
+                yield pytest.param(cmd, slot, case, id=f"{cmd}-{slot}-{case}",
+                                   marks=[pytest.mark.slow] if repeat else [])
 
 
 @pytest.mark.parametrize(("cmd", "slot", "case"), list(_matrix()))

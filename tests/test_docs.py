@@ -112,6 +112,7 @@ def llm_env(server, tmp_path: Path) -> dict:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.slow  # every documented command, as subprocesses
 def test_every_documented_command_runs(doc, scratch, tmp_path):
     with FakeOpenAI(grader) as server:
         env = llm_env(server, tmp_path)
@@ -153,6 +154,7 @@ def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
     assert len((tmp_path / "team.qrels").read_text().splitlines()) == len(merged) > 0
 
 
+@pytest.mark.slow  # the demo (also run by the README's commands)
 def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out",

@@ -91,6 +91,7 @@ def test_one_endpoint_cache_keys_are_the_keys_computed_before_several_endpoints_
 
 
 # -- dispatch and draining ---------------------------------------------------------------------
+@pytest.mark.slow  # a killed server (also in the fleet property above)
 def test_three_endpoints_one_killed_mid_run_every_pair_graded_once(tmp_path):
     fleet = servers(3)
     try:
@@ -224,6 +225,7 @@ def test_each_endpoint_keeps_its_own_concurrency(tmp_path):
     assert pairs[0] < pairs[1] < pairs[2]  # more workers, more pairs
 
 
+@pytest.mark.slow  # waits out a 60-a-minute rate limit
 def test_each_endpoint_keeps_its_own_rate_limit(tmp_path):
     fleet = servers(2, delay=0.01)
     try:
@@ -309,6 +311,7 @@ def test_different_models_are_different_judges_with_their_own_keys(tmp_path):
     assert again.already_done == 80 and again.calls == 0  # settled by either judge
 
 
+@pytest.mark.slow  # three fleets in turn
 def test_grades_over_one_two_or_three_replicas_are_the_same(tmp_path):
     grades = []
     for k in (1, 2, 3):
@@ -431,6 +434,7 @@ def test_a_dry_run_counts_answers_any_replica_gave_as_cached(tmp_path):
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(limits=st.lists(st.integers(1, 4), min_size=1, max_size=3),
        kill_at=st.integers(5, 60), victim=st.integers(0, 2))
+@pytest.mark.slow  # many fleets, each with a killed server
 def test_any_fleet_with_any_endpoint_killed_grades_every_pair_once(tmp_path_factory, limits,
                                                                    kill_at, victim):
     tmp_path = tmp_path_factory.mktemp("fleet")

@@ -106,6 +106,7 @@ def _coverage(draws, make):
     return hits / draws
 
 
+@pytest.mark.slow  # a coverage simulation
 def test_query_level_interval_covers_the_finite_population_mean():
     pop = np.random.default_rng(99)
     n_queries = 150
@@ -123,6 +124,7 @@ def test_query_level_interval_covers_the_finite_population_mean():
     assert llm.mean() - human.mean() > 0.1
 
 
+@pytest.mark.slow  # a coverage simulation
 def test_stratified_pair_level_interval_covers_and_beats_human_only():
     pop = np.random.default_rng(7)
     units = 3000
@@ -273,6 +275,7 @@ def test_post_strata_with_one_unit_are_merged_and_two_units_are_unusable():
     assert not bool(usable)
 
 
+@pytest.mark.slow  # a coverage simulation
 def test_post_stratification_repairs_most_of_the_small_sample_under_coverage():
     pred, in_dom, a, b = _sparse_population()
     population = np.bincount(pred, minlength=3)

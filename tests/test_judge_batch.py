@@ -217,6 +217,7 @@ with LabelStore(f"{folder}/s.sqlite") as store:
 
 @pytest.mark.parametrize("step", ["recorded", "uploading", "uploaded", "creating", "created",
                                   "collecting"])
+@pytest.mark.slow  # kill -9 at each step, then a rerun
 def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
     write_inputs(tmp_path)
     with FakeBatchAPI(by_passage) as batch:
@@ -463,6 +464,7 @@ def test_batch_collect_never_re_asks_a_prompt_the_store_cannot_rebuild(tmp_path,
 
 
 @pytest.mark.parametrize("command", ["label", "batch collect"])
+@pytest.mark.slow  # a SIGINTed process
 def test_ctrl_c_while_waiting_for_batches_exits_3_promptly_with_the_batches_recorded(tmp_path,
                                                                                      command):
     """``--wait`` polls a batch that never finishes; one SIGINT stops the wait at once (it
@@ -495,6 +497,7 @@ def test_ctrl_c_while_waiting_for_batches_exits_3_promptly_with_the_batches_reco
     assert len(open_batches) == 1 and open_batches[0].provider_id is not None
 
 
+@pytest.mark.slow  # a kill -9ed process
 def test_batch_status_after_a_kill_between_upload_and_creation_submits_nothing(tmp_path,
                                                                                capsys):
     """A status command never submits paid work: the uploaded file of a run killed before it

@@ -116,10 +116,12 @@ FAULTS = {"500": (Reply.error(500), "http_status", "HTTP 500: error"),
           "timeout": (Reply.text("final score: 3", delay=3.0), "timeout",
                       "timeout: no answer within 0.5 s"),
           "reset": (Reply(drop=True), "connection", "connection error: ")}
+#: a timeout waits out 0.5 s per attempt: slow; the other faults are the fast set's
+FAULT_PARAMS = [pytest.param(f, marks=pytest.mark.slow) if f == "timeout" else f for f in FAULTS]
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
-@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("fault", FAULT_PARAMS)
 def test_transient_faults_are_retried(tmp_path, fault, transport):
     with FakeOpenAI(script(FAULTS[fault][0], Reply.text("final score: 3"))) as s:
         report = run(s, tmp_path, pairs=PAIRS[:1], transport=transport)
@@ -128,7 +130,7 @@ def test_transient_faults_are_retried(tmp_path, fault, transport):
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
-@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("fault", FAULT_PARAMS)
 def test_both_transports_record_the_same_failure_reasons(tmp_path, fault, transport):
     reply, kind, reason = FAULTS[fault]
     with FakeOpenAI(lambda r: reply) as s:
@@ -276,6 +278,7 @@ label_pairs(cfg, pairs, {"q1": "query"}, passages, LabelStore(db))
 """
 
 
+@pytest.mark.slow  # SIGKILL, then a rerun
 def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(tmp_path):
     with FakeOpenAI(lambda r: Reply.text("final score: 2", delay=0.05)) as s:
         args = [s.base_url, str(tmp_path / "cache"), str(tmp_path / "s.sqlite")]

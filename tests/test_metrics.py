@@ -194,6 +194,7 @@ def _files(folder, qrels: dict, run: dict) -> list:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=tied_workload(), judged_only=st.booleans())
+@pytest.mark.slow  # a second pytrec_eval sweep
 def test_heavy_ties_equal_and_binary_scores_match_pytrec_eval_on_every_path(
         tmp_path_factory, data, judged_only):
     qrels, run, rel = data
