@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
 
@@ -58,22 +57,20 @@ def write_inputs(tmp_path, n=3):
 
 
 # -- fail fast -----------------------------------------------------------------------------
-def test_closed_port_exits_2_within_seconds_naming_the_url(tmp_path, capsys):
+def test_closed_port_exits_2_before_any_pair_naming_the_url(tmp_path, capsys):
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    start = time.perf_counter()
     code = main(["label", *write_inputs(tmp_path, 50), "--base-url", url])
-    took = time.perf_counter() - start
     err = capsys.readouterr().err
-    assert code == 2 and took < 10
+    assert code == 2
     assert url in err and "connection" in err
+    assert err.rstrip().endswith("0 labels were saved before it stopped")  # no pair was sent
 
 
 def test_no_key_for_openai_is_refused_before_any_request(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    start = time.perf_counter()
     code = main(["label", *write_inputs(tmp_path)])
-    assert code == 2 and time.perf_counter() - start < 5
+    assert code == 2
     assert "needs an API key" in capsys.readouterr().err
 
 
