@@ -161,6 +161,7 @@ def test_a_pairs_file_with_text_files_needs_no_sample(tmp_path):
         assert e.meta == {"pairs": str(tmp_path / "pairs.txt"), "position": 1, "note": "ok"}
 
 
+@pytest.mark.slow  # two server processes, one after the other
 def test_pairs_come_a_query_at_a_time_by_default_and_the_same_after_a_restart(store_path):
     """--order query (the default): each query's passages together, queries and passages
     shuffled; a restart shows the same order; --order random mixes the queries."""

@@ -390,6 +390,7 @@ def comparable(store) -> list[dict]:
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(st.tuples(FIRST, REPAIRED), min_size=8, max_size=8))
+@pytest.mark.slow  # a full online and batch job (the fast set keeps batch grades and keys equal online)
 def test_two_paths_one_answer_online_and_batch_store_identical_events(servers, tmp_path_factory,
                                                                      script):
     online, batch = servers

@@ -197,6 +197,7 @@ def test_ca_bundle_makes_a_self_signed_endpoint_trusted(tmp_path, self_signed, t
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.slow  # makes a CA, a server and a client certificate
 def test_client_certificate_for_mutual_tls(tmp_path, self_signed, transport):
     cert, key = self_signed
     ccert, ckey = tmp_path / "client.pem", tmp_path / "client-key.pem"
