@@ -93,11 +93,10 @@ def snapshot(root: Path) -> dict:
     return out
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    """A folder of clean inputs, and their paths by slot."""
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"):
-        monkeypatch.delenv(var, raising=False)
+@pytest.fixture(scope="module")
+def clean_inputs(tmp_path_factory) -> Path:
+    """The clean inputs and a store of the human labels, made once (each test gets a copy)."""
+    tmp_path = tmp_path_factory.mktemp("clean")
     shutil.copy(EXAMPLE / "human.qrels", tmp_path / "q.qrels")
     shutil.copy(EXAMPLE / "runs" / "bm25.run", tmp_path / "a.run")
     shutil.copy(EXAMPLE / "runs" / "trigram.run", tmp_path / "b.run")
@@ -117,6 +116,15 @@ def ws(tmp_path, monkeypatch):
     (tmp_path / "pipeline.toml").write_text(GOOD_CONFIG)
     assert main(["labels", "import", str(tmp_path / "q.qrels"), "--store",
                  str(tmp_path / "s.sqlite"), "--source-kind", "human", "--json"]) == 0
+    return tmp_path
+
+
+@pytest.fixture
+def ws(clean_inputs, tmp_path, monkeypatch):
+    """A folder of clean inputs, and their paths by slot."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    shutil.copytree(clean_inputs, tmp_path, dirs_exist_ok=True)
     paths = {"qrels": "q.qrels", "run": "a.run", "run2": "b.run", "queries": "queries.tsv",
              "passages": "passages.jsonl", "judge": "judge.qrels", "new": "new.out",
              "newstore": "new.sqlite", "csv": "judge.csv", "jsonl": "judge.jsonl",
@@ -479,6 +487,7 @@ def test_pool_does_not_empty_a_pairs_file_unless_asked(ws, capsys):
 # --- a few real processes ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", ["empty run", "same tag", "missing store"])
+@pytest.mark.slow  # a real process per case (the matrix above runs the same in-process)
 def test_real_processes_exit_2_with_one_line(ws, case):
     root, paths = ws
     if case == "empty run":

@@ -15,6 +15,7 @@ from reljudge.infer import ppi
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(5, 60), st.integers(5, 400),
        st.floats(0.0, 2.0), st.floats(0.80, 0.99))
+@pytest.mark.slow  # imports ppi-python and its stack
 def test_ppi_mean_ci_equals_ppi_python(seed, n, big_n, noise, level):
     ppi_py = pytest.importorskip("ppi_py")
     rng = np.random.default_rng(seed)

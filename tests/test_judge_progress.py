@@ -177,6 +177,7 @@ def label_json_on_terminal(tmp_path, *extra: str) -> tuple[int, str, str]:
              "--format", "json", *extra])
 
 
+@pytest.mark.slow  # a process on a pseudo-terminal
 def test_on_a_terminal_the_bar_draws_on_stderr_and_stdout_is_exactly_the_json(tmp_path):
     code, out, shown = label_json_on_terminal(tmp_path)
     assert code == 0, (out, shown)

@@ -10,6 +10,7 @@ root (``reljudge/__init__.py``, the front door) may import anything and nothing 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
@@ -62,8 +63,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str,
     return found
 
 
+@functools.cache
 def edges(package: Path) -> dict[str, list[tuple[str, int]]]:
-    """Each module's reljudge imports, (module, line)."""
+    """Each module's reljudge imports, (module, line); read once per package folder."""
     found = modules(package)
     return {name: _imports(name, path, found) for name, path in found.items()}
 
