@@ -55,6 +55,7 @@ def test_with_host_every_request_needs_the_token(store_path):
         assert [(e.source_name, e.grade) for e in store.events(kind="human")] == [("a", 1)]
 
 
+@pytest.mark.slow  # a server process (the token and origin tests stay fast)
 def test_without_host_only_loopback_names_are_answered(store_path):
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a") as (
             url, _, _):
@@ -140,6 +141,7 @@ def test_a_crashed_server_resumes_from_the_store(store_path):
         assert json.loads(fetch(url + "api/state")[1])["grades"] == {"0": 3, "1": 2}
 
 
+@pytest.mark.slow  # a server process (the token and origin tests stay fast)
 def test_a_pairs_file_with_text_files_needs_no_sample(tmp_path):
     store_path = tmp_path / "bare.sqlite"
     LabelStore(store_path).close()
@@ -212,6 +214,7 @@ def test_without_a_token_a_write_from_another_origin_is_refused(store_path):
         assert [e.grade for e in store.events(kind="human")] == [1, 2]
 
 
+@pytest.mark.slow  # a server process (the token and origin tests above stay fast)
 def test_on_a_lan_the_addresses_to_open_are_this_machines_not_the_wildcard(store_path):
     """--host 0.0.0.0 listens everywhere; what is printed is an address a colleague can open
     (one line per LAN address of this machine), each answering with the token."""

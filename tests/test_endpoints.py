@@ -211,6 +211,7 @@ def test_a_rejected_key_drains_that_endpoint_only(tmp_path):
     assert "HTTP 401" in drained[bad.base_url] and drained[good.base_url] is None
 
 
+@pytest.mark.slow  # 150 delayed calls (the endpoints-file test checks the same limits)
 def test_each_endpoint_keeps_its_own_concurrency(tmp_path):
     fleet = servers(3, delay=0.05)
     limits = [1, 3, 6]

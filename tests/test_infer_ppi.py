@@ -30,6 +30,7 @@ def test_ppi_mean_ci_equals_ppi_python(seed, n, big_n, noise, level):
                            pytest.approx(float(hi[0]), abs=1e-10))
 
 
+@pytest.mark.slow  # imports ppi-python and its stack
 def test_ppi_mean_ci_fixed_lambda_equals_ppi_python():
     ppi_py = pytest.importorskip("ppi_py")
     rng = np.random.default_rng(3)

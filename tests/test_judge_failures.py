@@ -188,6 +188,7 @@ def test_self_signed_https_is_fatal_with_detail_after_one_attempt(tmp_path, self
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.slow  # makes a CA and a certificate (the self-signed refusal stays fast)
 def test_ca_bundle_makes_a_self_signed_endpoint_trusted(tmp_path, self_signed, transport):
     cert, key = self_signed
     with FakeOpenAI(lambda r: Reply.text("final score: 3"), certfile=str(cert),

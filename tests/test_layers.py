@@ -42,11 +42,17 @@ def modules(package: Path) -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
     """(imported reljudge module, line) for every import statement in the file."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "reljudge"]
         elif isinstance(node, ast.ImportFrom):
@@ -224,7 +230,7 @@ def prints(package: Path) -> list[str]:
         top = name.split(".")[1] if "." in name else ""
         if name == FRONT_DOOR or top in PRINTERS:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id == "print":
                 found.append(f"{name}:{node.lineno} calls print")

@@ -134,6 +134,7 @@ def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(exampl
     assert read_artefacts(example / "out") == read_artefacts(twin / "out")
 
 
+@pytest.mark.slow  # a batch job inside a pipeline (test_judge_batch.py is fast)
 def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online(
         example, tmp_path, monkeypatch, capsys):
     from reljudge.testing.fake_batch import FakeBatchAPI

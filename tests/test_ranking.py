@@ -200,6 +200,7 @@ def test_tie_keys_never_contradict_the_tie_then_docid_order(prefix, suffixes, ti
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet="\x00a\u00e9\u4e2d\U0001f600", max_size=6), max_size=20),
        st.data())
+@pytest.mark.slow  # 200 hypothesis examples
 def test_joined_utf8_then_take_strings_gives_each_strings_bytes(texts, data):
     raw, starts, ends = columns.joined_utf8(iter(texts), len(texts))
     take = np.array(data.draw(st.lists(st.integers(0, max(len(texts) - 1, 0)),

@@ -206,6 +206,7 @@ QRELS_LINES = ["{q} 0 {d} {g}", "{q} 0 {d} {g}", "{q} 0 {d} {g}", "{q} 0 {d}", "
                      min_size=1, max_size=30),
        bom=st.booleans(), crlf=st.booleans(), suffix=st.sampled_from(sorted(COMPRESS)),
        kind=st.sampled_from(["run", "qrels"]))
+@pytest.mark.slow  # both readers on every encoding (tests/test_trec.py and test_io_files are fast)
 def test_both_readers_agree_on_bom_crlf_and_compressed_files(tmp_path_factory, rows, bom, crlf,
                                                             suffix, kind):
     """Same columns, scores and errors from both readers, and the same as from the plain file
