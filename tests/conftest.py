@@ -70,3 +70,18 @@ def pg_server():
     server = PostgresServer()
     yield server
     server.stop()
+
+
+#: fixtures that start a server or a browser: every test using one is slow
+SLOW_FIXTURES = frozenset({"pg_server", "browser"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark slow the tests that start PostgreSQL or Chromium, directly (``pg_server``,
+    ``browser``) or through a backend parameter (``"postgresql"``, tests/backends.py)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) or \
+                any(isinstance(p, str) and p == "postgresql" for p in params):
+            item.add_marker(pytest.mark.slow)

@@ -55,6 +55,7 @@ def test_with_host_every_request_needs_the_token(store_path):
         assert [(e.source_name, e.grade) for e in store.events(kind="human")] == [("a", 1)]
 
 
+@pytest.mark.slow  # a server process (the token and origin tests stay fast)
 def test_without_host_only_loopback_names_are_answered(store_path):
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a") as (
             url, _, _):
@@ -101,6 +102,7 @@ async def _grade_all(base: str, grades: list[int], clients: int) -> list[int]:
         return await asyncio.gather(*(one(i, g) for i, g in enumerate(grades)))
 
 
+@pytest.mark.slow  # two server processes
 def test_two_annotators_on_two_servers_write_one_store_at_once(tmp_path):
     pairs = [(f"q{i % 7}", f"d{i}") for i in range(120)]
     store_path = make_store(tmp_path / "labels.sqlite", pairs)
@@ -124,6 +126,7 @@ def test_two_annotators_on_two_servers_write_one_store_at_once(tmp_path):
         assert store.count() == 2 + 2 * len(pairs)  # the two LLM labels, then every grade
 
 
+@pytest.mark.slow  # a killed server process, then a restart
 def test_a_crashed_server_resumes_from_the_store(store_path):
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator", "a") as (
             url, proc, _):
@@ -138,6 +141,7 @@ def test_a_crashed_server_resumes_from_the_store(store_path):
         assert json.loads(fetch(url + "api/state")[1])["grades"] == {"0": 3, "1": 2}
 
 
+@pytest.mark.slow  # a server process (the token and origin tests stay fast)
 def test_a_pairs_file_with_text_files_needs_no_sample(tmp_path):
     store_path = tmp_path / "bare.sqlite"
     LabelStore(store_path).close()
@@ -159,6 +163,7 @@ def test_a_pairs_file_with_text_files_needs_no_sample(tmp_path):
         assert e.meta == {"pairs": str(tmp_path / "pairs.txt"), "position": 1, "note": "ok"}
 
 
+@pytest.mark.slow  # two server processes, one after the other
 def test_pairs_come_a_query_at_a_time_by_default_and_the_same_after_a_restart(store_path):
     """--order query (the default): each query's passages together, queries and passages
     shuffled; a restart shows the same order; --order random mixes the queries."""
@@ -209,6 +214,7 @@ def test_without_a_token_a_write_from_another_origin_is_refused(store_path):
         assert [e.grade for e in store.events(kind="human")] == [1, 2]
 
 
+@pytest.mark.slow  # a server process (the token and origin tests above stay fast)
 def test_on_a_lan_the_addresses_to_open_are_this_machines_not_the_wildcard(store_path):
     """--host 0.0.0.0 listens everywhere; what is printed is an address a colleague can open
     (one line per LAN address of this machine), each answering with the token."""

@@ -78,6 +78,7 @@ def test_a_samples_team_is_recorded_once_and_a_different_one_refused(store_path)
             store.assign_sample("nope", ["alice", "bob"], 0.2)
 
 
+@pytest.mark.slow  # a server process per member
 def test_each_member_serves_their_share_and_the_store_keeps_the_team(store_path):
     seen = {}
     for name in ("alice", "bob"):

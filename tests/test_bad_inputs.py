@@ -93,11 +93,10 @@ def snapshot(root: Path) -> dict:
     return out
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    """A folder of clean inputs, and their paths by slot."""
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"):
-        monkeypatch.delenv(var, raising=False)
+@pytest.fixture(scope="module")
+def clean_inputs(tmp_path_factory) -> Path:
+    """The clean inputs and a store of the human labels, made once (each test gets a copy)."""
+    tmp_path = tmp_path_factory.mktemp("clean")
     shutil.copy(EXAMPLE / "human.qrels", tmp_path / "q.qrels")
     shutil.copy(EXAMPLE / "runs" / "bm25.run", tmp_path / "a.run")
     shutil.copy(EXAMPLE / "runs" / "trigram.run", tmp_path / "b.run")
@@ -117,6 +116,15 @@ def ws(tmp_path, monkeypatch):
     (tmp_path / "pipeline.toml").write_text(GOOD_CONFIG)
     assert main(["labels", "import", str(tmp_path / "q.qrels"), "--store",
                  str(tmp_path / "s.sqlite"), "--source-kind", "human", "--json"]) == 0
+    return tmp_path
+
+
+@pytest.fixture
+def ws(clean_inputs, tmp_path, monkeypatch):
+    """A folder of clean inputs, and their paths by slot."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    shutil.copytree(clean_inputs, tmp_path, dirs_exist_ok=True)
     paths = {"qrels": "q.qrels", "run": "a.run", "run2": "b.run", "queries": "queries.tsv",
              "passages": "passages.jsonl", "judge": "judge.qrels", "new": "new.out",
              "newstore": "new.sqlite", "csv": "judge.csv", "jsonl": "judge.jsonl",
@@ -143,13 +151,18 @@ def assert_one_line_error(err: str, needle: str, line: int | None = None) -> Non
 
 
 def _matrix():
+    """Every (command, slot, case). The first command to meet a (kind of file, case) is in the
+    fast set; the same case on the other commands' slots of that kind is marked slow."""
+    seen = set()
     for cmd, (_, slots) in COMMANDS.items():
         for slot in slots:
-            for case in PATH_CASES:
-                yield pytest.param(cmd, slot, case, id=f"{cmd}-{slot}-{case}")
-            for case, (by_kind, _) in CONTENT_CASES.items():
-                if KIND[slot] in by_kind:
-                    yield pytest.param(cmd, slot, case, id=f"{cmd}-{slot}-{case}")
+            cases = [*PATH_CASES, *(case for case, (by_kind, _) in CONTENT_CASES.items()
+                                    if KIND[slot] in by_kind)]
+            for case in cases:
+                repeat = (KIND[slot], case) in seen
+                seen.add((KIND[slot], case))
+                yield pytest.param(cmd, slot, case, id=f"{cmd}-{slot}-{case}",
+                                   marks=[pytest.mark.slow] if repeat else [])
 
 
 @pytest.mark.parametrize(("cmd", "slot", "case"), list(_matrix()))
@@ -474,6 +487,7 @@ def test_pool_does_not_empty_a_pairs_file_unless_asked(ws, capsys):
 # --- a few real processes ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", ["empty run", "same tag", "missing store"])
+@pytest.mark.slow  # a real process per case (the matrix above runs the same in-process)
 def test_real_processes_exit_2_with_one_line(ws, case):
     root, paths = ws
     if case == "empty run":

@@ -64,6 +64,7 @@ print("done", report.labelled, report.already_done, report.complete, flush=True)
 
 
 @pytest.mark.parametrize("backend, n", [("sqlite", 1000), ("postgresql", 2000)])
+@pytest.mark.slow  # four processes, one SIGKILLed
 def test_four_processes_one_killed_pay_once_per_pair(request, tmp_path, backend, n):
     """4 processes, 1,000 pairs (2,000 on a PostgreSQL store, on a real server), one killed
     with SIGKILL mid-run: the server answers every pair once, plus at most the killed

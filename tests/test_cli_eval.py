@@ -43,6 +43,7 @@ def test_eval_table_json_and_trec_formats(files, capsys):
     ("r.run", "q1 Q0 a 1 high t\n", "r.run:1: expected a numeric score, found 'high'"),
     ("r.run", "q1 Q0 a 1 1 t\nq1 Q0 a 2 0 t\n", "r.run:2: duplicate document 'a'"),
 ])
+@pytest.mark.slow  # a real process per case (the same errors in-process: test_bad_inputs, test_trec)
 def test_bad_files_give_one_line_error_and_exit_2(files, name, text, needle):
     (files / name).write_text(text)
     proc = subprocess.run([sys.executable, "-m", "reljudge", "eval", str(files / "q.qrels"),

@@ -98,6 +98,7 @@ qids = st.integers(1, 4)
        run=st.lists(st.tuples(qids, docs, st.integers(0, 8).map(lambda x: x / 4)), min_size=1,
                     max_size=30, unique_by=lambda t: (t[0], t[1])),
        all_queries=st.booleans())
+@pytest.mark.slow  # hypothesis over every input form and file format (the readers' own tests are fast)
 def test_every_input_form_gives_the_same_evaluation(tmp_path_factory, qrels, run, all_queries):
     """Two paths, one answer: dicts (str, int, numpy ids), Qrels/Run, namedtuples, records,
     DataFrames and files (plain, BOM+CRLF, gz, bz2, xz; both readers): bit-identical matrices."""

@@ -134,6 +134,7 @@ def llm_env(server, tmp_path: Path) -> dict:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.slow  # every documented command, as subprocesses
 def test_every_documented_command_runs(doc, scratch, tmp_path):
     with FakeOpenAI(grader) as server:
         env = llm_env(server, tmp_path)
@@ -228,6 +229,7 @@ def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
         "page.md: no command frobnicate: reljudge frobnicate x"]
 
 
+@pytest.mark.slow  # the demo (also run by the README's commands)
 def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out",

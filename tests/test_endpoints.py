@@ -91,6 +91,7 @@ def test_one_endpoint_cache_keys_are_the_keys_computed_before_several_endpoints_
 
 
 # -- dispatch and draining ---------------------------------------------------------------------
+@pytest.mark.slow  # a killed server (also in the fleet property above)
 def test_three_endpoints_one_killed_mid_run_every_pair_graded_once(tmp_path):
     fleet = servers(3)
     try:
@@ -135,6 +136,7 @@ def test_the_cli_drains_the_dead_endpoint_exits_0_and_says_so(tmp_path, capsys):
     assert sum(int(line.split("): ")[1].split(" pairs")[0]) for line in lines) == N
 
 
+@pytest.mark.slow  # waits out the hung endpoint's timeout
 def test_a_hung_endpoint_times_out_is_drained_and_its_pairs_go_elsewhere(tmp_path):
     seen = Counter()
     lock = threading.Lock()
@@ -182,11 +184,11 @@ def test_every_endpoint_unreachable_from_the_start_exits_2_naming_a_url(tmp_path
             s.bind(("127.0.0.1", 0))
             ports.append(s.getsockname()[1])
     urls = [f"http://127.0.0.1:{p}/v1" for p in ports]
-    start = time.perf_counter()
     code = main(["label", *write_inputs(tmp_path), "--base-url", urls[0], "--base-url", urls[1]])
     err = capsys.readouterr().err
-    assert code == 2 and time.perf_counter() - start < 10
+    assert code == 2
     assert any(u in err for u in urls) and "connection" in err
+    assert err.rstrip().endswith("0 labels were saved before it stopped")
 
 
 def test_all_endpoints_down_through_the_api_raises_llm_error(tmp_path):
@@ -209,6 +211,7 @@ def test_a_rejected_key_drains_that_endpoint_only(tmp_path):
     assert "HTTP 401" in drained[bad.base_url] and drained[good.base_url] is None
 
 
+@pytest.mark.slow  # 150 delayed calls (the endpoints-file test checks the same limits)
 def test_each_endpoint_keeps_its_own_concurrency(tmp_path):
     fleet = servers(3, delay=0.05)
     limits = [1, 3, 6]
@@ -224,6 +227,7 @@ def test_each_endpoint_keeps_its_own_concurrency(tmp_path):
     assert pairs[0] < pairs[1] < pairs[2]  # more workers, more pairs
 
 
+@pytest.mark.slow  # waits out a 60-a-minute rate limit
 def test_each_endpoint_keeps_its_own_rate_limit(tmp_path):
     fleet = servers(2, delay=0.01)
     try:
@@ -309,6 +313,7 @@ def test_different_models_are_different_judges_with_their_own_keys(tmp_path):
     assert again.already_done == 80 and again.calls == 0  # settled by either judge
 
 
+@pytest.mark.slow  # three fleets in turn
 def test_grades_over_one_two_or_three_replicas_are_the_same(tmp_path):
     grades = []
     for k in (1, 2, 3):
@@ -431,6 +436,7 @@ def test_a_dry_run_counts_answers_any_replica_gave_as_cached(tmp_path):
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(limits=st.lists(st.integers(1, 4), min_size=1, max_size=3),
        kill_at=st.integers(5, 60), victim=st.integers(0, 2))
+@pytest.mark.slow  # many fleets, each with a killed server
 def test_any_fleet_with_any_endpoint_killed_grades_every_pair_once(tmp_path_factory, limits,
                                                                    kill_at, victim):
     tmp_path = tmp_path_factory.mktemp("fleet")

@@ -46,6 +46,7 @@ def test_recovers_known_confusion_matrices_with_missing_labels():
     assert acc > max((labels[:, r] == z).mean() for r in range(len(TRUE)))
 
 
+@pytest.mark.slow  # an EM simulation (the recovery test above is fast)
 def test_em_uses_the_unlabelled_pairs():
     z, labels = synthetic(20_000, seed=3)
     human = np.where(np.arange(len(z)) < 100, z, -1)

@@ -15,6 +15,7 @@ from reljudge.infer import ppi
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(5, 60), st.integers(5, 400),
        st.floats(0.0, 2.0), st.floats(0.80, 0.99))
+@pytest.mark.slow  # imports ppi-python and its stack
 def test_ppi_mean_ci_equals_ppi_python(seed, n, big_n, noise, level):
     ppi_py = pytest.importorskip("ppi_py")
     rng = np.random.default_rng(seed)
@@ -29,6 +30,7 @@ def test_ppi_mean_ci_equals_ppi_python(seed, n, big_n, noise, level):
                            pytest.approx(float(hi[0]), abs=1e-10))
 
 
+@pytest.mark.slow  # imports ppi-python and its stack
 def test_ppi_mean_ci_fixed_lambda_equals_ppi_python():
     ppi_py = pytest.importorskip("ppi_py")
     rng = np.random.default_rng(3)
@@ -106,6 +108,7 @@ def _coverage(draws, make):
     return hits / draws
 
 
+@pytest.mark.slow  # a coverage simulation
 def test_query_level_interval_covers_the_finite_population_mean():
     pop = np.random.default_rng(99)
     n_queries = 150
@@ -123,6 +126,7 @@ def test_query_level_interval_covers_the_finite_population_mean():
     assert llm.mean() - human.mean() > 0.1
 
 
+@pytest.mark.slow  # a coverage simulation
 def test_stratified_pair_level_interval_covers_and_beats_human_only():
     pop = np.random.default_rng(7)
     units = 3000
@@ -273,6 +277,7 @@ def test_post_strata_with_one_unit_are_merged_and_two_units_are_unusable():
     assert not bool(usable)
 
 
+@pytest.mark.slow  # a coverage simulation
 def test_post_stratification_repairs_most_of_the_small_sample_under_coverage():
     pred, in_dom, a, b = _sparse_population()
     population = np.bincount(pred, minlength=3)

@@ -17,6 +17,7 @@ GRADES = {p: (i * 7) % 4 if i % 3 else 0 for i, p in enumerate(PAIRS)}
 
 
 @pytest.mark.parametrize("design", ["srs-pairs", "stratified-pairs", "srs-queries"])
+@pytest.mark.slow  # a sampling simulation
 def test_empirical_inclusion_frequencies_match_the_recorded_probabilities(design):
     draws = 3000
     counts = dict.fromkeys(PAIRS, 0)

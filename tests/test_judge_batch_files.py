@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["system", "u
 @given(base_url=st.sampled_from(["http://127.0.0.1:8000/v1", "http://x/v1/", "https://é.org"]),
        model=TEXT, messages=MESSAGES, params=st.dictionaries(TEXT, JSONABLE, max_size=4),
        sample=st.integers(0, 1000))
+@pytest.mark.slow  # 200 hypothesis examples (the digest test below is fast)
 def test_request_keys_equal_cache_key(base_url, model, messages, params, sample):
     keys = RequestKeys(base_url, model, params)
     assert keys.key(keys.encode(messages), sample) == cache_key(base_url, model, messages,

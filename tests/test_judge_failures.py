@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
 
@@ -59,22 +58,20 @@ def write_inputs(tmp_path, n=3):
 
 
 # -- fail fast -----------------------------------------------------------------------------
-def test_closed_port_exits_2_within_seconds_naming_the_url(tmp_path, capsys):
+def test_closed_port_exits_2_before_any_pair_naming_the_url(tmp_path, capsys):
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    start = time.perf_counter()
     code = main(["label", *write_inputs(tmp_path, 50), "--base-url", url])
-    took = time.perf_counter() - start
     err = capsys.readouterr().err
-    assert code == 2 and took < 10
+    assert code == 2
     assert url in err and "connection" in err
+    assert err.rstrip().endswith("0 labels were saved before it stopped")  # no pair was sent
 
 
 def test_no_key_for_openai_is_refused_before_any_request(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    start = time.perf_counter()
     code = main(["label", *write_inputs(tmp_path)])
-    assert code == 2 and time.perf_counter() - start < 5
+    assert code == 2
     assert "needs an API key" in capsys.readouterr().err
 
 
@@ -192,6 +189,7 @@ def test_self_signed_https_is_fatal_with_detail_after_one_attempt(tmp_path, self
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.slow  # makes a CA and a certificate (the self-signed refusal stays fast)
 def test_ca_bundle_makes_a_self_signed_endpoint_trusted(tmp_path, self_signed, transport):
     cert, key = self_signed
     with FakeOpenAI(lambda r: Reply.text("final score: 3"), certfile=str(cert),
@@ -201,6 +199,7 @@ def test_ca_bundle_makes_a_self_signed_endpoint_trusted(tmp_path, self_signed, t
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.slow  # makes a CA, a server and a client certificate
 def test_client_certificate_for_mutual_tls(tmp_path, self_signed, transport):
     cert, key = self_signed
     ccert, ckey = tmp_path / "client.pem", tmp_path / "client-key.pem"

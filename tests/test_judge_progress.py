@@ -94,6 +94,7 @@ def test_outside_a_notebook_the_bar_is_rich_live_and_off_means_nothing(monkeypat
     assert Progress(10, enabled=False).bar is None
 
 
+@pytest.mark.slow  # starts a Jupyter kernel
 def test_in_a_real_jupyter_kernel_the_cell_shows_the_final_bar(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
@@ -176,6 +177,7 @@ def label_json_on_terminal(tmp_path, *extra: str) -> tuple[int, str, str]:
              "--format", "json", *extra])
 
 
+@pytest.mark.slow  # a process on a pseudo-terminal
 def test_on_a_terminal_the_bar_draws_on_stderr_and_stdout_is_exactly_the_json(tmp_path):
     code, out, shown = label_json_on_terminal(tmp_path)
     assert code == 0, (out, shown)
@@ -185,12 +187,14 @@ def test_on_a_terminal_the_bar_draws_on_stderr_and_stdout_is_exactly_the_json(tm
     assert "labelling" in shown and f"{N}/{N}" in shown  # the bar was drawn, on the terminal
 
 
+@pytest.mark.slow  # a process on a pseudo-terminal
 def test_with_quiet_the_terminal_shows_no_bar(tmp_path):
     code, out, shown = label_json_on_terminal(tmp_path, "--quiet")
     assert code == 0 and json.loads(out)["labelled"] == N
     assert "labelling" not in shown, shown
 
 
+@pytest.mark.slow  # a process on a pseudo-terminal
 def test_batch_wait_on_a_terminal_draws_on_stderr_and_stdout_is_exactly_the_json(tmp_path):
     from reljudge.testing.fake_batch import FakeBatchAPI
 

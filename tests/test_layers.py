@@ -10,9 +10,8 @@ root (``reljudge/__init__.py``, the front door) may import anything and nothing 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
-
-import pytest
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("plain data", ("errors", "version", "grades", "values", "columns", "types", "labels",
@@ -32,21 +31,28 @@ FRONT_DOOR = "reljudge"
 SRC = Path(__file__).resolve().parents[1] / "src" / "reljudge"
 
 
-def _modules() -> dict[str, Path]:
+def modules(package: Path) -> dict[str, Path]:
+    """Every module of the package folder, by dotted name (``reljudge.store.merge``)."""
     out = {}
-    for path in SRC.rglob("*.py"):
-        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
     return out
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
     """(imported reljudge module, line) for every import statement in the file."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "reljudge"]
         elif isinstance(node, ast.ImportFrom):
@@ -63,6 +69,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str,
     return found
 
 
+@functools.cache
+def edges(package: Path) -> dict[str, list[tuple[str, int]]]:
+    """Each module's reljudge imports, (module, line); read once per package folder."""
+    found = modules(package)
+    return {name: _imports(name, path, found) for name, path in found.items()}
+
+
 def _layer(module: str) -> int | None:
     top = module.split(".")[1] if "." in module else None
     for i, (_, names) in enumerate(LAYERS):
@@ -71,33 +84,27 @@ def _layer(module: str) -> int | None:
     return None
 
 
-MODULES = _modules()
-EDGES = {name: _imports(name, path, MODULES) for name, path in MODULES.items()}
-
-
-def test_every_module_has_a_layer():
-    lost = sorted(m for m in MODULES if m != FRONT_DOOR and _layer(m) is None)
-    assert not lost, f"modules in no layer of LAYERS: {lost}"
-
-
-def test_imports_run_downward():
-    upward = []
-    for name, imports in EDGES.items():
+def upward_imports(package: Path) -> list[str]:
+    """'file:line (layer) imports module (higher layer)' for every import that runs upward,
+    the front door's included."""
+    where, upward = modules(package), []
+    for name, imports in edges(package).items():
         if name == FRONT_DOOR:
             continue
         for target, line in imports:
+            at = f"{where[name].relative_to(package.parent)}:{line}"
             if target == FRONT_DOOR:
-                upward.append(f"{MODULES[name].relative_to(SRC.parent)}:{line} imports the "
-                              f"front door `reljudge`")
+                upward.append(f"{at} imports the front door `reljudge`")
             elif None not in (_layer(name), _layer(target)) and _layer(target) > _layer(name):
-                upward.append(f"{MODULES[name].relative_to(SRC.parent)}:{line} ({LAYERS[_layer(name)][0]}) "
+                upward.append(f"{at} ({LAYERS[_layer(name)][0]}) "
                               f"imports {target} ({LAYERS[_layer(target)][0]})")
-    assert not upward, "imports that run upward:\n" + "\n".join(upward)
+    return upward
 
 
-def _cycles() -> list[list[str]]:
+def circles(package: Path) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iterative)."""
-    graph = {m: sorted({t for t, _ in EDGES[m] if t in MODULES and t != m}) for m in MODULES}
+    imports = edges(package)
+    graph = {m: sorted({t for t, _ in imports[m] if t in imports and t != m}) for m in imports}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -140,31 +147,90 @@ def _cycles() -> list[list[str]]:
     return out
 
 
+def test_every_module_has_a_layer():
+    lost = sorted(m for m in modules(SRC) if m != FRONT_DOOR and _layer(m) is None)
+    assert not lost, f"modules in no layer of LAYERS: {lost}"
+
+
+def test_imports_run_downward():
+    upward = upward_imports(SRC)
+    assert not upward, "imports that run upward:\n" + "\n".join(upward)
+
+
 def test_no_modules_import_each_other_in_a_circle():
-    assert _cycles() == []
+    assert circles(SRC) == []
 
 
-@pytest.mark.parametrize("bad", [("reljudge.types", "reljudge.io.coerce"),
-                                 ("reljudge.store.merge", "reljudge.infer.sample")])
-def test_the_check_sees_an_upward_import(bad):
-    """The rule itself: an import from a lower layer to a higher one is upward."""
-    low, high = bad
-    assert _layer(low) < _layer(high)
+def plant(root: Path, files: dict[str, str]) -> Path:
+    """Write a fake ``reljudge`` package under root; its folder."""
+    for name, text in files.items():
+        path = root / "reljudge" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "reljudge"
+
+
+#: a package with three upward imports (one inside a function, one relative), an import of
+#: the front door, one circle, one print and one print-by-default; the rest is allowed
+PLANTED = {
+    "__init__.py": "from reljudge.cli import main\n",  # the front door may import anything
+    "types.py": "import json\n\n\ndef f():\n    from reljudge.io import coerce\n",
+    "io/__init__.py": "",
+    "grades.py": "",
+    "io/coerce.py": "from reljudge import grades\nfrom .. import grades as g\n",
+    "metrics/__init__.py": "import reljudge\n",
+    "store/__init__.py": "from .merge import merge\n",
+    "store/merge.py": "from reljudge.io.coerce import x\nfrom reljudge.infer import sample\n",
+    "judge/__init__.py": "",
+    "judge/cache.py": "from reljudge.judge import client\n",
+    "judge/client.py": "from . import cache\nfrom reljudge.store import merge\n",
+    "infer/__init__.py": "",
+    "infer/sample.py": "from ..audit import agree\n\n\ndef draw(n, say=print):\n    return n\n",
+    "audit/__init__.py": "def f():\n    print('x')\n",
+    "cli/__init__.py": "from reljudge.judge import cache\nprint('a command may print')\n",
+}
+
+
+def test_the_scanner_finds_exactly_the_planted_upward_imports_and_circle(tmp_path):
+    """The rules themselves, run on a planted package: what they must find and nothing else."""
+    package = plant(tmp_path, PLANTED)
+    assert sorted(upward_imports(package)) == [
+        "reljudge/infer/sample.py:1 (inference from samples) imports reljudge.audit (the audit)",
+        "reljudge/metrics/__init__.py:1 imports the front door `reljudge`",
+        "reljudge/store/merge.py:2 (the label store) imports reljudge.infer.sample "
+        "(inference from samples)",
+        "reljudge/types.py:5 (plain data) imports reljudge.io.coerce (inputs)"]
+    assert circles(package) == [["reljudge.judge.cache", "reljudge.judge.client"]]
+    assert sorted(prints(package)) == ["reljudge.audit:2 calls print",
+                                       "reljudge.infer.sample:4 defaults a callback to print"]
+
+
+def test_the_planted_package_without_its_faults_passes(tmp_path):
+    """Without the planted faults the same package is clean: the findings above are the
+    faults', not the scanner's noise."""
+    clean = dict(PLANTED)
+    clean["types.py"] = "import json\n"
+    clean["metrics/__init__.py"] = ""
+    clean["store/merge.py"] = "from reljudge.io.coerce import x\n"
+    clean["judge/cache.py"] = ""
+    clean["infer/sample.py"] = "def draw(n, say=None):\n    return n\n"
+    clean["audit/__init__.py"] = ""
+    package = plant(tmp_path, clean)
+    assert (upward_imports(package), circles(package), prints(package)) == ([], [], [])
 
 
 #: the layers whose code may print: the commands, and the test servers' own console
 PRINTERS = ("cli", "testing", "__main__")
 
 
-def test_library_code_never_prints():
-    """Below the commands, code tells through warnings, logging or a callback it is given; it
-    never calls print, nor takes print as a callback's default."""
+def prints(package: Path) -> list[str]:
+    """'module:line' for every print call, or print as a default, below the commands."""
     found = []
-    for name, path in MODULES.items():
+    for name, path in modules(package).items():
         top = name.split(".")[1] if "." in name else ""
         if name == FRONT_DOOR or top in PRINTERS:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id == "print":
                 found.append(f"{name}:{node.lineno} calls print")
@@ -172,4 +238,11 @@ def test_library_code_never_prints():
                 defaults = node.args.defaults + [d for d in node.args.kw_defaults if d]
                 found += [f"{name}:{d.lineno} defaults a callback to print" for d in defaults
                           if isinstance(d, ast.Name) and d.id == "print"]
+    return found
+
+
+def test_library_code_never_prints():
+    """Below the commands, code tells through warnings, logging or a callback it is given; it
+    never calls print, nor takes print as a callback's default."""
+    found = prints(SRC)
     assert not found, "\n".join(found)

@@ -109,6 +109,7 @@ def test_every_shared_measure_equals_pytrec_eval(qrels, run, rel):
                                                    max_size=8), min_size=1, max_size=4),
        run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
                            min_size=1, max_size=4))
+@pytest.mark.slow  # every measure twice, in blocks and whole
 def test_rankings_computed_in_blocks_of_queries_give_the_same_values(qrels, run):
     """Two paths, one answer: evaluate computes a block of queries at a time (BLOCK_CELLS);
     blocks of one query give every all_trec measure as one block of all, to the last bit but
@@ -194,6 +195,7 @@ def _files(folder, qrels: dict, run: dict) -> list:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=tied_workload(), judged_only=st.booleans())
+@pytest.mark.slow  # a second pytrec_eval sweep
 def test_heavy_ties_equal_and_binary_scores_match_pytrec_eval_on_every_path(
         tmp_path_factory, data, judged_only):
     qrels, run, rel = data

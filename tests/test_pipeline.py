@@ -107,6 +107,7 @@ def test_bad_config_names_the_file_and_setting(tmp_path):
         load_config(bad)
 
 
+@pytest.mark.slow  # SIGKILL, then a rerun
 def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(example, tmp_path):
     slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content"],  # noqa
                                   delay=0.05)
@@ -133,6 +134,7 @@ def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(exampl
     assert read_artefacts(example / "out") == read_artefacts(twin / "out")
 
 
+@pytest.mark.slow  # a batch job inside a pipeline (test_judge_batch.py is fast)
 def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online(
         example, tmp_path, monkeypatch, capsys):
     from reljudge.testing.fake_batch import FakeBatchAPI
@@ -257,6 +259,7 @@ def test_incomplete_labelling_stops_before_scoring_unless_allow_partial_marks_it
     assert "Best run on" in html.read_text() and "PARTIAL" not in html.read_text()
 
 
+@pytest.mark.slow  # a SIGINTed process, then a rerun
 def test_ctrl_c_in_labelling_leaves_no_score_that_looks_final_and_a_rerun_completes(example,
                                                                                     tmp_path):
     slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content"],  # noqa

@@ -145,6 +145,7 @@ def qrels_and_runs(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(qrels_and_runs(), st.booleans())
+@pytest.mark.slow  # hypothesis, two paths
 def test_compare_and_evaluate_agree_on_random_coverage(data, all_queries):
     qrels, runs = data
     c = compare(qrels, runs, ["AP", "nDCG@5"], all_queries=all_queries, trials=20,

@@ -76,6 +76,7 @@ def grade_rows(ranked) -> list:
 @given(data=tied(), all_queries=st.booleans(), float32=st.booleans(),
        chunk=st.sampled_from([1, 3, 16, ranking.TIE_CHUNK]),
        pairs=st.sampled_from([0, ranking.TIE_PAIRS]))
+@pytest.mark.slow  # hypothesis, two paths
 def test_both_paths_rank_ties_as_a_python_sort_by_score_then_docid_bytes_desc(
         data, all_queries, float32, chunk, pairs):
     qrels, run = data
@@ -90,6 +91,7 @@ def test_both_paths_rank_ties_as_a_python_sort_by_score_then_docid_bytes_desc(
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=tied(), all_queries=st.booleans(), float32=st.booleans())
+@pytest.mark.slow  # hypothesis, three paths
 def test_dict_scores_read_a_query_at_a_time_or_chained_give_the_same_ranking(
         data, all_queries, float32):
     """The two ways ``_read_scores`` reads dicts (a query at a time for long runs, one chained
@@ -172,6 +174,7 @@ def test_a_tie_split_over_chunks_keeps_every_query_whole():
                          max_size=40, unique=True),
        ties=st.lists(st.integers(0, 2), min_size=40, max_size=40), n_ties=st.integers(3, 1 << 20),
        judged=st.lists(st.integers(0, 39), max_size=10))
+@pytest.mark.slow  # hypothesis
 def test_tie_keys_never_contradict_the_tie_then_docid_order(prefix, suffixes, ties, n_ties,
                                                              judged):
     # members sorted by tie, judged documents among them; one prefix: its bits are skipped
@@ -197,6 +200,7 @@ def test_tie_keys_never_contradict_the_tie_then_docid_order(prefix, suffixes, ti
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet="\x00a\u00e9\u4e2d\U0001f600", max_size=6), max_size=20),
        st.data())
+@pytest.mark.slow  # 200 hypothesis examples
 def test_joined_utf8_then_take_strings_gives_each_strings_bytes(texts, data):
     raw, starts, ends = columns.joined_utf8(iter(texts), len(texts))
     take = np.array(data.draw(st.lists(st.integers(0, max(len(texts) - 1, 0)),

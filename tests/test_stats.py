@@ -72,6 +72,7 @@ def test_holm_and_bh_hand_computed():
     assert benjamini_hochberg(p) == pytest.approx(sps.false_discovery_control(p))
 
 
+@pytest.mark.slow  # a coverage simulation
 def test_percentile_interval_covers_the_true_mean_at_the_nominal_rate():
     rng = np.random.default_rng(2026)
     hits = 0

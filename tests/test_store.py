@@ -300,6 +300,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.slow  # two processes writing 20,000 rows
 def test_two_processes_appending_at_once_lose_nothing(tmp_path):
     path = str(tmp_path / "s.sqlite")
     LabelStore(path).close()
@@ -325,6 +326,7 @@ s.conn.set_progress_handler(tell, 10000)
 """)
 
 
+@pytest.mark.slow  # a SIGKILLed process
 def test_a_process_killed_mid_import_leaves_no_partial_batch(tmp_path):
     path = str(tmp_path / "s.sqlite")
     LabelStore(path).close()
@@ -341,6 +343,7 @@ def test_a_process_killed_mid_import_leaves_no_partial_batch(tmp_path):
 
 # --- real data -------------------------------------------------------------------------------
 
+@pytest.mark.slow  # imports the 33 real LLMJudge label files
 def test_real_llmjudge_labels_import_and_merge(llmjudge, tmp_path):
     files = sorted((llmjudge / "llm" / "labels").glob("*.txt"))
     assert len(files) == 33

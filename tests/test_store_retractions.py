@@ -71,6 +71,7 @@ actions = st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["ann"
 
 @settings(max_examples=60, deadline=None)
 @given(actions)
+@pytest.mark.slow  # hypothesis, two paths
 def test_merge_equals_replaying_the_log_in_python(tmp_path_factory, log):
     """The SQL that hides retracted grades agrees with a replay: latest grade since the last
     undo of that (pair, source), if any."""

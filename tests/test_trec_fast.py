@@ -86,6 +86,7 @@ def test_fast_and_python_readers_agree_on_qrels_lines(tmp_path, line):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
        st.sampled_from(["{!r}", "{:.17g}", "{:.6f}", "{:.3e}", "{:.20f}"]))
+@pytest.mark.slow  # 300 hypothesis examples
 def test_fast_path_parses_scores_exactly_as_python_float(tmp_path_factory, values, fmt):
     p = tmp_path_factory.mktemp("f") / "x.run"
     texts = [fmt.format(v) for v in values]
@@ -111,6 +112,7 @@ scores = st.integers(0, 6).map(lambda x: x / 4)  # coarse: many ties
        run=st.lists(st.tuples(qids, docids, scores), min_size=1, max_size=40,
                     unique_by=lambda t: (t[0], t[1])),
        all_queries=st.booleans(), float32=st.booleans())
+@pytest.mark.slow  # hypothesis, two paths (tests/test_trec.py runs both readers fast)
 def test_compact_join_builds_the_same_matrices_as_the_dict_path(
         tmp_path_factory, qrels, run, all_queries, float32):
     folder = tmp_path_factory.mktemp("c")
@@ -204,6 +206,7 @@ QRELS_LINES = ["{q} 0 {d} {g}", "{q} 0 {d} {g}", "{q} 0 {d} {g}", "{q} 0 {d}", "
                      min_size=1, max_size=30),
        bom=st.booleans(), crlf=st.booleans(), suffix=st.sampled_from(sorted(COMPRESS)),
        kind=st.sampled_from(["run", "qrels"]))
+@pytest.mark.slow  # both readers on every encoding (tests/test_trec.py and test_io_files are fast)
 def test_both_readers_agree_on_bom_crlf_and_compressed_files(tmp_path_factory, rows, bom, crlf,
                                                             suffix, kind):
     """Same columns, scores and errors from both readers, and the same as from the plain file
@@ -227,6 +230,7 @@ def test_both_readers_agree_on_bom_crlf_and_compressed_files(tmp_path_factory, r
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+@pytest.mark.slow  # large files
 def test_large_compressed_files_read_like_plain_ones(tmp_path, suffix):
     """Over the fast threshold after decompression; gzip also over it compressed (the size
     pyarrow used to decompress by extension). Errors name the line as in the plain file."""
@@ -263,6 +267,7 @@ PAD = "".join(f"p{i // 400} Q0 pad{i} {i % 400} {1 / (i + 1)!r} tag\n" for i in 
                      min_size=1, max_size=10),
        at=st.floats(0, 1), bom=st.booleans(), crlf=st.booleans(),
        suffix=st.sampled_from(sorted(COMPRESS)))
+@pytest.mark.slow  # large files
 def test_large_wrapped_runs_read_like_plain_ones_at_the_default_threshold(
         tmp_path_factory, rows, at, bom, crlf, suffix):
     """Over 1 MB once decompressed, generated lines (some bad) anywhere among regular ones:

@@ -115,7 +115,9 @@ class FakeBatchAPI:
             daemon_threads = True
 
         self._server = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # stop() waits for serve_forever's next poll: 0.5 s by default, 20 ms here
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.02}, daemon=True)
 
     # -- the API ---------------------------------------------------------------------------
 

@@ -240,7 +240,9 @@ class FakeOpenAI:
                 ctx.verify_mode = ssl.CERT_REQUIRED
                 ctx.load_verify_locations(client_ca)
             self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # stop() waits for serve_forever's next poll: 0.5 s by default, 20 ms here
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.02}, daemon=True)
         self._stopped = False
 
     @property
