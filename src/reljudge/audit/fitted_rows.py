@@ -12,16 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reljudge.errors import ConfigError, InputError
-from reljudge.infer.heldout import (
-    PANEL_METHODS,
-    FitPredict,
-    align,
-    calibrate_fit_predict,
-    decided_grades,
-    mean_fit_predict,
-    out_of_fold,
-    panel_fit_predict,
-)
+from reljudge.infer import heldout as ho
 from reljudge.types import Qrels
 
 
@@ -46,30 +37,30 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
     panel that cannot be formed (fewer than two judges, a best-N out of range) or a sample of
     no pairs is a ConfigError, never a row silently left out."""
     check(spec, len(judges))
-    if spec.panel_method not in PANEL_METHODS:
+    if spec.panel_method not in ho.PANEL_METHODS:
         raise InputError(f"unknown panel method {spec.panel_method!r}; expected one of "
-                         f"{', '.join(PANEL_METHODS)}")
-    data = align(reference, judges)
+                         f"{', '.join(ho.PANEL_METHODS)}")
+    data = ho.align(reference, judges)
 
-    def heldout(fit_predict: FitPredict) -> Qrels:
-        grades = decided_grades(out_of_fold(data, fit_predict, folds=spec.folds,
-                                            seed=spec.seed, sample=spec.sample,
-                                            decision=spec.decision), spec.decision)
+    def heldout(fit_predict: ho.FitPredict) -> Qrels:
+        folds = ho.out_of_fold(data, fit_predict, folds=spec.folds, seed=spec.seed,
+                               sample=spec.sample, decision=spec.decision)
+        grades = ho.decided_grades(folds, spec.decision)
         ok = grades >= 0
         return Qrels.from_arrays(data.qids[ok], data.docids[ok], grades[ok], check=False)
 
-    def panel(best: int | None) -> FitPredict:
+    def panel(best: int | None) -> ho.FitPredict:
         if spec.panel_method == "mean":
-            return mean_fit_predict(data, best=best)
+            return ho.mean_fit_predict(data, best=best)
         if spec.strength is None:
-            return panel_fit_predict(data, best=best)
-        return panel_fit_predict(data, best=best, strength=spec.strength)
+            return ho.panel_fit_predict(data, best=best)
+        return ho.panel_fit_predict(data, best=best, strength=spec.strength)
 
     out: dict[str, Qrels] = {}
     if spec.calibrate:
         for r, name in enumerate(data.judges):
-            fit = (calibrate_fit_predict(data, r) if spec.strength is None
-                   else calibrate_fit_predict(data, r, strength=spec.strength))
+            fit = (ho.calibrate_fit_predict(data, r) if spec.strength is None
+                   else ho.calibrate_fit_predict(data, r, strength=spec.strength))
             out[f"calibrated:{name}"] = heldout(fit)
     if spec.panel:
         out["panel:all"] = heldout(panel(None))

@@ -9,29 +9,19 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from reljudge.judge.budget import BudgetReached
-from reljudge.judge.config import JudgeConfig
 from reljudge.judge.dispatch import Lane, NotSent
 from reljudge.judge.http.client import Answer, CallFailed, grade_fields, refusal_failure
 from reljudge.judge.parse import REPAIR, parse_answer
-from reljudge.judge.prompts import Template
+from reljudge.judge.prompter import Prompter
 from reljudge.judge.report import LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
 
-class Asks(Protocol):
+class Asks(Prompter, Protocol):
     """What a judgment needs of its labeller (the Labeller is one)."""
 
     @property
-    def config(self) -> JudgeConfig: ...
-
-    @property
-    def template(self) -> Template: ...
-
-    @property
     def shown(self) -> dict[tuple[str, str], str]: ...
-
-    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
-                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
 
     def params(self) -> dict[str, Any]: ...
 

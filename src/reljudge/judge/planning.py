@@ -7,10 +7,9 @@ from collections.abc import Collection, Container, Mapping, Sequence
 from typing import Any, Protocol
 
 from reljudge.errors import InputError
-from reljudge.judge.config import JudgeConfig
-from reljudge.judge.cost import Price, estimate_tokens
+from reljudge.judge.cost import estimate_tokens
 from reljudge.judge.failures import asked_again
-from reljudge.judge.prompts import Template
+from reljudge.judge.prompter import Prompter
 from reljudge.judge.report import CostEstimate
 from reljudge.judge.sink import JudgmentSink
 
@@ -94,28 +93,13 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-class Plans(Protocol):
+class Plans(Prompter, Protocol):
     """What a dry run needs of its labeller (the Labeller is one)."""
-
-    @property
-    def config(self) -> JudgeConfig: ...
-
-    @property
-    def template(self) -> Template: ...
-
-    @property
-    def price(self) -> Price: ...
-
-    @property
-    def judge_id(self) -> str: ...
 
     def settled(self, sink: object = None, current: Mapping[tuple[str, str], str] | None = None
                 ) -> tuple[set[Item], set[Item]]: ...
 
     def cache(self) -> Container[str]: ...
-
-    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
-                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
 
     def keys(self, messages: list[dict], sample: int) -> list[str]: ...
 

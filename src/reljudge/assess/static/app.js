@@ -40,6 +40,9 @@
     let data = null;
     try { data = await r.json(); } catch (e) { data = null; }
     if (!r.ok) throw new Error((data && data.error) || ("the server answered " + r.status));
+    // every answer of the API is a JSON object: one cut off (the server died mid-answer) is
+    // a failure to try again, never a pair without its text
+    if (data === null) throw new Error("the server's answer was cut off");
     return data;
   }
 

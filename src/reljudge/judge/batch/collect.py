@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reljudge.io.files import text_lines
 from reljudge.judge.batch.files import Item, answer_fields, read_lines
 from reljudge.judge.config import JudgeConfig
-from reljudge.judge.cost import Price
 from reljudge.judge.http.client import Answer
 from reljudge.judge.planning import shown_now
-from reljudge.judge.prompts import Template
+from reljudge.judge.prompter import Prompter
 from reljudge.judge.report import BatchResult
 from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import BatchLog, BatchRecord
@@ -33,24 +32,12 @@ if TYPE_CHECKING:  # pragma: no cover
 Texts = tuple[Mapping[str, str], Mapping[str, Any]]  # a run's queries and passages
 
 
-class Grades(Protocol):
+class Grades(Prompter, Protocol):
     """What turning a batch's answers into events needs of the labeller (a Labeller)."""
-
-    @property
-    def judge_id(self) -> str: ...
-
-    @property
-    def template(self) -> Template: ...
-
-    @property
-    def price(self) -> Price: ...
 
     def params(self) -> dict[str, Any]: ...
 
     def event_meta(self, params: dict) -> dict[str, Any]: ...
-
-    def messages(self, qid: str, docid: str, queries: Mapping[str, str],
-                 passages: Mapping[str, Any]) -> list[dict[str, str]]: ...
 
     def request_key(self, messages: list[dict], sample: int) -> str: ...
 
