@@ -165,6 +165,7 @@ def test_the_stop_button_ends_the_server_exit_0_when_every_pair_is_graded(store_
         assert proc.wait(30) == 0
 
 
+@pytest.mark.slow  # a server process; the stop button's exit 0 stays fast
 def test_stopping_with_pairs_left_exits_3(store_path):
     with assess_server("--store", str(store_path), "--sample", "s1",
                        "--annotator", "alice") as (url, proc, _):

@@ -211,12 +211,14 @@ def not_run_problems(doc: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.slow  # a `reljudge COMMAND --help` process per command shown
 def test_every_command_not_run_is_marked_and_its_flags_exist(doc):
     """A ```text block with reljudge commands is not run: it must say so and name the test
     module that runs the same, and every --flag it shows must be in its command's --help."""
     assert not_run_problems(doc) == []
 
 
+@pytest.mark.slow  # `--help` processes, as the check it tests
 def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("<!-- not run: needs a server; tests/test_nowhere.py runs it -->\n"
@@ -337,6 +339,7 @@ def build_site(root: Path, site: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # two mkdocs builds
 def test_the_docs_site_builds_strict_and_a_broken_link_fails_it(tmp_path):
     """mkdocs.yml's site builds with --strict (every link and anchor resolves); the same build
     of a copy with one broken anchor fails, so the check can fail."""

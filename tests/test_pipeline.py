@@ -65,6 +65,7 @@ def test_pipeline_end_to_end_then_a_rerun_is_free_and_identical(example, tmp_pat
     assert '"decided_by": "human"' in provenance and '"decided_by": "llm"' in provenance
 
 
+@pytest.mark.slow  # a second incomplete pipeline (the allow-partial test stays fast)
 def test_a_pipeline_whose_labelling_leaves_pairs_ungraded_exits_4(example, tmp_path,
                                                                  monkeypatch, capsys):
     def refuses_some(req):
