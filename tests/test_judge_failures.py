@@ -476,6 +476,41 @@ def test_a_rerun_with_only_old_unreadable_answers_left_still_exits_4(tmp_path, c
     assert "1 pair(s) whose earlier answer failed" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("with_store", [True, False], ids=["store", "cache-only"])
+def test_retry_failed_asks_refused_and_unreadable_answers_again_past_the_cache(
+        tmp_path, capsys, with_store):
+    """A refused and an unreadable answer are cached like any answer; --retry-failed sends
+    them again (the server answers now), never their cached failure (issue 34, item 3)."""
+    first_round = {"passage 1": 1, "passage 2": 2}  # a refusal; an unreadable answer re-asked
+
+    def handler(req):
+        text = str(req.body["messages"])
+        for key in first_round:
+            if key in text and first_round[key] > 0:
+                first_round[key] -= 1
+                return (Reply.text("I cannot help with that.", finish_reason="content_filter")
+                        if key == "passage 1" else Reply.text("no idea"))
+        return Reply.text("final score: 3")
+
+    args = [*write_inputs(tmp_path, 8), "--format", "json"]
+    if with_store:
+        args += ["--store", str(tmp_path / "s.sqlite")]
+    with FakeOpenAI(handler) as s:
+        assert main(["label", *args, "--base-url", s.base_url]) == 4
+        capsys.readouterr()
+        before = s.calls
+        assert main(["label", *args, "--base-url", s.base_url, "--retry-failed"]) == 0
+        asked = [str(r.body["messages"]) for r in s.requests[before:]]
+    out = capsys.readouterr().out
+    assert sum("passage 1" in m for m in asked) == 1  # asked again, answered
+    assert sum("passage 2" in m for m in asked) == 1
+    assert '"failed": 0' in out
+    if with_store:
+        with LabelStore(tmp_path / "s.sqlite") as store:
+            assert store.current_failures() == []
+            assert {d: g for _, d, g in store.qrels(store.sources()[0].name)}["d1"] == 3
+
+
 def test_an_unreadable_ca_bundle_or_client_cert_is_a_clear_config_error(tmp_path):
     from reljudge.judge.http.transport import ssl_context
 

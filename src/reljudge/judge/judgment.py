@@ -13,6 +13,7 @@ from reljudge.judge.dispatch import Lane, NotSent
 from reljudge.judge.http.client import Answer, CallFailed, grade_fields, refusal_failure
 from reljudge.judge.parse import REPAIR, parse_answer
 from reljudge.judge.prompter import Prompter
+from reljudge.judge.prompts import Template
 from reljudge.judge.report import LabelReport
 from reljudge.labels import FailureKind, LabelEvent
 
@@ -26,7 +27,7 @@ class Asks(Prompter, Protocol):
     def params(self) -> dict[str, Any]: ...
 
     async def ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
-                  requeue: bool = False) -> tuple[Answer, bool, dict]: ...
+                  requeue: bool = False, fresh: bool = False) -> tuple[Answer, bool, dict]: ...
 
 
 async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
@@ -40,8 +41,13 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
     base = dict(qid=qid, docid=docid, source_kind="llm", source_name=lane.judge_id,
                 sample=sample, meta=meta, shown=lab.shown.get((qid, docid)))
     t0 = time.perf_counter()
+    fresh = False  # asked again past the cache (--retry-failed: a cached answer that failed)
     try:
         answer, cached, params = await lab.ask(lane, messages, sample, report, requeue)
+        if cached and lab.config.retry_failed and _failed(answer, lab.template):
+            fresh = True
+            answer, cached, params = await lab.ask(lane, messages, sample, report, requeue,
+                                                   fresh=True)
     except CallFailed as e:
         return _event(base, lab.params(), grade=None, failure=e.describe(),
                            failure_kind=e.kind.value)
@@ -64,7 +70,7 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
                              {"role": "user", "content": REPAIR}]
         try:
             final, cached2, params = await lab.ask(lane, repair, sample, report,
-                                                     requeue)
+                                                     requeue, fresh=fresh)
         except (CallFailed, BudgetReached, NotSent) as e:
             kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
                          (FailureKind.BUDGET, "not re-asked: the job is stopping"))
@@ -87,6 +93,12 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
     return _event(base, params, grade=grade, raw=raw,
                        **grade_fields(final.logprobs, grade), tokens_in=tin,
                        tokens_out=tout, cost=cost, latency=answer.latency)
+
+
+def _failed(answer: Answer, template: Template) -> bool:
+    """Whether an answer gives no grade: refused, or unreadable."""
+    return (refusal_failure(answer) is not None
+            or parse_answer(answer.text, template.output).grade is None)
 
 
 def _event(base: dict, params: dict, **kw) -> LabelEvent:

@@ -175,16 +175,17 @@ class Labeller:
         return self.dispatch
 
     async def ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
-                   requeue: bool = False) -> tuple[Answer, bool, dict]:
+                  requeue: bool = False, fresh: bool = False) -> tuple[Answer, bool, dict]:
         """An answer for these messages: from the cache, from an identical call in flight, or
         from the endpoint (cached at once). Returns (answer, was_cached, params sent).
         ``requeue``: a failed call whose pair another endpoint may take raises HandBack.
+        ``fresh``: never the cached answer (a failed answer asked again: it replaces it).
         The request is built anew on each look: a capability fall-back changes it."""
         prober = False  # this call is the endpoint's first, and must stay so while it falls back
         while True:
             params = self.params()
             key = self._key(messages, sample, params, lane.spec)
-            hit = self._cache.get(key)
+            hit = None if fresh else self._cache.get(key)
             if hit is not None:  # 1. answered before
                 return Answer(**hit), True, params
             if key in self._cache.inflight:  # 2. an identical call is in flight: its answer
