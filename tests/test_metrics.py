@@ -359,6 +359,28 @@ def test_err_follows_gdeval_with_max_grade_4_by_default():
         "ERR(max_grade=3)@10"] == pytest.approx(r1 + (1 - r1) * r2 / 2)
 
 
+def test_err_refuses_a_max_grade_below_a_judged_grade():
+    """(2^g-1)/2^max_grade above 1 would put ERR outside [0, 1]: -1.0 and 4.0 were printed for
+    ERR(max_grade=0)@10 (issue 34, item 6)."""
+    qrels = {"q": {"a": 3, "b": 1}, "r": {"c": 0}}
+    run = {"q": {"a": 2.0, "b": 1.0}, "r": {"c": 1.0}}
+    for bad in (0, 1, 2):
+        with pytest.raises(MeasureError, match=r"grade 3.*outside \[0, 1\].*max_grade=3"):
+            evaluate(qrels, run, [f"ERR(max_grade={bad})@10"])
+    assert evaluate(qrels, run, ["ERR(max_grade=3)@10"]).mean()["ERR(max_grade=3)@10"] <= 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grades=st.lists(st.integers(0, 6), min_size=1, max_size=12),
+       extra=st.integers(0, 3), k=st.sampled_from(["", "@1", "@3", "@10"]))
+def test_err_stays_in_0_1_for_every_max_grade_it_accepts(grades, extra, k):
+    qrels = {"q": {f"d{i}": g for i, g in enumerate(grades)}}
+    run = {"q": {f"d{i}": float(len(grades) - i) for i in range(len(grades))}}
+    name = f"ERR(max_grade={max(grades) + extra}){k}"
+    [value] = evaluate(qrels, run, [name]).mean().values()  # (named as parsed)
+    assert 0.0 <= value <= 1.0
+
+
 # --- the worked examples of ../shared/seed-examples.md ---------------------------------------
 
 def ranked(grades: list[int], pool: list[int] | None = None, qid: str = "q"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reljudge.errors import MeasureError
 from reljudge.metrics.kernels import Ranked, _upto, discount, num_rel, relevant, relevant_positions
 from reljudge.metrics.measures import level_gains
 
@@ -48,7 +49,13 @@ def ndcg(r: Ranked, k: int | None, dcg: str, ideal: str, given: str = "") -> np.
     return out
 
 def err(r: Ranked, k: int | None, max_grade: int) -> np.ndarray:
-    """Expected reciprocal rank with stop probability (2^g - 1) / 2^max_grade."""
+    """Expected reciprocal rank with stop probability (2^g - 1) / 2^max_grade. A judged grade
+    above ``max_grade`` would make that probability exceed 1 and ERR leave [0, 1]: refused."""
+    top = int(r.ideal.max()) if r.ideal.size else 0
+    if top > max_grade:
+        raise MeasureError(f"ERR(max_grade={max_grade}): the qrels hold grade {top}, whose stop "
+                           f"probability (2^{top}-1)/2^{max_grade} exceeds 1 and would put ERR "
+                           f"outside [0, 1]; use max_grade={top} or more (default 4)")
     stop = gains(_upto(r.grades, k), "exp-log2") / 2.0 ** max_grade
     if stop.shape[1] == 0:
         return np.zeros(stop.shape[0])
