@@ -65,6 +65,37 @@ def test_pipeline_end_to_end_then_a_rerun_is_free_and_identical(example, tmp_pat
     assert '"decided_by": "human"' in provenance and '"decided_by": "llm"' in provenance
 
 
+@pytest.mark.parametrize("given, missing", [
+    ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "but no model"),
+    ({"base_url_in_file": "http://127.0.0.1:9/v1"}, "but no model"),
+    ({"OPENAI_MODEL": "gpt-4o-mini"}, "but no endpoint"),
+])
+def test_a_half_configured_judge_is_exit_2_before_any_work(example, monkeypatch, capsys,
+                                                           given, missing):
+    """A base URL without a model (or a model without an endpoint) skipped labelling and
+    scored the pool from the human labels, exit 0 and 'complete' (issue 34, item 2)."""
+    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    cfg = example / "pipeline.toml"
+    for var, value in given.items():
+        if var == "base_url_in_file":
+            cfg.write_text(cfg.read_text().replace("[judge]\n", f'[judge]\nbase_url = "{value}"\n'))
+        else:
+            monkeypatch.setenv(var, value)
+    assert main(["run", str(cfg), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert missing in err and err.count("\n") == 1
+    assert not (example / "out").exists()  # nothing written
+
+
+def test_an_api_key_alone_names_no_endpoint_and_scores_from_the_human_labels(
+        example, monkeypatch):
+    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")
+    assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
+
+
 @pytest.mark.slow  # a second incomplete pipeline (the allow-partial test stays fast)
 def test_a_pipeline_whose_labelling_leaves_pairs_ungraded_exits_4(example, tmp_path,
                                                                  monkeypatch, capsys):

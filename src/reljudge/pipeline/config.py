@@ -283,19 +283,33 @@ def _check_settings(config: PipelineConfig, path: Path) -> None:
 def judge_config(config: PipelineConfig, *, model: str | None = None,
                  base_url: str | None = None, api_key: str | None = None):
     """The JudgeConfig of a pipeline (flags > config file > OPENAI_* variables), or None when
-    labelling is disabled or no endpoint is configured."""
+    labelling is disabled or nothing names an endpoint (an OPENAI_API_KEY alone names none).
+    An endpoint named without a model, or a model without an endpoint, is a ConfigError: a
+    half-configured judge never skips labelling silently."""
+    from reljudge.errors import ConfigError
     from reljudge.judge.config import endpoint_from_env
 
     j = config.judge
     if not j.enabled:
         return None
     env = endpoint_from_env()
+    named = bool(model or base_url or api_key or j.model or j.base_url or j.endpoints
+                 or env.get("model") or env.get("base_url"))
     model = model or j.model or env.get("model")
     endpoints = [] if base_url else j.endpoints  # --base-url overrides the file's endpoints
     base_url = base_url or j.base_url or (None if endpoints else env.get("base_url"))
     api_key = api_key or env.get("api_key")
-    if not model or not (base_url or api_key or endpoints):
+    if not named:
         return None
+    if not model:
+        where = base_url or ", ".join(e.url for e in endpoints) or "OpenAI (an API key is set)"
+        raise ConfigError(f"[judge]: the judge's endpoint is set ({where}) but no model:"
+                          " set [judge] model, --model or OPENAI_MODEL (or enabled = false to "
+                          "score from the human labels alone)")
+    if not (base_url or api_key or endpoints):
+        raise ConfigError(f"[judge]: the judge's model is set ({model}) but no endpoint:"
+                          " set OPENAI_API_KEY for OpenAI, or [judge] base_url, --base-url or "
+                          "OPENAI_BASE_URL for another server")
     settings = j.model_dump(exclude={"enabled", "model", "base_url", "endpoints"})
     settings["endpoints"] = [e.model_dump(exclude_none=True) for e in endpoints]
     return JudgeConfig.from_env(model=model, base_url=base_url, api_key=api_key,
