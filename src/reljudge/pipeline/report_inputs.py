@@ -53,7 +53,11 @@ def read_pipeline_outputs(path: str | Path, *, allow_partial: bool = False) -> R
                              "several labels of a pair",
              "pipeline": str(path)}
     store = LabelStore(config.store_path, create=False, readonly=True)  # the caller closes it
-    reference, judges = _audited(config, store)
+    try:
+        reference, judges = _audited(config, store)
+    except BaseException:  # (an unreadable audit.json): the caller never sees the store
+        store.close()
+        raise
     return ReportInputs(
         qrels, runs, [*input_roles(config), ("final qrels", config.out_dir / "qrels.txt")],
         facts, reference, judges, store, measures=config.eval.measures,
