@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from reljudge.stats.significance import MAX_TRIALS
+
 EXAMPLES = """\
 examples:
   reljudge compare qrels.txt bm25.run dense.run hybrid.run -m nDCG@10 -m RR
@@ -42,8 +44,8 @@ def register(sub) -> None:
     p.add_argument("--test", default="randomization",
                    choices=("randomization", "t", "wilcoxon", "bootstrap"),
                    help="paired significance test (default randomization; see below)")
-    p.add_argument("--trials", type=int, default=10_000,
-                   help="randomisation/bootstrap trials (default 10000)")
+    p.add_argument("--trials", type=_trials, default=10_000,
+                   help=f"randomisation/bootstrap trials, 1 to {MAX_TRIALS} (default 10000)")
     p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"),
                    help="multiple-comparison correction over the comparisons with the "
                         "baseline, per measure (default holm)")
@@ -63,6 +65,19 @@ def register(sub) -> None:
                                 "printed")
     common.add_quiet(p)
     p.set_defaults(func=run)
+
+
+def _trials(text: str) -> int:
+    """An argparse type: a trial count from 1 to MAX_TRIALS."""
+    import argparse
+
+    from reljudge.cli import common
+
+    value = common.positive_int(text)
+    if value > MAX_TRIALS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_TRIALS} (p-values to 1e-6), "
+                                         f"found {value}")
+    return value
 
 
 def run(args) -> int:

@@ -140,7 +140,9 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
 
 
 def check_distinct(names: Sequence[str]) -> None:
-    """A MeasureError when a measure name is given twice."""
+    """A MeasureError when no measure is given, or one is given twice."""
+    if not names:
+        raise MeasureError("no measures given; name at least one, e.g. ['nDCG@10']")
     twice = [n for n, k in Counter(names).items() if k > 1]
     if twice:
         raise MeasureError(f"measure {twice[0]} given twice; give each measure once")
@@ -151,6 +153,8 @@ def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
     """``evaluate`` for several runs, keyed by run name (shared names numbered)."""
     out: dict[str, Evaluation] = {}
     runs = coerce.as_runs(runs)
+    if not runs:
+        raise InputError("no runs to evaluate; give at least one")
     measures = parse_measures(measures)
     qrels = coerce.as_qrels(qrels)  # once, not once per run
     for run in runs:

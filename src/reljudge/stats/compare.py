@@ -10,7 +10,14 @@ import numpy as np
 
 from reljudge.frames import Tabular, dataframe
 from reljudge.stats.bootstrap import Interval, bootstrap_ci
-from reljudge.stats.significance import TESTS, benjamini_hochberg, effect_size, holm, paired_test
+from reljudge.stats.significance import (
+    MAX_TRIALS,
+    TESTS,
+    benjamini_hochberg,
+    effect_size,
+    holm,
+    paired_test,
+)
 
 CORRECTIONS = ("holm", "bh", "none")
 #: how a correction is named in prose ("Holm correction", "no correction")
@@ -134,6 +141,9 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     if trials < 1 or bootstrap < 1:
         raise ConfigError(f"trials and bootstrap resamples must be at least 1, not "
                           f"{min(trials, bootstrap)}")
+    if max(trials, bootstrap) > MAX_TRIALS:
+        raise ConfigError(f"trials and bootstrap resamples must be at most {MAX_TRIALS} "
+                          f"(p-values to 1e-6), not {max(trials, bootstrap)}")
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha must be between 0 and 1, not {alpha}")
     names = [r.name for r in runs]
