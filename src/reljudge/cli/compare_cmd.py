@@ -17,11 +17,12 @@ scipy.stats.ttest_rel), wilcoxon (signed-rank, scipy.stats.wilcoxon), bootstrap 
 bootstrap of the mean difference; ours). All two-sided. Correction over the comparisons with
 the baseline, per measure: holm (default), bh (Benjamini-Hochberg) or none.
 
-queries: as eval, each run's mean is over its queries that have qrels (trec_eval's default),
-and each paired test is over the queries the run shares with the baseline; with
---all-queries every qrels query counts, a query a run lacks scoring 0 (trec_eval -c). A run
-lacking qrels queries gets a warning line on stderr. Runs with the same tag are named by
-their file names.
+queries: the means side by side and the paired tests are over the same queries: those every
+run has in the qrels (the queries column says how many; "10 of 12" when a run's other queries
+are left out, with a warning line on stderr). --run-queries gives each run's mean over its
+own queries that have qrels, as eval does (the paired tests then over the queries the run
+shares with the baseline); with --all-queries every qrels query counts, a query a run lacks
+scoring 0 (trec_eval -c). Runs with the same tag are named by their file names.
 
 With --store, when the store holds a recorded human sample (`reljudge sample`) whose pairs
 are all graded, a second table shows each run's score under human labels estimated from it
@@ -54,6 +55,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the randomisation, bootstrap and estimates (default 0)")
     common.add_all_queries(p)
+    p.add_argument("--run-queries", action="store_true",
+                   help="each run's mean over its own queries that have qrels (eval's rule), "
+                        "not over the queries every run has (the default)")
     common.add_float32_scores(p)
     p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
                    help="bootstrap interval method (default percentile)")
@@ -95,7 +99,7 @@ def run(args) -> int:
                     baseline=args.baseline, test=args.test, trials=args.trials,
                     correction=args.correction, alpha=args.alpha, seed=args.seed,
                     ci_method=args.ci, all_queries=args.all_queries,
-                    float32_scores=args.float32_scores)
+                    float32_scores=args.float32_scores, shared=not args.run_queries)
     for line in c.warnings:
         print(f"reljudge: {line}", file=sys.stderr)
     est = None

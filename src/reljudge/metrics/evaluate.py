@@ -56,6 +56,13 @@ class Evaluation(Tabular):
         return Evaluation(self.run, [self.measures[i] for i in idx], self.query_ids,
                           self.scores[:, idx], self.compat)
 
+    def only(self, query_ids: Sequence[str]) -> Evaluation:
+        """The same evaluation over some of its queries, in the given order."""
+        row = {q: i for i, q in enumerate(self.query_ids)}
+        idx = [row[q] for q in query_ids]
+        return Evaluation(self.run, self.measures, list(query_ids), self.scores[idx],
+                          self.compat)
+
     def mean(self) -> dict[str, float]:
         """Mean of each measure over the evaluated queries (0.0 when there are none).
 
