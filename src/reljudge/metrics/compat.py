@@ -43,13 +43,14 @@ class RuleDifference:
     changed: int  # per-query values that differ
     values: int  # per-query values compared
     largest: float  # the largest change of a run's mean
+    causes: tuple[str, ...]  # which of trec_eval 9's rules apply to the input
 
     def note(self) -> str:
         """The stderr line ``eval`` prints."""
         return (f"note: {self.changed} of {self.values} per-query values (means by up to "
-                f"{self.largest:.4f}) differ under trec_eval 9's rules (scores rounded to "
-                "float32 before ranking), those of pytrec_eval, ir_measures and published "
-                "TREC tables; --compat trec_eval-9 reproduces them")
+                f"{self.largest:.4f}) differ under trec_eval 9's rules ({'; '.join(self.causes)}"
+                "), those of pytrec_eval, ir_measures and published TREC tables; --compat "
+                "trec_eval-9 reproduces them")
 
 
 def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
@@ -61,8 +62,10 @@ def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
     from reljudge.metrics.measures import parse_measure
 
     measures = next(iter(results.values())).measures
-    rules = any(parse_measure(m).name in RULE_MEASURES for m in measures)
-    if not rules and not any(float32_ties(run) for run in runs):
+    causes = (("scores rounded to float32 before ranking",) if any(map(float32_ties, runs))
+              else ()) + (("IPrec's cut-off int(r x R + 0.9)",) if any(
+                  parse_measure(m).name in RULE_MEASURES for m in measures) else ())
+    if not causes:
         return None
     other = evaluate_many(qrels, runs, measures,
                           **{**options, "compat": "trec_eval-9", "float32_scores": None})
@@ -74,4 +77,4 @@ def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
         values += a.size
         means_a, means_b = ev.mean(), other[name].mean()
         largest = max([largest, *(abs(means_a[m] - means_b[m]) for m in ev.measures)])
-    return RuleDifference(changed, values, largest) if changed else None
+    return RuleDifference(changed, values, largest, causes) if changed else None
