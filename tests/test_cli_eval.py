@@ -130,3 +130,15 @@ def test_eval_says_when_trec_eval_9s_float32_rule_gives_other_numbers(tmp_path, 
     (tmp_path / "r.run").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq2 Q0 c 1 1.0 t\n")
     assert main(["eval", *args]) == 0
     assert capsys.readouterr().err == ""  # no near tie: nothing differs, nothing said
+
+
+def test_float32_ties_counts_the_documents_of_ties_made_by_float32_rounding():
+    from reljudge.metrics.compat import float32_ties
+    from reljudge.types import Run
+
+    near = 1.0 + 1e-12
+    run = {"a": {"x": 1.0, "y": near, "z": 1.0 + 2e-12, "w": 1.0, "v": 0.5, "u": 0.5},
+           "b": {"x": 1.0, "y": near}, "c": {"x": near}, "d": {"x": 0.5, "y": 0.25}}
+    for r in (Run.from_dict(run), Run.from_dict(run).compacted()):
+        assert float32_ties(r) == 6  # a's four near 1.0 and b's two; equal doubles alone: none
+    assert float32_ties(Run.from_dict({"a": {"x": 1.0, "y": 1.0}})) == 0

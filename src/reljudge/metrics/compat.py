@@ -22,18 +22,21 @@ RULE_MEASURES = ("IPrec", "IPrecAvg")
 
 
 def float32_ties(run: Run) -> int:
-    """Documents whose score equals another, distinct, score of the same query once rounded
-    to float32: where trec_eval 9 breaks a tie by docid that trec_eval 10 orders by score."""
+    """Documents in a float32 tie of distinct doubles: scores of one query equal once rounded
+    to float32 but not all equal as doubles, which trec_eval 9 orders by docid and trec_eval 10
+    by score."""
     _, codes = run.query_codes()
     score = np.asarray(run.score, dtype=np.float64)
-    rounded = float32_rounded(score)
-    order = np.lexsort((score, rounded, codes))
-    c, r, s = codes[order], rounded[order], score[order]
-    near = (c[1:] == c[:-1]) & (r[1:] == r[:-1]) & (s[1:] != s[:-1])
-    involved = np.zeros(len(score), dtype=bool)
-    involved[1:] |= near
-    involved[:-1] |= near
-    return int(involved.sum())
+    # one integer key per (query, float32 value): equal keys side by side after one sort
+    bits = float32_rounded(score).astype(np.float32).view(np.uint32).astype(np.int64)
+    key = (codes.astype(np.int64) << 32) | bits
+    order = np.argsort(key)
+    k, s = key[order], score[order]
+    if not len(k):
+        return 0
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    mixed = np.minimum.reduceat(s, starts) != np.maximum.reduceat(s, starts)
+    return int(np.diff(np.r_[starts, len(k)])[mixed].sum())
 
 
 @dataclass(frozen=True)
