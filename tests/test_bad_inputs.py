@@ -327,7 +327,7 @@ MISTAKES = {
     "negative digits": (lambda p: ["eval", p["qrels"], p["run"], "--digits", "-1"],
                         "argument --digits: expected 0 or more"),
     "zero trials": (lambda p: ["compare", p["qrels"], p["run"], p["run2"], "--trials", "0"],
-                    "must be at least 1, not 0"),
+                    "argument --trials: expected 1 or more, found 0"),
     "alpha out of range": (lambda p: ["compare", p["qrels"], p["run"], p["run2"], "--alpha",
                                       "5"], "alpha must be between 0 and 1"),
     "negative bootstrap": (lambda p: ["audit", "--reference", p["qrels"], "--judge", p["judge"],

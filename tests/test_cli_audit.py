@@ -6,6 +6,8 @@ import gzip
 import json
 import lzma
 
+import pytest
+
 from reljudge.cli import main
 
 
@@ -56,3 +58,20 @@ def test_judges_dir_takes_compressed_and_bom_files_under_their_plain_names(tmp_p
     data = json.loads(capsys.readouterr().out)
     assert [(j["name"], j["items"]["pairs"], j["items"]["stats"]["exact"])
             for j in data["judges"]] == [("gpt", 6, 1.0), ("llama", 6, 1.0)]
+
+
+def test_audit_help_states_tau_aps_tie_rule_and_the_code_follows_it(capsys):
+    """audit --help named tau_ap without saying how tied runs are ordered (issue 34, item 9)."""
+    import numpy as np
+
+    from reljudge.audit import systems as sy
+
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "tau_ap's ties: runs with equal scores are ranked by run name (ascending) in each " \
+           "ranking" in text
+    names = ["b", "a", "c"]
+    tied = np.array([1.0, 1.0, 0.0])  # a and b tied: ranked a, b, c
+    assert sy.tau_ap(tied, np.array([1.0, 2.0, 0.0]), names) == pytest.approx(1.0)  # a, b, c
+    assert sy.tau_ap(tied, np.array([2.0, 1.0, 0.0]), names) == pytest.approx(0.0)  # b, a, c

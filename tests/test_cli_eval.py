@@ -94,3 +94,51 @@ def test_a_run_resting_on_unjudged_documents_gets_a_note_on_stderr(files, capsys
     (files / "q.qrels").write_text(QRELS + "q2 0 x 0\n")
     assert main(["eval", *args]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_eval_says_when_trec_eval_9s_float32_rule_gives_other_numbers(tmp_path, capsys):
+    """a and b of q1 score distinct doubles, equal as float32: trec_eval 10 ranks a first,
+    trec_eval 9 (pytrec_eval, ir_measures) ties them and puts b first (docid descending). eval
+    said nothing of it (issue 34, item 9); now a note on stderr counts the values that change
+    and names --compat trec_eval-9, which reproduces pytrec_eval's numbers."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    near = 1.0 + 1e-12
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1, "d": 0}}
+    run = {"q1": {"a": near, "b": 1.0}, "q2": {"c": 0.5, "d": 0.25}}
+    (tmp_path / "q.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items()
+                                              for d, g in docs.items()))
+    (tmp_path / "r.run").write_text("".join(f"{q} Q0 {d} 1 {s!r} t\n" for q, docs in run.items()
+                                            for d, s in docs.items()))
+    args = [str(tmp_path / "q.qrels"), str(tmp_path / "r.run"), "-m", "RR", "-m", "P@1",
+            "--json", "--per-query"]
+    assert main(["eval", *args]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["runs"]["t"]["per_query"]["q1"] == {"RR": 1.0, "P@1": 1.0}
+    assert err.count("\n") == 1
+    assert "note: 2 of 4 per-query values (means by up to 0.5000) differ under trec_eval 9's " \
+           "rules (scores rounded to float32 before ranking)" in err
+    assert "--compat trec_eval-9 reproduces them" in err
+    assert main(["eval", *args, "--compat", "trec_eval-9"]) == 0
+    out, err = capsys.readouterr()
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "P_1"}).evaluate(run)
+    ours = json.loads(out)["runs"]["t"]["per_query"]
+    assert {q: (v["RR"], v["P@1"]) for q, v in ours.items()} == \
+        {q: (v["recip_rank"], v["P_1"]) for q, v in theirs.items()}
+    assert ours["q1"] == {"RR": 0.5, "P@1": 0.0} and err == ""
+    assert main(["eval", *args, "--float32-scores"]) == 0
+    assert capsys.readouterr().err == ""  # asked for the float32 rule: nothing to say
+    (tmp_path / "r.run").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq2 Q0 c 1 1.0 t\n")
+    assert main(["eval", *args]) == 0
+    assert capsys.readouterr().err == ""  # no near tie: nothing differs, nothing said
+
+
+def test_float32_ties_counts_the_documents_of_ties_made_by_float32_rounding():
+    from reljudge.metrics.compat import float32_ties
+    from reljudge.types import Run
+
+    near = 1.0 + 1e-12
+    run = {"a": {"x": 1.0, "y": near, "z": 1.0 + 2e-12, "w": 1.0, "v": 0.5, "u": 0.5},
+           "b": {"x": 1.0, "y": near}, "c": {"x": near}, "d": {"x": 0.5, "y": 0.25}}
+    for r in (Run.from_dict(run), Run.from_dict(run).compacted()):
+        assert float32_ties(r) == 6  # a's four near 1.0 and b's two; equal doubles alone: none
+    assert float32_ties(Run.from_dict({"a": {"x": 1.0, "y": 1.0}})) == 0

@@ -248,3 +248,41 @@ def test_runs_for_compare_and_evaluate_many_in_every_collection():
     # runs sharing a name are numbered, as everywhere (types.distinct_runs)
     twice = evaluate_many(qrels, [Run.from_dict({"q": {"a": 1.0}})] * 2, "RR")
     assert sorted(twice) == ["run#1", "run#2"]
+
+
+def test_an_infinite_score_is_refused_in_memory_as_in_files(tmp_path):
+    """A run file with score inf is refused ("expected a numeric score"); in memory it was
+    ranked first (issue 34, item 11). Every in-memory form now says the same, naming the query,
+    and so does compare."""
+    qrels = {"q": {"a": 1, "b": 0}}
+    for bad in (float("inf"), float("-inf")):
+        forms = [{"q": {"a": bad, "b": 1.0}}, {"q": {"a": np.float64(bad), "b": 1}},
+                 pd.DataFrame([("q", "a", bad), ("q", "b", 1.0)],
+                              columns=["qid", "docid", "score"]),
+                 [GenericScoredDoc("q", "a", bad)]]
+        for run in forms:
+            with pytest.raises(InputError, match=f"run score of query 'q' is {bad}; scores "
+                                                 "must be finite numbers"):
+                evaluate(qrels, run, "AP")
+            with pytest.raises(InputError, match=f"query 'q' is {bad}"):
+                compare(qrels, {"x": run, "y": {"q": {"a": 1.0}}}, "AP", trials=10)
+    (tmp_path / "x.run").write_text("q Q0 a 1 inf t\n")
+    with pytest.raises(InputError, match="expected a numeric score, found 'inf'"):
+        trec.read_run(tmp_path / "x.run")
+
+
+def test_no_measures_or_no_runs_are_errors_not_an_empty_result():
+    """evaluate(qrels, run, []) gave an Evaluation of nothing and evaluate_many(qrels, [])
+    returned {} (issue 34, item 11): both now say what is missing, as compare does."""
+    qrels, run = {"q": {"a": 1}}, {"q": {"a": 1.0}}
+    for empty in ([], (), iter([])):
+        with pytest.raises(MeasureError, match=r"no measures given; name at least one, "
+                                               r"e.g. \['nDCG@10'\]"):
+            evaluate(qrels, run, empty)
+    with pytest.raises(MeasureError, match="no measures given"):
+        evaluate_many(qrels, {"x": run}, [])
+    with pytest.raises(MeasureError, match="no measures given"):
+        compare(qrels, {"x": run}, [])
+    for none in ([], {}):
+        with pytest.raises(InputError, match="no runs to evaluate"):
+            evaluate_many(qrels, none, ["AP"])

@@ -47,7 +47,8 @@ def test_a_run_sharing_no_query_with_the_qrels_is_an_error_not_a_zero_mean():
 @pytest.mark.parametrize("all_queries", [False, True])
 def test_compare_means_equal_evaluate_means_under_either_rule(all_queries):
     runs = [Run.from_dict(BASE, name="base"), Run.from_dict(MISSING, name="half")]
-    c = compare(QRELS, runs, ["AP", "nDCG@10"], all_queries=all_queries, trials=200)
+    c = compare(QRELS, runs, ["AP", "nDCG@10"], all_queries=all_queries, trials=200,
+                shared=False)
     for run in runs:
         ev = evaluate(QRELS, run, ["AP", "nDCG@10"], all_queries=all_queries)
         for m, v in ev.mean().items():
@@ -58,7 +59,7 @@ def test_compare_means_equal_evaluate_means_under_either_rule(all_queries):
 
 def test_paired_tests_use_the_queries_both_runs_are_averaged_over():
     runs = [Run.from_dict(BASE, name="base"), Run.from_dict(MISSING, name="half")]
-    c = compare(QRELS, runs, ["AP"], test="t")
+    c = compare(QRELS, runs, ["AP"], test="t", shared=False)
     common, base, vals = c.paired("half", "AP")
     assert common == ["q1", "q2"]
     full = evaluate(QRELS, runs[0], ["AP"])
@@ -83,7 +84,8 @@ def test_eval_and_compare_print_the_same_mean_for_a_run_missing_queries(tmp_path
         ev = json.loads(out)
         assert ev["rule"] == (ALL_QUERIES if flag else RUN_QUERIES)
         assert "warning: run half has no results for 2 of the 4" in err
-        assert main(["compare", *files, "-m", "AP", "--json", "--trials", "100", *flag]) == 0
+        assert main(["compare", *files, "-m", "AP", "--json", "--trials", "100",
+                     "--run-queries", *flag]) == 0
         out, err = capsys.readouterr()
         cmp = json.loads(out)
         assert cmp["rule"] == ev["rule"]
@@ -93,6 +95,66 @@ def test_eval_and_compare_print_the_same_mean_for_a_run_missing_queries(tmp_path
             assert cmp["run_queries"][name] == ev["runs"][name]["queries"]
     assert main(["eval", *files, "-m", "AP"]) == 0
     assert "queries: means over each run's queries that have qrels" in capsys.readouterr().out
+
+
+def _files(tmp_path, qrels: dict, runs: dict) -> list[str]:
+    (tmp_path / "q.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, ds in qrels.items()
+                                              for d, g in ds.items()))
+    for name, run in runs.items():
+        (tmp_path / f"{name}.run").write_text("".join(
+            f"{q} Q0 {d} 1 {s} {name}\n" for q, ds in run.items() for d, s in ds.items()))
+    return [str(tmp_path / "q.qrels"), *(str(tmp_path / f"{n}.run") for n in runs)]
+
+
+def test_compare_puts_side_by_side_means_over_the_same_queries(tmp_path, capsys):
+    """bm25 over 12 queries (0.9250) stood beside trig10 over 10 (0.8531, marked worse) while
+    the test was over the 10 shared (issue 34, item 8): now both means are over the 10 shared,
+    the table says how many each row is over ("10 of 12"), stderr and JSON name what was left
+    out, and --run-queries gives the old per-run means, labelled as such."""
+    qids = [f"q{i:02d}" for i in range(12)]
+    qrels = {q: {"a": 1, "b": 0} for q in qids}
+    bm25 = {q: {"a": 2.0, "b": 1.0} for q in qids}  # AP 1 everywhere
+    trig = {q: ({"a": 2.0, "b": 1.0} if i % 2 else {"b": 2.0, "a": 1.0})  # AP 1 or 0.5
+            for i, q in enumerate(qids[:10])}  # lacks q10, q11
+    bm25["q00"], bm25["q02"] = {"b": 2.0, "a": 1.0}, {"b": 2.0, "a": 1.0}
+    c = compare(qrels, {"bm25": bm25, "trig10": trig}, "AP", test="t")
+    assert c.run_queries["bm25"] == c.run_queries["trig10"] == qids[:10]
+    assert c.own_queries == {"bm25": 12, "trig10": 10}
+    for name, run in (("bm25", bm25), ("trig10", trig)):
+        want = evaluate(qrels, {q: run[q] for q in qids[:10]}, "AP").mean()["AP"]
+        assert c.cells[(name, "AP")].interval.mean == want
+    assert c.cells[("bm25", "AP")].interval.mean == pytest.approx(0.9)
+
+    files = _files(tmp_path, qrels, {"bm25": bm25, "trig10": trig})
+    assert main(["compare", *files, "-m", "AP", "--trials", "100"]) == 0
+    out, err = capsys.readouterr()
+    header, _, base_row, trig_row = out.splitlines()[:4]
+    assert header.split()[:3] == ["run", "queries", "AP"]
+    assert base_row.split()[:4] == ["bm25", "(baseline)", "10", "of"]
+    assert base_row.split()[4:6] == ["12", "0.9000"]
+    assert trig_row.split()[:2] == ["trig10", "10"]
+    assert "over the 10 queries every run has in the qrels" in out
+    assert "left out: 2 of bm25's 12" in err
+    assert main(["compare", *files, "-m", "AP", "--trials", "100", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["run_queries"] == {"bm25": 10, "trig10": 10} and data["shared"] is True
+    assert data["own_queries"] == {"bm25": 12, "trig10": 10}
+    assert data["runs"]["bm25"]["AP"]["mean"] == pytest.approx(0.9)
+    assert main(["compare", *files, "-m", "AP", "--trials", "100", "--run-queries"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].split()[:4] == ["bm25", "(baseline)", "12", "0.9167"]
+    assert "means over each run's queries that have qrels" in out
+
+
+def test_compare_refuses_runs_sharing_no_query_unless_per_run_means():
+    qrels = {"q1": {"a": 1}, "q2": {"a": 1}}
+    runs = {"x": {"q1": {"a": 1.0}}, "y": {"q2": {"a": 1.0}}}
+    with pytest.raises(InputError, match="the runs share no query that has qrels"):
+        compare(qrels, runs, "AP")
+    with pytest.raises(InputError, match="share no query with qrels; nothing to pair"):
+        compare(qrels, runs, "AP", shared=False)
+    both = compare(qrels, runs, "AP", all_queries=True, trials=10)
+    assert both.run_queries == {"x": ["q1", "q2"], "y": ["q1", "q2"]} and not both.left_out()
 
 
 # --- same-tag runs --------------------------------------------------------------------------
@@ -149,7 +211,7 @@ def qrels_and_runs(draw):
 def test_compare_and_evaluate_agree_on_random_coverage(data, all_queries):
     qrels, runs = data
     c = compare(qrels, runs, ["AP", "nDCG@5"], all_queries=all_queries, trials=20,
-                bootstrap=20)
+                bootstrap=20, shared=False)
     for run in runs:
         ev = evaluate(qrels, run, ["AP", "nDCG@5"], all_queries=all_queries)
         assert c.run_queries[run.name] == ev.query_ids

@@ -104,3 +104,29 @@ def test_bca_falls_back_and_says_so_for_constant_values():
 def test_resampled_means_are_seeded():
     x = np.arange(10.0)
     assert np.array_equal(resampled_means(x, 50, 3), resampled_means(x, 50, 3))
+
+
+def test_trials_beyond_the_cap_are_refused_at_once_not_run_for_hours(tmp_path, capsys):
+    """compare --trials 10000000000 ran silently for hours (issue 34, item 11): refused in one
+    line naming the flag and the most allowed, exit 2, before any scoring; compare() too."""
+    import time
+
+    from reljudge.cli import main
+    from reljudge.errors import ConfigError
+    from reljudge.stats import compare
+    from reljudge.stats.significance import MAX_TRIALS
+
+    qrels, runs = {"q": {"a": 1}}, {"x": {"q": {"a": 1.0}}, "y": {"q": {"a": 2.0}}}
+    with pytest.raises(ConfigError, match=f"at most {MAX_TRIALS} .*not 10000000000"):
+        compare(qrels, runs, "AP", trials=10**10)
+    assert compare(qrels, runs, "AP", trials=MAX_TRIALS, bootstrap=10).trials == MAX_TRIALS
+    (tmp_path / "q.qrels").write_text("q 0 a 1\n")
+    (tmp_path / "x.run").write_text("q Q0 a 1 1.0 x\n")
+    start = time.monotonic()
+    argv = ["compare", str(tmp_path / "q.qrels"), str(tmp_path / "x.run"), "--trials"]
+    with pytest.raises(SystemExit) as exited:  # argparse's own checks exit from the parser
+        main([*argv, "10000000000"])
+    assert exited.value.code == 2
+    assert time.monotonic() - start < 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--trials: expected at most {MAX_TRIALS}" in err

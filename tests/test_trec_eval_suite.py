@@ -138,3 +138,31 @@ def test_a_bad_zscores_file_is_one_line_naming_the_line(tmp_path, capsys):
     assert f"{bad}:2: expected QID MEASURE MEAN STDDEV" in capsys.readouterr().err
     assert main(argv[:3] + ["-Z", str(bad)]) == 2  # -Z needs --format trec
     assert "-Z/--zscores goes with --format trec" in capsys.readouterr().err
+
+
+def test_the_all_line_sums_in_trec_evals_order_as_doubles(tmp_path, capsys):
+    """trec_eval adds each query's value to the summary in query order, one double addition
+    at a time (meas_acc.c, te_acc_meas_a_cut: +=), over the queries sorted by id, then divides
+    by their number (meas_avg.c, te_calc_avg_meas_a_cut). Here P@100 is k/100 with the k below
+    (checked per query against pytrec_eval): added in order, the sum over 16 is
+    1.4200000000000002, its mean 0.08875000000000002 prints as 0.0888; numpy's pairwise mean
+    is 0.08875 exactly and printed 0.0887 (issue 34, item 10)."""
+    ks = [13, 18, 18, 5, 0, 19, 16, 6, 1, 5, 6, 6, 10, 9, 6, 4]
+    qids = [f"q{i:02d}" for i in range(len(ks))]
+    qrels = {q: {**{f"d{j}": 1 for j in range(k)}, "x": 0} for q, k in zip(qids, ks, strict=True)}
+    run = {q: {f"d{j}": float(100 - j) for j in range(100)} for q in qids}
+    (tmp_path / "q.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items()
+                                              for d, g in docs.items()))
+    (tmp_path / "r.run").write_text("".join(f"{q} Q0 {d} {i} {s} r\n" for q, docs in
+                                            reversed(run.items())  # file order is not used
+                                            for i, (d, s) in enumerate(docs.items(), 1)))
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"P_100"}).evaluate(run)
+    assert [theirs[q]["P_100"] for q in qids] == [k / 100 for k in ks]
+    out = values(ours(capsys, str(tmp_path / "q.qrels"), str(tmp_path / "r.run"), "-m", "P.100",
+                      "-m", "gm_map"))
+    assert out[("P_100", "all")] == "0.0888"
+    total = 0.0
+    for k in ks:  # trec_eval's loop, as the C source writes it
+        total += k / 100
+    assert f"{total / len(ks):.4f}" == "0.0888"

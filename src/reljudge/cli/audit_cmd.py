@@ -18,7 +18,9 @@ columns: exact agreement; Cohen's kappa unweighted, linear (kappa_lin) and quadr
 positive when the judge is more generous; mae = mean |judge - reference|. With RUN files: each
 run is scored with -m (default nDCG@10) under both label sets; tau = Kendall's tau-b and tau_ap
 (Yilmaz et al. 2008) between the two system rankings; max_rank_change = the largest move of one
-run. With several -m, these three columns come once per measure, named "tau (MEASURE)" etc.
+run. tau_ap's ties: runs with equal scores are ranked by run name (ascending) in each ranking,
+then tau_ap is the judge's ranking scored against the reference's as if untied (no tie
+correction, unlike tau-b; tau_ap is not symmetric). With several -m, these three columns come once per measure, named "tau (MEASURE)" etc.
 --json adds binary kappas at >=1/>=2/>=3, alpha nominal/interval, Pearson, per-grade
 precision/recall, confusion matrices, bootstrap intervals, and agreement among the judges.
 A statistic that cannot be computed (a constant rater) is shown as '-' and explained.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from reljudge.stats.significance import MAX_TRIALS
+
 EXAMPLES = """\
 examples:
   reljudge compare qrels.txt bm25.run dense.run hybrid.run -m nDCG@10 -m RR
@@ -15,11 +17,12 @@ scipy.stats.ttest_rel), wilcoxon (signed-rank, scipy.stats.wilcoxon), bootstrap 
 bootstrap of the mean difference; ours). All two-sided. Correction over the comparisons with
 the baseline, per measure: holm (default), bh (Benjamini-Hochberg) or none.
 
-queries: as eval, each run's mean is over its queries that have qrels (trec_eval's default),
-and each paired test is over the queries the run shares with the baseline; with
---all-queries every qrels query counts, a query a run lacks scoring 0 (trec_eval -c). A run
-lacking qrels queries gets a warning line on stderr. Runs with the same tag are named by
-their file names.
+queries: the means side by side and the paired tests are over the same queries: those every
+run has in the qrels (the queries column says how many; "10 of 12" when a run's other queries
+are left out, with a warning line on stderr). --run-queries gives each run's mean over its
+own queries that have qrels, as eval does (the paired tests then over the queries the run
+shares with the baseline); with --all-queries every qrels query counts, a query a run lacks
+scoring 0 (trec_eval -c). Runs with the same tag are named by their file names.
 
 With --store, when the store holds a recorded human sample (`reljudge sample`) whose pairs
 are all graded, a second table shows each run's score under human labels estimated from it
@@ -42,8 +45,8 @@ def register(sub) -> None:
     p.add_argument("--test", default="randomization",
                    choices=("randomization", "t", "wilcoxon", "bootstrap"),
                    help="paired significance test (default randomization; see below)")
-    p.add_argument("--trials", type=int, default=10_000,
-                   help="randomisation/bootstrap trials (default 10000)")
+    p.add_argument("--trials", type=_trials, default=10_000,
+                   help=f"randomisation/bootstrap trials, 1 to {MAX_TRIALS} (default 10000)")
     p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"),
                    help="multiple-comparison correction over the comparisons with the "
                         "baseline, per measure (default holm)")
@@ -52,6 +55,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the randomisation, bootstrap and estimates (default 0)")
     common.add_all_queries(p)
+    p.add_argument("--run-queries", action="store_true",
+                   help="each run's mean over its own queries that have qrels (eval's rule), "
+                        "not over the queries every run has (the default)")
     common.add_float32_scores(p)
     p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
                    help="bootstrap interval method (default percentile)")
@@ -63,6 +69,19 @@ def register(sub) -> None:
                                 "printed")
     common.add_quiet(p)
     p.set_defaults(func=run)
+
+
+def _trials(text: str) -> int:
+    """An argparse type: a trial count from 1 to MAX_TRIALS."""
+    import argparse
+
+    from reljudge.cli import common
+
+    value = common.positive_int(text)
+    if value > MAX_TRIALS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_TRIALS} (p-values to 1e-6), "
+                                         f"found {value}")
+    return value
 
 
 def run(args) -> int:
@@ -80,7 +99,7 @@ def run(args) -> int:
                     baseline=args.baseline, test=args.test, trials=args.trials,
                     correction=args.correction, alpha=args.alpha, seed=args.seed,
                     ci_method=args.ci, all_queries=args.all_queries,
-                    float32_scores=args.float32_scores)
+                    float32_scores=args.float32_scores, shared=not args.run_queries)
     for line in c.warnings:
         print(f"reljudge: {line}", file=sys.stderr)
     est = None

@@ -36,8 +36,9 @@ conventions (trec_eval's, stated):
   rel        P, R, AP, RR, Success count grade >= rel as relevant (default rel=1, trec_eval -l)
   queries    the mean is over the run's queries that have qrels; --all-queries averages
              over every qrels query, a query missing from the run scoring 0 (trec_eval -c);
-             the same rule in compare, report and run. A run lacking qrels queries gets a
-             warning line on stderr; one with no query in the qrels is an error
+             the same flag in compare, report and run (compare's means are over the queries
+             every run has). A run lacking qrels queries gets a warning line on stderr; one
+             with no query in the qrels is an error
   names      a run is named by its tag; runs sharing a tag are named by their file names
   measures   in ir_measures syntax (nDCG@10, P(rel=2)@5) or trec_eval's words (map, P_10,
              P.5,10, ndcg_cut.10, iprec_at_recall..10,.20, official)
@@ -46,7 +47,10 @@ conventions (trec_eval's, stated):
              runid and num_q when asked for (in official, the default there); with several
              runs each line starts with the run's name and a tab
   versions   trec_eval 10's rules by default; --compat trec_eval-9 gives 9.0.8's (those of
-             pytrec_eval and ir_measures): see the README's conventions table
+             pytrec_eval, ir_measures and the published TREC tables): see the README's
+             conventions table. When they would give different numbers for the input at
+             hand (distinct scores of a query equal as float32, or IPrec), a note on
+             stderr says how many values change
   incomplete Bpref, infAP, RBP and judged_only=True (condensed lists: unjudged documents
              removed) are the measures made for incomplete judgments; --judged adds
              Judged@10 and RBP's residual (how much RBP could still rise if every unjudged
@@ -176,6 +180,12 @@ def _evaluate_qrels(args: argparse.Namespace):
     if not args.judged and not trec:  # the columns say it already
         _note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
+    if args.compat == "trec_eval-10" and not args.float32_scores:  # say where 9's rules differ
+        from reljudge.metrics.compat import trec_eval_9_difference
+
+        differs = trec_eval_9_difference(qrels, runs, results, **options)
+        if differs:
+            print(f"reljudge: {differs.note()}", file=sys.stderr)
     strings = {(run.name, tm.name): relstring_column(qrels, run, results[run.name].query_ids,
                                                      tm.length, **options)
                for run in runs for tm in lines if tm.summary == "string" and args.per_query}

@@ -56,6 +56,13 @@ class Evaluation(Tabular):
         return Evaluation(self.run, [self.measures[i] for i in idx], self.query_ids,
                           self.scores[:, idx], self.compat)
 
+    def only(self, query_ids: Sequence[str]) -> Evaluation:
+        """The same evaluation over some of its queries, in the given order."""
+        row = {q: i for i, q in enumerate(self.query_ids)}
+        idx = [row[q] for q in query_ids]
+        return Evaluation(self.run, self.measures, list(query_ids), self.scores[idx],
+                          self.compat)
+
     def mean(self) -> dict[str, float]:
         """Mean of each measure over the evaluated queries (0.0 when there are none).
 
@@ -140,7 +147,9 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
 
 
 def check_distinct(names: Sequence[str]) -> None:
-    """A MeasureError when a measure name is given twice."""
+    """A MeasureError when no measure is given, or one is given twice."""
+    if not names:
+        raise MeasureError("no measures given; name at least one, e.g. ['nDCG@10']")
     twice = [n for n, k in Counter(names).items() if k > 1]
     if twice:
         raise MeasureError(f"measure {twice[0]} given twice; give each measure once")
@@ -151,6 +160,8 @@ def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
     """``evaluate`` for several runs, keyed by run name (shared names numbered)."""
     out: dict[str, Evaluation] = {}
     runs = coerce.as_runs(runs)
+    if not runs:
+        raise InputError("no runs to evaluate; give at least one")
     measures = parse_measures(measures)
     qrels = coerce.as_qrels(qrels)  # once, not once per run
     for run in runs:

@@ -9,6 +9,7 @@ Parsed from the strings IR people already write (ir_measures syntax): ``nDCG@10`
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ class MeasureSpec:
     choices: dict[str, tuple] = field(default_factory=dict)
     cutoff: str = "optional"  # optional | required | none | recall (in [0, 1]) | factor (> 0)
     trec_eval: str | None = None  # the trec_eval measure name, for the mapping table
+    bounds: tuple[float, float] = (0.0, 1.0)  # every value lies in it, whatever the parameters
 
 
 def level_gains(text: str) -> dict[int, float]:
@@ -41,6 +43,9 @@ def level_gains(text: str) -> dict[int, float]:
                                f"commas, e.g. '1=3,2=9', found {part!r}") from None
         if not eq:
             raise MeasureError(f"gains {text!r}: expected GRADE=GAIN, found {part!r}")
+        if not 0.0 <= out[int(level)] < math.inf:  # a negative gain puts nDCG outside [0, 1]
+            raise MeasureError(f"gains {text!r}: a gain must be a number >= 0 (nDCG would "
+                               f"leave [0, 1]), found {part!r}")
     return out
 
 
@@ -57,6 +62,7 @@ def recall_levels(text: str) -> tuple[float, ...]:
 
 
 _STRING_FORMS = {"gains": level_gains, "levels": recall_levels}  # str params read further
+COUNT = (0.0, math.inf)  # the bounds of DCG and the counting measures
 _REL = {"rel": 1}
 _CONDENSED = {"rel": 1, "judged_only": False}
 _JUDGED_ONLY = ("judged_only=True ranks only judged documents (condensed list, Sakai 2007; "
@@ -72,7 +78,7 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 {"dcg": "log2", "judged_only": False, "ideal": "qrels", "gains": ""},
                 {"dcg": ("log2", "exp-log2"), "ideal": ("qrels", "run")}, trec_eval="ndcg_cut"),
     MeasureSpec("DCG", "Discounted cumulative gain, discount 1/log2(rank+1). " + _JUDGED_ONLY,
-                {"dcg": "log2", "judged_only": False}, {"dcg": ("log2", "exp-log2")}),
+                {"dcg": "log2", "judged_only": False}, {"dcg": ("log2", "exp-log2")}, bounds=COUNT),
     MeasureSpec("P", "Precision: relevant (grade >= rel) in the top k, divided by k. "
                 + _JUDGED_ONLY, dict(_CONDENSED), cutoff="required", trec_eval="P"),
     MeasureSpec("R", "Recall: relevant in the top k, divided by all relevant in the qrels. "
@@ -90,11 +96,11 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
     MeasureSpec("Judged", "Share of the top k that is judged (divided by min(k, retrieved)), "
                 "as ir_measures.", {}),
     MeasureSpec("NumRel", "Number of relevant documents (grade >= rel) in the qrels.",
-                dict(_REL), cutoff="none", trec_eval="num_rel"),
+                dict(_REL), cutoff="none", trec_eval="num_rel", bounds=COUNT),
     MeasureSpec("NumRet", "Number of documents the run returned.", {}, cutoff="none",
-                trec_eval="num_ret"),
+                trec_eval="num_ret", bounds=COUNT),
     MeasureSpec("NumRelRet", "Number of relevant documents retrieved (in the top k).",
-                dict(_REL), trec_eval="num_rel_ret"),
+                dict(_REL), trec_eval="num_rel_ret", bounds=COUNT),
     MeasureSpec("Rprec", "Precision at rank R, R the number of relevant documents in the "
                 "qrels (0 when R is 0); ranks past the run's end count as not relevant.",
                 dict(_REL), cutoff="none", trec_eval="Rprec"),
@@ -128,12 +134,12 @@ SPECS: dict[str, MeasureSpec] = {s.name: s for s in [
                 cutoff="required", trec_eval="unj"),
     MeasureSpec("NumNonRelJudgedRet", "Retrieved documents judged not relevant "
                 "(0 <= grade < rel).", dict(_REL), cutoff="none",
-                trec_eval="num_nonrel_judged_ret"),
+                trec_eval="num_nonrel_judged_ret", bounds=COUNT),
     MeasureSpec("Utility", "trec_eval's linear utility: a x relevant retrieved + b x "
                 "non-relevant retrieved + c x relevant missed + d x non-relevant missed, "
                 "num_docs the documents in the collection (trec_eval -N).",
                 {"rel": 1, "a": 1.0, "b": -1.0, "c": 0.0, "d": 0.0, "num_docs": 0},
-                cutoff="none", trec_eval="utility"),
+                cutoff="none", trec_eval="utility", bounds=(-math.inf, math.inf)),
     MeasureSpec("SetP", "Precision of the whole retrieved set: relevant retrieved / retrieved.",
                 dict(_REL), cutoff="none", trec_eval="set_P"),
     MeasureSpec("SetR", "Recall of the whole retrieved set: relevant retrieved / relevant.",
@@ -280,6 +286,9 @@ def parse_measure(text: str | Measure) -> Measure:
                 raise MeasureError(f"{name}({key}=...) must be True or False, found {value!r}")
         elif isinstance(default, int) and (not isinstance(value, int) or isinstance(value, bool)):
             raise MeasureError(f"{name}({key}=...) must be an integer, found {value!r}")
+        elif key == "rel" and value < 1:  # grade 0 is not relevant; negative: not judged
+            raise MeasureError(f"{name}(rel=...) must be 1 or more (grade 0 is not relevant, "
+                               f"a negative grade marks an unjudged document), found {value!r}")
         elif isinstance(default, float):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise MeasureError(f"{name}({key}=...) must be a number, found {value!r}")

@@ -30,7 +30,7 @@ import numpy as np
 
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.prefs import Prefs
-from reljudge.metrics.ranking import float32_rounded, refuse_nan
+from reljudge.metrics.ranking import float32_rounded, refuse_non_finite
 
 #: -m all_prefs, in trec_eval's printing order
 PREFS_MEASURES = (
@@ -336,7 +336,7 @@ def _run_rankings(run, compat: str, float32_scores: bool | None, max_docs: int |
     qids, bounds, docid, score = run.groups()
     docid = np.asarray(docid, dtype=str)
     score = np.asarray(score, dtype=np.float64)
-    refuse_nan(score, lambda i: qids[np.searchsorted(bounds, i, "right") - 1])
+    refuse_non_finite(score, lambda i: qids[np.searchsorted(bounds, i, "right") - 1])
     if float32_scores:
         score = float32_rounded(score)
     out = {}

@@ -69,11 +69,14 @@ def float32_rounded(x: np.ndarray) -> np.ndarray:
         return x.astype(np.float32).astype(np.float64)
 
 
-def refuse_nan(score: np.ndarray, query_of: Callable[[int], str]) -> None:
-    """A nan score would sort anywhere: refuse it, naming the query of the first one."""
-    if np.isnan(score).any():
-        q = query_of(int(np.flatnonzero(np.isnan(score))[0]))
-        raise InputError(f"run score of query {q!r} is nan; scores must be numbers")
+def refuse_non_finite(score: np.ndarray, query_of: Callable[[int], str]) -> None:
+    """A nan score would sort anywhere and run files refuse inf: refuse both in memory too,
+    naming the query of the first one."""
+    bad = ~np.isfinite(score)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"run score of query {query_of(i)!r} is {float(score[i])}; scores "
+                         "must be finite numbers, as in run files")
 
 
 def _unplaced(length: np.ndarray, width: int) -> np.ndarray:
@@ -100,7 +103,7 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     jcounts = np.fromiter(map(len, judged), np.int64, len(judged))
     total = int(jcounts.sum())
     score, jscore = _read_scores(runs, judged, counts, jcounts)
-    refuse_nan(score, lambda i: qids[rows[np.searchsorted(bounds, i, "right") - 1]])
+    refuse_non_finite(score, lambda i: qids[rows[np.searchsorted(bounds, i, "right") - 1]])
     if float32_scores:
         score = float32_rounded(score)
     length = np.zeros(n, dtype=np.int64)
@@ -183,8 +186,8 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     qrels_run_code = np.array([to_run_code.get(q, -1) for q in qrels_names], dtype=np.int64)
     n = len(qids)
 
+    refuse_non_finite(run.score, lambda i: run_names[r_codes[i]])
     score = float32_rounded(run.score) if float32_scores else run.score
-    refuse_nan(score, lambda i: run_names[r_codes[i]])
     length = np.zeros(n, dtype=np.int64)
     evaluated = run_row >= 0
     length[run_row[evaluated]] = counts[evaluated]

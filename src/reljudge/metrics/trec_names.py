@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.errors import MeasureError
-from reljudge.metrics.kernels import geometric_mean
+from reljudge.metrics.kernels import GM_EPSILON
 from reljudge.metrics.measures import SPECS, Measure, parse_measure
 
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -235,11 +235,20 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
         elif tm.summary == "sum":
             value = float(np.sum(col))
         elif tm.summary == "gmean":
-            value = float(geometric_mean(col)) if n else 0.0
+            value = float(np.exp(summed_in_order(np.log(np.maximum(col, GM_EPSILON))) / n)
+                          ) if n else 0.0
         else:
-            value = float(np.ascontiguousarray(col).mean()) if n else 0.0
+            value = summed_in_order(col) / n if n else 0.0
         lines.append(tm.line("all", value, z))
     return lines
+
+
+def summed_in_order(col) -> float:
+    """The sum of per-query values as trec_eval forms it: one double addition per query, in
+    query order (its ``+=`` over queries sorted by id); numpy's pairwise sum can differ in
+    the last bit, enough to print a half-way mean on the other side."""
+    values = np.asarray(col, dtype=np.float64)
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
 def named_lines(texts: Sequence[str], names: Sequence[str], summed: Sequence[str],

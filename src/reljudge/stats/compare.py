@@ -10,7 +10,14 @@ import numpy as np
 
 from reljudge.frames import Tabular, dataframe
 from reljudge.stats.bootstrap import Interval, bootstrap_ci
-from reljudge.stats.significance import TESTS, benjamini_hochberg, effect_size, holm, paired_test
+from reljudge.stats.significance import (
+    MAX_TRIALS,
+    TESTS,
+    benjamini_hochberg,
+    effect_size,
+    holm,
+    paired_test,
+)
 
 CORRECTIONS = ("holm", "bh", "none")
 #: how a correction is named in prose ("Holm correction", "no correction")
@@ -54,6 +61,14 @@ class Comparison(Tabular):
     per_query: dict[str, np.ndarray] = field(default_factory=dict)  # run -> (its queries, m)
     run_queries: dict[str, list[str]] = field(default_factory=dict)  # run -> averaged queries
     warnings: list[str] = field(default_factory=list)  # runs lacking qrels queries
+    shared: bool = True  # every mean over the queries all runs have (else each run's own)
+    own_queries: dict[str, int] = field(default_factory=dict)  # run -> its queries with qrels
+
+    def left_out(self) -> dict[str, int]:
+        """Per run, how many of its queries with qrels its mean leaves out (the shared set
+        being smaller); empty when none does."""
+        return {n: k - len(self.run_queries[n]) for n, k in self.own_queries.items()
+                if k > len(self.run_queries[n])}
 
     def paired(self, run: str, measure: str) -> tuple[list[str], np.ndarray, np.ndarray]:
         """(queries, baseline values, run values) over the queries both are averaged over."""
@@ -89,6 +104,10 @@ class Comparison(Tabular):
         """Which queries the means and the paired tests are over."""
         from reljudge.metrics.queries import rule_text
 
+        if self.left_out():
+            return (f"means and paired tests over the {len(self.queries)} queries every run "
+                    "has in the qrels ('N of M': a run's other queries left out; "
+                    "--run-queries: each run's mean over its own)")
         paired = ("paired tests over every qrels query" if self.all_queries else
                   "paired tests over the queries a run shares with the baseline")
         return f"{rule_text(self.all_queries)}; {paired}"
@@ -109,13 +128,15 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
             test: str = "randomization", trials: int = 10_000, correction: str = "holm",
             alpha: float = 0.05, seed: int = 0, ci_method: str = "percentile",
             bootstrap: int = 1000, all_queries: bool = False,
-            float32_scores: bool = False) -> Comparison:
+            float32_scores: bool = False, shared: bool = True) -> Comparison:
     """Score the runs and test each against the baseline (default: the first run).
 
-    qrels, runs and measures may be in any form ``metrics.evaluate_many`` accepts. Means are
-    over each run's queries that have qrels (trec_eval), or every qrels query with
-    ``all_queries``; each paired test is over the queries the run and the baseline share
-    (``metrics.queries``). Runs sharing a name are numbered (``types.distinct_runs``).
+    qrels, runs and measures may be in any form ``metrics.evaluate_many`` accepts. Means and
+    paired tests are over the queries every run has in the qrels (``shared``), so that the
+    means side by side are over the same queries; with ``shared=False`` each run's mean is
+    over its own queries that have qrels (trec_eval's rule for one run) and each paired test
+    over the queries the run and the baseline share; with ``all_queries`` over every qrels
+    query (``metrics.queries``). Runs sharing a name are numbered (``types.distinct_runs``).
     ``float32_scores`` ranks on scores rounded to float32, as trec_eval 9 does.
     """
     from reljudge.errors import ConfigError, InputError
@@ -134,6 +155,9 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     if trials < 1 or bootstrap < 1:
         raise ConfigError(f"trials and bootstrap resamples must be at least 1, not "
                           f"{min(trials, bootstrap)}")
+    if max(trials, bootstrap) > MAX_TRIALS:
+        raise ConfigError(f"trials and bootstrap resamples must be at most {MAX_TRIALS} "
+                          f"(p-values to 1e-6), not {max(trials, bootstrap)}")
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha must be between 0 and 1, not {alpha}")
     names = [r.name for r in runs]
@@ -144,12 +168,21 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     found = coverage_warnings(qrels, runs, all_queries)
     results = evaluate_many(qrels, runs, measures, all_queries=all_queries,
                             float32_scores=float32_scores)
+    own = {n: len(ev.query_ids) for n, ev in results.items()}
+    if shared:
+        results = _over_shared_queries(results)
     queries = results[baseline].query_ids
     out = Comparison(measures, names, baseline, test, correction, alpha, trials, seed, queries,
-                     ci_method, all_queries, warnings=found)
+                     ci_method, all_queries, warnings=found, shared=shared, own_queries=own)
     for n in names:
         out.per_query[n] = results[n].scores
         out.run_queries[n] = results[n].query_ids
+    if out.left_out():
+        out.warnings.append(
+            f"warning: means and paired tests are over the {len(queries)} queries every run "
+            "has in the qrels; left out: " + ", ".join(
+                f"{k} of {n}'s {own[n]}" for n, k in out.left_out().items())
+            + " (--run-queries: each run's mean over its own)")
     for j, m in enumerate(measures):
         pvals, keys = [], []
         for n in names:
@@ -176,6 +209,20 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
     return out
 
 
+def _over_shared_queries(results: dict) -> dict:
+    """Each run's evaluation over the queries every run has (in query order); none shared is
+    an InputError."""
+    from reljudge.errors import InputError
+
+    first, *rest = results.values()
+    others = [set(ev.query_ids) for ev in rest]
+    common = [q for q in first.query_ids if all(q in o for o in others)]
+    if not common:
+        raise InputError("the runs share no query that has qrels: no mean can be compared "
+                         "over the same queries (--run-queries: each run's mean over its own)")
+    return {n: ev.only(common) for n, ev in results.items()}
+
+
 def mark(cell: Cell) -> str:
     """▲ or ▼ for a significant difference, else nothing."""
     if not cell.significant or cell.diff is None:
@@ -185,12 +232,12 @@ def mark(cell: Cell) -> str:
 
 def comparison_rows(c, with_ci: bool = True, digits: int = 4):
     """Headers and rows of the results table (means, intervals and p-values to ``digits``)."""
-    headers = ["run"]
+    headers = ["run", "queries"]
     for m in c.measures:
         headers += [m] + (["95% CI"] if with_ci else []) + [f"p ({m})"]
     rows = []
     for n in c.runs:
-        row = [n + (" (baseline)" if n == c.baseline else "")]
+        row = [n + (" (baseline)" if n == c.baseline else ""), _queries_cell(c, n)]
         for m in c.measures:
             cell = c.cells[(n, m)]
             row.append(f"{cell.interval.mean:.{digits}f}{mark(cell)}")
@@ -201,6 +248,13 @@ def comparison_rows(c, with_ci: bool = True, digits: int = 4):
     return headers, rows
 
 
+def _queries_cell(c, run: str) -> str:
+    """How many queries a run's mean is over: "10", or "10 of 12" when the shared set leaves
+    some of its own out."""
+    k, own = len(c.run_queries[run]), c.own_queries.get(run, len(c.run_queries[run]))
+    return f"{k} of {own}" if own > k else str(k)
+
+
 def comparison_dict(c) -> dict:
     """The comparison as plain data."""
     from reljudge.metrics.queries import rule_name
@@ -209,6 +263,7 @@ def comparison_dict(c) -> dict:
             "alpha": c.alpha, "trials": c.trials, "seed": c.seed, "queries": len(c.queries),
             "rule": rule_name(c.all_queries), "rule_text": c.rule_note(),
             "run_queries": {n: len(q) for n, q in c.run_queries.items()},
+            "shared": c.shared, "own_queries": dict(c.own_queries),
             "warnings": c.warnings,
             "ci_method": c.ci_method, "legend": c.legend(),
             "runs": {n: {m: {"mean": cell.interval.mean, "se": cell.interval.se,
