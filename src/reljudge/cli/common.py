@@ -239,9 +239,29 @@ def add_store(parser, help: str, required: bool = False) -> None:
                              "project; default: the URL's ?schema=, else reljudge)")
 
 
+def check_store_path(value: str | None, flag: str = "--store") -> None:
+    """Refuse a SQLite store path that is a folder, or in a folder that is not there, naming
+    the flag (a store is a file; no command makes folders for one)."""
+    from pathlib import Path
+
+    from reljudge.errors import ConfigError
+    from reljudge.store.postgres import is_url
+
+    if not value or is_url(value):
+        return
+    path = Path(value)
+    if path.is_dir():
+        raise ConfigError(f"{flag} {value} is a folder; give a file path such as "
+                          f"{path / 'labels.sqlite'}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{flag} {value}: folder {path.parent} does not exist; create it "
+                          "first (no command makes folders for a store)")
+
+
 def resolve_store(args: argparse.Namespace) -> None:
-    """Fold --store-schema into a postgresql:// --store (as its ?schema=); an error with a
-    SQLite store. Called once, before the command runs."""
+    """Check a SQLite --store's path; fold --store-schema into a postgresql:// --store (as its
+    ?schema=), an error with a SQLite store. Called once, before the command runs."""
+    check_store_path(getattr(args, "store", None))
     schema = getattr(args, "store_schema", None)
     if schema is None:
         return

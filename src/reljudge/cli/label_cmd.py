@@ -194,6 +194,7 @@ def run_label(args: argparse.Namespace) -> int:
     passages = read_passages(args.passages, {d for _, d in pairs})  # irds: these ids only
     config = config_from_args(args)
     labeller = Labeller(config, on_warning=warn)
+    check_texts(labeller, args, pairs, queries, passages)
     store = None
     from reljudge.store.postgres import is_url
 
@@ -203,10 +204,11 @@ def run_label(args: argparse.Namespace) -> int:
         from reljudge.store import LabelStore
 
         store = LabelStore(args.store)
-        if not args.dry_run:  # a text replaced goes to the store's text history
-            store.add_queries(queries)
-            store.add_passages(passages)
     try:
+        if store is not None and not args.dry_run:
+            labeller.check(pairs, queries, passages, store)  # every refusal before a write
+            store.add_queries(queries)  # a text replaced goes to the store's text history
+            store.add_passages(passages)
         if args.dry_run:
             est = labeller.estimate(pairs, queries, passages, store)
             if args.format == "json":
@@ -241,6 +243,17 @@ def run_label(args: argparse.Namespace) -> int:
     if report.stop_reason:
         return EXIT_STOPPED
     return EXIT_OK if report.complete else EXIT_FAILURES
+
+
+def check_texts(labeller, args: argparse.Namespace, pairs, queries, passages) -> None:
+    """Refuse pairs whose query or passage has no text (or an empty one), naming the files."""
+    from reljudge.errors import InputError
+
+    try:
+        labeller.check_inputs(pairs, queries, passages)
+    except InputError as e:
+        raise InputError(f"{e.detail} (texts from --queries {args.queries}, --passages "
+                         f"{args.passages})") from None
 
 
 def remove_store_files(path) -> None:
