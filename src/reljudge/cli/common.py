@@ -181,14 +181,13 @@ def positive_int(text: str) -> int:
 
 
 def check_outputs(*paths: str | None) -> None:
-    """Refuse output paths that are folders before any work is done (nothing half-written)."""
-    from pathlib import Path
-
-    from reljudge.errors import InputError
+    """Refuse output files that cannot be written (a folder, in a read-only folder, below a
+    file) before any work is done: nothing half-written."""
+    from reljudge.io.files import check_writable
 
     for p in paths:
-        if p and Path(p).is_dir():
-            raise InputError("is a directory, expected a file to write", p)
+        if p:
+            check_writable(p)
 
 
 def say(text: str) -> None:

@@ -193,6 +193,7 @@ def run_label(args: argparse.Namespace) -> int:
         pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
     passages = read_passages(args.passages, {d for _, d in pairs})  # irds: these ids only
     config = config_from_args(args)
+    check_cache(config.resolved_cache_dir())
     labeller = Labeller(config, on_warning=warn)
     check_texts(labeller, args, pairs, queries, passages)
     store = None
@@ -203,7 +204,7 @@ def run_label(args: argparse.Namespace) -> int:
     if args.store and not (args.dry_run and new_store):  # a dry run writes nothing
         from reljudge.store import LabelStore
 
-        store = LabelStore(args.store)
+        store = LabelStore(args.store, readonly=args.dry_run)
     try:
         if store is not None and not args.dry_run:
             labeller.check(pairs, queries, passages, store)  # every refusal before a write
@@ -254,6 +255,18 @@ def check_texts(labeller, args: argparse.Namespace, pairs, queries, passages) ->
     except InputError as e:
         raise InputError(f"{e.detail} (texts from --queries {args.queries}, --passages "
                          f"{args.passages})") from None
+
+
+def check_cache(folder: Path) -> None:
+    """Refuse an answer cache folder this process cannot write: every answer goes there
+    before anything else happens."""
+    from reljudge.errors import ConfigError, InputError
+    from reljudge.io.files import check_writable
+
+    try:
+        check_writable(folder, folder=True)
+    except InputError as e:
+        raise ConfigError(f"the answer cache (--cache-dir) {e}") from None
 
 
 def remove_store_files(path) -> None:

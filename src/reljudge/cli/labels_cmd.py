@@ -290,8 +290,10 @@ def do_merge(args) -> int:
 
 def do_export(args) -> int:
     """Write one source (or kind) alone."""
+    from reljudge.cli.common import check_outputs
     from reljudge.io.trec import write_qrels
 
+    check_outputs(args.out)
     policy = f"source={args.source}" if args.source else f"{args.kind}-only"
     with open_store(args) as store:
         merged = store.merge(policy, args.aggregate)
