@@ -412,7 +412,7 @@ BAD_CONFIGS = {
                              "all_queries"),
     "store in a missing folder": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = '
                                                       '"nodir/labels.sqlite"'),
-                                  "nodir does not exist"),
+                                  "is in a folder that does not exist"),
 }
 
 

@@ -172,15 +172,16 @@ def test_a_store_in_a_missing_folder_is_refused_not_made(tmp_path, capsys, cmd):
     store = tmp_path / "nodir" / "x.sqlite"
     assert main(STORE_WRITERS[cmd](tmp_path, str(store))) == 2
     line = one_error(capsys.readouterr().err)
-    assert f"folder {tmp_path / 'nodir'} does not exist" in line
+    assert f"--store {store} is in a folder that does not exist ({tmp_path / 'nodir'}); " \
+           "create it first" in line
     assert not (tmp_path / "nodir").exists()
 
 
 def test_label_store_never_creates_folders(tmp_path):
-    with pytest.raises(StoreError, match=r"x.sqlite: folder \S+nodir does not exist; create it "
-                                         r"first"):
+    with pytest.raises(StoreError, match=r"x.sqlite is in a folder that does not exist "
+                                         r"\(\S+nodir\); create it first"):
         LabelStore(tmp_path / "nodir" / "x.sqlite")
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(StoreError, match=r"stores: is a directory; give a file path such as "):
+    with pytest.raises(StoreError, match=r"stores is a folder; give a file path such as "):
         (tmp_path / "stores").mkdir()
         LabelStore(tmp_path / "stores")

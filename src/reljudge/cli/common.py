@@ -239,22 +239,17 @@ def add_store(parser, help: str, required: bool = False) -> None:
 
 
 def check_store_path(value: str | None, flag: str = "--store") -> None:
-    """Refuse a SQLite store path that is a folder, or in a folder that is not there, naming
-    the flag (a store is a file; no command makes folders for one)."""
+    """Refuse a SQLite store path no command can use (``store.sqlite.path_problem``: a
+    folder, or in a folder that is not there), naming the flag."""
     from pathlib import Path
 
     from reljudge.errors import ConfigError
     from reljudge.store.postgres import is_url
+    from reljudge.store.sqlite import path_problem
 
-    if not value or is_url(value):
-        return
-    path = Path(value)
-    if path.is_dir():
-        raise ConfigError(f"{flag} {value} is a folder; give a file path such as "
-                          f"{path / 'labels.sqlite'}")
-    if not path.parent.is_dir():
-        raise ConfigError(f"{flag} {value}: folder {path.parent} does not exist; create it "
-                          "first (no command makes folders for a store)")
+    problem = None if not value or is_url(value) else path_problem(Path(value))
+    if problem is not None:
+        raise ConfigError(f"{flag} {value} {problem}")
 
 
 def resolve_store(args: argparse.Namespace) -> None:

@@ -13,17 +13,25 @@ from reljudge.store import schema
 from reljudge.store.backend import Backend
 
 
-def check_location(path: Path, *, create: bool, readonly: bool) -> None:
-    """Refuse, in one line, a store path SQLite cannot use as asked: a folder, a file that is
-    not there (unless ``create``; a typo must not become an empty store), a folder that is not
-    there (a store never creates folders: a typo there would hide the store), or a read-only
-    file or folder for a command that writes."""
+def path_problem(path: Path) -> str | None:
+    """What makes ``path`` no store file for any command, said after the path: a folder, or a
+    folder above it that is not there (a store never makes folders: a typo there would hide
+    the labels in a new, empty store elsewhere); None when there is nothing wrong."""
     if path.is_dir():
-        raise StoreError(f"{path}: is a directory; give a file path such as "
-                         f"{path / 'labels.sqlite'}")
+        return f"is a folder; give a file path such as {path / 'labels.sqlite'}"
     if not path.parent.is_dir():
-        raise StoreError(f"{path}: folder {path.parent} does not exist; create it first (a "
-                         "store never creates folders)")
+        return (f"is in a folder that does not exist ({path.parent}); create it first (a "
+                "store never makes folders)")
+    return None
+
+
+def check_location(path: Path, *, create: bool, readonly: bool) -> None:
+    """Refuse, in one line, a store path SQLite cannot use as asked: ``path_problem``, a file
+    that is not there (unless ``create``; a typo must not become an empty store), or a
+    read-only file or folder for a command that writes."""
+    problem = path_problem(path)
+    if problem is not None:
+        raise StoreError(f"{path} {problem}")
     if not path.is_file():
         if not create:
             raise StoreError(f"{path}: no such label store (label, labels import and run "
