@@ -410,6 +410,9 @@ BAD_CONFIGS = {
     "not TOML": ("[inputs\nqueries = 1\n", "not valid TOML"),
     "all_queries a string": (GOOD_CONFIG.replace('"P@5"]', '"P@5"]\nall_queries = "yes"'),
                              "all_queries"),
+    "store in a missing folder": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = '
+                                                      '"nodir/labels.sqlite"'),
+                                  "is in a folder that does not exist"),
 }
 
 

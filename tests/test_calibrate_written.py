@@ -5,6 +5,7 @@ worse than the raw judge on held-out queries, are not written unless --force."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -65,17 +66,20 @@ def test_the_labels_written_are_the_rules_grades_and_the_derivation_says_which(l
 
 def test_labels_never_checked_are_not_written_unless_forced(lenient, capsys):
     db, _ = lenient
+    out = Path(db).with_name("probs.tsv")
     argv = ["calibrate", "--store", db, "--human-source", "nist", "--judge-source", "lenient",
-            "--folds", "0"]
+            "--folds", "0", "--out", str(out)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "not written" in err and "never checked on held-out queries" in err
+    assert not out.exists()  # "nothing was written": --out neither
     with LabelStore(db, create=False) as s:
         assert s.derivations() == [] and "calibrated:lenient" not in {
             x.name for x in s.sources()}
     assert main([*argv, "--force"]) == 0
     with LabelStore(db, create=False) as s:
         assert len(s.derivations()) == 1
+    assert out.read_text().startswith("qid\tdocid\tp0")
 
 
 def test_held_out_figures_worse_than_the_raw_judge_refuse_the_write():

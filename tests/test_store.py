@@ -418,7 +418,7 @@ def test_opening_a_missing_store_without_create_is_an_error_and_creates_nothing(
     with pytest.raises(StoreError, match="typo.sqlite: no such label store"):
         LabelStore(tmp_path / "typo.sqlite", create=False)
     (tmp_path / "dir.sqlite").mkdir()
-    with pytest.raises(StoreError, match="dir.sqlite: is a directory"):
+    with pytest.raises(StoreError, match="dir.sqlite is a folder; give a file path such as "):
         LabelStore(tmp_path / "dir.sqlite", create=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.sqlite"]
     with LabelStore(tmp_path / "s.sqlite") as s:

@@ -31,14 +31,22 @@ def find_examples(explicit: str | Path | None = None) -> Path:
 
 
 def fresh_folder(out: Path) -> None:
-    """Empty the demo's output folder, refusing to touch a folder the demo did not make."""
+    """Empty the demo's output folder, refusing to touch a folder the demo did not make (or
+    one it cannot write)."""
     import shutil
 
+    from reljudge.io.files import check_writable
+
+    check_writable(out, folder=True)
     if out.exists() and any(out.iterdir()):
         if not (out / MARKER).exists():
             raise ConfigError(f"{out} exists and was not made by `reljudge demo`; "
                               "choose another --out")
-        shutil.rmtree(out)
+        for item in out.iterdir():  # the folder itself stays: its parent may be read-only
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item)
+            else:
+                item.unlink()
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).write_text("made by reljudge demo; deleted and rewritten by the next demo\n")
 

@@ -114,11 +114,12 @@ def _load(args: argparse.Namespace):
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Fit, check on held-out queries, write."""
-    from reljudge.cli.common import working
+    from reljudge.cli.common import check_outputs, working
     from reljudge.errors import ConfigError
     from reljudge.infer.derive import calibrate_judge, panel_judges
     from reljudge.tables import json_dumps, render
 
+    check_outputs(args.out)
     if args.sample is not None and args.sample < 1:
         raise ConfigError(f"--sample {args.sample}: give a positive number of pairs")
     if args.folds == 1 or args.folds < 0:
@@ -142,7 +143,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
                                       human_name=human_name, probs=probs[judge_name], **kw,
                                       sample=args.sample, seed=args.seed, folds=args.folds,
                                       decision=args.decision)
-    if args.out:
+    refused = derived.worse_than_raw() if args.store and not args.force else None
+    if args.out and refused is None:  # refused: nothing is written, --out neither
         from reljudge.infer.calibrate import expected_grade
         from reljudge.io.files import atomic_write
 
@@ -152,7 +154,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
             f"{int(p.argmax())}\n" for (q, d), p, e in zip(derived.pairs, derived.probs,
                                                             expected, strict=True)))
     written = None
-    refused = derived.worse_than_raw() if args.store and not args.force else None
     if args.store and refused is None:
         from reljudge.store import LabelStore
 
@@ -175,7 +176,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if written is not None:
         say(f"\nwrote {len(derived.pairs)} labels to {args.store} as source {derived.name} "
             f"(derivation {written})")
-    if args.out:
+    if args.out and refused is None:
         say(f"wrote {len(derived.pairs)} distributions to {args.out}")
     return _refused(args, derived, refused)
 

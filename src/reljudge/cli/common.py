@@ -181,14 +181,13 @@ def positive_int(text: str) -> int:
 
 
 def check_outputs(*paths: str | None) -> None:
-    """Refuse output paths that are folders before any work is done (nothing half-written)."""
-    from pathlib import Path
-
-    from reljudge.errors import InputError
+    """Refuse output files that cannot be written (a folder, in a read-only folder, below a
+    file) before any work is done: nothing half-written."""
+    from reljudge.io.files import check_writable
 
     for p in paths:
-        if p and Path(p).is_dir():
-            raise InputError("is a directory, expected a file to write", p)
+        if p:
+            check_writable(p)
 
 
 def say(text: str) -> None:
@@ -239,9 +238,24 @@ def add_store(parser, help: str, required: bool = False) -> None:
                              "project; default: the URL's ?schema=, else reljudge)")
 
 
+def check_store_path(value: str | None, flag: str = "--store") -> None:
+    """Refuse a SQLite store path no command can use (``store.sqlite.path_problem``: a
+    folder, or in a folder that is not there), naming the flag."""
+    from pathlib import Path
+
+    from reljudge.errors import ConfigError
+    from reljudge.store.postgres import is_url
+    from reljudge.store.sqlite import path_problem
+
+    problem = None if not value or is_url(value) else path_problem(Path(value))
+    if problem is not None:
+        raise ConfigError(f"{flag} {value} {problem}")
+
+
 def resolve_store(args: argparse.Namespace) -> None:
-    """Fold --store-schema into a postgresql:// --store (as its ?schema=); an error with a
-    SQLite store. Called once, before the command runs."""
+    """Check a SQLite --store's path; fold --store-schema into a postgresql:// --store (as its
+    ?schema=), an error with a SQLite store. Called once, before the command runs."""
+    check_store_path(getattr(args, "store", None))
     schema = getattr(args, "store_schema", None)
     if schema is None:
         return

@@ -193,7 +193,9 @@ def run_label(args: argparse.Namespace) -> int:
         pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
     passages = read_passages(args.passages, {d for _, d in pairs})  # irds: these ids only
     config = config_from_args(args)
+    check_cache(config.resolved_cache_dir())
     labeller = Labeller(config, on_warning=warn)
+    check_texts(labeller, args, pairs, queries, passages)
     store = None
     from reljudge.store.postgres import is_url
 
@@ -202,11 +204,12 @@ def run_label(args: argparse.Namespace) -> int:
     if args.store and not (args.dry_run and new_store):  # a dry run writes nothing
         from reljudge.store import LabelStore
 
-        store = LabelStore(args.store)
-        if not args.dry_run:  # a text replaced goes to the store's text history
-            store.add_queries(queries)
-            store.add_passages(passages)
+        store = LabelStore(args.store, readonly=args.dry_run)
     try:
+        if store is not None and not args.dry_run:
+            labeller.check(pairs, queries, passages, store)  # every refusal before a write
+            store.add_queries(queries)  # a text replaced goes to the store's text history
+            store.add_passages(passages)
         if args.dry_run:
             est = labeller.estimate(pairs, queries, passages, store)
             if args.format == "json":
@@ -241,6 +244,29 @@ def run_label(args: argparse.Namespace) -> int:
     if report.stop_reason:
         return EXIT_STOPPED
     return EXIT_OK if report.complete else EXIT_FAILURES
+
+
+def check_texts(labeller, args: argparse.Namespace, pairs, queries, passages) -> None:
+    """Refuse pairs whose query or passage has no text (or an empty one), naming the files."""
+    from reljudge.errors import InputError
+
+    try:
+        labeller.check_inputs(pairs, queries, passages)
+    except InputError as e:
+        raise InputError(f"{e.detail} (texts from --queries {args.queries}, --passages "
+                         f"{args.passages})") from None
+
+
+def check_cache(folder: Path) -> None:
+    """Refuse an answer cache folder this process cannot write: every answer goes there
+    before anything else happens."""
+    from reljudge.errors import ConfigError, InputError
+    from reljudge.io.files import check_writable
+
+    try:
+        check_writable(folder, folder=True)
+    except InputError as e:
+        raise ConfigError(f"the answer cache (--cache-dir) {e}") from None
 
 
 def remove_store_files(path) -> None:

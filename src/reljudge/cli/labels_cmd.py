@@ -290,8 +290,10 @@ def do_merge(args) -> int:
 
 def do_export(args) -> int:
     """Write one source (or kind) alone."""
+    from reljudge.cli.common import check_outputs
     from reljudge.io.trec import write_qrels
 
+    check_outputs(args.out)
     policy = f"source={args.source}" if args.source else f"{args.kind}-only"
     with open_store(args) as store:
         merged = store.merge(policy, args.aggregate)
@@ -306,10 +308,13 @@ def do_export(args) -> int:
 
 def do_copy(args) -> int:
     """``labels copy SRC DST``."""
+    from reljudge.cli.common import check_store_path
     from reljudge.store import LabelStore
     from reljudge.store.copy import copy_store
     from reljudge.tables import json_dumps, render
 
+    check_store_path(args.src, "SRC")
+    check_store_path(args.dst, "DST")
     with LabelStore(args.src, create=False, readonly=True) as src, LabelStore(args.dst) as dst:
         report = copy_store(src, dst)
     if args.format == "json":

@@ -68,6 +68,7 @@ def run(args) -> int:
     """Draw, record, export."""
     import sys
 
+    from reljudge.cli.common import check_outputs
     from reljudge.errors import ConfigError
     from reljudge.infer.sample import draw, export
     from reljudge.store import LabelStore
@@ -78,6 +79,7 @@ def run(args) -> int:
         raise ConfigError(f"{args.design} needs --budget (pairs to label)")
     if args.out and not args.out.endswith((".tsv", ".jsonl")):
         raise ConfigError(f"--out {args.out}: expected a .tsv or .jsonl file name")
+    check_outputs(args.out)
     with LabelStore(args.store, create=False) as store:
         from reljudge.store import resolve_source
 

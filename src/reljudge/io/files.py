@@ -200,16 +200,38 @@ def file_sha256(path: str | Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def check_writable(path: str | Path, *, folder: bool = False) -> None:
+    """Raise InputError, naming the path and why, unless this process can write ``path``: a
+    file (``folder``: a folder to write files in) that is absent or of that kind, in the
+    nearest existing folder above it, which it may write (the writer makes the folders
+    between)."""
+    path = Path(path)
+    try:
+        exists = path.exists()
+    except OSError as e:  # a name too long, a loop of links
+        raise InputError(f"cannot be written ({e.strerror or e})", path) from None
+    if exists and path.is_dir() != folder:
+        raise InputError("is a file, expected a folder" if folder else
+                         "is a directory, expected a file to write", path)
+    place = path if folder and path.is_dir() else path.parent
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if not place.is_dir():
+        raise InputError(f"cannot be written: {place} is a file, expected a folder", path)
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise InputError(f"cannot be written: folder {place} is read-only", path)
+
+
 def atomic_write(path: str | Path, text: str, *, allow_empty: bool = False) -> None:
     """Write text so that readers see the old file or the whole new one, never a part.
 
     The file gets the mode a plain ``open`` would give it (an existing file keeps its mode, a
     new one honours the umask). Empty text never replaces a non-empty file unless
     ``allow_empty``: an empty result over earlier work is almost always a mistake upstream.
+    A path that cannot be written is an InputError naming it (``check_writable``).
     """
     path = Path(path)
-    if path.is_dir():
-        raise InputError("is a directory, expected a file to write", path)
+    check_writable(path)
     try:
         old = path.stat()
     except FileNotFoundError:
@@ -218,15 +240,20 @@ def atomic_write(path: str | Path, text: str, *, allow_empty: bool = False) -> N
         raise InputError("refusing to replace this non-empty file with an empty result "
                          "(nothing was written)", path)
     mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise InputError(f"cannot be written ({e.strerror or e})", path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):  # a full disk, a file made read-only meanwhile
+            raise InputError(f"cannot be written ({e.strerror or e})", path) from None
         raise
 
 

@@ -146,6 +146,16 @@ class Labeller:
                                            current, self.config.stale)
         return done, failed
 
+    def check(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+              passages: Mapping[str, Any], sink=None) -> None:
+        """Raise what ``label`` refuses before its first call (pairs without texts, a budget
+        it cannot enforce, labels on changed texts under --stale fail), reading the sink only:
+        a caller that writes for the run (its texts to the store) checks this first."""
+        self.check_inputs(pairs, queries, passages)
+        self.spending_limit(sink)
+        if self.config.stale == "fail":
+            self.settled(sink, shown_now(pairs, queries, passages))
+
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any], sink=None) -> CostEstimate:
         """What a run would send after store and cache hits, and its rough cost (at the batch

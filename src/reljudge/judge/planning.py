@@ -18,17 +18,27 @@ Item = tuple[str, str, int]  # (qid, docid, sample)
 
 def check_inputs(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                  passages: Mapping[str, Any]) -> None:
-    """Raise InputError naming the pairs' query and passage ids that have no text."""
-    missing_q = sorted({q for q, _ in pairs if q not in queries})
-    missing_d = sorted({d for _, d in pairs if d not in passages})
-    if missing_q or missing_d:
-        parts = []
-        if missing_q:
-            parts.append(f"{len(missing_q)} query id(s) without text (e.g. {missing_q[:3]})")
-        if missing_d:
-            parts.append(f"{len(missing_d)} passage id(s) without text "
-                         f"(e.g. {missing_d[:3]})")
+    """Raise InputError naming the pairs' query and passage ids that have no text, or an
+    empty one (a judge shown nothing would still answer)."""
+    from reljudge.labels import passage_parts
+
+    parts = []
+    for what, ids, texts in (("query", {q for q, _ in pairs}, queries),
+                             ("passage", {d for _, d in pairs}, passages)):
+        missing = sorted(i for i in ids if i not in texts)
+        empty = sorted(i for i in ids if i in texts and not _has_text(
+            texts[i] if what == "query" else passage_parts(texts[i])[0]))
+        if missing:
+            parts.append(f"{len(missing)} {what} id(s) without text (e.g. {missing[:3]})")
+        if empty:
+            parts.append(f"{len(empty)} {what} id(s) with an empty text (e.g. {empty[:3]})")
+    if parts:
         raise InputError("cannot label: " + "; ".join(parts))
+
+
+def _has_text(text: object) -> bool:
+    """Whether a text holds something to read (None renders as "None", as it always did)."""
+    return not isinstance(text, str) or bool(text.strip())
 
 
 STALE = ("relabel", "keep", "fail")  # what a run does with labels given to changed texts

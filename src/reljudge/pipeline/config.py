@@ -276,6 +276,11 @@ def _check_settings(config: PipelineConfig, path: Path) -> None:
                           "the environment variable that holds it (api_key_env = \"VAR\")")
     if isinstance(config.store_path, Path) and config.store_path.is_dir():
         raise ConfigError(f"{path}: [output] store {str(config.output.store)!r} is a directory")
+    if isinstance(config.store_path, Path) and config.store_path.parent != config.out_dir \
+            and not config.store_path.parent.is_dir():  # out_dir is made by the run
+        raise ConfigError(f"{path}: [output] store {str(config.output.store)!r} is in a "
+                          f"folder that does not exist ({config.store_path.parent}); create "
+                          "it first")
     if config.out_dir.exists() and not config.out_dir.is_dir():
         raise ConfigError(f"{path}: [output] dir {str(config.output.dir)!r} is not a folder")
 

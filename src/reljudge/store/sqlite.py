@@ -3,6 +3,7 @@ timeout, foreign keys), the copy kept aside before a migration, and SQLite's id 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,6 +11,51 @@ from pathlib import Path
 from reljudge.errors import StoreError
 from reljudge.store import schema
 from reljudge.store.backend import Backend
+
+
+def path_problem(path: Path) -> str | None:
+    """What makes ``path`` no store file for any command, said after the path: a folder, or a
+    folder above it that is not there (a store never makes folders: a typo there would hide
+    the labels in a new, empty store elsewhere); None when there is nothing wrong."""
+    if path.is_dir():
+        return f"is a folder; give a file path such as {path / 'labels.sqlite'}"
+    if not path.parent.is_dir():
+        return (f"is in a folder that does not exist ({path.parent}); create it first (a "
+                "store never makes folders)")
+    return None
+
+
+def check_location(path: Path, *, create: bool, readonly: bool) -> None:
+    """Refuse, in one line, a store path SQLite cannot use as asked: ``path_problem``, a file
+    that is not there (unless ``create``; a typo must not become an empty store), or a
+    read-only file or folder for a command that writes."""
+    problem = path_problem(path)
+    if problem is not None:
+        raise StoreError(f"{path} {problem}")
+    if not path.is_file():
+        if not create:
+            raise StoreError(f"{path}: no such label store (label, labels import and run "
+                             "create one)")
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise StoreError(f"cannot create store {path}: folder {path.parent} is read-only")
+    elif not readonly and not (os.access(path, os.W_OK)
+                               and os.access(path.parent, os.W_OK | os.X_OK)):
+        why = "the file" if not os.access(path, os.W_OK) else \
+            f"its folder {path.parent} (SQLite writes its -wal and -shm files there)"
+        raise StoreError(f"store {path} is read-only: this command writes to it, and {why} "
+                         "cannot be written")
+
+
+def _address(path: Path, readonly: bool) -> str:
+    """The URI SQLite opens: the file as ever, or for a command that only reads a file or
+    folder it may not write, read-only (``mode=ro``), and ``immutable`` when no -wal file is
+    beside it (a WAL reader needs a -shm file it could not make; with no -wal there is no
+    write under way whose pages it would miss)."""
+    uri = path.absolute().as_uri()
+    if not readonly or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)):
+        return uri
+    wal = Path(f"{path}-wal")
+    return f"{uri}?mode=ro" + ("" if wal.exists() else "&immutable=1")
 
 
 class SQLiteBackend(Backend):
@@ -24,8 +70,9 @@ class SQLiteBackend(Backend):
         try:
             # one thread at a time, not always the opening one: label_pairs called inside a
             # running event loop (Jupyter) writes from its worker thread while the caller waits
-            self.sqlite = sqlite3.connect(path, timeout=timeout, isolation_level=None,
-                                          check_same_thread=False)
+            self.sqlite = sqlite3.connect(_address(path, readonly), timeout=timeout,
+                                          isolation_level=None, check_same_thread=False,
+                                          uri=True)
             self.conn = self.sqlite
             self.sqlite.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             old, current = self.version(), schema.SCHEMA_VERSION

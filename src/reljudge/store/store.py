@@ -17,7 +17,6 @@ import logging
 from pathlib import Path
 from types import TracebackType
 
-from reljudge.errors import StoreError
 from reljudge.store.backend import Backend
 from reljudge.store.claims import Claims
 from reljudge.store.dataframes import Frames
@@ -25,6 +24,7 @@ from reljudge.store.derived_sources import DerivedSources
 from reljudge.store.events import EventLog, Outcome, SourceStats
 from reljudge.store.samples import Samples
 from reljudge.store.spend import Spend
+from reljudge.store.sqlite import check_location
 from reljudge.store.texts import Texts
 
 __all__ = ["LabelStore", "Outcome", "SourceStats"]
@@ -64,10 +64,7 @@ class LabelStore(Frames, EventLog, Texts, DerivedSources, Samples, Spend, Claims
         from reljudge.store.schema import SCHEMA_VERSION
         from reljudge.store.sqlite import SQLiteBackend
 
-        if not create and not path.is_file():  # a typo must not become an empty store
-            what = "is a directory" if path.is_dir() else "no such label store"
-            raise StoreError(f"{path}: {what} (label, labels import and run create one)")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        check_location(path, create=create, readonly=readonly)
         db = SQLiteBackend(path, timeout, readonly=readonly)
         if db.backup is not None:
             _log.warning(f"reljudge: {path}: label store upgraded from schema "
