@@ -29,6 +29,8 @@ def test_every_form_of_password_libpq_accepts_is_masked():
     assert masked("postgres://h/db?pass%77ord=s%40cret") == "postgres://h/db?pass%77ord=***"
     assert masked("host=h dbname=db password=s3cret user=ann") == \
         "host=h dbname=db password=*** user=ann"
+    assert masked("postgresql://h/db?sslkey=k.pem&sslpassword=s3cret host=h sslpassword=s3") == \
+        "postgresql://h/db?sslkey=k.pem&sslpassword=*** host=h sslpassword=***"
     assert masked("host=h password = 'it''s a \\'secret\\'' user=ann") == \
         "host=h password = *** user=ann"
     assert masked('store = "postgresql://ann@h/db?password=s3cret"') == \

@@ -57,14 +57,16 @@ def one_line(message: str) -> str:
 
 _URL = re.compile(r"postgres(?:ql)?://[^\s'\"]*")
 _QUERY_PARAM = re.compile(r"([?&])([^=&#]*)=([^&#]*)")
+#: the settings libpq takes a secret in: the password, and the client key's passphrase
+_SECRETS = ("password", "sslpassword")
 #: libpq's keyword form: password=value, the value bare or in single quotes (\' and '' inside)
-_KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.|'')*'|[^\s&'\"]*)")
+_KEYWORD_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.|'')*'|[^\s&'\"]*)")
 
 
 def masked(text: str) -> str:
     """``text`` with every password libpq would read in it replaced by ``***``: a PostgreSQL
     URL's ``user:password@`` and ``?password=`` (its key percent-encoded too), and the
-    ``password=`` of a keyword/value connection string."""
+    ``password=`` of a keyword/value connection string (``sslpassword`` too)."""
     return _KEYWORD_PASSWORD.sub(r"\1***", _URL.sub(lambda m: _masked_url(m.group()), text))
 
 
@@ -76,7 +78,7 @@ def _masked_url(url: str) -> str:
     if at and ":" in user:
         netloc = f"{user.partition(':')[0]}:***@{hosts}"
     tail = _QUERY_PARAM.sub(lambda m: f"{m[1]}{m[2]}=***"
-                            if urllib.parse.unquote(m[2]) == "password" else m[0], tail)
+                            if urllib.parse.unquote(m[2]) in _SECRETS else m[0], tail)
     return f"{scheme}://{netloc}{tail}"
 
 
