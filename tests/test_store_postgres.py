@@ -185,7 +185,8 @@ def test_a_pipeline_on_a_postgresql_store_writes_what_it_writes_on_sqlite(pg_ser
         for k, v in env_for(server, tmp_path).items():
             monkeypatch.setenv(k, v)
         secret = "s3cret-pw"  # the test server trusts 127.0.0.1: any password will do
-        url = pg_url(pg_server, "pipeline").replace("://reljudge@", f"://reljudge:{secret}@")
+        url = pg_url(pg_server, "pipeline").replace("://reljudge@", f"://reljudge:{secret}@") \
+            + f"&password={secret}"  # both forms libpq reads in a URL
         for store in (None, url):
             dest = tmp_path / f"hr{len(outs)}"
             shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("out"))

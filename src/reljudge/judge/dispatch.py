@@ -69,7 +69,8 @@ class Lane:
     tokens_out: int = 0
     cost: float = 0.0
     handed_back: int = 0  # pairs whose call failed here and went to another endpoint
-    spend_run: int | None = None
+    spend_run: int | None = None  # its line in the store's spend ledger
+    ledger: JudgmentSink | None = None  # the store holding that line
     meta: dict = field(default_factory=dict)  # provenance of its labels
 
     @property
@@ -78,12 +79,16 @@ class Lane:
         return self.spec.display
 
     def paid(self, answer: Answer, cost: float, report: LabelReport) -> None:
-        """Count one paid answer here and in the run's report."""
+        """Count one paid answer here and in the run's report, and in the store's spend
+        ledger at once (a process killed later has still counted it)."""
         for counts in (self, report):
             counts.calls += 1
             counts.tokens_in += answer.tokens_in
             counts.tokens_out += answer.tokens_out
             counts.cost += cost
+        if self.ledger is not None and self.spend_run is not None:
+            self.ledger.update_spend(self.spend_run, self.calls, self.tokens_in,
+                                     self.tokens_out, self.cost)
 
     def summary(self) -> dict[str, Any]:
         """Its counts, for the report."""
@@ -164,6 +169,7 @@ def open_lane(spec: Endpoint, config: JudgeConfig, judge_id: str, meta: dict[str
                 meta=meta)
     if store is not None:
         lane.spend_run = store.open_spend(lane.judge_id, spec.display)
+        lane.ledger = store
     return lane
 
 

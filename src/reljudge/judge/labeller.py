@@ -5,12 +5,13 @@ render the prompt, look the exact request up in the answer cache, otherwise send
 free pre-flight check of the endpoint, rate limited, retried by policy, within the budget)
 and cache the answer at once; parse it, re-ask once with a repair message if it cannot be
 read, and record a LabelEvent: a grade, or a failure with its kind and detail. Events reach
-the sink in small batches as they arrive. A job whose calls keep failing the same way, or
-cannot reach the endpoint at all, stops with one line naming the URL and the cause. Spread
-over several endpoints (``reljudge.judge.dispatch``), a pair goes to an endpoint with a free
-worker, and an endpoint that keeps failing is drained while the others go on. What a run
-would do, and what is settled already, is ``reljudge.judge.planning``; how an answer becomes
-an event, ``reljudge.judge.judgment``.
+the sink in small batches as they arrive (64, or what came in the last second); a paid
+answer is in the sink's spend ledger before it is cached. A job whose calls keep failing the
+same way, or cannot reach the endpoint at all, stops with one line naming the URL and the
+cause. Spread over several endpoints (``reljudge.judge.dispatch``), a pair goes to an
+endpoint with a free worker, and an endpoint that keeps failing is drained while the others
+go on. What a run would do, and what is settled already, is ``reljudge.judge.planning``; how
+an answer becomes an event, ``reljudge.judge.judgment``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from reljudge.judge.sink import EventSink, JudgmentSink
 from reljudge.labels import LabelEvent, passage_parts
 
 _log = logging.getLogger(__name__)
+
+#: events reach the sink at most this long after they arrive (or every 64, sooner)
+FLUSH_SECONDS = 1.0
 
 __all__ = ["BudgetReached", "CostEstimate", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]
@@ -264,13 +268,15 @@ class Labeller:
                 raise HandBack from e
             raise
         try:
-            await self._cache.put(key, answer.to_cache())  # before anything else happens
             cost = lane.price.cost(answer.tokens_in, answer.tokens_out)
+            try:  # in the spend ledger first: a cached answer is never an uncounted one
+                lane.paid(answer, cost, report)
+            finally:  # then cached, before anything else happens (a ledger error too)
+                await self._cache.put(key, answer.to_cache())
             await self.budget.settle(held, cost)
             lane.breaker.success()
             if first:
                 _open(lane)
-            lane.paid(answer, cost, report)
             future.set_result(answer)
         finally:
             del self._cache.inflight[key]
@@ -352,10 +358,6 @@ class Labeller:
                 if claims is not None:  # stored: their claims can go
                     claims.release([(e.qid, e.docid, e.sample) for e in pending])
             pending.clear()
-            for lane in lanes:
-                if lane.spend_run is not None and store is not None:
-                    store.update_spend(lane.spend_run, lane.calls, lane.tokens_in,
-                                      lane.tokens_out, lane.cost)
 
         if claims is not None:
             claims.on_wait = flush
@@ -374,10 +376,21 @@ class Labeller:
                 flush()
             bar.advance(report)
 
+        async def flush_in_time() -> None:
+            """What was answered reaches the sink within FLUSH_SECONDS, calls or not (a
+            killed machine loses at most that, plus its calls in flight)."""
+            while True:
+                await asyncio.sleep(FLUSH_SECONDS)
+                try:
+                    flush()
+                except Exception:  # the store failed: the run's next or last flush says so
+                    return
+
         loop = asyncio.get_running_loop()
         self._cache.start()
         interrupted = OnSigint(loop, dispatch) if handle_sigint else None
         renewer = asyncio.create_task(claims.keep()) if claims is not None else None
+        ticker = asyncio.create_task(flush_in_time()) if sink is not None else None
         try:
             with bar:
                 await dispatch.run(claims if claims is not None else todo, len(todo), judge,
@@ -385,8 +398,9 @@ class Labeller:
         finally:
             report.not_sent += dispatch.left()
             try:  # the store may have failed: the rest must happen even so
-                if renewer is not None:
-                    renewer.cancel()
+                for task in (renewer, ticker):
+                    if task is not None:
+                        task.cancel()
                 flush()
                 if claims is not None:
                     claims.release()

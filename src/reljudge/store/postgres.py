@@ -12,13 +12,16 @@ advisory lock).
 
 The password is never written anywhere by us: it comes from the URL, ``PGPASSWORD``,
 ``~/.pgpass`` or a service file (libpq reads them), and every text we show names the store
-by ``masked(url)``. Other libpq settings in the URL (``sslmode``, ``connect_timeout``,
-``service``, ...) are passed through as they are.
+by ``masked(url)`` (each form of password libpq reads masked). Other libpq settings in the
+URL (``sslmode``, ``connect_timeout``, ``service``, ...) are passed through as they are; without
+a ``connect_timeout`` a server that does not answer a new connection is given up on after
+``CONNECT_TIMEOUT`` seconds (libpq would wait for ever).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import urllib.parse
 import zlib
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 
 SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "reljudge"
+#: seconds to wait for a server to answer a new connection (libpq's default is for ever)
+CONNECT_TIMEOUT = 10
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
@@ -50,9 +55,31 @@ def one_line(message: str) -> str:
     return " ".join(masked(message).split())
 
 
+_URL = re.compile(r"postgres(?:ql)?://[^\s'\"]*")
+_QUERY_PARAM = re.compile(r"([?&])([^=&#]*)=([^&#]*)")
+#: the settings libpq takes a secret in: the password, and the client key's passphrase
+_SECRETS = ("password", "sslpassword")
+#: libpq's keyword form: password=value, the value bare or in single quotes (\' and '' inside)
+_KEYWORD_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.|'')*'|[^\s&'\"]*)")
+
+
 def masked(text: str) -> str:
-    """``text`` with the password of every PostgreSQL URL in it replaced by ``***``."""
-    return re.sub(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+    """``text`` with every password libpq would read in it replaced by ``***``: a PostgreSQL
+    URL's ``user:password@`` and ``?password=`` (its key percent-encoded too), and the
+    ``password=`` of a keyword/value connection string (``sslpassword`` too)."""
+    return _KEYWORD_PASSWORD.sub(r"\1***", _URL.sub(lambda m: _masked_url(m.group()), text))
+
+
+def _masked_url(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    cut = re.search(r"[/?#]", rest)
+    netloc, tail = (rest[:cut.start()], rest[cut.start():]) if cut else (rest, "")
+    user, at, hosts = netloc.rpartition("@")
+    if at and ":" in user:
+        netloc = f"{user.partition(':')[0]}:***@{hosts}"
+    tail = _QUERY_PARAM.sub(lambda m: f"{m[1]}{m[2]}=***"
+                            if urllib.parse.unquote(m[2]) in _SECRETS else m[0], tail)
+    return f"{scheme}://{netloc}{tail}"
 
 
 @dataclass(frozen=True)
@@ -76,12 +103,18 @@ def locate(url: str, schema: str | None = None) -> Location:
     if not _SCHEMA_NAME.fullmatch(schema):
         raise ConfigError(f"store schema {schema!r}: a schema name is 1-63 lower-case letters, "
                           "digits and underscores, not starting with a digit")
-    rest = urllib.parse.urlencode([(k, v) for k, v in query if k != "schema"])
-    conninfo = urllib.parse.urlunsplit(parts._replace(query=rest))
-    shown = masked(urllib.parse.urlunsplit(parts._replace(
-        query=urllib.parse.urlencode([*[(k, v) for k, v in query if k != "schema"],
-                                      ("schema", schema)]))))
+    rest = [(k, v) for k, v in query if k != "schema"]
+    conninfo = _unsplit(parts, urllib.parse.urlencode(rest))
+    shown = masked(_unsplit(parts, urllib.parse.urlencode([*rest, ("schema", schema)])))
     return Location(conninfo, schema, shown)
+
+
+def _unsplit(parts: urllib.parse.SplitResult, query: str) -> str:
+    """The URL of these parts with this query, ``//`` kept when it names no host (libpq's
+    local socket form ``postgresql:///db``, which ``urlunsplit`` shortens to ``:/db``)."""
+    url = f"{parts.scheme}://{parts.netloc}{parts.path}"
+    return url + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment
+                                                    else "")
 
 
 def _psycopg():
@@ -269,12 +302,7 @@ class PostgresBackend(Backend):
         self.location = location
         self.path = location.shown  # what messages name (the password masked)
         self.backup = None  # a migration is one transaction: nothing to keep aside
-        try:
-            raw = psycopg.connect(location.conninfo, autocommit=True,
-                                  connect_timeout=max(1, int(min(timeout, 60))))
-        except psycopg.Error as e:
-            raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store: "
-                             f"{one_line(str(e))}") from None
+        raw = self._connect(psycopg, timeout)
         raw.adapters.register_loader("numeric", _numeric_loader(psycopg))
         self.conn = PgConnection(raw, self.path)
         try:
@@ -288,7 +316,9 @@ class PostgresBackend(Backend):
                     f"reads version {current}; a command that only reads never "
                     f"upgrades it: run `reljudge labels upgrade --store URL` once")
             if old < current:
-                raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
+                with raw.transaction():  # processes creating it at one instant take turns
+                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (self._key("schema"),))
+                    raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
             raw.execute(f'SET search_path TO "{location.schema}"')
             self.migrated_from = schema.migrate(self)
             if readonly:
@@ -299,6 +329,24 @@ class PostgresBackend(Backend):
         except BaseException:
             raw.close()
             raise
+
+    def _connect(self, psycopg, timeout: float) -> psycopg.Connection[TupleRow]:
+        """The connection: one StoreError line when there is none, a server that never
+        answers given up on after CONNECT_TIMEOUT seconds (the URL's ``connect_timeout``, or
+        ``PGCONNECT_TIMEOUT``, when given)."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.location.conninfo).query)
+        given = query.get("connect_timeout", [os.environ.get("PGCONNECT_TIMEOUT")])[-1]
+        wait = max(1, int(min(timeout, CONNECT_TIMEOUT)))
+        try:
+            return psycopg.connect(self.location.conninfo, autocommit=True,
+                                   **({} if given else {"connect_timeout": wait}))
+        except psycopg.errors.ConnectionTimeout:
+            raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store: no answer "
+                             f"within {given or wait} s; check its host and port, or wait "
+                             "longer with ?connect_timeout=SECONDS in the URL") from None
+        except psycopg.Error as e:
+            raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store: "
+                             f"{one_line(str(e))}") from None
 
     def version(self) -> int:
         """The schema version of the store (0: no ``meta`` table in its schema)."""
@@ -344,8 +392,11 @@ class PostgresBackend(Backend):
 
     def lock(self, name: str) -> None:
         """A transaction-level advisory lock on (schema, name): released at COMMIT."""
-        key = zlib.crc32(f"reljudge:{self.location.schema}:{name}".encode())
-        self.conn.execute("SELECT pg_advisory_xact_lock(?)", (key,))
+        self.conn.execute("SELECT pg_advisory_xact_lock(?)", (self._key(name),))
+
+    def _key(self, name: str) -> int:
+        """The advisory lock key of (schema, name)."""
+        return zlib.crc32(f"reljudge:{self.location.schema}:{name}".encode())
 
     def ids_taken(self, table: str, column: str) -> None:
         """Move the identity column's sequence past the largest id written."""
