@@ -96,6 +96,39 @@ def test_an_api_key_alone_names_no_endpoint_and_scores_from_the_human_labels(
     assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
 
 
+def test_skipped_labelling_is_recorded_as_skipped_with_the_pairs_left_without_a_label(
+        example, tmp_path, monkeypatch, capsys):
+    """No judge configured: labelling is skipped, exit 0 (nothing was asked for), and the
+    manifest, scores.json, scores.tsv, the run's lines and the report say so, with how many
+    pooled pairs have no label; never "complete" (issue 34, item 2)."""
+    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    cfg, out = str(example / "pipeline.toml"), example / "out"
+    assert main(["run", cfg, "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    pooled = {tuple(line.split("\t")[:2])
+              for line in (out / "pool.tsv").read_text().splitlines()[1:]}
+    labelled = {tuple(line.split()[::2][:2]) for line in (out / "qrels.txt").read_text()
+                .splitlines()}
+    lacking = len(pooled - labelled)
+    assert 0 < lacking < len(pooled)
+    said = f"{lacking} of {len(pooled)} pooled pairs have no label; scored as not relevant"
+    assert said in printed and "[label] skipped: no judge configured" in printed
+    for record in (json.loads((out / "manifest.json").read_text()),
+                   json.loads((out / "scores.json").read_text())):
+        assert record["complete"] is False
+        labelling = record["labelling"]
+        assert labelling["skipped"].startswith("no judge configured")
+        assert (labelling["pooled"], labelling["without_label"]) == (len(pooled), lacking)
+    head = (out / "scores.tsv").read_text().splitlines()[0]
+    assert head.startswith("# SKIPPED: labelling was skipped") and said in head
+    page = tmp_path / "r.html"
+    assert main(["report", "--pipeline", cfg, "--out", str(page), "--quiet"]) == 0
+    html = page.read_text()
+    assert "SKIPPED: labelling was skipped" in html and said in html
+    assert "Best run on" in html  # the human labels are whole: the runs are ranked on them
+
+
 @pytest.mark.slow  # a second incomplete pipeline (the allow-partial test stays fast)
 def test_a_pipeline_whose_labelling_leaves_pairs_ungraded_exits_4(example, tmp_path,
                                                                  monkeypatch, capsys):
@@ -237,6 +270,8 @@ def test_the_pipeline_scores_json_is_what_reljudge_eval_prints(example, tmp_path
     printed = json.loads(capsys.readouterr().out)
     stored = json.loads((out / "scores.json").read_text())
     assert stored.pop("complete") is True and stored.pop("labelling")["without_grade"] == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert stored.pop("config_digest") == manifest["config_digest"]
     assert printed == stored  # what the pipeline adds is what its qrels rest on, nothing else
     assert set(printed) >= {"measures", "all_queries", "conventions", "rule", "warnings", "runs"}
 
