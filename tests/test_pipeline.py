@@ -223,7 +223,11 @@ def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online
         assert server.calls == online_calls  # nothing went online
     assert codes[-1] == 0 and set(codes[:-1]) == {5}
     assert "batches are still running" in capsys.readouterr().out
-    assert read_artefacts(twin / "out") == online
+    batched = read_artefacts(twin / "out")
+    digests = [json.loads(a.pop("scores.json"))["config_digest"] for a in (batched, online)]
+    assert batched == online and digests[0] != digests[1]  # the configs differ: batch = true
+    assert (json.loads((twin / "out" / "scores.json").read_text()) | {"config_digest": 0}
+            == json.loads((example / "out" / "scores.json").read_text()) | {"config_digest": 0})
 
 
 def test_a_pipeline_over_two_models_audits_each_judge_and_the_report_shows_both(
