@@ -26,8 +26,8 @@ class IncompletePipeline(ReljudgeError):
 
 def finished_labelling(config: PipelineConfig) -> dict:
     """The labelling record of the pipeline's last run, when that run finished under this
-    config and these inputs; else IncompletePipeline (a run killed or still running, outputs
-    of another config or other inputs, or none)."""
+    config and these inputs; else IncompletePipeline (a run killed, stopped by an error or
+    still running; outputs of another config or other inputs; or none)."""
     manifest = Manifest(config.out_dir)
     again = "run the pipeline again"
     if manifest.config_digest is None:
@@ -37,8 +37,9 @@ def finished_labelling(config: PipelineConfig) -> dict:
         raise IncompletePipeline(f"{config.out_dir}: the outputs are of another config or "
                                  f"other inputs than the pipeline's now; {again}")
     if manifest.data.get("status") != FINISHED:
-        raise IncompletePipeline(f"{config.out_dir}: the last run did not finish (killed, or "
-                                 f"still running), so its outputs may mix two runs; {again}")
+        raise IncompletePipeline(f"{config.out_dir}: the last run did not finish (killed, "
+                                 "stopped by an error, or still running), so its outputs may "
+                                 f"mix two runs; {again}")
     return manifest.data["labelling"]
 
 
