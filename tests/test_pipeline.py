@@ -113,7 +113,7 @@ def test_skipped_labelling_is_recorded_as_skipped_with_the_pairs_left_without_a_
     lacking = len(pooled - labelled)
     assert 0 < lacking < len(pooled)
     said = f"{lacking} of {len(pooled)} pooled pairs have no label; scored as not relevant"
-    assert said in printed and "[label] skipped: no judge configured" in printed
+    assert said in printed and "[label] skipped: no judge configured (set a model" in printed
     for record in (json.loads((out / "manifest.json").read_text()),
                    json.loads((out / "scores.json").read_text())):
         assert record["complete"] is False

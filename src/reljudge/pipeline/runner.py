@@ -46,7 +46,6 @@ from reljudge.pipeline.outcome import (
     incomplete_reason,
     is_incomplete,
     partial_line,
-    skipped_line,
 )
 from reljudge.pipeline.stages import (
     audit_stage,
@@ -103,9 +102,8 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
             say(f"[label] {partial_line(labelling)}; --allow-partial: merge, eval and audit "
                 "run on them, and every output says PARTIAL")
         stages.append(merge_stage(config, store, manifest, say))
-        if "skipped" in labelling:
+        if "skipped" in labelling:  # eval and the outputs say it
             labelling.update(_without_label(inputs.pooled, out / "qrels.txt"))
-            say(f"[label] {skipped_line(labelling)}")
         # every judge of this job (one per model when the endpoints serve several)
         judge_ids = inputs.labeller.judge_ids if inputs.labeller is not None else []
         judge_qrels = {name: store.qrels(name) for name in judge_ids}

@@ -123,9 +123,9 @@ def label_stage(config: PipelineConfig, inputs: InputData, store: LabelStore, sa
     labelling's completeness record. Status "waiting": batches are still running."""
     labeller = inputs.labeller
     if labeller is None:
-        why = ("disabled in the config" if not config.judge.enabled else
-               "no judge configured: set a model, and OPENAI_API_KEY or a base_url")
-        say(f"[label] skipped: {why}")
+        why, fix = (("disabled in the config", "enabled = false") if not config.judge.enabled
+                    else ("no judge configured", "set a model, and OPENAI_API_KEY or a base_url"))
+        say(f"[label] skipped: {why} ({fix})")
         return StageResult("label", "skipped", note=why), skipped_record(why)
     if labeller.config.batch:
         return _batch_label(inputs, labeller, store, say, progress)
