@@ -129,6 +129,25 @@ def test_skipped_labelling_is_recorded_as_skipped_with_the_pairs_left_without_a_
     assert "Best run on" in html  # the human labels are whole: the runs are ranked on them
 
 
+def test_report_refuses_outputs_of_other_inputs_until_the_pipeline_runs_again(
+        example, tmp_path, monkeypatch, capsys):
+    """The outputs say which config and inputs they are of: a report of them after an input
+    changed exits 3, one line, no page; a rerun makes them this pipeline's (issue 34, item 1)."""
+    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    cfg, page = str(example / "pipeline.toml"), tmp_path / "r.html"
+    assert main(["run", cfg, "--quiet"]) == 0
+    human = example / "human.qrels"
+    human.write_text(human.read_text().replace("hr01 0 chunk_01 3", "hr01 0 chunk_01 0"))
+    capsys.readouterr()
+    assert main(["report", "--pipeline", cfg, "--out", str(page), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "of another config or other inputs" in err and err.count("\n") == 1
+    assert not page.exists()
+    assert main(["run", cfg, "--quiet"]) == 0
+    assert main(["report", "--pipeline", cfg, "--out", str(page), "--quiet"]) == 0
+
+
 @pytest.mark.slow  # a second incomplete pipeline (the allow-partial test stays fast)
 def test_a_pipeline_whose_labelling_leaves_pairs_ungraded_exits_4(example, tmp_path,
                                                                  monkeypatch, capsys):

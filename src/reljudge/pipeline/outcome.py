@@ -38,7 +38,8 @@ class PipelineResult:
 
     @property
     def complete(self) -> bool:
-        """Every pair the judge was asked about has a grade (and nothing is waiting)."""
+        """Every pair the judge was asked about has a grade (and nothing is waiting); False
+        when labelling was skipped (no judge)."""
         return bool(self.labelling.get("complete"))
 
     def stage(self, name: str) -> StageResult:
