@@ -22,6 +22,8 @@ from tests.helpers import EXAMPLE, grader
 
 ARTEFACTS = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
              "audit.md", "pool.tsv"]
+LATER = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
+         "audit.md"]
 
 
 @pytest.fixture
@@ -249,6 +251,30 @@ def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online
             == json.loads((example / "out" / "scores.json").read_text()) | {"config_digest": 0})
 
 
+@pytest.mark.slow  # an online job, then a batch job
+def test_batches_still_running_after_a_config_change_leave_no_earlier_scores(
+        example, tmp_path, monkeypatch, capsys):
+    """While batches run, merge, eval and audit wait, and the outputs of the earlier labels
+    are removed: none passes for this config's, partial or final (issue 34, item 1)."""
+    from reljudge.testing.fake_batch import FakeBatchAPI
+
+    cfg, out = example / "pipeline.toml", example / "out"
+    cfg.write_text(cfg.read_text().replace("depth = 10", "depth = 3"))
+    with FakeOpenAI(grader) as server, FakeBatchAPI(grader) as batch:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", str(cfg), "--quiet"]) == 0
+        cfg.write_text(cfg.read_text().replace("depth = 3", "depth = 10").replace(
+            "[judge]\n", f'[judge]\nbatch = true\nbatch_url = "{batch.base_url}"\n'
+            "poll_interval = 0.01\n", 1))
+        assert main(["run", str(cfg), "--quiet"]) == 5
+    assert "batches are still running" in capsys.readouterr().out
+    assert not [name for name in LATER if (out / name).exists()]
+    page = tmp_path / "r.html"
+    assert main(["report", "--pipeline", str(cfg), "--out", str(page), "--quiet",
+                 "--allow-partial"]) != 0 and not page.exists()
+
+
 def test_a_pipeline_over_two_models_audits_each_judge_and_the_report_shows_both(
         example, tmp_path, monkeypatch, capsys):
     """Endpoints serving two models label as two judges: the audit stage compares each with
@@ -297,10 +323,6 @@ def test_the_pipeline_scores_json_is_what_reljudge_eval_prints(example, tmp_path
     assert stored.pop("config_digest") == manifest["config_digest"]
     assert printed == stored  # what the pipeline adds is what its qrels rest on, nothing else
     assert set(printed) >= {"measures", "all_queries", "conventions", "rule", "warnings", "runs"}
-
-
-LATER = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
-         "audit.md"]
 
 
 def test_incomplete_labelling_stops_before_scoring_unless_allow_partial_marks_it(

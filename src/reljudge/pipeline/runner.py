@@ -97,7 +97,7 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
         manifest.data["labelling"] = labelling
         if label.status == "waiting" or is_incomplete(labelling) and not allow_partial:
             return _incomplete(out, stages, manifest, labelling, say,
-                               remove=label.status != "waiting")
+                               waiting=label.status == "waiting")
         if is_incomplete(labelling):
             say(f"[label] {partial_line(labelling)}; --allow-partial: merge, eval and audit "
                 "run on them, and every output says PARTIAL")
@@ -137,21 +137,24 @@ def _write_config(out: Path, config_text: str) -> None:
 
 
 def _incomplete(out: Path, stages: list[StageResult], manifest: Manifest, labelling: dict,
-                say: Callable[[str], None], remove: bool = True) -> PipelineResult:
-    """Stop after an incomplete label stage: merge, eval and audit do not run, and the
-    outputs they wrote earlier (of other labels) are removed so that none passes for final."""
-    gone = [name for name in LATER_OUTPUTS if (out / name).exists()] if remove else []
+                say: Callable[[str], None], waiting: bool = False) -> PipelineResult:
+    """Stop after an incomplete label stage (``waiting``: batches still running): merge, eval
+    and audit do not run, and the outputs they wrote earlier (of other labels) are removed so
+    that none passes for final, nor for partial."""
+    gone = [name for name in LATER_OUTPUTS if (out / name).exists()]
     for name in gone:
         (out / name).unlink()
     for stage in ("merge", "eval", "audit"):
         manifest.data["stages"].pop(stage, None)
         stages.append(StageResult(stage, "skipped", note="labelling is incomplete"))
     manifest.finish(labelling, _version())
-    if remove:
+    removed = f"; removed the earlier {', '.join(gone)}" if gone else ""
+    if not waiting:
         say(f"[merge, eval, audit] not run: {incomplete_reason(labelling)}. Run "
             "the pipeline again to finish labelling, or pass --allow-partial to score the "
-            "labels there are (every output then says PARTIAL)"
-            + (f"; removed the earlier {', '.join(gone)}" if gone else ""))
+            "labels there are (every output then says PARTIAL)" + removed)
+    elif removed:  # the label stage said that they wait for the batches
+        say(f"[merge, eval, audit] waiting for the batches{removed}")
     return PipelineResult(out, stages, labelling=labelling)
 
 
