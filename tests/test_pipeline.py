@@ -22,6 +22,8 @@ from tests.helpers import EXAMPLE, grader
 
 ARTEFACTS = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
              "audit.md", "pool.tsv"]
+LATER = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
+         "audit.md"]
 
 
 @pytest.fixture
@@ -94,6 +96,58 @@ def test_an_api_key_alone_names_no_endpoint_and_scores_from_the_human_labels(
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")
     assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
+
+
+def test_skipped_labelling_is_recorded_as_skipped_with_the_pairs_left_without_a_label(
+        example, tmp_path, monkeypatch, capsys):
+    """No judge configured: labelling is skipped, exit 0 (nothing was asked for), and the
+    manifest, scores.json, scores.tsv, the run's lines and the report say so, with how many
+    pooled pairs have no label; never "complete" (issue 34, item 2)."""
+    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    cfg, out = str(example / "pipeline.toml"), example / "out"
+    assert main(["run", cfg, "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    pooled = {tuple(line.split("\t")[:2])
+              for line in (out / "pool.tsv").read_text().splitlines()[1:]}
+    labelled = {tuple(line.split()[::2][:2]) for line in (out / "qrels.txt").read_text()
+                .splitlines()}
+    lacking = len(pooled - labelled)
+    assert 0 < lacking < len(pooled)
+    said = f"{lacking} of {len(pooled)} pooled pairs have no label; scored as not relevant"
+    assert said in printed and "[label] skipped: no judge configured (set a model" in printed
+    for record in (json.loads((out / "manifest.json").read_text()),
+                   json.loads((out / "scores.json").read_text())):
+        assert record["complete"] is False
+        labelling = record["labelling"]
+        assert labelling["skipped"].startswith("no judge configured")
+        assert (labelling["pooled"], labelling["without_label"]) == (len(pooled), lacking)
+    head = (out / "scores.tsv").read_text().splitlines()[0]
+    assert head.startswith("# SKIPPED: labelling was skipped") and said in head
+    page = tmp_path / "r.html"
+    assert main(["report", "--pipeline", cfg, "--out", str(page), "--quiet"]) == 0
+    html = page.read_text()
+    assert "SKIPPED: labelling was skipped" in html and said in html
+    assert "Best run on" in html  # the human labels are whole: the runs are ranked on them
+
+
+def test_report_refuses_outputs_of_other_inputs_until_the_pipeline_runs_again(
+        example, tmp_path, monkeypatch, capsys):
+    """The outputs say which config and inputs they are of: a report of them after an input
+    changed exits 3, one line, no page; a rerun makes them this pipeline's (issue 34, item 1)."""
+    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    cfg, page = str(example / "pipeline.toml"), tmp_path / "r.html"
+    assert main(["run", cfg, "--quiet"]) == 0
+    human = example / "human.qrels"
+    human.write_text(human.read_text().replace("hr01 0 chunk_01 3", "hr01 0 chunk_01 0"))
+    capsys.readouterr()
+    assert main(["report", "--pipeline", cfg, "--out", str(page), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "of another config or other inputs" in err and err.count("\n") == 1
+    assert not page.exists()
+    assert main(["run", cfg, "--quiet"]) == 0
+    assert main(["report", "--pipeline", cfg, "--out", str(page), "--quiet"]) == 0
 
 
 @pytest.mark.slow  # a second incomplete pipeline (the allow-partial test stays fast)
@@ -190,7 +244,35 @@ def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online
         assert server.calls == online_calls  # nothing went online
     assert codes[-1] == 0 and set(codes[:-1]) == {5}
     assert "batches are still running" in capsys.readouterr().out
-    assert read_artefacts(twin / "out") == online
+    batched = read_artefacts(twin / "out")
+    digests = [json.loads(a.pop("scores.json"))["config_digest"] for a in (batched, online)]
+    assert batched == online and digests[0] != digests[1]  # the configs differ: batch = true
+    assert (json.loads((twin / "out" / "scores.json").read_text()) | {"config_digest": 0}
+            == json.loads((example / "out" / "scores.json").read_text()) | {"config_digest": 0})
+
+
+@pytest.mark.slow  # an online job, then a batch job
+def test_batches_still_running_after_a_config_change_leave_no_earlier_scores(
+        example, tmp_path, monkeypatch, capsys):
+    """While batches run, merge, eval and audit wait, and the outputs of the earlier labels
+    are removed: none passes for this config's, partial or final (issue 34, item 1)."""
+    from reljudge.testing.fake_batch import FakeBatchAPI
+
+    cfg, out = example / "pipeline.toml", example / "out"
+    cfg.write_text(cfg.read_text().replace("depth = 10", "depth = 3"))
+    with FakeOpenAI(grader) as server, FakeBatchAPI(grader) as batch:
+        for k, v in env_for(server, tmp_path).items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", str(cfg), "--quiet"]) == 0
+        cfg.write_text(cfg.read_text().replace("depth = 3", "depth = 10").replace(
+            "[judge]\n", f'[judge]\nbatch = true\nbatch_url = "{batch.base_url}"\n'
+            "poll_interval = 0.01\n", 1))
+        assert main(["run", str(cfg), "--quiet"]) == 5
+    assert "batches are still running" in capsys.readouterr().out
+    assert not [name for name in LATER if (out / name).exists()]
+    page = tmp_path / "r.html"
+    assert main(["report", "--pipeline", str(cfg), "--out", str(page), "--quiet",
+                 "--allow-partial"]) != 0 and not page.exists()
 
 
 def test_a_pipeline_over_two_models_audits_each_judge_and_the_report_shows_both(
@@ -237,12 +319,10 @@ def test_the_pipeline_scores_json_is_what_reljudge_eval_prints(example, tmp_path
     printed = json.loads(capsys.readouterr().out)
     stored = json.loads((out / "scores.json").read_text())
     assert stored.pop("complete") is True and stored.pop("labelling")["without_grade"] == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert stored.pop("config_digest") == manifest["config_digest"]
     assert printed == stored  # what the pipeline adds is what its qrels rest on, nothing else
     assert set(printed) >= {"measures", "all_queries", "conventions", "rule", "warnings", "runs"}
-
-
-LATER = ["qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.json", "audit.json",
-         "audit.md"]
 
 
 def test_incomplete_labelling_stops_before_scoring_unless_allow_partial_marks_it(

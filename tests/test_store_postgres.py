@@ -200,7 +200,9 @@ def test_a_pipeline_on_a_postgresql_store_writes_what_it_writes_on_sqlite(pg_ser
             assert main(["run", str(cfg), "--quiet"]) == 0
             assert server.calls == calls  # nothing asked twice
             outs.append({name: (dest / "out" / name).read_text() for name in ARTEFACTS})
-    assert outs[0] == outs[1]
+    scores = [json.loads(o.pop("scores.json")) for o in outs]  # each says its config's digest:
+    assert scores[0].pop("config_digest") != scores[1].pop("config_digest")  # the store differs
+    assert outs[0] == outs[1] and scores[0] == scores[1]
     assert not (tmp_path / "hr1" / "out" / "labels.sqlite").exists()
     assert main(["labels", "copy", url, str(tmp_path / "all-of-it.sqlite")]) == 0
     written = [f for f in tmp_path.rglob("*") if f.is_file()]

@@ -50,7 +50,8 @@ def register(sub) -> None:
     p.add_argument("--allow-partial", action="store_true",
                    help="with --pipeline: report a pipeline whose labelling is incomplete "
                         "(a PARTIAL banner, no best run named); without it such a pipeline "
-                        "exits 3")
+                        "exits 3, as does one whose last run did not finish or whose outputs "
+                        "are of another config or other inputs")
     common.add_measures(p, "nDCG@10, or the pipeline's [eval] measures")
     p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")
     p.add_argument("--test", default="randomization",
@@ -166,4 +167,5 @@ def _settings(args, src: ReportInputs) -> ReportSettings:
                           price=explicit_price(args.price_in, args.price_out) or src.price,
                           audit_measure=src.audit_measure,
                           audit_bootstrap=src.audit_bootstrap, digits=args.digits,
-                          float32_scores=args.float32_scores, partial=src.partial)
+                          float32_scores=args.float32_scores, partial=src.partial,
+                          notice=src.notice)

@@ -12,7 +12,12 @@ stages: pool (top k of every run) -> label (the LLM grades every pooled pair it 
 yet, human-labelled ones included so that the audit can compare) -> merge (human-first by
 default) -> eval -> audit. Re-running is free: answers come from the call cache and the store,
 and stages whose inputs did not change are not recomputed. Without an endpoint the label stage
-is skipped and the rest runs on the labels the store has.
+is skipped and the rest runs on the labels the store has: every output then says SKIPPED and
+how many pooled pairs have no label (scored as not relevant), never "complete".
+
+a run killed at any instant: manifest.json says "in progress" with the new config's digest
+before any output is replaced, "finished" after the last; `reljudge report --pipeline` refuses
+an unfinished folder or outputs of another config (exit 3), and a rerun redoes what is stale.
 
 config file (TOML; paths relative to the file; checked whole, with strict types, before any
 stage runs: depth = "10" is an error):

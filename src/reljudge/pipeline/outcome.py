@@ -7,9 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: the labelling record of a pipeline without a judge: nothing was asked
-COMPLETE: dict[str, Any] = {"complete": True, "asked": 0, "graded": 0, "without_grade": 0,
-                            "failures": {}, "stopped": None}
+
+def skipped_record(why: str) -> dict[str, Any]:
+    """The labelling record of a pipeline without a judge: nothing was asked, and labelling
+    is not complete but skipped (``why``); the runner adds how many pooled pairs have no
+    label (``pooled``, ``without_label``) once the labels are merged."""
+    return {"complete": False, "skipped": why, "asked": 0, "graded": 0, "without_grade": 0,
+            "failures": {}, "stopped": None}
 
 
 @dataclass
@@ -30,11 +34,12 @@ class PipelineResult:
     stages: list[StageResult]
     scores: dict | None = None
     audit: dict | None = None
-    labelling: dict = field(default_factory=lambda: dict(COMPLETE))
+    labelling: dict = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
-        """Every pair the judge was asked about has a grade (and nothing is waiting)."""
+        """Every pair the judge was asked about has a grade (and nothing is waiting); False
+        when labelling was skipped (no judge)."""
         return bool(self.labelling.get("complete"))
 
     def stage(self, name: str) -> StageResult:
@@ -57,6 +62,29 @@ def labelling_record(asked: int, graded: int, failures: dict, stopped: str | Non
             "without_grade": asked - graded, "failures": dict(failures), "stopped": stopped,
             **({"batches_running": waiting} if waiting else {}),
             **({"stale_kept": stale_kept} if stale_kept else {})}
+
+
+def is_incomplete(labelling: dict) -> bool:
+    """Labelling was asked for and did not give every pair a grade (skipped labelling asked
+    for none)."""
+    return not labelling["complete"] and "skipped" not in labelling
+
+
+def skipped_line(labelling: dict) -> str:
+    """What scores from skipped labelling rest on, in one line."""
+    line = f"SKIPPED: labelling was skipped ({labelling['skipped']})"
+    if "pooled" in labelling:
+        line += (f"; {labelling['without_label']} of {labelling['pooled']} pooled pairs have "
+                 "no label; scored as not relevant")
+    return line
+
+
+def banner(labelling: dict) -> str | None:
+    """The line every output of incomplete or skipped labelling starts with (None when
+    labelling is complete)."""
+    if labelling["complete"]:
+        return None
+    return skipped_line(labelling) if "skipped" in labelling else partial_line(labelling)
 
 
 def incomplete_reason(labelling: dict) -> str:

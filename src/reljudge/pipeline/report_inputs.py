@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from reljudge.errors import ReljudgeError
 from reljudge.pipeline.config import PipelineConfig, load_config
-from reljudge.pipeline.manifest import Manifest
-from reljudge.pipeline.outcome import incomplete_reason, partial_line
-from reljudge.pipeline.runner import input_roles
+from reljudge.pipeline.manifest import FINISHED, Manifest
+from reljudge.pipeline.outcome import incomplete_reason, is_incomplete, partial_line, skipped_line
+from reljudge.pipeline.runner import config_digest, input_roles
 from reljudge.report.model import ReportInputs
 from reljudge.types import Qrels
 
@@ -20,20 +20,45 @@ if TYPE_CHECKING:
 
 
 class IncompletePipeline(ReljudgeError):
-    """The pipeline's labelling is incomplete and a partial report was not asked for."""
+    """The pipeline's outputs are not a finished run of its config as it is now, or its
+    labelling is incomplete and a partial report was not asked for."""
 
 
-def pipeline_partial(config: PipelineConfig, allow_partial: bool) -> str | None:
-    """The PARTIAL line of a pipeline whose labelling is incomplete (None when complete);
-    without ``allow_partial`` such a pipeline is refused (IncompletePipeline)."""
-    labelling = Manifest(config.out_dir).data.get("labelling")
-    if labelling is None or labelling.get("complete", True):
-        return None
+def finished_labelling(config: PipelineConfig) -> dict:
+    """The labelling record of the pipeline's last run, when that run finished under this
+    config and these inputs; else IncompletePipeline (a run killed, stopped by an error or
+    still running; outputs of another config or other inputs; or none)."""
+    manifest = Manifest(config.out_dir)
+    again = "run the pipeline again"
+    if manifest.config_digest is None:
+        raise IncompletePipeline(f"{manifest.path}: no record of a finished run (missing, or "
+                                 f"written by an older reljudge); {again}")
+    if manifest.config_digest != config_digest(config):
+        raise IncompletePipeline(f"{config.out_dir}: the outputs are of another config or "
+                                 f"other inputs than the pipeline's now; {again}")
+    if manifest.data.get("status") != FINISHED:
+        raise IncompletePipeline(f"{config.out_dir}: the last run did not finish (killed, "
+                                 "stopped by an error, or still running), so its outputs may "
+                                 f"mix two runs; {again}")
+    return manifest.data["labelling"]
+
+
+def pipeline_partial(config: PipelineConfig, allow_partial: bool) -> tuple[str | None,
+                                                                           str | None]:
+    """The PARTIAL line of a pipeline whose labelling is incomplete and the SKIPPED line of
+    one whose labelling was skipped (None, None when complete); refused (IncompletePipeline)
+    when its outputs are not a finished run of this config, or are partial without
+    ``allow_partial``."""
+    labelling = finished_labelling(config)
+    if "skipped" in labelling:
+        return None, skipped_line(labelling)
+    if not is_incomplete(labelling):
+        return None, None
     if not allow_partial:
         raise IncompletePipeline(f"{config.out_dir}: {incomplete_reason(labelling)}; run "
                                  "the pipeline again to finish it, or pass --allow-partial "
                                  "for a report marked PARTIAL")
-    return partial_line(labelling)
+    return partial_line(labelling), None
 
 
 def read_pipeline_outputs(path: str | Path, *, allow_partial: bool = False) -> ReportInputs:
@@ -45,7 +70,7 @@ def read_pipeline_outputs(path: str | Path, *, allow_partial: bool = False) -> R
     from reljudge.store import LabelStore
 
     config = load_config(path)
-    partial = pipeline_partial(config, allow_partial)
+    partial, skipped = pipeline_partial(config, allow_partial)
     qrels = read_qrels(config.out_dir / "qrels.txt")
     runs = read_runs([config.path(r) for r in config.inputs.runs])
     facts = {"pool depth": f"top {config.pool.depth} of every run",
@@ -63,7 +88,8 @@ def read_pipeline_outputs(path: str | Path, *, allow_partial: bool = False) -> R
         facts, reference, judges, store, measures=config.eval.measures,
         all_queries=config.eval.all_queries, audit_measure=config.audit.measure,
         audit_bootstrap=config.audit.bootstrap,
-        price=explicit_price(config.judge.price_in, config.judge.price_out), partial=partial)
+        price=explicit_price(config.judge.price_in, config.judge.price_out), partial=partial,
+        notice=skipped)
 
 
 def _audited(config: PipelineConfig, store: LabelStore) -> tuple[Qrels | None, dict[str, Qrels]]:

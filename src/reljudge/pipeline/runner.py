@@ -8,15 +8,24 @@ Artefacts in the output folder:
   scores.tsv               per-query and mean scores of every run
   audit.json / audit.md    judge vs human agreement (when there are both)
   manifest.json            stage fingerprints and summaries; the inputs (each file's SHA-256
-                           and size, or the ir_datasets dataset id of an irds: input)
-A stage whose settings and inputs are unchanged is not recomputed; labelling is always
-resumed, and pays only for answers it does not have (call cache + store).
+                           and size, or the ir_datasets dataset id of an irds: input); the
+                           digest of the config and inputs the outputs are of, and the status
+A stage whose settings and inputs are unchanged is not recomputed (its outputs checked against
+the digests it recorded); labelling is always resumed, and pays only for answers it does not
+have (call cache + store).
+
+Before any output is replaced the manifest says "in progress" with the new config's digest;
+it says "finished" only after the last output. A run killed at any instant thus leaves either
+the previous finished set with its own config, or a folder every reader sees as unfinished
+(``report --pipeline`` refuses it; a rerun redoes every stage whose outputs are stale).
 
 Labelling that did not give every pooled pair a grade (stopped by Ctrl-C or the budget, or
 failed calls) is incomplete: merge, eval and audit then do not run, and their earlier outputs
 are removed, unless ``allow_partial``; then every output says it is partial (JSON
 ``"complete": false`` with the labelling's counts, a PARTIAL line wherever scores are
-printed). The manifest records the labelling's completeness either way.
+printed). The manifest records the labelling's completeness either way. Labelling skipped
+(no judge) is recorded as skipped, never complete, with how many pooled pairs the final qrels
+lack (scored as not relevant): in the manifest, scores.json and scores.tsv's first line.
 """
 
 from __future__ import annotations
@@ -29,12 +38,13 @@ from typing import TYPE_CHECKING
 
 from reljudge.io.files import atomic_write
 from reljudge.pipeline.config import PipelineConfig
-from reljudge.pipeline.manifest import Manifest
+from reljudge.pipeline.manifest import Manifest, fingerprint
 from reljudge.pipeline.outcome import (
     LATER_OUTPUTS,
     PipelineResult,
     StageResult,
     incomplete_reason,
+    is_incomplete,
     partial_line,
 )
 from reljudge.pipeline.stages import (
@@ -75,6 +85,7 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(out)
     manifest.data["inputs"] = records
+    manifest.begin(config_digest(config, records))  # before any output is replaced
     if config_text is not None:
         _write_config(out, config_text)
     stages: list[StageResult] = []
@@ -84,13 +95,15 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
         label, labelling = label_stage(config, inputs, store, say, progress)
         stages.append(label)
         manifest.data["labelling"] = labelling
-        if label.status == "waiting" or not labelling["complete"] and not allow_partial:
+        if label.status == "waiting" or is_incomplete(labelling) and not allow_partial:
             return _incomplete(out, stages, manifest, labelling, say,
-                               remove=label.status != "waiting")
-        if not labelling["complete"]:
+                               waiting=label.status == "waiting")
+        if is_incomplete(labelling):
             say(f"[label] {partial_line(labelling)}; --allow-partial: merge, eval and audit "
                 "run on them, and every output says PARTIAL")
         stages.append(merge_stage(config, store, manifest, say))
+        if "skipped" in labelling:  # eval and the outputs say it
+            labelling.update(_without_label(inputs.pooled, out / "qrels.txt"))
         # every judge of this job (one per model when the endpoints serve several)
         judge_ids = inputs.labeller.judge_ids if inputs.labeller is not None else []
         judge_qrels = {name: store.qrels(name) for name in judge_ids}
@@ -99,13 +112,20 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
     stages.append(eval_stage(config, inputs.runs, manifest, say, labelling))
     stages.append(audit_stage(config, inputs.runs, human_qrels, judge_qrels, manifest, say,
                               labelling))
-    manifest.data["reljudge"] = _version()
-    manifest.data["complete"] = labelling["complete"]
-    manifest.save()
+    manifest.finish(labelling, _version())
     scores = json.loads((out / "scores.json").read_text())
     audit = json.loads((out / "audit.json").read_text()) if (out / "audit.json").exists() \
         else None
     return PipelineResult(out, stages, scores, audit, labelling)
+
+
+def _without_label(pooled: list[tuple[str, str]], qrels_file: Path) -> dict[str, int]:
+    """How many of the pooled pairs the final qrels lack (scored as not relevant)."""
+    from reljudge.io.trec import read_qrels
+
+    qrels = read_qrels(qrels_file)
+    labelled = set(zip(qrels.qid.tolist(), qrels.docid.tolist(), strict=True))
+    return {"pooled": len(pooled), "without_label": sum(p not in labelled for p in pooled)}
 
 
 def _write_config(out: Path, config_text: str) -> None:
@@ -117,24 +137,24 @@ def _write_config(out: Path, config_text: str) -> None:
 
 
 def _incomplete(out: Path, stages: list[StageResult], manifest: Manifest, labelling: dict,
-                say: Callable[[str], None], remove: bool = True) -> PipelineResult:
-    """Stop after an incomplete label stage: merge, eval and audit do not run, and the
-    outputs they wrote earlier (of other labels) are removed so that none passes for final."""
-    gone = [name for name in LATER_OUTPUTS if (out / name).exists()] if remove else []
+                say: Callable[[str], None], waiting: bool = False) -> PipelineResult:
+    """Stop after an incomplete label stage (``waiting``: batches still running): merge, eval
+    and audit do not run, and the outputs they wrote earlier (of other labels) are removed so
+    that none passes for final, nor for partial."""
+    gone = [name for name in LATER_OUTPUTS if (out / name).exists()]
     for name in gone:
         (out / name).unlink()
     for stage in ("merge", "eval", "audit"):
         manifest.data["stages"].pop(stage, None)
         stages.append(StageResult(stage, "skipped", note="labelling is incomplete"))
-    manifest.data["labelling"] = labelling
-    manifest.data["complete"] = False
-    manifest.data["reljudge"] = _version()
-    manifest.save()
-    if remove:
+    manifest.finish(labelling, _version())
+    removed = f"; removed the earlier {', '.join(gone)}" if gone else ""
+    if not waiting:
         say(f"[merge, eval, audit] not run: {incomplete_reason(labelling)}. Run "
             "the pipeline again to finish labelling, or pass --allow-partial to score the "
-            "labels there are (every output then says PARTIAL)"
-            + (f"; removed the earlier {', '.join(gone)}" if gone else ""))
+            "labels there are (every output then says PARTIAL)" + removed)
+    elif removed:  # the label stage said that they wait for the batches
+        say(f"[merge, eval, audit] waiting for the batches{removed}")
     return PipelineResult(out, stages, labelling=labelling)
 
 
@@ -152,3 +172,15 @@ def input_records(config: PipelineConfig) -> list[dict]:
     from reljudge.io.checksums import input_files
 
     return [f.record() for f in input_files(input_roles(config))]
+
+
+def config_digest(config: PipelineConfig, records: list[dict] | None = None) -> str:
+    """The digest of a pipeline's settings and of its inputs' contents (``records``: their
+    manifest records, when already at hand): outputs made under another config or from other
+    inputs carry another digest."""
+    from reljudge.store.postgres import masked
+
+    settings = masked(json.dumps(config.model_dump(mode="json"), sort_keys=True))
+    contents = [{k: v for k, v in r.items() if k != "path"}
+                for r in (input_records(config) if records is None else records)]
+    return fingerprint(settings, contents)

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 from reljudge.io.files import atomic_write
 from reljudge.pipeline.config import PipelineConfig
 from reljudge.pipeline.manifest import Manifest, fingerprint
-from reljudge.pipeline.outcome import COMPLETE, StageResult, labelling_record, partial_line
+from reljudge.pipeline.outcome import (
+    StageResult,
+    banner,
+    labelling_record,
+    skipped_record,
+)
 from reljudge.types import Qrels, Run
 
 if TYPE_CHECKING:
@@ -118,10 +123,10 @@ def label_stage(config: PipelineConfig, inputs: InputData, store: LabelStore, sa
     labelling's completeness record. Status "waiting": batches are still running."""
     labeller = inputs.labeller
     if labeller is None:
-        why = ("disabled in the config" if not config.judge.enabled else
-               "no endpoint configured (set OPENAI_API_KEY or OPENAI_BASE_URL and a model)")
-        say(f"[label] skipped: {why}")
-        return StageResult("label", "skipped", note=why), dict(COMPLETE)
+        why, fix = (("disabled in the config", "enabled = false") if not config.judge.enabled
+                    else ("no judge configured", "set a model, and OPENAI_API_KEY or a base_url"))
+        say(f"[label] skipped: {why} ({fix})")
+        return StageResult("label", "skipped", note=why), skipped_record(why)
     if labeller.config.batch:
         return _batch_label(inputs, labeller, store, say, progress)
     return _online_label(inputs, labeller, store, say, progress)
@@ -222,7 +227,8 @@ def merge_stage(config: PipelineConfig, store: LabelStore, manifest: Manifest,
 
 def eval_stage(config: PipelineConfig, runs: list[Run], manifest: Manifest, say: Say,
                labelling: dict) -> StageResult:
-    """Score every run with the final qrels (scores.tsv, scores.json)."""
+    """Score every run with the final qrels (scores.tsv, scores.json); scores.json carries
+    the digest of the config and inputs it was scored under, and its labelling record."""
     from reljudge.io.trec import read_qrels
     from reljudge.metrics import evaluate_many
     from reljudge.metrics.evaluation_json import evaluation_json
@@ -232,7 +238,7 @@ def eval_stage(config: PipelineConfig, runs: list[Run], manifest: Manifest, say:
     out = config.out_dir
     qrels_file = out / "qrels.txt"
     key = fingerprint("eval", config.eval.model_dump(), qrels_file,
-                      [config.path(r) for r in config.inputs.runs],
+                      [config.path(r) for r in config.inputs.runs], manifest.config_digest,
                       *([labelling] if not labelling["complete"] else []))
     outputs = [out / "scores.tsv", out / "scores.json"]
     fresh = manifest.fresh("eval", key, outputs)
@@ -242,7 +248,8 @@ def eval_stage(config: PipelineConfig, runs: list[Run], manifest: Manifest, say:
         results = evaluate_many(qrels, runs, config.eval.measures,
                                 all_queries=config.eval.all_queries)
         measures = next(iter(results.values())).measures if results else []
-        lines = [] if labelling["complete"] else [f"# {partial_line(labelling)}"]
+        said = banner(labelling)
+        lines = [f"# {said}"] if said else []
         lines.append("run\tquery\t" + "\t".join(measures))
         for name, ev in results.items():
             lines += [f"{name}\t{q}\t" + "\t".join(f"{v:.6f}" for v in row)
@@ -251,6 +258,7 @@ def eval_stage(config: PipelineConfig, runs: list[Run], manifest: Manifest, say:
         atomic_write(outputs[0], "\n".join(lines) + "\n")
         data = evaluation_json(results, measures, all_queries=config.eval.all_queries,
                                warnings=found, labelling=labelling)
+        data["config_digest"] = manifest.config_digest
         atomic_write(outputs[1], json.dumps(data, indent=2, sort_keys=True) + "\n")
         manifest.record("eval", key, outputs, {"runs": len(results)})
     data = json.loads(outputs[1].read_text())
@@ -258,7 +266,7 @@ def eval_stage(config: PipelineConfig, runs: list[Run], manifest: Manifest, say:
             for n, r in data["runs"].items()]
     say(f"[eval] {'up to date' if fresh else 'scored'} with the final qrels:")
     if not data.get("complete", True):
-        say(f"[eval] {partial_line(data['labelling'])}")
+        say(f"[eval] {banner(data['labelling'])}")
     say(render(["run", "queries", *data["measures"]], rows).rstrip())
     say(f"[eval] queries: {data.get('rule_text', rule_text(config.eval.all_queries))}")
     for line in data.get("warnings", []):
@@ -300,13 +308,13 @@ def audit_stage(config: PipelineConfig, runs: list[Run], human: Qrels | None,
         atomic_write(outputs[0], json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         rows = [result.row(j) for j in result.judges]
         cols = [c for c in COLUMNS if c in rows[0]]
-        banner = "" if labelling["complete"] else f"**{partial_line(labelling)}**\n\n"
-        atomic_write(outputs[1], "# Judge audit\n\n" + banner + markdown_table(
-            cols, [[row[c] for c in cols] for row in rows], 3))
+        said = banner(labelling)
+        atomic_write(outputs[1], "# Judge audit\n\n" + (f"**{said}**\n\n" if said else "")
+                     + markdown_table(cols, [[row[c] for c in cols] for row in rows], 3))
         manifest.record("audit", key, outputs, {"pairs": rows[0]["pairs"]})
     data = json.loads(outputs[0].read_text())
     if not data.get("complete", True):
-        say(f"[audit] {partial_line(data['labelling'])}")
+        say(f"[audit] {banner(data['labelling'])}")
     for j in data["judges"]:
         stats = j["items"]["stats"]
         say(f"[audit] {'up to date' if fresh else 'ran'}: "

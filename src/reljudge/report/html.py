@@ -87,7 +87,8 @@ def render(model: ReportModel) -> str:
     """The report as one HTML page, from its computed model (no computation, no store)."""
     s, comp, m0 = model.settings, model.comparison, model.measure
     parts = [f"<header><h1>{html.escape(s.title)}</h1>",
-             *([f'<p class="warning partial">{html.escape(s.partial)}</p>'] if s.partial else []),
+             *(f'<p class="warning {cls}">{html.escape(line)}</p>'
+               for cls, line in (("partial", s.partial), ("notice", s.notice)) if line),
              _p(f"reljudge {model.version}, {model.made_at}; "
                 f"{len(comp.runs)} runs, {len(comp.queries)} queries for the baseline "
                 f"({comp.rule_note()}). Conventions: trec_eval semantics (ties by docid "

@@ -31,7 +31,7 @@ class ReportSettings:
     listed with their checksums, ``facts`` ({name: value}: pool depth, merge policy, ...) are
     shown as the configuration, ``price`` (a ``judge.cost.Price``) values cached answers.
     ``partial`` (a PARTIAL line: the labels are incomplete) is a banner at the top, and no best
-    run is named."""
+    run is named; ``notice`` (a SKIPPED line: what the labels lack) is a banner only."""
 
     measures: Sequence[str] = ("nDCG@10",)
     baseline: str | None = None
@@ -49,6 +49,7 @@ class ReportSettings:
     facts: Mapping[str, str] = field(default_factory=dict)
     price: Any = None
     partial: str | None = None
+    notice: str | None = None
 
 
 @dataclass
@@ -70,6 +71,7 @@ class ReportInputs:
     audit_bootstrap: int = 1000
     price: Price | None = None
     partial: str | None = None
+    notice: str | None = None
 
 
 @dataclass(frozen=True)
