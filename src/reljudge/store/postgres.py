@@ -21,7 +21,6 @@ a ``connect_timeout`` a server that does not answer a new connection is given up
 from __future__ import annotations
 
 import logging
-import os
 import re
 import urllib.parse
 import zlib
@@ -334,8 +333,7 @@ class PostgresBackend(Backend):
         """The connection: one StoreError line when there is none, a server that never
         answers given up on after CONNECT_TIMEOUT seconds (the URL's ``connect_timeout``, or
         ``PGCONNECT_TIMEOUT``, when given)."""
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.location.conninfo).query)
-        given = query.get("connect_timeout", [os.environ.get("PGCONNECT_TIMEOUT")])[-1]
+        given = _given_connect_timeout(psycopg, self.location.conninfo)
         wait = max(1, int(min(timeout, CONNECT_TIMEOUT)))
         try:
             return psycopg.connect(self.location.conninfo, autocommit=True,
@@ -402,3 +400,13 @@ class PostgresBackend(Backend):
         """Move the identity column's sequence past the largest id written."""
         self.conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                           f"(SELECT coalesce(max({column}), 0) + 1 FROM {table}), false)")
+
+
+def _given_connect_timeout(psycopg, conninfo: str) -> str | None:
+    """The connect timeout the user gave: the URL's or keyword string's ``connect_timeout``,
+    else libpq's own default (``PGCONNECT_TIMEOUT``, read by libpq, not by us)."""
+    given = psycopg.conninfo.conninfo_to_dict(conninfo).get("connect_timeout")
+    if given is None:
+        defaults = {o.keyword: o.val for o in psycopg.pq.Conninfo.get_defaults()}
+        given = (defaults.get(b"connect_timeout") or b"").decode() or None
+    return None if given is None else str(given)
