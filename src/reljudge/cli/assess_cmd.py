@@ -177,7 +177,13 @@ def _what_to_grade(store, pairs, args):
     """(the pairs this person grades, the pairs the team shares, what each pair settles or
     None): a team member's share (``assess.team``), an adjudicator's conflicts, or all."""
     from reljudge.assess.adjudicate import to_settle
-    from reljudge.assess.team import check_overlap, pairs_seed, parse_team, share_of
+    from reljudge.assess.team import (
+        check_order,
+        check_overlap,
+        pairs_seed,
+        parse_team,
+        share_of,
+    )
     from reljudge.errors import ConfigError
 
     if args.adjudicate:
@@ -190,6 +196,7 @@ def _what_to_grade(store, pairs, args):
                           "of its names as --annotator")
     if args.sample is not None:
         if team is not None:
+            check_order(store.sample_assignment(args.sample), team, f"sample {args.sample!r}")
             store.assign_sample(args.sample, team, overlap)
         held = store.sample_assignment(args.sample)
         if held is None:
