@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reljudge.assess.task import AssessTask
+    from collections.abc import Mapping, Sequence
+
     from reljudge.labels import Sample
     from reljudge.store import LabelStore
 
@@ -22,35 +23,37 @@ if TYPE_CHECKING:
 CUTOFF = 10
 
 
-def next_steps(task: AssessTask) -> list[dict]:
-    """The commands that take ``task``'s grades further ({"what", "command"}): agreement and
-    adjudication for a team, then estimate (PPI) and calibrate for a sample, or merge."""
-    store = shlex.quote(store_name(task.store.path))
-    sample = task.store.sample(task.sample) if task.sample is not None else None
-    judges = sorted({s for judged in task.llm_grades().values() for s, _ in judged})
+def next_steps(label_store: LabelStore, source: str, *, sample_name: str | None,
+               pairs_file: str | None, judges: Sequence[str], team: bool,
+               adjudicating: bool, text_flags: Mapping[str, str]) -> list[dict]:
+    """The commands that take the grades of ``source`` (of a sample, or a pairs file)
+    further ({"what", "command"}): agreement and adjudication for a team, then estimate (PPI)
+    and calibrate for a sample, or merge. ``judges``: the LLM sources that graded the pairs;
+    ``text_flags``: {"--passages": PATH, ...} for the texts the store lacks."""
+    store = shlex.quote(store_name(label_store.path))
+    sample = label_store.sample(sample_name) if sample_name is not None else None
     recorded = sample.params.get("judge") if sample is not None else None
-    judge = shlex.quote(recorded) if recorded else (shlex.quote(judges[0]) if judges
+    judge = shlex.quote(recorded) if recorded else (shlex.quote(sorted(judges)[0]) if judges
                                                      else "JUDGE")
     out = [{"what": "grades per annotator, their speed and agreement",
             "command": f"reljudge labels stats --store {store}"}]
-    if task.shared and not task.adjudicating:
-        where = (f"--sample {shlex.quote(task.sample)}" if task.sample is not None
-                 else f"--pairs {shlex.quote(str(Path(str(task.pairs_file)).absolute()))}")
-        texts = "".join(f" {flag} {shlex.quote(path)}"
-                        for flag, path in task.text_flags.items())
+    if team and not adjudicating:
+        where = (f"--sample {shlex.quote(sample_name)}" if sample_name is not None
+                 else f"--pairs {shlex.quote(str(Path(str(pairs_file)).absolute()))}")
+        texts = "".join(f" {flag} {shlex.quote(path)}" for flag, path in text_flags.items())
         out.append({"what": "settle the pairs where annotators disagree",
                     "command": f"reljudge assess --store {store} {where} "
                                f"--annotator NAME --adjudicate{texts}"})
-    if task.adjudicating:
+    if adjudicating:
         out.append({"what": "final labels, an adjudicated grade deciding where there is one",
                     "command": f"reljudge labels merge --store {store} --policy "
                                "adjudicated-first --out final.qrels"})
     if sample is not None:
-        out.append(_estimate(task.store, sample, store, judge))
+        out.append(_estimate(label_store, sample, store, judge))
     out.append({"what": "correct the judge from these grades (a calibrated source)",
                 "command": f"reljudge calibrate --store {store} --human-source "
-                           f"{shlex.quote(task.source)} --judge-source {judge}"})
-    if not task.adjudicating:
+                           f"{shlex.quote(source)} --judge-source {judge}"})
+    if not adjudicating:
         out.append({"what": "final labels: human grades where there are any, else the "
                             "judge's",
                     "command": f"reljudge labels merge --store {store} --out final.qrels"})

@@ -217,7 +217,10 @@ class AssessTask:
         (``assess.next_steps``)."""
         from reljudge.assess.next_steps import next_steps
 
-        return next_steps(self)
+        judges = sorted({s for judged in self.llm_grades().values() for s, _ in judged})
+        return next_steps(self.store, self.source, sample_name=self.sample,
+                          pairs_file=self.pairs_file, judges=judges, team=bool(self.shared),
+                          adjudicating=self.adjudicating, text_flags=self.text_flags)
 
     # -- writing --------------------------------------------------------------------------
     def grade(self, index: object, grade: object, *, seconds: object = None,

@@ -65,8 +65,9 @@ def register(sub) -> None:
     common.add_measures(p, "nDCG@10")
     common.add_all_queries(p)
     common.add_float32_scores(p)
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
-                   help="bootstrap resamples over queries for 95%% intervals (e.g. 1000)")
+    p.add_argument("--bootstrap", type=int, default=None, metavar="N",
+                   help="bootstrap resamples over queries for 95%% intervals (e.g. 1000; "
+                        "default none, and 1000 with --annotators, as labels stats)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--clip", action="store_true",
                    help="clip grades outside 0..3 (default: reject the file with file:line)")
@@ -173,7 +174,7 @@ def run_audit(args: argparse.Namespace) -> int:
     with working("auditing", args.quiet):
         spec, derived = heldout_rows(args, ref, judges)
         results = audit_measures(ref, judges, runs, measures if runs else measures[:1],
-                                 bootstrap=args.bootstrap, seed=args.seed,
+                                 bootstrap=args.bootstrap or 0, seed=args.seed,
                                  with_ensembles=not args.no_ensembles, reference_name=name,
                                  clipped=clipped, derived=derived,
                                  all_queries=args.all_queries,
@@ -229,21 +230,19 @@ def print_notes(result, clipped) -> None:
 
 def _annotators(args: argparse.Namespace) -> int:
     """``audit --store S --annotators``: the annotator report."""
-    from reljudge.audit.annotators import team_agreement
-    from reljudge.cli.annotators_view import annotator_text
+    from reljudge.cli.annotators_view import annotator_report, annotator_text
     from reljudge.errors import ConfigError, InputError
     from reljudge.store import LabelStore
     from reljudge.tables import json_dumps
 
     if not args.store:
         raise ConfigError("--annotators reads a label store: give --store")
-    if args.bootstrap < 0:
+    if args.bootstrap is not None and args.bootstrap < 0:
         raise ConfigError(f"--bootstrap resamples must be 0 (none) or more, not {args.bootstrap}")
     with LabelStore(args.store, create=False, readonly=True) as store:
-        standing = store.standing("human")
-    if not standing:
+        report = annotator_report(store, args.bootstrap, args.seed)
+    if report is None:
         raise InputError(f"{args.store}: no human grades: no annotators to report")
-    report = team_agreement(standing, bootstrap=args.bootstrap, seed=args.seed)
     if args.format == "json":
         print(json_dumps(report.to_dict()), end="")
         return 0
