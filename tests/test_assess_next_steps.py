@@ -102,6 +102,10 @@ def test_the_shown_estimate_is_one_the_sample_supports(tmp_path, design, capsys)
     with LabelStore(store_path) as store:
         task = AssessTask(store, store.sample_pairs("s"), "ann", sample="s", scale=SCALE,
                           passages={d: "text" for _, d in truth})
+        (before,) = [s["what"] for s in task.next_steps()
+                     if s["command"].startswith("reljudge estimate")]
+        assert f"once every pair of the sample has a human grade: 0 of {len(task.items)}" \
+            in before
         for i, it in enumerate(task.items):
             task.grade(i, truth[(it.qid, it.docid)])
         (command,) = [s["command"] for s in task.next_steps()
