@@ -109,3 +109,30 @@ def test_per_annotator_counts_speed_and_grades_and_adjudication_kept_out(tmp_pat
     assert alice.queries == 12
     assert alice.grades == {g: sum(v == g for v in given["alice"].values()) for g in range(4)}
     assert alice.seconds_median == float(np.median([1.0 + i % 5 for i in range(180)]))
+
+
+def test_labels_stats_and_audit_give_the_annotator_report_in_one_shape(tmp_path, capsys):
+    """`labels stats --format json` and `audit --annotators --format json` give one report,
+    built by one function, with the same defaults (issue 34, item 12)."""
+    import json
+
+    from reljudge.cli import main
+    from reljudge.labels import LabelEvent
+    from reljudge.store import LabelStore
+
+    store = tmp_path / "labels.sqlite"
+    with LabelStore(store) as s:
+        s.add_events([LabelEvent(f"q{i % 4}", f"d{i}", g, "human", name, latency=1.0 + i)
+                      for i in range(24)
+                      for name, g in (("alice", i % 4), ("bob", (i * 3) % 4),
+                                      ("carol", (i + i // 5) % 4))])
+    for extra in ([], ["--bootstrap", "40", "--seed", "3"], ["--bootstrap", "0"]):
+        assert main(["labels", "stats", "--store", str(store), "--format", "json",
+                     *extra]) == 0
+        stats = json.loads(capsys.readouterr().out)["annotators"]
+        assert main(["audit", "--store", str(store), "--annotators", "--format", "json",
+                     *extra]) == 0
+        audit = json.loads(capsys.readouterr().out)
+        assert stats == audit, extra
+        assert stats["bootstrap"] == (int(extra[1]) if extra else 1000)
+        assert set(stats) == {"annotators", "between", "alpha", "bootstrap", "level"}

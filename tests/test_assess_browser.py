@@ -231,3 +231,32 @@ def test_a_passage_title_is_shown_as_the_judge_saw_it(browser, tmp_path, width, 
     with LabelStore(store_path) as store:
         (event,) = store.events(kind="human")
     assert event.shown == shown_digest(query, text, "Why cats purr")
+
+
+def test_on_a_phone_the_finished_panel_scrolls_into_view(browser, tmp_path):
+    """At 390 px a person reads down the page and taps the grade buttons; when the last
+    grade is in, the finished panel (summary, next commands, stop button), which sits above
+    the pair, is scrolled into view below the sticky header (issue 34, item 12)."""
+    store_path = make_store(tmp_path / "labels.sqlite")
+    b = browser
+    b.send("Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=1,
+           mobile=True)
+    with assess_server("--store", str(store_path), "--sample", "s1", "--annotator",
+                       "alice") as (url, _, _):
+        b.open(url)
+        for position in range(1, len(PAIRS) + 1):
+            b.wait_for(f"{TEXT.format('position')} === 'pair {position} of 10'")
+            b.eval("window.scrollTo(0, document.documentElement.scrollHeight)")  # read down
+            b.eval("document.querySelector('#scale button[data-grade=\"1\"]').click()")
+            b.wait_for(SAVED.format(position, 1))
+        b.wait_for("!document.getElementById('finished').hidden && "
+                   "document.getElementById('summary').dataset.filled === '1'")
+        # smooth or not, the scroll has settled once the panel's place stops changing
+        b.wait_for("(() => { const t = document.getElementById('finished')"
+                   ".getBoundingClientRect().top; const same = t === window.__lastTop; "
+                   "window.__lastTop = t; return same; })()")
+        top = b.eval("document.getElementById('finished').getBoundingClientRect().top")
+        header = b.eval("document.querySelector('header').getBoundingClientRect().bottom")
+        assert header - 1 <= top < 844 / 3, (top, header)
+        b.screenshot(ARTIFACTS / "assess-finished-in-view-390px.png", 390, 844)
+        assert b.errors() == [], [e["params"] for e in b.errors()]

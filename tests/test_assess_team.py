@@ -78,6 +78,22 @@ def test_a_samples_team_is_recorded_once_and_a_different_one_refused(store_path)
             store.assign_sample("nope", ["alice", "bob"], 0.2)
 
 
+def test_a_team_given_in_another_order_is_refused_saying_the_order_deals_the_pairs(
+        store_path, capsys):
+    """The order of --team deals the pairs: bob,alice would give each member the other's
+    pairs, so once alice,bob is recorded it is refused, in one line naming the order."""
+    with LabelStore(store_path) as store:
+        store.assign_sample("s1", ["alice", "bob"], 0.2)
+    before = store_path.read_bytes()
+    code = main(["assess", "--store", str(store_path), "--sample", "s1", "--annotator", "bob",
+                 "--team", "bob,alice", "--overlap", "0.2"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--team bob,alice" in err and "the order deals the pairs" in err
+    assert "give --team alice,bob" in err
+    assert store_path.read_bytes() == before
+
+
 @pytest.mark.slow  # a server process per member
 def test_each_member_serves_their_share_and_the_store_keeps_the_team(store_path):
     seen = {}

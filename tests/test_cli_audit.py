@@ -75,3 +75,37 @@ def test_audit_help_states_tau_aps_tie_rule_and_the_code_follows_it(capsys):
     tied = np.array([1.0, 1.0, 0.0])  # a and b tied: ranked a, b, c
     assert sy.tau_ap(tied, np.array([1.0, 2.0, 0.0]), names) == pytest.approx(1.0)  # a, b, c
     assert sy.tau_ap(tied, np.array([2.0, 1.0, 0.0]), names) == pytest.approx(0.0)  # b, a, c
+
+
+def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_path, capsys):
+    """`audit --store` names sources as `calibrate` does (--human-source, --judge-source; the
+    old --reference-source stays), and audits every LLM source of the store when no
+    --judge-source is given (issue 34, item 12)."""
+    from reljudge.store import LabelStore
+
+    store = tmp_path / "labels.sqlite"
+    grades = [0, 1, 2, 3, 0, 1, 2, 3, 1, 2]
+    with LabelStore(store) as s:
+        s.add_grades([(f"q{i % 3}", f"d{i}", g) for i, g in enumerate(grades)], "human", "hr")
+        for name, shift in (("judge-a", 0), ("judge-b", 1)):
+            s.add_grades([(f"q{i % 3}", f"d{i}", min(3, g + shift))
+                          for i, g in enumerate(grades)], "llm", name)
+    base = ["audit", "--store", str(store), "--format", "json"]
+
+    def judges(*flags: str) -> list[str]:
+        assert main([*base, *flags]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["reference"] == "hr"
+        return [j["name"] for j in data["judges"]]
+
+    assert judges("--human-source", "hr") == ["judge-a", "judge-b"]
+    assert judges("--human-source", "hr", "--judge-source", "judge-b") == ["judge-b"]
+    assert judges("--reference-source", "hr", "--judge-source", "judge-a") == ["judge-a"]
+    assert main(["audit", "--store", str(store)]) == 2
+    assert "give --human-source" in capsys.readouterr().err
+    from reljudge.cli import build_parser
+
+    for command in ("audit", "calibrate"):  # one spelling for both commands
+        args = build_parser().parse_args([command, "--store", "s", "--human-source", "hr",
+                                          "--judge-source", "j"])
+        assert (args.human_source, args.judge_source) == ("hr", ["j"])

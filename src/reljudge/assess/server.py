@@ -72,8 +72,9 @@ def urls_of(sock: socket.socket, host: str, token: str | None) -> list[str]:
 def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
           token: str | None = None,
           announce: Callable[[list[str]], None] | None = None) -> None:
-    """Serve the task until interrupted or stopped from the page; ``announce`` gets the URLs once the socket listens
-    (the CLI prints them; by default they are logged at WARNING, so that they show)."""
+    """Serve the task until interrupted or stopped from the page; ``announce`` gets the URLs
+    once the server answers (the CLI prints them; by default they are logged at WARNING, so
+    that they show)."""
     import logging
 
     import uvicorn
@@ -82,10 +83,23 @@ def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
 
     sock = bind(host, port)
     urls = urls_of(sock, host, token)
-    if announce is None:
-        logging.getLogger(__name__).warning("open %s", " or ".join(urls))
-    else:
-        announce(urls)
+
+    def say(urls: list[str]) -> None:
+        if announce is None:
+            logging.getLogger(__name__).warning("open %s", " or ".join(urls))
+        else:
+            announce(urls)
+
+    class Server(uvicorn.Server):
+        """Announces the address once serving, with uvicorn's Ctrl-C handling in place: a
+        Ctrl-C between an earlier announcement and that could land in a garbage collector
+        callback, where Python ignores the KeyboardInterrupt, and the server ran on."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                say(urls)
+
     running: list[uvicorn.Server] = []
 
     def stop() -> None:  # the finished page's button: end after answering this request
@@ -93,5 +107,5 @@ def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
 
     config = uvicorn.Config(create_app(task, token=token, on_stop=stop), log_level="warning",
                             access_log=False, lifespan="off")
-    running.append(uvicorn.Server(config))
+    running.append(Server(config))
     running[0].run(sockets=[sock])

@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import shlex
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
+from pathlib import Path
 
 from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE, SCALE_TEXT, check_grade
@@ -93,11 +93,14 @@ class AssessTask:
                  passages: Mapping[str, str | Mapping[str, str]] | None = None,
                  order: str = "given",
                  settles: Mapping[tuple[str, str], Sequence[Standing]] | None = None,
-                 shared: Set[tuple[str, str]] = frozenset()) -> None:
+                 shared: Set[tuple[str, str]] = frozenset(),
+                 text_files: Mapping[str, str] | None = None) -> None:
         """``settles``: adjudication (``assess --adjudicate``): the grades each pair's
         adjudicated grade settles, shown with it and linked from it; the grades then go to
         the source ``adjudicated:ANNOTATOR``. ``shared``: the pairs of a team's sample every
-        member grades (``assess.team``), for the summary."""
+        member grades (``assess.team``), for the summary. ``text_files``: the files
+        ``queries`` and ``passages`` were read from ({"queries": PATH, ...}), named in the
+        next commands when the store lacks texts they give."""
         if order not in ORDERS:
             raise ConfigError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
         if (sample is None) == (pairs_file is None):
@@ -120,8 +123,12 @@ class AssessTask:
         self.task = {"sample": sample} if sample is not None else {"pairs": pairs_file}
         self.order = order
         pairs = ordered(pairs, order, f"{self.task} {annotator}")
-        self.items = _items(store, pairs, queries or {}, passages or {},
-                            f"sample {sample!r}" if sample else str(pairs_file))
+        self.items, lacking = _items(store, pairs, queries or {}, passages or {},
+                                     f"sample {sample!r}" if sample else str(pairs_file))
+        #: {"--queries": absolute path, ...}: the text files a command over these pairs
+        #: needs, for the kinds of text the store lacks
+        self.text_flags = {f"--{kind}": str(Path(path).absolute())
+                           for kind, path in (text_files or {}).items() if kind in lacking}
         self._index = {(it.qid, it.docid): it.index for it in self.items}
         self._shown = _shown(store, self.items, queries or {}, passages or {})
 
@@ -206,37 +213,14 @@ class AssessTask:
                 "llm": llm, "next": self.next_steps()}
 
     def next_steps(self) -> list[dict]:
-        """The commands that take these grades further ({"what", "command"}): agreement and
-        adjudication for a team, then estimate (PPI) and calibrate for a sample, or merge."""
-        store = shlex.quote(str(self.store.path))
+        """The commands that take these grades further, filled in to run as shown
+        (``assess.next_steps``)."""
+        from reljudge.assess.next_steps import next_steps
+
         judges = sorted({s for judged in self.llm_grades().values() for s, _ in judged})
-        judge = shlex.quote(judges[0]) if judges else "JUDGE"
-        out = [{"what": "grades per annotator, their speed and agreement",
-                "command": f"reljudge labels stats --store {store}"}]
-        if self.shared and not self.adjudicating:
-            where = (f"--sample {shlex.quote(self.sample)}" if self.sample is not None
-                     else f"--pairs {shlex.quote(str(self.pairs_file))}")
-            out.append({"what": "settle the pairs where annotators disagree",
-                        "command": f"reljudge assess --store {store} {where} "
-                                   "--annotator NAME --adjudicate"})
-        if self.adjudicating:
-            out.append({"what": "final labels, an adjudicated grade deciding where there is one",
-                        "command": f"reljudge labels merge --store {store} --policy "
-                                   "adjudicated-first --out final.qrels"})
-        if self.sample is not None:
-            out.append({"what": "run scores under human labels from this sample and the "
-                                "judge (prediction-powered intervals)",
-                        "command": f"reljudge estimate --store {store} --sample "
-                                   f"{shlex.quote(self.sample)} --judge {judge} "
-                                   "RUN [RUN ...] -m nDCG@10"})
-        out.append({"what": "correct the judge from these grades (a calibrated source)",
-                    "command": f"reljudge calibrate --store {store} --human-source "
-                               f"{shlex.quote(self.source)} --judge-source {judge}"})
-        if not self.adjudicating:
-            out.append({"what": "final labels: human grades where there are any, else the "
-                                "judge's",
-                        "command": f"reljudge labels merge --store {store} --out final.qrels"})
-        return out
+        return next_steps(self.store, self.source, sample_name=self.sample,
+                          pairs_file=self.pairs_file, judges=judges, team=bool(self.shared),
+                          adjudicating=self.adjudicating, text_flags=self.text_flags)
 
     # -- writing --------------------------------------------------------------------------
     def grade(self, index: object, grade: object, *, seconds: object = None,
@@ -308,7 +292,10 @@ def ordered(pairs: Sequence[tuple[str, str]], order: str, seed: str
 
 
 def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-           passages: Mapping[str, str | Mapping[str, str]], where: str) -> list[Item]:
+           passages: Mapping[str, str | Mapping[str, str]], where: str
+           ) -> tuple[list[Item], set[str]]:
+    """The items of ``pairs``, and the kinds of text ("queries", "passages") the store lacks
+    for some of them (given as ``queries`` / ``passages``)."""
     qids = list(dict.fromkeys(q for q, _ in pairs))
     docids = list(dict.fromkeys(d for _, d in pairs))
     qtexts = store.query_texts(qids)
@@ -326,7 +313,11 @@ def _items(store: LabelStore, pairs: Sequence[tuple[str, str]], queries: Mapping
         text, narrative = qtexts.get(q, (None, None))
         given, title = passage_parts(passages[d]) if d in passages else (ptexts[d], titles.get(d))
         out.append(Item(i, q, d, queries.get(q) or text or "", narrative, given or "", title))
-    return out
+    lacking = {kind for kind, held in (("queries", all((qtexts.get(q) or (None,))[0]
+                                                       for q in qids)),
+                                       ("passages", all(d in ptexts for d in docids)))
+               if not held}
+    return out, lacking
 
 
 def _seconds(value: object) -> float | None:

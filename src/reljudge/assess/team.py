@@ -53,6 +53,20 @@ def check_overlap(overlap: float) -> float:
     return float(overlap)
 
 
+def check_order(held: dict | None, team: Sequence[str], where: str) -> None:
+    """Refuse ``team`` when the team recorded for a sample (``held``) has the same names in
+    another order: the order deals the pairs, so the members' shares would not match."""
+    if held is None or list(held["team"]) == list(team) \
+            or sorted(held["team"]) != sorted(team):
+        return
+    recorded = ",".join(held["team"])
+    raise ConfigError(f"--team {','.join(team)}: {where} is shared by the team {recorded} in "
+                      f"that order, and the order deals the pairs (after the shared ones, the "
+                      f"first to {held['team'][0]}, the next to {held['team'][1]}, and so on), "
+                      f"so another order gives each member other pairs; give --team "
+                      f"{recorded}, or leave --team and --overlap out")
+
+
 def split(pairs: Sequence[tuple[str, str]], team: Sequence[str], overlap: float,
           seed: str) -> tuple[frozenset[tuple[str, str]], dict[str, list[tuple[str, str]]]]:
     """(the pairs everyone grades, {member: the pairs only they grade}), both in the pairs'

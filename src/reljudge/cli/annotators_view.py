@@ -1,9 +1,31 @@
-"""The annotator report as text (``labels stats`` and ``audit --annotators`` print it)."""
+"""The annotator report of ``labels stats`` and ``audit --annotators``: one function builds
+it from a store, so both commands give it in one shape (as JSON or as text)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from reljudge.audit.annotators import ALPHAS, TeamAgreement
 from reljudge.grades import SCALE
+
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
+
+#: query resamples for the report's agreement intervals unless --bootstrap says otherwise
+BOOTSTRAP = 1000
+
+
+def annotator_report(store: LabelStore, bootstrap: int | None = None, seed: int = 0
+                     ) -> TeamAgreement | None:
+    """The annotator report of the store's standing human grades (None when it holds none),
+    with ``bootstrap`` query resamples (default ``BOOTSTRAP``) for its intervals."""
+    from reljudge.audit.annotators import team_agreement
+
+    standing = store.standing("human")
+    if not standing:
+        return None
+    return team_agreement(standing, bootstrap=BOOTSTRAP if bootstrap is None else bootstrap,
+                          seed=seed)
 
 
 def annotator_text(report: TeamAgreement, fmt: str = "table", digits: int = 3) -> str:

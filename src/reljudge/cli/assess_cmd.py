@@ -27,11 +27,14 @@ retraction: the pair counts as ungraded again for merge, stats and audit until i
 again. When every pair is graded the page shows a summary (pairs, time per pair, grades,
 agreement with the LLM) and a button that stops the server.
 
-from the grades to scores (the page's last screen shows these with your store and sample):
+from the grades to scores (the page's last screen shows these ready to run: the store's
+absolute path, your sample, its judge and the runs it was drawn from, the --queries /
+--passages files the store lacks texts of, and a measure the sample supports: DCG@10 from a
+pair sample, nDCG@10 from whole queries):
   reljudge labels stats --store labels.sqlite      # per annotator: pairs, speed, agreement
   reljudge assess ... --adjudicate                 # settle the pairs annotators disagree on
   reljudge labels merge --store labels.sqlite --policy adjudicated-first --out final.qrels
-  reljudge estimate --store labels.sqlite --sample audit-200 --judge JUDGE RUN... -m nDCG@10
+  reljudge estimate --store labels.sqlite --sample audit-200 --judge JUDGE RUN... -m DCG@10
   reljudge calibrate --store labels.sqlite --human-source alice --judge-source JUDGE
 
 exit codes: 0 every pair of the task is graded when the server stops; 3 stopped with pairs
@@ -140,7 +143,9 @@ def run(args) -> int:
                     if args.passages else None)  # irds: the ids graded here only
         task = AssessTask(store, pairs, args.annotator, sample=args.sample,
                           pairs_file=args.pairs, scale=scale, queries=queries,
-                          passages=passages, order=args.order, settles=settles, shared=shared)
+                          passages=passages, order=args.order, settles=settles, shared=shared,
+                          text_files={k: v for k, v in (("queries", args.queries),
+                                                        ("passages", args.passages)) if v})
         token = new_token() if args.host is not None else None
         done = len(task.given())
 
@@ -172,7 +177,13 @@ def _what_to_grade(store, pairs, args):
     """(the pairs this person grades, the pairs the team shares, what each pair settles or
     None): a team member's share (``assess.team``), an adjudicator's conflicts, or all."""
     from reljudge.assess.adjudicate import to_settle
-    from reljudge.assess.team import check_overlap, pairs_seed, parse_team, share_of
+    from reljudge.assess.team import (
+        check_order,
+        check_overlap,
+        pairs_seed,
+        parse_team,
+        share_of,
+    )
     from reljudge.errors import ConfigError
 
     if args.adjudicate:
@@ -185,6 +196,7 @@ def _what_to_grade(store, pairs, args):
                           "of its names as --annotator")
     if args.sample is not None:
         if team is not None:
+            check_order(store.sample_assignment(args.sample), team, f"sample {args.sample!r}")
             store.assign_sample(args.sample, team, overlap)
         held = store.sample_assignment(args.sample)
         if held is None:

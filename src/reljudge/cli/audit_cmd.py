@@ -10,7 +10,7 @@ examples:
   reljudge audit --reference human.qrels --judges-dir judges/ --clip runs/*.run
   reljudge audit --reference human.qrels --judges-dir judges/ runs/*.run -m nDCG@10 -m AP
   reljudge audit --reference human.qrels --judge llm.qrels --bootstrap 1000 --json
-  reljudge audit --store labels.sqlite --reference-source nist --judge-source gpt-4o-mini/umbrela@1#...
+  reljudge audit --store labels.sqlite --human-source nist   # every judge source of the store
   reljudge audit --store labels.sqlite --annotators --bootstrap 1000   # people vs people
 
 columns: exact agreement; Cohen's kappa unweighted, linear (kappa_lin) and quadratic
@@ -50,9 +50,13 @@ def register(sub) -> None:
     p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels, "
                    "compressed or not)")
     common.add_store(p, "read labels from a label store instead of files")
-    p.add_argument("--reference-source", help="with --store: the reference source name")
-    p.add_argument("--judge-source", action="append", default=[],
-                   help="with --store: a judge source name (repeatable)")
+    p.add_argument("--human-source", "--reference-source", dest="human_source",
+                   metavar="NAME",
+                   help="with --store: the reference source, as in calibrate (the human "
+                        "labels; --reference-source is the old name)")
+    p.add_argument("--judge-source", action="append", default=[], metavar="NAME",
+                   help="with --store: a judge source (repeatable; default: every LLM "
+                        "source of the store but the reference)")
     p.add_argument("--annotators", action="store_true",
                    help="with --store: the human annotators instead: each one's pairs, "
                         "seconds per pair and grades; Cohen's kappa (unweighted, linear, "
@@ -63,8 +67,9 @@ def register(sub) -> None:
     common.add_measures(p, "nDCG@10")
     common.add_all_queries(p)
     common.add_float32_scores(p)
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
-                   help="bootstrap resamples over queries for 95%% intervals (e.g. 1000)")
+    p.add_argument("--bootstrap", type=int, default=None, metavar="N",
+                   help="bootstrap resamples over queries for 95%% intervals (e.g. 1000; "
+                        "default none, and 1000 with --annotators, as labels stats)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--clip", action="store_true",
                    help="clip grades outside 0..3 (default: reject the file with file:line)")
@@ -113,14 +118,15 @@ def load_labels(args: argparse.Namespace):
     if args.store:
         from reljudge.store.by_name import labels_from_store
 
-        if not args.reference_source or not args.judge_source:
-            raise ConfigError("with --store give --reference-source and --judge-source")
+        if not args.human_source:
+            raise ConfigError("with --store give --human-source (the reference) and, to "
+                              "audit some judges only, --judge-source")
         name, ref, judges, _ = labels_from_store(
-            args.store, args.reference_source, args.judge_source,
-            reference_option="--reference-source", judge_option="--judge-source")
+            args.store, args.human_source, args.judge_source or _judge_sources(args),
+            reference_option="--human-source", judge_option="--judge-source")
         return name, ref, judges, {}
     if not args.reference:
-        raise ConfigError("give --reference (or --store with --reference-source)")
+        raise ConfigError("give --reference (or --store with --human-source)")
     files = [Path(j) for j in args.judge]
     if args.judges_dir:
         folder = Path(args.judges_dir)
@@ -133,6 +139,24 @@ def load_labels(args: argparse.Namespace):
     ref, _ = read_judge(args.reference, clip=args.clip)
     judges, clipped = read_judges(files, clip=args.clip)
     return Path(args.reference).name, ref, judges, clipped
+
+
+def _judge_sources(args: argparse.Namespace) -> list[str]:
+    """Every LLM source of ``--store`` but the reference: the judges audited when no
+    --judge-source is given."""
+    from reljudge.errors import InputError
+    from reljudge.store import LabelStore
+    from reljudge.store.names import resolve_source
+
+    with LabelStore(args.store, create=False, readonly=True) as store:
+        known = store.sources()
+    reference = resolve_source(known, args.human_source, where=str(args.store),
+                               option="--human-source").name
+    names = [s.name for s in known if s.kind == "llm" and s.name != reference]
+    if not names:
+        raise InputError(f"{args.store}: no LLM source besides {reference!r} to audit; "
+                         "label with reljudge label --store first")
+    return names
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -152,7 +176,7 @@ def run_audit(args: argparse.Namespace) -> int:
     with working("auditing", args.quiet):
         spec, derived = heldout_rows(args, ref, judges)
         results = audit_measures(ref, judges, runs, measures if runs else measures[:1],
-                                 bootstrap=args.bootstrap, seed=args.seed,
+                                 bootstrap=args.bootstrap or 0, seed=args.seed,
                                  with_ensembles=not args.no_ensembles, reference_name=name,
                                  clipped=clipped, derived=derived,
                                  all_queries=args.all_queries,
@@ -208,21 +232,19 @@ def print_notes(result, clipped) -> None:
 
 def _annotators(args: argparse.Namespace) -> int:
     """``audit --store S --annotators``: the annotator report."""
-    from reljudge.audit.annotators import team_agreement
-    from reljudge.cli.annotators_view import annotator_text
+    from reljudge.cli.annotators_view import annotator_report, annotator_text
     from reljudge.errors import ConfigError, InputError
     from reljudge.store import LabelStore
     from reljudge.tables import json_dumps
 
     if not args.store:
         raise ConfigError("--annotators reads a label store: give --store")
-    if args.bootstrap < 0:
+    if args.bootstrap is not None and args.bootstrap < 0:
         raise ConfigError(f"--bootstrap resamples must be 0 (none) or more, not {args.bootstrap}")
     with LabelStore(args.store, create=False, readonly=True) as store:
-        standing = store.standing("human")
-    if not standing:
+        report = annotator_report(store, args.bootstrap, args.seed)
+    if report is None:
         raise InputError(f"{args.store}: no human grades: no annotators to report")
-    report = team_agreement(standing, bootstrap=args.bootstrap, seed=args.seed)
     if args.format == "json":
         print(json_dumps(report.to_dict()), end="")
         return 0

@@ -143,7 +143,7 @@ def register(sub) -> None:
 
     v = verb("stats", "label sources, grade distributions, failures and coverage per query")
     v.add_argument("--pool", help="pairs file (QID DOCID) to report coverage against")
-    v.add_argument("--bootstrap", type=non_negative_int, default=1000, metavar="N",
+    v.add_argument("--bootstrap", type=non_negative_int, default=None, metavar="N",
                    help="query resamples for the annotators' agreement intervals (default "
                         "1000; 0: none)")
     v.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")

@@ -31,6 +31,7 @@ def do_stats(args) -> int:
     """Sources, failures, coverage."""
     from collections import Counter
 
+    from reljudge.cli.annotators_view import annotator_report, annotator_text
     from reljudge.grades import SCALE
     from reljudge.io import read_pairs
     from reljudge.store import coverage
@@ -44,11 +45,7 @@ def do_stats(args) -> int:
         claims = store.live_claims()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
         stale = store.stale_labels()
-        standing = store.standing("human")
-    from reljudge.audit.annotators import team_agreement
-
-    team = team_agreement(standing, bootstrap=args.bootstrap, seed=args.seed) \
-        if standing else None
+        team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None
     cov = coverage(merged, pool)
@@ -93,8 +90,6 @@ def do_stats(args) -> int:
         print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],
                      [list(r) for r in spend], fmt, digits), end="")
     if team is not None:
-        from reljudge.cli.annotators_view import annotator_text
-
         print("\n" + annotator_text(team, fmt, min(digits, 3)), end="")
     print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):"
           + gap)

@@ -256,7 +256,9 @@
     const done = Object.keys(grades).length;
     $("done").textContent = done + " / " + n + " graded";
     $("bar-fill").style.width = (100 * done / n).toFixed(1) + "%";
+    const finishing = $("finished").hidden && !(done < n && !stopped);
     $("finished").hidden = done < n && !stopped;
+    if (finishing) intoView($("finished"));
     // the summary is the store's word: asked once every grade is stored, again after a change
     if (done === n && pending === 0 && summaryStale && !stopped) { summaryStale = false; summary(); }
     const g = grades[cur];
@@ -342,6 +344,13 @@
     else if (k === "u") undo();
     else if (k === "n") $("note").focus();
     else if (k === "l") { $("show-llm").checked = !showLLM; toggleLLM(); }
+  }
+
+  // Scroll to `box`, below the sticky header: on a phone the person is down at the grade
+  // buttons when the finished panel, above the pair, appears.
+  function intoView(box) {
+    const header = document.querySelector("header").getBoundingClientRect().height;
+    window.scrollTo(0, Math.max(0, box.getBoundingClientRect().top + window.scrollY - header - 8));
   }
 
   // The finished screen: what was done, and where the grades go next.
