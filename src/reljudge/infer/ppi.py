@@ -64,6 +64,7 @@ class Estimate:
     n: np.ndarray  # human-labelled units
     level: float
     flat: np.ndarray | int = 0  # sampled strata whose values were all equal (see FLAT_RULE)
+    exact: np.ndarray | bool = False  # a census of every unit: no sampling error at all
 
     def p_value(self) -> np.ndarray:
         """Two-sided p-value of value == 0 (for a paired difference: no difference)."""
@@ -108,8 +109,9 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     ``spread``: the largest difference two units' values can have; when every sampled
     stratum short of a census has all its sampled values equal (the interval would have zero
     width), those strata get the conservative variance of FLAT_RULE instead of none, so a
-    sample short of the population never gives a zero-width interval; ``Estimate.flat``
-    counts such strata.
+    sample short of the population never gives a zero-width interval (nor does a PPI
+    interval whose residuals a - lambda b are all flat); ``Estimate.flat`` counts such
+    strata, ``Estimate.exact`` says the sample is a census of every stratum.
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
@@ -137,7 +139,14 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
         np.asarray(lam, np.float64), np.shape(b_total))
     lam_h = lam[..., None]
     total = lam * b_total + (big_n * (mean_a - lam_h * mean_b)).sum(axis=-1)
-    parts = c * np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
+    resid = np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
+    if spread is not None:  # the residuals a - lambda b can be flat where a is not (a judge
+        # that agreed with every sampled grade): FLAT_RULE again, over their range (1 + lambda) S
+        rflat = (~census) & (n >= 1) & (resid <= 1e-15)
+        rflat = rflat & (((c * resid).sum(axis=-1) <= 1e-30) & rflat.any(axis=-1))[..., None]
+        resid = np.where(rflat, ((1.0 + lam_h) * float(spread)) ** 2 / (n + 1.0), resid)
+        flat = flat | rflat
+    parts = c * resid
     var = parts.sum(axis=-1)
     var_classical = (c * ssa).sum(axis=-1)
     classical = (big_n * mean_a).sum(axis=-1)
@@ -162,7 +171,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level,
-                    flat.sum(axis=-1) if spread is not None else 0)
+                    flat.sum(axis=-1) if spread is not None else 0, census.all(axis=-1))
 
 
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
