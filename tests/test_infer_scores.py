@@ -200,3 +200,26 @@ def test_a_census_row_is_exact_and_says_so():
     for r, run in zip(rows, runs, strict=True):  # exact where the missed pair is not in its top 5
         assert r.exact == (missed not in _top(run, 5))
         assert r.exact or r.ppi_high > r.ppi_low
+
+
+def test_equal_human_grades_within_each_stratum_give_no_zero_width_interval():
+    """Issue 35's case: 90 of 140 pairs whose sampled human grades are equal within each
+    stratum (here the judge's grades are the truth). The south run's human interval was
+    [0.98571428, 0.98571429]: rounding left its variance at 1e-18, above the test for 0. Every
+    row short of a census now has a width, a difference's p-value is not 0, and each row
+    carries the warning."""
+    rng = np.random.default_rng(1)
+    judge = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(14) for d in range(10)}
+    runs = []
+    for name, noise in (("north", 0.5), ("south", 1.5)):
+        pairs = list(judge)
+        score = np.array([judge[p] for p in pairs]) + noise * rng.normal(size=len(pairs))
+        runs.append(Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], score,
+                                    name=name))
+    s = draw(sorted(judge), "stratified-pairs", 90, 0, grades=judge)
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(judge), runs, ["P@5"])
+    for r in rows + diffs:
+        assert not r.exact
+        assert r.human_high - r.human_low > 0.01 and r.ppi_high - r.ppi_low > 0.01, r
+        assert "had all sampled values equal" in r.warning
+    assert diffs[0].p is not None and diffs[0].p > 0.05

@@ -130,8 +130,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
     # a sample short of the population whose every sampled stratum varied not at all would
     # give a zero-width interval: its flat strata get FLAT_RULE's variance instead
-    flat = (~census) & (n >= 1) & (ssa <= 1e-15)
-    flat = flat & (((c * ssa).sum(axis=-1) <= 1e-30) & flat.any(axis=-1))[..., None]
+    flat = _flat(ssa, m.saa / n_safe, census, n)
     if spread is not None:
         ssa = np.where(flat, float(spread) ** 2 / (n + 1.0), ssa)
     tuned = lam is None
@@ -142,8 +141,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     resid = np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
     if spread is not None:  # the residuals a - lambda b can be flat where a is not (a judge
         # that agreed with every sampled grade): FLAT_RULE again, over their range (1 + lambda) S
-        rflat = (~census) & (n >= 1) & (resid <= 1e-15)
-        rflat = rflat & (((c * resid).sum(axis=-1) <= 1e-30) & rflat.any(axis=-1))[..., None]
+        rflat = _flat(resid, (m.saa + lam_h ** 2 * m.sbb) / n_safe, census, n)
         resid = np.where(rflat, ((1.0 + lam_h) * float(spread)) ** 2 / (n + 1.0), resid)
         flat = flat | rflat
     parts = c * resid
@@ -172,6 +170,15 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level,
                     flat.sum(axis=-1) if spread is not None else 0, census.all(axis=-1))
+
+
+def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.ndarray
+          ) -> np.ndarray:
+    """The sampled strata short of a census whose variance s2 is 0 (to rounding: relative to
+    the values' mean square), where every such stratum's is: the estimate would have no width."""
+    short = (~census) & (n >= 1)
+    flat = short & (s2 <= 1e-9 * mean_square)
+    return flat & (np.all(flat == short, axis=-1) & short.any(axis=-1))[..., None]
 
 
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
