@@ -169,7 +169,8 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level,
-                    flat.sum(axis=-1) if spread is not None else 0, census.all(axis=-1))
+                    flat.sum(axis=-1) if spread is not None else 0,
+                    np.asarray(census.all(axis=-1)))
 
 
 def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.ndarray
