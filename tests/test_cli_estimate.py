@@ -331,3 +331,24 @@ def test_estimate_p5_from_a_small_sample_respects_the_measure_and_says_its_uncer
     assert " 0.0000\n" not in out and "-0.0200]" not in out
     lines = err.splitlines()
     assert len(lines) == 3 and all(line.startswith("warning: ") for line in lines)
+
+
+def test_each_estimate_warning_starts_its_own_line_in_every_display(world):
+    """Issue 35: '...(docs/ppi.md)warning: south P@5: ...': the note and the warnings ran
+    together where the notes were joined without a line break (the notebook display)."""
+    import re
+
+    from reljudge.infer.scores import estimate
+    from reljudge.io.trec import read_runs
+
+    _tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "s",
+                 "--design", "srs-pairs", "--budget", "8", "--seed", "0"]) == 0
+    _grade(store_path, truth, "s")
+    with LabelStore(store_path, create=False) as store:
+        est = estimate(store, read_runs([str(r) for r in runs]), ["P@5"], sample="s")
+    assert len(est.warnings()) == 3
+    for shown in (str(est), re.sub(r"<[^>]+>", "", est._repr_html_())):
+        lines = shown.splitlines()
+        assert sum(line.startswith("warning: ") for line in lines) == 3
+        assert "warning:" not in shown.replace("\nwarning: ", "\n")  # none mid-line
