@@ -223,3 +223,20 @@ def test_equal_human_grades_within_each_stratum_give_no_zero_width_interval():
         assert r.human_high - r.human_low > 0.01 and r.ppi_high - r.ppi_low > 0.01, r
         assert "had all sampled values equal" in r.warning
     assert diffs[0].p is not None and diffs[0].p > 0.05
+
+
+def test_a_query_sample_whose_sampled_values_are_all_equal_has_a_width():
+    """Every sampled query's human P@5 is 1 (the sampled queries' pairs are all relevant),
+    though the other queries' are not: the interval had no width; now it has FLAT_RULE's
+    (spread: the measure's range) and says so. With every query sampled it is exact."""
+    truth, judge, runs = _world()
+    s = draw(sorted(truth), "srs-queries", 0, 1, queries=5)
+    sampled = {i.qid for i in s.items}
+    full = {p: (3 if p[0] in sampled else g) for p, g in truth.items()}
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(full), runs, ["P@5"])
+    for r in rows + diffs:
+        assert r.human_high - r.human_low > 0.05 and r.ppi_high - r.ppi_low > 0.05, r
+        assert "had all sampled values equal" in r.warning
+    everything = draw(sorted(truth), "srs-queries", 0, 1, queries=NQ)
+    rows, _ = estimate_runs(everything, _qrels(judge), _qrels(full), runs, ["P@5"])
+    assert all(r.exact and r.ppi_low == r.ppi_high for r in rows)

@@ -281,10 +281,12 @@ def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: 
 
 
 def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: np.ndarray,
-                level: float = 0.95, lam: float | None = None) -> Estimate:
+                level: float = 0.95, lam: float | None = None,
+                spread: float | None = None) -> Estimate:
     """PPI estimate of the mean over all N queries of a per-query value, from the predicted
     (LLM-label) values of every query and the human-label values of a simple random sample
-    of queries (``sampled``: their indices into ``predicted_all``)."""
+    of queries (``sampled``: their indices into ``predicted_all``; ``spread``: as in
+    ``estimate_from_moments``)."""
     f = np.asarray(predicted_all, np.float64)
     idx = np.asarray(sampled, np.int64)
     if len(np.unique(idx)) != len(idx):
@@ -294,7 +296,7 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
         raise InputError(f"a query-level estimate needs at least {MIN_PER_STRATUM + 1} "
                          f"human-labelled queries; the sample has {len(idx)}")
     return estimate(human_sampled, f[..., idx], f.sum(axis=-1), None, np.array([n_all]),
-                    n_all, level, lam)
+                    n_all, level, lam, spread)
 
 
 def ppi_mean_ci(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,

@@ -153,7 +153,8 @@ class _QueryDesign:
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The query-level PPI estimate of a cell."""
-        return ppi.query_level(cell["human"], cell["llm"], self.idx, self.level), len(self.idx)
+        return ppi.query_level(cell["human"], cell["llm"], self.idx, self.level,
+                               spread=cell.get("spread")), len(self.idx)
 
 
 def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Sequence[Measure],
@@ -169,8 +170,12 @@ def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Seq
     human_sub = human.from_dict({q: v for q, v in human.to_dict().items()
                                  if q in set(sampled_q)})
     for m in parsed:
+        low, high = measure_range(m)
         for run in runs:
-            cells[(run.name, str(m))]["human"] = _per_query(human_sub, run, m, sampled_q)
+            cell = cells[(run.name, str(m))]
+            cell["human"] = _per_query(human_sub, run, m, sampled_q)
+            if np.isfinite(high - low):  # a query's value can lie anywhere in the range
+                cell["spread"] = high - low
     return _QueryDesign(idx, level)
 
 
