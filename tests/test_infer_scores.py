@@ -139,10 +139,11 @@ def test_rbp_residual_is_refused_for_a_pair_sample():
         estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["RBP(residual=True)@10"])
 
 
-def _small_world():
+def _small_world(seed=0, queries=4, docs=8):
     """Four queries of eight pooled pairs: a sample of eight pairs puts few in a top 5."""
-    rng = np.random.default_rng(0)
-    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(4) for d in range(8)}
+    rng = np.random.default_rng(seed)
+    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(queries)
+             for d in range(docs)}
     judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}
     runs = []
     for i, noise in enumerate((0.5, 2.0)):
@@ -240,3 +241,16 @@ def test_a_query_sample_whose_sampled_values_are_all_equal_has_a_width():
     everything = draw(sorted(truth), "srs-queries", 0, 1, queries=NQ)
     rows, _ = estimate_runs(everything, _qrels(judge), _qrels(full), runs, ["P@5"])
     assert all(r.exact and r.ppi_low == r.ppi_high for r in rows)
+
+
+def test_an_interval_wholly_outside_the_range_becomes_the_whole_range_and_says_so():
+    """Three sampled pairs in r1's top 5 put its human-only DCG@5 interval wholly above the
+    largest DCG@5 (8.8454): clipped, it would be the point [8.8454, 8.8454]; it is the whole
+    range instead (it missed), and the warning says so."""
+    truth, judge, runs = _small_world(seed=36, queries=3, docs=10)
+    s = draw(sorted(truth), "stratified-pairs", 8, 36, grades=judge)
+    rows, _ = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["DCG@5"])
+    top = 3 * sum(1 / np.log2(r + 1) for r in range(1, 6))
+    assert (rows[1].human_low, rows[1].human_high) == (0.0, pytest.approx(top))
+    assert "the human interval [" in rows[1].warning
+    assert "wholly outside the measure's range" in rows[1].warning

@@ -348,14 +348,24 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
          p: float | None = None, informative: int = 0, warning: str | None = None,
          bounds: tuple[float, float] = (-np.inf, np.inf)) -> RunEstimate:
     """One row, every value and interval end clipped to the measure's range ``bounds`` (a
-    clipped interval covers the truth whenever the unclipped one did)."""
+    clipped interval covers the truth whenever the unclipped one did); an interval wholly
+    outside the range (it missed) becomes the whole range, and the warning says so."""
     def c(v) -> float:
         return float(np.clip(float(v), *bounds))
 
-    return RunEstimate(name, measure, c(llm), c(lo), c(hi), c(e.classical),
-                       c(e.classical_low), c(e.classical_high), c(e.value), c(e.low),
-                       c(e.high), float(e.lam), int(e.n), float(e.effective_n), p,
-                       informative, warning, bool(np.all(e.exact)))
+    said = [warning] if warning else []
+    ends = []
+    for which, low, high in (("human", e.classical_low, e.classical_high),
+                             ("ppi", e.low, e.high)):
+        if float(high) > float(low) and c(high) == c(low):
+            said.append(f"the {which} interval [{float(low):.4f}, {float(high):.4f}] lay "
+                        f"wholly outside the measure's range: shown as the whole range")
+            low, high = bounds
+        ends += [c(low), c(high)]
+    return RunEstimate(name, measure, c(llm), c(lo), c(hi), c(e.classical), ends[0], ends[1],
+                       c(e.value), ends[2], ends[3], float(e.lam), int(e.n),
+                       float(e.effective_n), p, informative, "; ".join(said) or None,
+                       bool(np.all(e.exact)))
 
 
 def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False,
