@@ -354,12 +354,12 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
         return float(np.clip(float(v), *bounds))
 
     said = [warning] if warning else []
-    ends = []
-    for which, low, high in (("human", e.classical_low, e.classical_high),
-                             ("ppi", e.low, e.high)):
-        if float(high) > float(low) and c(high) == c(low):
-            said.append(f"the {which} interval [{float(low):.4f}, {float(high):.4f}] lay "
-                        f"wholly outside the measure's range: shown as the whole range")
+    ends: list[float] = []
+    for which, low, high in (("human", float(e.classical_low), float(e.classical_high)),
+                             ("ppi", float(e.low), float(e.high))):
+        if high > low and c(high) == c(low):
+            said.append(f"the {which} interval [{low:.4f}, {high:.4f}] lay wholly outside "
+                        f"the measure's range: shown as the whole range")
             low, high = bounds
         ends += [c(low), c(high)]
     return RunEstimate(name, measure, c(llm), c(lo), c(hi), c(e.classical), ends[0], ends[1],
