@@ -300,3 +300,55 @@ def test_a_teams_grades_reach_estimate_as_labels_merge_adjudicated_first_merges_
         assert human_truth(store, set(pairs), "ann2") == other
     assert [(r.run, r.ppi, r.ppi_low, r.ppi_high) for r in settled.rows] == \
         [(r.run, r.ppi, r.ppi_low, r.ppi_high) for r in alone.rows]
+
+
+def test_estimate_p5_from_a_small_sample_respects_the_measure_and_says_its_uncertainty(world,
+                                                                                     capsys):
+    """Issue 35: P@5 printed an interval outside [0, 1] (here [-0.1625, 2.1625]), a
+    difference row ppi [-0.0200, -0.0200] p 0.0000 from 8 of 360 pairs (a judge that agreed
+    with every sampled grade) and worth 360.0000; now intervals stay in the range, the
+    difference row has a width and a p-value above 0, counts are integers, and each
+    warning is its own line."""
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "s",
+                 "--design", "srs-pairs", "--budget", "8", "--seed", "0"]) == 0
+    _grade(store_path, truth, "s")
+    capsys.readouterr()
+    assert main(["estimate", "--store", str(store_path), "--sample", "s", *map(str, runs),
+                 "-m", "P@5", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    for row in res["runs"]:
+        assert 0 <= row["human_low"] <= row["human_high"] <= 1
+        assert 0 <= row["ppi_low"] <= row["ppi_high"] <= 1
+    (diff,) = res["differences"]
+    assert -1 <= diff["ppi_low"] < diff["ppi_high"] <= 1 and diff["p"] > 0.05
+    assert "stratum/strata short of a census had all sampled values equal" in diff["warning"]
+    assert main(["estimate", "--store", str(store_path), "--sample", "s", *map(str, runs),
+                 "-m", "P@5"]) == 0
+    out, err = capsys.readouterr()
+    worth = [line.split()[-1] for line in out.splitlines() if line.startswith("sys0 ")]
+    assert worth and worth[0].isdigit()  # an integer count, not 9.1000
+    assert " 0.0000\n" not in out and "-0.0200]" not in out
+    lines = err.splitlines()
+    assert len(lines) == 3 and all(line.startswith("warning: ") for line in lines)
+
+
+def test_each_estimate_warning_starts_its_own_line_in_every_display(world):
+    """Issue 35: '...(docs/ppi.md)warning: south P@5: ...': the note and the warnings ran
+    together where the notes were joined without a line break (the notebook display)."""
+    import re
+
+    from reljudge.infer.scores import estimate
+    from reljudge.io.trec import read_runs
+
+    _tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "s",
+                 "--design", "srs-pairs", "--budget", "8", "--seed", "0"]) == 0
+    _grade(store_path, truth, "s")
+    with LabelStore(store_path, create=False) as store:
+        est = estimate(store, read_runs([str(r) for r in runs]), ["P@5"], sample="s")
+    assert len(est.warnings()) == 3
+    for shown in (str(est), re.sub(r"<[^>]+>", "", est._repr_html_())):
+        lines = shown.splitlines()
+        assert sum(line.startswith("warning: ") for line in lines) == 3
+        assert "warning:" not in shown.replace("\nwarning: ", "\n")  # none mid-line

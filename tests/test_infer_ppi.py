@@ -322,7 +322,25 @@ def test_a_sample_short_of_the_population_never_gives_a_zero_width_interval():
     census = estimate(a, b, 2.0, strata, np.array([5, 5]), normaliser=10.0, spread=0.1)
     assert census.high == census.low and int(census.flat) == 0  # a census has no error
     varied = np.array([0.1, 0.0, 0.1, 0.1, 0.0] + [0.0] * 5)
-    some = estimate(varied, varied, 2.0, strata, np.array([40, 40]), normaliser=10.0,
+    judged = np.array([0.1, 0.1, 0.0, 0.1, 0.0] + [0.0] * 5)  # residuals vary too (issue 35)
+    some = estimate(varied, judged, 2.0, strata, np.array([40, 40]), normaliser=10.0,
                     spread=0.1)
-    plain = estimate(varied, varied, 2.0, strata, np.array([40, 40]), normaliser=10.0)
+    plain = estimate(varied, judged, 2.0, strata, np.array([40, 40]), normaliser=10.0)
     assert int(some.flat) == 0 and some.high == plain.high  # only a zero-width case changes
+
+
+def test_a_judge_agreeing_with_every_sampled_grade_gives_no_zero_width_ppi_interval():
+    """The residuals human - lambda * judge are all 0 although the human values vary (issue 35:
+    a difference row printed ppi [-0.0800, -0.0800] p 0.0000 from a sample short of a census):
+    the flat residual strata get FLAT_RULE's variance over the residuals' range, the p-value
+    is no longer 0, and the estimate counts them. A census stays exact."""
+    from reljudge.infer.ppi import estimate
+
+    a = np.array([0.0, 0.2, 0.2, 0.0, 0.2, 0.0, 0.2, 0.2])
+    strata = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    e = estimate(a, a.copy(), 1.4, strata, np.array([10, 10]), normaliser=4.0, spread=0.2)
+    assert e.classical_high > e.classical_low  # the human values vary: a width already
+    assert e.high > e.low and float(e.p_value()) > 0.0001
+    assert int(e.flat) == 2 and not bool(e.exact)
+    census = estimate(a, a.copy(), 1.0, strata, np.array([4, 4]), normaliser=4.0, spread=0.2)
+    assert census.high == census.low and bool(census.exact) and int(census.flat) == 0

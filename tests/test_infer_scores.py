@@ -137,3 +137,120 @@ def test_rbp_residual_is_refused_for_a_pair_sample():
     s = draw(sorted(truth), "srs-pairs", 100, 1)
     with pytest.raises(InputError, match="RBP@k are linear"):
         estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["RBP(residual=True)@10"])
+
+
+def _small_world(seed=0, queries=4, docs=8):
+    """Four queries of eight pooled pairs: a sample of eight pairs puts few in a top 5."""
+    rng = np.random.default_rng(seed)
+    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(queries)
+             for d in range(docs)}
+    judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}
+    runs = []
+    for i, noise in enumerate((0.5, 2.0)):
+        pairs = list(truth)
+        score = np.array([truth[p] for p in pairs]) + noise * rng.normal(size=len(pairs))
+        runs.append(Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], score,
+                                    name=f"r{i}"))
+    return truth, judge, runs
+
+
+@pytest.mark.parametrize("design", ["srs-pairs", "stratified-pairs"])
+def test_intervals_never_leave_the_measure_range(design):
+    """P@5 printed [-0.3695, 1.6361] (issue 35): every interval end now lies in [0, 1] for P@k
+    and RBP@k, in [0, the largest DCG@k] for DCG@k, and a difference in the range's mirror."""
+    from reljudge.infer.ranges import measure_range
+    from reljudge.metrics import parse_measure
+
+    truth, judge, runs = _small_world()
+    s = draw(sorted(truth), design, 8, 0, grades=judge)
+    measures = ["P@5", "DCG@5", "RBP(p=0.8)@5"]
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(truth), runs, measures)
+    for r in rows + diffs:
+        low, high = measure_range(parse_measure(r.measure))
+        if " - " in r.run:
+            low, high = low - high, high - low
+        for v in (r.human_low, r.human, r.human_high, r.ppi_low, r.ppi, r.ppi_high):
+            assert low <= v <= high, (r.run, r.measure, v)
+    assert measure_range(parse_measure("DCG@5")) == pytest.approx(
+        (0.0, 3 * sum(1 / np.log2(r + 1) for r in range(1, 6))))
+
+
+def test_a_run_with_no_sampled_pair_in_its_top_k_says_so():
+    truth, judge, runs = _world()
+    s = draw(sorted(truth), "srs-pairs", 10, 3)
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["P@1"])
+    for r in rows + diffs:
+        assert r.informative == 0
+        assert r.warning is not None and r.warning.startswith("from no sampled pair in")
+        assert r.ppi_high > r.ppi_low  # no zero-width interval from nothing
+    assert "the run's top 1" in rows[0].warning and "either run's top 1" in diffs[0].warning
+
+
+def test_a_census_row_is_exact_and_says_so():
+    from reljudge.infer.scores import EXACT, estimate_table
+
+    truth, judge, runs = _world(seed=4)
+    everything = draw(sorted(truth), "srs-pairs", len(truth), 1)
+    rows, diffs = estimate_runs(everything, _qrels(judge), _qrels(truth), runs, ["P@5"])
+    assert all(r.exact and r.ppi_low == r.ppi_high for r in rows + diffs)
+    _, table = estimate_table(rows + diffs)
+    assert all(row[5] == EXACT and row[7] == EXACT for row in table)
+    partial = draw(sorted(truth), "srs-pairs", len(truth) - 1, 1)
+    rows, _ = estimate_runs(partial, _qrels(judge), _qrels(truth), runs, ["P@5"])
+    missed = (set(truth) - set(partial.pairs())).pop()
+    for r, run in zip(rows, runs, strict=True):  # exact where the missed pair is not in its top 5
+        assert r.exact == (missed not in _top(run, 5))
+        assert r.exact or r.ppi_high > r.ppi_low
+
+
+def test_equal_human_grades_within_each_stratum_give_no_zero_width_interval():
+    """Issue 35's case: 90 of 140 pairs whose sampled human grades are equal within each
+    stratum (here the judge's grades are the truth). The south run's human interval was
+    [0.98571428, 0.98571429]: rounding left its variance at 1e-18, above the test for 0. Every
+    row short of a census now has a width, a difference's p-value is not 0, and each row
+    carries the warning."""
+    rng = np.random.default_rng(1)
+    judge = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(14) for d in range(10)}
+    runs = []
+    for name, noise in (("north", 0.5), ("south", 1.5)):
+        pairs = list(judge)
+        score = np.array([judge[p] for p in pairs]) + noise * rng.normal(size=len(pairs))
+        runs.append(Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], score,
+                                    name=name))
+    s = draw(sorted(judge), "stratified-pairs", 90, 0, grades=judge)
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(judge), runs, ["P@5"])
+    for r in rows + diffs:
+        assert not r.exact
+        assert r.human_high - r.human_low > 0.01 and r.ppi_high - r.ppi_low > 0.01, r
+        assert "had all sampled values equal" in r.warning
+    assert diffs[0].p is not None and diffs[0].p > 0.05
+
+
+def test_a_query_sample_whose_sampled_values_are_all_equal_has_a_width():
+    """Every sampled query's human P@5 is 1 (the sampled queries' pairs are all relevant),
+    though the other queries' are not: the interval had no width; now it has FLAT_RULE's
+    (spread: the measure's range) and says so. With every query sampled it is exact."""
+    truth, judge, runs = _world()
+    s = draw(sorted(truth), "srs-queries", 0, 1, queries=5)
+    sampled = {i.qid for i in s.items}
+    full = {p: (3 if p[0] in sampled else g) for p, g in truth.items()}
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(full), runs, ["P@5"])
+    for r in rows + diffs:
+        assert r.human_high - r.human_low > 0.05 and r.ppi_high - r.ppi_low > 0.05, r
+        assert "had all sampled values equal" in r.warning
+    everything = draw(sorted(truth), "srs-queries", 0, 1, queries=NQ)
+    rows, _ = estimate_runs(everything, _qrels(judge), _qrels(full), runs, ["P@5"])
+    assert all(r.exact and r.ppi_low == r.ppi_high for r in rows)
+
+
+def test_an_interval_wholly_outside_the_range_becomes_the_whole_range_and_says_so():
+    """Three sampled pairs in r1's top 5 put its human-only DCG@5 interval wholly above the
+    largest DCG@5 (8.8454): clipped, it would be the point [8.8454, 8.8454]; it is the whole
+    range instead (it missed), and the warning says so."""
+    truth, judge, runs = _small_world(seed=36, queries=3, docs=10)
+    s = draw(sorted(truth), "stratified-pairs", 8, 36, grades=judge)
+    rows, _ = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["DCG@5"])
+    top = 3 * sum(1 / np.log2(r + 1) for r in range(1, 6))
+    assert (rows[1].human_low, rows[1].human_high) == (0.0, pytest.approx(top))
+    assert "the human interval [" in rows[1].warning
+    assert "wholly outside the measure's range" in rows[1].warning

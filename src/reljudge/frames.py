@@ -54,4 +54,4 @@ class Tabular:
         from reljudge.tables import NUMBER_STYLE, html_table
 
         return NUMBER_STYLE + html_table(*self.table(), self.digits) + "".join(
-            f"<p>{html.escape(n)}</p>" for n in self.notes())
+            f"\n<p>{html.escape(n)}</p>" for n in self.notes())  # a line each, as text too

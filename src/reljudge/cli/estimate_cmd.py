@@ -20,7 +20,9 @@ columns, per run and measure:
   human   the human sample alone (Horvitz-Thompson, Student-t CI)
   ppi     prediction-powered estimate (PPI++, power-tuned lambda) with its CI: valid however
           bad the judge is, narrower than `human` when the judge is any good
-  labels  how many human labels a human-only estimate would need for the PPI interval's width
+  worth   how many human labels a human-only estimate would need for the PPI interval's width
+Every value and interval lies in the measure's range ([0, 1] for P@k, nDCG, ...; [0, the
+largest DCG@k] for DCG@k); an interval of no width is a census, printed `exact (census)`.
 Differences: each run minus the baseline (first run, or --baseline), same columns, with the
 PPI two-sided p-value. A warning (stderr; "warning" per row and "warnings" in --json) marks
 an interval whose sample is smaller than the one at which the benchmark's 95 % intervals
@@ -58,7 +60,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
     common.add_digits(p, kept="json keeps full precision; so does csv, but for its "
-                                "intervals (4 decimals) and worth (1)")
+                                "intervals (4 decimals) and worth (an integer)")
     common.add_quiet(p)
     p.set_defaults(func=run)
 

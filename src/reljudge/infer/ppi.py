@@ -64,6 +64,7 @@ class Estimate:
     n: np.ndarray  # human-labelled units
     level: float
     flat: np.ndarray | int = 0  # sampled strata whose values were all equal (see FLAT_RULE)
+    exact: np.ndarray | bool = False  # a census of every unit: no sampling error at all
 
     def p_value(self) -> np.ndarray:
         """Two-sided p-value of value == 0 (for a paired difference: no difference)."""
@@ -108,8 +109,9 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     ``spread``: the largest difference two units' values can have; when every sampled
     stratum short of a census has all its sampled values equal (the interval would have zero
     width), those strata get the conservative variance of FLAT_RULE instead of none, so a
-    sample short of the population never gives a zero-width interval; ``Estimate.flat``
-    counts such strata.
+    sample short of the population never gives a zero-width interval (nor does a PPI
+    interval whose residuals a - lambda b are all flat); ``Estimate.flat`` counts such
+    strata, ``Estimate.exact`` says the sample is a census of every stratum.
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
@@ -128,8 +130,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
     # a sample short of the population whose every sampled stratum varied not at all would
     # give a zero-width interval: its flat strata get FLAT_RULE's variance instead
-    flat = (~census) & (n >= 1) & (ssa <= 1e-15)
-    flat = flat & (((c * ssa).sum(axis=-1) <= 1e-30) & flat.any(axis=-1))[..., None]
+    flat = _flat(ssa, m.saa / n_safe, census, n)
     if spread is not None:
         ssa = np.where(flat, float(spread) ** 2 / (n + 1.0), ssa)
     tuned = lam is None
@@ -137,7 +138,13 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
         np.asarray(lam, np.float64), np.shape(b_total))
     lam_h = lam[..., None]
     total = lam * b_total + (big_n * (mean_a - lam_h * mean_b)).sum(axis=-1)
-    parts = c * np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
+    resid = np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
+    if spread is not None:  # the residuals a - lambda b can be flat where a is not (a judge
+        # that agreed with every sampled grade): FLAT_RULE again, over their range (1 + lambda) S
+        rflat = _flat(resid, (m.saa + lam_h ** 2 * m.sbb) / n_safe, census, n)
+        resid = np.where(rflat, ((1.0 + lam_h) * float(spread)) ** 2 / (n + 1.0), resid)
+        flat = flat | rflat
+    parts = c * resid
     var = parts.sum(axis=-1)
     var_classical = (c * ssa).sum(axis=-1)
     classical = (big_n * mean_a).sum(axis=-1)
@@ -162,7 +169,17 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level,
-                    flat.sum(axis=-1) if spread is not None else 0)
+                    flat.sum(axis=-1) if spread is not None else 0,
+                    np.asarray(census.all(axis=-1)))
+
+
+def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.ndarray
+          ) -> np.ndarray:
+    """The sampled strata short of a census whose variance s2 is 0 (to rounding: relative to
+    the values' mean square), where every such stratum's is: the estimate would have no width."""
+    short = (~census) & (n >= 1)
+    flat = short & (s2 <= 1e-9 * mean_square)
+    return flat & (np.all(flat == short, axis=-1) & short.any(axis=-1))[..., None]
 
 
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
@@ -264,10 +281,12 @@ def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: 
 
 
 def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: np.ndarray,
-                level: float = 0.95, lam: float | None = None) -> Estimate:
+                level: float = 0.95, lam: float | None = None,
+                spread: float | None = None) -> Estimate:
     """PPI estimate of the mean over all N queries of a per-query value, from the predicted
     (LLM-label) values of every query and the human-label values of a simple random sample
-    of queries (``sampled``: their indices into ``predicted_all``)."""
+    of queries (``sampled``: their indices into ``predicted_all``; ``spread``: as in
+    ``estimate_from_moments``)."""
     f = np.asarray(predicted_all, np.float64)
     idx = np.asarray(sampled, np.int64)
     if len(np.unique(idx)) != len(idx):
@@ -277,7 +296,7 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
         raise InputError(f"a query-level estimate needs at least {MIN_PER_STRATUM + 1} "
                          f"human-labelled queries; the sample has {len(idx)}")
     return estimate(human_sampled, f[..., idx], f.sum(axis=-1), None, np.array([n_all]),
-                    n_all, level, lam)
+                    n_all, level, lam, spread)
 
 
 def ppi_mean_ci(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,

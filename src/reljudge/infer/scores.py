@@ -22,6 +22,7 @@ from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
 from reljudge.grades import GRADE_MAX
 from reljudge.infer import ppi
+from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
 from reljudge.metrics import evaluate, gain_kernels, kernels, parse_measure
@@ -30,6 +31,7 @@ from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
+EXACT = "exact (census)"  # the interval of a row whose sample is a census of its units
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class RunEstimate:
     p: float | None = None  # for differences: two-sided p-value of no difference
     informative: int = 0  # sampled units carrying the measure: queries, or pairs in the top k
     warning: str | None = None  # set when the sample is below the benchmark's reliable size
+    exact: bool = False  # the sample is a census of every unit the row depends on
 
 
 def _grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
@@ -150,7 +153,8 @@ class _QueryDesign:
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The query-level PPI estimate of a cell."""
-        return ppi.query_level(cell["human"], cell["llm"], self.idx, self.level), len(self.idx)
+        return ppi.query_level(cell["human"], cell["llm"], self.idx, self.level,
+                               spread=cell.get("spread")), len(self.idx)
 
 
 def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Sequence[Measure],
@@ -166,8 +170,12 @@ def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Seq
     human_sub = human.from_dict({q: v for q, v in human.to_dict().items()
                                  if q in set(sampled_q)})
     for m in parsed:
+        low, high = measure_range(m)
         for run in runs:
-            cells[(run.name, str(m))]["human"] = _per_query(human_sub, run, m, sampled_q)
+            cell = cells[(run.name, str(m))]
+            cell["human"] = _per_query(human_sub, run, m, sampled_q)
+            if np.isfinite(high - low):  # a query's value can lie anywhere in the range
+                cell["spread"] = high - low
     return _QueryDesign(idx, level)
 
 
@@ -254,8 +262,8 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
             e, k = design.estimate(cell, run.name, m)
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None,
-                             k, _warning(e, small_sample_warning(sample.unit, k, m.cutoff,
-                                                                  queries))))
+                             k, _warning(e, _small(sample.unit, k, m.cutoff, queries)),
+                             measure_range(m)))
             if run.name == base:
                 continue
             other = cells[(base, str(m))]
@@ -266,9 +274,8 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
             de, k = design.estimate(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, de, float(de.p_value()), k,
-                              _warning(de, small_sample_warning(sample.unit, k, m.cutoff,
-                                                                queries,
-                                                                pair_of_runs=True))))
+                              _warning(de, _small(sample.unit, k, m.cutoff, queries, True)),
+                              difference_range(m)))
     return rows, diffs
 
 
@@ -315,6 +322,18 @@ def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray
     return strata
 
 
+def _small(unit: str, informative: int, cutoff: float | None, queries: int,
+           pair_of_runs: bool = False) -> str | None:
+    """The small-sample warning, or for a pair sample holding no pair in the top k, that."""
+    if unit == "pair" and informative == 0:
+        whose = "either run's" if pair_of_runs else "the run's"
+        top = f"top {cutoff}" if cutoff else "top k"
+        return (f"from no sampled pair in {whose} {top}: no human label of {whose} own pairs "
+                f"enters it (it is the design-based estimate over the whole pool); sample "
+                f"pairs from the run's top k")
+    return small_sample_warning(unit, informative, cutoff, queries, pair_of_runs)
+
+
 def _warning(e: ppi.Estimate, small: str | None) -> str | None:
     """The estimate's warnings as one line: too small a sample, strata that varied not at all."""
     flat = int(np.sum(e.flat))
@@ -326,12 +345,27 @@ def _warning(e: ppi.Estimate, small: str | None) -> str | None:
 
 
 def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estimate,
-         p: float | None = None, informative: int = 0,
-         warning: str | None = None) -> RunEstimate:
-    return RunEstimate(name, measure, float(llm), float(lo), float(hi), float(e.classical),
-                       float(e.classical_low), float(e.classical_high), float(e.value),
-                       float(e.low), float(e.high), float(e.lam), int(e.n),
-                       float(e.effective_n), p, informative, warning)
+         p: float | None = None, informative: int = 0, warning: str | None = None,
+         bounds: tuple[float, float] = (-np.inf, np.inf)) -> RunEstimate:
+    """One row, every value and interval end clipped to the measure's range ``bounds`` (a
+    clipped interval covers the truth whenever the unclipped one did); an interval wholly
+    outside the range (it missed) becomes the whole range, and the warning says so."""
+    def c(v) -> float:
+        return float(np.clip(float(v), *bounds))
+
+    said = [warning] if warning else []
+    ends: list[float] = []
+    for which, low, high in (("human", float(e.classical_low), float(e.classical_high)),
+                             ("ppi", float(e.low), float(e.high))):
+        if high > low and c(high) == c(low):
+            said.append(f"the {which} interval [{low:.4f}, {high:.4f}] lay wholly outside "
+                        f"the measure's range: shown as the whole range")
+            low, high = bounds
+        ends += [c(low), c(high)]
+    return RunEstimate(name, measure, c(llm), c(lo), c(hi), c(e.classical), ends[0], ends[1],
+                       c(e.value), ends[2], ends[3], float(e.lam), int(e.n),
+                       float(e.effective_n), p, informative, "; ".join(said) or None,
+                       bool(np.all(e.exact)))
 
 
 def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False,
@@ -342,10 +376,11 @@ def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bo
                f"ppi {pct} CI", "human labels", "worth"] + (["p (ppi)"] if with_p else [])
     rows = []
     for r in items:
+        exact = Interval(EXACT) if r.exact else None
         row = [r.run, r.measure, r.llm, Interval.of(r.llm_low, r.llm_high, digits),
-               r.human, Interval.of(r.human_low, r.human_high, digits), r.ppi,
-               Interval.of(r.ppi_low, r.ppi_high, digits), r.human_labels,
-               round(r.effective_labels, 1)]
+               r.human, exact or Interval.of(r.human_low, r.human_high, digits), r.ppi,
+               exact or Interval.of(r.ppi_low, r.ppi_high, digits), r.human_labels,
+               int(round(r.effective_labels))]
         rows.append(row + ([r.p] if with_p else []))
     return headers, rows
 
