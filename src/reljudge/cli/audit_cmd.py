@@ -123,7 +123,8 @@ def load_labels(args: argparse.Namespace):
     if args.judges_dir:
         folder = Path(args.judges_dir)
         if not folder.is_dir():
-            raise ConfigError(f"{folder}: not a folder")
+            raise ConfigError(f"--judges-dir {folder}: "
+                              + ("not a folder" if folder.exists() else "no such folder"))
         files += sorted(p for p in folder.iterdir() if content_suffix(p) in (".txt", ".qrels"))
     if not files:
         raise ConfigError(f"{args.judges_dir}: no judge label files (*.txt, *.qrels) in it"
