@@ -89,8 +89,7 @@ EXAMPLES = "examples:\n" + "".join(
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
-    from reljudge.cli.common import (add_digits, add_format, add_store, name,
-                                     non_negative_int)
+    from reljudge.cli.common import add_digits, add_format, add_store, name, non_negative_int
 
     p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
                        description="The label store: one SQLite file with every label and "
