@@ -163,7 +163,7 @@ def test_draw_sample_names_what_it_expected():
 def test_label_store_repr_names_path_and_backend(store):
     with reljudge.LabelStore(store, create=False, readonly=True) as s:
         text = repr(s)
-    assert text == f"LabelStore({str(store)!r}, backend='sqlite', readonly=True)"
+    assert text == f"LabelStore({str(store)!r}, backend='sqlite')"
 
 
 def test_merged_repr_is_short(store):
