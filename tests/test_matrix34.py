@@ -202,3 +202,25 @@ def test_copy_names_the_first_differing_event_with_a_right_ordinal(store, tmp_pa
     assert main(["labels", "import", RUNS[0].replace("runs/bm25.run", "human.qrels"),
                  "--store", str(fresh), "--source-kind", "llm", "--source-name", "x"]) == 0
     _refused(["labels", "copy", str(other), str(fresh)], capsys, "the 1st of")
+
+
+def _label(server, tmp_path: Path, *extra: str) -> list[str]:
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("hr01 chunk_01\nhr01 chunk_02\nhr02 chunk_06\n")
+    return ["label", "--queries", str(EXAMPLE / "queries.tsv"), "--passages",
+            str(EXAMPLE / "passages.jsonl"), "--pairs", str(pairs), "--model", "fake-judge",
+            "--base-url", server.base_url, "--cache-dir", str(tmp_path / "cache"), "--quiet",
+            *extra]
+
+
+def test_label_without_a_store_says_where_the_grades_went(tmp_path, capsys):
+    from reljudge.testing import FakeOpenAI, hash_grader
+
+    with FakeOpenAI(hash_grader) as server:
+        assert main(_label(server, tmp_path)) == 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(tmp_path / "cache") in err[0], err
+        assert "--store" in err[0] and "--qrels-out" in err[0], err
+        # with somewhere to keep them, nothing is said
+        assert main(_label(server, tmp_path, "--qrels-out", str(tmp_path / "j.qrels"))) == 0
+        assert capsys.readouterr().err == ""
