@@ -224,3 +224,27 @@ def test_label_without_a_store_says_where_the_grades_went(tmp_path, capsys):
         # with somewhere to keep them, nothing is said
         assert main(_label(server, tmp_path, "--qrels-out", str(tmp_path / "j.qrels"))) == 0
         assert capsys.readouterr().err == ""
+
+
+def test_a_labelling_warning_is_printed_once_on_stderr(tmp_path, capsys):
+    """Warnings are told on stderr as they happen; the summary on stdout does not repeat
+    them (the 'labelled by another process' one was printed on both)."""
+    import json
+
+    from reljudge.testing import FakeOpenAI, hash_grader
+
+    store = str(tmp_path / "s.sqlite")
+    edited = tmp_path / "passages.jsonl"
+    edited.write_text("".join(
+        json.dumps({**r, "text": r["text"] + " (edited)"}) + "\n" if r["docid"] == "chunk_01"
+        else json.dumps(r) + "\n"
+        for r in map(json.loads, (EXAMPLE / "passages.jsonl").read_text().splitlines())))
+    with FakeOpenAI(hash_grader) as server:
+        assert main(_label(server, tmp_path, "--store", store)) == 0
+        capsys.readouterr()
+        argv = _label(server, tmp_path, "--store", store, "--stale", "keep")
+        argv[argv.index("--passages") + 1] = str(edited)
+        assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "warning:" in err and "stale" in err, err
+    assert "warning:" not in out, out

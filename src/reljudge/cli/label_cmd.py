@@ -297,7 +297,10 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
 
 
 def print_report(report, as_json: bool) -> None:
-    """The labelling summary: failures are always in it."""
+    """The labelling summary: failures are always in it; the warnings only in JSON (the
+    table's reader saw them on stderr as they happened)."""
+    from dataclasses import replace
+
     from reljudge.tables import json_dumps
 
-    print(json_dumps(report.summary()) if as_json else report, end="")
+    print(json_dumps(report.summary()) if as_json else replace(report, warnings=[]), end="")
