@@ -248,3 +248,28 @@ def test_a_labelling_warning_is_printed_once_on_stderr(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "warning:" in err and "stale" in err, err
     assert "warning:" not in out, out
+
+
+def test_stats_does_not_list_a_killed_local_process_as_labelling(tmp_path, capsys):
+    """A claim of a process of this machine that was killed (kill -9: it never released its
+    claims) is not 'being labelled now'; one of another machine is, until its lease ends."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    path = tmp_path / "s.sqlite"
+    items = [("q1", f"d{i}", 0) for i in range(4)]
+    with reljudge.LabelStore(path) as s:
+        s.claim("judge", f"{socket.gethostname()}:{proc.pid}:cafe0000", items[:3], lease=60,
+                since=time.time())
+        s.claim("judge", "another-host:123:beef0000", items[3:], lease=60, since=time.time())
+    assert main(["labels", "stats", "--store", str(path)]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "being labelled now" in x]
+    assert lines == ["being labelled now: 1 pair(s) x samples of judge claimed by "
+                     "another-host:123:beef0000"], lines

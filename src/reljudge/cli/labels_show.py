@@ -33,6 +33,7 @@ def do_stats(args) -> int:
 
     from reljudge.grades import SCALE
     from reljudge.io import read_pairs
+    from reljudge.judge.claiming import owner_gone
     from reljudge.store import coverage
     from reljudge.tables import json_dumps, render
 
@@ -41,7 +42,7 @@ def do_stats(args) -> int:
         history = store.failures()
         current = store.current_failures()
         spend = store.spend()
-        claims = store.live_claims()
+        claims = store.live_claims(gone=owner_gone)
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
         stale = store.stale_labels()
         standing = store.standing("human")
