@@ -273,3 +273,12 @@ def test_stats_does_not_list_a_killed_local_process_as_labelling(tmp_path, capsy
     lines = [x for x in capsys.readouterr().out.splitlines() if "being labelled now" in x]
     assert lines == ["being labelled now: 1 pair(s) x samples of judge claimed by "
                      "another-host:123:beef0000"], lines
+
+
+def test_audit_refuses_a_judge_sharing_no_pair_with_the_reference(tmp_path, capsys):
+    other = tmp_path / "other.qrels"
+    other.write_text("".join(f"x{line}\n" for line in Path(QRELS).read_text().splitlines()))
+    line = _refused(["audit", "--reference", QRELS, "--judge", str(other)], capsys,
+                    "other", "no pair in common", "human.qrels")
+    assert capsys.readouterr().out == ""
+    assert "48" in line
