@@ -164,7 +164,8 @@ def _conflicts_with_text(args) -> int:
                            "llm_sources": list(c.llm_sources), "llm - human": c.diff,
                            "answers": list(c.answers)} for c in found]), end="")
         return 0
-    rows = [[whole(v) if isinstance(v, float) else v for v in conflict_row(c)] for c in found]
+    rows: list[list] = [[whole(v) if isinstance(v, float) else v for v in conflict_row(c)]
+                        for c in found]
     if args.format == "table":
         cut = {CONFLICT_COLUMNS.index(k): w for k, w in TEXT_WIDTH.items()}
         rows = [[_cut(v, cut[i]) if i in cut else v for i, v in enumerate(r)] for r in rows]

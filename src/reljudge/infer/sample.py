@@ -101,12 +101,10 @@ def _distinct_pairs(pool: Sequence[tuple[str, str]] | Pool) -> list[tuple[str, s
     InputError for anything else."""
     items = pool.pairs if isinstance(pool, Pool) else pool
     try:
-        pairs = list(dict.fromkeys(tuple(p) for p in items))
-    except TypeError:
-        pairs = None
-    if pairs is None or not all(len(p) == 2 for p in pairs):
+        pairs = list(dict.fromkeys((q, d) for q, d in items))
+    except (TypeError, ValueError):  # not iterable, not hashable, or not two values each
         raise InputError(f"expected the pooled pairs: a Pool (build_pool) or (qid, docid) "
-                         f"tuples, found {type(pool).__name__}")
+                         f"tuples, found {type(pool).__name__}") from None
     return pairs
 
 
