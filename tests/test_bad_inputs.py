@@ -126,7 +126,7 @@ def ws(clean_inputs, tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     shutil.copytree(clean_inputs, tmp_path, dirs_exist_ok=True)
     paths = {"qrels": "q.qrels", "run": "a.run", "run2": "b.run", "queries": "queries.tsv",
-             "passages": "passages.jsonl", "judge": "judge.qrels", "new": "new.out",
+             "passages": "passages.jsonl", "judge": "judge.qrels", "new": "new.html",
              "newstore": "new.sqlite", "csv": "judge.csv", "jsonl": "judge.jsonl",
              "pairs": "pairs.txt", "store": "s.sqlite", "judges": "judges",
              "dirjudge": "judges/dj.qrels", "config": "pipeline.toml"}

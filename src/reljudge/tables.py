@@ -34,6 +34,12 @@ def is_number(value: Any) -> bool:
         isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
+def ordinal(n: int) -> str:
+    """``n`` as an English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st."""
+    last = {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{'th' if n % 100 in (11, 12, 13) else last}"
+
+
 def format_value(value: Any, digits: int = 4) -> str:
     """A cell as text: floats to ``digits`` decimals, None and nan as '-'."""
     if value is None:

@@ -131,7 +131,8 @@ def load_labels(args: argparse.Namespace):
     if args.judges_dir:
         folder = Path(args.judges_dir)
         if not folder.is_dir():
-            raise ConfigError(f"{folder}: not a folder")
+            raise ConfigError(f"--judges-dir {folder}: "
+                              + ("not a folder" if folder.exists() else "no such folder"))
         files += sorted(p for p in folder.iterdir() if content_suffix(p) in (".txt", ".qrels"))
     if not files:
         raise ConfigError(f"{args.judges_dir}: no judge label files (*.txt, *.qrels) in it"
@@ -172,6 +173,7 @@ def run_audit(args: argparse.Namespace) -> int:
         return _annotators(args)
     measures = [str(m) for m in parse_measures(args.measures or ["nDCG@10"])]
     name, ref, judges, clipped = load_labels(args)
+    check_shared(name, ref, judges)
     runs = read_runs(args.runs) if args.runs else None
     with working("auditing", args.quiet):
         spec, derived = heldout_rows(args, ref, judges)
@@ -210,6 +212,19 @@ def run_audit(args: argparse.Namespace) -> int:
                          [[g, *row] for g, row in enumerate(j.items.confusion)],
                          args.format, args.digits), end="")
     return 0
+
+
+def check_shared(name: str, ref, judges: dict) -> None:
+    """Refuse a judge that labelled no pair the reference labelled: nothing to compare (its
+    row was all '-', exit 0)."""
+    from reljudge.audit.items import join
+    from reljudge.errors import InputError
+
+    for judge, qrels in judges.items():
+        if len(join(ref, qrels).qids) == 0:
+            raise InputError(f"no pair in common with the reference {name} ({len(ref)} "
+                             f"reference pairs, {len(qrels)} judge pairs): nothing to compare; "
+                             "give labels of the same queries and passages", judge)
 
 
 def heldout_rows(args: argparse.Namespace, ref, judges):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from reljudge.tables import FORMATS
 
@@ -123,8 +123,9 @@ def add_digits(parser: argparse.ArgumentParser, default: int = 4,
                kept: str = "csv and json keep full precision") -> None:
     """--digits: decimals of printed numbers; ``kept`` says what the command writes otherwise
     (by default: csv and json in full precision)."""
-    parser.add_argument("--digits", type=non_negative_int, default=default,
-                        help=f"decimals of the numbers printed (default {default}; {kept})")
+    parser.add_argument("--digits", type=digits, default=default,
+                        help=f"decimals of the numbers printed, 0 to {MAX_DIGITS} (default "
+                             f"{default}; {kept})")
 
 
 def add_out_dir(parser: argparse.ArgumentParser, default: str, help: str) -> None:
@@ -178,6 +179,42 @@ def non_negative_int(text: str, least: int = 0) -> int:
 def positive_int(text: str) -> int:
     """An argparse type: an integer of 1 or more."""
     return non_negative_int(text, 1)
+
+
+#: the most decimals --digits prints: a double holds about 16 significant digits
+MAX_DIGITS = 16
+
+
+def digits(text: str) -> int:
+    """An argparse type: decimals to print, 0 to MAX_DIGITS."""
+    value = non_negative_int(text)
+    if value > MAX_DIGITS:
+        raise argparse.ArgumentTypeError(f"expected {MAX_DIGITS} or fewer (a double holds "
+                                         f"about 16 significant digits), found {value}")
+    return value
+
+
+def suffix_of(what: str, *suffixes: str) -> Callable[[str], str]:
+    """An argparse type: the path of a file holding ``what``, its suffix (if it has one) one
+    of ``suffixes`` (a report.pdf would hold HTML)."""
+
+    def check(text: str) -> str:
+        from pathlib import Path
+
+        suffix = Path(text).suffix
+        if suffix and suffix.lower() not in suffixes:
+            raise argparse.ArgumentTypeError(f"{text}: this writes {what}, not {suffix}; give "
+                                             f"a file name ending in {_words(suffixes)}")
+        return text
+
+    return check
+
+
+def name(text: str) -> str:
+    """An argparse type: a name, not empty or blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a name, found {text!r}")
+    return text
 
 
 def check_outputs(*paths: str | None) -> None:

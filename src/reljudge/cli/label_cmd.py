@@ -241,6 +241,7 @@ def run_label(args: argparse.Namespace) -> int:
         if store is not None:
             store.close()
     print_report(report, args.format == "json")
+    say_where_grades_went(args, config)
     if report.stop_reason:
         return EXIT_STOPPED
     return EXIT_OK if report.complete else EXIT_FAILURES
@@ -267,6 +268,16 @@ def check_cache(folder: Path) -> None:
         check_writable(folder, folder=True)
     except InputError as e:
         raise ConfigError(f"the answer cache (--cache-dir) {e}") from None
+
+
+def say_where_grades_went(args: argparse.Namespace, config) -> None:
+    """Without --store or --qrels-out the grades are only in the answer cache: say so."""
+    from reljudge.cli.common import say
+
+    if not args.store and not args.qrels_out:
+        say(f"reljudge: the grades are only in the answer cache ({config.resolved_cache_dir()}); "
+            "run the same command with --store FILE or --qrels-out FILE to keep them (from "
+            "the cache, no new calls)")
 
 
 def remove_store_files(path) -> None:
@@ -302,6 +313,8 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
         if result.open:
             print(f"{len(result.open)} batch(es) still running: run the same command again to "
                   "collect them (or pass --wait)")
+    if not result.open:
+        say_where_grades_went(args, labeller.config)
     if result.stop_reason:
         return EXIT_STOPPED
     if result.open:
@@ -310,7 +323,10 @@ def run_batch_job(args, labeller, store, pairs, queries, passages) -> int:
 
 
 def print_report(report, as_json: bool) -> None:
-    """The labelling summary: failures are always in it."""
+    """The labelling summary: failures are always in it; the warnings only in JSON (the
+    table's reader saw them on stderr as they happened)."""
+    from dataclasses import replace
+
     from reljudge.tables import json_dumps
 
-    print(json_dumps(report.summary()) if as_json else report, end="")
+    print(json_dumps(report.summary()) if as_json else replace(report, warnings=[]), end="")

@@ -89,7 +89,7 @@ EXAMPLES = "examples:\n" + "".join(
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
-    from reljudge.cli.common import add_digits, add_format, add_store, non_negative_int
+    from reljudge.cli.common import add_digits, add_format, add_store, name, non_negative_int
 
     p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
                        description="The label store: one SQLite file with every label and "
@@ -113,7 +113,7 @@ def register(sub) -> None:
     v.add_argument("--source-kind", choices=("human", "llm", "import"),
                    help="who gave the labels (required): human or llm; 'import' (neither) "
                         "must be chosen explicitly, since merges rank human labels first")
-    v.add_argument("--source-name", help="assessor or judge name (default: the file's stem, "
+    v.add_argument("--source-name", type=name, help="assessor or judge name (default: the file's stem, "
                    "a compression suffix aside; files sharing a stem are told apart by their "
                    "folders)")
     v.add_argument("--label-format", choices=("qrels", "csv", "jsonl"),
@@ -177,7 +177,7 @@ def register(sub) -> None:
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
                    help="several labels of a pair: majority (default), mean or median")
     v.add_argument("--min-diff", type=float, default=1.0, help="smallest |LLM - human| shown")
-    v.add_argument("--limit", type=int, default=50, help="rows to show (0: all)")
+    v.add_argument("--limit", type=non_negative_int, default=50, help="rows to show (0: all)")
     v.add_argument("--with-text", action="store_true",
                    help="add the query and passage text, the sources of both labels and the "
                         "judge's raw answer (its reasoning); cut to fit in the table, whole in "
@@ -308,13 +308,21 @@ def do_export(args) -> int:
 
 def do_copy(args) -> int:
     """``labels copy SRC DST``."""
+    from pathlib import Path
+
     from reljudge.cli.common import check_store_path
+    from reljudge.errors import ConfigError
     from reljudge.store import LabelStore
     from reljudge.store.copy import copy_store
+    from reljudge.store.postgres import is_url
     from reljudge.tables import json_dumps, render
 
     check_store_path(args.src, "SRC")
     check_store_path(args.dst, "DST")
+    if (args.src == args.dst if is_url(args.src) or is_url(args.dst)
+            else Path(args.src).resolve() == Path(args.dst).resolve()):
+        raise ConfigError(f"labels copy: {args.src} and {args.dst} are the same store; give "
+                          "another DST to copy it into")
     with LabelStore(args.src, create=False, readonly=True) as src, LabelStore(args.dst) as dst:
         report = copy_store(src, dst)
     if args.format == "json":

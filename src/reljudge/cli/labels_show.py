@@ -34,6 +34,7 @@ def do_stats(args) -> int:
     from reljudge.cli.annotators_view import annotator_report, annotator_text
     from reljudge.grades import SCALE
     from reljudge.io import read_pairs
+    from reljudge.judge.claiming import owner_gone
     from reljudge.store import coverage
     from reljudge.tables import json_dumps, render
 
@@ -42,7 +43,7 @@ def do_stats(args) -> int:
         history = store.failures()
         current = store.current_failures()
         spend = store.spend()
-        claims = store.live_claims()
+        claims = store.live_claims(gone=owner_gone)
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
         stale = store.stale_labels()
         team = annotator_report(store, args.bootstrap, args.seed)
@@ -111,13 +112,18 @@ def do_conflicts(args) -> int:
     total = len(found)
     if args.limit:
         found = found[: args.limit]
-    rows = [[c.qid, c.docid, c.human, c.llm, c.diff] for c in found]
+    rows = [[c.qid, c.docid, *map(whole, (c.human, c.llm, c.diff))] for c in found]
     print(render(["qid", "docid", "human", "llm", "llm - human"], rows, args.format,
                  args.digits), end="")
     if args.format == "table":
         print(f"{total} conflicting pairs with |llm - human| >= {args.min_diff:g}"
               + (f" (showing {len(found)})" if total > len(found) else ""))
     return 0
+
+
+def whole(grade: float) -> float | int:
+    """A grade as an int when it is one (3, not 3.0); a mean of grades stays a float."""
+    return int(grade) if float(grade).is_integer() else grade
 
 
 TEXT_WIDTH = {"query": 40, "passage": 60, "reasoning": 60}  # characters shown in the table
@@ -153,7 +159,8 @@ def _conflicts_with_text(args) -> int:
                            "llm_sources": list(c.llm_sources), "llm - human": c.diff,
                            "answers": list(c.answers)} for c in found]), end="")
         return 0
-    rows = [conflict_row(c) for c in found]
+    rows: list[list] = [[whole(v) if isinstance(v, float) else v for v in conflict_row(c)]
+                        for c in found]
     if args.format == "table":
         cut = {CONFLICT_COLUMNS.index(k): w for k, w in TEXT_WIDTH.items()}
         rows = [[_cut(v, cut[i]) if i in cut else v for i, v in enumerate(r)] for r in rows]

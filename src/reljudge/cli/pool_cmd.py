@@ -58,6 +58,11 @@ def run(args) -> int:
     from reljudge.tables import json_dumps, render
 
     check_outputs(args.out)
+    if (args.queries is None) != (args.passages is None) or args.model and not args.queries:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError("the labelling estimate needs --queries and --passages together "
+                          "(and --model or OPENAI_MODEL); give both, or neither")
     if not 0.0 < args.rbp_p < 1.0:
         from reljudge.errors import ConfigError
 

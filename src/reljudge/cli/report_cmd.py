@@ -76,7 +76,7 @@ def register(sub) -> None:
                             "price; with --pipeline: its [judge] prices)")
     p.add_argument("--title", default="reljudge report",
                    help="title of the page (default: reljudge report)")
-    p.add_argument("--out", default="report.html",
+    p.add_argument("--out", default="report.html", type=common.suffix_of("HTML", ".html", ".htm"),
                    help="the HTML file to write (default report.html)")
     common.add_quiet(p)
     p.set_defaults(func=run)

@@ -43,7 +43,8 @@ def register(sub) -> None:
     common.add_store(p, "label store (the sample is recorded here)", required=True)
     p.add_argument("--judge", required=True,
                    help="LLM source name in the store whose labels the estimate will use")
-    p.add_argument("--name", required=True, help="name of the sample (unique in the store)")
+    p.add_argument("--name", required=True, type=common.name,
+                   help="name of the sample (unique in the store)")
     p.add_argument("--design", choices=DESIGNS, default="stratified-pairs",
                    help="what to draw (default stratified-pairs; see below)")
     p.add_argument("--budget", type=int, help="pairs to label (pair designs; for "

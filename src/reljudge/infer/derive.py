@@ -54,6 +54,10 @@ class Derived:
     decision: str = "median"  # how a grade is read off each distribution (grades.DECISIONS,
     # or "thresholds": the distributions are then the cut grades, certain)
 
+    def __repr__(self) -> str:  # a summary: the pairs and distributions can be millions
+        return (f"Derived(name={self.name!r}, method={self.method!r}, {len(self.pairs)} pairs, "
+                f"decision={self.decision!r})")
+
     def grades(self) -> np.ndarray:
         """Each pair's grade by the decision rule: the grade the held-out check measured and
         the one written to a store."""

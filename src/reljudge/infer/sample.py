@@ -17,6 +17,7 @@ import numpy as np
 
 from reljudge.errors import InputError
 from reljudge.labels import Sample, SampleItem
+from reljudge.pool import Pool
 
 DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs")
 MIN_PER_STRATUM = 2
@@ -95,10 +96,23 @@ def allocate(budget: int, sizes: np.ndarray) -> np.ndarray:
     return take
 
 
-def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, *,
+def _distinct_pairs(pool: Sequence[tuple[str, str]] | Pool) -> list[tuple[str, str]]:
+    """The distinct (qid, docid) pairs of a Pool or a sequence of pairs, in order; an
+    InputError for anything else."""
+    items = pool.pairs if isinstance(pool, Pool) else pool
+    try:
+        pairs = list(dict.fromkeys((q, d) for q, d in items))
+    except (TypeError, ValueError):  # not iterable, not hashable, or not two values each
+        raise InputError(f"expected the pooled pairs: a Pool (build_pool) or (qid, docid) "
+                         f"tuples, found {type(pool).__name__}") from None
+    return pairs
+
+
+def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed: int, *,
          name: str = "sample", grades: Mapping[tuple[str, str], int] | None = None,
          queries: int | None = None, params: dict | None = None) -> Sample:
-    """Draw a sample of the pooled ``pairs`` under a design (see DESIGNS).
+    """Draw a sample of the pooled ``pairs`` (or of a Pool's pairs) under a design (see
+    DESIGNS).
 
     ``budget``: pairs to label (for srs-queries, the number of queries is ``queries`` or
     the budget divided by the mean pairs per query); ``grades``: the judge's grade of each
@@ -107,7 +121,7 @@ def draw(pairs: Sequence[tuple[str, str]], design: str, budget: int, seed: int, 
     if design not in DESIGNS:
         raise InputError(f"unknown sampling design {design!r}; expected one of "
                          f"{', '.join(DESIGNS)}")
-    pairs = list(dict.fromkeys(pairs))
+    pairs = _distinct_pairs(pairs)
     if not pairs:
         raise InputError("the pool is empty: nothing to sample")
     rng = np.random.default_rng(seed)

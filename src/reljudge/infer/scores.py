@@ -444,15 +444,18 @@ def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
             for lab in merge_rows(rows, "adjudicated-first", "majority").labels}
 
 
-def estimate(store, runs: Sequence[Run], measures: Sequence[str], *,
+def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
              sample: str | None = None, judge: str | None = None, human: str | None = None,
              level: float = 0.95, seed: int = 0, baseline: str | None = None,
              require: bool = True) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
-    name sources as users type them (a model alone, a prefix); an unknown one is an error."""
+    name sources as users type them (a model alone, a prefix); an unknown one is an error.
+    ``measures``: one as text (``"DCG@10"``) or several."""
     from reljudge.store.names import resolve_source
 
+    if isinstance(measures, str):
+        measures = [measures]
     known = store.sources()
     if judge is not None:
         judge = resolve_source(known, judge, where=str(store.path), option="--judge").name

@@ -112,7 +112,8 @@ class JudgeConfig(BaseModel):
                                       "need none")
     prompt: str = Field("umbrela", description="umbrela (default), basic, json, or a template "
                         ".toml file")
-    temperature: float = Field(0.0, description="sampling temperature (default 0)")
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature, 0 to 2 "
+                               "(default 0)")
     max_tokens: int | None = Field(None, ge=1, description="output token limit per answer "
                                    "(default 600, 300 for --prompt json)")
     token_field: Literal["max_tokens", "max_completion_tokens"] = Field(
@@ -165,8 +166,8 @@ class JudgeConfig(BaseModel):
     batch_fallback: Literal["none", "online"] = Field(
         "none", description="pairs an expired or failed batch did not answer: re-batch them on "
         "the next run (none, the default) or send them online at once (online)")
-    batch_discount: float = Field(BATCH_DISCOUNT, ge=0, description="batch price as a fraction of the "
-                                  "online price (default 0.5)")
+    batch_discount: float = Field(BATCH_DISCOUNT, ge=0, le=1, description="batch price as a "
+                                  "fraction of the online price, 0 to 1 (default 0.5)")
     batch_requests: int = Field(50_000, ge=1, description="requests per batch file "
                                 "(default 50000, OpenAI's limit)")
     batch_bytes: int = Field(190 * 1024 * 1024, ge=1024, description="bytes per batch file "

@@ -87,9 +87,13 @@ class Claims(StorePart):
                     "queries WHERE qid = ?) AND d = (SELECT id FROM passages WHERE docid = ?)",
                     (owner, s, q, d))
 
-    def live_claims(self) -> list[tuple[str, str, int]]:
+    def live_claims(self, gone: Callable[[str], bool] | None = None
+                    ) -> list[tuple[str, str, int]]:
         """(source, owner, items) of the claims whose lease has not run out, by source and
-        owner (sorted here: a server's collation must not change the order)."""
-        return sorted(self.conn.execute(
+        owner (sorted here: a server's collation must not change the order); ``gone``: tells
+        an owner known to have ended (a killed process of this machine), whose claims are
+        left out."""
+        rows = self.conn.execute(
             "SELECT s.name, c.owner, count(*) FROM claims c JOIN sources s ON s.id = c.source "
-            "WHERE c.expires > ? GROUP BY s.name, c.owner", (time.time(),)).fetchall())
+            "WHERE c.expires > ? GROUP BY s.name, c.owner", (time.time(),)).fetchall()
+        return sorted(tuple(r) for r in rows if gone is None or not gone(r[1]))

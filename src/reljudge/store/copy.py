@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from reljudge.errors import StoreError
 from reljudge.store.store import LabelStore
+from reljudge.tables import ordinal
 
 #: (table, key columns, rows that change in place): parents before children
 TABLES = (
@@ -115,7 +116,7 @@ def _check_same_history(src: LabelStore, dst: LabelStore) -> None:
     for k, (a, b) in enumerate(zip(theirs, ours, strict=False)):  # dst: a prefix
         if tuple(a) != tuple(b):
             raise StoreError(f"{dst.path} holds events that are not {src.path}'s (event "
-                             f"{a[0]} differs; the {k + 1}th of {n}): copy into an empty "
+                             f"{a[0]} differs; the {ordinal(k + 1)} of {n}): copy into an empty "
                              "store, or into an earlier copy of this one")
     if n > _count(src, "events"):
         raise StoreError(f"{dst.path} holds {n} events, more than {src.path}: it is not an "

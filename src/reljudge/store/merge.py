@@ -67,6 +67,10 @@ class Merged:
     fractional: bool
     labels: list[FinalLabel]
 
+    def __repr__(self) -> str:  # a summary: the labels themselves can be millions
+        return (f"Merged(policy={self.policy!r}, aggregate={self.aggregate!r}, "
+                f"fractional={self.fractional}, {len(self.labels)} labels)")
+
     @property
     def qrels(self) -> Qrels:
         """The final labels as integer-graded qrels."""

@@ -72,6 +72,10 @@ class LabelStore(Frames, EventLog, Texts, DerivedSources, Samples, Spend, Claims
                          f"kept as {db.backup}")
         return db
 
+    def __repr__(self) -> str:
+        backend = "sqlite" if isinstance(self.path, Path) else "postgresql"
+        return f"LabelStore({str(self.path)!r}, backend={backend!r})"
+
     def close(self) -> None:
         """Close the connection."""
         self.db.close()
