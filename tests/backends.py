@@ -18,7 +18,11 @@ def store_location(request, tmp_path, name: str = "labels", backend: str | None 
     path, or a PostgreSQL URL naming a schema no other test uses."""
     if (backend or request.param) == "sqlite":
         return tmp_path / f"{name}.sqlite"
-    server = request.getfixturevalue("pg_server")
+    return pg_url(request.getfixturevalue("pg_server"), name)
+
+
+def pg_url(server, name: str = "labels") -> str:
+    """A new, empty PostgreSQL store on the test ``server``: a schema no other test uses."""
     base = _databases.get(id(server))
     if base is None:
         base = _databases[id(server)] = server.database("stores")

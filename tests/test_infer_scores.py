@@ -14,9 +14,12 @@ from reljudge.types import Qrels, Run
 NQ, ND = 20, 30
 
 
-def _world(seed=0):
+def _world(seed=0, queries=NQ, docs=ND):
+    """True grades, a judge's grades one higher half the time, and two runs (less and more
+    noisy) over ``queries`` x ``docs`` pooled pairs."""
     rng = np.random.default_rng(seed)
-    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(NQ) for d in range(ND)}
+    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(queries)
+             for d in range(docs)}
     judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}
     runs = []
     for i, noise in enumerate((0.5, 2.0)):
@@ -139,19 +142,9 @@ def test_rbp_residual_is_refused_for_a_pair_sample():
         estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["RBP(residual=True)@10"])
 
 
-def _small_world(seed=0, queries=4, docs=8):
+def _small_world(seed=0):
     """Four queries of eight pooled pairs: a sample of eight pairs puts few in a top 5."""
-    rng = np.random.default_rng(seed)
-    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(queries)
-             for d in range(docs)}
-    judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}
-    runs = []
-    for i, noise in enumerate((0.5, 2.0)):
-        pairs = list(truth)
-        score = np.array([truth[p] for p in pairs]) + noise * rng.normal(size=len(pairs))
-        runs.append(Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], score,
-                                    name=f"r{i}"))
-    return truth, judge, runs
+    return _world(seed, queries=4, docs=8)
 
 
 @pytest.mark.parametrize("design", ["srs-pairs", "stratified-pairs"])
@@ -247,7 +240,7 @@ def test_an_interval_wholly_outside_the_range_becomes_the_whole_range_and_says_s
     """Three sampled pairs in r1's top 5 put its human-only DCG@5 interval wholly above the
     largest DCG@5 (8.8454): clipped, it would be the point [8.8454, 8.8454]; it is the whole
     range instead (it missed), and the warning says so."""
-    truth, judge, runs = _small_world(seed=36, queries=3, docs=10)
+    truth, judge, runs = _world(seed=36, queries=3, docs=10)
     s = draw(sorted(truth), "stratified-pairs", 8, 36, grades=judge)
     rows, _ = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["DCG@5"])
     top = 3 * sum(1 / np.log2(r + 1) for r in range(1, 6))

@@ -15,23 +15,9 @@ from reljudge.cli import main
 from reljudge.errors import ConfigError, StoreError
 from reljudge.store import LabelStore
 from reljudge.store.postgres import is_url, locate, masked, pg_ddl, pg_sql
-from tests.backends import store_location
+from tests.backends import pg_url
 
 psycopg = pytest.importorskip("psycopg")
-
-
-class _PG:
-    param = "postgresql"
-
-    def __init__(self, server):
-        self.server = server
-
-    def getfixturevalue(self, _name):
-        return self.server
-
-
-def pg_url(server, name: str) -> str:
-    return store_location(_PG(server), None, name)
 
 
 _icu: dict[int, str] = {}

@@ -15,7 +15,7 @@ from reljudge.cli import main
 from reljudge.errors import StoreError
 from reljudge.store import LabelStore
 from reljudge.store.postgres import locate, masked
-from tests.backends import store_location
+from tests.backends import pg_url
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -61,7 +61,7 @@ def test_a_store_reached_by_its_local_socket_opens(pg_server):
 
 def test_labels_copy_and_connection_errors_never_show_a_query_password(pg_server, tmp_path,
                                                                        capsys):
-    url = store_location(_PG(pg_server), None, "pw") + "&password=s3cret-pw"
+    url = pg_url(pg_server, "pw") + "&password=s3cret-pw"
     LabelStore(url).close()
     assert main(["labels", "copy", url, str(tmp_path / "copy.sqlite")]) == 0
     unreachable = "postgresql://ann@127.0.0.1:1/none?password=s3cret-pw"
@@ -110,7 +110,7 @@ def test_processes_opening_one_new_schema_at_once_all_open_it(pg_server):
             errors.append(e)
 
     for round_ in range(4):  # 8 at once on a new schema, 4 times
-        url = store_location(_PG(pg_server), None, f"race{round_}")
+        url = pg_url(pg_server, f"race{round_}")
         start = threading.Barrier(8)
         threads = [threading.Thread(target=open_store, args=(url, start)) for _ in range(8)]
         for t in threads:
@@ -118,16 +118,6 @@ def test_processes_opening_one_new_schema_at_once_all_open_it(pg_server):
         for t in threads:
             t.join()
     assert errors == []
-
-
-class _PG:
-    param = "postgresql"
-
-    def __init__(self, server):
-        self.server = server
-
-    def getfixturevalue(self, _name):
-        return self.server
 
 
 if __name__ == "__main__":  # pragma: no cover
