@@ -79,8 +79,9 @@ def test_kill_9_of_a_label_run_leaves_every_answer_it_received_in_the_ledger(
         with LabelStore(store) as s:
             ((_, runs, killed_calls, *_),) = s.spend()
         assert runs == 1
-        # what it received is in the ledger; only answers sent back as it died are not
-        assert killed_calls >= answered_at_kill - CONCURRENCY
+        # every answer the server sent (and the process had half a second to read) is in the
+        # ledger; the calls held in flight were never answered
+        assert killed_calls >= answered_at_kill
         rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr
         asked = [r.user_text for r in server.requests]
