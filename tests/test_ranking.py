@@ -50,7 +50,9 @@ def reference(qrels: dict, run: dict, all_queries: bool, float32: bool) -> tuple
     rows = []
     for q in qids:
         docs = run.get(q, {})
-        key = {d: (float(np.float32(s)) if float32 else s, d.encode()) for d, s in docs.items()}
+        with np.errstate(over="ignore"):  # the extreme scores: +-1e39 is +-inf as float32
+            key = {d: (float(np.float32(s)) if float32 else s, d.encode())
+                   for d, s in docs.items()}
         ranked = sorted(docs, key=key.__getitem__, reverse=True)
         rows.append([qrels[q].get(d, UNJUDGED) for d in ranked])
     return qids, rows
