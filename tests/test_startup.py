@@ -92,3 +92,12 @@ def test_a_command_parser_is_built_when_looked_up():
     assert args.command == "eval" and args.func.__module__ == "reljudge.cli.eval_cmd"
     sub = next(a for a in parser._actions if a.dest == "command")
     assert all(p is not None for p in sub.choices.values())
+
+
+def test_eval_imports_neither_the_store_nor_the_judge_nor_the_audit():
+    from tests.helpers import EXAMPLE
+
+    modules = loaded("eval", str(EXAMPLE / "human.qrels"), str(EXAMPLE / "runs" / "bm25.run"))
+    assert "reljudge.metrics" in modules
+    assert [m for m in ("pydantic", "reljudge.store", "reljudge.judge", "reljudge.audit")
+            if m in modules] == []
