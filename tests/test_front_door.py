@@ -19,7 +19,7 @@ def test_every_public_name_resolves_to_the_object_of_its_home():
             assert value is getattr(importlib.import_module(module), attr)
     assert sorted(reljudge._LAZY) == sorted(n for n in reljudge.__all__ if n in reljudge._LAZY)
     assert set(reljudge.__all__) - set(reljudge._LAZY) == {
-        "ConfigError", "GRADE_MAX", "audit", "GRADE_MIN", "InputError", "LLMError", "MeasureError",
+        "ConfigError", "GRADE_MAX", "GRADE_MIN", "InputError", "LLMError", "MeasureError",
         "ReljudgeError", "StoreError", "__version__"}
 
 

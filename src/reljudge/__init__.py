@@ -16,11 +16,10 @@ stays quick: the LLM client, pyarrow and scipy load only when a call needs them.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-# `audit` is bound now: importing the subpackage reljudge.audit later would otherwise set
-# the name to the package, hiding the function.
-from reljudge.audit import audit
 from reljudge.errors import (
     ConfigError,
     InputError,
@@ -60,6 +59,7 @@ _LAZY = {
     "label_pairs": ("reljudge.judge.labeller", "label_pairs"),
     "Labeller": ("reljudge.judge.labeller", "Labeller"),
     # trusting the labels
+    "audit": ("reljudge.audit", "audit"),
     "draw_sample": ("reljudge.infer.sample", "draw"),
     "estimate": ("reljudge.infer.scores", "estimate"),
     "calibrate": ("reljudge.infer.derive", "calibrate_judge"),
@@ -103,6 +103,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from reljudge.audit import audit
     from reljudge.infer.derive import calibrate_judge as calibrate
     from reljudge.infer.sample import draw as draw_sample
     from reljudge.infer.scores import estimate
@@ -131,3 +132,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+class _FrontDoor(types.ModuleType):
+    """This package: importing the subpackage ``reljudge.audit`` sets the package's attribute
+    ``audit`` to that subpackage; here it stays the function of the same name."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "audit" and isinstance(value, types.ModuleType):
+            value = value.audit
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _FrontDoor

@@ -1,18 +1,22 @@
 """The TREC 0-3 relevance scale: its bounds, the range check, clipping, aggregation, rounding.
 
 One home for the scale so that no other module writes ``4``, ``range(4)`` or ``0..3``.
-Plain data and arithmetic: no I/O, no store, no network.
+Plain data and arithmetic: no I/O, no store, no network. numpy is imported by the calls that
+use it, so that the scale itself (as ``reljudge --help`` shows it) is read without numpy.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 GRADE_MIN = 0
 GRADE_MAX = 3
@@ -20,8 +24,8 @@ GRADE_MAX = 3
 N_GRADES = GRADE_MAX - GRADE_MIN + 1
 #: the grades in order, as ints (``for g in SCALE``)
 SCALE = tuple(range(GRADE_MIN, GRADE_MAX + 1))
-#: the grades as float64 values (for expectations over a probability row)
-GRADE_VALUES = np.arange(GRADE_MIN, GRADE_MAX + 1, dtype=np.float64)
+#: the grades as float64 values (for expectations over a probability row), made on first use
+GRADE_VALUES: np.ndarray
 #: what each grade means (the TREC deep-learning track's wording)
 GRADE_NAMES = {0: "irrelevant", 1: "related", 2: "highly relevant", 3: "perfectly relevant"}
 #: the text every range error uses
@@ -31,6 +35,19 @@ SCALE_TEXT = f"{GRADE_MIN}..{GRADE_MAX}"
 AGGREGATES = ("majority", "mean", "median")
 
 
+@functools.cache
+def _grade_values() -> np.ndarray:
+    import numpy as np
+
+    return np.arange(GRADE_MIN, GRADE_MAX + 1, dtype=np.float64)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GRADE_VALUES":
+        return _grade_values()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def in_scale(grade: int) -> bool:
     """True when ``grade`` lies on the scale."""
     return GRADE_MIN <= grade <= GRADE_MAX
@@ -38,6 +55,8 @@ def in_scale(grade: int) -> bool:
 
 def out_of_scale(grades: np.ndarray) -> np.ndarray:
     """Positions of the grades outside the scale (an integer array, maybe empty)."""
+    import numpy as np
+
     grades = np.asarray(grades)
     return np.flatnonzero((grades < GRADE_MIN) | (grades > GRADE_MAX))
 
@@ -97,6 +116,8 @@ def decide(probs: np.ndarray, rule: str = "mode") -> np.ndarray:
     """One grade per row of an (n, N_GRADES) distribution: its most probable grade (``mode``,
     ties to the lower), its median (least absolute error), or its expected grade rounded half
     up (``expected``)."""
+    import numpy as np
+
     probs = np.asarray(probs, dtype=np.float64)
     if rule == "mode":
         return probs.argmax(axis=1) + GRADE_MIN
@@ -104,6 +125,6 @@ def decide(probs: np.ndarray, rule: str = "mode") -> np.ndarray:
         cdf = np.cumsum(probs, axis=1)
         return (cdf < 0.5 - 1e-12).sum(axis=1) + GRADE_MIN
     if rule == "expected":
-        values = GRADE_VALUES[: probs.shape[1]]
+        values = _grade_values()[: probs.shape[1]]
         return np.minimum(np.floor(probs @ values + 0.5), GRADE_MAX).astype(np.int64)
     raise InputError(f"unknown decision {rule!r}; expected one of {', '.join(DECISIONS)}")

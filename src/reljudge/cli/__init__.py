@@ -1,8 +1,11 @@
 """The ``reljudge`` command: thin argument parsing over the library.
 
-Each subcommand lives in its own module under ``reljudge.cli`` with a ``register(subparsers)``
-function that adds its parser and sets ``func``. Heavy imports happen inside the handlers so
-that ``reljudge eval`` does not pay for the LLM client.
+Each subcommand lives in its own module under ``reljudge.cli`` with a ``HELP`` line and a
+``register(subparsers)`` function that adds its parser and sets ``func``. A command's parser
+is built only when that command is used (``reljudge --help`` lists the ``HELP`` lines), and
+heavy imports happen inside ``register`` and the handlers, so that ``reljudge --version`` and
+``--help`` import neither numpy nor the library and ``reljudge eval`` does not pay for the
+LLM client.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
+from typing import cast
 
 # Order here is the order in --help.
 COMMANDS = ("demo", "run", "pool", "label", "batch", "labels", "eval", "compare", "audit",
@@ -58,13 +63,68 @@ class Parser(argparse.ArgumentParser):
             parser = subs[0].choices[name]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every available subcommand."""
+class _Parsers(dict):
+    """Command name -> its parser, built (its module's ``register`` run) on first lookup."""
+
+    def __init__(self, commands: Commands) -> None:
+        super().__init__()
+        self._commands = commands
+
+    def __getitem__(self, name: str) -> argparse.ArgumentParser:
+        if dict.__getitem__(self, name) is None:
+            self._commands.build(name)
+        return dict.__getitem__(self, name)
+
+    def values(self):
+        """The parsers, every one built."""
+        return {name: self[name] for name in self}.values()
+
+    def items(self):
+        """(name, parser) of every command, every parser built."""
+        return {name: self[name] for name in self}.items()
+
+
+class Commands(argparse._SubParsersAction):
+    """The subcommands: each listed in --help by its ``HELP`` line, its parser built when used."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._name_parser_map = self.choices = _Parsers(self)
+        self._modules: dict[str, ModuleType] = {}
+
+    def add_command(self, name: str, module: ModuleType) -> None:
+        """List the command ``name`` of ``module`` (its ``HELP``); build its parser later."""
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), module.HELP))
+        dict.__setitem__(self._name_parser_map, name, None)
+        self._modules[name] = module
+
+    def build(self, name: str) -> None:
+        """Add the parser of command ``name``: its module's ``register`` calls add_parser."""
+        self._modules[name].register(self)
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        """As argparse's, for a command listed already by add_command (its help line)."""
+        kwargs.pop("help", None)
+        if kwargs.get("prog") is None:
+            kwargs["prog"] = f"{self._prog_prefix} {name}"
+        parser = self._parser_class(**kwargs)
+        dict.__setitem__(self._name_parser_map, name, parser)
+        return parser
+
+
+def version_text() -> str:
+    """What ``reljudge --version`` prints."""
     from reljudge.version import __version__
 
+    return f"reljudge {__version__}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand (each built on first use)."""
     parser = Parser(prog="reljudge", description=DESCRIPTION, formatter_class=HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"reljudge {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=version_text())
+    sub = cast(Commands, parser.add_subparsers(dest="command", metavar="COMMAND",
+                                               action=Commands))
     for name in COMMANDS:
         try:
             module = importlib.import_module(f"reljudge.cli.{name}_cmd")
@@ -72,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
             if e.name == f"reljudge.cli.{name}_cmd":
                 continue
             raise
-        module.register(sub)
+        sub.add_command(name, module)
     return parser
 
 
@@ -80,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``reljudge`` console script; returns the exit code."""
     from reljudge.errors import ReljudgeError
 
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:  # before any parser
+        print(version_text())
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

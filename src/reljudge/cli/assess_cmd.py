@@ -42,12 +42,16 @@ left ungraded (run the same command again to go on); 2 bad input or settings.
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "a local web page where people grade pairs into the store"
+
+
 def register(sub) -> None:
     """Add the ``assess`` subcommand."""
     from reljudge.assess.task import ORDERS
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("assess", help="a local web page where people grade pairs into the store",
+    p = sub.add_parser("assess", help=HELP,
                        description="Serve a page on which a person grades query-passage "
                                    "pairs (0-3, by keyboard);\nevery grade goes into the label "
                                    "store as it is given.\nNeeds the 'assess' extra "

@@ -37,11 +37,15 @@ sample; with --panel-method mean the panel is the chosen judges' mean grade so c
       --panel-method mean --decision thresholds --sample 1000
 """
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "agreement of LLM judges with reference (human) labels"
+
+
 def register(sub) -> None:
     """Add the ``audit`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("audit", help="agreement of LLM judges with reference (human) labels",
+    p = sub.add_parser("audit", help=HELP,
                        description="Audit one or many judges against reference labels: item "
                                    "agreement, and (with runs) system-ranking agreement.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)

@@ -26,11 +26,15 @@ exit codes:
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "status, collect or cancel recorded Batch API jobs"
+
+
 def register(sub) -> None:
     """Add the ``batch`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("batch", help="status, collect or cancel recorded Batch API jobs",
+    p = sub.add_parser("batch", help=HELP,
                        description="The Batch API jobs recorded in a label store by "
                                    "`reljudge label --batch`.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)

@@ -36,11 +36,15 @@ ordinal alpha on held-out queries, within query noise, but not its Cohen's kappa
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "calibrate a judge (or a panel of judges) on human labels"
+
+
 def register(sub) -> None:
     """Add the ``calibrate`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("calibrate", help="calibrate a judge (or a panel of judges) on human labels",
+    p = sub.add_parser("calibrate", help=HELP,
                        description="Fit a judge's calibration, or a panel of judges, on a "
                                    "human sample and write the derived labels.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)

@@ -278,13 +278,15 @@ def add_store(parser, help: str, required: bool = False) -> None:
 def check_store_path(value: str | None, flag: str = "--store") -> None:
     """Refuse a SQLite store path no command can use (``store.sqlite.path_problem``: a
     folder, or in a folder that is not there), naming the flag."""
+    if not value:  # no store: the store package is not imported
+        return
     from pathlib import Path
 
     from reljudge.errors import ConfigError
     from reljudge.store.postgres import is_url
     from reljudge.store.sqlite import path_problem
 
-    problem = None if not value or is_url(value) else path_problem(Path(value))
+    problem = None if is_url(value) else path_problem(Path(value))
     if problem is not None:
         raise ConfigError(f"{flag} {value} {problem}")
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from reljudge.stats.significance import MAX_TRIALS
-
 EXAMPLES = """\
 examples:
   reljudge compare qrels.txt bm25.run dense.run hybrid.run -m nDCG@10 -m RR
@@ -31,11 +29,16 @@ write the comparison table only; --format json has both.
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "compare runs: intervals and paired significance tests"
+
+
 def register(sub) -> None:
     """Add the ``compare`` subcommand."""
     from reljudge.cli import HelpFormatter, common
+    from reljudge.stats.significance import MAX_TRIALS
 
-    p = sub.add_parser("compare", help="compare runs: intervals and paired significance tests",
+    p = sub.add_parser("compare", help=HELP,
                        description="Compare runs on the same queries against a baseline.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     p.add_argument("qrels", help="TREC qrels file (QID ITER DOCID GRADE) or irds:DATASET_ID")
@@ -76,6 +79,7 @@ def _trials(text: str) -> int:
     import argparse
 
     from reljudge.cli import common
+    from reljudge.stats.significance import MAX_TRIALS
 
     value = common.positive_int(text)
     if value > MAX_TRIALS:

@@ -10,11 +10,15 @@ examples:
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "run the bundled examples end to end (offline by default)"
+
+
 def register(sub) -> None:
     """Add the ``demo`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("demo", help="run the bundled examples end to end (offline by default)",
+    p = sub.add_parser("demo", help=HELP,
                        description="Score the hr-handbook runs from human labels (labelling "
                                    "the rest live when an endpoint is configured) and audit "
                                    "six real TREC DL 2023 LLM judges against NIST assessors.",

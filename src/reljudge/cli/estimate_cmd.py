@@ -38,11 +38,15 @@ grade only. See docs/ppi.md for the formulas.
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "scores under human labels from a human sample (PPI)"
+
+
 def register(sub) -> None:
     """Add the ``estimate`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("estimate", help="scores under human labels from a human sample (PPI)",
+    p = sub.add_parser("estimate", help=HELP,
                        description="Estimate run scores under human labels from the judge's "
                                    "labels plus a recorded human sample (prediction-powered "
                                    "inference).",

@@ -6,8 +6,6 @@ import argparse
 import sys
 
 from reljudge.cli.common import emit
-from reljudge.io.prefs import KINDS
-from reljudge.metrics.evaluate import COMPAT
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "RR"]
 JUDGED_MEASURES = ["Judged@10", "RBP(residual=True)"]  # what --judged adds
@@ -59,11 +57,17 @@ conventions (trec_eval's, stated):
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "score runs against qrels (trec_eval semantics)"
+
+
 def register(sub) -> None:
     """Add the ``eval`` subcommand."""
     from reljudge.cli import HelpFormatter, common
+    from reljudge.io.prefs import KINDS
+    from reljudge.metrics.evaluate import COMPAT
 
-    p = sub.add_parser("eval", help="score runs against qrels (trec_eval semantics)",
+    p = sub.add_parser("eval", help=HELP,
                        description="Score one or more TREC runs against graded qrels.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     p.add_argument("qrels", help="TREC qrels file (QID ITER DOCID GRADE) or irds:DATASET_ID; "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from reljudge.grades import GRADE_MAX, GRADE_MIN
+
 EXAMPLES = """\
 examples:
   # what would it cost? (nothing is sent)
@@ -108,14 +110,18 @@ def add_config_flags(judge, limits) -> None:
             group.add_argument(flag, type=convert, help=field.description)
 
 
+#: the grade scale as the help texts write it
+SCALE = f"{GRADE_MIN}-{GRADE_MAX}"
+#: the line ``reljudge --help`` lists this command with
+HELP = f"grade query-passage pairs {SCALE} with an LLM"
+
+
 def register(sub) -> None:
     """Add the ``label`` subcommand."""
     from reljudge.cli import HelpFormatter, common
-    from reljudge.grades import GRADE_MAX, GRADE_MIN
 
-    scale = f"{GRADE_MIN}-{GRADE_MAX}"
-    p = sub.add_parser("label", help=f"grade query-passage pairs {scale} with an LLM",
-                       description=f"Grade (query, passage) pairs on the TREC {scale} scale with "
+    p = sub.add_parser("label", help=HELP,
+                       description=f"Grade (query, passage) pairs on the TREC {SCALE} scale with "
                                    "any OpenAI-compatible LLM endpoint.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     src = p.add_argument_group("what to label")

@@ -86,12 +86,16 @@ EXAMPLES = "examples:\n" + "".join(
     for text in VERB_EXAMPLES.values()) + MERGE_RULES
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "import, merge, export and inspect the label store"
+
+
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
     from reljudge.cli.common import add_digits, add_format, add_store, name, non_negative_int
 
-    p = sub.add_parser("labels", help="import, merge, export and inspect the label store",
+    p = sub.add_parser("labels", help=HELP,
                        description="The label store: one SQLite file with every label and "
                                    "where it came from.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)

@@ -13,11 +13,15 @@ examples:
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "pool the top k of runs; what is labelled, what is not"
+
+
 def register(sub) -> None:
     """Add the ``pool`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("pool", help="pool the top k of runs; what is labelled, what is not",
+    p = sub.add_parser("pool", help=HELP,
                        description="Pool the (query, document) pairs in the top k of any run, "
                                    "minus those already labelled in the store.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)

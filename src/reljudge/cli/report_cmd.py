@@ -33,11 +33,15 @@ SVG drawn by reljudge itself: no extra to install).
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "write one self-contained HTML report"
+
+
 def register(sub) -> None:
     """Add the ``report`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("report", help="write one self-contained HTML report",
+    p = sub.add_parser("report", help=HELP,
                        description="A summary in words (best run, significant differences, "
                                    "how far the labels can be trusted), then plots, scores, "
                                    "the judge audit, conflicts, configuration and cost, in "

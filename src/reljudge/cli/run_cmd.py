@@ -49,11 +49,15 @@ have no grade (the summary lists the failures by kind; a re-run asks again for f
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "run pool -> label -> merge -> eval -> audit from a config"
+
+
 def register(sub) -> None:
     """Add the ``run`` subcommand."""
     from reljudge.cli import HelpFormatter, common
 
-    p = sub.add_parser("run", help="run pool -> label -> merge -> eval -> audit from a config",
+    p = sub.add_parser("run", help=HELP,
                        description="Run the whole pipeline from a TOML config file; every "
                                    "artefact goes to the output folder.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)

@@ -31,12 +31,16 @@ queries. The sample is still drawn and recorded (docs/ppi.md).
 """
 
 
+#: the line ``reljudge --help`` lists this command with
+HELP = "draw a random sample of pairs for humans to label"
+
+
 def register(sub) -> None:
     """Add the ``sample`` subcommand."""
     from reljudge.cli import HelpFormatter, common
     from reljudge.infer.sample import DESIGNS
 
-    p = sub.add_parser("sample", help="draw a random sample of pairs for humans to label",
+    p = sub.add_parser("sample", help=HELP,
                        description="Draw what humans should label, with known inclusion "
                                    "probabilities, and record it in the label store.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
