@@ -13,7 +13,7 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
-from reljudge.store.merge import Merged, merge_rows, merge_source
+from reljudge.store.merge import Merged, merge_rows, source_qrels
 from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
@@ -50,11 +50,16 @@ _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, toke
                "tokens_out, cost, latency, created_at, meta, batch, failure_kind, shown")
 
 # An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
-# join this to ``events e`` and keep the rows where _STANDING holds.
+# join this to ``events e`` and keep the rows where _STANDING holds. (Grouped with the pair
+# last, SQLite reads the table straight through instead of walking the pair index.)
 _UNDONE = ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
-           f"WHERE failure = '{RETRACTED}' GROUP BY q, d, source, sample) r "
+           f"WHERE failure = '{RETRACTED}' GROUP BY sample, source, q, d) r "
            "ON r.q = e.q AND r.d = e.d AND r.source = e.source AND r.sample = e.sample")
 _STANDING = "(r.rid IS NULL OR r.rid < e.id)"
+# A source's counts (``EventLog.sources``; its one argument: RETRACTED).
+_SOURCE_COUNTS = ("count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
+                  "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
+                  "coalesce(sum(tokens_out), 0)")
 
 
 @dataclass(frozen=True)
@@ -200,14 +205,19 @@ class EventLog(Texts):
                "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
         return map(Outcome._make, self.conn.execute(sql, (source,)))
 
-    def label_rows(self) -> list[tuple[str, str, str, str, int, int, int]]:
-        """Every successful label not retracted since, as (qid, docid, kind, source, sample,
-        grade, event id)."""
-        return self.conn.execute(
-            "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
-            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
-            f"JOIN sources s ON s.id = e.source {_UNDONE} "
-            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall()
+    def label_rows(self, sources: Sequence[str] | None = None
+                   ) -> list[tuple[str, str, str, str, int, int, int]]:
+        """Every successful label not retracted since (of the named ``sources`` only, when
+        given), as (qid, docid, kind, source, sample, grade, event id)."""
+        sql = ("SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
+               "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+               f"JOIN sources s ON s.id = e.source {_UNDONE} "
+               f"WHERE e.grade IS NOT NULL AND {_STANDING}")
+        if sources is None:
+            return self.conn.execute(sql).fetchall()
+        names = sorted(set(sources))
+        return self.conn.execute(sql + f" AND s.name IN ({','.join('?' * len(names))})",
+                                 names).fetchall()
 
     def standing(self, kind: str = "human") -> list[Standing]:
         """Each source's standing grade of each pair (its latest grade, not retracted since),
@@ -249,19 +259,22 @@ class EventLog(Texts):
     def sources(self) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
         the undo events themselves are neither ok nor failed)."""
+        counts = {row[0]: row[1:] for row in self.conn.execute(
+            f"SELECT source, {_SOURCE_COUNTS} FROM events GROUP BY source", (RETRACTED,))}
+        grades: dict[int, dict[int, int]] = {}
+        for sid, grade, n in self.conn.execute(
+                f"SELECT e.source, e.grade, count(*) FROM events e {_UNDONE} WHERE "
+                f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.source, e.grade "
+                "ORDER BY e.source, e.grade"):
+            grades.setdefault(sid, {})[grade] = n
         out = []
         for sid, kind, name in self.conn.execute("SELECT id, kind, name FROM sources ORDER BY id"):
-            n, ok, failed, cost, tin, tout = self.conn.execute(
-                "SELECT count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
-                "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
-                "coalesce(sum(tokens_out), 0) FROM events WHERE source = ?",
+            n, ok, failed, cost, tin, tout = counts.get(sid) or self.conn.execute(
+                f"SELECT {_SOURCE_COUNTS} FROM events WHERE source = ?",  # no event: its zeros
                 (RETRACTED, sid)).fetchone()
-            grades = dict(self.conn.execute(
-                f"SELECT e.grade, count(*) FROM events e {_UNDONE} WHERE e.source = ? AND "
-                f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.grade ORDER BY e.grade",
-                (sid,)))
-            standing = sum(grades.values())
-            out.append(SourceStats(kind, name, n, standing, failed, grades, cost, tin, tout,
+            mine = grades.get(sid, {})
+            standing = sum(mine.values())
+            out.append(SourceStats(kind, name, n, standing, failed, mine, cost, tin, tout,
                                    ok - standing))
         return out
 
@@ -342,4 +355,12 @@ class EventLog(Texts):
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""
-        return merge_source(self.label_rows(), source, aggregate).qrels
+        return self.source_qrels([source], aggregate)[source]
+
+    def source_qrels(self, sources: Sequence[str], aggregate: str = "majority"
+                     ) -> dict[str, Qrels]:
+        """{source: its labels alone} for each of ``sources`` (as ``qrels``), read in one go."""
+        mine: dict[str, list[tuple]] = {name: [] for name in sources}
+        for row in self.label_rows(sources):
+            mine[row[3]].append(row)
+        return {name: source_qrels(rows, name, aggregate) for name, rows in mine.items()}

@@ -154,17 +154,8 @@ def merge_source(rows: Sequence[tuple], source: str, aggregate: str = "majority"
 def _merge(rows: Sequence[tuple], choose: Callable[[list[Vote]], list[Vote]], policy: str,
            aggregate: str, fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
     """``merge_rows`` with the policy's choice of deciding labels given as ``choose``."""
-    if aggregate not in AGGREGATES:
-        raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
-                         f"{', '.join(AGGREGATES)}")
-    latest: dict[tuple, tuple] = {}
-    for qid, docid, kind, source, sample, grade, eid in rows:
-        key = (qid, docid, kind, source, sample)
-        if key not in latest or eid > latest[key][1]:
-            latest[key] = (grade, eid)
-    by_pair: dict[tuple[str, str], list[Vote]] = defaultdict(list)
-    for (qid, docid, kind, source, _), (grade, _) in latest.items():
-        by_pair[(qid, docid)].append((kind, source, grade))
+    _check_aggregate(aggregate)
+    by_pair = _votes(rows)
     labels = []
     for (qid, docid) in sorted(by_pair):
         chosen = choose(by_pair[(qid, docid)])
@@ -172,11 +163,52 @@ def _merge(rows: Sequence[tuple], choose: Callable[[list[Vote]], list[Vote]], po
             continue
         votes = tuple(g for _, _, g in chosen)
         kinds = {k for k, _, _ in chosen}
-        labels.append(FinalLabel(qid, docid, aggregate_grades(votes, aggregate, fractional),
+        labels.append(FinalLabel(qid, docid, _aggregate(votes, aggregate, fractional),
                                  kinds.pop() if len(kinds) == 1 else "mixed",
                                  tuple(sorted({s for _, s, _ in chosen})), votes,
-                                 any((qid, docid, k, s) in stale for k, s, _ in chosen)))
+                                 bool(stale) and any((qid, docid, k, s) in stale
+                                                     for k, s, _ in chosen)))
     return Merged(policy, aggregate, fractional, labels)
+
+
+def source_qrels(rows: Sequence[tuple], source: str, aggregate: str = "majority") -> Qrels:
+    """The qrels of ``merge_source`` (its final labels' grades) without their provenance:
+    what reading a source's labels as qrels needs."""
+    _check_aggregate(aggregate)
+    by_pair = _votes([r for r in rows if r[3] == source])
+    pairs = sorted(by_pair)
+    grades = [int(_aggregate(tuple(g for _, _, g in votes), aggregate, False))
+              if len(votes) > 1 else votes[0][2] for votes in map(by_pair.__getitem__, pairs)]
+    return Qrels.from_arrays([q for q, _ in pairs], [d for _, d in pairs],
+                             np.array(grades, dtype=np.int64), check=False)
+
+
+def _check_aggregate(aggregate: str) -> None:
+    if aggregate not in AGGREGATES:
+        raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
+                         f"{', '.join(AGGREGATES)}")
+
+
+def _votes(rows: Sequence[tuple]) -> dict[tuple[str, str], list[Vote]]:
+    """Each pair's candidate votes: each source's latest grade of it per sample index."""
+    latest: dict[tuple, tuple] = {}
+    for qid, docid, kind, source, sample, grade, eid in rows:
+        key = (qid, docid, kind, source, sample)
+        known = latest.get(key)
+        if known is None or eid > known[1]:
+            latest[key] = (grade, eid)
+    by_pair: dict[tuple[str, str], list[Vote]] = defaultdict(list)
+    for (qid, docid, kind, source, _), (grade, _) in latest.items():
+        by_pair[(qid, docid)].append((kind, source, grade))
+    return by_pair
+
+
+def _aggregate(votes: tuple[int, ...], aggregate: str, fractional: bool) -> float:
+    """``aggregate_grades``, with a single integer vote (most pairs) taken as it is: every
+    rule gives it back unchanged."""
+    if len(votes) == 1 and type(votes[0]) is int:
+        return float(votes[0])
+    return aggregate_grades(votes, aggregate, fractional)
 
 
 def _choose(labels: list[Vote], policy: str) -> list[Vote]:
