@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -322,12 +322,13 @@ class EventLog(Texts):
         return out
 
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
-              fractional: bool = False, derived: str = "recorded") -> Merged:
+              fractional: bool = False, derived: str = "recorded", *,
+              stale: Set[tuple[str, str, str, str]] | None = None) -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
-        ``fractional``)."""
+        ``fractional``). ``stale``: ``stale_labels()`` when the caller has read it already."""
         from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED
 
@@ -351,7 +352,8 @@ class EventLog(Texts):
                 grades = decide(np.array([json.loads(p) for _, p in found]), derived)
                 by_id = dict(zip(ids, grades.tolist(), strict=True))
                 rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
-        return merge_rows(rows, policy, aggregate, fractional, self.stale_labels())
+        return merge_rows(rows, policy, aggregate, fractional,
+                          self.stale_labels() if stale is None else stale)
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""
