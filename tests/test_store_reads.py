@@ -56,14 +56,17 @@ def test_sources_are_counted_in_a_fixed_number_of_statements(tmp_path, judges):
 def test_several_sources_labels_are_read_in_one_statement(tmp_path):
     with _store(tmp_path / "s.sqlite", 12) as store:
         names = [f"judge-{j}" for j in range(12)]
-        apart = {n: store.merge(f"source={n}").qrels for n in ["ann", *names]}
+        store.add_grades([("q0", "d0", 1)], "human", "judge-1")  # one name, two kinds: 2 votes
+        apart = {n: store.merge(f"source={n}").qrels for n in ["ann", *names, "nobody"]}
         seen = _statements(store)
         first = judge_qrels(names, store=store)  # what `label --qrels-out` writes
         assert len([s for s in seen if "FROM events" in s]) == 1, seen  # was one per judge
         seen.clear()
-        together = store.source_qrels(["ann", *names])  # what audit/calibrate --store read
+        together = store.source_qrels(["ann", *names, "nobody"])  # audit/calibrate --store
         assert len([s for s in seen if "FROM events" in s]) == 1, seen
+        assert len(store.qrels("nobody")) == 0  # no such source: no labels
     assert together == apart
+    assert all(list(together[n]) == list(apart[n]) for n in apart)  # the same order too
     assert first == apart["judge-0"]
 
 

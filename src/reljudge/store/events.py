@@ -205,19 +205,14 @@ class EventLog(Texts):
                "JOIN sources s ON s.id = e.source WHERE s.name = ? ORDER BY e.id")
         return map(Outcome._make, self.conn.execute(sql, (source,)))
 
-    def label_rows(self, sources: Sequence[str] | None = None
-                   ) -> list[tuple[str, str, str, str, int, int, int]]:
-        """Every successful label not retracted since (of the named ``sources`` only, when
-        given), as (qid, docid, kind, source, sample, grade, event id)."""
-        sql = ("SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
-               "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
-               f"JOIN sources s ON s.id = e.source {_UNDONE} "
-               f"WHERE e.grade IS NOT NULL AND {_STANDING}")
-        if sources is None:
-            return self.conn.execute(sql).fetchall()
-        names = sorted(set(sources))
-        return self.conn.execute(sql + f" AND s.name IN ({','.join('?' * len(names))})",
-                                 names).fetchall()
+    def label_rows(self) -> list[tuple[str, str, str, str, int, int, int]]:
+        """Every successful label not retracted since, as (qid, docid, kind, source, sample,
+        grade, event id)."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            f"JOIN sources s ON s.id = e.source {_UNDONE} "
+            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall()
 
     def standing(self, kind: str = "human") -> list[Standing]:
         """Each source's standing grade of each pair (its latest grade, not retracted since),
@@ -365,7 +360,16 @@ class EventLog(Texts):
     def source_qrels(self, sources: Sequence[str], aggregate: str = "majority"
                      ) -> dict[str, Qrels]:
         """{source: its labels alone} for each of ``sources`` (as ``qrels``), read in one go."""
-        mine: dict[str, list[tuple]] = {name: [] for name in sources}
-        for row in self.label_rows(sources):
-            mine[row[3]].append(row)
-        return {name: source_qrels(rows, name, aggregate) for name, rows in mine.items()}
+        wanted = set(sources)
+        names = {sid: name for sid, name in self.conn.execute("SELECT id, name FROM sources")
+                 if name in wanted}
+        rows = self.conn.execute(
+            f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
+            f"WHERE e.grade IS NOT NULL AND {_STANDING} AND e.source IN "
+            f"({','.join('?' * len(names))})", list(names)).fetchall() if names else []
+        found = source_qrels(rows, names,
+                             self.conn.execute("SELECT id, qid FROM queries").fetchall(),
+                             self.conn.execute("SELECT id, docid FROM passages").fetchall(),
+                             aggregate)
+        none = Qrels.from_arrays([], [], np.zeros(0, np.int64))  # a name no source has
+        return {name: found.get(name, none) for name in sources}

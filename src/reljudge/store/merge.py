@@ -26,7 +26,7 @@ that have changed since (``LabelStore.stale_labels``): it is kept, and flagged.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,14 +143,6 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
                   stale)
 
 
-def merge_source(rows: Sequence[tuple], source: str, aggregate: str = "majority") -> Merged:
-    """The final labels of one source alone (what the policy ``source=NAME`` gives): its
-    latest grade per pair and sample index, aggregated and rounded half up."""
-    mine = [r for r in rows if r[3] == source]
-    return _merge(mine, lambda labels: labels, f"source={source}", aggregate, False,
-                  frozenset())
-
-
 def _merge(rows: Sequence[tuple], choose: Callable[[list[Vote]], list[Vote]], policy: str,
            aggregate: str, fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
     """``merge_rows`` with the policy's choice of deciding labels given as ``choose``."""
@@ -171,16 +163,52 @@ def _merge(rows: Sequence[tuple], choose: Callable[[list[Vote]], list[Vote]], po
     return Merged(policy, aggregate, fractional, labels)
 
 
-def source_qrels(rows: Sequence[tuple], source: str, aggregate: str = "majority") -> Qrels:
-    """The qrels of ``merge_source`` (its final labels' grades) without their provenance:
-    what reading a source's labels as qrels needs."""
+def source_qrels(rows: Sequence[tuple], names: Mapping[int, str], queries: Sequence[tuple],
+                 passages: Sequence[tuple], aggregate: str = "majority") -> dict[str, Qrels]:
+    """{name: the labels of that source name alone, as the policy ``source=NAME`` merges
+    them} from the store's ids: ``rows`` (source id, query id, passage id, sample, event id,
+    grade) of the standing grades, ``names`` {source id: name}, ``queries`` and ``passages``
+    (id, qid or docid). One sort groups the rows by name, pair (in qid, docid order), source
+    and sample; the last of each group (by event id) is its latest grade."""
     _check_aggregate(aggregate)
-    by_pair = _votes([r for r in rows if r[3] == source])
-    pairs = sorted(by_pair)
-    grades = [int(_aggregate(tuple(g for _, _, g in votes), aggregate, False))
-              if len(votes) > 1 else votes[0][2] for votes in map(by_pair.__getitem__, pairs)]
-    return Qrels.from_arrays([q for q, _ in pairs], [d for _, d in pairs],
-                             np.array(grades, dtype=np.int64), check=False)
+    order = list(dict.fromkeys(names.values()))
+    qtext, qrank = _ranked(queries)
+    dtext, drank = _ranked(passages)
+    which = np.zeros(max(names, default=0) + 1, dtype=np.int64)
+    which[list(names)] = [order.index(n) for n in names.values()]
+    ids = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
+    name = which[ids[:, 0]]
+    sort = np.lexsort((ids[:, 4], ids[:, 3], ids[:, 0], drank[ids[:, 2]], qrank[ids[:, 1]],
+                       name))
+    ids, name = ids[sort], name[sort]
+    latest = _ends(np.column_stack([name, ids[:, :4]]))
+    ids, name = ids[latest], name[latest]
+    ends = _ends(np.column_stack([name, ids[:, 1:3]]))  # the last vote of each pair
+    first = np.r_[0, np.flatnonzero(ends[:-1]) + 1][:len(ends)]
+    votes = np.diff(np.r_[first, len(ids)])
+    grades = ids[first, 5]
+    for i in np.flatnonzero(votes > 1):  # a source's samples (or kinds): aggregated
+        grades[i] = int(aggregate_grades(ids[first[i]:first[i] + votes[i], 5].tolist(),
+                                         aggregate))
+    name, q, d = name[first], ids[first, 1], ids[first, 2]
+    return {n: Qrels.from_arrays(qtext[q[name == i]], dtext[d[name == i]], grades[name == i],
+                                 check=False) for i, n in enumerate(order)}
+
+
+def _ranked(pairs: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """(text by id, rank of the text among all by id) of (id, text) pairs."""
+    ids = np.array([i for i, _ in pairs], dtype=np.int64)
+    texts = np.array([t for _, t in pairs], dtype=object)
+    size = int(ids.max()) + 1 if len(ids) else 1
+    text, rank = np.empty(size, dtype=object), np.zeros(size, dtype=np.int64)
+    text[ids] = texts
+    rank[ids[np.argsort(texts, kind="stable")]] = np.arange(len(ids))
+    return text, rank
+
+
+def _ends(keys: np.ndarray) -> np.ndarray:
+    """True at the last row of each run of equal rows of sorted ``keys``."""
+    return np.r_[(keys[1:] != keys[:-1]).any(axis=1), True] if len(keys) else np.zeros(0, bool)
 
 
 def _check_aggregate(aggregate: str) -> None:
