@@ -285,9 +285,9 @@ class EventLog(Texts):
         """Judgments whose latest event failed and that no grade settled (per pair, source
         and sample): (qid, docid, source, sample, kind, detail). Kind is None only for a
         failure written without one (``LabelEvent.failure_kind``)."""
-        if not self.conn.execute("SELECT 1 FROM events WHERE failure != ? LIMIT 1",
-                                 (RETRACTED,)).fetchone():
-            return []  # no failure at all: spare the grouping of every event
+        if not self.conn.execute("SELECT 1 FROM events WHERE failure IS NOT NULL LIMIT 1"
+                                 ).fetchone():
+            return []  # no failure nor undo at all: spare the grouping of every event
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
             "JOIN (SELECT max(id) AS id, max(CASE WHEN grade IS NOT NULL THEN 1 ELSE 0 END) "
