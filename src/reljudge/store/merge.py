@@ -26,7 +26,7 @@ that have changed since (``LabelStore.stale_labels``): it is kept, and flagged.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,18 +139,16 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
     """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels;
     ``stale``: the (qid, docid, kind, source) labels given to texts changed since."""
     check_policy(policy)
-    return _merge(rows, lambda labels: _choose(labels, policy), policy, aggregate, fractional,
-                  stale)
-
-
-def _merge(rows: Sequence[tuple], choose: Callable[[list[Vote]], list[Vote]], policy: str,
-           aggregate: str, fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
-    """``merge_rows`` with the policy's choice of deciding labels given as ``choose``."""
     _check_aggregate(aggregate)
-    by_pair = _votes(rows)
+    return _merge(_votes(rows), policy, aggregate, fractional, stale)
+
+
+def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: str,
+           fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
+    """``merge_rows`` of each pair's candidate votes (``_votes``)."""
     labels = []
     for (qid, docid) in sorted(by_pair):
-        chosen = choose(by_pair[(qid, docid)])
+        chosen = _choose(by_pair[(qid, docid)], policy)
         if not chosen:
             continue
         votes = tuple(g for _, _, g in chosen)
@@ -273,9 +271,11 @@ class Conflict:
 
 def conflicts(rows: Sequence[tuple], aggregate: str = "majority") -> list[Conflict]:
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
+    _check_aggregate(aggregate)
+    votes = _votes(rows)  # once for both sides
     human = {(lab.qid, lab.docid): lab for lab in
-             merge_rows(rows, "human-only", aggregate).labels}
-    llm = merge_rows(rows, "llm-only", aggregate).labels
+             _merge(votes, "human-only", aggregate, False, frozenset()).labels}
+    llm = _merge(votes, "llm-only", aggregate, False, frozenset()).labels
     out = [Conflict(lab.qid, lab.docid, h.grade, lab.grade, h.sources, lab.sources)
            for lab in llm if (h := human.get((lab.qid, lab.docid))) is not None
            and h.grade != lab.grade]
