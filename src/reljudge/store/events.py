@@ -207,16 +207,12 @@ class EventLog(Texts):
 
     def label_rows(self) -> list[tuple[str, str, str, str, int, int, int]]:
         """Every successful label not retracted since, as (qid, docid, kind, source, sample,
-        grade, event id), in the order added."""
-        qids = dict(self.conn.execute("SELECT id, qid FROM queries"))
-        docids = dict(self.conn.execute("SELECT id, docid FROM passages"))
-        sources = {i: (kind, name) for i, kind, name in
-                   self.conn.execute("SELECT id, kind, name FROM sources")}
-        # ids joined here rather than in SQL: a third less time on many rows
-        return [(qids[q], docids[d], *sources[s], sample, grade, eid)
-                for s, q, d, sample, eid, grade in self.conn.execute(
-                    f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
-                    f"WHERE e.grade IS NOT NULL AND {_STANDING} ORDER BY e.id")]
+        grade, event id)."""
+        return self.conn.execute(
+            "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.grade, e.id FROM events e "
+            "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
+            f"JOIN sources s ON s.id = e.source {_UNDONE} "
+            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall()
 
     def standing(self, kind: str = "human") -> list[Standing]:
         """Each source's standing grade of each pair (its latest grade, not retracted since),
