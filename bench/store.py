@@ -4,6 +4,7 @@
     python bench/store.py --events 100000 --writer-events 1000
     python bench/store.py --pg postgresql://me@db:5432/bench   # a server of your own
     python bench/store.py --backends sqlite     # SQLite only
+    python bench/store.py --commands            # the commands that read a store vs files
 
 Rows, for each backend:
 - import: two qrels files (human and LLM labels of the same pairs) through ``labels import``'s
@@ -98,6 +99,31 @@ def fresh_pg_database(url: str) -> str:
     return url.rsplit("/", 1)[0] + f"/{name}"
 
 
+def commands(args: argparse.Namespace, backends: list[str]) -> None:
+    """``--commands``: bench/store_commands.py on each backend (a server started for it when
+    PostgreSQL is asked for without ``--pg``)."""
+    import store_commands
+
+    server = None
+
+    def pg_url() -> str:
+        nonlocal server
+        url = args.pg
+        if url is None:
+            sys.path.insert(0, str(ROOT / "tests"))
+            from pg import PostgresServer
+
+            server = PostgresServer(durable=True)
+            url = server.url
+        return fresh_pg_database(url)
+
+    try:
+        store_commands.run(backends, args.llmjudge, args.repeat, pg_url)
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def main() -> None:
     """Generate the files, run each backend, print one table."""
     p = argparse.ArgumentParser(description=__doc__,
@@ -109,8 +135,16 @@ def main() -> None:
     p.add_argument("--backends", default="sqlite,postgresql")
     p.add_argument("--pg", metavar="URL", help="a PostgreSQL server to use (a new database is "
                    "created on it); default: start one for the run")
+    p.add_argument("--commands", action="store_true",
+                   help="instead: the commands that read a store against the same work from "
+                        "files, on the LLMJudge data (bench/store_commands.py)")
+    p.add_argument("--llmjudge", type=Path, default=ROOT.parent / "shared" / "data" / "llmjudge",
+                   help="with --commands: the LLMJudge data folder")
+    p.add_argument("--repeat", type=int, default=3, help="with --commands: runs per command")
     args = p.parse_args()
     backends = args.backends.split(",")
+    if args.commands:
+        return commands(args, backends)
     half = args.events // 2
     rng = np.random.default_rng(1)
     server = None

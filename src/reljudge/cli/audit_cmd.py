@@ -126,7 +126,7 @@ def load_labels(args: argparse.Namespace):
             raise ConfigError("with --store give --human-source (the reference) and, to "
                               "audit some judges only, --judge-source")
         name, ref, judges, _ = labels_from_store(
-            args.store, args.human_source, args.judge_source or _judge_sources(args),
+            args.store, args.human_source, args.judge_source or None,
             reference_option="--human-source", judge_option="--judge-source")
         return name, ref, judges, {}
     if not args.reference:
@@ -144,24 +144,6 @@ def load_labels(args: argparse.Namespace):
     ref, _ = read_judge(args.reference, clip=args.clip)
     judges, clipped = read_judges(files, clip=args.clip)
     return Path(args.reference).name, ref, judges, clipped
-
-
-def _judge_sources(args: argparse.Namespace) -> list[str]:
-    """Every LLM source of ``--store`` but the reference: the judges audited when no
-    --judge-source is given."""
-    from reljudge.errors import InputError
-    from reljudge.store import LabelStore
-    from reljudge.store.names import resolve_source
-
-    with LabelStore(args.store, create=False, readonly=True) as store:
-        known = store.sources()
-    reference = resolve_source(known, args.human_source, where=str(args.store),
-                               option="--human-source").name
-    names = [s.name for s in known if s.kind == "llm" and s.name != reference]
-    if not names:
-        raise InputError(f"{args.store}: no LLM source besides {reference!r} to audit; "
-                         "label with reljudge label --store first")
-    return names
 
 
 def run_audit(args: argparse.Namespace) -> int:

@@ -44,8 +44,9 @@ def do_stats(args) -> int:
         current = store.current_failures()
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
-        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
         stale = store.stale_labels()
+        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived,
+                             stale=stale)
         team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None

@@ -190,9 +190,10 @@ def judge_qrels(judges: Sequence[str], aggregate: str = "majority", *,
     import numpy as np
 
     grades: dict[tuple[str, str], int] = {}
+    read = store.source_qrels(judges, aggregate) if store is not None else {}
     for judge in judges:
         if store is not None:
-            found = {(q, d): int(g) for q, d, g in store.qrels(judge, aggregate)}
+            found = {(q, d): int(g) for q, d, g in read[judge]}
         elif report is not None:
             found = report.grades(aggregate, judge)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
-from reljudge.store.merge import Merged, merge_rows, merge_source
+from reljudge.store.merge import Merged, merge_rows, source_qrels
 from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
@@ -50,11 +50,16 @@ _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, toke
                "tokens_out, cost, latency, created_at, meta, batch, failure_kind, shown")
 
 # An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
-# join this to ``events e`` and keep the rows where _STANDING holds.
+# join this to ``events e`` and keep the rows where _STANDING holds. (Grouped with the pair
+# last, SQLite reads the table straight through instead of walking the pair index.)
 _UNDONE = ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
-           f"WHERE failure = '{RETRACTED}' GROUP BY q, d, source, sample) r "
+           f"WHERE failure = '{RETRACTED}' GROUP BY sample, source, q, d) r "
            "ON r.q = e.q AND r.d = e.d AND r.source = e.source AND r.sample = e.sample")
 _STANDING = "(r.rid IS NULL OR r.rid < e.id)"
+# A source's counts (``EventLog.sources``; its one argument: RETRACTED).
+_SOURCE_COUNTS = ("count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
+                  "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
+                  "coalesce(sum(tokens_out), 0)")
 
 
 @dataclass(frozen=True)
@@ -249,19 +254,22 @@ class EventLog(Texts):
     def sources(self) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
         the undo events themselves are neither ok nor failed)."""
+        counts = {row[0]: row[1:] for row in self.conn.execute(
+            f"SELECT source, {_SOURCE_COUNTS} FROM events GROUP BY source", (RETRACTED,))}
+        grades: dict[int, dict[int, int]] = {}
+        for sid, grade, n in self.conn.execute(
+                f"SELECT e.source, e.grade, count(*) FROM events e {_UNDONE} WHERE "
+                f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.source, e.grade "
+                "ORDER BY e.source, e.grade"):
+            grades.setdefault(sid, {})[grade] = n
         out = []
         for sid, kind, name in self.conn.execute("SELECT id, kind, name FROM sources ORDER BY id"):
-            n, ok, failed, cost, tin, tout = self.conn.execute(
-                "SELECT count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
-                "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
-                "coalesce(sum(tokens_out), 0) FROM events WHERE source = ?",
+            n, ok, failed, cost, tin, tout = counts.get(sid) or self.conn.execute(
+                f"SELECT {_SOURCE_COUNTS} FROM events WHERE source = ?",  # no event: its zeros
                 (RETRACTED, sid)).fetchone()
-            grades = dict(self.conn.execute(
-                f"SELECT e.grade, count(*) FROM events e {_UNDONE} WHERE e.source = ? AND "
-                f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.grade ORDER BY e.grade",
-                (sid,)))
-            standing = sum(grades.values())
-            out.append(SourceStats(kind, name, n, standing, failed, grades, cost, tin, tout,
+            mine = grades.get(sid, {})
+            standing = sum(mine.values())
+            out.append(SourceStats(kind, name, n, standing, failed, mine, cost, tin, tout,
                                    ok - standing))
         return out
 
@@ -277,6 +285,9 @@ class EventLog(Texts):
         """Judgments whose latest event failed and that no grade settled (per pair, source
         and sample): (qid, docid, source, sample, kind, detail). Kind is None only for a
         failure written without one (``LabelEvent.failure_kind``)."""
+        if not self.conn.execute("SELECT 1 FROM events WHERE failure IS NOT NULL LIMIT 1"
+                                 ).fetchone():
+            return []  # no failure nor undo at all: spare the grouping of every event
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
             "JOIN (SELECT max(id) AS id, max(CASE WHEN grade IS NOT NULL THEN 1 ELSE 0 END) "
@@ -309,12 +320,13 @@ class EventLog(Texts):
         return out
 
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
-              fractional: bool = False, derived: str = "recorded") -> Merged:
+              fractional: bool = False, derived: str = "recorded", *,
+              stale: Set[tuple[str, str, str, str]] | None = None) -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
-        ``fractional``)."""
+        ``fractional``). ``stale``: ``stale_labels()`` when the caller has read it already."""
         from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED
 
@@ -338,8 +350,26 @@ class EventLog(Texts):
                 grades = decide(np.array([json.loads(p) for _, p in found]), derived)
                 by_id = dict(zip(ids, grades.tolist(), strict=True))
                 rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
-        return merge_rows(rows, policy, aggregate, fractional, self.stale_labels())
+        return merge_rows(rows, policy, aggregate, fractional,
+                          self.stale_labels() if stale is None else stale)
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""
-        return merge_source(self.label_rows(), source, aggregate).qrels
+        return self.source_qrels([source], aggregate)[source]
+
+    def source_qrels(self, sources: Sequence[str], aggregate: str = "majority"
+                     ) -> dict[str, Qrels]:
+        """{source: its labels alone} for each of ``sources`` (as ``qrels``), read in one go."""
+        wanted = set(sources)
+        names = {sid: name for sid, name in self.conn.execute("SELECT id, name FROM sources")
+                 if name in wanted}
+        rows = self.conn.execute(
+            f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
+            f"WHERE e.grade IS NOT NULL AND {_STANDING} AND e.source IN "
+            f"({','.join('?' * len(names))})", list(names)).fetchall() if names else []
+        found = source_qrels(rows, names,
+                             self.conn.execute("SELECT id, qid FROM queries").fetchall(),
+                             self.conn.execute("SELECT id, docid FROM passages").fetchall(),
+                             aggregate)
+        none = Qrels.from_arrays([], [], np.zeros(0, np.int64))  # a name no source has
+        return {name: found.get(name, none) for name in sources}

@@ -26,7 +26,7 @@ that have changed since (``LabelStore.stale_labels``): it is kept, and flagged.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,44 +139,102 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
     """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels;
     ``stale``: the (qid, docid, kind, source) labels given to texts changed since."""
     check_policy(policy)
-    return _merge(rows, lambda labels: _choose(labels, policy), policy, aggregate, fractional,
-                  stale)
+    _check_aggregate(aggregate)
+    return _merge(_votes(rows), policy, aggregate, fractional, stale)
 
 
-def merge_source(rows: Sequence[tuple], source: str, aggregate: str = "majority") -> Merged:
-    """The final labels of one source alone (what the policy ``source=NAME`` gives): its
-    latest grade per pair and sample index, aggregated and rounded half up."""
-    mine = [r for r in rows if r[3] == source]
-    return _merge(mine, lambda labels: labels, f"source={source}", aggregate, False,
-                  frozenset())
-
-
-def _merge(rows: Sequence[tuple], choose: Callable[[list[Vote]], list[Vote]], policy: str,
-           aggregate: str, fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
-    """``merge_rows`` with the policy's choice of deciding labels given as ``choose``."""
-    if aggregate not in AGGREGATES:
-        raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
-                         f"{', '.join(AGGREGATES)}")
-    latest: dict[tuple, tuple] = {}
-    for qid, docid, kind, source, sample, grade, eid in rows:
-        key = (qid, docid, kind, source, sample)
-        if key not in latest or eid > latest[key][1]:
-            latest[key] = (grade, eid)
-    by_pair: dict[tuple[str, str], list[Vote]] = defaultdict(list)
-    for (qid, docid, kind, source, _), (grade, _) in latest.items():
-        by_pair[(qid, docid)].append((kind, source, grade))
+def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: str,
+           fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
+    """``merge_rows`` of each pair's candidate votes (``_votes``)."""
     labels = []
     for (qid, docid) in sorted(by_pair):
-        chosen = choose(by_pair[(qid, docid)])
+        chosen = _choose(by_pair[(qid, docid)], policy)
         if not chosen:
             continue
         votes = tuple(g for _, _, g in chosen)
         kinds = {k for k, _, _ in chosen}
-        labels.append(FinalLabel(qid, docid, aggregate_grades(votes, aggregate, fractional),
+        labels.append(FinalLabel(qid, docid, _aggregate(votes, aggregate, fractional),
                                  kinds.pop() if len(kinds) == 1 else "mixed",
                                  tuple(sorted({s for _, s, _ in chosen})), votes,
-                                 any((qid, docid, k, s) in stale for k, s, _ in chosen)))
+                                 bool(stale) and any((qid, docid, k, s) in stale
+                                                     for k, s, _ in chosen)))
     return Merged(policy, aggregate, fractional, labels)
+
+
+def source_qrels(rows: Sequence[tuple], names: Mapping[int, str], queries: Sequence[tuple],
+                 passages: Sequence[tuple], aggregate: str = "majority") -> dict[str, Qrels]:
+    """{name: the labels of that source name alone, as the policy ``source=NAME`` merges
+    them} from the store's ids: ``rows`` (source id, query id, passage id, sample, event id,
+    grade) of the standing grades, ``names`` {source id: name}, ``queries`` and ``passages``
+    (id, qid or docid). One sort groups the rows by name, pair (in qid, docid order), source
+    and sample; the last of each group (by event id) is its latest grade."""
+    _check_aggregate(aggregate)
+    order = list(dict.fromkeys(names.values()))
+    qtext, qrank = _ranked(queries)
+    dtext, drank = _ranked(passages)
+    which = np.zeros(max(names, default=0) + 1, dtype=np.int64)
+    which[list(names)] = [order.index(n) for n in names.values()]
+    ids = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
+    name = which[ids[:, 0]]
+    sort = np.lexsort((ids[:, 4], ids[:, 3], ids[:, 0], drank[ids[:, 2]], qrank[ids[:, 1]],
+                       name))
+    ids, name = ids[sort], name[sort]
+    latest = _ends(np.column_stack([name, ids[:, :4]]))
+    ids, name = ids[latest], name[latest]
+    ends = _ends(np.column_stack([name, ids[:, 1:3]]))  # the last vote of each pair
+    first = np.r_[0, np.flatnonzero(ends[:-1]) + 1][:len(ends)]
+    votes = np.diff(np.r_[first, len(ids)])
+    grades = ids[first, 5]
+    for i in np.flatnonzero(votes > 1):  # a source's samples (or kinds): aggregated
+        grades[i] = int(aggregate_grades(ids[first[i]:first[i] + votes[i], 5].tolist(),
+                                         aggregate))
+    name, q, d = name[first], ids[first, 1], ids[first, 2]
+    return {n: Qrels.from_arrays(qtext[q[name == i]], dtext[d[name == i]], grades[name == i],
+                                 check=False) for i, n in enumerate(order)}
+
+
+def _ranked(pairs: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """(text by id, rank of the text among all by id) of (id, text) pairs."""
+    ids = np.array([i for i, _ in pairs], dtype=np.int64)
+    texts = np.array([t for _, t in pairs], dtype=object)
+    size = int(ids.max()) + 1 if len(ids) else 1
+    text, rank = np.empty(size, dtype=object), np.zeros(size, dtype=np.int64)
+    text[ids] = texts
+    rank[ids[np.argsort(texts, kind="stable")]] = np.arange(len(ids))
+    return text, rank
+
+
+def _ends(keys: np.ndarray) -> np.ndarray:
+    """True at the last row of each run of equal rows of sorted ``keys``."""
+    return np.r_[(keys[1:] != keys[:-1]).any(axis=1), True] if len(keys) else np.zeros(0, bool)
+
+
+def _check_aggregate(aggregate: str) -> None:
+    if aggregate not in AGGREGATES:
+        raise StoreError(f"unknown aggregation {aggregate!r}; expected one of "
+                         f"{', '.join(AGGREGATES)}")
+
+
+def _votes(rows: Sequence[tuple]) -> dict[tuple[str, str], list[Vote]]:
+    """Each pair's candidate votes: each source's latest grade of it per sample index."""
+    latest: dict[tuple, tuple] = {}
+    for qid, docid, kind, source, sample, grade, eid in rows:
+        key = (qid, docid, kind, source, sample)
+        known = latest.get(key)
+        if known is None or eid > known[1]:
+            latest[key] = (grade, eid)
+    by_pair: dict[tuple[str, str], list[Vote]] = defaultdict(list)
+    for (qid, docid, kind, source, _), (grade, _) in latest.items():
+        by_pair[(qid, docid)].append((kind, source, grade))
+    return by_pair
+
+
+def _aggregate(votes: tuple[int, ...], aggregate: str, fractional: bool) -> float:
+    """``aggregate_grades``, with a single integer vote (most pairs) taken as it is: every
+    rule gives it back unchanged."""
+    if len(votes) == 1 and type(votes[0]) is int:
+        return float(votes[0])
+    return aggregate_grades(votes, aggregate, fractional)
 
 
 def _choose(labels: list[Vote], policy: str) -> list[Vote]:
@@ -213,9 +271,11 @@ class Conflict:
 
 def conflicts(rows: Sequence[tuple], aggregate: str = "majority") -> list[Conflict]:
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
+    _check_aggregate(aggregate)
+    votes = _votes(rows)  # once for both sides
     human = {(lab.qid, lab.docid): lab for lab in
-             merge_rows(rows, "human-only", aggregate).labels}
-    llm = merge_rows(rows, "llm-only", aggregate).labels
+             _merge(votes, "human-only", aggregate, False, frozenset()).labels}
+    llm = _merge(votes, "llm-only", aggregate, False, frozenset()).labels
     out = [Conflict(lab.qid, lab.docid, h.grade, lab.grade, h.sources, lab.sources)
            for lab in llm if (h := human.get((lab.qid, lab.docid))) is not None
            and h.grade != lab.grade]

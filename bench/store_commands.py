@@ -1,0 +1,126 @@
+"""Benchmark: the commands that read labels from a store, against the same work from files.
+
+    python bench/store.py --commands                    # SQLite and PostgreSQL
+    python bench/store.py --commands --backends sqlite --llmjudge DIR
+
+The workload is the LLMJudge data (TREC DL 2023 passages, 25 test queries): NIST's labels and
+the 33 judges' labels of the same 4,423 pairs, imported into a store (34 sources, 150k
+events); the runs are examples/llmjudge-dl23's eight. Each command runs as a whole process
+(``python -m reljudge``), median of ``--repeat``. Beside each, its twin from files: the same
+command given the label files where it takes them (audit, calibrate, report), else a process
+reading the same labels exported to qrels files (``labels export`` of each source) with
+reljudge's reader: the floor a file-based equivalent could not go under.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JUDGE = "Olz-gpt4o"  # the judge of calibrate, sample and estimate
+READ_EXPORTED = ("import sys; from reljudge.io.label_files import read_judges; "
+                 "read_judges(sys.argv[1:])")
+
+
+def _seconds(args: list[str], repeat: int, before=None) -> float:
+    """Median wall time of ``python ARGS`` (``before()`` run untimed ahead of each)."""
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        t = time.perf_counter()
+        done = subprocess.run([sys.executable, *args], capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        if done.returncode:
+            sys.exit(f"bench/store_commands.py: {' '.join(args)} failed:\n{done.stderr}")
+    return statistics.median(times)
+
+
+def build(location: str, data: Path, exported: Path) -> list[Path]:
+    """Import the LLMJudge labels into the store at ``location``; write each source's labels
+    to ``exported`` as the store gives them back; the exported files."""
+    from reljudge.store import LabelStore, import_labels
+
+    exported.mkdir(exist_ok=True)
+    with LabelStore(location) as store:
+        import_labels(store, data / "human" / "test.qrels", "human", "nist")
+        for f in sorted((data / "llm" / "labels").glob("*.txt")):
+            import_labels(store, f, "llm", f.stem, clip=True)
+        from reljudge.io.trec import write_qrels
+
+        for source in store.sources():
+            write_qrels(store.merge(f"source={source.name}").qrels,
+                        exported / f"{source.name}.qrels")
+    return sorted(exported.glob("*.qrels"))
+
+
+def commands(location: str, data: Path, tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
+    """(command, seconds from the store, seconds of its twin from files) for each command."""
+    exported = build(location, data, tmp / "exported")
+    human, judges = data / "human" / "test.qrels", data / "llm" / "labels"
+    runs = [str(p) for p in sorted((ROOT / "examples" / "llmjudge-dl23" / "runs").glob("*.run"))]
+    cli, store = ["-m", "reljudge"], ["--store", location]
+    read_all = ["-c", READ_EXPORTED, *map(str, exported)]
+    read_judge = ["-c", READ_EXPORTED, str(tmp / "exported" / f"{JUDGE}.qrels")]
+    subprocess.run([sys.executable, *cli, "sample", *store, "--judge", JUDGE, "--name", "s0",
+                    "--budget", "300", "--seed", "1"], check=True, capture_output=True)
+    drawn = iter(range(1, 1000))
+    out = []
+    cases = [
+        ("audit (33 judges)", [*cli, "audit", *store, "--human-source", "nist"],
+         [*cli, "audit", "--reference", str(human), "--judges-dir", str(judges), "--clip"]),
+        ("labels stats", [*cli, "labels", "stats", *store], read_all),
+        ("labels merge", [*cli, "labels", "merge", *store, "--out", str(tmp / "m.qrels")],
+         read_all),
+        ("sample", None, read_judge),
+        ("estimate", [*cli, "estimate", *store, "--sample", "s0", "-m", "DCG@10", *runs],
+         read_judge),
+        ("report", [*cli, "report", str(human), *runs, *store, "--out", str(tmp / "r.html")],
+         [*cli, "report", str(human), *runs, "--reference", str(human), "--judge",
+          str(judges / f"{JUDGE}.txt"), "--out", str(tmp / "r.html")]),
+        ("calibrate", [*cli, "calibrate", *store, "--human-source", "nist", "--judge-source",
+                       JUDGE, "--out", str(tmp / "c.tsv"), "--force"],
+         [*cli, "calibrate", "--reference", str(human), "--judge", str(judges / f"{JUDGE}.txt"),
+          "--out", str(tmp / "c.tsv")]),
+    ]
+    for name, from_store, from_files in cases:
+        if from_store is None:  # each sample needs a name of its own
+            seconds = statistics.median(
+                _seconds([*cli, "sample", *store, "--judge", JUDGE, "--name", f"s{next(drawn)}",
+                          "--budget", "300", "--seed", "1"], 1) for _ in range(repeat))
+        else:
+            seconds = _seconds(from_store, repeat)
+        out.append((name, seconds, _seconds(from_files, repeat)))
+    return out
+
+
+def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
+    """The rows printed: backend, command, seconds from the store and from files, ratio."""
+    lines = [f"{'backend':<11} {'command':<18} {'store s':>8} {'files s':>8} {'ratio':>6}"]
+    for backend, rows in results.items():
+        lines += [f"{backend:<11} {name:<18} {s:>8.2f} {f:>8.2f} {s / f:>5.2f}x"
+                  for name, s, f in rows]
+    return "\n".join(lines)
+
+
+def run(backends: list[str], data: Path, repeat: int, pg_url) -> None:
+    """Each backend's rows, then the table."""
+    import tempfile
+
+    if not (data / "human" / "test.qrels").exists():
+        sys.exit(f"bench/store.py --commands: no LLMJudge data in {data}; give --llmjudge DIR")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in backends:
+            folder = Path(tmp) / backend
+            folder.mkdir()
+            location = str(folder / "labels.sqlite") if backend == "sqlite" else pg_url()
+            results[backend] = commands(location, data, folder, repeat)
+            print(f"{backend}: done", file=sys.stderr)
+            shutil.rmtree(folder)
+    print(table(results))
