@@ -52,10 +52,15 @@ def test_a_commands_help_imports_what_that_command_needs_only():
     assert heavy(modules) == []
 
 
+def python_says(code: str) -> str:
+    """What a fresh Python process running ``code`` prints."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def test_import_reljudge_imports_nothing_heavy():
     code = "import sys, reljudge; print(' '.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = python_says(code)
     assert heavy(set(out.split())) == []
 
 
@@ -64,8 +69,7 @@ def test_every_public_name_resolves_in_a_fresh_process():
             "missing = [n for n in reljudge.__all__ if getattr(reljudge, n, None) is None]\n"
             "print(missing, sorted(dir(reljudge)) == sorted(reljudge.__all__))\n"
             "from reljudge import evaluate, audit, LabelStore, GRADE_MAX  # noqa: F401\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = python_says(code)
     assert out.split() == ["[]", "True"]
 
 
@@ -73,8 +77,7 @@ def test_audit_stays_the_function_when_its_subpackage_is_imported_first():
     code = ("import reljudge.audit.systems, reljudge\n"
             "from reljudge import audit\n"
             "print(reljudge.audit.__module__, audit is reljudge.audit)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = python_says(code)
     assert out.split() == ["reljudge.audit.judges", "True"]
 
 
