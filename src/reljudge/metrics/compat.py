@@ -65,19 +65,23 @@ def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
     from reljudge.metrics.measures import parse_measure
 
     measures = next(iter(results.values())).measures
-    causes = (("scores rounded to float32 before ranking",) if any(map(float32_ties, runs))
-              else ()) + (("IPrec's cut-off int(r x R + 0.9)",) if any(
-                  parse_measure(m).name in RULE_MEASURES for m in measures) else ())
+    ruled = [m for m in measures if parse_measure(m).name in RULE_MEASURES]
+    ties = any(map(float32_ties, runs))
+    causes = (("scores rounded to float32 before ranking",) if ties else ()) + (
+        ("IPrec's cut-off int(r x R + 0.9)",) if ruled else ())
     if not causes:
         return None
+    if not ties:  # only the measures whose rule differs can change: evaluate those again
+        measures = ruled
     other = evaluate_many(qrels, runs, measures,
                           **{**options, "compat": "trec_eval-9", "float32_scores": None})
     changed = values = 0
     largest = 0.0
-    for name, ev in results.items():
+    for name, whole in results.items():
+        ev = whole.select(measures)
         a, b = ev.scores, other[name].scores
         changed += int((a != b).sum())
-        values += a.size
+        values += whole.scores.size  # every value compared: the others cannot change
         means_a, means_b = ev.mean(), other[name].mean()
         largest = max([largest, *(abs(means_a[m] - means_b[m]) for m in ev.measures)])
     return RuleDifference(changed, values, largest, causes) if changed else None
