@@ -100,7 +100,7 @@ def run(args) -> int:
         emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,
                          "level": args.level, "runs": [r.__dict__ for r in est.rows],
                          "differences": [d.__dict__ for d in est.diffs],
-                         "rankings": [r.to_json() for r in est.rankings],
+                         "rankings": [r.to_json() for r in est.rankings or []],
                          "ranking_note": est.ranking_note(),
                          "warnings": est.warnings()}))
         _warn(est)
@@ -115,7 +115,7 @@ def run(args) -> int:
         text += ("\n" if args.format == "table" else "") + render(
             *estimate_table(est.diffs, args.level, with_p=True, digits=args.digits),
             args.format, args.digits)
-    for ranking in est.rankings:
+    for ranking in est.rankings or []:
         text += ("\n" if args.format == "table" else "") + render(
             *ranking.table(args.digits), args.format, args.digits)
     emit(text)

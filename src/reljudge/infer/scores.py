@@ -13,7 +13,7 @@ query-level sample (a pair-level sample is refused with that advice).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -411,12 +411,14 @@ class StoreEstimates(Tabular):
     rows: list[RunEstimate]
     diffs: list[RunEstimate]
     skipped: list[str]  # measures a pair-level sample cannot estimate
-    rankings: list[Ranking] = field(default_factory=list)  # per measure (infer.ranking)
+    rankings: list[Ranking] | None = None  # per measure (infer.ranking); None: not asked for
 
     def ranking_note(self) -> str:
         """How the rankings were made, or why there are none."""
         from reljudge.infer.ranking import NO_RANKING, ranking_note
 
+        if self.rankings is None:
+            return "no ranking: not asked for"
         return ranking_note(self.rankings) if self.rankings else NO_RANKING
 
     def warnings(self) -> list[str]:
@@ -469,11 +471,12 @@ def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
 def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
              sample: str | None = None, judge: str | None = None, human: str | None = None,
              level: float = 0.95, seed: int = 0, baseline: str | None = None,
-             require: bool = True) -> StoreEstimates | None:
+             require: bool = True, rank: bool = True) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
     name sources as users type them (a model alone, a prefix); an unknown one is an error.
-    ``measures``: one as text (``"DCG@10"``) or several."""
+    ``measures``: one as text (``"DCG@10"``) or several. ``rank``: also rank the runs per
+    measure (``StoreEstimates.rankings``; every pair of runs is estimated)."""
     from reljudge.store.names import resolve_source
 
     if isinstance(measures, str):
@@ -508,7 +511,7 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
                                      f"the pair-level sample {name!r} (only DCG@k, P@k, RBP@k); "
                                      f"draw a query-level sample (--design srs-queries)")
                 return None
-        rankings: list[Ranking] = []
+        rankings: list[Ranking] | None = [] if rank else None
         rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,
                                     seed=seed, baseline=baseline, rankings=rankings)
         return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped, rankings)
