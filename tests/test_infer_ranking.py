@@ -62,6 +62,23 @@ def test_intervals_supporting_a_above_b_above_c_rank_them_so_against_the_llm_ord
     assert first.low <= first.difference <= first.high and first.difference > 0
 
 
+@pytest.mark.parametrize("design", ["srs-queries", "srs-pairs", "stratified-pairs"])
+def test_a_pair_test_is_the_paired_difference_row_of_estimate(design):
+    """The ranking's A - B is the difference row's B - A with the sign turned, on every
+    design: the same paired estimator, the same p-value (Holm over one pair leaves it)."""
+    truth, judge, runs = _three_runs(queries=12, docs=20)
+    s = draw(sorted(truth), design, 80, 2, grades=judge, queries=6)
+    rankings: list = []
+    _, diffs = estimate_runs(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}),
+                             runs[:2], ["P@5"], rankings=rankings)
+    (pair,) = rankings[0].pairs
+    assert (pair.first, pair.second) == ("A", "B") and diffs[0].run == "B - A"
+    assert pair.difference == pytest.approx(-diffs[0].ppi)
+    assert (pair.low, pair.high) == (pytest.approx(-diffs[0].ppi_high),
+                                     pytest.approx(-diffs[0].ppi_low))
+    assert pair.p == pytest.approx(diffs[0].p) and pair.p_holm == pytest.approx(pair.p)
+
+
 def test_a_single_run_has_no_ranking():
     truth, judge, runs = _three_runs()
     s = draw(sorted(truth), "stratified-pairs", 100, 1, grades=judge)
