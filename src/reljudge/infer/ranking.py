@@ -105,12 +105,13 @@ def reported_order(llm: Sequence[float], better: np.ndarray,
     input order). ``better[i, j]``: the sample supports run i above run j. Where the supported
     orders form a cycle, the run with the fewest unplaced superiors goes next."""
     n = len(llm)
-    key = sorted(range(n), key=lambda i: (-llm[i], -(tiebreak[i] if tiebreak else 0.0), i))
+    by_llm = sorted(range(n), key=lambda i: (-llm[i], -(tiebreak[i] if tiebreak else 0.0), i))
+    place = {i: k for k, i in enumerate(by_llm)}
     waiting = np.asarray(better, dtype=bool).sum(axis=0)  # unplaced superiors of each run
     placed: list[int] = []
-    left = list(key)
+    left = list(by_llm)
     while left:
-        pick = min(left, key=lambda i: (waiting[i] > 0, waiting[i], key.index(i)))
+        pick = min(left, key=lambda i: (waiting[i] > 0, waiting[i], place[i]))
         placed.append(pick)
         left.remove(pick)
         waiting = waiting - np.asarray(better[pick], dtype=np.int64)
