@@ -352,3 +352,34 @@ def test_each_estimate_warning_starts_its_own_line_in_every_display(world):
         lines = shown.splitlines()
         assert sum(line.startswith("warning: ") for line in lines) == 3
         assert "warning:" not in shown.replace("\nwarning: ", "\n")  # none mid-line
+
+
+def test_estimate_ranks_the_runs_with_the_orders_the_sample_supports(world, capsys):
+    """--json carries each measure's ranking (every pair's paired difference, p and
+    Holm-corrected p, the supported order) and the table prints it; one run: no ranking,
+    said."""
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "p",
+                 "--design", "stratified-pairs", "--budget", "200", "--seed", "1"]) == 0
+    _grade(store_path, truth, "p")
+    capsys.readouterr()
+    args = ["estimate", "--store", str(store_path), "--sample", "p", "-m", "DCG@10"]
+    assert main([*args, *map(str, runs), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    (ranking,) = res["rankings"]
+    assert ranking["measure"] == "DCG@10" and ranking["correction"] == "Holm"
+    assert ranking["family"] == "all pairs of runs per measure" and ranking["alpha"] == 0.05
+    assert [r["rank"] for r in ranking["runs"]] == [1, 2]
+    assert {r["run"] for r in ranking["runs"]} == {"sys0", "sys1"}
+    (pair,) = ranking["pairs"]
+    assert pair["supported"] == "sys0 > sys1" and pair["p_holm"] <= 0.05  # noise 0.5 vs 2.0
+    assert ranking["runs"][0]["above"] == ["sys1"] and ranking["runs"][1]["below"] == ["sys0"]
+    assert "Holm-corrected over all pairs of runs per measure" in res["ranking_note"]
+    assert main([*args, *map(str, runs)]) == 0
+    out = capsys.readouterr().out
+    assert "significantly above" in out and "ranking: the LLM-only order" in out
+    assert main([*args, str(runs[0]), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["rankings"] == [] and res["ranking_note"].startswith("no ranking")
+    assert main([*args, str(runs[0])]) == 0
+    assert "no ranking: it needs at least two runs" in capsys.readouterr().out

@@ -113,7 +113,7 @@ def run(args) -> int:
 
         with LabelStore(args.store, create=False, readonly=True) as store:
             est = estimate(store, runs, c.measures, sample=args.sample, seed=args.seed,
-                           baseline=c.baseline, require=bool(args.sample))
+                           baseline=c.baseline, require=bool(args.sample), rank=False)
     if args.format == "json":
         out = comparison_dict(c)
         if est is not None:

@@ -24,7 +24,11 @@ columns, per run and measure:
 Every value and interval lies in the measure's range ([0, 1] for P@k, nDCG, ...; [0, the
 largest DCG@k] for DCG@k); an interval of no width is a census, printed `exact (census)`.
 Differences: each run minus the baseline (first run, or --baseline), same columns, with the
-PPI two-sided p-value. A warning (stderr; "warning" per row and "warnings" in --json) marks
+PPI two-sided p-value. Ranking, per measure: the runs in the LLM-only order, changed only
+where the sample supports another order; for every pair of runs the paired PPI difference
+and its two-sided p-value, Holm-corrected over all pairs of runs of the measure (--json:
+"rankings", every pair's p and p_holm); "significantly above/below": the runs whose order
+against it the corrected test supports at alpha = 1 - --level. A warning (stderr; "warning" per row and "warnings" in --json) marks
 an interval whose sample is smaller than the one at which the benchmark's 95 % intervals
 covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k, or a
 query sample of fewer than all queries (no query budget up to 20 of 25 reached it). Read
@@ -96,6 +100,8 @@ def run(args) -> int:
         emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,
                          "level": args.level, "runs": [r.__dict__ for r in est.rows],
                          "differences": [d.__dict__ for d in est.diffs],
+                         "rankings": [r.to_json() for r in est.rankings or []],
+                         "ranking_note": est.ranking_note(),
                          "warnings": est.warnings()}))
         _warn(est)
         return 0
@@ -109,9 +115,13 @@ def run(args) -> int:
         text += ("\n" if args.format == "table" else "") + render(
             *estimate_table(est.diffs, args.level, with_p=True, digits=args.digits),
             args.format, args.digits)
+    for ranking in est.rankings or []:
+        text += ("\n" if args.format == "table" else "") + render(
+            *ranking.table(args.digits), args.format, args.digits)
     emit(text)
     if args.format == "table":
         print(est.note())
+        print(est.ranking_note())
     _warn(est)
     return 0
 

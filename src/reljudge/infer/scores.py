@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from reljudge.metrics import evaluate, gain_kernels, kernels, parse_measure
 from reljudge.metrics.measures import Measure
 from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
+
+if TYPE_CHECKING:
+    from reljudge.infer.ranking import Ranking
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
 EXACT = "exact (census)"  # the interval of a row whose sample is a census of its units
@@ -109,10 +112,12 @@ Cells = dict[tuple[str, str], dict]  # (run, measure) -> the per-query or per-pa
 
 def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
                   measures: Sequence[str], *, level: float = 0.95, bootstrap: int = 1000,
-                  seed: int = 0, baseline: str | None = None
+                  seed: int = 0, baseline: str | None = None,
+                  rankings: list[Ranking] | None = None
                   ) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """Per run and measure: LLM-only (bootstrap CI), human-only and PPI estimates; and the
-    same for each run minus the baseline run (default the first), with p-values."""
+    same for each run minus the baseline run (default the first), with p-values. Given a list
+    ``rankings``, each measure's ranking of two or more runs is added to it (infer.ranking)."""
     check_complete(sample, human)
     parsed = [parse_measure(m) for m in measures]
     names = [r.name for r in runs]
@@ -131,8 +136,13 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         design = _query_design(sample, human, runs, parsed, queries, sampled_q, cells, level)
     else:
         design = _pair_design(sample, judge, human, runs, parsed, queries, cells, level)
-    return _estimate_rows(design, cells, sample, runs, parsed, base, len(queries), level=level,
-                          bootstrap=bootstrap, seed=seed)
+    rows, diffs = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
+                                 level=level, bootstrap=bootstrap, seed=seed)
+    if rankings is not None:
+        from reljudge.infer.ranking import rank_runs
+
+        rankings += [r for m in parsed if (r := rank_runs(design, cells, names, m, rows, level))]
+    return rows, diffs
 
 
 class _Design(Protocol):
@@ -266,10 +276,7 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
                              measure_range(m)))
             if run.name == base:
                 continue
-            other = cells[(base, str(m))]
-            dcell = {k: cell[k] - other[k] for k in cell}
-            if "spread" in cell:  # a difference ranges over both runs' values
-                dcell["spread"] = cell["spread"] + other["spread"]
+            dcell = difference_cell(cell, cells[(base, str(m))])
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
             de, k = design.estimate(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
@@ -277,6 +284,14 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
                               _warning(de, _small(sample.unit, k, m.cutoff, queries, True)),
                               difference_range(m)))
     return rows, diffs
+
+
+def difference_cell(cell: dict, other: dict) -> dict:
+    """The cell of one run minus another: every value paired on the shared sample."""
+    dcell = {k: cell[k] - other[k] for k in cell}
+    if "spread" in cell:  # a difference ranges over both runs' values
+        dcell["spread"] = cell["spread"] + other["spread"]
+    return dcell
 
 
 def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.ndarray:
@@ -396,6 +411,15 @@ class StoreEstimates(Tabular):
     rows: list[RunEstimate]
     diffs: list[RunEstimate]
     skipped: list[str]  # measures a pair-level sample cannot estimate
+    rankings: list[Ranking] | None = None  # per measure (infer.ranking); None: not asked for
+
+    def ranking_note(self) -> str:
+        """How the rankings were made, or why there are none."""
+        from reljudge.infer.ranking import NO_RANKING, ranking_note
+
+        if self.rankings is None:
+            return "no ranking: not asked for"
+        return ranking_note(self.rankings) if self.rankings else NO_RANKING
 
     def warnings(self) -> list[str]:
         """One line per estimate whose sample is below the benchmark's reliable size."""
@@ -447,11 +471,12 @@ def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
 def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
              sample: str | None = None, judge: str | None = None, human: str | None = None,
              level: float = 0.95, seed: int = 0, baseline: str | None = None,
-             require: bool = True) -> StoreEstimates | None:
+             require: bool = True, rank: bool = True) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
     name sources as users type them (a model alone, a prefix); an unknown one is an error.
-    ``measures``: one as text (``"DCG@10"``) or several."""
+    ``measures``: one as text (``"DCG@10"``) or several. ``rank``: also rank the runs per
+    measure (``StoreEstimates.rankings``; every pair of runs is estimated)."""
     from reljudge.store.names import resolve_source
 
     if isinstance(measures, str):
@@ -486,9 +511,10 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
                                      f"the pair-level sample {name!r} (only DCG@k, P@k, RBP@k); "
                                      f"draw a query-level sample (--design srs-queries)")
                 return None
+        rankings: list[Ranking] | None = [] if rank else None
         rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,
-                                    seed=seed, baseline=baseline)
-        return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped)
+                                    seed=seed, baseline=baseline, rankings=rankings)
+        return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped, rankings)
     if require:
         raise InputError("the store has no recorded sample; draw one with `reljudge sample`")
     return None

@@ -145,7 +145,7 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
 
         scored = [_float32(r) for r in runs] if s.float32_scores else runs
         model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
-                                   require=False)
+                                   require=False, rank=False)
         model.conflicts = conflicts_with_text(store)
         model.judges, model.costs = judges_and_costs(store, s.price)
         model.store = StoreTables(store.sources(), len(store.failures()),

@@ -1,0 +1,181 @@
+"""Runs ranked per measure, with the pairwise orders a human sample supports.
+
+For every pair of runs, the paired PPI estimate of their difference on the shared sample (each
+sampled pair enters both runs' values, so their sampling errors largely cancel) and its
+two-sided p-value. The p-values of all pairs of runs of one measure form one family, corrected
+by Holm's step-down method (Holm, Scand. J. Statist. 6, 1979), which holds the family-wise
+error at alpha = 1 - level whatever the dependence between the tests; "A > B" is supported
+when A - B's corrected p-value is at most alpha and the estimate is positive.
+
+The ranking reported starts from the LLM-only order and changes only what the supported orders
+demand: a topological sort of the supported-order graph that takes, at each step, the run with
+the highest LLM-only score among those whose every supported superior is already placed. With
+no supported order it is the LLM-only ranking; the sample overrides the judge only where it
+says the judge's order is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reljudge.infer.ranges import difference_range
+from reljudge.metrics.measures import Measure
+from reljudge.stats import holm
+from reljudge.tables import Interval
+
+if TYPE_CHECKING:
+    from reljudge.infer.scores import Cells, RunEstimate, _Design
+
+#: the multiple-testing correction and its family, as the output states them
+CORRECTION = "Holm"
+FAMILY = "all pairs of runs per measure"
+#: what the output says when there is nothing to rank
+NO_RANKING = "no ranking: it needs at least two runs"
+
+
+@dataclass(frozen=True)
+class PairOrder:
+    """One pair of runs: the paired PPI estimate of ``first`` minus ``second``, its p-values
+    and the order the corrected test supports (None: the sample does not say)."""
+
+    first: str
+    second: str
+    difference: float
+    low: float
+    high: float
+    p: float  # two-sided p-value of no difference
+    p_holm: float  # corrected over the family (every pair of runs of the measure)
+    supported: str | None  # "A > B" when the corrected test rejects equality that way
+
+
+@dataclass(frozen=True)
+class RankedRun:
+    """A run's place in the reported ranking and the runs the sample puts it above/below."""
+
+    rank: int
+    run: str
+    llm: float
+    ppi: float
+    ppi_low: float
+    ppi_high: float
+    above: list[str]  # runs the sample supports this run being better than
+    below: list[str]  # runs the sample supports being better than this one
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The runs of one measure in reported order, and every pair's test."""
+
+    measure: str
+    alpha: float
+    runs: list[RankedRun]
+    pairs: list[PairOrder]
+    conflicts: list[str] = field(default_factory=list)  # supported orders it could not keep
+    correction: str = CORRECTION
+    family: str = FAMILY
+
+    def table(self, digits: int = 4) -> tuple[list[str], list[list]]:
+        """Headers and rows of the ranking table."""
+        pct = f"{1 - self.alpha:.0%}"
+        headers = ["rank", "run", "measure", "llm", "ppi", f"ppi {pct} CI",
+                   "significantly above", "significantly below"]
+        return headers, [[r.rank, r.run, self.measure, r.llm, r.ppi,
+                          Interval.of(r.ppi_low, r.ppi_high, digits),
+                          ", ".join(r.above) or "-", ", ".join(r.below) or "-"]
+                         for r in self.runs]
+
+    def to_json(self) -> dict:
+        """The ranking as plain data (for ``--json``)."""
+        return asdict(self)
+
+
+def supported_orders(difference: np.ndarray, p_holm: np.ndarray, alpha: float) -> np.ndarray:
+    """+1 where the corrected test supports first > second, -1 for second > first, else 0."""
+    return np.where(np.asarray(p_holm) <= alpha, np.sign(difference), 0).astype(np.int64)
+
+
+def reported_order(llm: Sequence[float], better: np.ndarray,
+                   tiebreak: Sequence[float] | None = None) -> list[int]:
+    """Indices of the runs in reported order: at each step, of the runs every supported
+    superior of which is placed, the one with the highest LLM score (then ``tiebreak``, then
+    input order). ``better[i, j]``: the sample supports run i above run j. Where the supported
+    orders form a cycle, the run with the fewest unplaced superiors goes next."""
+    n = len(llm)
+    by_llm = sorted(range(n), key=lambda i: (-llm[i], -(tiebreak[i] if tiebreak else 0.0), i))
+    place = {i: k for k, i in enumerate(by_llm)}
+    waiting = np.asarray(better, dtype=bool).sum(axis=0)  # unplaced superiors of each run
+    placed: list[int] = []
+    left = list(by_llm)
+    while left:
+        pick = min(left, key=lambda i: (waiting[i] > 0, waiting[i], place[i]))
+        placed.append(pick)
+        left.remove(pick)
+        waiting = waiting - np.asarray(better[pick], dtype=np.int64)
+    return placed
+
+
+def rank_pairs(names: Sequence[str], measure: str, llm: Sequence[float],
+               ppi: Sequence[tuple[float, float, float]], pairs: Sequence[tuple[int, int]],
+               diffs: Sequence[tuple[float, float, float, float]], alpha: float) -> Ranking:
+    """The ranking from each run's LLM score and PPI row (value, low, high) and each pair's
+    (i, j) difference i - j (value, low, high, p-value)."""
+    p = np.array([d[3] for d in diffs])
+    adjusted = holm(p) if len(p) else p
+    sign = supported_orders(np.array([d[0] for d in diffs]), adjusted, alpha)
+    better = np.zeros((len(names), len(names)), dtype=bool)
+    orders = []
+    for (i, j), s, d, q in zip(pairs, sign.tolist(), diffs, adjusted.tolist(), strict=True):
+        hi, lo = (i, j) if s > 0 else (j, i)
+        if s:
+            better[hi, lo] = True
+        orders.append(PairOrder(names[i], names[j], d[0], d[1], d[2], d[3], q,
+                                f"{names[hi]} > {names[lo]}" if s else None))
+    order = reported_order(llm, better, [v for v, _, _ in ppi])
+    at = {i: pos for pos, i in enumerate(order)}
+    runs = [RankedRun(pos + 1, names[i], llm[i], *ppi[i],
+                      [names[j] for j in order if better[i, j]],
+                      [names[j] for j in order if better[j, i]])
+            for pos, i in enumerate(order)]
+    conflicts = [f"{names[i]} > {names[j]}" for i, j in zip(*np.nonzero(better), strict=True)
+                 if at[i] > at[j]]
+    return Ranking(measure, alpha, runs, orders, conflicts)
+
+
+def rank_runs(design: _Design, cells: Cells, names: Sequence[str], m: Measure,
+              rows: Sequence[RunEstimate], level: float) -> Ranking | None:
+    """The ranking of the runs ``names`` on ``m`` from their rows and every pair's paired
+    difference through ``design``; None for fewer than two runs."""
+    from reljudge.infer.scores import difference_cell
+
+    if len(names) < 2:
+        return None
+    mine = {r.run: r for r in rows if r.measure == str(m)}
+    low, high = difference_range(m)
+    pairs, diffs = [], []
+    for i, a in enumerate(names):
+        for j in range(i + 1, len(names)):
+            b = names[j]
+            e, _ = design.estimate(difference_cell(cells[(a, str(m))], cells[(b, str(m))]),
+                                   a, m, b)
+            pairs.append((i, j))
+            diffs.append((float(np.clip(e.value, low, high)), float(np.clip(e.low, low, high)),
+                          float(np.clip(e.high, low, high)), float(e.p_value())))
+    return rank_pairs(names, str(m), [mine[n].llm for n in names],
+                      [(mine[n].ppi, mine[n].ppi_low, mine[n].ppi_high) for n in names],
+                      pairs, diffs, round(1.0 - level, 12))
+
+
+def ranking_note(rankings: Sequence[Ranking]) -> str:
+    """One line saying how the rankings were made, and any supported order one could not keep."""
+    pairs = len(rankings[0].pairs)
+    broken = "; ".join(f"{r.measure}: {', '.join(r.conflicts)}" for r in rankings
+                       if r.conflicts)
+    return (f"ranking: the LLM-only order, changed only where the sample supports another; "
+            f"'significantly above/below': the orders a paired PPI difference supports, its "
+            f"two-sided p-value {CORRECTION}-corrected over {FAMILY} ({pairs} pair"
+            f"{'s' if pairs > 1 else ''}) at most {rankings[0].alpha:g} (docs/ppi.md)"
+            + (f"; supported orders that form a cycle, not all kept: {broken}" if broken else ""))
