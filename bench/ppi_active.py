@@ -23,9 +23,19 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from bench.ppi import (
+    DATA,
+    Moments,
+    _where,
+    allocate,
+    dcg_weights,
+    draw_masks,
+    load,
+    moments_of,
+    post_stratified,
+    systems,
+)
 
-from bench.ppi import (DATA, Moments, _where, allocate, dcg_weights, draw_masks, load,
-                       moments_of, post_stratified, systems)
 from reljudge.infer import weighted
 from reljudge.infer.ppi import estimate_from_moments
 

@@ -109,7 +109,7 @@ def inclusion_probabilities(size: np.ndarray, budget: int, mix: float = MIX) -> 
         taken = np.flatnonzero(free)[over]  # certain: out of the proportional draw
         free[taken] = False
         left -= len(taken)  # stays > 0 while a pair is free: the free shares summed to more
-    return pi
+    return np.where(pi > 1.0 - 1e-12, 1.0, pi)  # a share of 1 up to rounding is certain
 
 
 def systematic(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
