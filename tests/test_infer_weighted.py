@@ -264,3 +264,18 @@ def test_an_active_census_is_exact(world, capsys):
     for row in res["runs"]:
         assert row["exact"] and row["ppi_low"] == row["ppi_high"] == pytest.approx(
             _truth_of(truth, runs[int(row["run"][-1])], "DCG@10"))
+
+
+def test_active_measure_must_be_one_pair_measure(world, capsys):
+    tmp, store_path, truth, runs = world
+    _second_judge(store_path, truth)
+    base = ["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "m",
+            "--design", "active", "--budget", "40", *map(str, runs)]
+    assert main(base + ["-m", "nDCG@10"]) == 2
+    assert "give DCG@k, P@k or RBP@k" in _one_line(capsys.readouterr().err)
+    assert main(base + ["-m", "DCG@10", "-m", "P@5"]) == 2
+    assert "give one -m" in _one_line(capsys.readouterr().err)
+    assert main(base + ["-m", "P@5", "--target-width", "0"]) == 2
+    assert "positive width" in _one_line(capsys.readouterr().err)
+    with LabelStore(store_path) as store:
+        assert store.sample_names() == []

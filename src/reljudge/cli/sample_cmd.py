@@ -74,8 +74,7 @@ def register(sub) -> None:
     p.add_argument("--target-width", type=float, metavar="W",
                    help="active: plan the budget whose expected --measure interval is at most "
                         "W wide for every run (--budget: the most to spend)")
-    p.add_argument("-m", "--measure", help="active: the measure whose rank weights steer the "
-                                           "draw and the plan (default DCG@10)")
+    common.add_measures(p, "DCG@10")  # active: the one measure steering the draw and plan
     p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     common.add_runs(p, required=False, alias=True,
                     help="TREC runs whose pool is the population (default: every pair the "
@@ -178,7 +177,7 @@ def _check_active(args) -> None:
     from reljudge.errors import ConfigError
 
     if args.design != "active":
-        for flag, value in (("--target-width", args.target_width), ("--measure", args.measure)):
+        for flag, value in (("--target-width", args.target_width), ("-m", args.measures)):
             if value is not None:
                 raise ConfigError(f"{flag} steers the active design; give --design active "
                                   f"(not {args.design})")
@@ -189,6 +188,9 @@ def _check_active(args) -> None:
         if not args.runs:
             raise ConfigError("--target-width plans the widths of the runs' intervals: give "
                               "the RUN files")
+    if len(args.measures or []) > 1:
+        raise ConfigError(f"the active design is steered by one measure; give one -m (got "
+                          f"{', '.join(args.measures)})")
 
 
 def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]:
@@ -197,11 +199,15 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
     (stdout) and which uncertainty signal it used (stderr)."""
     import sys
 
-    from reljudge.errors import InputError
+    from reljudge.errors import ConfigError, InputError
     from reljudge.infer import weighted
+    from reljudge.infer.scores import PAIR_MEASURES
     from reljudge.metrics import parse_measure
 
-    measure = parse_measure(args.measure or "DCG@10")
+    measure = parse_measure((args.measures or ["DCG@10"])[0])
+    if measure.name not in PAIR_MEASURES or measure.cutoff is None:
+        raise ConfigError(f"-m {measure}: the active design weighs each pair by its rank "
+                          f"weight in a measure linear in the gains: give DCG@k, P@k or RBP@k")
     signal = weighted.store_signal(store, args.judge, pairs, measure)
     said: list = []
     weights = weighted.run_weights(runs, pairs, measure)
