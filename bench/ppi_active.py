@@ -68,9 +68,13 @@ def stratified(g: np.ndarray, a: np.ndarray, b: np.ndarray, top: np.ndarray, nq:
 
 
 def active(u: np.ndarray, w: np.ndarray, a: np.ndarray, b: np.ndarray, nq: int,
-           budget: int, draws: int, rng, mix: float = weighted.MIX) -> dict[str, np.ndarray]:
-    """Active-design intervals (infer.weighted), (draws, systems)."""
-    size = weighted.sizes(weighted.Signal("bench", u), w)
+           budget: int, draws: int, rng, mix: float = weighted.MIX, weigh: bool = True,
+           design_w: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Active-design intervals (infer.weighted), (draws, systems); ``weigh=False``: the
+    probabilities from the uncertainty alone; ``design_w``: the weights the draw saw
+    (default ``w``: the systems estimated)."""
+    seen = w if design_w is None else design_w
+    size = weighted.sizes(weighted.Signal("bench", u), seen if weigh else seen[:0])
     pi = weighted.inclusion_probabilities(size, budget, mix)
     mask = np.zeros((draws, len(pi)))
     for d in range(draws):
@@ -84,11 +88,17 @@ def active(u: np.ndarray, w: np.ndarray, a: np.ndarray, b: np.ndarray, nq: int,
 
 
 def compare(data: Path = DATA, judges: int = 5, draws: int = 200, count: int = 32,
-            seed: int = 0, budgets=BUDGETS, mix: float = weighted.MIX) -> list[dict]:
-    """One row per judge and budget: coverage and width of stratified-pairs and active."""
+            seed: int = 0, budgets=BUDGETS, mix: float = weighted.MIX, signal: str = "judges",
+            weigh: bool = True, held_out: bool = False) -> list[dict]:
+    """One row per judge and budget: coverage and width of stratified-pairs and active.
+    ``signal``: "judges" (disagreement with the other judges), "flat" (none: the weights
+    alone), "grade" (the human residual per judge grade: a perfect pilot). ``held_out``: the
+    draw weighs by the even systems, the rows are the odd ones' (runs the sample never saw)."""
     pairs, qidx, nq, human, preds, _ = load(data, judges)
     ranks = systems(human, qidx, count, seed)
     w = dcg_weights(ranks)
+    design_w = w[::2] if held_out else w
+    w = w[1::2] if held_out else w
     top = (w > 0).astype(np.float64)
     a = w * human
     truth = a.sum(1) / nq
@@ -99,12 +109,17 @@ def compare(data: Path = DATA, judges: int = 5, draws: int = 200, count: int = 3
         others = np.array([preds[o] for o in names if o != name], dtype=np.float64)
         u = weighted.signal_from_judges(others, g.astype(np.float64),
                                         [o for o in names if o != name]).u
+        if signal == "flat":
+            u = np.ones(len(g))
+        elif signal == "grade":
+            u = weighted.signal_from_pilot(human.astype(np.float64), g.astype(np.float64)).u
         b = w * g
         for frac in budgets:
             budget = round(frac * len(pairs))
             key = [seed, zlib.crc32(name.encode()), int(frac * 100)]
             s = stratified(g, a, b, top, nq, budget, draws, np.random.default_rng(key))
-            t = active(u, w, a, b, nq, budget, draws, np.random.default_rng(key + [1]), mix)
+            t = active(u, w, a, b, nq, budget, draws, np.random.default_rng(key + [1]), mix,
+                       weigh, design_w)
             sc, ac = _coverage(s["low"], s["high"], truth), _coverage(t["low"], t["high"],
                                                                        truth)
             rows.append({"judge": name, "budget": frac, "pairs": budget,
@@ -123,12 +138,20 @@ def main() -> int:
     p.add_argument("--judges", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mix", type=float, default=weighted.MIX)
+    p.add_argument("--signal", choices=("judges", "flat", "grade"), default="judges",
+                   help="the uncertainty: the other judges' disagreement (default), none, or "
+                        "the human residual per judge grade (a perfect pilot)")
+    p.add_argument("--no-weights", action="store_true",
+                   help="probabilities from the uncertainty alone, not the rank weights")
+    p.add_argument("--held-out", action="store_true",
+                   help="the draw weighs by half the systems; rows for the other half")
     args = p.parse_args()
     if not (args.data / "human" / "test.qrels").exists():
         print(f"no LLMJudge data at {args.data}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    rows = compare(args.data, args.judges, args.draws, seed=args.seed, mix=args.mix)
+    rows = compare(args.data, args.judges, args.draws, seed=args.seed, mix=args.mix,
+                   signal=args.signal, weigh=not args.no_weights, held_out=args.held_out)
     print(f"{'judge':28} {'budget':>6} {'strat cover':>11} {'worst':>6} {'width':>7} "
           f"{'active cover':>12} {'worst':>6} {'width':>7} {'ratio':>6}")
     for r in rows:
