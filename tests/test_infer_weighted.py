@@ -279,3 +279,19 @@ def test_active_measure_must_be_one_pair_measure(world, capsys):
     assert "positive width" in _one_line(capsys.readouterr().err)
     with LabelStore(store_path) as store:
         assert store.sample_names() == []
+
+
+def test_a_run_the_active_draw_did_not_weigh_carries_a_warning(world, capsys):
+    tmp, store_path, truth, runs = world
+    _second_judge(store_path, truth)
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "one",
+                 "--design", "active", "--budget", "120", "--depth", "100", str(runs[0])]) == 0
+    grade_sample(store_path, truth, "one")
+    capsys.readouterr()
+    assert main(["estimate", "--store", str(store_path), "--sample", "one", *map(str, runs),
+                 "-m", "DCG@10", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    said = {r["run"]: r["warning"] or "" for r in res["runs"] + res["differences"]}
+    assert "drawn for other runs (sys0)" not in said["sys0"]
+    assert "drawn for other runs (sys0)" in said["sys1"]
+    assert "drawn for other runs (sys0)" in said["sys1 - sys0"]

@@ -229,7 +229,8 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
                  + (f"{len(runs)} run(s)' {measure} rank discounts" if runs else
                     "no runs (every pair weighs the same: give RUN files to weigh by rank)"),
                  sys.stderr))
-    params.update(signal=signal.source, measure=str(measure), target_width=args.target_width)
+    params.update(signal=signal.source, measure=str(measure), target_width=args.target_width,
+                  runs=[r.name for r in runs])
     return dict(zip(pairs, weighted.sizes(signal, weights).tolist(), strict=True)), said
 
 

@@ -135,8 +135,13 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         design = active_design(sample, judge, human, runs, parsed, queries, cells, level)
     else:
         design = _pair_design(sample, judge, human, runs, parsed, queries, cells, level)
-    return _estimate_rows(design, cells, sample, runs, parsed, base, len(queries), level=level,
-                          bootstrap=bootstrap, seed=seed)
+    rows, diffs = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
+                                 level=level, bootstrap=bootstrap, seed=seed)
+    if sample.design == "active":
+        from reljudge.infer.weighted import warn_unweighed
+
+        return warn_unweighed(sample, rows, diffs)
+    return rows, diffs
 
 
 class _Design(Protocol):
