@@ -130,11 +130,13 @@ def run(args) -> int:
         params = {"judge": args.judge, "pool": pool}
         if args.runs and args.design != "srs-queries":  # the estimate needs the population
             params["population"] = [list(p) for p in pairs]
-        sizes, said = None, []  # said: the active design's lines, printed once drawn
+        sizes: dict | None = None
+        said: list = []  # the active design's lines, printed once drawn
         if args.design == "active":
             sizes, said = _active_sizes(args, store, pairs, grades, runs, params)
         sample = draw(pairs, args.design, args.budget or 0, args.seed, name=args.name,
-                      grades=grades, queries=args.query_count, params=params, sizes=sizes)
+                      grades=grades, queries=args.query_count, params=params,
+                      pair_sizes=sizes)
         text = None
         if args.out:
             queries, passages = store.texts(sample.pairs())

@@ -113,13 +113,13 @@ def _distinct_pairs(pool: Sequence[tuple[str, str]] | Pool) -> list[tuple[str, s
 def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed: int, *,
          name: str = "sample", grades: Mapping[tuple[str, str], int] | None = None,
          queries: int | None = None, params: dict | None = None,
-         sizes: Mapping[tuple[str, str], float] | None = None) -> Sample:
+         pair_sizes: Mapping[tuple[str, str], float] | None = None) -> Sample:
     """Draw a sample of the pooled ``pairs`` (or of a Pool's pairs) under a design (see
     DESIGNS).
 
     ``budget``: pairs to label (for srs-queries, the number of queries is ``queries`` or
     the budget divided by the mean pairs per query); ``grades``: the judge's grade of each
-    pair, required for stratified-pairs; ``sizes``: each pair's size, required for active
+    pair, required for stratified-pairs; ``pair_sizes``: each pair's size, required for active
     (inclusion probabilities proportional to it: ``infer.weighted.sizes``).
     """
     if design not in DESIGNS:
@@ -151,10 +151,10 @@ def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed
     elif design == "active":
         from reljudge.infer import weighted
 
-        if sizes is None:
+        if pair_sizes is None:
             raise InputError("the active design needs each pooled pair's size "
                              "(infer.weighted.sizes)")
-        items = weighted.draw(pairs, sizes, budget, rng)
+        items = weighted.draw(pairs, pair_sizes, budget, rng)
         params.update(mix=weighted.MIX)
         unit = "pair"
     else:
