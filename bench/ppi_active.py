@@ -36,7 +36,7 @@ from bench.ppi import (
     systems,
 )
 
-from reljudge.infer import weighted
+from reljudge.infer import active, weighted
 from reljudge.infer.ppi import estimate_from_moments
 
 BUDGETS = (0.05, 0.10, 0.20, 0.40)
@@ -67,18 +67,18 @@ def stratified(g: np.ndarray, a: np.ndarray, b: np.ndarray, top: np.ndarray, nq:
     return {"low": e.low, "high": e.high}
 
 
-def active(u: np.ndarray, w: np.ndarray, a: np.ndarray, b: np.ndarray, nq: int,
-           budget: int, draws: int, rng, mix: float = weighted.MIX, weigh: bool = True,
+def active_intervals(u: np.ndarray, w: np.ndarray, a: np.ndarray, b: np.ndarray, nq: int,
+           budget: int, draws: int, rng, mix: float = active.MIX, weigh: bool = True,
            design_w: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Active-design intervals (infer.weighted), (draws, systems); ``weigh=False``: the
     probabilities from the uncertainty alone; ``design_w``: the weights the draw saw
     (default ``w``: the systems estimated)."""
     seen = w if design_w is None else design_w
-    size = weighted.sizes(weighted.Signal("bench", u), seen if weigh else seen[:0])
-    pi = weighted.inclusion_probabilities(size, budget, mix)
+    size = active.sizes(active.Signal("bench", u), seen if weigh else seen[:0])
+    pi = active.inclusion_probabilities(size, budget, mix)
     mask = np.zeros((draws, len(pi)))
     for d in range(draws):
-        mask[d, weighted.systematic(pi, rng)] = 1.0
+        mask[d, active.systematic(pi, rng)] = 1.0
     top = (w > 0).astype(np.float64)
     s = weighted.sums(mask, a, b, pi, top)
     spread = float(w.max()) * (GRADES - 1)
@@ -88,7 +88,7 @@ def active(u: np.ndarray, w: np.ndarray, a: np.ndarray, b: np.ndarray, nq: int,
 
 
 def compare(data: Path = DATA, judges: int = 5, draws: int = 200, count: int = 32,
-            seed: int = 0, budgets=BUDGETS, mix: float = weighted.MIX, signal: str = "judges",
+            seed: int = 0, budgets=BUDGETS, mix: float = active.MIX, signal: str = "judges",
             weigh: bool = True, held_out: bool = False) -> list[dict]:
     """One row per judge and budget: coverage and width of stratified-pairs and active.
     ``signal``: "judges" (disagreement with the other judges), "flat" (none: the weights
@@ -107,19 +107,19 @@ def compare(data: Path = DATA, judges: int = 5, draws: int = 200, count: int = 3
     for name in names:
         g = preds[name]
         others = np.array([preds[o] for o in names if o != name], dtype=np.float64)
-        u = weighted.signal_from_judges(others, g.astype(np.float64),
+        u = active.signal_from_judges(others, g.astype(np.float64),
                                         [o for o in names if o != name]).u
         if signal == "flat":
             u = np.ones(len(g))
         elif signal == "grade":
-            u = weighted.signal_from_pilot(human.astype(np.float64), g.astype(np.float64)).u
+            u = active.signal_from_pilot(human.astype(np.float64), g.astype(np.float64)).u
         b = w * g
         for frac in budgets:
             budget = round(frac * len(pairs))
             key = [seed, zlib.crc32(name.encode()), int(frac * 100)]
             s = stratified(g, a, b, top, nq, budget, draws, np.random.default_rng(key))
-            t = active(u, w, a, b, nq, budget, draws, np.random.default_rng(key + [1]), mix,
-                       weigh, design_w)
+            t = active_intervals(u, w, a, b, nq, budget, draws,
+                                 np.random.default_rng(key + [1]), mix, weigh, design_w)
             sc, ac = _coverage(s["low"], s["high"], truth), _coverage(t["low"], t["high"],
                                                                        truth)
             rows.append({"judge": name, "budget": frac, "pairs": budget,
@@ -137,7 +137,7 @@ def main() -> int:
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--judges", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mix", type=float, default=weighted.MIX)
+    p.add_argument("--mix", type=float, default=active.MIX)
     p.add_argument("--signal", choices=("judges", "flat", "grade"), default="judges",
                    help="the uncertainty: the other judges' disagreement (default), none, or "
                         "the human residual per judge grade (a perfect pilot)")

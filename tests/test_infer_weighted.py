@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from reljudge.cli import main
+from reljudge.infer import active, weighted
 from reljudge.labels import LabelEvent
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
@@ -16,35 +17,26 @@ from reljudge.types import Qrels, Run
 from tests.helpers import grade_sample
 
 
-def _weighted():
-    from reljudge.infer import weighted
-
-    return weighted
-
-
 def _draws(pi: np.ndarray, count: int, seed: int) -> np.ndarray:
-    w = _weighted()
     rng = np.random.default_rng(seed)
     mask = np.zeros((count, len(pi)))
     for d in range(count):
-        mask[d, w.systematic(pi, rng)] = 1.0
+        mask[d, active.systematic(pi, rng)] = 1.0
     return mask
 
 
 def test_probabilities_follow_the_sizes_with_a_floor_and_certainty_and_sum_to_the_budget():
-    w = _weighted()
     size = np.array([0.0, 0.0, 1.0, 2.0, 4.0, 100.0])
-    pi = w.inclusion_probabilities(size, 3)
+    pi = active.inclusion_probabilities(size, 3)
     assert pi.sum() == pytest.approx(3.0)
     assert pi[5] == 1.0  # its share exceeds 1: taken with certainty
-    assert pi[0] == pi[1] > 0 and pi[0] >= w.MIX * 3 / 6  # no pair near 0
+    assert pi[0] == pi[1] > 0 and pi[0] >= active.MIX * 3 / 6  # no pair near 0
     assert pi[2] < pi[3] < pi[4] < 1.0
-    assert np.all(w.inclusion_probabilities(size, 6) == 1.0)  # the whole pool: a census
+    assert np.all(active.inclusion_probabilities(size, 6) == 1.0)  # the whole pool: a census
 
 
 def test_systematic_draw_has_fixed_size_and_the_recorded_inclusion_probabilities():
-    w = _weighted()
-    pi = w.inclusion_probabilities(np.random.default_rng(1).random(12) + 0.05, 4)
+    pi = active.inclusion_probabilities(np.random.default_rng(1).random(12) + 0.05, 4)
     mask = _draws(pi, 20000, 2)
     assert np.all(mask.sum(axis=1) == 4)
     bound = 4 * np.sqrt(pi * (1 - pi) / len(mask)) + 1e-9
@@ -52,16 +44,15 @@ def test_systematic_draw_has_fixed_size_and_the_recorded_inclusion_probabilities
 
 
 def test_the_estimate_is_design_unbiased_on_a_tiny_population():
-    w = _weighted()
     rng = np.random.default_rng(3)
     n_units = 9
     a = rng.integers(0, 4, n_units).astype(float)
     b = np.clip(a + rng.integers(-1, 2, n_units), 0, 3)
-    pi = w.inclusion_probabilities(rng.random(n_units) + 0.1, 4)
+    pi = active.inclusion_probabilities(rng.random(n_units) + 0.1, 4)
     mask = _draws(pi, 30000, 4)
-    s = w.sums(mask, a[None], b[None], pi, np.ones((1, n_units)))
+    s = weighted.sums(mask, a[None], b[None], pi, np.ones((1, n_units)))
     for lam in (0.0, 0.5, 1.0):  # unbiased for every fixed lambda
-        e = w.estimate_from_sums(s, np.array([b.sum()]), 1.0, n_units, np.array([n_units]), 4,
+        e = weighted.estimate_from_sums(s, np.array([b.sum()]), 1.0, n_units, np.array([n_units]), 4,
                                  lam=lam)
         values = e.value[:, 0]
         assert abs(values.mean() - a.sum()) <= 4 * values.std() / np.sqrt(len(values))
@@ -86,22 +77,20 @@ def _population(seed: int = 0, queries: int = 20, docs: int = 30, runs: int = 3)
 
 
 def _intervals(pi, human, judge, weights, queries, draws, seed):
-    w = _weighted()
     a, b = weights * human, weights * judge
     mask = _draws(pi, draws, seed)
     top = (weights > 0).astype(float)
-    s = w.sums(mask, a, b, pi, top)
-    e = w.estimate_from_sums(s, b.sum(1), float(queries), len(pi), top.sum(1),
+    s = weighted.sums(mask, a, b, pi, top)
+    e = weighted.estimate_from_sums(s, b.sum(1), float(queries), len(pi), top.sum(1),
                              int(round(pi.sum())), spread=float(weights.max()) * 3)
     return e, a.sum(1) / queries
 
 
 def test_active_intervals_cover_and_are_narrower_than_equal_probabilities():
-    w = _weighted()
     human, judge, weights, queries = _population()
     budget = 60  # 10 % of the pairs
     u = (np.array([0.4, 0.8, 0.9, 0.5]))[judge]  # a per-grade residual variance
-    pi = w.inclusion_probabilities(w.sizes(w.Signal("test", u), weights), budget)
+    pi = active.inclusion_probabilities(active.sizes(active.Signal("test", u), weights), budget)
     e, truth = _intervals(pi, human, judge, weights, queries, 600, 5)
     hit = (e.low <= truth) & (truth <= e.high)
     # 600 draws x 3 runs at nominal 0.95: pooled within 3 standard errors (0.005)
@@ -112,17 +101,16 @@ def test_active_intervals_cover_and_are_narrower_than_equal_probabilities():
 
 
 def test_planner_returns_the_smallest_budget_reaching_the_width_or_the_narrowest():
-    w = _weighted()
     human, judge, weights, queries = _population(1)
-    signal = w.Signal("test", np.full(len(human), 0.6))
-    budget, width = w.plan(signal, weights, queries, 1.0, len(human))
+    signal = active.Signal("test", np.full(len(human), 0.6))
+    budget, width = active.plan(signal, weights, queries, 1.0, len(human))
     assert budget is not None and width <= 1.0
-    size = w.sizes(signal, weights)
-    before = w.expected_width(w.inclusion_probabilities(size, budget - 1), signal.u, weights,
+    size = active.sizes(signal, weights)
+    before = active.expected_width(active.inclusion_probabilities(size, budget - 1), signal.u, weights,
                               queries)
     assert before.max() > 1.0
-    assert w.plan(signal, weights, queries, 0.2, 30) == (None, pytest.approx(
-        w.expected_width(w.inclusion_probabilities(size, 30), signal.u, weights,
+    assert active.plan(signal, weights, queries, 0.2, 30) == (None, pytest.approx(
+        active.expected_width(active.inclusion_probabilities(size, 30), signal.u, weights,
                          queries).max()))
 
 

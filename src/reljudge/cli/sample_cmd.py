@@ -202,7 +202,7 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
     import sys
 
     from reljudge.errors import ConfigError, InputError
-    from reljudge.infer import weighted
+    from reljudge.infer import active
     from reljudge.infer.scores import PAIR_MEASURES
     from reljudge.metrics import parse_measure
 
@@ -210,13 +210,13 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
     if measure.name not in PAIR_MEASURES or measure.cutoff is None:
         raise ConfigError(f"-m {measure}: the active design weighs each pair by its rank "
                           f"weight in a measure linear in the gains: give DCG@k, P@k or RBP@k")
-    signal = weighted.store_signal(store, args.judge, pairs, measure)
+    signal = active.store_signal(store, args.judge, pairs, measure)
     said: list = []
-    weights = weighted.run_weights(runs, pairs, measure)
+    weights = active.run_weights(runs, pairs, measure)
     if args.target_width is not None:
         most = args.budget or len(pairs)
         queries = len({q for q, _ in grades})
-        budget, width = weighted.plan(signal, weights, queries, args.target_width, most)
+        budget, width = active.plan(signal, weights, queries, args.target_width, most)
         if budget is None:
             raise InputError(f"--target-width {args.target_width:g}: no budget up to {most} "
                              f"pairs reaches it; the narrowest expected {measure} interval "
@@ -233,7 +233,7 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
                  sys.stderr))
     params.update(signal=signal.source, measure=str(measure), target_width=args.target_width,
                   runs=[r.name for r in runs])
-    return dict(zip(pairs, weighted.sizes(signal, weights).tolist(), strict=True)), said
+    return dict(zip(pairs, active.sizes(signal, weights).tolist(), strict=True)), said
 
 
 def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:

@@ -8,7 +8,7 @@ Designs (the ``design`` column of the store's ``samples`` table):
   stratified-pairs  pairs stratified by the judge's grade, a simple random sample in each
                     stratum (proportional allocation, at least 2 per stratum)
   active            pairs drawn with unequal probabilities, from the judge's uncertainty and
-                    each pair's weight in the runs (``infer.weighted``)
+                    each pair's weight in the runs (``infer.active``)
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed
     ``budget``: pairs to label (for srs-queries, the number of queries is ``queries`` or
     the budget divided by the mean pairs per query); ``grades``: the judge's grade of each
     pair, required for stratified-pairs; ``pair_sizes``: each pair's size, required for active
-    (inclusion probabilities proportional to it: ``infer.weighted.sizes``).
+    (inclusion probabilities proportional to it: ``infer.active.sizes``).
     """
     if design not in DESIGNS:
         raise InputError(f"unknown sampling design {design!r}; expected one of "
@@ -149,13 +149,13 @@ def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed
         params.update(queries=n_q, population_queries=len(qids))
         unit = "query"
     elif design == "active":
-        from reljudge.infer import weighted
+        from reljudge.infer import active
 
         if pair_sizes is None:
             raise InputError("the active design needs each pooled pair's size "
-                             "(infer.weighted.sizes)")
-        items = weighted.draw(pairs, pair_sizes, budget, rng)
-        params.update(mix=weighted.MIX)
+                             "(infer.active.sizes)")
+        items = active.draw(pairs, pair_sizes, budget, rng)
+        params.update(mix=active.MIX)
         unit = "pair"
     else:
         if design == "srs-pairs":
