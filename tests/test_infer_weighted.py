@@ -52,8 +52,8 @@ def test_the_estimate_is_design_unbiased_on_a_tiny_population():
     mask = _draws(pi, 30000, 4)
     s = weighted.sums(mask, a[None], b[None], pi, np.ones((1, n_units)))
     for lam in (0.0, 0.5, 1.0):  # unbiased for every fixed lambda
-        e = weighted.estimate_from_sums(s, np.array([b.sum()]), 1.0, n_units, np.array([n_units]), 4,
-                                 lam=lam)
+        e = weighted.estimate_from_sums(s, np.array([b.sum()]), 1.0, n_units,
+                                        np.array([n_units]), 4, lam=lam)
         values = e.value[:, 0]
         assert abs(values.mean() - a.sum()) <= 4 * values.std() / np.sqrt(len(values))
         # Hajek's variance approximates the design variance
@@ -82,7 +82,7 @@ def _intervals(pi, human, judge, weights, queries, draws, seed):
     top = (weights > 0).astype(float)
     s = weighted.sums(mask, a, b, pi, top)
     e = weighted.estimate_from_sums(s, b.sum(1), float(queries), len(pi), top.sum(1),
-                             int(round(pi.sum())), spread=float(weights.max()) * 3)
+                                    int(round(pi.sum())), spread=float(weights.max()) * 3)
     return e, a.sum(1) / queries
 
 
@@ -106,12 +106,12 @@ def test_planner_returns_the_smallest_budget_reaching_the_width_or_the_narrowest
     budget, width = active.plan(signal, weights, queries, 1.0, len(human))
     assert budget is not None and width <= 1.0
     size = active.sizes(signal, weights)
-    before = active.expected_width(active.inclusion_probabilities(size, budget - 1), signal.u, weights,
-                              queries)
+    before = active.expected_width(active.inclusion_probabilities(size, budget - 1), signal.u,
+                                   weights, queries)
     assert before.max() > 1.0
     assert active.plan(signal, weights, queries, 0.2, 30) == (None, pytest.approx(
         active.expected_width(active.inclusion_probabilities(size, 30), signal.u, weights,
-                         queries).max()))
+                              queries).max()))
 
 
 # -- the command line on a real SQLite store ----------------------------------------------
