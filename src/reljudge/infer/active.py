@@ -219,18 +219,23 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
     labelled = {o: store.source_grades(o, pairs=pairs) for o in others}
     others = [o for o in others if labelled[o]]
     if others:
-        gains = np.array([[np.nan if p not in labelled[o] else
-                           float(gain(np.array([labelled[o][p]]), measure)[0]) for p in pairs]
-                          for o in others])
+        gains = np.array([_gains_of(labelled[o], pairs, measure) for o in others])
         return signal_from_judges(gains, judge_gain, others)
     truth = human_truth(store, set(pairs))
     if len(truth) >= PILOT_MIN:
-        human_gain = np.array([np.nan if p not in truth else
-                               float(gain(np.array([truth[p]]), measure)[0]) for p in pairs])
-        return signal_from_pilot(human_gain, judge_gain)
+        return signal_from_pilot(_gains_of(truth, pairs, measure), judge_gain)
     raise InputError(f"--design active: the store {store.path} has no uncertainty signal for "
                      f"judge {judge!r} (no grade distributions, no other judge's labels of "
                      f"the pool, {len(truth)} human-graded pooled pairs of the {PILOT_MIN} a "
                      f"pilot needs); give a calibrated source as --judge (reljudge calibrate), "
                      f"label the pool with a second judge, or grade a pilot sample "
                      f"(--design stratified-pairs) first")
+
+
+def _gains_of(grades: Mapping[tuple[str, str], int], pairs: Sequence[tuple[str, str]],
+              measure) -> np.ndarray:
+    """The gain of each pair's grade in ``grades``, NaN where it has none."""
+    from reljudge.infer.scores import gain
+
+    g = np.array([grades.get(p, -1) for p in pairs], dtype=np.int64)
+    return np.where(g >= 0, gain(np.maximum(g, 0), measure), np.nan)
