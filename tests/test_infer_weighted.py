@@ -283,3 +283,19 @@ def test_a_run_the_active_draw_did_not_weigh_carries_a_warning(world, capsys):
     assert "drawn for other runs (sys0)" not in said["sys0"]
     assert "drawn for other runs (sys0)" in said["sys1"]
     assert "drawn for other runs (sys0)" in said["sys1 - sys0"]
+
+
+def test_a_run_with_no_sampled_pair_in_its_top_k_gets_no_interval_and_a_census_no_width():
+    pi = np.array([0.5, 0.5, 0.5, 0.5])
+    mask = np.array([[1.0, 1.0, 0.0, 0.0]])
+    a = np.array([[0.0, 0.0, 3.0, 1.0], [2.0, 1.0, 0.0, 0.0]])
+    dom = (a > 0).astype(float)  # run 0's top k holds only unsampled pairs
+    s = weighted.sums(mask, a, a, pi, dom)
+    e = weighted.estimate_from_sums(s, a.sum(1), 1.0, 4, dom.sum(1), 2, spread=3.0)
+    assert np.isinf(e.se[0, 0]) and e.low[0, 0] == -np.inf and e.high[0, 0] == np.inf
+    assert np.isfinite(e.se[0, 1]) and e.high[0, 1] > e.low[0, 1]  # judge = human: flat rule
+    assert int(e.flat[0, 1]) == 1
+    certain = np.array([1.0, 1.0, 0.5, 0.5])
+    s = weighted.sums(mask, a, a, certain, dom)
+    e = weighted.estimate_from_sums(s, a.sum(1), 1.0, 4, dom.sum(1), 2, spread=3.0)
+    assert bool(e.exact[0, 1]) and e.low[0, 1] == e.high[0, 1] == 3.0

@@ -127,7 +127,10 @@ def _scalar(e: ppi.Estimate) -> ppi.Estimate:
 @dataclass(frozen=True)
 class ActiveDesign:
     """An active sample's estimates: each cell holds the sampled pairs' human (``a``) and
-    judge (``b``) values, the judge's total over the pool and the values' spread."""
+    judge (``b``) values, the judge's total over the pool and the values' spread. Measures
+    linear in the gains (DCG@k, P@k, RBP@k); nDCG@k would be the ratio of two such totals
+    (the run's DCG and the ideal's), whose pairs' weights are known too: a note for the
+    nDCG-from-pairs construction (issue 35, item 3)."""
 
     pi: np.ndarray  # each sampled pair's inclusion probability
     in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (items, pool) in top k
