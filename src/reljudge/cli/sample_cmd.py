@@ -227,6 +227,12 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
                      f"{width:.4g} wide for every run (target {args.target_width:g})",
                      sys.stdout))
         args.budget = budget
+        if signal.residual is None:
+            said.append((f"warning: the planned widths take {signal.source} for the judge's "
+                         f"error against people; alike judges make them optimistic (on "
+                         f"LLMJudge, 142 pairs planned for width 1 gave 5.4, docs/ppi.md); "
+                         f"grade a pilot of at least {active.PILOT_MIN} pooled pairs for "
+                         f"widths on the human scale", sys.stderr))
     said.append((f"active design: uncertainty from {signal.source}; weights from "
                  + (f"{len(runs)} run(s)' {measure} rank discounts" if runs else
                     "no runs (every pair weighs the same: give RUN files to weigh by rank)"),

@@ -33,6 +33,9 @@ class Signal:
 
     source: str
     u: np.ndarray
+    # each pair's expected squared human-judge gain difference, for the planner's widths
+    # (None: u says where the judge errs, not how much)
+    residual: np.ndarray | None = None
 
 
 def _squared_gap(gains: np.ndarray, judge_gain: np.ndarray) -> np.ndarray:
@@ -46,7 +49,7 @@ def signal_from_distributions(probs: Sequence[Sequence[float]], judge_gain: np.n
     p = np.asarray(probs, np.float64)
     g = np.asarray(gain_of, np.float64)[: p.shape[1]]
     u = (p[:, : len(g)] * _squared_gap(g[None, :], judge_gain[:, None])).sum(axis=1)
-    return Signal(f"the grade distributions of {judge!r}", u)
+    return Signal(f"the grade distributions of {judge!r}", u, u)
 
 
 def signal_from_judges(others: np.ndarray, judge_gain: np.ndarray, names: Sequence[str]
@@ -67,8 +70,9 @@ def signal_from_pilot(human_gain: np.ndarray, judge_gain: np.ndarray) -> Signal:
     squared difference of the human-graded pairs (grade strata's residual variance)."""
     gap = _squared_gap(human_gain, judge_gain)
     labelled = int(np.isfinite(gap).sum())
+    u = _fill_by_level(np.full(len(gap), np.nan), judge_gain, gap)
     return Signal(f"a pilot of {labelled} human-graded pairs (residual variance per judge "
-                  f"grade)", _fill_by_level(np.full(len(gap), np.nan), judge_gain, gap))
+                  f"grade)", u, u)
 
 
 def _fill_by_level(u: np.ndarray, level: np.ndarray, known: np.ndarray | None = None
@@ -174,11 +178,13 @@ def expected_width(pi: np.ndarray, u: np.ndarray, weights: np.ndarray, queries: 
 def plan(signal: Signal, weights: np.ndarray, queries: int, width: float, most: int,
          level: float = 0.95) -> tuple[int | None, float]:
     """The smallest budget (at most ``most``) whose widest expected run interval is at most
-    ``width``, and that widest width; (None, the narrowest at ``most``) when none is."""
+    ``width``, and that widest width; (None, the narrowest at ``most``) when none is. The
+    widths come from the signal's residual (else its u, which may not be on that scale)."""
     size = sizes(signal, weights)
+    residual = signal.u if signal.residual is None else signal.residual
 
     def widest(n: int) -> float:
-        return float(expected_width(inclusion_probabilities(size, n), signal.u, weights,
+        return float(expected_width(inclusion_probabilities(size, n), residual, weights,
                                     queries, level).max(initial=0.0))
 
     narrowest = widest(most)
@@ -213,17 +219,22 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
         known = np.isfinite(probs[:, 0])
         found = signal_from_distributions(np.nan_to_num(probs), judge_gain,
                                           gain(np.arange(width), measure), judge)
-        return Signal(found.source, _fill_by_level(np.where(known, found.u, np.nan),
-                                                   judge_gain))
+        u = _fill_by_level(np.where(known, found.u, np.nan), judge_gain)
+        return Signal(found.source, u, u)
     others = [s.name for s in store.sources() if s.kind == "llm" and s.name != judge]
     labelled = {o: store.source_grades(o, pairs=pairs) for o in others}
     others = [o for o in others if labelled[o]]
+    truth = human_truth(store, set(pairs))
+    human_gain = _gains_of(truth, pairs, measure)
     if others:
         gains = np.array([_gains_of(labelled[o], pairs, measure) for o in others])
-        return signal_from_judges(gains, judge_gain, others)
-    truth = human_truth(store, set(pairs))
+        found = signal_from_judges(gains, judge_gain, others)
+        if len(truth) < PILOT_MIN:
+            return found
+        pilot = signal_from_pilot(human_gain, judge_gain)  # how much the judge errs
+        return Signal(f"{found.source}; widths from {pilot.source}", found.u, pilot.u)
     if len(truth) >= PILOT_MIN:
-        return signal_from_pilot(_gains_of(truth, pairs, measure), judge_gain)
+        return signal_from_pilot(human_gain, judge_gain)
     raise InputError(f"--design active: the store {store.path} has no uncertainty signal for "
                      f"judge {judge!r} (no grade distributions, no other judge's labels of "
                      f"the pool, {len(truth)} human-graded pooled pairs of the {PILOT_MIN} a "
