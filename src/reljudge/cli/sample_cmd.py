@@ -23,7 +23,8 @@ designs:
                     on LLMJudge about half the width of stratified-pairs at the same budget.
                     The uncertainty is the judge's grade distributions (a calibrated or panel
                     source), else its disagreement with the store's other judges, else a
-                    pilot of human grades (stderr says which); none: exit 2
+                    pilot of human grades (stderr says which); none: exit 2. Give every
+                    run you will estimate: other runs' intervals carry a warning
 
 The population is the pool of the runs (RUN files, --depth), or, without runs, every pair the
 judge source labelled in the store. The draw, each pair's inclusion probability and its
@@ -35,7 +36,8 @@ A warning (stderr) with a recommended --budget / --query-count is printed when t
 smaller than the one at which the benchmark's 95 % intervals covered >= 93 % for every
 judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with RUN files;
 otherwise for the largest top k the pool allows), or a query sample of fewer than all
-queries. The sample is still drawn and recorded (docs/ppi.md).
+queries (not for active samples: `estimate` warns per row). The sample is still drawn and
+recorded (docs/ppi.md).
 
 --target-width W (active design, RUN files): the smallest budget whose expected interval of
 --measure is at most W wide for every run, at most --budget; printed, then drawn. When no
