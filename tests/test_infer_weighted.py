@@ -37,7 +37,7 @@ def test_probabilities_follow_the_sizes_with_a_floor_and_certainty_and_sum_to_th
 
 def test_systematic_draw_has_fixed_size_and_the_recorded_inclusion_probabilities():
     pi = active.inclusion_probabilities(np.random.default_rng(1).random(12) + 0.05, 4)
-    mask = _draws(pi, 20000, 2)
+    mask = _draws(pi, 8000, 2)
     assert np.all(mask.sum(axis=1) == 4)
     bound = 4 * np.sqrt(pi * (1 - pi) / len(mask)) + 1e-9
     assert np.all(np.abs(mask.mean(axis=0) - pi) <= bound)
@@ -49,7 +49,7 @@ def test_the_estimate_is_design_unbiased_on_a_tiny_population():
     a = rng.integers(0, 4, n_units).astype(float)
     b = np.clip(a + rng.integers(-1, 2, n_units), 0, 3)
     pi = active.inclusion_probabilities(rng.random(n_units) + 0.1, 4)
-    mask = _draws(pi, 30000, 4)
+    mask = _draws(pi, 8000, 4)
     s = weighted.sums(mask, a[None], b[None], pi, np.ones((1, n_units)))
     for lam in (0.0, 0.5, 1.0):  # unbiased for every fixed lambda
         e = weighted.estimate_from_sums(s, np.array([b.sum()]), 1.0, n_units,
