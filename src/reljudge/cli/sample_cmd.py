@@ -10,12 +10,21 @@ examples:
       --design stratified-pairs --budget 400 --seed 7 --out week1.tsv
   reljudge sample --store labels.sqlite --judge gpt-4o-mini runs/*.run --depth 10 \\
       --name q5 --design srs-queries --query-count 5 --out q5.jsonl
+  reljudge sample --store labels.sqlite --judge gpt-4o-mini runs/*.run --name a1 \\
+      --design active --target-width 1.5 -m DCG@10 --out a1.tsv
 
 designs:
   srs-queries       whole queries, simple random sample: valid for every measure
   srs-pairs         pooled pairs, simple random sample: DCG@k, P@k, RBP@k
   stratified-pairs  pairs stratified by the judge's grade (proportional allocation, at least
                     2 per grade): DCG@k, P@k, RBP@k, usually narrower than srs-pairs
+  active            pairs with unequal probabilities, proportional to sqrt(judge uncertainty x
+                    the pair's squared rank weights in the runs' --measure): DCG@k, P@k, RBP@k;
+                    on LLMJudge about half the width of stratified-pairs at the same budget.
+                    The uncertainty is the judge's grade distributions (a calibrated or panel
+                    source), else its disagreement with the store's other judges, else a
+                    pilot of human grades (stderr says which); none: exit 2. Give every
+                    run you will estimate: other runs' intervals carry a warning
 
 The population is the pool of the runs (RUN files, --depth), or, without runs, every pair the
 judge source labelled in the store. The draw, each pair's inclusion probability and its
@@ -27,7 +36,12 @@ A warning (stderr) with a recommended --budget / --query-count is printed when t
 smaller than the one at which the benchmark's 95 % intervals covered >= 93 % for every
 judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with RUN files;
 otherwise for the largest top k the pool allows), or a query sample of fewer than all
-queries. The sample is still drawn and recorded (docs/ppi.md).
+queries (not for active samples: `estimate` warns per row). The sample is still drawn and
+recorded (docs/ppi.md).
+
+--target-width W (active design, RUN files): the smallest budget whose expected interval of
+--measure is at most W wide for every run, at most --budget; printed, then drawn. When no
+budget reaches W, one line with the narrowest width, exit 2.
 """
 
 
@@ -49,8 +63,9 @@ def register(sub) -> None:
                    help="LLM source name in the store whose labels the estimate will use")
     p.add_argument("--name", required=True, type=common.name,
                    help="name of the sample (unique in the store)")
-    p.add_argument("--design", choices=DESIGNS, default="stratified-pairs",
-                   help="what to draw (default stratified-pairs; see below)")
+    p.add_argument("--design", choices=DESIGNS,
+                   help="what to draw (default stratified-pairs, with --target-width active; "
+                        "see below)")
     p.add_argument("--budget", type=int, help="pairs to label (pair designs; for "
                    "srs-queries: queries = budget / mean pooled pairs per query)")
     p.add_argument("--query-count", type=int, metavar="N",
@@ -58,6 +73,10 @@ def register(sub) -> None:
     # the old spelling, hidden for one release: everywhere else --queries is a file
     p.add_argument("--queries", dest="query_count", type=int, metavar="N",
                    help=argparse.SUPPRESS)
+    p.add_argument("--target-width", type=float, metavar="W",
+                   help="active: plan the budget whose expected --measure interval is at most "
+                        "W wide for every run (--budget: the most to spend)")
+    common.add_measures(p, "DCG@10")  # active: the one measure steering the draw and plan
     p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     common.add_runs(p, required=False, alias=True,
                     help="TREC runs whose pool is the population (default: every pair the "
@@ -78,9 +97,12 @@ def run(args) -> int:
     from reljudge.infer.sample import draw, export
     from reljudge.store import LabelStore
 
+    args.design = args.design or ("active" if args.target_width is not None
+                                  else "stratified-pairs")
+    _check_active(args)
     if args.design == "srs-queries" and args.budget is None and args.query_count is None:
         raise ConfigError("srs-queries needs --query-count or --budget")
-    if args.design != "srs-queries" and args.budget is None:
+    if args.design != "srs-queries" and args.budget is None and args.target_width is None:
         raise ConfigError(f"{args.design} needs --budget (pairs to label)")
     if args.out and not args.out.endswith((".tsv", ".jsonl")):
         raise ConfigError(f"--out {args.out}: expected a .tsv or .jsonl file name")
@@ -110,8 +132,13 @@ def run(args) -> int:
         params = {"judge": args.judge, "pool": pool}
         if args.runs and args.design != "srs-queries":  # the estimate needs the population
             params["population"] = [list(p) for p in pairs]
+        sizes: dict | None = None
+        said: list = []  # the active design's lines, printed once drawn
+        if args.design == "active":
+            sizes, said = _active_sizes(args, store, pairs, grades, runs, params)
         sample = draw(pairs, args.design, args.budget or 0, args.seed, name=args.name,
-                      grades=grades, queries=args.query_count, params=params)
+                      grades=grades, queries=args.query_count, params=params,
+                      pair_sizes=sizes)
         text = None
         if args.out:
             queries, passages = store.texts(sample.pairs())
@@ -131,6 +158,8 @@ def run(args) -> int:
         from reljudge.io.files import atomic_write
 
         atomic_write(args.out, text)
+    for line, stream in said:
+        print(line, file=stream)
     print(f"sample {sample.name!r}: {sample.design}, {len(sample.items)} pairs"
           + (f" of {sample.params['queries']} queries" if sample.unit == "query" else "")
           + f", seed {sample.seed}, recorded in {args.store}")
@@ -139,10 +168,80 @@ def run(args) -> int:
         if lacking:
             print(f"note: {lacking} exported pairs have no query or passage text "
                   f"(give --queries-file / --passages-file)", file=sys.stderr)
-    warning = _size_warning(sample, pairs, grades, runs, args.depth)
+    # the benchmark's reliable sizes are stratified-pairs'; estimate warns per row for active
+    warning = None if sample.design == "active" else _size_warning(sample, pairs, grades,
+                                                                    runs, args.depth)
     if warning:
         print(warning, file=sys.stderr)
     return 0
+
+
+def _check_active(args) -> None:
+    """--target-width and --measure serve the active design only; W is positive."""
+    from reljudge.errors import ConfigError
+
+    if args.design != "active":
+        for flag, value in (("--target-width", args.target_width), ("-m", args.measures)):
+            if value is not None:
+                raise ConfigError(f"{flag} steers the active design; give --design active "
+                                  f"(not {args.design})")
+    if args.target_width is not None:
+        if not args.target_width > 0:
+            raise ConfigError(f"--target-width must be a positive width, got "
+                              f"{args.target_width}")
+        if not args.runs:
+            raise ConfigError("--target-width plans the widths of the runs' intervals: give "
+                              "the RUN files")
+    if len(args.measures or []) > 1:
+        raise ConfigError(f"the active design is steered by one measure; give one -m (got "
+                          f"{', '.join(args.measures)})")
+
+
+def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]:
+    """The active design's size of each pooled pair (and, with --target-width, the planned
+    budget into args.budget), and the lines to print once drawn: the planned budget
+    (stdout) and which uncertainty signal it used (stderr)."""
+    import sys
+
+    from reljudge.errors import ConfigError, InputError
+    from reljudge.infer import active
+    from reljudge.infer.scores import PAIR_MEASURES
+    from reljudge.metrics import parse_measure
+
+    measure = parse_measure((args.measures or ["DCG@10"])[0])
+    if measure.name not in PAIR_MEASURES or measure.cutoff is None:
+        raise ConfigError(f"-m {measure}: the active design weighs each pair by its rank "
+                          f"weight in a measure linear in the gains: give DCG@k, P@k or RBP@k")
+    signal = active.store_signal(store, args.judge, pairs, measure)
+    said: list = []
+    weights = active.run_weights(runs, pairs, measure)
+    if args.target_width is not None:
+        most = args.budget or len(pairs)
+        queries = len({q for q, _ in grades})
+        budget, width = active.plan(signal, weights, queries, args.target_width, most)
+        if budget is None:
+            raise InputError(f"--target-width {args.target_width:g}: no budget up to {most} "
+                             f"pairs reaches it; the narrowest expected {measure} interval "
+                             f"this pool allows at {most} pairs is {width:.4g} wide (from "
+                             f"{signal.source}); give --target-width {width:.4g} or more"
+                             + ("" if args.budget is None else " or a larger --budget"))
+        said.append((f"planned budget: {budget} pairs, expected {measure} interval at most "
+                     f"{width:.4g} wide for every run (target {args.target_width:g})",
+                     sys.stdout))
+        args.budget = budget
+        if signal.residual is None:
+            said.append((f"warning: the planned widths take {signal.source} for the judge's "
+                         f"error against people; alike judges make them optimistic (on "
+                         f"LLMJudge, 142 pairs planned for width 1 gave 5.4, docs/ppi.md); "
+                         f"grade a pilot of at least {active.PILOT_MIN} pooled pairs for "
+                         f"widths on the human scale", sys.stderr))
+    said.append((f"active design: uncertainty from {signal.source}; weights from "
+                 + (f"{len(runs)} run(s)' {measure} rank discounts" if runs else
+                    "no runs (every pair weighs the same: give RUN files to weigh by rank)"),
+                 sys.stderr))
+    params.update(signal=signal.source, measure=str(measure), target_width=args.target_width,
+                  runs=[r.name for r in runs])
+    return dict(zip(pairs, active.sizes(signal, weights).tolist(), strict=True)), said
 
 
 def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:

@@ -7,6 +7,8 @@ Designs (the ``design`` column of the store's ``samples`` table):
   srs-pairs         a simple random sample of pooled pairs
   stratified-pairs  pairs stratified by the judge's grade, a simple random sample in each
                     stratum (proportional allocation, at least 2 per stratum)
+  active            pairs drawn with unequal probabilities, from the judge's uncertainty and
+                    each pair's weight in the runs (``infer.active``)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from reljudge.errors import InputError
 from reljudge.labels import Sample, SampleItem
 from reljudge.pool import Pool
 
-DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs")
+DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs", "active")
 MIN_PER_STRATUM = 2
 MIN_QUERIES = 3  # infer.ppi.query_level needs 3: two for a variance, one for lambda
 # From bench/ppi.py (33 LLMJudge judges, 32 systems, 500 draws; docs/ppi.md). Pair samples:
@@ -110,13 +112,15 @@ def _distinct_pairs(pool: Sequence[tuple[str, str]] | Pool) -> list[tuple[str, s
 
 def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed: int, *,
          name: str = "sample", grades: Mapping[tuple[str, str], int] | None = None,
-         queries: int | None = None, params: dict | None = None) -> Sample:
+         queries: int | None = None, params: dict | None = None,
+         pair_sizes: Mapping[tuple[str, str], float] | None = None) -> Sample:
     """Draw a sample of the pooled ``pairs`` (or of a Pool's pairs) under a design (see
     DESIGNS).
 
     ``budget``: pairs to label (for srs-queries, the number of queries is ``queries`` or
     the budget divided by the mean pairs per query); ``grades``: the judge's grade of each
-    pair, required for stratified-pairs.
+    pair, required for stratified-pairs; ``pair_sizes``: each pair's size, required for active
+    (inclusion probabilities proportional to it: ``infer.active.sizes``).
     """
     if design not in DESIGNS:
         raise InputError(f"unknown sampling design {design!r}; expected one of "
@@ -144,6 +148,15 @@ def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed
             (q, d, prob, None) for q in chosen for d in by_query[q]]
         params.update(queries=n_q, population_queries=len(qids))
         unit = "query"
+    elif design == "active":
+        from reljudge.infer import active
+
+        if pair_sizes is None:
+            raise InputError("the active design needs each pooled pair's size "
+                             "(infer.active.sizes)")
+        items = active.draw(pairs, pair_sizes, budget, rng)
+        params.update(mix=active.MIX)
+        unit = "pair"
     else:
         if design == "srs-pairs":
             strata = np.zeros(len(pairs), dtype=np.int64)

@@ -134,10 +134,18 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
     design: _Design
     if sample.unit == "query":
         design = _query_design(sample, human, runs, parsed, queries, sampled_q, cells, level)
+    elif sample.design == "active":
+        from reljudge.infer.weighted import active_design
+
+        design = active_design(sample, judge, human, runs, parsed, queries, cells, level)
     else:
         design = _pair_design(sample, judge, human, runs, parsed, queries, cells, level)
     rows, diffs = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
                                  level=level, bootstrap=bootstrap, seed=seed)
+    if sample.design == "active":
+        from reljudge.infer.weighted import warn_unweighed
+
+        rows, diffs = warn_unweighed(sample, rows, diffs)
     if rankings is not None:
         from reljudge.infer.ranking import rank_runs
 

@@ -1,0 +1,206 @@
+"""Estimates from an active pair sample (``infer.active``): the Horvitz-Thompson PPI
+estimate that weights each human label by 1 / its inclusion probability, with Hajek's
+variance for fixed-size unequal-probability designs (docs/ppi.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from reljudge.infer import ppi
+
+
+@dataclass(frozen=True)
+class Sums:
+    """Per-cell sums over the sampled pairs, arrays (...): e_a = a / pi, e_b = b / pi and
+    c = 1 - pi (0 for a certain pair)."""
+
+    sampled: np.ndarray  # sampled pairs short of certainty
+    inside: np.ndarray  # of them, in the cell's domain (the run's top k)
+    certain_inside: np.ndarray  # sampled with certainty, in the domain
+    ta: np.ndarray  # sum e_a over every sampled pair
+    tb: np.ndarray
+    c: np.ndarray
+    ca: np.ndarray
+    cb: np.ndarray
+    caa: np.ndarray
+    cbb: np.ndarray
+    cab: np.ndarray
+    poisson: np.ndarray  # sum (1 - pi) / pi^2 over the sampled pairs in the domain
+    dinv: np.ndarray  # sum 1 / pi and 1 / pi^2 over the uncertain sampled pairs in the domain
+    dinv2: np.ndarray
+    inv: np.ndarray  # sum 1 / pi, sum a^2 / pi: for the population variance of a
+    taa: np.ndarray
+
+
+def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
+         domain: np.ndarray) -> Sums:
+    """The sums of ``Sums`` for every draw and cell: ``mask`` (draws, units) 1 where a unit
+    is sampled, ``a``, ``b``, ``domain`` (cells, units), ``pi`` (units,); arrays (draws,
+    cells)."""
+    mask = np.asarray(mask, np.float64)
+    pi = np.asarray(pi, np.float64)
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    dom = np.asarray(domain, np.float64)
+    c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
+    ea, eb = a / pi, b / pi
+    mc = mask * c
+    every = np.ones_like(a)
+    short = mask * (c > 0)
+    return Sums(short @ every.T, short @ dom.T, mask * (c == 0) @ dom.T,
+                mask @ ea.T, mask @ eb.T, mc @ every.T, mc @ ea.T, mc @ eb.T,
+                mc @ (ea * ea).T, mc @ (eb * eb).T, mc @ (ea * eb).T,
+                (mc / pi ** 2) @ dom.T, (short / pi) @ dom.T, (short / pi ** 2) @ dom.T,
+                (mask / pi) @ every.T, mask @ (a * ea).T)
+
+
+def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, population: int,
+                       domain_size: np.ndarray, labels: int, level: float = 0.95,
+                       spread: float | None = None, lam: float | None = None) -> ppi.Estimate:
+    """Horvitz-Thompson PPI estimate of sum(a over the population) / normaliser from the
+    sums of a fixed-size unequal-probability sample, vectorised over the sums' axes.
+
+    The estimate is lambda * b_total + sum over the sample of (a - lambda b) / pi; its
+    variance Hajek's approximation for fixed-size high-entropy designs (Hajek 1964; Deville
+    1999): m / (m - 1) sum c (e - A)^2, e = (a - lambda b) / pi, c = 1 - pi, A the
+    c-weighted mean of e, over the m sampled pairs short of certainty; lambda minimises it
+    (clipped to [0, 1]) and costs one degree of freedom of the k sampled pairs in the domain
+    (t on k - 2; the human-only interval, lambda = 0, on k - 1). ``domain_size``: the
+    population's pairs in the domain (a census of them: exact); no sampled pair in the
+    domain: an unbounded interval (the caller clips it to the measure's range); residuals
+    all equal short of a census: ppi.FLAT_RULE's variance, spread^2 / (k + 1) per unit.
+    """
+    m, k = s.sampled, s.inside
+    factor = np.divide(m, m - 1, out=np.zeros(np.shape(m)), where=m > 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        saa = np.where(s.c > 0, s.caa - s.ca ** 2 / s.c, 0.0)
+        sbb = np.where(s.c > 0, s.cbb - s.cb ** 2 / s.c, 0.0)
+        sab = np.where(s.c > 0, s.cab - s.ca * s.cb / s.c, 0.0)
+        tuned = lam is None
+        lam_ = (np.clip(np.where(sbb > 0, sab / sbb, 0.0), 0.0, 1.0) if tuned
+                else np.broadcast_to(np.asarray(lam, np.float64), np.shape(saa)))
+    exact = np.asarray(s.certain_inside >= domain_size)
+    empty = (k == 0) & ~exact
+    var_c = factor * np.maximum(saa, 0.0)
+    var = factor * np.maximum(saa - 2 * lam_ * sab + lam_ ** 2 * sbb, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # Kish's effective sample size
+        k_eff = np.minimum(k, np.where(s.dinv2 > 0, s.dinv ** 2 / s.dinv2, 0.0))
+    df_c = np.maximum(k_eff - 1, 1)
+    df = np.maximum(k_eff - 2, 1) if tuned else df_c
+    var = var * df_c / df  # lambda fitted on the sample, as a regression's residual variance
+    flat = np.zeros(np.shape(var), dtype=bool)
+    if spread is not None:
+        scale = factor * (s.caa + lam_ ** 2 * s.cbb) + 1e-300
+        flat_c = (var_c <= 1e-9 * scale) & ~exact & ~empty
+        flat_r = (var <= 1e-9 * scale) & ~exact & ~empty
+        per_unit = s.poisson / (k + 1.0)
+        var_c = np.where(flat_c, spread ** 2 * per_unit, var_c)
+        var = np.where(flat_r, ((1.0 + lam_) * spread) ** 2 * per_unit, var)
+        flat = flat_c | flat_r
+    var = np.where(empty, np.inf, np.where(exact, 0.0, var))
+    var_c = np.where(empty, np.inf, np.where(exact, 0.0, var_c))
+    value = (lam_ * b_total + s.ta - lam_ * s.tb) / normaliser
+    classical = s.ta / normaliser
+    se, se_c = np.sqrt(var) / normaliser, np.sqrt(var_c) / normaliser
+    q, q_c = stats.t.ppf(0.5 + level / 2, df), stats.t.ppf(0.5 + level / 2, df_c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_a = s.ta / s.inv
+        s2 = np.maximum(s.taa / s.inv - mean_a ** 2, 0.0) * population / max(population - 1, 1)
+        eff = np.where(np.isfinite(var) & (var > 0),
+                       population ** 2 * s2 / (var + population * s2), 0.0)
+    eff = np.where(exact, population, np.nan_to_num(np.minimum(eff, population)))
+    return ppi.Estimate(value, se, value - q * se, value + q * se, lam_, classical, se_c,
+                        classical - q_c * se_c, classical + q_c * se_c, df, eff,
+                        np.broadcast_to(np.asarray(labels), np.shape(value)), level,
+                        flat.astype(np.int64), exact)
+
+
+def _scalar(e: ppi.Estimate) -> ppi.Estimate:
+    """The one cell of a (1, 1)-shaped estimate, as scalars."""
+    return ppi.Estimate(**{f: v if f == "level" else np.asarray(v).reshape(-1)[0]
+                           for f, v in e.__dict__.items()})
+
+
+@dataclass(frozen=True)
+class ActiveDesign:
+    """An active sample's estimates: each cell holds the sampled pairs' human (``a``) and
+    judge (``b``) values, the judge's total over the pool and the values' spread. Measures
+    linear in the gains (DCG@k, P@k, RBP@k); nDCG@k would be the ratio of two such totals
+    (the run's DCG and the ideal's), whose pairs' weights are known too: a note for the
+    nDCG-from-pairs construction (issue 35, item 3)."""
+
+    pi: np.ndarray  # each sampled pair's inclusion probability
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (items, pool) in top k
+    population: int
+    queries: int
+    level: float
+
+    def estimate(self, cell: dict, run: str, m, other: str | None = None
+                 ) -> tuple[ppi.Estimate, int]:
+        """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``)."""
+        items, pool = self.in_top[(run, str(m))]
+        if other:  # a difference is 0 outside both runs' top k
+            items = items | self.in_top[(other, str(m))][0]
+            pool = pool | self.in_top[(other, str(m))][1]
+        s = sums(np.ones((1, len(self.pi))), np.asarray(cell["a"])[None],
+                 np.asarray(cell["b"])[None], self.pi, items[None])
+        e = estimate_from_sums(s, np.asarray(cell["b_total"]), float(self.queries),
+                               self.population, np.asarray(int(pool.sum())), len(self.pi),
+                               self.level, spread=cell["spread"])
+        return _scalar(e), int(items.sum())
+
+
+def active_design(sample, judge, human, runs, parsed, queries: list[str], cells: dict,
+                  level: float) -> ActiveDesign:
+    """Add each cell's weighted gains of the sampled pairs under both labels, the judge's
+    total over the pool and the values' spread (as for the other pair designs)."""
+    from reljudge.grades import GRADE_MAX
+    from reljudge.infer.scores import _population, gain, pair_weights
+
+    pop, _, _ = _population(sample, judge)
+    item_pairs = sample.pairs()
+    hg = {(q, d): g for q, d, g in human}
+    jg = {(q, d): g for q, d, g in judge}
+    h_grades = np.array([hg[p] for p in item_pairs])
+    j_grades = np.array([jg[p] for p in item_pairs])
+    pop_grades = np.array([jg[p] for p in pop])
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for m in parsed:
+        top_gain = gain(np.array([GRADE_MAX]), m)[0]
+        for run in runs:
+            w_pop = pair_weights(run, pop, m)
+            w_items = pair_weights(run, item_pairs, m)
+            cell = cells[(run.name, str(m))]
+            cell["a"] = w_items * gain(h_grades, m)
+            cell["b"] = w_items * gain(j_grades, m)
+            cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+            cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
+                                   * top_gain)
+            in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
+    pi = np.array([i.prob for i in sample.items], dtype=np.float64)
+    return ActiveDesign(pi, in_top, len(pop), len(queries), level)
+
+
+def warn_unweighed(sample, rows: list, diffs: list) -> tuple[list, list]:
+    """The rows of runs the active draw did not weigh (it weighed ``sample.params["runs"]``)
+    with a warning: their top-k pairs may have had small probabilities, and on the benchmark
+    such runs' intervals covered 87-92 % (docs/ppi.md)."""
+    from dataclasses import replace
+
+    weighed = set(sample.params.get("runs") or [])
+    if not weighed:
+        return rows, diffs
+
+    def mark(r):
+        names = [n.strip() for n in r.run.split(" - ")]
+        if all(n in weighed for n in names):
+            return r
+        said = (f"from an active sample drawn for other runs ({', '.join(sorted(weighed))}): "
+                f"pairs of this run's top k had small inclusion probabilities, and on the "
+                f"benchmark such intervals covered 87-92 %, not 95 %: likely too narrow")
+        return replace(r, warning="; ".join(w for w in (r.warning, said) if w))
+
+    return [mark(r) for r in rows], [mark(r) for r in diffs]
