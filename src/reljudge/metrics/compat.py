@@ -9,11 +9,12 @@ rule differs is asked for (``IPrec``), are the values computed again under trec_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.metrics.many_runs import batches
 from reljudge.metrics.ranking import float32_rounded
 from reljudge.types import Run
 
@@ -25,8 +26,24 @@ def float32_ties(run: Run) -> int:
     """Documents in a float32 tie of distinct doubles: scores of one query equal once rounded
     to float32 but not all equal as doubles, which trec_eval 9 orders by docid and trec_eval 10
     by score."""
-    _, codes = run.query_codes()
-    score = np.asarray(run.score, dtype=np.float64)
+    return _float32_ties(run.query_codes()[1], run.score)
+
+
+def any_float32_ties(runs: Sequence[Run]) -> bool:
+    """Whether any run has a float32 tie of distinct doubles (``float32_ties``): a batch of
+    small runs at a time, their queries told apart by run."""
+    for batch in batches(runs):
+        codes = [r.query_codes() for r in batch]
+        offsets = np.cumsum([0, *(len(uniq) for uniq, _ in codes)])[:-1]
+        if _float32_ties(np.concatenate([c + o for (_, c), o in zip(codes, offsets, strict=True)]),
+                         np.concatenate([r.score for r in batch])):
+            return True
+    return False
+
+
+def _float32_ties(codes: np.ndarray, score: np.ndarray) -> int:
+    """``float32_ties`` of the rows with these query codes and scores."""
+    score = np.asarray(score, dtype=np.float64)
     # one integer key per (query, float32 value): equal keys side by side after one sort
     bits = float32_rounded(score).astype(np.float32).view(np.uint32).astype(np.int64)
     key = (codes.astype(np.int64) << 32) | bits
@@ -66,7 +83,7 @@ def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
 
     measures = next(iter(results.values())).measures
     ruled = [m for m in measures if parse_measure(m).name in RULE_MEASURES]
-    ties = any(map(float32_ties, runs))
+    ties = any_float32_ties(runs)
     causes = (("scores rounded to float32 before ranking",) if ties else ()) + (
         ("IPrec's cut-off int(r x R + 0.9)",) if ruled else ())
     if not causes:
