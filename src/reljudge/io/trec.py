@@ -331,10 +331,13 @@ def _read_run_bytes(content: Content, name: str | None) -> Run | None:
     compact columns (no Python object per field), or None to read it as text. Taken only by
     printable-ASCII files of six fields a line, where the text path gives the same fields."""
     data = content.data()
-    cols = split_fields(data[len(BOM):] if data.startswith(BOM) else data, 6, (0, 2, 3, 4, 5))
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    cols = split_fields(data, 6, (0, 2, 3, 4))
     if cols is None:
         return None
-    qid, docid, rank, score_text, tag = cols
+    qid, docid, rank, score_text = cols
+    tag = data.split(b"\n", 1)[0].split()[5]  # the first line's: six fields, checked
     try:
         score = numbers(score_text)
     except ValueError:
@@ -343,7 +346,7 @@ def _read_run_bytes(content: Content, name: str | None) -> Run | None:
     if (not np.isfinite(score).all() or not integers_ok(rank)
             or _commented(qcodes[0])):
         return None
-    return _compact_run(content, qcodes, docid, score, name or tag[0].decode())
+    return _compact_run(content, qcodes, docid, score, name or tag.decode())
 
 
 def _compact_run(content: Content, qcodes: tuple[list[bytes], np.ndarray], docid: np.ndarray,
