@@ -18,6 +18,7 @@ path) runs in a fresh subprocess so that peak memory is its own.
     python bench/metrics.py --workloads heavy,equal --tools reljudge,pytrec_eval
     python bench/metrics.py --floor       # and the dict path's floor (see _floor)
     python bench/metrics.py --set all_trec --tools reljudge,pytrec_eval   # every measure
+    python bench/metrics.py --track       # 63 runs x 53 queries x top 100, whole processes
 Needs the bench extra: pip install -e '.[bench]'
 """
 
@@ -94,6 +95,97 @@ def write_files(qrels, run, folder: Path) -> tuple[Path, Path]:
             ranked = sorted(docs.items(), key=lambda kv: -kv[1])
             f.writelines(f"{q} Q0 {d} {i} {s} bench\n" for i, (d, s) in enumerate(ranked, 1))
     return qp, rp
+
+
+# --- a track's worth of runs: many small files, whole processes ------------------------------
+
+#: score styles of real runs, by how much they tie: a neural model's long floats, BM25 to four
+#: decimals, a quantised or rounded score, and 1/rank (no tie at all)
+TRACK_STYLES = ("float", "bm25", "rounded", "rank")
+
+#: the peer of ``reljudge eval qrels RUN...``: what a pytrec_eval user writes
+PYTREC_SCRIPT = """\
+import sys
+import pytrec_eval
+
+with open(sys.argv[1]) as f:
+    qrels = pytrec_eval.parse_qrel(f)
+evaluator = pytrec_eval.RelevanceEvaluator(
+    qrels, {"ndcg_cut.10", "P.10", "recall.100", "map", "recip_rank"})
+for path in sys.argv[2:]:
+    with open(path) as f:
+        per_query = evaluator.evaluate(pytrec_eval.parse_run(f))
+    keys = next(iter(per_query.values())).keys()
+    print(path, *(f"{sum(v[k] for v in per_query.values()) / len(per_query):.4f}"
+                  for k in keys))
+"""
+
+
+def make_track(folder: Path, runs: int, queries: int, depth: int, seed: int) -> list[Path]:
+    """Qrels and ``runs`` run files of a track (fixed seed): ~200 judgments a query drawn
+    from a pool of 400 documents, each run its top ``depth`` of the pool (judged documents
+    three times as likely), scores in the styles of ``TRACK_STYLES`` in turn. Returns
+    [qrels, run, run, ...]."""
+    rng = np.random.default_rng(seed)
+    qids = [str(1_000_000 + 3571 * q) for q in range(queries)]
+    pool, judged = 400, 200
+    lines = []
+    for q in qids:
+        grades = rng.choice(4, judged, p=[0.5, 0.25, 0.15, 0.10])
+        lines += [f"{q} 0 {7_000_000 + 13 * d} {g}\n" for d, g in enumerate(grades.tolist())]
+    paths = [folder / "track.qrels"]
+    paths[0].write_text("".join(lines))
+    weight = np.where(np.arange(pool) < judged, 3.0, 1.0)
+    for r in range(runs):
+        style = TRACK_STYLES[r % len(TRACK_STYLES)]
+        lines = []
+        for q in qids:
+            docs = rng.choice(pool, depth, replace=False, p=weight / weight.sum())
+            score = np.sort(rng.gamma(2.0, 3.0, depth))[::-1] + 5.0
+            text = {"float": [f"{s:.7f}" for s in score], "bm25": [f"{s:.4f}" for s in score],
+                    "rounded": [f"{s:.1f}" for s in score],
+                    "rank": [repr(1 / i) for i in range(1, depth + 1)]}[style]
+            lines += [f"{q} Q0 {7_000_000 + 13 * d} {i} {s} r{r}-{style}\n"
+                      for i, (d, s) in enumerate(zip(docs.tolist(), text, strict=True), 1)]
+        paths.append(folder / f"r{r}.run")
+        paths[-1].write_text("".join(lines))
+    return paths
+
+
+def _process(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak MB) of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status:
+        raise SystemExit(f"failed: {' '.join(argv[:4])} ...")
+    return time.perf_counter() - start, usage.ru_maxrss / 1024
+
+
+def track(args) -> None:
+    """``reljudge eval qrels RUN...`` against the pytrec_eval script on a track's worth of
+    runs, as whole processes (start, imports, reading, evaluating, printing), alternating."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [str(p) for p in make_track(Path(tmp), args.runs, args.track_queries,
+                                            args.depth, args.seed)]
+        script = Path(tmp) / "pytrec_script.py"
+        script.write_text(PYTREC_SCRIPT)
+        commands = {"reljudge": [sys.executable, "-m", "reljudge", "eval", *paths],
+                    "pytrec_eval": [sys.executable, str(script), *paths]}
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for _ in range(args.repeats):
+            for name, argv in commands.items():
+                runs[name].append(_process(argv))
+        lines = sum(Path(p).read_bytes().count(b"\n") for p in paths[1:])
+    print(f"a track: {args.runs} runs x {args.track_queries} queries x top {args.depth} "
+          f"({lines:,} run lines), 5 measures; whole processes, {args.repeats} alternating "
+          f"repeats, median; {os.cpu_count()} cores")
+    ours = statistics.median(t for t, _ in runs["reljudge"])
+    print(f"{'command':<26} {'median s':>9} {'vs reljudge':>11} {'peak MB':>8}")
+    for name, label in (("reljudge", "reljudge eval"), ("pytrec_eval", "pytrec_eval script")):
+        med = statistics.median(t for t, _ in runs[name])
+        peak = max(m for _, m in runs[name])
+        print(f"{label:<26} {med:>9.2f} {med / ours:>10.1f}x {peak:>8.0f}")
 
 
 # --- one tool, one path: runs inside a subprocess --------------------------------------------
@@ -287,6 +379,13 @@ def main() -> None:
                    help="six measures (default), or all_trec: every per-query measure of\n"
                         "trec_eval's -m all_trec, against pytrec_eval's supported_measures\n"
                         "(reljudge and pytrec_eval only)")
+    p.add_argument("--track", action="store_true",
+                   help="instead of the table: a track's worth of small runs (--runs, of\n"
+                        "--track-queries x --depth), `reljudge eval` against a pytrec_eval\n"
+                        "script, whole processes")
+    p.add_argument("--runs", type=int, default=63)
+    p.add_argument("--track-queries", type=int, default=53)
+    p.add_argument("--depth", type=int, default=100)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tool", help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
@@ -297,6 +396,9 @@ def main() -> None:
     _use_set(args.set)
     if args.child:
         _child(args)
+        return
+    if args.track:
+        track(args)
         return
     tools = args.tools.split(",")
     workloads = args.workloads.split(",")

@@ -142,3 +142,44 @@ def test_float32_ties_counts_the_documents_of_ties_made_by_float32_rounding():
     for r in (Run.from_dict(run), Run.from_dict(run).compacted()):
         assert float32_ties(r) == 6  # a's four near 1.0 and b's two; equal doubles alone: none
     assert float32_ties(Run.from_dict({"a": {"x": 1.0, "y": 1.0}})) == 0
+
+
+def test_the_trec_eval_9_check_evaluates_again_only_the_runs_with_float32_ties(monkeypatch):
+    """Of 40 runs, only the one with a float32 tie is evaluated again with every measure (all
+    40 were, issue 36 item 0); the others only with IPrec, whose rule differs. The note is the
+    one evaluating every run again with every measure gives."""
+    import importlib
+
+    import numpy as np
+
+    from reljudge.metrics import compat, evaluate, evaluate_many
+    from reljudge.types import Qrels, Run
+
+    rng = np.random.default_rng(5)
+    judged = {f"q{q}": {f"d{d}": int(g) for d, g in enumerate(rng.integers(0, 3, 12))}
+              for q in range(4)}
+    qrels = Qrels.from_dict({**judged, "q1": {**judged["q1"], "d0": 2, "d1": 0}})
+    runs = [Run.from_dict({f"q{q}": {f"d{d}": float(rng.integers(0, 50)) / 7 for d in range(15)}
+                           for q in range(4)}, name=f"r{i}") for i in range(40)]
+    near = dict(runs[7].to_dict())
+    near["q1"] = {**near["q1"], "d0": 9.0 + 1e-12, "d1": 9.0}  # equal as float32: d1 first
+    runs[7] = Run.from_dict(near, name="r7")
+    measures = ["AP", "nDCG@5", "IPrec@0.5", "P@3"]
+    results = evaluate_many(qrels, runs, measures)
+    asked = []
+    real = evaluate_many
+
+    def counted(qrels, runs, measures, **options):
+        asked.append(([r.name for r in runs], list(measures)))
+        return real(qrels, runs, measures, **options)
+
+    monkeypatch.setattr(importlib.import_module("reljudge.metrics.evaluate"), "evaluate_many",
+                        counted)
+    got = compat.trec_eval_9_difference(qrels, runs, results)
+    assert asked == [(["r7"], measures), ([f"r{i}" for i in range(40) if i != 7], ["IPrec@0.5"])]
+    nine = {r.name: evaluate(qrels, r, measures, compat="trec_eval-9") for r in runs}
+    changed = sum(int((results[n].scores != ev.scores).sum()) for n, ev in nine.items())
+    largest = max(abs(results[n].mean()[m] - ev.mean()[m]) for n, ev in nine.items()
+                  for m in measures)
+    assert (got.changed, got.values, got.largest) == (changed, 40 * 4 * 4, largest)
+    assert changed

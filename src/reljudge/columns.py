@@ -158,6 +158,9 @@ def mix(doc_hash: np.ndarray, code: np.ndarray) -> np.ndarray:
     return h
 
 
+SMALL_INDEX = 1 << 16  # keys of an index searched without sorting the needles first
+
+
 class KeyIndex:
     """The (code, doc) pairs of one table, as sorted 64-bit keys with row numbers packed in.
 
@@ -209,7 +212,8 @@ class KeyIndex:
         """
         n = len(self.packed)
         high = mix(doc_hash, codes) >> self.bits
-        order = np.argsort(high)  # sorted needles search a sorted haystack fast
+        # sorted needles search a large sorted haystack fast; a small one stays in cache
+        order = np.argsort(high) if n > SMALL_INDEX else np.arange(len(high))
         needle = high[order] << self.bits
         at = np.searchsorted(self.packed, needle, "left")
         found_a, found_b = [], []

@@ -190,8 +190,7 @@ def _evaluate_qrels(args: argparse.Namespace):
         differs = trec_eval_9_difference(qrels, runs, results, **options)
         if differs:
             print(f"reljudge: {differs.note()}", file=sys.stderr)
-    strings = {(run.name, tm.name): relstring_column(qrels, run, results[run.name].query_ids,
-                                                     tm.length, **options)
+    strings = {(run.name, tm.name): relstring_column(results[run.name], tm.length)
                for run in runs for tm in lines if tm.summary == "string" and args.per_query}
     return results, lines, strings, found
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,7 +13,8 @@ from reljudge.errors import InputError, MeasureError
 from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
 from reljudge.metrics.compute import compute_all
-from reljudge.metrics.kernels import GM_EPSILON, geometric_mean  # noqa: F401 (GM_EPSILON)
+from reljudge.metrics.kernels import GM_EPSILON, Ranked, geometric_mean  # noqa: F401 (GM_EPSILON)
+from reljudge.metrics.many_runs import rankings_many
 from reljudge.metrics.measures import Measure
 from reljudge.metrics.ranking import (  # noqa: F401 (COMPAT, rank: re-exported)
     COMPAT,
@@ -36,6 +37,9 @@ class Evaluation(Tabular):
     query_ids: list[str]
     scores: np.ndarray  # float64 (len(query_ids), len(measures))
     compat: str = "trec_eval-10"  # whose rules where trec_eval's versions differ
+    #: the rankings the values come from (a row per query), for what reads them again
+    #: (trec_eval's relstring) without ranking the run a second time
+    ranking: Ranked | None = field(default=None, compare=False)
 
     def column(self, measure: str | Measure) -> np.ndarray:
         """Per-query values of one measure, aligned with query_ids."""
@@ -54,14 +58,16 @@ class Evaluation(Tabular):
         """The same evaluation restricted to some of its measures, in the given order."""
         idx = [self._index(m) for m in measures]
         return Evaluation(self.run, [self.measures[i] for i in idx], self.query_ids,
-                          self.scores[:, idx], self.compat)
+                          self.scores[:, idx], self.compat, self.ranking)
 
     def only(self, query_ids: Sequence[str]) -> Evaluation:
         """The same evaluation over some of its queries, in the given order."""
         row = {q: i for i, q in enumerate(self.query_ids)}
         idx = [row[q] for q in query_ids]
+        r = self.ranking
+        kept = None if r is None else Ranked(r.grades[idx], r.length[idx], r.ideal[idx])
         return Evaluation(self.run, self.measures, list(query_ids), self.scores[idx],
-                          self.compat)
+                          self.compat, kept)
 
     def mean(self) -> dict[str, float]:
         """Mean of each measure over the evaluated queries (0.0 when there are none).
@@ -137,13 +143,27 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
     name, qids, ranked = rankings(qrels, run, all_queries=all_queries,
                                   float32_scores=float32_scores, compat=compat,
                                   max_docs=max_docs, judged_only=judged_only)
-    scores = compute_all(parsed, ranked, compat)
+    return Evaluation(name, [str(m) for m in parsed], qids,
+                      scored(parsed, ranked, compat, all_queries), compat, _kept(ranked))
+
+
+def _kept(r: Ranked) -> Ranked:
+    """The rankings an Evaluation keeps: their matrices, not the kernels' intermediates."""
+    return Ranked(r.grades, r.length, r.ideal)
+
+
+def scored(measures: Sequence[Measure], ranked: Ranked, compat: str,
+           all_queries: bool) -> np.ndarray:
+    """(queries, measures) values of one run's rankings. Each run is computed on its own:
+    rows of several runs stacked would change the order of a few floating-point sums (numpy
+    sums a matrix's rows in blocks that depend on its shape), so the last bit of a value."""
+    scores = compute_all(measures, ranked, compat)
     if all_queries:  # trec_eval -c: a query the run lacks scores 0 but on the qrels alone
         missing = ranked.length == 0
-        for j, m in enumerate(parsed):
+        for j, m in enumerate(measures):
             if m.name not in QRELS_ONLY:
                 scores[missing, j] = 0.0
-    return Evaluation(name, [str(m) for m in parsed], qids, scores, compat)
+    return scores
 
 
 def check_distinct(names: Sequence[str]) -> None:
@@ -158,14 +178,17 @@ def check_distinct(names: Sequence[str]) -> None:
 def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
                   measures: Sequence[str | Measure] | str, **kwargs) -> dict[str, Evaluation]:
     """``evaluate`` for several runs, keyed by run name (shared names numbered)."""
-    out: dict[str, Evaluation] = {}
     runs = coerce.as_runs(runs)
     if not runs:
         raise InputError("no runs to evaluate; give at least one")
     measures = parse_measures(measures)
     qrels = coerce.as_qrels(qrels)  # once, not once per run
-    for run in runs:
-        if run.name in out:
-            raise InputError(f"two runs are named {run.name!r}; rename one (Run.with_name)")
-        out[run.name] = evaluate(qrels, run, measures, **kwargs)
-    return out
+    twice = [name for name, k in Counter(run.name for run in runs).items() if k > 1]
+    if twice:
+        raise InputError(f"two runs are named {twice[0]!r}; rename one (Run.with_name)")
+    ranked = rankings_many(qrels, runs, **kwargs)  # all runs in one pass
+    compat, all_queries = kwargs.get("compat", "trec_eval-10"), kwargs.get("all_queries", False)
+    names = [str(m) for m in measures]
+    return {run.name: Evaluation(run.name, names, qids, scored(measures, r, compat, all_queries),
+                                 compat, _kept(r))
+            for run, (qids, r) in zip(runs, ranked, strict=True)}

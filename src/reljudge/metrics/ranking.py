@@ -273,9 +273,12 @@ def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
 COMPAT = ("trec_eval-10", "trec_eval-9")
 
 
-def _check_inputs(qrels, run, name: str) -> None:
-    """Empty qrels, an empty run or no query in common are mistakes, not a mean of 0.0."""
-    qrels_q = qrels.query_ids() if isinstance(qrels, Qrels) else [q for q, d in qrels.items() if d]
+def check_inputs(qrels: QrelsLike, run: RunLike, name: str,
+                 qrels_q: list[str] | None = None) -> None:
+    """Empty qrels, an empty run or no query in common are mistakes, not a mean of 0.0
+    (``qrels_q``: the qrels' query ids, when known already)."""
+    if qrels_q is None:
+        qrels_q = qrels_queries(qrels)
     run_q = run.query_ids() if isinstance(run, Run) else [q for q, d in run.items() if d]
     if not qrels_q:
         raise InputError("the qrels are empty: there is nothing to evaluate against")
@@ -286,6 +289,11 @@ def _check_inputs(qrels, run, name: str) -> None:
                          f"e.g. {run_q[:3]}, qrels queries e.g. {qrels_q[:3]})")
 
 
+def qrels_queries(qrels: QrelsLike) -> list[str]:
+    """The ids of the queries with judgments."""
+    return qrels.query_ids() if isinstance(qrels, Qrels) else [q for q, d in qrels.items() if d]
+
+
 def rankings(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
              float32_scores: bool | None = None, compat: str = "trec_eval-10",
              max_docs: int | None = None, judged_only: bool = False
@@ -293,22 +301,33 @@ def rankings(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
     """What ``evaluate`` scores, under the same options: the run's name, the queries and
     their ``Ranked`` matrices (first ``max_docs`` documents, condensed with
     ``judged_only``)."""
+    float32_scores = checked_options(compat, max_docs, float32_scores)
+    from reljudge.io import coerce
+
+    qrels, run = coerce.qrels_like(qrels), coerce.run_like(run)
+    name = run.name if isinstance(run, Run) else "run"
+    check_inputs(qrels, run, name)
+    qids, ranked = rank_clean(qrels, run, all_queries=all_queries,
+                              float32_scores=float32_scores)
+    return name, qids, trimmed(ranked, max_docs, judged_only)
+
+
+def checked_options(compat: str, max_docs: int | None, float32_scores: bool | None) -> bool:
+    """``rankings``' options checked (an InputError names a bad one); whether scores are
+    rounded to float32 (``float32_scores``, by default as ``compat`` says)."""
     if compat not in COMPAT:
         raise InputError(f"unknown compat {compat!r}; expected one of {', '.join(COMPAT)}")
     if max_docs is not None and (type(max_docs) is not int or max_docs < 1):
         raise InputError(f"max_docs must be a whole number >= 1, found {max_docs!r}")
-    from reljudge.io import coerce
+    return compat == "trec_eval-9" if float32_scores is None else float32_scores
 
-    if float32_scores is None:
-        float32_scores = compat == "trec_eval-9"
-    qrels, run = coerce.qrels_like(qrels), coerce.run_like(run)
-    name = run.name if isinstance(run, Run) else "run"
-    _check_inputs(qrels, run, name)
-    qids, ranked = rank_clean(qrels, run, all_queries=all_queries,
-                              float32_scores=float32_scores)
+
+def trimmed(ranked: Ranked, max_docs: int | None, judged_only: bool) -> Ranked:
+    """The rankings cut to their first ``max_docs`` documents (trec_eval -M) and, with
+    ``judged_only``, without their unjudged documents (trec_eval -J)."""
     if max_docs is not None and ranked.grades.shape[1] > max_docs:
         ranked = Ranked(ranked.grades[:, :max_docs], np.minimum(ranked.length, max_docs),
                         ranked.ideal)
-    if judged_only:  # trec_eval -J: the rankings without their unjudged documents
+    if judged_only:
         ranked = condensed(ranked)
-    return name, qids, ranked
+    return ranked

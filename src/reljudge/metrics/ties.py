@@ -12,6 +12,7 @@ is sorted. ``metrics.ranking`` calls ``tie_spans`` and ``tie_break`` for both of
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
@@ -24,29 +25,46 @@ def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
     one-past-last 0-based rank of the documents of its query with its score (``hi - lo`` is the
     size of its tie; ``lo`` alone its rank when it is not tied)."""
     lo = np.empty(len(rows), dtype=np.int64)
-    hi = np.empty(len(rows), dtype=np.int64)
     if not len(rows):
-        return lo, hi
+        return lo, lo.copy()
     order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-    ends = np.r_[starts[1:], len(order)]
-    for s, e, r in zip(starts.tolist(), ends.tolist(), sorted_rows[starts].tolist(), strict=True):
-        at = order[s:e]  # one binary search per query, not per document
-        lo[at] = neg[r].searchsorted(keys[at], "left")
+    lo[order] = _row_search(neg, rows[order], keys[order], "left")
     # a document is alone with its score unless the next one has it too (neg[r, lo] is its own)
     nxt = np.minimum(lo + 1, neg.shape[1] - 1)
     shared = (lo + 1 < length[rows]) & (neg[rows, nxt] == keys)
-    hi[:] = lo + 1
+    hi = lo + 1
     if shared.any():
         sel = order[shared[order]]  # the tied ones, still grouped by row
-        sel_rows = rows[sel]
-        cut = np.flatnonzero(np.r_[True, sel_rows[1:] != sel_rows[:-1], True])
-        for s, e in zip(cut[:-1].tolist(), cut[1:].tolist(), strict=True):
-            at = sel[s:e]
-            hi[at] = neg[int(sel_rows[s])].searchsorted(keys[at], "right")
+        hi[sel] = _row_search(neg, rows[sel], keys[sel], "right")
     np.minimum(hi, length[rows], out=hi)  # padding is +inf: a score of -inf must not reach it
     return lo, hi
+
+
+SEARCH_CELLS = 1 << 18  # cells of ``neg`` searched at a time by ``_row_search``
+
+
+def _row_search(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
+                side: Literal["left", "right"]) -> np.ndarray:
+    """``neg[rows[i]].searchsorted(keys[i], side)`` for each i (``rows`` ascending), in blocks
+    of rows: each block's cells and the keys as complex numbers (row + 1j x value), whose
+    order is lexicographic, so one search of the flattened block serves all its rows."""
+    width = neg.shape[1]
+    step = max(1, SEARCH_CELLS // max(width, 1))
+    out = np.empty(len(rows), dtype=np.int64)
+    cuts = np.searchsorted(rows, np.arange(0, int(rows[-1]) + step + 1, step))
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        if a == b:
+            continue
+        first = int(rows[a]) // step * step
+        block = neg[first:first + step]
+        cells = np.empty(block.shape, dtype=np.complex128)
+        cells.real = np.arange(len(block))[:, None]
+        cells.imag = block
+        local = rows[a:b] - first
+        needles = np.empty(b - a, dtype=np.complex128)
+        needles.real, needles.imag = local, keys[a:b]
+        out[a:b] = cells.ravel().searchsorted(needles, side) - local * width
+    return out
 
 
 def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,

@@ -365,15 +365,10 @@ def read_measure(text: str | Measure) -> Measure:
     return parse_measure(text)
 
 
-def relstring_column(qrels, run, query_ids: Sequence[str], length: int,
-                     **options) -> list[str]:
-    """``relstrings`` of one run, aligned with an evaluation's ``query_ids``; ``options``:
-    those of ``evaluate`` (queries, score rounding, compat, max_docs, judged_only)."""
-    from reljudge.metrics.ranking import rankings
-
-    _, qids, ranked = rankings(qrels, run, **options)
-    by_query = dict(zip(qids, relstrings(ranked, length), strict=True))
-    return [by_query[q] for q in query_ids]
+def relstring_column(evaluation, length: int) -> list[str]:
+    """``relstrings`` of an evaluation's rankings (kept in it: the run is not ranked again),
+    aligned with its ``query_ids``."""
+    return relstrings(evaluation.ranking, length)
 
 
 def relstrings(r, length: int) -> list[str]:

@@ -1,0 +1,90 @@
+"""Whitespace-separated fields of small ASCII files, found and converted with numpy.
+
+For the many small files of a track (a few thousand lines a run): no Python object per field.
+``split_fields`` finds every field's bytes in one pass over the file; ``numbers`` converts a
+column of decimal text exactly as Python's ``float`` does. Each returns None where the file
+or a value is not in the simple form it handles, and the caller reads the file as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from reljudge import columns
+
+#: the bytes a file on this path may hold: printable ASCII and what ``bytes.split()`` splits on
+#: (space, \t, \n, \v, \f, \r); any other (control, non-ASCII) sends it to the text path
+_ALLOWED = bytes(range(0x21, 0x7F)) + b" \t\n\v\f\r"
+#: digits and decimal points with at most this many digits are converted by numpy (an integer
+#: below 2^53 divided by an exact power of ten: correctly rounded, as ``float`` is)
+EXACT_DIGITS = 15
+_POWERS = np.array([float(10 ** k) for k in range(EXACT_DIGITS + 1)])  # exact: below 2^53
+
+
+def split_fields(data: bytes, ncols: int, keep: Sequence[int]) -> list[np.ndarray] | None:
+    """The fields of the columns ``keep`` as ``S`` arrays, when every line of ``data``
+    (printable ASCII, lines ended by ``\n``) has exactly ``ncols`` fields; else None."""
+    if not data or data.translate(None, _ALLOWED):
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8)
+    space = np.ones(len(raw) + 2, dtype=bool)
+    np.less_equal(raw, 0x20, out=space[1:-1])
+    edges = np.flatnonzero(space[1:] != space[:-1])
+    starts, ends = edges[0::2], edges[1::2]
+    newlines = np.flatnonzero(raw == 0x0A)
+    if data[-1:] != b"\n":
+        newlines = np.r_[newlines, len(raw)]
+    nlines = len(newlines)
+    if len(starts) != ncols * nlines or not nlines:
+        return None
+    before = np.searchsorted(starts, newlines)  # fields that start before each line's end
+    if (before != ncols * np.arange(1, nlines + 1)).any():
+        return None
+    return [columns.take_strings(raw, starts[i::ncols], ends[i::ncols]) for i in keep]
+
+
+def numbers(text: np.ndarray) -> np.ndarray:
+    """``float`` of each ``S`` value; a ValueError when one is not a number. Plain decimals
+    (``-12.5``, ``.25``, ``7``: up to ``EXACT_DIGITS`` digits) are converted with numpy, a
+    byte column at a time (the digits as one integer, divided by a power of ten); other forms
+    (exponents, ``inf``, ``1_0``) by ``float`` itself."""
+    n, width = len(text), text.dtype.itemsize
+    chars = text.view(np.uint8).reshape(n, width).T.copy()  # one row per byte position
+    minus = chars[0] == 0x2D
+    chars[0, minus] = 0  # the sign read, the rest is digits and a dot
+    mantissa = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int64)
+    after = np.zeros(n, dtype=np.int64)  # digits after the dot
+    dots = np.zeros(n, dtype=np.int64)
+    plain = np.ones(n, dtype=bool)
+    for byte in chars:
+        value = byte - np.uint8(0x30)  # digits 0..9, any other byte wraps past 9
+        digit = value < 10
+        dot = byte == 0x2E
+        mantissa = np.where(digit, mantissa * 10 + value, mantissa)
+        digits += digit
+        dots += dot
+        after += digit & (dots > 0)
+        plain &= digit | dot | (byte == 0)
+    plain &= (dots <= 1) & (digits > 0) & (digits <= EXACT_DIGITS)
+    out = mantissa / _POWERS[np.minimum(after, EXACT_DIGITS)]
+    out[minus] = -out[minus]
+    other = np.flatnonzero(~plain)
+    if len(other):
+        out[other] = np.fromiter(map(float, text[other].tolist()), np.float64, len(other))
+    return out
+
+
+def integers_ok(text: np.ndarray) -> bool:
+    """Whether every ``S`` value is an integer to Python's ``int`` (plain digits checked with
+    numpy, other forms by ``int``)."""
+    chars = text.view(np.uint8).reshape(len(text), text.dtype.itemsize)
+    plain = (((chars >= 0x30) & (chars <= 0x39)) | (chars == 0)).all(axis=1)
+    try:
+        for value in text[~plain].tolist():
+            int(value)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,161 @@
+"""Many runs in one pass (metrics.many_runs) and small run files read with numpy (io.fields):
+a track's worth of runs (issue 36, item 0); relstring from the evaluation's ranking (item 2)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reljudge.cli import main
+from reljudge.io import fields, trec
+from reljudge.metrics import evaluate, evaluate_many, many_runs, ranking
+from reljudge.metrics.ranking import rankings
+from reljudge.metrics.trec_names import relstring_column, relstrings
+from reljudge.types import Qrels, Run
+
+MEASURES = ["nDCG@10", "nDCG", "P@5", "R@20", "RR", "AP", "Bpref", "Judged@10", "NumRet",
+            "NumRel", "IPrec@0.3", "nDCG(judged_only=True)@5"]
+QUERIES = ["q1", "q2", "q10", "q3"]
+
+
+@st.composite
+def track(draw):
+    """Qrels and several runs of different depths and score styles (ties, missing queries)."""
+    docs = st.sampled_from([f"d{i}" for i in range(30)])
+    qrels = {q: draw(st.dictionaries(docs, st.integers(-1, 3), min_size=1, max_size=15))
+             for q in draw(st.lists(st.sampled_from(QUERIES), min_size=1, max_size=4,
+                                    unique=True))}
+    scores = st.one_of(st.integers(0, 3).map(float), st.floats(-5, 5, allow_nan=False))
+    runs = [Run.from_dict({q: draw(st.dictionaries(docs, scores, min_size=1, max_size=25))
+                           for q in draw(st.lists(st.sampled_from(QUERIES), min_size=1,
+                                                  max_size=4, unique=True))}, name=f"r{i}")
+            for i in range(draw(st.integers(2, 5)))]
+    return qrels, runs
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=track(), all_queries=st.booleans(), max_docs=st.sampled_from([None, 3, 40]),
+       judged_only=st.booleans(), compat=st.sampled_from(["trec_eval-10", "trec_eval-9"]))
+def test_runs_evaluated_together_equal_each_run_evaluated_alone(data, all_queries, max_docs,
+                                                                 judged_only, compat):
+    qrels, runs = data
+    if not any(set(r.query_ids()) & {q for q, d in qrels.items() if d} for r in runs):
+        return
+    options = dict(all_queries=all_queries, max_docs=max_docs, judged_only=judged_only,
+                   compat=compat)
+    try:
+        alone = {r.name: evaluate(qrels, r, MEASURES, **options) for r in runs}
+    except Exception as e:  # the same error, for the first run that has it
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            evaluate_many(qrels, runs, MEASURES, **options)
+        return
+    together = evaluate_many(qrels, runs, MEASURES, **options)
+    for name, ev in alone.items():
+        assert together[name].query_ids == ev.query_ids
+        assert together[name].scores.tobytes() == ev.scores.tobytes()  # bit for bit
+        assert (together[name].ranking.grades == ev.ranking.grades).all()
+
+
+def test_a_batch_of_runs_is_ranked_in_one_pass(monkeypatch, tmp_path):
+    """63 small runs: one pass of the ranking (one score matrix), not one per run."""
+    calls = []
+    real = ranking.neg_scores
+
+    def counted(*args):
+        calls.append(args[3])  # rows of the matrix
+        return real(*args)
+
+    monkeypatch.setattr(ranking, "neg_scores", counted)
+    monkeypatch.setattr(many_runs, "neg_scores", counted)
+    rng = np.random.default_rng(3)
+    qrels = Qrels.from_dict({f"q{q}": {f"d{d}": int(g) for d, g in
+                                       enumerate(rng.integers(0, 3, 30))} for q in range(5)})
+    runs = [Run.from_dict({f"q{q}": {f"d{d}": float(rng.integers(0, 4)) for d in range(40)}
+                           for q in range(5)}, name=f"r{i}") for i in range(63)]
+    result = evaluate_many(qrels, runs, ["AP", "nDCG@10"])
+    assert len(result) == 63 and calls == [63 * 5]
+
+
+def write_runs(folder, n: int = 3) -> list[str]:
+    """Qrels and ``n`` small run files with ties; their paths."""
+    (folder / "q.qrels").write_text("".join(f"q{q} 0 d{d} {(q + d) % 3}\n" for q in range(4)
+                                            for d in range(0, 20, 2)))
+    paths = [str(folder / "q.qrels")]
+    for i in range(n):
+        lines = [f"q{q} Q0 d{d} {d + 1} {(d * (i + 1)) % 5 / 2} r{i}\n" for q in range(4)
+                 for d in range(20)]
+        (folder / f"r{i}.run").write_text("".join(lines))
+        paths.append(str(folder / f"r{i}.run"))
+    return paths
+
+
+def test_relstring_reads_the_ranking_kept_in_the_evaluation(tmp_path, monkeypatch, capsys):
+    """eval --format trec -q with relstring ranks each run once (it ranked every run again
+    for relstring), and prints what ranking again would give."""
+    paths = write_runs(tmp_path)
+    ev = evaluate_many(trec.read_qrels(paths[0]), trec.read_runs(paths[1:]), ["AP"])
+    _, qids, ranked = rankings(trec.read_qrels(paths[0]), trec.read_run(paths[1]))
+    assert relstring_column(ev["r0"], 10) == relstrings(ranked, 10)
+    assert ev["r0"].query_ids == qids
+
+    passes = []
+    real = ranking.neg_scores
+    monkeypatch.setattr(many_runs, "neg_scores", lambda *a: passes.append(1) or real(*a))
+    monkeypatch.setattr(ranking, "neg_scores", lambda *a: passes.append(1) or real(*a))
+    assert main(["eval", *paths, "--format", "trec", "-q", "-m", "relstring", "-m", "map"]) == 0
+    out = capsys.readouterr().out
+    assert len(passes) == 1
+    assert f"r0\t{'relstring':<22}\tq0\t'{relstrings(ranked, 10)[0]}'\n" in out
+
+
+def test_small_run_files_are_read_into_compact_columns(tmp_path):
+    """A small ASCII run file is read by numpy into compact columns (it was read into a
+    Python str per field), equal to what the text reader gives."""
+    paths = write_runs(tmp_path, 1)
+    run = trec.read_run(paths[1])
+    assert run.compact
+    rows = [line.split() for line in Path(paths[1]).read_text().splitlines()]
+    expected: dict = {}
+    for q, _, d, _, s, _ in rows:
+        expected.setdefault(q, {})[d] = float(s)
+    assert run.to_dict() == expected and run.name == "r0"
+
+
+decimals = st.from_regex(r"-?[0-9]{0,17}\.?[0-9]{0,17}", fullmatch=True)
+others = st.floats(allow_nan=False, allow_infinity=False).map(repr)
+
+
+@given(values=st.lists(st.one_of(decimals, others, st.sampled_from(["1_0", "+3", "1e5", ".",
+                                                                  "-", "--1", "0x1"])),
+                       min_size=1, max_size=30))
+def test_numbers_are_pythons_float_or_refused_as_float_refuses(values):
+    text = np.array([v.encode() for v in values if v] or [b"0"])
+    try:
+        expected = [float(v) for v in text.tolist()]
+    except ValueError:
+        with pytest.raises(ValueError):
+            fields.numbers(text)
+        return
+    got = fields.numbers(text)
+    assert np.array(expected).tobytes() == got.tobytes()  # bit for bit, -0.0 too
+
+
+@pytest.mark.parametrize(("text", "ncols"), [
+    (b"a b c\nd e f\n", 3), (b"a b c\nd e f", 3), (b"a  b\tc\r\nd e f\n", 3),
+    (b"a b\nc d e f\n", 3), (b"a b c\n\nd e f\n", 3), (b"a b c\x1c\n", 3), (b"a b \xc3\xa9\n", 3),
+    (b"", 3), (b"a b c d\n", 3), (b"a\x01 b c\n", 3)])
+def test_split_fields_gives_bytes_split_or_hands_the_file_back(text, ncols):
+    got = fields.split_fields(text, ncols, range(ncols))
+    lines = text.split(b"\n")
+    regular = text.isascii() and all(len(line.split()) == ncols for line in
+                                     (lines[:-1] if text.endswith(b"\n") else lines))
+    regular = regular and text and not any(c in text for c in b"\x1c\x01")
+    if not regular:
+        assert got is None
+    else:
+        assert [c.tolist() for c in got] == [text.split()[i::ncols] for i in range(ncols)]
