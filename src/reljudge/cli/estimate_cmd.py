@@ -91,7 +91,8 @@ def run(args) -> int:
 
         raise InputError(f"{', '.join(est.skipped)} cannot be estimated from a pair-level "
                          f"sample (only DCG@k, P@k and RBP@k are linear in the gains with a fixed "
-                         f"normaliser); draw a query-level sample (--design srs-queries) for it")
+                         f"normaliser, and nDCG@k is a ratio of estimates); draw a query-level "
+                         f"sample (--design srs-queries) for it")
     if args.format == "json":
         emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,
                          "level": args.level, "runs": [r.__dict__ for r in est.rows],
