@@ -13,9 +13,11 @@ examples:
 
 designs:
   srs-queries       whole queries, simple random sample: valid for every measure
-  srs-pairs         pooled pairs, simple random sample: DCG@k, P@k, RBP@k
+  srs-pairs         pooled pairs, simple random sample: DCG@k, P@k, RBP@k, nDCG@k
   stratified-pairs  pairs stratified by the judge's grade (proportional allocation, at least
-                    2 per grade): DCG@k, P@k, RBP@k, usually narrower than srs-pairs
+                    2 per grade): DCG@k, P@k, RBP@k, nDCG@k, usually narrower than srs-pairs
+                    (nDCG@k: a ratio estimate, wide below about 20 % of the pairs; AP, RR
+                    and recall need srs-queries)
 
 The population is the pool of the runs (RUN files, --depth), or, without runs, every pair the
 judge source labelled in the store. The draw, each pair's inclusion probability and its
@@ -162,7 +164,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
                 f"covering >= 93 % for every judge (lowest coverage {sizes} queries; "
                 f"docs/ppi.md), so the estimates will carry a warning. Recommended: --query-count "
                 f"{min(max(have, QUERY_COVERAGE[-1][0]), total)} or more, or a pair sample "
-                f"for DCG@k, P@k and RBP@k")
+                f"for DCG@k, P@k, RBP@k and nDCG@k")
     if runs:
         from reljudge.pool import top_k
 

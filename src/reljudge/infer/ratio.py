@@ -1,24 +1,31 @@
 """nDCG@k from a pair-level sample: a ratio estimator whose normaliser, each query's ideal
 DCG, is estimated too, with a bootstrap interval over the sample.
 
-Per query q, nDCG@k_q = DCG@k_q / IDCG@k_q. The ideal DCG is a function of how many pooled
-pairs of q carry each human grade (C_qg): the ideal ranking puts the C_q3 pairs of grade 3
-first, then grade 2, ... Both DCG@k_q (a total over the run's top k of q) and the counts C_qg
-(totals over q's pool) are estimated by the same model-assisted difference estimator
-(generalised regression, Saerndal, Swensson, Wretman 1992, ch. 6; PPI with a recalibrated
-predictor): each pooled pair's prediction is the human grade distribution among the sampled
-pairs the judge gave the same grade (p(g | judge grade), fitted on the sample with the
-design weights), summed over the query, plus the design-weighted residuals (human minus
-prediction) of the query's sampled pairs. The ideal DCG of the estimated counts uses the
-discount interpolated between ranks (exact at whole counts), a query's ratio is clipped to
-[0, 1] as nDCG is, and the estimate is the mean over the queries.
+Per query q, nDCG@k_q = DCG@k_q / IDCG@k_q, and IDCG@k_q is a function of how many pooled
+pairs of q carry each human grade (C_qg): the ideal ranking puts q's grade-3 pairs first,
+then grade 2, ...
 
-The interval: the Rao-Wu rescaling bootstrap (Rao, Wu, Yue 1992; n_h - 1 draws with
+* The model: p(human grade | judge grade), the design-weighted grade shares of the sampled
+  pairs the judge gave each grade (PPI with a recalibrated predictor).
+* The counts C_qg, post-stratified by query and judge grade (Cochran 1977, sec. 5A.9): each
+  cell's pooled pairs times its sampled pairs' weighted grade shares, or the model's where
+  the cell has no sampled pair. Never negative, unlike the difference estimator (judge's
+  counts plus design-weighted residuals of the query's sampled pairs), whose negative counts
+  made ideal DCGs near 0 and ratios explode (docs/ppi.md has the numbers). A query holds at
+  least the pairs seen of each grade. The ideal DCG of fractional counts interpolates the
+  discount between ranks (exact at whole counts).
+* The numerator, the mean over queries of DCG@k_q / IDCG@k_q, is linear in the gains given
+  the ideals: each pooled pair's model-predicted gain over its query's ideal, plus, per judge
+  grade, the run's top-k pairs times the design-weighted mean residual (human minus
+  predicted gain, over the ideal) of the sampled pairs there: post-stratified by the run's
+  top k as the linear measures are (``infer.scores``).
+
+The interval: the Rao-Wu rescaling bootstrap (Rao, Wu, Yue 1992: n_h - 1 draws with
 replacement per stratum, weights rescaled by sqrt(1 - f_h), which carries the
-finite-population correction), every replicate re-fitting p(g | judge grade), the counts, the
-ideal DCG and the ratio; a percentile interval of the replicates. The human-only column is the
-same ratio with no model (Horvitz-Thompson counts and DCG). A census gives every replicate
-the same value: "exact (census)".
+finite-population correction); every replicate re-fits the model, the counts, the ideal DCGs
+and the ratio; the percentile interval, bias-corrected (``bias_corrected``). The human-only
+column: Horvitz-Thompson counts and no model. A census gives every replicate the same value:
+"exact (census)".
 """
 
 from __future__ import annotations
@@ -172,18 +179,61 @@ def ndcg_replicates(frame: PairFrame, run_weights: np.ndarray, k: int, dcg: str,
     seen = frame.seen()
     out = []
     ideal = relevant = None
-    for model in (grade_model(frame, w), None):
-        counts = totals(frame, w, np.ones((1, len(frame.query))), np.eye(N_GRADES),
-                        model)[:, 0]  # (B, Q, G)
+    model = grade_model(frame, w)
+    for m in (model, None):  # PPI, then human-only (Horvitz-Thompson counts, no model)
+        counts = (cell_counts(frame, w, m) if m is not None else
+                  totals(frame, w, np.ones((1, len(frame.query))), np.eye(N_GRADES),
+                         None)[:, 0])  # (B, Q, G)
         best = ideal_dcg(counts, k, gains, seen)  # (B, Q)
-        got = totals(frame, w, run_weights, gains[None], model)[..., 0]  # (B, R, Q)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(best[:, None, :] > 0, got / best[:, None, :], 0.0)
-        out.append(ratio.mean(axis=-1))
+        out.append(pooled_ratio(frame, w, run_weights, gains, m, best))
         if ideal is None:
             ideal, relevant = best, counts[0, :, 1:].sum(axis=-1)
     assert ideal is not None and relevant is not None
     return RatioReplicates(out[0], out[1], ideal, relevant)
+
+
+def cell_counts(frame: PairFrame, w: np.ndarray, model: np.ndarray) -> np.ndarray:
+    """Pairs of each human grade per query, (B, Q, G): in each cell of a query and a judge
+    grade, its pooled pairs times the weighted grade shares of its sampled pairs, or of the
+    model where it has none (post-stratification; never negative)."""
+    qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
+    cell = qs * N_GRADES + js
+    width = frame.queries * N_GRADES
+    one = _onehot(cell, width)  # (n, QJ)
+    h = _onehot(frame.human, N_GRADES)  # (n, G)
+    mass = w @ one  # (B, QJ)
+    joint = (w[:, :, None] * h[None]).transpose(0, 2, 1) @ one  # (B, G, QJ)
+    joint = joint.transpose(0, 2, 1).reshape(len(w), frame.queries, N_GRADES, N_GRADES)
+    mass = mass.reshape(len(w), frame.queries, N_GRADES, 1)
+    share = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), model[:, None])
+    pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]  # (Q, J)
+    return np.einsum("qj,bqjg->bqg", pooled, share)
+
+
+def pooled_ratio(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, gains: np.ndarray,
+                 model: np.ndarray | None, ideal: np.ndarray) -> np.ndarray:
+    """The mean over queries of DCG@k_q / ideal_q for each run, (B, R): each pooled pair's
+    predicted gain over its query's ideal, plus per judge grade the run's top-k pairs times
+    the design-weighted mean residual of its sampled pairs there (post-stratified by the
+    run's top k and the judge's grade: a pair in the top k of one query borrows from the
+    others)."""
+    with np.errstate(divide="ignore"):
+        inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)  # (B, Q)
+    e = model @ gains if model is not None else np.zeros((len(w), N_GRADES))  # (B, J)
+    qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
+    gs = gains[frame.human]
+    out = np.zeros((len(w), len(run_weights)))
+    for r, wr in enumerate(run_weights):
+        pool = _by_query_judge(frame, wr[None])[0]  # (Q, J)
+        out[:, r] = np.einsum("qj,bj,bq->b", pool, e, inv)
+        top = wr[frame.sampled] > 0
+        resid = wr[frame.sampled] * (gs[None] - e[:, js]) * inv[:, qs]  # (B, n)
+        for j in range(N_GRADES):
+            at = np.flatnonzero(top & (js == j))
+            size = float(((wr > 0) & (frame.judge == j)).sum())
+            if len(at) and size:
+                out[:, r] += size * (w[:, at] * resid[:, at]).sum(1) / w[:, at].sum(1)
+    return out / frame.queries
 
 
 def interval(reps: np.ndarray, human: np.ndarray, n: int, population: int, level: float,
@@ -294,12 +344,13 @@ class RatioDesign:
         r = self.replicates.get(str(m))
         if r is None:
             return None
-        bad = uncertain_ideals(self.frame, r.ideal, r.relevant, self.query_names)
+        bad = sorted(uncertain_ideals(self.frame, r.ideal, r.relevant, self.query_names),
+                     key=lambda b: -b[1])
         if not bad:
             return None
-        said = ", ".join(f"{q} needs about {more} more"
-                         + (" (no sampled pair of it is relevant)" if none else "")
+        said = ", ".join(f"{q} about {more} more labels" + (" (none of its sampled pairs is "
+                                                             "relevant)" if none else "")
                          for q, more, none in bad[:5])
-        return (f"the ideal DCG of {len(bad)} of {self.frame.queries} queries is uncertain "
-                f"(bootstrap sd over {IDEAL_CV:.0%} of it, or no relevant sampled pair): "
-                f"{said}{', ...' if len(bad) > 5 else ''} human labels of its pairs")
+        return (f"normalised by {len(bad)} uncertain ideal DCGs of {self.frame.queries} "
+                f"queries (bootstrap sd over {IDEAL_CV:.0%} of it, or no relevant sampled "
+                f"pair): {said}{', ...' if len(bad) > 5 else ''}")
