@@ -30,8 +30,10 @@ from reljudge.grades import N_GRADES
 from reljudge.infer.ratio import (
     PairFrame,
     bias_corrected,
+    cell_counts,
     grade_model,
     ndcg_replicates,
+    pooled_ratio,
     replicate_weights,
     totals,
 )
@@ -86,16 +88,22 @@ def truth(pairs, ranks: np.ndarray, human: np.ndarray, measure: str) -> np.ndarr
                               all_queries=True).mean()[measure] for r in ranks])
 
 
-def recall_replicates(frame: PairFrame, top: np.ndarray, replicates: int, seed: int):
-    """R@k (grade >= 1) by the same construction: (PPI, human-only), (B, R) each."""
+def recall_replicates(frame: PairFrame, top: np.ndarray, replicates: int, seed: int,
+                      difference: bool = False):
+    """R@k (grade >= 1) by the nDCG construction, the relevant count in place of the ideal
+    DCG (``difference``: counts by the difference estimator instead): (PPI, human-only),
+    (B, R) each."""
     w = replicate_weights(frame, replicates, seed)
-    rel = (np.arange(N_GRADES) >= 1).astype(np.float64)[None]
+    rel = (np.arange(N_GRADES) >= 1).astype(np.float64)
+    model = grade_model(frame, w)
     out = []
-    for m in (grade_model(frame, w), None):
-        count = totals(frame, w, np.ones((1, len(frame.query))), rel, m)[:, 0, :, 0]
-        got = totals(frame, w, top, rel, m)[..., 0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out.append(np.where(count[:, None] > 0, got / count[:, None], 0.0).mean(-1))
+    for m in (model, None):
+        if m is not None and not difference:
+            count = cell_counts(frame, w, m)[..., 1:].sum(-1)
+        else:
+            count = totals(frame, w, np.ones((1, len(frame.query))), rel[None], m)[:, 0, :, 0]
+        count = np.maximum(count, frame.seen()[:, 1:].sum(-1))
+        out.append(pooled_ratio(frame, w, top, rel, m, count))
     return out
 
 
@@ -116,7 +124,8 @@ def main() -> int:
     p.add_argument("--judges", type=int, default=5)
     p.add_argument("--replicates", type=int, default=500)
     p.add_argument("--budgets", default="0.05,0.1,0.2,0.4")
-    p.add_argument("--measure", default="nDCG@10", choices=("nDCG@10", "R@10"))
+    p.add_argument("--measure", default="nDCG@10", choices=("nDCG@10", "R@10", "R@10-diff"),
+                   help="R@10-diff: recall with the relevant counts by the difference estimator")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     if not (args.data / "human" / "test.qrels").exists():
@@ -140,7 +149,7 @@ def main() -> int:
         for kind, ranks in kinds.items():
             top = (ranks <= K).astype(np.float64)
             weights = np.where(ranks <= K, 1.0 / np.log2(ranks + 1.0), 0.0)
-            t = truth(pairs, ranks, human, args.measure)
+            t = truth(pairs, ranks, human, args.measure.removesuffix("-diff"))
             for frac in map(float, args.budgets.split(",")):
                 sizes = np.bincount(g, minlength=N_GRADES)
                 take = allocate(round(frac * len(pairs)), sizes)
@@ -158,7 +167,8 @@ def main() -> int:
                                             args.seed + d)
                         est, hum = r.ppi, r.human
                     else:
-                        est, hum = recall_replicates(frame, top, args.replicates, args.seed + d)
+                        est, hum = recall_replicates(frame, top, args.replicates, args.seed + d,
+                                                     args.measure == "R@10-diff")
                     h1, w1, v1 = cover(est, t)
                     h2, w2, _ = cover(hum, t)
                     hits.append(h1)

@@ -101,10 +101,18 @@ def grade_model(frame: PairFrame, w: np.ndarray) -> np.ndarray:
     return np.where(total > 0, joint / np.maximum(total, 1e-300), overall)
 
 
+def _cells(index: np.ndarray, width: int):
+    """A sparse (units, width) one-hot matrix of each unit's cell."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((np.ones(len(index)), (np.arange(len(index)), index)),
+                             shape=(len(index), width))
+
+
 def _by_query_judge(frame: PairFrame, values: np.ndarray) -> np.ndarray:
     """(R, P) pooled values summed per query and judge grade: (R, Q, J)."""
-    cell = _onehot(frame.query * N_GRADES + frame.judge, frame.queries * N_GRADES)
-    return (values @ cell).reshape(len(values), frame.queries, N_GRADES)
+    cell = _cells(frame.query * N_GRADES + frame.judge, frame.queries * N_GRADES)
+    return np.asarray((cell.T @ values.T).T).reshape(len(values), frame.queries, N_GRADES)
 
 
 def _per_query(w: np.ndarray, per_pair: np.ndarray, query: np.ndarray, queries: int
@@ -199,11 +207,11 @@ def cell_counts(frame: PairFrame, w: np.ndarray, model: np.ndarray) -> np.ndarra
     qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
     cell = qs * N_GRADES + js
     width = frame.queries * N_GRADES
-    one = _onehot(cell, width)  # (n, QJ)
-    h = _onehot(frame.human, N_GRADES)  # (n, G)
-    mass = w @ one  # (B, QJ)
-    joint = (w[:, :, None] * h[None]).transpose(0, 2, 1) @ one  # (B, G, QJ)
-    joint = joint.transpose(0, 2, 1).reshape(len(w), frame.queries, N_GRADES, N_GRADES)
+    one = _cells(cell, width).T  # (QJ, n), sparse
+    mass = np.asarray(one @ w.T).T  # (B, QJ)
+    joint = np.stack([np.asarray(one @ (w * (frame.human == g)).T).T
+                      for g in range(N_GRADES)], axis=-1)  # (B, QJ, G)
+    joint = joint.reshape(len(w), frame.queries, N_GRADES, N_GRADES)
     mass = mass.reshape(len(w), frame.queries, N_GRADES, 1)
     share = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), model[:, None])
     pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]  # (Q, J)
