@@ -86,7 +86,7 @@ def test_a_query_whose_sample_holds_no_relevant_pair_warns_with_the_labels_it_ne
         assert "q19 about" in r.warning and "none of its sampled pairs is relevant" in r.warning
 
 
-def test_more_labels_asked_for_shrink_the_ideal_spread():
+def test_the_queries_asked_for_more_labels_are_those_whose_ideal_is_spread():
     truth, judge, _ = _world(seed=3)
     frame = _frame(truth, judge, draw(sorted(truth), "stratified-pairs", 60, 0, grades=judge))
     rep = ratio.ndcg_replicates(frame, np.zeros((1, len(frame.query))), 10, "log2", 300, 0)
