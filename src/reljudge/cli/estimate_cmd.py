@@ -34,7 +34,10 @@ covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k,
 query sample of fewer than all queries (no query budget up to 20 of 25 reached it). Read
 such intervals as approximate. Pair-sample estimates are post-stratified by each run's top
 k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level
-samples serve DCG@k, P@k and RBP@k only. Human grades: per sampled pair (every pair must have
+samples serve DCG@k, P@k, RBP@k and nDCG@k only. nDCG@k from pairs is a ratio whose
+normaliser, each query's ideal DCG, is estimated from the sample too; its interval is a
+bias-corrected bootstrap over the sampled pairs, and a warning names each query whose ideal
+DCG is too uncertain, with about how many more of its pairs to label. Human grades: per sampled pair (every pair must have
 one), the standing human grades (an undone grade does not count) merged as `labels merge
 --policy adjudicated-first` merges them: an adjudicated grade (assess --adjudicate) where there
 is one, else the annotators' majority (a tie to the lower grade); --human NAME: that source's
@@ -95,7 +98,8 @@ def run(args) -> int:
 
         raise InputError(f"{', '.join(est.skipped)} cannot be estimated from a pair-level "
                          f"sample (only DCG@k, P@k and RBP@k are linear in the gains with a fixed "
-                         f"normaliser); draw a query-level sample (--design srs-queries) for it")
+                         f"normaliser, and nDCG@k is a ratio of estimates); draw a query-level "
+                         f"sample (--design srs-queries) for it")
     if args.format == "json":
         emit(json_dumps({"sample": est.sample, "design": est.design, "judge": est.judge,
                          "level": args.level, "runs": [r.__dict__ for r in est.rows],

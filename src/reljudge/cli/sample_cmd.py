@@ -15,9 +15,11 @@ examples:
 
 designs:
   srs-queries       whole queries, simple random sample: valid for every measure
-  srs-pairs         pooled pairs, simple random sample: DCG@k, P@k, RBP@k
+  srs-pairs         pooled pairs, simple random sample: DCG@k, P@k, RBP@k, nDCG@k
   stratified-pairs  pairs stratified by the judge's grade (proportional allocation, at least
-                    2 per grade): DCG@k, P@k, RBP@k, usually narrower than srs-pairs
+                    2 per grade): DCG@k, P@k, RBP@k, nDCG@k, usually narrower than srs-pairs
+                    (nDCG@k: a ratio estimate, wide below about 20 % of the pairs; AP, RR
+                    and recall need srs-queries)
   active            pairs with unequal probabilities, proportional to sqrt(judge uncertainty x
                     the pair's squared rank weights in the runs' --measure): DCG@k, P@k, RBP@k;
                     on LLMJudge about half the width of stratified-pairs at the same budget.
@@ -261,7 +263,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
                 f"covering >= 93 % for every judge (lowest coverage {sizes} queries; "
                 f"docs/ppi.md), so the estimates will carry a warning. Recommended: --query-count "
                 f"{min(max(have, QUERY_COVERAGE[-1][0]), total)} or more, or a pair sample "
-                f"for DCG@k, P@k and RBP@k")
+                f"for DCG@k, P@k, RBP@k and nDCG@k")
     if runs:
         from reljudge.pool import top_k
 

@@ -5,9 +5,10 @@ judge's labels for every query and under the human labels for the sampled querie
 samples (srs-pairs, stratified-pairs) work for measures linear in the gains with a fixed
 normaliser, DCG@k, P@k and RBP@k: each pooled pair's contribution is its rank weight times its
 gain,
-and the Horvitz-Thompson PPI estimate weights the sampled pairs by 1 / inclusion probability.
-nDCG, AP, RR and R have a label-dependent normaliser or are not linear: for them use a
-query-level sample (a pair-level sample is refused with that advice).
+and the Horvitz-Thompson PPI estimate weights the sampled pairs by 1 / inclusion probability;
+and nDCG@k, whose normaliser is estimated too (``infer.ratio``). AP, RR and R are not
+linear or have a normaliser that estimate does not serve: for them use a query-level sample
+(a pair-level sample is refused with that advice).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
 from reljudge.grades import GRADE_MAX
-from reljudge.infer import ppi
+from reljudge.infer import ppi, ratio
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
@@ -85,8 +86,8 @@ def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndar
             or (measure.name == "RBP" and measure.param("residual")):
         raise InputError(f"{measure} cannot be estimated from a pair-level sample (only "
                          f"DCG@k, P@k and RBP@k are linear in the gains with a fixed "
-                         f"normaliser); "
-                         f"draw a query-level sample (--design srs-queries) for it")
+                         f"normaliser, and nDCG@k is a ratio of estimates); draw a "
+                         f"query-level sample (--design srs-queries) for it")
     q, d, r = top_k(run, int(k))
     rank = dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
     ranks = np.array([rank.get(p, 0) for p in pairs], dtype=np.float64)
@@ -139,7 +140,11 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
 
         design = active_design(sample, judge, human, runs, parsed, queries, cells, level)
     else:
-        design = _pair_design(sample, judge, human, runs, parsed, queries, cells, level)
+        linear = [m for m in parsed if not ratio.serves(m)]
+        design = _pair_design(sample, judge, human, runs, linear, queries, cells, level)
+        if len(linear) < len(parsed):
+            design = _ByMeasure(design, _ratio_design(sample, judge, human, runs, [
+                m for m in parsed if ratio.serves(m)], queries, level, bootstrap, seed))
     rows, diffs = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
                                  level=level, bootstrap=bootstrap, seed=seed)
     if sample.design == "active":
@@ -267,6 +272,41 @@ def _pair_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run]
                        level)
 
 
+@dataclass(frozen=True)
+class _ByMeasure:
+    """A pair sample's estimates: nDCG@k by the ratio estimator, the rest linear."""
+
+    linear: _Design
+    ratio: ratio.RatioDesign
+
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
+                 ) -> tuple[ppi.Estimate, int]:
+        """The ratio estimator's estimate for nDCG@k, else the linear one's."""
+        which = self.ratio if ratio.serves(m) else self.linear
+        return which.estimate(cell, run, m, other)
+
+
+def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
+                  parsed: Sequence[Measure], queries: list[str], level: float,
+                  bootstrap: int, seed: int) -> ratio.RatioDesign:
+    """The pool and sample as arrays, and every run's nDCG@k replicates."""
+    pop, labels, sizes = _population(sample, judge)
+    jg, hg = _grades_of(judge), _grades_of(human)
+    index = {p: i for i, p in enumerate(pop)}
+    qindex = {q: i for i, q in enumerate(queries)}
+    pairs = sample.pairs()
+    frame = ratio.PairFrame(
+        np.array([qindex[q] for q, _ in pop], dtype=np.int64),
+        np.array([jg[p] for p in pop], dtype=np.int64), sizes,
+        np.array([index[p] for p in pairs], dtype=np.int64),
+        np.array([labels.index(i.stratum or "all") for i in sample.items], dtype=np.int64),
+        np.array([hg[p] for p in pairs], dtype=np.int64), len(queries))
+    weights = {m: np.stack([pair_weights(run, pop, parse_measure(f"DCG@{int(m.cutoff or 0)}"))
+                            for run in runs]) for m in parsed}
+    return ratio.RatioDesign.build(frame, [r.name for r in runs], weights, queries, level,
+                                   bootstrap, seed)
+
+
 def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence[Run],
                    parsed: Sequence[Measure], base: str, queries: int, *, level: float,
                    bootstrap: int, seed: int) -> tuple[list[RunEstimate], list[RunEstimate]]:
@@ -279,8 +319,9 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
             cell = cells[(run.name, str(m))]
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
             e, k = design.estimate(cell, run.name, m)
+            note = design.ratio.note(m) if isinstance(design, _ByMeasure) else None
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None,
-                             k, _warning(e, _small(sample.unit, k, m.cutoff, queries)),
+                             k, _warning(e, _small(sample.unit, k, m.cutoff, queries), note),
                              measure_range(m)))
             if run.name == base:
                 continue
@@ -289,7 +330,8 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
             de, k = design.estimate(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, de, float(de.p_value()), k,
-                              _warning(de, _small(sample.unit, k, m.cutoff, queries, True)),
+                              _warning(de, _small(sample.unit, k, m.cutoff, queries, True),
+                                       note),
                               difference_range(m)))
     return rows, diffs
 
@@ -357,10 +399,11 @@ def _small(unit: str, informative: int, cutoff: float | None, queries: int,
     return small_sample_warning(unit, informative, cutoff, queries, pair_of_runs)
 
 
-def _warning(e: ppi.Estimate, small: str | None) -> str | None:
-    """The estimate's warnings as one line: too small a sample, strata that varied not at all."""
+def _warning(e: ppi.Estimate, small: str | None, note: str | None = None) -> str | None:
+    """The estimate's warnings as one line: too small a sample, strata that varied not at all,
+    the design's ``note`` (an uncertain normaliser)."""
     flat = int(np.sum(e.flat))
-    said = [small] if small else []
+    said = [s for s in (small, note) if s]
     if flat:
         said.append(f"{flat} sampled stratum/strata short of a census had all sampled values "
                     f"equal: their variance is conservative ({ppi.FLAT_RULE})")
@@ -510,14 +553,17 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
         usable = list(measures)
         skipped: list[str] = []
         if s.unit == "pair":
-            usable = [m for m in measures if parse_measure(m).name in PAIR_MEASURES
-                      and parse_measure(m).cutoff is not None]
+            usable = [m for m in measures if (parse_measure(m).name in PAIR_MEASURES
+                      and parse_measure(m).cutoff is not None)
+                      or (ratio.serves(parse_measure(m)) and s.design != "active")]
             skipped = [str(parse_measure(m)) for m in measures if m not in usable]
             if not usable:
                 if require:
                     raise InputError(f"none of {', '.join(skipped)} can be estimated from "
-                                     f"the pair-level sample {name!r} (only DCG@k, P@k, RBP@k); "
-                                     f"draw a query-level sample (--design srs-queries)")
+                                     f"the {s.design} sample {name!r} (only DCG@k, P@k, RBP@k"
+                                     f"{'' if s.design == 'active' else ', nDCG@k'}); "
+                                     f"draw a query-level sample "
+                                     f"(--design srs-queries)")
                 return None
         rankings: list[Ranking] | None = [] if rank else None
         rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,

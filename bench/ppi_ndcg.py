@@ -1,0 +1,195 @@
+"""Benchmark: do the pair-sample nDCG@10 intervals (infer/ratio.py) cover on real judges?
+
+    python bench/ppi_ndcg.py                          # 5 judges, 100 draws per budget
+    python bench/ppi_ndcg.py --judges 2 --draws 20    # quick look
+    python bench/ppi_ndcg.py --measure R@10           # recall@10 by the same construction
+
+Data: the LLMJudge (TREC DL 2023) test set in ../shared/data/llmjudge: 25 queries, 4,423
+human-labelled pairs (the pool), 33 LLM judges' labels (out-of-scale grades clipped to 0..3).
+Two kinds of systems, each scored against the truth (nDCG@10 under every human label, by
+reljudge.metrics.evaluate):
+  simulated  32 runs ranking each query's pool by human grade + Gaussian noise (sd 0.25-4)
+  real       one run per other LLM judge: its grades rank each query's pool (ties by docid)
+For each PPI judge (the first --judges by file name) and budget (5/10/20/40 % of pairs,
+stratified by the judge's grade as `reljudge sample` draws), over --draws draws: coverage of
+the 95 % interval (pooled over runs and draws, and the worst run), mean width, and the
+human-only interval's coverage and width.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from reljudge.grades import N_GRADES
+from reljudge.infer.ratio import (
+    PairFrame,
+    bias_corrected,
+    cell_counts,
+    grade_model,
+    ndcg_replicates,
+    pooled_ratio,
+    replicate_weights,
+    totals,
+)
+from reljudge.infer.sample import allocate
+from reljudge.io import read_judge
+from reljudge.io.trec import read_qrels
+from reljudge.metrics import evaluate
+from reljudge.types import Qrels, Run
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "llmjudge"
+K = 10
+
+
+def load(data: Path):
+    """Pairs (sorted), query index, human grades, {judge: grades} for every judge."""
+    d = read_qrels(data / "human" / "test.qrels").to_dict()
+    pairs = sorted((q, doc) for q in d for doc in d[q])
+    index = {p: i for i, p in enumerate(pairs)}
+    qids = sorted(d)
+    qidx = np.array([qids.index(q) for q, _ in pairs])
+    human = np.array([d[q][doc] for q, doc in pairs], dtype=np.int64)
+    preds = {}
+    for f in sorted((data / "llm" / "labels").glob("*.txt")):
+        labels, _ = read_judge(f, clip=True)
+        g = np.zeros(len(pairs), dtype=np.int64)  # a pair the judge skipped: grade 0
+        for q, doc, grade in labels:
+            if (q, doc) in index:
+                g[index[(q, doc)]] = grade
+        preds[f.stem] = g
+    return pairs, qidx, len(qids), human, preds
+
+
+def ranks_of(score: np.ndarray, qidx: np.ndarray) -> np.ndarray:
+    """Rank (from 1) of each pair within its query by score descending, ties by pair order
+    (pairs are sorted by docid within a query), (S, P)."""
+    order = np.lexsort((np.broadcast_to(np.arange(score.shape[1]), score.shape), -score,
+                        np.broadcast_to(qidx, score.shape)), axis=-1)
+    ranks = np.empty_like(order)
+    starts = np.searchsorted(qidx, qidx)
+    np.put_along_axis(ranks, order, np.arange(score.shape[1])[None, :] - starts[order] + 1,
+                      axis=-1)
+    return ranks
+
+
+def truth(pairs, ranks: np.ndarray, human: np.ndarray, measure: str) -> np.ndarray:
+    """Each system's measure under all human labels (reljudge.metrics.evaluate), (S,)."""
+    q = np.array([p[0] for p in pairs], dtype=object)
+    d = np.array([p[1] for p in pairs], dtype=object)
+    qrels = Qrels.from_arrays(q, d, human, check=False)
+    return np.array([evaluate(qrels, Run.from_arrays(q, d, -r.astype(np.float64), name="s",
+                                                     check=False), [measure],
+                              all_queries=True).mean()[measure] for r in ranks])
+
+
+def recall_replicates(frame: PairFrame, top: np.ndarray, replicates: int, seed: int,
+                      difference: bool = False):
+    """R@k (grade >= 1) by the nDCG construction, the relevant count in place of the ideal
+    DCG (``difference``: counts by the difference estimator instead): (PPI, human-only),
+    (B, R) each."""
+    w = replicate_weights(frame, replicates, seed)
+    rel = (np.arange(N_GRADES) >= 1).astype(np.float64)
+    model = grade_model(frame, w)
+    out = []
+    for m in (model, None):
+        if m is not None and not difference:
+            count = cell_counts(frame, w, m)[..., 1:].sum(-1)
+        else:
+            count = totals(frame, w, np.ones((1, len(frame.query))), rel[None], m)[:, 0, :, 0]
+        count = np.maximum(count, frame.seen()[:, 1:].sum(-1))
+        out.append(pooled_ratio(frame, w, top, rel, m, count))
+    return out
+
+
+def cover(reps: np.ndarray, t: np.ndarray, level: float = 0.95):
+    """Hits (R,) and widths of the bias-corrected intervals of replicates (B, R) (row 0: the
+    estimate), as `reljudge estimate` prints them; and the corrected estimates."""
+    ends = np.array([bias_corrected(reps[:, r], level, False) for r in range(reps.shape[1])])
+    value, lo, hi = ends[:, 0], ends[:, 1], ends[:, 2]
+    return (lo <= t) & (t <= hi), hi - lo, value
+
+
+def main() -> int:
+    """Coverage and width per judge, budget and kind of system."""
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, default=DATA)
+    p.add_argument("--draws", type=int, default=100)
+    p.add_argument("--judges", type=int, default=5)
+    p.add_argument("--replicates", type=int, default=500)
+    p.add_argument("--budgets", default="0.05,0.1,0.2,0.4")
+    p.add_argument("--measure", default="nDCG@10", choices=("nDCG@10", "R@10", "R@10-diff"),
+                   help="R@10-diff: recall with the relevant counts by the difference estimator")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    if not (args.data / "human" / "test.qrels").exists():
+        print(f"no LLMJudge data at {args.data}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    pairs, qidx, nq, human, preds = load(args.data)
+    rng = np.random.default_rng(args.seed)
+    noise = np.geomspace(0.25, 4.0, 32)[:, None]
+    kinds = {"simulated": ranks_of(human + noise * rng.standard_normal((32, len(human))), qidx)}
+    names = sorted(preds)
+    print(f"{len(pairs)} pairs, {nq} queries, {args.measure}, {args.draws} draws, "
+          f"{args.replicates} bootstrap replicates")
+    print(f"{'judge':28} {'systems':9} {'budget':>6} {'cover':>6} {'worst':>6} {'width':>6} "
+          f"{'hum cov':>7} {'hum wid':>7} {'bias':>7}")
+    pooled: dict = {}
+    for judge in names[:args.judges]:
+        g = preds[judge]
+        others = [n for n in names if n != judge]
+        kinds["real"] = ranks_of(np.stack([preds[n] for n in others]).astype(float), qidx)
+        for kind, ranks in kinds.items():
+            top = (ranks <= K).astype(np.float64)
+            weights = np.where(ranks <= K, 1.0 / np.log2(ranks + 1.0), 0.0)
+            t = truth(pairs, ranks, human, args.measure.removesuffix("-diff"))
+            for frac in map(float, args.budgets.split(",")):
+                sizes = np.bincount(g, minlength=N_GRADES)
+                take = allocate(round(frac * len(pairs)), sizes)
+                draw_rng = np.random.default_rng([args.seed, zlib.crc32(judge.encode()),
+                                                  int(frac * 100)])
+                hits, widths, hhits, hwidths, bias = [], [], [], [], []
+                for d in range(args.draws):
+                    chosen = np.concatenate([draw_rng.choice(np.flatnonzero(g == h), n_h,
+                                                             replace=False)
+                                             for h, n_h in enumerate(take) if n_h])
+                    frame = PairFrame(qidx, g, sizes.astype(np.float64), chosen, g[chosen],
+                                      human[chosen], nq)
+                    if args.measure == "nDCG@10":
+                        r = ndcg_replicates(frame, weights, K, "log2", args.replicates,
+                                            args.seed + d)
+                        est, hum = r.ppi, r.human
+                    else:
+                        est, hum = recall_replicates(frame, top, args.replicates, args.seed + d,
+                                                     args.measure == "R@10-diff")
+                    h1, w1, v1 = cover(est, t)
+                    h2, w2, _ = cover(hum, t)
+                    hits.append(h1)
+                    widths.append(w1)
+                    hhits.append(h2)
+                    hwidths.append(w2)
+                    bias.append(v1 - t)
+                hit = np.array(hits)
+                pooled.setdefault((kind, frac), []).append((hit.mean(), hit.mean(0).min()))
+                print(f"{judge:28} {kind:9} {frac:6.0%} {hit.mean():6.3f} "
+                      f"{hit.mean(0).min():6.3f} {np.mean(widths):6.3f} "
+                      f"{np.mean(hhits):7.3f} {np.mean(hwidths):7.3f} "
+                      f"{np.mean(bias):+7.4f}", flush=True)
+    print("\n== over the judges: pooled coverage (lowest judge) and worst run ==")
+    for (kind, frac), v in sorted(pooled.items()):
+        c = np.array(v)
+        print(f"{kind:9} {frac:6.0%} pooled {c[:, 0].mean():.3f} (lowest judge "
+              f"{c[:, 0].min():.3f}), worst run {c[:, 1].min():.3f}")
+    print(f"\n{time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,364 @@
+"""nDCG@k from a pair-level sample: a ratio estimator whose normaliser, each query's ideal
+DCG, is estimated too, with a bootstrap interval over the sample.
+
+Per query q, nDCG@k_q = DCG@k_q / IDCG@k_q, and IDCG@k_q is a function of how many pooled
+pairs of q carry each human grade (C_qg): the ideal ranking puts q's grade-3 pairs first,
+then grade 2, ...
+
+* The model: p(human grade | judge grade), the design-weighted grade shares of the sampled
+  pairs the judge gave each grade (PPI with a recalibrated predictor).
+* The counts C_qg, post-stratified by query and judge grade (Cochran 1977, sec. 5A.9): each
+  cell's pooled pairs times its sampled pairs' weighted grade shares, or the model's where
+  the cell has no sampled pair. Never negative, unlike the difference estimator (judge's
+  counts plus design-weighted residuals of the query's sampled pairs), whose negative counts
+  made ideal DCGs near 0 and ratios explode (docs/ppi.md has the numbers). A query holds at
+  least the pairs seen of each grade. The ideal DCG of fractional counts interpolates the
+  discount between ranks (exact at whole counts).
+* The numerator, the mean over queries of DCG@k_q / IDCG@k_q, is linear in the gains given
+  the ideals: each pooled pair's model-predicted gain over its query's ideal, plus, per judge
+  grade, the run's top-k pairs times the design-weighted mean residual (human minus
+  predicted gain, over the ideal) of the sampled pairs there: post-stratified by the run's
+  top k as the linear measures are (``infer.scores``).
+
+The interval: the Rao-Wu rescaling bootstrap (Rao, Wu, Yue 1992: n_h - 1 draws with
+replacement per stratum, weights rescaled by sqrt(1 - f_h), which carries the
+finite-population correction); every replicate re-fits the model, the counts, the ideal DCGs
+and the ratio; the percentile interval, bias-corrected (``bias_corrected``). The human-only
+column: Horvitz-Thompson counts and no model. A census gives every replicate the same value:
+"exact (census)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reljudge.grades import N_GRADES
+from reljudge.infer import ppi
+from reljudge.metrics import gain_kernels, kernels
+from reljudge.metrics.measures import Measure
+
+#: a query's ideal DCG is too uncertain when its bootstrap sd exceeds this share of it
+IDEAL_CV = 0.2
+
+
+@dataclass(frozen=True)
+class PairFrame:
+    """The pool and the sample as arrays: every pooled pair's query and judge grade; the
+    sampled pairs' pool index, design stratum and human grade; the strata's pooled sizes."""
+
+    query: np.ndarray  # (P,) query index of each pooled pair
+    judge: np.ndarray  # (P,) judge grade
+    sizes: np.ndarray  # (H,) pooled pairs per design stratum
+    sampled: np.ndarray  # (n,) pool index of each sampled pair
+    stratum: np.ndarray  # (n,) design stratum of each sampled pair
+    human: np.ndarray  # (n,) human grade of each sampled pair
+    queries: int
+
+    @property
+    def census(self) -> bool:
+        """Every pooled pair is sampled: no sampling error."""
+        return len(self.sampled) >= len(self.query)
+
+    def seen(self) -> np.ndarray:
+        """Sampled pairs per query and human grade, (Q, G)."""
+        out = np.zeros((self.queries, N_GRADES))
+        np.add.at(out, (self.query[self.sampled], self.human), 1.0)
+        return out
+
+
+def replicate_weights(frame: PairFrame, replicates: int, seed: int) -> np.ndarray:
+    """Design weights N_h / n_h of the sampled pairs (row 0) and ``replicates`` Rao-Wu
+    rescaling-bootstrap weights (rows 1..), shaped (1 + replicates, n)."""
+    rng = np.random.default_rng(seed)
+    s = frame.stratum
+    n_h = np.bincount(s, minlength=len(frame.sizes)).astype(np.float64)
+    out = np.ones((1 + replicates, len(s)))
+    for h in np.flatnonzero(n_h >= 2):
+        members = np.flatnonzero(s == h)
+        n = len(members)
+        scale = np.sqrt(max(1.0 - n / frame.sizes[h], 0.0))
+        counts = rng.multinomial(n - 1, np.full(n, 1.0 / n), size=replicates)
+        out[1:, members] = 1.0 - scale + scale * n / (n - 1) * counts
+    return out * (frame.sizes[s] / n_h[s])
+
+
+def _onehot(index: np.ndarray, width: int) -> np.ndarray:
+    return (np.asarray(index)[:, None] == np.arange(width)[None, :]).astype(np.float64)
+
+
+def grade_model(frame: PairFrame, w: np.ndarray) -> np.ndarray:
+    """p(human grade | judge grade) under each row of weights, (B, J, G); a judge grade no
+    sampled pair has takes the sample's overall distribution."""
+    j = _onehot(frame.judge[frame.sampled], N_GRADES)
+    h = _onehot(frame.human, N_GRADES)
+    joint = np.einsum("bn,nj,ng->bjg", w, j, h)
+    total = joint.sum(axis=-1, keepdims=True)
+    overall = joint.sum(axis=1, keepdims=True)
+    overall = overall / np.maximum(overall.sum(axis=-1, keepdims=True), 1e-300)
+    return np.where(total > 0, joint / np.maximum(total, 1e-300), overall)
+
+
+def _cells(index: np.ndarray, width: int):
+    """A sparse (units, width) one-hot matrix of each unit's cell."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((np.ones(len(index)), (np.arange(len(index)), index)),
+                             shape=(len(index), width))
+
+
+def _by_query_judge(frame: PairFrame, values: np.ndarray) -> np.ndarray:
+    """(R, P) pooled values summed per query and judge grade: (R, Q, J)."""
+    cell = _cells(frame.query * N_GRADES + frame.judge, frame.queries * N_GRADES)
+    return np.asarray((cell.T @ values.T).T).reshape(len(values), frame.queries, N_GRADES)
+
+
+def _per_query(w: np.ndarray, per_pair: np.ndarray, query: np.ndarray, queries: int
+               ) -> np.ndarray:
+    """sum over each query's sampled pairs of w (B, n) times per_pair (n, F): (B, Q, F)
+    (one product per query: a pair belongs to one query)."""
+    out = np.zeros((len(w), queries, per_pair.shape[1]))
+    for q in np.unique(query):
+        at = np.flatnonzero(query == q)
+        out[:, q] = w[:, at] @ per_pair[at]
+    return out
+
+
+def totals(frame: PairFrame, w: np.ndarray, pool_values: np.ndarray, gain: np.ndarray,
+           model: np.ndarray | None) -> np.ndarray:
+    """Per query, the estimated total over the pool of pool_values (R, P) times each human
+    gain vector (G', G): the difference estimator with the model's predictions p(g | judge
+    grade) (B, J, G) (None: Horvitz-Thompson alone). Shaped (B, R, Q, G')."""
+    vs = pool_values[:, frame.sampled].T  # (n, R)
+    hs = gain[:, frame.human].T  # (n, G')
+    js = _onehot(frame.judge[frame.sampled], N_GRADES)  # (n, J)
+    parts = np.concatenate([hs, js], axis=1) if model is not None else hs
+    n, r, g = len(vs), vs.shape[1], hs.shape[1]
+    sums = _per_query(w, (vs[:, :, None] * parts[:, None, :]).reshape(n, -1),
+                      frame.query[frame.sampled], frame.queries)
+    sums = sums.reshape(len(w), frame.queries, r, -1).transpose(0, 2, 1, 3)  # (B, R, Q, F)
+    ht = sums[..., :g]
+    if model is None:
+        return ht
+    expected = np.einsum("bjg,kg->bjk", model, gain)  # (B, J, G')
+    pool = _by_query_judge(frame, pool_values)[None]  # (1, R, Q, J)
+    return ht + np.einsum("brqj,bjk->brqk", pool - sums[..., g:], expected)
+
+
+def ideal_dcg(counts: np.ndarray, k: int, gains: np.ndarray,
+              known: np.ndarray | None = None) -> np.ndarray:
+    """Ideal DCG@k from (possibly fractional) pair counts per grade (..., G): sum over grades
+    g >= 1 of (gain_g - gain_{g-1}) D(pairs of grade >= g), D the summed discounts to a rank,
+    linear between ranks (exact at whole counts). ``known``: pairs seen with each grade
+    (..., G); a query holds at least as many of grade >= g as were seen."""
+    at_least = np.cumsum(np.maximum(counts, 0.0)[..., ::-1], axis=-1)[..., ::-1]
+    if known is not None:
+        at_least = np.maximum(at_least, np.cumsum(known[..., ::-1], axis=-1)[..., ::-1])
+    x = np.clip(at_least[..., 1:], 0.0, k)
+    disc = kernels.discount(k)
+    cum = np.concatenate([[0.0], np.cumsum(disc)])
+    whole = np.floor(x).astype(np.int64)
+    step = np.concatenate([disc, [0.0]])[np.minimum(whole, k)]
+    d = cum[whole] + (x - whole) * step
+    return (d * np.diff(gains)).sum(axis=-1)
+
+
+@dataclass(frozen=True)
+class RatioReplicates:
+    """nDCG@k of every run (the mean over queries) under every replicate (row 0: the sample
+    itself), by the PPI (model-assisted) and the human-only estimator; and each query's PPI
+    ideal DCG under every replicate."""
+
+    ppi: np.ndarray  # (B, R)
+    human: np.ndarray  # (B, R)
+    ideal: np.ndarray  # (B, Q)
+    relevant: np.ndarray  # (Q,) the PPI estimate of each query's relevant (grade >= 1) pairs
+
+
+def ndcg_replicates(frame: PairFrame, run_weights: np.ndarray, k: int, dcg: str,
+                    replicates: int, seed: int) -> RatioReplicates:
+    """nDCG@k of each run, given its DCG@k rank weight of each pooled pair (R, P), under the
+    design weights and ``replicates`` bootstrap replicates. A query's ratio is not clipped
+    (clipping a noisy ratio at 1 biases a good run's estimate down); the mean is, later."""
+    w = replicate_weights(frame, replicates, seed)
+    gains = gain_kernels.gains(np.arange(N_GRADES), dcg)
+    seen = frame.seen()
+    out = []
+    ideal = relevant = None
+    model = grade_model(frame, w)
+    for m in (model, None):  # PPI, then human-only (Horvitz-Thompson counts, no model)
+        counts = (cell_counts(frame, w, m) if m is not None else
+                  totals(frame, w, np.ones((1, len(frame.query))), np.eye(N_GRADES),
+                         None)[:, 0])  # (B, Q, G)
+        best = ideal_dcg(counts, k, gains, seen)  # (B, Q)
+        out.append(pooled_ratio(frame, w, run_weights, gains, m, best))
+        if ideal is None:
+            ideal, relevant = best, counts[0, :, 1:].sum(axis=-1)
+    assert ideal is not None and relevant is not None
+    return RatioReplicates(out[0], out[1], ideal, relevant)
+
+
+def cell_counts(frame: PairFrame, w: np.ndarray, model: np.ndarray) -> np.ndarray:
+    """Pairs of each human grade per query, (B, Q, G): in each cell of a query and a judge
+    grade, its pooled pairs times the weighted grade shares of its sampled pairs, or of the
+    model where it has none (post-stratification; never negative)."""
+    qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
+    cell = qs * N_GRADES + js
+    width = frame.queries * N_GRADES
+    one = _cells(cell, width).T  # (QJ, n), sparse
+    mass = np.asarray(one @ w.T).T  # (B, QJ)
+    joint = np.stack([np.asarray(one @ (w * (frame.human == g)).T).T
+                      for g in range(N_GRADES)], axis=-1)  # (B, QJ, G)
+    joint = joint.reshape(len(w), frame.queries, N_GRADES, N_GRADES)
+    mass = mass.reshape(len(w), frame.queries, N_GRADES, 1)
+    share = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), model[:, None])
+    pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]  # (Q, J)
+    return np.einsum("qj,bqjg->bqg", pooled, share)
+
+
+def pooled_ratio(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, gains: np.ndarray,
+                 model: np.ndarray | None, ideal: np.ndarray) -> np.ndarray:
+    """The mean over queries of DCG@k_q / ideal_q for each run, (B, R): each pooled pair's
+    predicted gain over its query's ideal, plus per judge grade the run's top-k pairs times
+    the design-weighted mean residual of its sampled pairs there (post-stratified by the
+    run's top k and the judge's grade: a pair in the top k of one query borrows from the
+    others)."""
+    with np.errstate(divide="ignore"):
+        inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)  # (B, Q)
+    e = model @ gains if model is not None else np.zeros((len(w), N_GRADES))  # (B, J)
+    qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
+    gs = gains[frame.human]
+    out = np.zeros((len(w), len(run_weights)))
+    for r, wr in enumerate(run_weights):
+        pool = _by_query_judge(frame, wr[None])[0]  # (Q, J)
+        out[:, r] = np.einsum("qj,bj,bq->b", pool, e, inv)
+        top = wr[frame.sampled] > 0
+        resid = wr[frame.sampled] * (gs[None] - e[:, js]) * inv[:, qs]  # (B, n)
+        for j in range(N_GRADES):
+            at = np.flatnonzero(top & (js == j))
+            size = float(((wr > 0) & (frame.judge == j)).sum())
+            if len(at) and size:
+                out[:, r] += size * (w[:, at] * resid[:, at]).sum(1) / w[:, at].sum(1)
+    return out / frame.queries
+
+
+def interval(reps: np.ndarray, human: np.ndarray, n: int, population: int, level: float,
+             exact: bool) -> ppi.Estimate:
+    """A ppi.Estimate from replicates (B,) of the PPI and the human-only value (row 0: the
+    plain estimate): bias-corrected (see ``bias_corrected``); 'worth': the human-only sample
+    whose variance the PPI one matches."""
+    value, lo, hi, se = bias_corrected(reps, level, exact)
+    hvalue, hlo, hhi, hse = bias_corrected(human, level, exact)
+    worth = population if se == 0 else min(population, n * hse ** 2 / se ** 2)
+    return ppi.Estimate(np.asarray(value), np.asarray(se), np.asarray(lo), np.asarray(hi),
+                        np.asarray(1.0), np.asarray(hvalue), np.asarray(hse),
+                        np.asarray(hlo), np.asarray(hhi), np.asarray(float(max(n - 1, 1))),
+                        np.asarray(float(worth)), np.asarray(n), level, 0, exact)
+
+
+def bias_corrected(r: np.ndarray, level: float, exact: bool) -> tuple[float, float, float, float]:
+    """The estimate less the bootstrap estimate of its bias b = mean(replicates) - estimate,
+    and the replicates' percentile interval moved by 2b, so that it surrounds the corrected
+    estimate as the replicates surround theirs (Efron, Tibshirani 1993, sec. 10.6): the
+    ideal DCG is concave in the counts and nDCG convex in it, so a noisy normaliser biases
+    the plain ratio up. Widened to hold the estimate; its sd as the standard error."""
+    if exact or len(r) < 3:
+        return float(r[0]), float(r[0]), float(r[0]), 0.0
+    a = (1.0 - level) / 2
+    bias = float(r[1:].mean() - r[0])
+    lo, hi = np.quantile(r[1:], [a, 1.0 - a]) - 2 * bias
+    value = float(r[0]) - bias
+    return value, min(float(lo), value), max(float(hi), value), float(np.std(r[1:]))
+
+
+def uncertain_ideals(frame: PairFrame, ideal: np.ndarray, relevant: np.ndarray,
+                     names: Sequence[str]) -> list[tuple[str, int, bool]]:
+    """The queries whose ideal DCG is too uncertain to normalise by: (query, more labels
+    it needs, whether its sample holds no relevant pair). Uncertain: the bootstrap sd of its
+    ideal DCG exceeds IDEAL_CV of it, or no sampled pair of it is relevant. More labels: the
+    sample size of the query at which that sd would fall to IDEAL_CV of it (the variance of
+    a without-replacement sample scales as 1/n - 1/N), or, with no relevant pair sampled,
+    at which two of its estimated relevant pairs would be expected among the sampled."""
+    if frame.census or len(ideal) < 3:
+        return []
+    pooled = np.bincount(frame.query, minlength=frame.queries).astype(np.float64)
+    n = frame.seen().sum(axis=-1)
+    seen_relevant = frame.seen()[:, 1:].sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = np.where(ideal[0] > 0, ideal[1:].std(axis=0) / ideal[0], np.inf)
+    out = []
+    for q in range(frame.queries):
+        if n[q] >= pooled[q] or pooled[q] == 0 or (cv[q] <= IDEAL_CV and seen_relevant[q] > 0):
+            continue
+        have = max(n[q], 1.0)
+        ratio = (cv[q] / IDEAL_CV) ** 2 if np.isfinite(cv[q]) else np.inf
+        inv = (1.0 / have - 1.0 / pooled[q]) / ratio + 1.0 / pooled[q]
+        need = pooled[q] if inv <= 0 else min(pooled[q], np.ceil(1.0 / inv))
+        if seen_relevant[q] == 0:
+            expect = np.ceil(2.0 * pooled[q] / relevant[q]) if relevant[q] > 0 else pooled[q]
+            need = max(need, min(pooled[q], expect))
+        out.append((names[q], int(max(need - n[q], 1)), bool(seen_relevant[q] == 0)))
+    return out
+
+
+def serves(m: Measure) -> bool:
+    """Whether this estimator serves ``m`` from a pair sample: nDCG@k with trec_eval's ideal
+    (from every judged pair) and the grade (or 2^grade - 1) as gain."""
+    return (m.name == "nDCG" and m.cutoff is not None and m.param("ideal") == "qrels"
+            and m.param("judged_only") is not True and not m.param("gains"))
+
+
+@dataclass(frozen=True)
+class RatioDesign:
+    """A pair-level sample's nDCG@k estimates: per measure, every run's bootstrap
+    replicates (row 0: the estimate), and which sampled pairs lie in each run's top k."""
+
+    frame: PairFrame
+    runs: Sequence[str]
+    replicates: Mapping[str, RatioReplicates]  # by measure
+    in_top: Mapping[str, np.ndarray]  # by measure: (R, n) sampled pair in the run's top k
+    query_names: Sequence[str]
+    level: float
+
+    @classmethod
+    def build(cls, frame: PairFrame, runs: Sequence[str], weights: Mapping[Measure, np.ndarray],
+              query_names: Sequence[str], level: float, replicates: int, seed: int
+              ) -> RatioDesign:
+        """Replicates of every run's nDCG@k for each measure, given each measure's DCG@k
+        rank weights of the pooled pairs (R, P)."""
+        reps = {str(m): ndcg_replicates(frame, w, int(m.cutoff or 0), str(m.param("dcg")),
+                                        replicates, seed) for m, w in weights.items()}
+        tops = {str(m): w[:, frame.sampled] > 0 for m, w in weights.items()}
+        return cls(frame, list(runs), reps, tops, list(query_names), level)
+
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
+                 ) -> tuple[ppi.Estimate, int]:
+        """The run's (or the run minus ``other``'s) estimate and sampled pairs in its top k."""
+        r = self.replicates[str(m)]
+        i = self.runs.index(run)
+        a, h, top = r.ppi[:, i], r.human[:, i], self.in_top[str(m)][i]
+        if other is not None:
+            j = self.runs.index(other)
+            a, h, top = a - r.ppi[:, j], h - r.human[:, j], top | self.in_top[str(m)][j]
+        n = len(self.frame.sampled)
+        return interval(a, h, n, len(self.frame.query), self.level,
+                        self.frame.census), int(top.sum())
+
+    def note(self, m: Measure) -> str | None:
+        """The warning every row of ``m`` carries when some query's ideal DCG is too
+        uncertain, naming the queries and the labels each needs."""
+        r = self.replicates.get(str(m))
+        if r is None:
+            return None
+        bad = sorted(uncertain_ideals(self.frame, r.ideal, r.relevant, self.query_names),
+                     key=lambda b: -b[1])
+        if not bad:
+            return None
+        said = ", ".join(f"{q} about {more} more labels" + (" (none of its sampled pairs is "
+                                                             "relevant)" if none else "")
+                         for q, more, none in bad[:5])
+        return (f"normalised by {len(bad)} uncertain ideal DCGs of {self.frame.queries} "
+                f"queries (bootstrap sd over {IDEAL_CV:.0%} of it, or no relevant sampled "
+                f"pair): {said}{', ...' if len(bad) > 5 else ''}")
