@@ -115,3 +115,26 @@ def test_store_backed_audit_json_equals_the_file_based_one(tmp_path, capsys):
     audited = {j["name"] for j in json.loads(from_files)["judges"]}
     assert {f.stem for f in judges} < audited  # and the ensembles
     assert from_store == from_files
+
+
+def test_the_reports_judges_and_costs_decode_each_meta_once_not_every_event(tmp_path,
+                                                                            monkeypatch):
+    """`report --store` decoded every LLM event into a LabelEvent to count judges and costs:
+    2 s of its 10 on the LLMJudge store. Same facts and costs, read as columns."""
+    from reljudge.report import facts
+
+    store = LabelStore(tmp_path / "s.sqlite")
+    metas = [{"model": "gpt-4o", "endpoint": "https://api.openai.com/v1", "prompt": "p"},
+             {"model": "free-model", "prompt": "p"}]
+    store.add_events([LabelEvent(f"q{i % 3}", f"d{i}", i % 4, "llm", f"j{i % 2}",
+                                 tokens_in=100 + i, tokens_out=1, cost=0.001 * (i % 3),
+                                 meta=metas[i % 2]) for i in range(40)])
+    store.add_grades([("q0", "d0", 1)], "human", "ann")
+    want = facts.judges_and_costs(store)
+    decoded = []
+    real = json.loads
+    monkeypatch.setattr(json, "loads", lambda s, *a, **k: decoded.append(s) or real(s))
+    monkeypatch.setattr(EventLog, "events", lambda *a, **k: pytest.fail("decodes every event"))
+    assert facts.judges_and_costs(store) == want
+    assert len(decoded) == 2
+    store.close()

@@ -197,6 +197,15 @@ class EventLog(Texts):
                              r[10], r[11], r[12], r[13], r[14],
                              None if r[15] is None else json.loads(r[15]), r[16], r[17])
 
+    def cost_rows(self, kind: str) -> list[tuple[str, str | None, float | None, int | None,
+                                                int | None]]:
+        """(source, meta as stored (JSON text), cost, tokens in, tokens out) of each event of
+        the sources of one kind, in the order added: what the costs need, nothing decoded."""
+        return self.conn.execute(
+            "SELECT s.name, e.meta, e.cost, e.tokens_in, e.tokens_out FROM events e "
+            "JOIN sources s ON s.id = e.source WHERE s.kind = ? ORDER BY e.id",
+            (kind,)).fetchall()
+
     def outcomes(self, source: str) -> Iterator[Outcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
         run needs, without decoding the rest of the events)."""
