@@ -154,3 +154,18 @@ def test_estimate_from_a_store_loads_no_scipy_stats(tmp_path):
     modules = loaded("estimate", "--store", str(path), "--sample", "s0", "-m", "DCG@10",
                      str(run))
     assert "reljudge.infer.scores" in modules and "scipy.stats" not in modules
+
+
+def test_report_from_a_store_reads_the_label_rows_once(tmp_path, monkeypatch):
+    """The conflicts and the store's merged labels were each read from every event."""
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    qrels, run = tmp_path / "h.qrels", tmp_path / "a.run"
+    qrels.write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
+    reads = []
+    real = EventLog.label_rows
+    monkeypatch.setattr(EventLog, "label_rows", lambda self: reads.append(1) or real(self))
+    assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
+                 str(tmp_path / "r.html")]) == 0
+    assert len(reads) == 1

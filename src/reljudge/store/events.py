@@ -330,16 +330,18 @@ class EventLog(Texts):
 
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
               fractional: bool = False, derived: str = "recorded", *,
-              stale: Set[tuple[str, str, str, str]] | None = None) -> Merged:
+              stale: Set[tuple[str, str, str, str]] | None = None,
+              rows: Sequence[tuple] | None = None) -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
-        ``fractional``). ``stale``: ``stale_labels()`` when the caller has read it already."""
+        ``fractional``). ``stale`` and ``rows``: ``stale_labels()`` and ``label_rows()`` when
+        the caller has read them already."""
         from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED
 
-        rows = self.label_rows()
+        rows = self.label_rows() if rows is None else rows
         if derived not in DERIVED:
             raise StoreError(f"unknown derived-label choice {derived!r}; expected one of "
                              f"{', '.join(DERIVED)}")
