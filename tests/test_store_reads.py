@@ -156,6 +156,25 @@ def test_estimate_from_a_store_loads_no_scipy_stats(tmp_path):
     assert "reljudge.infer.scores" in modules and "scipy.stats" not in modules
 
 
+def test_estimate_names_its_judge_without_counting_every_sources_events(tmp_path, capsys,
+                                                                      monkeypatch):
+    """Naming the judge took the sources' counts (a pass over every event): a second."""
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    run = tmp_path / "a.run"
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
+    args = ["--store", str(path), "--judge", "judge-1", "--seed", "1"]
+    assert main(["sample", *args, "--name", "s0", "--budget", "12"]) == 0
+    capsys.readouterr()
+    want = main(["estimate", *args, "--sample", "s0", "-m", "DCG@10", str(run)]), \
+        capsys.readouterr().out
+    monkeypatch.setattr(EventLog, "sources", lambda self: pytest.fail("counts every source"))
+    assert (main(["estimate", *args, "--sample", "s0", "-m", "DCG@10", str(run)]),
+            capsys.readouterr().out) == want
+    assert main(["estimate", *args[:2], "--judge", "nobody", "--sample", "s0", str(run)]) == 2
+    assert "no source named 'nobody'" in capsys.readouterr().err
+
+
 def test_report_from_a_store_reads_the_label_rows_once(tmp_path, monkeypatch):
     """The conflicts and the store's merged labels were each read from every event."""
     path = tmp_path / "s.sqlite"

@@ -62,6 +62,13 @@ _SOURCE_COUNTS = ("count(*), count(grade), count(*) FILTER (WHERE failure != ?),
                   "coalesce(sum(tokens_out), 0)")
 
 
+class SourceName(NamedTuple):
+    """A label source's kind and name (``EventLog.source_list``)."""
+
+    kind: str
+    name: str
+
+
 @dataclass(frozen=True)
 class SourceStats:
     """Counts of one label source."""
@@ -259,6 +266,12 @@ class EventLog(Texts):
         known = {k: shown for k, shown in latest.items() if shown is not None}
         now = self.shown_now({k[:2] for k in known})
         return {k[:4] for k, shown in known.items() if now.get(k[:2], shown) != shown}
+
+    def source_list(self) -> list[SourceName]:
+        """Every label source, (kind, name) in the order added: what naming one takes
+        (``store.names.resolve_source``), without counting its events as ``sources`` does."""
+        return [SourceName(kind, name) for kind, name in
+                self.conn.execute("SELECT kind, name FROM sources ORDER BY id")]
 
     def sources(self) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
