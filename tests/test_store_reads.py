@@ -188,3 +188,14 @@ def test_report_from_a_store_reads_the_label_rows_once(tmp_path, monkeypatch):
     assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
                  str(tmp_path / "r.html")]) == 0
     assert len(reads) == 1
+
+
+def test_sample_and_audit_name_sources_without_counting_them(tmp_path, capsys, monkeypatch):
+    """Naming the judge or reference took the sources' counts (a pass over every event)."""
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    monkeypatch.setattr(EventLog, "sources", lambda self: pytest.fail("counts every source"))
+    store = ["--store", str(path)]
+    assert main(["sample", *store, "--judge", "judge-1", "--name", "s0", "--budget", "12",
+                 "--seed", "1"]) == 0
+    assert main(["audit", *store, "--human-source", "ann", "--format", "json"]) == 0
