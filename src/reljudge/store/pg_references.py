@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reljudge.store.postgres import PostgresBackend
+    from reljudge.store.backend import Backend
 
 #: (column of events, the table it refers to)
 REFERENCES = (("q", "queries"), ("d", "passages"), ("source", "sources"), ("batch", "imports"))
@@ -110,7 +110,7 @@ CHECKS = (
 )
 
 
-def use_statement_checks(db: PostgresBackend) -> None:
+def use_statement_checks(db: Backend) -> None:
     """Replace the foreign keys of ``events`` by the checks once per statement (see the
     module's text), in one transaction; nothing to do when they are in place. A user who may
     not alter the store's tables (not their owner) keeps its foreign keys: the same rules,
