@@ -10,8 +10,10 @@ Rows, for each backend:
 - import: two qrels files (human and LLM labels of the same pairs) through ``labels import``'s
   code path, one writer, one transaction per file;
 - merge + export: ``merge("human-first")`` over every event and the merged qrels written out;
-- 1 writer and 4 writers: separate processes appending LLM label events one per transaction, as
-  labeller processes do (each finished call is committed before the next), all started at once.
+- 1 writer and 4 writers: separate processes appending LLM label events, all started at once,
+  each committing ``--writer-batch`` events a transaction: 64 by default, the batches a labeller
+  commits its answers in (every 64 answers, or every second when fewer came); 1 is a person
+  grading in ``assess``.
 
 Without ``--pg`` a PostgreSQL server is started for the run (Debian's binaries, as the tests
 do; the ``test`` and ``postgres`` extras) with fsync on and ``synchronous_commit=off``: the
@@ -37,24 +39,25 @@ from reljudge.store import LabelStore, import_labels
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _write(location: str, writer: int, n: int, start, done) -> None:
-    """One writer process: ``n`` LLM label events, one transaction each."""
+def _write(location: str, writer: int, n: int, batch: int, start, done) -> None:
+    """One writer process: ``n`` LLM label events, ``batch`` a transaction."""
     store = LabelStore(location)
     meta = {"model": "bench", "writer": writer}
+    events = [LabelEvent(f"w{writer}q{i % 50}", f"w{writer}d{i}", i % 4, "llm", "bench-judge",
+                         raw=str(i % 4), tokens_in=300, tokens_out=1, cost=0.0001, latency=0.5,
+                         meta=meta) for i in range(n)]
     start.wait()
-    for i in range(n):
-        store.add_events([LabelEvent(f"w{writer}q{i % 50}", f"w{writer}d{i}", i % 4, "llm",
-                                     "bench-judge", raw=str(i % 4), tokens_in=300,
-                                     tokens_out=1, cost=0.0001, latency=0.5, meta=meta)])
+    for i in range(0, n, batch):
+        store.add_events(events[i:i + batch])
     store.close()
     done.put(time.perf_counter())
 
 
-def writers(location: str, count: int, n: int) -> float:
+def writers(location: str, count: int, n: int, batch: int) -> float:
     """Seconds from the common start until the last of ``count`` writers has committed."""
     ctx = mp.get_context("spawn")
     start, done = ctx.Barrier(count + 1), ctx.Queue()
-    procs = [ctx.Process(target=_write, args=(location, w, n, start, done))
+    procs = [ctx.Process(target=_write, args=(location, w, n, batch, start, done))
              for w in range(count)]
     for p in procs:
         p.start()
@@ -68,7 +71,8 @@ def writers(location: str, count: int, n: int) -> float:
     return max(ends) - t0
 
 
-def run(location: str, files: list[Path], out: Path, writer_events: int) -> dict[str, tuple]:
+def run(location: str, files: list[Path], out: Path, writer_events: int, batch: int
+        ) -> dict[str, tuple]:
     """Every step on one backend; {step: (events, seconds)}."""
     rows: dict[str, tuple] = {}
     store = LabelStore(location)
@@ -83,9 +87,9 @@ def run(location: str, files: list[Path], out: Path, writer_events: int) -> dict
     rows["merge human-first + export"] = (n, time.perf_counter() - t)
     store.close()
     for count in (1, 4):
-        seconds = writers(location, count, writer_events)
-        rows[f"{count} writer{'s' * (count > 1)}, 1 event/commit"] = (count * writer_events,
-                                                                      seconds)
+        seconds = writers(location, count, writer_events, batch)
+        rows[f"{count} writer{'s' * (count > 1)}, {batch} events/commit"] = (
+            count * writer_events, seconds)
     return rows
 
 
@@ -132,6 +136,8 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=5_000)
     p.add_argument("--writer-events", type=int, default=2_500,
                    help="events each concurrent writer appends (default 2,500)")
+    p.add_argument("--writer-batch", type=int, default=64,
+                   help="events a writer commits at once (default 64, as a labeller does)")
     p.add_argument("--backends", default="sqlite,postgresql")
     p.add_argument("--pg", metavar="URL", help="a PostgreSQL server to use (a new database is "
                    "created on it); default: start one for the run")
@@ -173,7 +179,7 @@ def main() -> None:
                 else:
                     sys.exit(f"bench/store.py: unknown backend {backend!r}")
                 results[backend] = run(location, files, tmp / f"{backend}.qrels",
-                                       args.writer_events)
+                                       args.writer_events, args.writer_batch)
                 print(f"{backend}: done", file=sys.stderr)
             if len(results) == 2:
                 same = (tmp / "sqlite.qrels").read_bytes() == (tmp / "postgresql.qrels").read_bytes()

@@ -325,14 +325,14 @@ def test_many_rows_go_as_one_copy_and_read_back_as_sqlite_reads_them(pg_server, 
     copies = []
     real = postgres.PgConnection._copy
     monkeypatch.setattr(postgres.PgConnection, "_copy",
-                        lambda self, table, cols, rows: copies.append((table, len(rows)))
-                        or real(self, table, cols, rows))
-    grades = [(f"q{i % 7}", f"d{i}", i % 4) for i in range(postgres.COPY_FROM * 3)]
+                        lambda self, table, cols, rows, *rest: copies.append((table, len(rows)))
+                        or real(self, table, cols, rows, *rest))
+    grades = [(f"q{i % 7}", f"d{i}", i % 4) for i in range(600)]
     events = [LabelEvent(f"q{i % 5}", f"e{i}", None if i % 9 == 0 else i % 4, "llm", "j",
                          raw=f"answer 'q' \\ tab\t{i}", failure="refused" if i % 9 == 0 else None,
                          probs=(0.1, 0.2, 0.3, 0.4) if i % 2 else None, cost=i / 1e5,
                          meta={"n": i, "text": "é\n"}, created_at=1_700_000_000.25 + i)
-              for i in range(postgres.COPY_FROM)]
+              for i in range(200)]
     rows = {}
     for backend, location in (("sqlite", tmp_path / "s.sqlite"), ("pg", pg_url(pg_server, "cp"))):
         with LabelStore(location) as store:

@@ -115,3 +115,87 @@ def test_store_backed_audit_json_equals_the_file_based_one(tmp_path, capsys):
     audited = {j["name"] for j in json.loads(from_files)["judges"]}
     assert {f.stem for f in judges} < audited  # and the ensembles
     assert from_store == from_files
+
+
+def test_the_reports_judges_and_costs_decode_each_meta_once_not_every_event(tmp_path,
+                                                                            monkeypatch):
+    """`report --store` decoded every LLM event into a LabelEvent to count judges and costs:
+    2 s of its 10 on the LLMJudge store. Same facts and costs, read as columns."""
+    from reljudge.report import facts
+
+    store = LabelStore(tmp_path / "s.sqlite")
+    metas = [{"model": "gpt-4o", "endpoint": "https://api.openai.com/v1", "prompt": "p"},
+             {"model": "free-model", "prompt": "p"}]
+    store.add_events([LabelEvent(f"q{i % 3}", f"d{i}", i % 4, "llm", f"j{i % 2}",
+                                 tokens_in=100 + i, tokens_out=1, cost=0.001 * (i % 3),
+                                 meta=metas[i % 2]) for i in range(40)])
+    store.add_grades([("q0", "d0", 1)], "human", "ann")
+    want = facts.judges_and_costs(store)
+    decoded = []
+    real = json.loads
+    monkeypatch.setattr(json, "loads", lambda s, *a, **k: decoded.append(s) or real(s))
+    monkeypatch.setattr(EventLog, "events", lambda *a, **k: pytest.fail("decodes every event"))
+    assert facts.judges_and_costs(store) == want
+    assert len(decoded) == 2
+    store.close()
+
+
+def test_estimate_from_a_store_loads_no_scipy_stats(tmp_path):
+    """Importing scipy.stats (for three functions scipy.special has) was 0.5-0.8 s of
+    `estimate --store`'s time: 7x the labels' read from files on the LLMJudge store."""
+    from tests.test_startup import loaded
+
+    path = tmp_path / "s.sqlite"
+    _store(path, 1).close()
+    run = tmp_path / "a.run"
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
+    assert main(["sample", "--store", str(path), "--judge", "judge-0", "--name", "s0",
+                 "--budget", "12", "--seed", "1"]) == 0
+    modules = loaded("estimate", "--store", str(path), "--sample", "s0", "-m", "DCG@10",
+                     str(run))
+    assert "reljudge.infer.scores" in modules and "scipy.stats" not in modules
+
+
+def test_estimate_names_its_judge_without_counting_every_sources_events(tmp_path, capsys,
+                                                                      monkeypatch):
+    """Naming the judge took the sources' counts (a pass over every event): a second."""
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    run = tmp_path / "a.run"
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
+    args = ["--store", str(path), "--judge", "judge-1", "--seed", "1"]
+    assert main(["sample", *args, "--name", "s0", "--budget", "12"]) == 0
+    capsys.readouterr()
+    want = main(["estimate", *args, "--sample", "s0", "-m", "DCG@10", str(run)]), \
+        capsys.readouterr().out
+    monkeypatch.setattr(EventLog, "sources", lambda self: pytest.fail("counts every source"))
+    assert (main(["estimate", *args, "--sample", "s0", "-m", "DCG@10", str(run)]),
+            capsys.readouterr().out) == want
+    assert main(["estimate", *args[:2], "--judge", "nobody", "--sample", "s0", str(run)]) == 2
+    assert "no source named 'nobody'" in capsys.readouterr().err
+
+
+def test_report_from_a_store_reads_the_label_rows_once(tmp_path, monkeypatch):
+    """The conflicts and the store's merged labels were each read from every event."""
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    qrels, run = tmp_path / "h.qrels", tmp_path / "a.run"
+    qrels.write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
+    reads = []
+    real = EventLog.label_rows
+    monkeypatch.setattr(EventLog, "label_rows", lambda self: reads.append(1) or real(self))
+    assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
+                 str(tmp_path / "r.html")]) == 0
+    assert len(reads) == 1
+
+
+def test_sample_and_audit_name_sources_without_counting_them(tmp_path, capsys, monkeypatch):
+    """Naming the judge or reference took the sources' counts (a pass over every event)."""
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    monkeypatch.setattr(EventLog, "sources", lambda self: pytest.fail("counts every source"))
+    store = ["--store", str(path)]
+    assert main(["sample", *store, "--judge", "judge-1", "--name", "s0", "--budget", "12",
+                 "--seed", "1"]) == 0
+    assert main(["audit", *store, "--human-source", "ann", "--format", "json"]) == 0

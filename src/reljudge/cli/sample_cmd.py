@@ -112,7 +112,7 @@ def run(args) -> int:
     with LabelStore(args.store, create=False) as store:
         from reljudge.store import resolve_source
 
-        args.judge = resolve_source(store.sources(), args.judge, where=args.store,
+        args.judge = resolve_source(store.source_list(), args.judge, where=args.store,
                                     option="--judge").name
         grades = store.source_grades(args.judge)
         runs = []

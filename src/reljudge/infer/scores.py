@@ -532,7 +532,7 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
 
     if isinstance(measures, str):
         measures = [measures]
-    known = store.sources()
+    known = store.source_list()
     if judge is not None:
         judge = resolve_source(known, judge, where=str(store.path), option="--judge").name
     if human is not None:

@@ -4,6 +4,7 @@ answers that came from the answer cache. Read from files and a label store; no n
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -64,16 +65,19 @@ def judges_and_costs(store: LabelStore, price: Price | None = None
                 int] = {}
     costs: dict[str, list] = {}
     prices: dict[str | None, Price] = {}
-    for e in store.events(kind="llm"):
-        meta = e.meta or {}
+    metas: dict[str | None, dict] = {}  # a run's events share one meta: decode it once
+    for name, text, cost, tokens_in, tokens_out in store.cost_rows("llm"):
+        meta = metas.get(text)
+        if meta is None:
+            meta = metas[text] = (json.loads(text) if text is not None else None) or {}
         model = meta.get("model")
-        key = (e.source_name, model, _host(meta.get("endpoint")), meta.get("prompt"),
+        key = (name, model, _host(meta.get("endpoint")), meta.get("prompt"),
                meta.get("prompt_version"), meta.get("prompt_hash"))
         facts[key] = facts.get(key, 0) + 1
-        c = costs.setdefault(e.source_name, [0.0, 0, 0.0, 0, 0])
-        tin, tout = e.tokens_in or 0, e.tokens_out or 0
-        if e.cost:
-            c[0] += e.cost
+        c = costs.setdefault(name, [0.0, 0, 0.0, 0, 0])
+        tin, tout = tokens_in or 0, tokens_out or 0
+        if cost:
+            c[0] += cost
             c[1] += tin + tout
             continue
         if not tin + tout:

@@ -146,10 +146,11 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
         scored = [_float32(r) for r in runs] if s.float32_scores else runs
         model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
                                    require=False, rank=False)
-        model.conflicts = conflicts_with_text(store)
+        rows = store.label_rows()  # read once: the conflicts and the merge
+        model.conflicts = conflicts_with_text(store, rows=rows)
         model.judges, model.costs = judges_and_costs(store, s.price)
         model.store = StoreTables(store.sources(), len(store.failures()),
-                                  [(q, n) for q, n, _ in coverage(store.merge())])
+                                  [(q, n) for q, n, _ in coverage(store.merge(rows=rows))])
     return model
 
 

@@ -34,7 +34,7 @@ def labels_from_store(path: str | Path, reference: str, judges: Sequence[str] | 
 
     where = str(path)
     with LabelStore(path, create=False, readonly=readonly) as store:
-        known = store.sources()
+        known = store.source_list()
         ref = resolve_source(known, reference, kind=reference_kind, where=where,
                              option=reference_option).name
         if judges is None:

@@ -62,6 +62,13 @@ _SOURCE_COUNTS = ("count(*), count(grade), count(*) FILTER (WHERE failure != ?),
                   "coalesce(sum(tokens_out), 0)")
 
 
+class SourceName(NamedTuple):
+    """A label source's kind and name (``EventLog.source_list``)."""
+
+    kind: str
+    name: str
+
+
 @dataclass(frozen=True)
 class SourceStats:
     """Counts of one label source."""
@@ -197,6 +204,15 @@ class EventLog(Texts):
                              r[10], r[11], r[12], r[13], r[14],
                              None if r[15] is None else json.loads(r[15]), r[16], r[17])
 
+    def cost_rows(self, kind: str) -> list[tuple[str, str | None, float | None, int | None,
+                                                int | None]]:
+        """(source, meta as stored (JSON text), cost, tokens in, tokens out) of each event of
+        the sources of one kind, in the order added: what the costs need, nothing decoded."""
+        return self.conn.execute(
+            "SELECT s.name, e.meta, e.cost, e.tokens_in, e.tokens_out FROM events e "
+            "JOIN sources s ON s.id = e.source WHERE s.kind = ? ORDER BY e.id",
+            (kind,)).fetchall()
+
     def outcomes(self, source: str) -> Iterator[Outcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
         run needs, without decoding the rest of the events)."""
@@ -250,6 +266,12 @@ class EventLog(Texts):
         known = {k: shown for k, shown in latest.items() if shown is not None}
         now = self.shown_now({k[:2] for k in known})
         return {k[:4] for k, shown in known.items() if now.get(k[:2], shown) != shown}
+
+    def source_list(self) -> list[SourceName]:
+        """Every label source, (kind, name) in the order added: what naming one takes
+        (``store.names.resolve_source``), without counting its events as ``sources`` does."""
+        return [SourceName(kind, name) for kind, name in
+                self.conn.execute("SELECT kind, name FROM sources ORDER BY id")]
 
     def sources(self) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
@@ -321,16 +343,18 @@ class EventLog(Texts):
 
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
               fractional: bool = False, derived: str = "recorded", *,
-              stale: Set[tuple[str, str, str, str]] | None = None) -> Merged:
+              stale: Set[tuple[str, str, str, str]] | None = None,
+              rows: Sequence[tuple] | None = None) -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
-        ``fractional``). ``stale``: ``stale_labels()`` when the caller has read it already."""
+        ``fractional``). ``stale`` and ``rows``: ``stale_labels()`` and ``label_rows()`` when
+        the caller has read them already."""
         from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED
 
-        rows = self.label_rows()
+        rows = self.label_rows() if rows is None else rows
         if derived not in DERIVED:
             raise StoreError(f"unknown derived-label choice {derived!r}; expected one of "
                              f"{', '.join(DERIVED)}")

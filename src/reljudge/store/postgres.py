@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from reljudge.errors import ConfigError, StoreError
 from reljudge.store import schema
 from reljudge.store.backend import Backend
+from reljudge.store.pg_references import use_statement_checks
 
 if TYPE_CHECKING:
     import psycopg
@@ -183,18 +184,22 @@ def pg_ddl(statement: str) -> str:
     return out
 
 
-_PLAIN_INSERT = re.compile(r"\s*INSERT INTO (\w+) \(([\w, ]+)\) VALUES \(\?(?:, ?\?)*\)\s*", re.I)
-COPY_FROM = 200  # rows from which a plain INSERT goes as one COPY instead of a statement each
+_PLAIN_INSERT = re.compile(r"\s*INSERT INTO (\w+) \(([\w, ]+)\) VALUES \(\?(?:, ?\?)*\)"
+                           r"(\s+ON CONFLICT \([\w, ]+\) DO NOTHING)?\s*", re.I)
+#: rows from which an INSERT goes as one COPY (one statement: the events' references are
+#: checked once, store.pg_references) instead of a statement each
+COPY_FROM = 2
 
 
 class PgConnection:
     """``store.backend.Connection`` (the slice of ``sqlite3.Connection`` the store uses) over
     a psycopg connection in autocommit mode (transactions are the store's explicit BEGIN ... COMMIT).
 
-    Fewer round trips, same statements: a BEGIN is sent together with the transaction's first
-    statement (one round trip for both), a many-row plain INSERT (no ``ON CONFLICT``, no
-    ``RETURNING``) goes as one ``COPY ... FROM STDIN``, and a one-row ``executemany`` as a
-    plain statement."""
+    Fewer round trips and statements, same rows: a BEGIN is sent together with the
+    transaction's first statement (one round trip for both), a many-row INSERT (no
+    ``RETURNING``) goes as one ``COPY ... FROM STDIN`` (one ``ON CONFLICT (...) DO NOTHING``
+    through a temporary table: ``COPY`` into it, then one ``INSERT ... SELECT``), and a
+    one-row ``executemany`` as a plain statement."""
 
     def __init__(self, conn: psycopg.Connection[TupleRow], name: str) -> None:
         self._conn = conn
@@ -243,7 +248,7 @@ class PgConnection:
         plain = _PLAIN_INSERT.fullmatch(sql) if len(given) >= COPY_FROM else None
         with self._server_errors():
             if plain is not None:
-                return self._copy(plain.group(1), plain.group(2), given)
+                return self._copy(plain.group(1), plain.group(2), given, plain.group(3))
             self._send_begin()
             cur = self._conn.cursor()
             if given:
@@ -256,13 +261,20 @@ class PgConnection:
             self._begin = False
             self._conn.execute("BEGIN")
 
-    def _copy(self, table: str, columns: str, rows: list[tuple[Any, ...]]
-              ) -> psycopg.Cursor[TupleRow]:
+    def _copy(self, table: str, columns: str, rows: list[tuple[Any, ...]],
+              on_conflict: str | None = None) -> psycopg.Cursor[TupleRow]:
         self._send_begin()
         cur = self._conn.cursor()
-        with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        target = table if on_conflict is None else f"reljudge_new_{table}"
+        if on_conflict is not None:  # its columns, none of its constraints; gone at COMMIT
+            cur.execute(f"CREATE TEMPORARY TABLE {target} ON COMMIT DROP AS SELECT {columns} "
+                        f"FROM {table} WITH NO DATA")
+        with cur.copy(f"COPY {target} ({columns}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+        if on_conflict is not None:
+            cur.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}"
+                        f"{on_conflict}; DROP TABLE {target}")
         return cur
 
     @property
@@ -322,6 +334,8 @@ class PostgresBackend(Backend):
             self.migrated_from = schema.migrate(self)
             if readonly:
                 raw.execute("SET default_transaction_read_only = on")
+            else:
+                use_statement_checks(self)
         except psycopg.Error as e:
             raw.close()
             raise StoreError(f"{self.path}: {one_line(str(e))}") from None

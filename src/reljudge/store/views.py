@@ -3,6 +3,7 @@ with provenance, failures, and human/LLM conflicts with their texts and the judg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
@@ -43,10 +44,12 @@ class ConflictText:
 
 
 def conflicts_with_text(store: EventLog, aggregate: str = "majority", min_diff: float = 1.0,
-                        limit: int = 0) -> list[ConflictText]:
+                        limit: int = 0, *, rows: Sequence[tuple] | None = None
+                        ) -> list[ConflictText]:
     """Pairs whose human and LLM grades differ by at least ``min_diff``, largest first (at most
-    ``limit``, 0: all), with query and passage text and the judge's raw answers."""
-    rows = store.label_rows()
+    ``limit``, 0: all), with query and passage text and the judge's raw answers. ``rows``:
+    ``store.label_rows()`` when the caller has read it already."""
+    rows = store.label_rows() if rows is None else rows
     found = [c for c in conflicts(rows, aggregate) if abs(c.diff) >= min_diff]
     if limit:
         found = found[:limit]
