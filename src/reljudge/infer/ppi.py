@@ -182,6 +182,15 @@ def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.nda
     return flat & (np.all(flat == short, axis=-1) & short.any(axis=-1))[..., None]
 
 
+def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
+    """The estimate e where condition holds, else otherwise (field by field)."""
+    if np.ndim(condition) == 0:
+        return e if bool(condition) else otherwise
+    return Estimate(**{f: getattr(e, f) if f == "level" else
+                       np.where(condition, getattr(e, f), getattr(otherwise, f))
+                       for f in Estimate.__dataclass_fields__})
+
+
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     normaliser: float, level: float = 0.95,
                     lam: float | np.ndarray | None = None, collapse: str = "adjacent",
@@ -288,13 +297,13 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
     of queries (``sampled``: their indices into ``predicted_all``; ``spread``: as in
     ``estimate_from_moments``)."""
     f = np.asarray(predicted_all, np.float64)
-    idx = np.asarray(sampled, np.int64)
-    if len(np.unique(idx)) != len(idx):
+    idx = np.asarray(sampled, np.int64)  # (n,), or (draws, n) with a 1-d predicted_all
+    if np.any(np.diff(np.sort(idx, axis=-1), axis=-1) == 0):
         raise InputError("a query-level sample lists a query twice")
     n_all = f.shape[-1]
-    if len(idx) < MIN_PER_STRATUM + 1:
+    if idx.shape[-1] < MIN_PER_STRATUM + 1:
         raise InputError(f"a query-level estimate needs at least {MIN_PER_STRATUM + 1} "
-                         f"human-labelled queries; the sample has {len(idx)}")
+                         f"human-labelled queries; the sample has {idx.shape[-1]}")
     return estimate(human_sampled, f[..., idx], f.sum(axis=-1), None, np.array([n_all]),
                     n_all, level, lam, spread)
 

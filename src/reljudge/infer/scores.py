@@ -154,7 +154,7 @@ class _QueryDesign:
                  ) -> tuple[ppi.Estimate, int]:
         """The query-level PPI estimate of a cell."""
         return ppi.query_level(cell["human"], cell["llm"], self.idx, self.level,
-                               spread=cell.get("spread")), len(self.idx)
+                               spread=cell.get("spread")), self.idx.shape[-1]
 
 
 def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Sequence[Measure],
@@ -194,27 +194,31 @@ class _PairDesign:
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The design-based estimate, post-stratified over the pairs in the top k when the
-        strata allow it."""
+        strata allow it. Vectorised: the cell's values and the items in the top k may carry
+        leading axes (draws of the same stratum composition, as bench/ppi.py uses)."""
         items, popd = self.in_top[(run, str(m))]
         if other:  # a difference is 0 outside both runs' top k
             items = items | self.in_top[(other, str(m))][0]
             popd = popd | self.in_top[(other, str(m))][1]
+        informative = items.sum(axis=-1)
         design = ppi.estimate(cell["a"], cell["b"], cell["b_total"], self.item_strata,
                               self.sizes, float(self.queries), self.level,
                               spread=cell["spread"])
         if self.pop_strata is None:
-            return design, int(items.sum())
-        dom = ppi.moments(cell["a"][items], cell["b"][items], self.item_strata[items],
-                          len(self.sizes))
+            return design, informative if np.ndim(informative) else int(informative)
+        # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
+        # are the sampled pairs in the top k
+        whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
+        onehot = self.item_strata[:, None] == np.arange(len(self.sizes))[None, :]
+        dom = replace(whole, n=items.astype(np.float64) @ onehot)
         dsize = np.bincount(self.pop_strata[popd], minlength=len(self.sizes)
                             ).astype(np.float64)
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
                                         float(self.queries), self.level, spread=cell["spread"])
-        if not bool(usable):
-            return design, int(items.sum())
         # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
-        worth = float(e.effective_n) * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
-        return replace(e, effective_n=np.asarray(worth), n=design.n), int(items.sum())
+        worth = e.effective_n * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
+        return (ppi.where(usable, replace(e, effective_n=worth, n=design.n), design),
+                informative if np.ndim(informative) else int(informative))
 
 
 def _pair_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
@@ -266,10 +270,7 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
                              measure_range(m)))
             if run.name == base:
                 continue
-            other = cells[(base, str(m))]
-            dcell = {k: cell[k] - other[k] for k in cell}
-            if "spread" in cell:  # a difference ranges over both runs' values
-                dcell["spread"] = cell["spread"] + other["spread"]
+            dcell = difference_cell(cell, cells[(base, str(m))])
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
             de, k = design.estimate(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
@@ -277,6 +278,14 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
                               _warning(de, _small(sample.unit, k, m.cutoff, queries, True)),
                               difference_range(m)))
     return rows, diffs
+
+
+def difference_cell(cell: dict, other: dict) -> dict:
+    """The cell of a run minus another: every value's difference, ranging over both."""
+    dcell = {k: cell[k] - other[k] for k in cell}
+    if "spread" in cell:  # a difference ranges over both runs' values
+        dcell["spread"] = cell["spread"] + other["spread"]
+    return dcell
 
 
 def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.ndarray:
