@@ -214,7 +214,9 @@ class _PairDesign:
         dsize = np.bincount(self.pop_strata[popd], minlength=len(self.sizes)
                             ).astype(np.float64)
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
-                                        float(self.queries), self.level, spread=cell["spread"])
+                                        float(self.queries), self.level, spread=cell["spread"],
+                                        units=ppi.Units(cell["a"], cell["b"],
+                                                        np.where(items, self.item_strata, -1)))
         # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
         worth = e.effective_n * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
         return (ppi.where(usable, replace(e, effective_n=worth, n=design.n), design),
