@@ -115,10 +115,13 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
         population)[-1:])
     strata = big_n.shape[-1]
     stratum = np.broadcast_to(np.asarray(units.stratum), a.shape)
-    onehot = (stratum[..., None] == np.arange(strata)).astype(np.float64)  # (..., n, H)
+    # one bin per (leading index, stratum), and a last one for the units outside the domain
+    rows = np.arange(int(np.prod(a.shape[:-1]))).reshape(a.shape[:-1] + (1,))
+    bins = np.where(stratum >= 0, rows * strata + stratum, rows.size * strata).ravel()
 
     def per_stratum(x: np.ndarray) -> np.ndarray:
-        return np.einsum("...i,...ih->...h", x, onehot)
+        sums = np.bincount(bins, weights=x.ravel(), minlength=rows.size * strata + 1)
+        return sums[:-1].reshape(a.shape[:-1] + (strata,))
 
     def at_unit(x: np.ndarray) -> np.ndarray:  # each unit's own stratum's value
         return np.take_along_axis(x, np.maximum(stratum, 0), axis=-1)

@@ -201,11 +201,9 @@ class _PairDesign:
             items = items | self.in_top[(other, str(m))][0]
             popd = popd | self.in_top[(other, str(m))][1]
         informative = items.sum(axis=-1)
-        design = ppi.estimate(cell["a"], cell["b"], cell["b_total"], self.item_strata,
-                              self.sizes, float(self.queries), self.level,
-                              spread=cell["spread"])
+        k = informative if np.ndim(informative) else int(informative)
         if self.pop_strata is None:
-            return design, informative if np.ndim(informative) else int(informative)
+            return self._design_based(cell), k
         # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
         # are the sampled pairs in the top k
         whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
@@ -219,8 +217,17 @@ class _PairDesign:
                                                         np.where(items, self.item_strata, -1)))
         # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
         worth = e.effective_n * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
-        return (ppi.where(usable, replace(e, effective_n=worth, n=design.n), design),
-                informative if np.ndim(informative) else int(informative))
+        e = replace(e, effective_n=worth, n=np.full(np.shape(e.value),
+                                                    float(len(self.item_strata))))
+        if np.all(usable):
+            return e, k
+        return ppi.where(usable, e, self._design_based(cell)), k
+
+    def _design_based(self, cell: dict) -> ppi.Estimate:
+        """The stratified estimate over the whole pool (no post-strata)."""
+        return ppi.estimate(cell["a"], cell["b"], cell["b_total"], self.item_strata,
+                            self.sizes, float(self.queries), self.level,
+                            spread=cell["spread"])
 
 
 def _pair_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
