@@ -15,7 +15,9 @@ Two estimators share one formula (written out in docs/ppi.md):
   lambda minimises that estimated variance (clipped to [0, 1]), and the interval uses
   Student's t with the Welch-Satterthwaite degrees of freedom of the stratified variance
   (Satterthwaite 1946; Cochran, Sampling Techniques, 3rd ed. 1977, sec. 5.4), one fewer for a tuned
-  lambda: n - 2 for one stratum, fewer when a few strata carry the variance.
+  lambda: n - 2 for one stratum, fewer when a few strata carry the variance. A tuned lambda's
+  variance is at least the stratified delete-one jackknife's, which re-fits lambda without each
+  sampled unit (the formula alone treats the fitted lambda as known; docs/ppi.md).
 
 Everything is vectorised over leading axes (systems, draws): ``estimate_from_moments``
 takes per-stratum sums, so the benchmark can compute them for 500 draws with one matmul.
