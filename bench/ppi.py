@@ -1,28 +1,29 @@
-"""Benchmark: do PPI intervals cover on real judges? TREC DL 2023 (LLMJudge), 33 LLM judges.
+"""Benchmark: do `reljudge estimate`'s intervals cover, for every run? TREC DL 2023 (LLMJudge).
 
-    python bench/ppi.py                       # full: every judge, 500 draws per budget
-    python bench/ppi.py --draws 50 --judges 3 # quick look while developing
+    python bench/ppi.py                                   # 5 judges, 200 draws, both systems
+    python bench/ppi.py --judges 2 --draws 50 --budgets 0.1   # a quick look
 
-Truth: the 25 test queries' human labels (../shared/data/llmjudge/human/test.qrels).
-Systems: 32 simulated runs of graded quality that rank each query's judged passages by
-human grade + Gaussian noise (sd from 0.25 to 4; rank = score desc). Predictions: each
-judge's labels (out-of-scale grades clipped to 0..3, as the challenge organisers did).
-
-Budgets:
-  pairs 5/10/20/40 %: a sample of pooled pairs stratified by the judge's grade (proportional
-    allocation, at least 2 per stratum), DCG@10 (linear in the gains: pair-level PPI,
-    post-stratified by each system's top 10 as `reljudge estimate` does; "ht cover" and
-    "width/ht": the plain design-based estimator's coverage, and the width relative to it)
-  queries 20/40/60/80 %: a simple random sample of whole queries, nDCG@10 and AP
-    (query-level PPI)
-At the end: coverage by the number of sampled pairs in the system's top 10, and the smallest
-samples at which every judge reached 93 % (the thresholds of the tool's warnings).
-For each judge and budget, over --draws random draws: coverage of the 95 % PPI interval
-(averaged over systems and draws; target >= 93 %), its mean width divided by the
-human-sample-only interval's ("hum cover": that interval's coverage) (target < 1 for every judge with quadratic kappa >= 0.3), and
-Kendall's tau of the system ranking by the PPI estimate, by the human-only estimate, and by
-the LLM labels alone, against the ranking under all human labels. "llm cover" is how often
-the LLM-only 95 % bootstrap interval (1,000 resamples of queries) covers the human score.
+Truth: the 25 test queries' human labels (../shared/data/llmjudge/human/test.qrels); the
+pool is their 4,423 judged pairs. Predictions: one LLM judge's labels at a time (the first
+--judges judges by name; out-of-scale grades clipped to 0..3, as the organisers did).
+Systems (--systems):
+  simulated  32 runs ranking each query's pool by human grade + Gaussian noise (sd 0.25-4)
+  judges     real models: each OTHER judge's grades as retrieval scores (ties broken by a
+             second judge's grade, then by docid as trec_eval does), ranking each query's
+             pool: real, tied, correlated score distributions (no TREC DL run files are
+             reachable from here; docs/ppi.md)
+Designs x budgets: srs-pairs and stratified-pairs draw that share of the pool's pairs;
+srs-queries that share of the queries (at least 3). Every draw is estimated through the
+library's own path (`reljudge.infer.scores`: the cells `reljudge estimate` builds and the
+design's per-cell estimate, vectorised over the draws; checked equal to `estimate_runs` on
+one draw). Per design x budget x measure, over draws x systems x judges:
+  cover        pooled coverage of the nominal 95 % PPI interval (+- its Monte-Carlo error)
+  worst run    the lowest per-run coverage (over runs and judges; MC error +-0.015 at 200)
+  worst diff   the same for each run-minus-baseline difference (baseline: the first run)
+  human cover  the human-only interval's pooled coverage
+  width/human  mean PPI width / mean human-only width
+  tau ppi/hum/llm  Kendall's tau of the ranking by the PPI / human-only / LLM-only point
+               estimates against the ranking under all human labels
 """
 
 from __future__ import annotations
@@ -31,99 +32,158 @@ import argparse
 import sys
 import time
 import zlib
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from reljudge.audit.items import join
-from reljudge.infer.ppi import Estimate, Moments, estimate_from_moments, post_stratified
-from reljudge.infer.sample import allocate
+from reljudge.errors import InputError
+from reljudge.infer import scores
+from reljudge.infer.ranges import difference_range, measure_range
+from reljudge.infer.sample import MIN_QUERIES, allocate
 from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
-from reljudge.stats import agreement as ag
-from reljudge.stats import bootstrap_ci
+from reljudge.labels import Sample, SampleItem
+from reljudge.metrics import parse_measure
+from reljudge.types import Qrels, Run
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "llmjudge"
-K = 10
-QUERY_MEASURES = ["nDCG@10", "AP"]  # query-level samples serve any measure
+# ../shared beside the checkout (a worktree under wt/ looks one level further up)
+DATA = next((up / "shared" / "data" / "llmjudge" for up in Path(__file__).resolve().parents[1:4]
+             if (up / "shared" / "data" / "llmjudge").exists()),
+            Path(__file__).resolve().parents[2] / "shared" / "data" / "llmjudge")
+DESIGNS = ("srs-pairs", "stratified-pairs", "srs-queries")
+LEVEL = 0.95
 
 
-def load(data: Path, judges: int | None):
-    """Pairs (sorted by qid, docid), query index, human grades, {judge: grades}, kappas."""
-    ref = read_qrels(data / "human" / "test.qrels")
-    d = ref.to_dict()
+@dataclass(frozen=True)
+class World:
+    """The pool, the human grades and every judge's grades over it."""
+
+    pairs: list[tuple[str, str]]
+    queries: list[str]
+    human: np.ndarray
+    judges: dict[str, np.ndarray]
+
+
+def load(data: Path) -> World:
+    """The pool (sorted by qid, docid), its human grades and each judge's grades."""
+    d = read_qrels(data / "human" / "test.qrels").to_dict()
     pairs = sorted((q, doc) for q in d for doc in d[q])
     index = {p: i for i, p in enumerate(pairs)}
-    qids = sorted(d)
-    qidx = np.array([qids.index(q) for q, _ in pairs])
     human = np.array([d[q][doc] for q, doc in pairs], dtype=np.int64)
-    files = sorted((data / "llm" / "labels").glob("*.txt"))[:judges]
-    preds, kappas = {}, {}
-    for f in files:
+    judges = {}
+    for f in sorted((data / "llm" / "labels").glob("*.txt")):
         labels, _ = read_judge(f, clip=True)
         g = np.zeros(len(pairs), dtype=np.int64)  # a pair the judge skipped: grade 0
         for q, doc, grade in labels:
-            i = index.get((q, doc))
-            if i is not None:
-                g[i] = grade
-        preds[f.stem] = g
-        kappas[f.stem] = float(ag.cohen_kappa(ag.confusion(*_joined(ref, labels))[None],
-                                              "quadratic")[0])
-    return pairs, qidx, len(qids), human, preds, kappas
+            if (q, doc) in index:
+                g[index[(q, doc)]] = grade
+        judges[f.stem] = g
+    return World(pairs, sorted(d), human, judges)
 
 
-def _joined(ref, labels):
-    j = join(ref, labels)
-    return j.reference, j.judge
+def qrels(pairs, grades) -> Qrels:
+    """Qrels holding ``grades`` for ``pairs``."""
+    return Qrels.from_arrays([p[0] for p in pairs], [p[1] for p in pairs],
+                             np.asarray(grades, np.int64), check=False)
 
 
-def systems(human: np.ndarray, qidx: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """Rank of each pair in each simulated system's ranking of its query, (S, P), from 1."""
-    rng = np.random.default_rng(seed)
-    noise = np.geomspace(0.25, 4.0, count)[:, None]
-    score = human[None, :] + noise * rng.standard_normal((count, len(human)))
-    order = np.lexsort((-score, np.broadcast_to(qidx, score.shape)), axis=-1)
-    ranks = np.empty_like(order)
-    starts = np.searchsorted(qidx, qidx)  # qidx is sorted: first pair of each query
-    pos = np.arange(len(human))[None, :] - starts[order]
-    np.put_along_axis(ranks, order, pos + 1, axis=-1)
-    return ranks
+def runs_of(w: World, kind: str, judge: str, count: int, seed: int) -> list[Run]:
+    """The systems: simulated (human grade + noise) or real judges' grades as scores."""
+    q = np.array([p[0] for p in w.pairs], dtype=object)
+    d = np.array([p[1] for p in w.pairs], dtype=object)
+    if kind == "simulated":
+        rng = np.random.default_rng(seed)
+        noise = np.geomspace(0.25, 4.0, count)[:, None]
+        score = w.human[None, :] + noise * rng.standard_normal((count, len(w.pairs)))
+        names = [f"sim{s:02d}" for s in range(count)]
+    else:
+        others = [n for n in w.judges if n != judge][:count]
+        second = others[1:] + others[:1]  # ties broken by the next judge's grade, then docid
+        score = np.array([w.judges[a] + w.judges[b] / 10.0 for a, b in zip(others, second,
+                                                                          strict=True)])
+        names = others
+    return [Run.from_arrays(q, d, s.astype(np.float64), name=n, check=False)
+            for s, n in zip(score, names, strict=True)]
 
 
-def dcg_weights(ranks: np.ndarray) -> np.ndarray:
-    """DCG@K weight of each pair: 1/log2(rank+1) in the top K, else 0."""
-    return np.where(ranks <= K, 1.0 / np.log2(ranks + 1.0), 0.0)
+def census(w: World, design: str, judge: np.ndarray) -> Sample:
+    """A 'sample' of every pooled pair, ordered by stratum, carrying the design's strata
+    (or of every query): the library builds every unit's cell values from it once."""
+    if design == "srs-queries":
+        items = [SampleItem(q, d, i, 1.0) for i, (q, d) in enumerate(w.pairs)]
+        return Sample("census", "query", design, 0, len(items), items,
+                      {"queries": len(w.queries), "population_queries": len(w.queries)})
+    strata = judge if design == "stratified-pairs" else np.zeros_like(judge)
+    levels = np.unique(strata)
+    labels = [f"grade={g}" if design == "stratified-pairs" else "all" for g in levels]
+    order = np.lexsort((np.arange(len(strata)), strata))
+    items = [SampleItem(*w.pairs[i], pos, 1.0, labels[int(np.searchsorted(levels, strata[i]))])
+             for pos, i in enumerate(order.tolist())]
+    sizes = np.bincount(np.searchsorted(levels, strata), minlength=len(levels))
+    return Sample("census", "pair", design, 0, len(items), items,
+                  {"population": [list(p) for p in w.pairs],
+                   "strata": {lab: {"population": int(n), "sampled": int(n)}
+                              for lab, n in zip(labels, sizes.tolist(), strict=True)}})
 
 
-def ndcg(weights: np.ndarray, grades: np.ndarray, qidx: np.ndarray, nq: int) -> np.ndarray:
-    """Per-query nDCG@K (log2 gains = grades), (S, Q); 0 where the ideal DCG is 0."""
-    onehot = (qidx[:, None] == np.arange(nq)[None, :]).astype(np.float64)
-    dcg = (weights * grades) @ onehot
-    ideal = np.zeros(nq)
-    disc = 1.0 / np.log2(np.arange(2, K + 2))
-    for q in range(nq):
-        top = np.sort(grades[qidx == q])[::-1][:K]
-        ideal[q] = top @ disc[:len(top)]
-    return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
+def draws_of(sample: Sample, frac: float, queries: int, draws: int, rng) -> np.ndarray:
+    """(draws, n) indices into the census's units (items, or queries) of random samples:
+    stratified simple random samples without replacement, in stratum order."""
+    if sample.unit == "query":
+        n = max(round(frac * queries), MIN_QUERIES)
+        return np.sort(np.argsort(rng.random((draws, queries)), axis=1)[:, :n], axis=1)
+    sizes = np.array([v["population"] for v in sample.params["strata"].values()])
+    take = allocate(round(frac * sizes.sum()), sizes)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    parts = [s + np.argsort(rng.random((draws, n)), axis=1)[:, :t]
+             for s, n, t in zip(starts, sizes, take, strict=True) if t]
+    return np.sort(np.concatenate(parts, axis=1), axis=1)
 
 
-def library_values(pairs, ranks: np.ndarray, grades: np.ndarray, measures: list[str],
-                   qids: list[str]) -> np.ndarray:
-    """Per-query values from reljudge.metrics.evaluate, (measures, S, Q): the systems as runs
-    (score = -rank) against qrels holding the given grades."""
-    from reljudge.metrics import evaluate
-    from reljudge.types import Qrels, Run
+def library_cells(w, sample, judge_q, human_q, runs, measure):
+    """The cells and the design `estimate_runs` builds for the census sample."""
+    cells = {(r.name, str(measure)): {"llm": scores._per_query(judge_q, r, measure, w.queries)}
+             for r in runs}
+    if sample.unit == "query":
+        design = scores._query_design(sample, human_q, runs, [measure], w.queries, w.queries,
+                                      cells, LEVEL)
+    else:
+        design = scores._pair_design(sample, judge_q, human_q, runs, [measure], w.queries,
+                                     cells, LEVEL)
+    return cells, design
 
-    q = np.array([p[0] for p in pairs], dtype=object)
-    d = np.array([p[1] for p in pairs], dtype=object)
-    qrels = Qrels.from_arrays(q, d, grades, check=False)
-    out = np.empty((len(measures), len(ranks), len(qids)))
-    for s, r in enumerate(ranks):
-        ev = evaluate(qrels, Run.from_arrays(q, d, -r.astype(np.float64), name=f"s{s}",
-                                             check=False), measures, all_queries=True)
-        assert ev.query_ids == qids
-        out[:, s, :] = ev.scores.T
-    return out
+
+def draw_estimates(cells, design, runs, measure, idx: np.ndarray):
+    """PPI estimates of every run and run-minus-first-run difference on the draws ``idx``,
+    through the design's per-cell estimate: (estimates of runs, of differences, counts)."""
+    def cell_of(c):
+        if "human" in c:
+            return {**c, "human": c["human"][idx]}
+        return {**c, "a": c["a"][idx], "b": c["b"][idx]}
+
+    if isinstance(design, scores._QueryDesign):
+        d = replace(design, idx=idx)
+    else:
+        d = replace(design, item_strata=design.item_strata[idx[0]],
+                    in_top={k: (v[0][idx], v[1]) for k, v in design.in_top.items()})
+    key = str(measure)
+    base = runs[0].name
+    out, diffs = [], []
+    for r in runs:
+        cell = cell_of(cells[(r.name, key)])
+        out.append(d.estimate(cell, r.name, measure)[0])
+        if r.name != base:
+            dcell = scores.difference_cell(cell, cell_of(cells[(base, key)]))
+            diffs.append(d.estimate(dcell, r.name, measure, base)[0])
+    return out, diffs
+
+
+def clipped(low, high, bounds):
+    """Interval ends as `reljudge estimate` prints them (clipped; wholly outside: the range)."""
+    lo, hi = np.clip(low, *bounds), np.clip(high, *bounds)
+    outside = (high > low) & (lo == hi)
+    return np.where(outside, bounds[0], lo), np.where(outside, bounds[1], hi)
 
 
 def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -135,193 +195,135 @@ def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return np.divide((sx * st).sum(-1), den, out=np.full(den.shape, np.nan), where=den > 0)
 
 
-def kendall(x: np.ndarray, y: np.ndarray) -> float:
-    return float(tau_rows(x[None], y)[0])
+def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False):
+    """Coverage, widths and taus of one judge x design x budget x measure."""
+    m = parse_measure(measure)
+    sample = census(w, design, w.judges[judge])
+    judge_q, human_q = qrels(w.pairs, w.judges[judge]), qrels(w.pairs, w.human)
+    cells, lib = library_cells(w, sample, judge_q, human_q, runs, m)
+    rng = np.random.default_rng([seed, zlib.crc32(f"{judge}{design}".encode()),
+                                 int(frac * 1000)])
+    n_units = len(w.queries) if sample.unit == "query" else len(w.pairs)
+    idx = draws_of(sample, frac, n_units, draws, rng)
+    est, dest = draw_estimates(cells, lib, runs, m, idx)
+    truth = np.array([scores._per_query(human_q, r, m, w.queries).mean() for r in runs])
+    llm = np.array([cells[(r.name, str(m))]["llm"].mean() for r in runs])
+    if check:
+        check_against_estimate_runs(sample, idx[0], judge_q, human_q, runs, m, est)
+    out = {}
+    for kind, es, tr, bounds in (("run", est, truth, measure_range(m)),
+                                 ("diff", dest, truth[1:] - truth[0], difference_range(m))):
+        lo, hi = clipped(np.stack([e.low for e in es], -1), np.stack([e.high for e in es], -1),
+                         bounds)
+        hlo, hhi = clipped(np.stack([e.classical_low for e in es], -1),
+                           np.stack([e.classical_high for e in es], -1), bounds)
+        hit = (lo <= tr) & (tr <= hi)  # (draws, systems)
+        out[kind] = hit
+        if kind == "run":
+            out["human"] = (hlo <= tr) & (tr <= hhi)
+            out["width"] = float((hi - lo).mean())
+            out["width_h"] = float((hhi - hlo).mean())
+            value = np.stack([e.value for e in es], -1)
+            classical = np.stack([e.classical for e in es], -1)
+            out["tau"] = float(np.nanmean(tau_rows(value, truth)))
+            out["tau_h"] = float(np.nanmean(tau_rows(classical, truth)))
+            out["tau_llm"] = float(tau_rows(llm, truth))
+    out["units"] = idx.shape[1]
+    return out
 
 
-def draw_masks(strata: np.ndarray, take: np.ndarray, draws: int, rng) -> np.ndarray:
-    """(draws, units) 0/1 masks of stratified simple random samples without replacement."""
-    mask = np.zeros((draws, len(strata)))
-    for h, n_h in enumerate(take):
-        members = np.flatnonzero(strata == h)
-        if n_h == 0:
-            continue
-        keys = rng.random((draws, len(members)))
-        chosen = np.argpartition(keys, n_h - 1, axis=1)[:, :n_h]
-        mask[np.arange(draws)[:, None], members[chosen]] = 1.0
-    return mask
+def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> None:
+    """The vectorised path equals `estimate_runs` on one real draw (ppi interval per run)."""
+    if sample.unit == "query":
+        qids = sorted({it.qid for it in sample.items})
+        chosen = {qids[i] for i in idx.tolist()}
+        items = [it for it in sample.items if it.qid in chosen]
+        params = dict(sample.params, queries=len(chosen))
+    else:
+        items = [sample.items[i] for i in idx.tolist()]
+        params = sample.params
+    drawn = Sample("check", sample.unit, sample.design, 0, len(items), items, params)
+    rows, _ = scores.estimate_runs(drawn, judge_q, human_q, runs, [str(m)], bootstrap=10)
+    bounds = measure_range(m)
+    for row, e in zip(rows, est, strict=True):
+        lo, hi = clipped(np.float64(e.low[0]), np.float64(e.high[0]), bounds)
+        assert np.isclose(row.ppi_low, lo) and np.isclose(row.ppi_high, hi), \
+            f"bench differs from estimate_runs on {row.run}: {row.ppi_low, row.ppi_high} " \
+            f"vs {lo, hi}"
 
 
-def moments_of(mask: np.ndarray, strata: np.ndarray, nstrata: int, a: np.ndarray,
-               b: np.ndarray) -> Moments:
-    """Per-stratum sample sums for every draw and system: arrays (draws, systems, strata)."""
-    parts = {k: [] for k in ("n", "sa", "sb", "saa", "sbb", "sab")}
-    for h in range(nstrata):
-        mh = mask * (strata == h)
-        parts["n"].append(np.broadcast_to(mh.sum(1)[:, None], (len(mask), len(a))))
-        parts["sa"].append(mh @ a.T)
-        parts["sb"].append(mh @ b.T)
-        parts["saa"].append(mh @ (a * a).T)
-        parts["sbb"].append(mh @ (b * b).T)
-        parts["sab"].append(mh @ (a * b).T)
-    return Moments(**{k: np.stack(v, axis=-1) for k, v in parts.items()})
+def summary(results: list[dict]) -> dict:
+    """Pooled over judges: coverage and its MC error, worst run / difference, widths, taus."""
+    run = np.concatenate([r["run"] for r in results], axis=1)
+    diff = np.concatenate([r["diff"] for r in results], axis=1)
+    human = np.concatenate([r["human"] for r in results], axis=1)
+    cover = float(run.mean())
+    return {"cover": cover, "mc": (cover * (1 - cover) / run.size) ** 0.5,
+            "worst": float(run.mean(0).min()), "worst_diff": float(diff.mean(0).min()),
+            "diff": float(diff.mean()), "human": float(human.mean()),
+            "width": float(np.mean([r["width"] / r["width_h"] for r in results])),
+            "tau": float(np.mean([r["tau"] for r in results])),
+            "tau_h": float(np.mean([r["tau_h"] for r in results])),
+            "tau_llm": float(np.mean([r["tau_llm"] for r in results])),
+            "units": results[0]["units"], "draws": run.shape[0]}
 
 
-def _where(usable: np.ndarray, e: Estimate, fallback: Estimate) -> Estimate:
-    """e where usable, else the fallback (the design-based estimate)."""
-    return Estimate(**{f: getattr(e, f) if f == "level" else
-                       np.where(usable, getattr(e, f), getattr(fallback, f))
-                       for f in Estimate.__dataclass_fields__})
+HEADER = ("| systems | design | budget (units) | measure | cover (± MC) | worst run | "
+          "diff cover | worst diff | human cover | width / human | tau ppi / human / llm |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
-def summarise(e, truth: np.ndarray) -> dict[str, float]:
-    """Coverage, widths and taus of a (draws, systems) estimate."""
-    cover = (e.low <= truth) & (truth <= e.high)
-    human = (e.classical_low <= truth) & (truth <= e.classical_high)
-    return {"cover": float(cover.mean()), "worst": float(cover.mean(0).min()),
-            "cover_h": float(human.mean()),
-            "width": float((e.high - e.low).mean()),
-            "width_h": float((e.classical_high - e.classical_low).mean()),
-            "tau": float(np.nanmean(tau_rows(e.value, truth))),
-            "tau_h": float(np.nanmean(tau_rows(e.classical, truth))),
-            "eff": float(np.mean(e.effective_n / e.n))}
-
-
-def print_thresholds(informative: dict, results: dict, budgets: list) -> None:
-    """The smallest sample at which every judge's intervals covered >= 93 %: for pair samples
-    by the number of sampled pairs in the system's top K (coverage of the intervals from at
-    least t such pairs, for every judge and every pair budget with >= 100 of them), for query
-    samples by the number of queries."""
-    print("\n== pair samples: coverage of the DCG@10 intervals from >= t sampled pairs in the "
-          "system's top 10 (lowest over judges; per pair budget) ==")
-    pair_budgets = [f for u, f, _ in budgets if u == "pairs"]
-    print(f"{'t':>4} " + " ".join(f"{f:>10.0%}" for f in pair_budgets) + f" {'lowest':>7}"
-          + f" {'share':>6}")
-    found = None
-    for t in (1, 5, 10, 15, 20, 25, 30, 40, 50, 60, 80):
-        cells, shares = [], []
-        for i, _ in enumerate(pair_budgets):
-            lows = []
-            for v in informative.values():
-                k, hit = v[i]
-                shares.append((k >= t).mean())
-                lows.append(hit[k >= t].mean() if (k >= t).sum() >= 100 else np.nan)
-            cells.append(min(lows) if not np.isnan(lows).any() else np.nan)
-        low = np.nanmin(cells)
-        print(f"{t:4d} " + " ".join(f"{c:10.3f}" for c in cells) + f" {low:7.3f}"
-              + f" {np.mean(shares):6.3f}")
-        if found is None and low >= 0.93:
-            found = t
-    print(f"smallest t with coverage >= 0.93 for every judge and pair budget: {found}")
-    for mname in QUERY_MEASURES:
-        ok = [f for u, f, m in budgets if u == "queries" and m == mname
-              and min(r["cover"] for r in results[(u, f, m)].values()) >= 0.93]
-        print(f"{mname}: smallest query budget with coverage >= 0.93 for every judge: "
-              + (f"{min(ok):.0%} of the queries" if ok else "none"))
+def row(systems: str, design: str, frac: float, measure: str, s: dict) -> str:
+    """One markdown table row."""
+    return (f"| {systems} | {design} | {frac:.0%} ({s['units']}) | {measure} | "
+            f"{s['cover']:.3f} ± {s['mc']:.3f} | {s['worst']:.3f} | {s['diff']:.3f} | "
+            f"{s['worst_diff']:.3f} | {s['human']:.3f} | {s['width']:.2f} | "
+            f"{s['tau']:.2f} / {s['tau_h']:.2f} / {s['tau_llm']:.2f} |")
 
 
 def main() -> int:
-    """Run every budget for every judge and print one table per budget."""
+    """Every design x budget x measure for each system kind; one markdown table."""
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=DATA)
-    p.add_argument("--draws", type=int, default=500)
-    p.add_argument("--judges", type=int, default=None, help="only the first N judges")
-    p.add_argument("--systems", type=int, default=32)
+    p.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=DESIGNS)
+    p.add_argument("--budgets", nargs="+", type=float, default=[0.05, 0.1, 0.2, 0.4])
+    p.add_argument("--measures", nargs="+", default=["DCG@10", "P@10", "nDCG@10"])
+    p.add_argument("--draws", type=int, default=200)
+    p.add_argument("--judges", type=int, default=5, help="the first N judges by name")
+    p.add_argument("--systems", nargs="+", default=["simulated", "judges"],
+                   choices=("simulated", "judges"))
+    p.add_argument("--count", type=int, default=32, help="systems per kind")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--collapse", choices=("adjacent", "all"), default="adjacent",
-                   help="how post-strata with fewer than 2 sampled pairs are merged")
-    p.add_argument("--lam", type=float, default=None,
-                   help="a fixed lambda (default: power-tuned) to compare")
     args = p.parse_args()
     if not (args.data / "human" / "test.qrels").exists():
-        print(f"no LLMJudge data at {args.data}", file=sys.stderr)
-        return 2
+        print(f"skipped: no LLMJudge data at {args.data}", file=sys.stderr)
+        return 0
     t0 = time.perf_counter()
-    pairs, qidx, nq, human, preds, kappas = load(args.data, args.judges)
-    ranks = systems(human, qidx, args.systems, args.seed)
-    w = dcg_weights(ranks)
-    top = (w > 0).astype(np.float64)  # (S, P): each system's top K
-    qids = sorted({q for q, _ in pairs})
-    y_lib = library_values(pairs, ranks, human, QUERY_MEASURES, qids)  # (M, S, Q)
-    y_q = ndcg(w, human, qidx, nq)  # (S, Q) human nDCG@10, vectorised here
-    assert np.allclose(y_q, y_lib[0]), "bench nDCG@10 differs from reljudge.metrics"
-    truth_qm = y_lib.mean(2)  # (M, S)
-    truth_q = truth_qm[0]
-    a_pair = w * human  # DCG@10 contributions under human grades
-    truth_p = a_pair.sum(1) / nq
-    print(f"{len(pairs)} pairs, {nq} queries, {len(preds)} judges, {args.systems} systems, "
-          f"{args.draws} draws per budget; human nDCG@10 of the systems "
-          f"{truth_q.min():.3f}..{truth_q.max():.3f}")
-    budgets = [("pairs", f, "DCG@10") for f in (0.05, 0.10, 0.20, 0.40)] + [
-        ("queries", f, m) for m in QUERY_MEASURES for f in (0.20, 0.40, 0.60, 0.80)]
-    results: dict = {b: {} for b in budgets}
-    informative: dict = {name: [] for name in preds}
-    llm_only = {}
-    for name, g in preds.items():
-        f_lib = library_values(pairs, ranks, g, QUERY_MEASURES, qids)
-        b_pair = w * g
-        llm_only[name] = {"DCG@10": {"tau": kendall(b_pair.sum(1), truth_p)}}
-        for j, mname in enumerate(QUERY_MEASURES):
-            boot = [bootstrap_ci(f_lib[j, s], n=1000, seed=args.seed)
-                    for s in range(args.systems)]
-            llm_only[name][mname] = {
-                "tau": kendall(f_lib[j].mean(1), truth_qm[j]),
-                "cover": float(np.mean([i.low <= t <= i.high
-                                        for i, t in zip(boot, truth_qm[j], strict=True)]))}
-        for unit, frac, mname in budgets:
-            rng = np.random.default_rng([args.seed, zlib.crc32(name.encode()), int(frac * 100)])
-            if unit == "pairs":
-                sizes = np.bincount(g, minlength=4)
-                take = allocate(round(frac * len(pairs)), sizes)
-                mask = draw_masks(g, take, args.draws, rng)
-                m = moments_of(mask, g, 4, a_pair, b_pair)
-                design = estimate_from_moments(m, sizes.astype(float), b_pair.sum(1), nq)
-                # post-stratified by each system's top K (a and b are 0 outside it)
-                n_top = np.stack([(mask * (g == h)) @ top.T for h in range(4)], axis=-1)
-                e, usable = post_stratified(Moments(n_top, m.sa, m.sb, m.saa, m.sbb, m.sab),
-                                            top @ (g[:, None] == np.arange(4)).astype(float),
-                                            b_pair.sum(1), nq, lam=args.lam,
-                                            collapse=args.collapse)
-                e = _where(usable, e, design)
-                results[(unit, frac, mname)][name] = summarise(e, truth_p) | {
-                    "cover_ht": float(((design.low <= truth_p) & (truth_p <= design.high)).mean()),
-                    "width_ht": float((design.high - design.low).mean())}
-                informative[name].append((n_top.sum(-1),  # sampled pairs in the top K
-                                          (e.low <= truth_p) & (truth_p <= e.high)))
-            else:
-                j = QUERY_MEASURES.index(mname)
-                take = np.array([round(frac * nq)])
-                mask = draw_masks(np.zeros(nq, dtype=np.int64), take, args.draws, rng)
-                m = moments_of(mask, np.zeros(nq, dtype=np.int64), 1, y_lib[j], f_lib[j])
-                e = estimate_from_moments(m, np.array([float(nq)]), f_lib[j].sum(1), nq,
-                                          lam=args.lam)
-                results[(unit, frac, mname)][name] = summarise(e, truth_qm[j])
-    for unit, frac, mname in budgets:
-        measure = f"{mname}, " + ("pairs stratified by judge grade" if unit == "pairs" else
-                                  "simple random sample of queries")
-        n_units = round(frac * (len(pairs) if unit == "pairs" else nq))
-        print(f"\n== budget {frac:.0%} of {unit} ({n_units} {unit}; {measure}) ==")
-        print(f"{'judge':32} {'kappa_q':>7} {'cover':>6} {'worst':>6} {'width/human':>11} "
-              f"{'labels x':>8} {'hum cover':>9} {'tau ppi':>7} {'tau hum':>7} {'tau llm':>7} {'llm cover':>9}"
-              f" {'ht cover':>8} {'width/ht':>8}")
-        rows = results[(unit, frac, mname)]
-        for name in sorted(rows, key=lambda n: -kappas[n]):
-            r, lo = rows[name], llm_only[name][mname]
-            tau_llm = lo["tau"]
-            print(f"{name:32} {kappas[name]:7.3f} {r['cover']:6.3f} {r['worst']:6.3f} "
-                  f"{r['width'] / r['width_h']:11.3f} {r['eff']:8.2f} {r['cover_h']:9.3f} {r['tau']:7.3f} "
-                  f"{r['tau_h']:7.3f} {tau_llm:7.3f} "
-                  + (f"{lo['cover']:9.3f}" if unit == "queries" else
-                     f"{'':9} {r['cover_ht']:8.3f} {r['width'] / r['width_ht']:8.3f}"))
-        covered = sum(r["cover"] >= 0.93 for r in rows.values())
-        good = [n for n in rows if kappas[n] >= 0.3]
-        narrower = sum(rows[n]["width"] < rows[n]["width_h"] for n in good)
-        print(f"coverage >= 0.93: {covered}/{len(rows)} judges (lowest "
-              f"{min(r['cover'] for r in rows.values()):.3f}); narrower than human-only: "
-              f"{narrower}/{len(good)} judges with kappa_q >= 0.3")
-    print_thresholds(informative, results, budgets)
-    print(f"\n{time.perf_counter() - t0:.1f} s")
+    w = load(args.data)
+    judges = list(w.judges)[:args.judges]
+    print(f"{len(w.pairs)} pairs, {len(w.queries)} queries, judges {', '.join(judges)}; "
+          f"{args.count} systems per kind, {args.draws} draws; 95 % intervals")
+    print(HEADER)
+    checked: set[str] = set()
+    for kind in args.systems:
+        for design in args.designs:
+            for frac in args.budgets:
+                for measure in args.measures:
+                    results = []
+                    try:
+                        for judge in judges:
+                            runs = runs_of(w, kind, judge, args.count, args.seed)
+                            results.append(measure_one(w, judge, runs, design, frac, measure,
+                                                       args.draws, args.seed,
+                                                       check=design not in checked))
+                            checked.add(design)
+                    except InputError as e:
+                        print(f"| {kind} | {design} | {frac:.0%} | {measure} | not estimable: "
+                              f"{str(e)[:60]} |||||||", flush=True)
+                        continue
+                    print(row(kind, design, frac, measure, summary(results)), flush=True)
+    print(f"\n{time.perf_counter() - t0:.0f} s")
     return 0
 
 

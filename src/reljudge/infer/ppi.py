@@ -15,7 +15,9 @@ Two estimators share one formula (written out in docs/ppi.md):
   lambda minimises that estimated variance (clipped to [0, 1]), and the interval uses
   Student's t with the Welch-Satterthwaite degrees of freedom of the stratified variance
   (Satterthwaite 1946; Cochran, Sampling Techniques, 3rd ed. 1977, sec. 5.4), one fewer for a tuned
-  lambda: n - 2 for one stratum, fewer when a few strata carry the variance.
+  lambda: n - 2 for one stratum, fewer when a few strata carry the variance. A tuned lambda's
+  variance is at least the stratified delete-one jackknife's, which re-fits lambda without each
+  sampled unit (the formula alone treats the fitted lambda as known; docs/ppi.md).
 
 Everything is vectorised over leading axes (systems, draws): ``estimate_from_moments``
 takes per-stratum sums, so the benchmark can compute them for 500 draws with one matmul.
@@ -23,7 +25,7 @@ takes per-stratum sums, so the benchmark can compute them for 500 draws with one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special  # t.ppf, t.sf, norm.ppf of scipy.stats, without importing it
@@ -74,6 +76,17 @@ class Estimate:
         return np.where(self.se > 0, p, np.where(self.value == 0, 1.0, 0.0))
 
 
+@dataclass(frozen=True)
+class Units:
+    """The sampled units themselves, for the jackknife: values a and b (..., n) and each
+    unit's stratum (n,) or (..., n), -1 for a unit outside the estimate's domain (its
+    values are 0 and it moves nothing)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    stratum: np.ndarray
+
+
 def moments(a: np.ndarray, b: np.ndarray, stratum: np.ndarray, strata: int) -> Moments:
     """Per-stratum sums of the sampled units' values; a and b may have leading axes."""
     a = np.asarray(a, np.float64)
@@ -92,6 +105,57 @@ def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> n
     return np.clip(lam, 0.0, 1.0)
 
 
+def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
+                       ) -> np.ndarray:
+    """The stratified delete-one jackknife variance of the tuned estimate of the total,
+    lambda re-fitted without each sampled unit in turn: sum_h (1 - f_h) (n_h - 1) / n_h
+    sum_{i in h} (T_(hi) - mean_i T_(hi))^2 over the strata short of a census (Krewski and
+    Rao 1981; for a fixed lambda it equals the usual variance estimate)."""
+    a = np.asarray(units.a, np.float64)
+    b = np.asarray(units.b, np.float64)
+    big_n = np.broadcast_to(np.asarray(population, np.float64), a.shape[:-1] + np.shape(
+        population)[-1:])
+    strata = big_n.shape[-1]
+    stratum = np.broadcast_to(np.asarray(units.stratum), a.shape)
+    # one bin per (leading index, stratum), and a last one for the units outside the domain
+    rows = np.arange(int(np.prod(a.shape[:-1]))).reshape(a.shape[:-1] + (1,))
+    bins = np.where(stratum >= 0, rows * strata + stratum, rows.size * strata).ravel()
+
+    def per_stratum(x: np.ndarray) -> np.ndarray:
+        sums = np.bincount(bins, weights=x.ravel(), minlength=rows.size * strata + 1)
+        return sums[:-1].reshape(a.shape[:-1] + (strata,))
+
+    def at_unit(x: np.ndarray) -> np.ndarray:  # each unit's own stratum's value
+        return np.take_along_axis(x, np.maximum(stratum, 0), axis=-1)
+
+    n, sa, sb = per_stratum(np.ones_like(a)), per_stratum(a), per_stratum(b)
+    sbb, sab = per_stratum(b * b), per_stratum(a * b)
+
+    def parts(n, sa, sb, sbb, sab, big_n):  # per stratum: c s_ab, c s_b^2, N mean a, N mean b
+        n_safe, d = np.maximum(n, 1), np.maximum(n - 1, 1)
+        mean_a, mean_b = sa / n_safe, sb / n_safe
+        frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape),
+                         where=big_n > 0)
+        c = np.where(n >= big_n, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)
+        return (c * (sab - n * mean_a * mean_b) / d,
+                c * np.maximum((sbb - n * mean_b ** 2) / d, 0.0), big_n * mean_a,
+                big_n * mean_b)
+
+    whole = parts(n, sa, sb, sbb, sab, big_n)
+    left = parts(at_unit(n) - 1, at_unit(sa) - a, at_unit(sb) - b, at_unit(sbb) - b * b,
+                 at_unit(sab) - a * b, at_unit(big_n))  # each unit's stratum without it
+    num, den, ta, tb = (w.sum(axis=-1, keepdims=True) - at_unit(w) + lw
+                        for w, lw in zip(whole, left, strict=True))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.clip(np.where(den > 0, num / den, 0.0), 0.0, 1.0)
+    t_i = lam * (np.asarray(b_total, np.float64)[..., None] - tb) + ta  # (..., n)
+    mean_h = per_stratum(t_i) / np.maximum(n, 1)
+    dev2 = per_stratum(t_i ** 2) - n * mean_h ** 2
+    frac = np.divide(n, big_n, out=np.ones(n.shape), where=big_n > 0)
+    factor = np.where((n >= 2) & (n < big_n), (1.0 - frac) * (n - 1) / np.maximum(n, 1), 0.0)
+    return (factor * np.maximum(dev2, 0.0)).sum(axis=-1)
+
+
 #: the variance of a sampled stratum whose sampled values are all equal, short of a census
 FLAT_RULE = ("as if one more unit had been sampled at the far end of the range a unit's value "
              "can take: s^2 = spread^2 / (n_h + 1)")
@@ -100,7 +164,8 @@ FLAT_RULE = ("as if one more unit had been sampled at the far end of the range a
 def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarray,
                           normaliser: float, level: float = 0.95,
                           lam: float | np.ndarray | None = None, check: bool = True,
-                          spread: float | None = None) -> Estimate:
+                          spread: float | None = None, units: Units | None = None
+                          ) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
     ``population``: units per stratum (H,) or (..., H); ``b_total``: sum of the predictions
@@ -112,6 +177,9 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     sample short of the population never gives a zero-width interval (nor does a PPI
     interval whose residuals a - lambda b are all flat); ``Estimate.flat`` counts such
     strata, ``Estimate.exact`` says the sample is a census of every stratum.
+    ``units``: the sampled units behind ``m``; with them a tuned lambda's variance is at
+    least the jackknife's, which re-fits lambda without each unit (the variance formula
+    alone treats the fitted lambda as known, and comes out too small: docs/ppi.md).
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
@@ -156,6 +224,8 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     if tuned:  # lambda fitted on the sample: one degree of freedom fewer, as in regression
         var = var * df_pooled / np.maximum(sampled - strata - 1, 1)
         df = np.maximum(df - 1, 1)
+        if units is not None:
+            var = np.maximum(var, jackknife_variance(units, big_n, b_total))
     se = np.sqrt(var) / normaliser
     se_c = np.sqrt(var_classical) / normaliser
     q, q_c = special.stdtrit(df, 0.5 + level / 2), special.stdtrit(df_c, 0.5 + level / 2)
@@ -182,10 +252,20 @@ def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.nda
     return flat & (np.all(flat == short, axis=-1) & short.any(axis=-1))[..., None]
 
 
+def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
+    """The estimate e where condition holds, else otherwise (field by field)."""
+    if np.ndim(condition) == 0:
+        return e if bool(condition) else otherwise
+    return Estimate(**{f: getattr(e, f) if f == "level" else
+                       np.where(condition, getattr(e, f), getattr(otherwise, f))
+                       for f in Estimate.__dataclass_fields__})
+
+
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     normaliser: float, level: float = 0.95,
                     lam: float | np.ndarray | None = None, collapse: str = "adjacent",
-                    spread: float | None = None) -> tuple[Estimate, np.ndarray]:
+                    spread: float | None = None, units: Units | None = None
+                    ) -> tuple[Estimate, np.ndarray]:
     """The estimate post-stratified by a known domain outside which every a and b is 0 (for
     a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
 
@@ -199,7 +279,8 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
     merged into the next one in stratum order (the last into the one before;
     ``collapse="all"``: every post-stratum into one) (collapsed strata, Cochran 1977
     sec. 5A.12); where the domain holds fewer than three sampled units the second value is
-    False and the estimate must not be used.
+    False and the estimate must not be used. ``units``: the sampled units (their stratum -1
+    outside the domain), for the jackknife as in ``estimate_from_moments``.
     """
     if collapse not in ("adjacent", "all"):
         raise InputError(f"collapse must be 'adjacent' or 'all', got {collapse!r}")
@@ -211,11 +292,13 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
         return (size > 0) & (n_h < MIN_PER_STRATUM) & (n_h < size)
 
     strata = parts.shape[-1]
+    into = np.broadcast_to(np.arange(strata), big_n.shape).copy()  # where each one went
     if collapse == "all":
         any_short = np.any([short(h) for h in range(strata)], axis=0)
         total = parts.sum(axis=-1)
         parts = np.where(any_short[..., None], 0.0, parts)
         parts[..., 0] = np.where(any_short, total, parts[..., 0])
+        into = np.where(any_short[..., None], 0, into)
     else:
         moves = [(h, h + 1) for h in range(strata - 1)] + [(h, h - 1)
                                                              for h in range(strata - 1, 0, -1)]
@@ -223,9 +306,14 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
             s_h = short(h)
             parts[..., to] += np.where(s_h, parts[..., h], 0.0)
             parts[..., h] = np.where(s_h, 0.0, parts[..., h])
+            into = np.where(s_h[..., None] & (into == h), to, into)
+    if units is not None:  # each unit into its post-stratum's merged one
+        stratum = np.broadcast_to(units.stratum, np.shape(units.a))
+        moved = np.take_along_axis(into, np.maximum(stratum, 0), axis=-1)
+        units = replace(units, stratum=np.where(stratum >= 0, moved, -1))
     merged = Moments(*parts[:6])
     e = estimate_from_moments(merged, parts[6], b_total, normaliser, level, lam, check=False,
-                              spread=spread)
+                              spread=spread, units=units)
     n_dom = m.n.sum(axis=-1)
     usable = (n_dom >= MIN_PER_STRATUM + 1) | (n_dom >= big_n.sum(axis=-1))
     return e, usable
@@ -277,7 +365,7 @@ def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: 
         raise InputError("more sampled units than the population holds in a stratum")
     norm = float(population.sum()) if normaliser is None else float(normaliser)
     return estimate_from_moments(m, population, np.asarray(predicted_total, np.float64), norm,
-                                 level, lam, spread=spread)
+                                 level, lam, spread=spread, units=Units(a, b, stratum))
 
 
 def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: np.ndarray,
@@ -288,13 +376,13 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
     of queries (``sampled``: their indices into ``predicted_all``; ``spread``: as in
     ``estimate_from_moments``)."""
     f = np.asarray(predicted_all, np.float64)
-    idx = np.asarray(sampled, np.int64)
-    if len(np.unique(idx)) != len(idx):
+    idx = np.asarray(sampled, np.int64)  # (n,), or (draws, n) with a 1-d predicted_all
+    if np.any(np.diff(np.sort(idx, axis=-1), axis=-1) == 0):
         raise InputError("a query-level sample lists a query twice")
     n_all = f.shape[-1]
-    if len(idx) < MIN_PER_STRATUM + 1:
+    if idx.shape[-1] < MIN_PER_STRATUM + 1:
         raise InputError(f"a query-level estimate needs at least {MIN_PER_STRATUM + 1} "
-                         f"human-labelled queries; the sample has {len(idx)}")
+                         f"human-labelled queries; the sample has {idx.shape[-1]}")
     return estimate(human_sampled, f[..., idx], f.sum(axis=-1), None, np.array([n_all]),
                     n_all, level, lam, spread)
 

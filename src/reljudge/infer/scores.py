@@ -177,7 +177,7 @@ class _QueryDesign:
                  ) -> tuple[ppi.Estimate, int]:
         """The query-level PPI estimate of a cell."""
         return ppi.query_level(cell["human"], cell["llm"], self.idx, self.level,
-                               spread=cell.get("spread")), len(self.idx)
+                               spread=cell.get("spread")), self.idx.shape[-1]
 
 
 def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Sequence[Measure],
@@ -217,27 +217,40 @@ class _PairDesign:
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The design-based estimate, post-stratified over the pairs in the top k when the
-        strata allow it."""
+        strata allow it. Vectorised: the cell's values and the items in the top k may carry
+        leading axes (draws of the same stratum composition, as bench/ppi.py uses)."""
         items, popd = self.in_top[(run, str(m))]
         if other:  # a difference is 0 outside both runs' top k
             items = items | self.in_top[(other, str(m))][0]
             popd = popd | self.in_top[(other, str(m))][1]
-        design = ppi.estimate(cell["a"], cell["b"], cell["b_total"], self.item_strata,
-                              self.sizes, float(self.queries), self.level,
-                              spread=cell["spread"])
+        informative = items.sum(axis=-1)
+        k = informative if np.ndim(informative) else int(informative)
         if self.pop_strata is None:
-            return design, int(items.sum())
-        dom = ppi.moments(cell["a"][items], cell["b"][items], self.item_strata[items],
-                          len(self.sizes))
+            return self._design_based(cell), k
+        # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
+        # are the sampled pairs in the top k
+        whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
+        onehot = self.item_strata[:, None] == np.arange(len(self.sizes))[None, :]
+        dom = replace(whole, n=items.astype(np.float64) @ onehot)
         dsize = np.bincount(self.pop_strata[popd], minlength=len(self.sizes)
                             ).astype(np.float64)
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
-                                        float(self.queries), self.level, spread=cell["spread"])
-        if not bool(usable):
-            return design, int(items.sum())
+                                        float(self.queries), self.level, spread=cell["spread"],
+                                        units=ppi.Units(cell["a"], cell["b"],
+                                                        np.where(items, self.item_strata, -1)))
         # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
-        worth = float(e.effective_n) * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
-        return replace(e, effective_n=np.asarray(worth), n=design.n), int(items.sum())
+        worth = e.effective_n * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
+        e = replace(e, effective_n=worth, n=np.full(np.shape(e.value),
+                                                    float(len(self.item_strata))))
+        if np.all(usable):
+            return e, k
+        return ppi.where(usable, e, self._design_based(cell)), k
+
+    def _design_based(self, cell: dict) -> ppi.Estimate:
+        """The stratified estimate over the whole pool (no post-strata)."""
+        return ppi.estimate(cell["a"], cell["b"], cell["b_total"], self.item_strata,
+                            self.sizes, float(self.queries), self.level,
+                            spread=cell["spread"])
 
 
 def _pair_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
