@@ -75,7 +75,7 @@ def estimate_measure(sample: Sample) -> str:
 
 
 def _estimate(label_store: LabelStore, sample: Sample, store: str, judge: str) -> dict:
-    from reljudge.infer.scores import human_truth
+    from reljudge.infer.cells import human_truth
 
     paths = [Path(p) for p in (sample.params.get("pool") or {}).get("runs") or []]
     runs = (" ".join(shlex.quote(str(p.absolute())) for p in paths)

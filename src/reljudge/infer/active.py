@@ -149,7 +149,7 @@ def draw(pairs: Sequence[tuple[str, str]], sizes: Mapping[tuple[str, str], float
 def run_weights(runs, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
     """Each run's rank weight of each pair in ``measure`` (0 outside its top k), (runs,
     pairs)."""
-    from reljudge.infer.scores import pair_weights
+    from reljudge.infer.cells import pair_weights
 
     return np.array([pair_weights(run, pairs, measure) for run in runs]).reshape(
         len(runs), len(pairs))
@@ -207,7 +207,7 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
     """The judge's uncertainty on ``pairs`` from the store: its grade distributions (a
     calibrated or panel source has them), else its disagreement with the store's other LLM
     judges, else a pilot of human grades; an InputError naming what to give when none."""
-    from reljudge.infer.scores import gain, human_truth
+    from reljudge.infer.cells import gain, human_truth
 
     grades = store.source_grades(judge)
     judge_gain = gain(np.array([grades[p] for p in pairs]), measure)
@@ -246,7 +246,7 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
 def _gains_of(grades: Mapping[tuple[str, str], int], pairs: Sequence[tuple[str, str]],
               measure) -> np.ndarray:
     """The gain of each pair's grade in ``grades``, NaN where it has none."""
-    from reljudge.infer.scores import gain
+    from reljudge.infer.cells import gain
 
     g = np.array([grades.get(p, -1) for p in pairs], dtype=np.int64)
     return np.where(g >= 0, gain(np.maximum(g, 0), measure), np.nan)

@@ -28,7 +28,7 @@ from reljudge.stats import holm
 from reljudge.tables import Interval
 
 if TYPE_CHECKING:
-    from reljudge.infer.scores import Cells, RunEstimate, _Design
+    from reljudge.infer.cells import Cells, Design, RunEstimate
 
 #: the multiple-testing correction and its family, as the output states them
 CORRECTION = "Holm"
@@ -145,11 +145,11 @@ def rank_pairs(names: Sequence[str], measure: str, llm: Sequence[float],
     return Ranking(measure, alpha, runs, orders, conflicts)
 
 
-def rank_runs(design: _Design, cells: Cells, names: Sequence[str], m: Measure,
+def rank_runs(design: Design, cells: Cells, names: Sequence[str], m: Measure,
               rows: Sequence[RunEstimate], level: float) -> Ranking | None:
     """The ranking of the runs ``names`` on ``m`` from their rows and every pair's paired
     difference through ``design``; None for fewer than two runs."""
-    from reljudge.infer.scores import difference_cell
+    from reljudge.infer.cells import difference_cell
 
     if len(names) < 2:
         return None

@@ -13,20 +13,31 @@ linear or have a normaliser that estimate does not serve: for them use a query-l
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
-from reljudge.grades import GRADE_MAX
 from reljudge.infer import ppi, ratio
+from reljudge.infer.cells import (
+    PAIR_MEASURES,
+    Cells,
+    Design,
+    RunEstimate,
+    difference_cell,
+    grades_of,
+    human_truth,
+    pair_cells,
+    pair_weights,
+    population,
+)
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
-from reljudge.metrics import evaluate, gain_kernels, kernels, parse_measure
+from reljudge.metrics import evaluate, parse_measure
 from reljudge.metrics.measures import Measure
 from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
@@ -34,81 +45,17 @@ from reljudge.types import Qrels, Run
 if TYPE_CHECKING:
     from reljudge.infer.ranking import Ranking
 
-PAIR_MEASURES = ("DCG", "P", "RBP")
 EXACT = "exact (census)"  # the interval of a row whose sample is a census of its units
-
-
-@dataclass(frozen=True)
-class RunEstimate:
-    """One run (or a difference of two runs) on one measure."""
-
-    run: str
-    measure: str
-    llm: float
-    llm_low: float
-    llm_high: float
-    human: float
-    human_low: float
-    human_high: float
-    ppi: float
-    ppi_low: float
-    ppi_high: float
-    lam: float
-    human_labels: int
-    effective_labels: float
-    p: float | None = None  # for differences: two-sided p-value of no difference
-    informative: int = 0  # sampled units carrying the measure: queries, or pairs in the top k
-    warning: str | None = None  # set when the sample is below the benchmark's reliable size
-    exact: bool = False  # the sample is a census of every unit the row depends on
-
-
-def _grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
-    return {(q, d): g for q, d, g in qrels}
 
 
 def check_complete(sample: Sample, human: Qrels) -> None:
     """Every sampled pair must carry a human label; otherwise say how many are missing."""
-    have = _grades_of(human)
+    have = grades_of(human)
     missing = [p for p in sample.pairs() if p not in have]
     if missing:
         q, d = missing[0]
         raise InputError(f"sample {sample.name!r} is not fully graded: {len(missing)} of "
                          f"{len(sample.items)} pairs have no human label (first: {q} {d})")
-
-
-def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
-    """Weight of each pair in a linear measure of the run (0 outside its top k), divided
-    later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1)."""
-    from reljudge.pool import top_k
-
-    k = measure.cutoff
-    if measure.name not in PAIR_MEASURES or k is None or measure.param("judged_only") is True \
-            or (measure.name == "RBP" and measure.param("residual")):
-        raise InputError(f"{measure} cannot be estimated from a pair-level sample (only "
-                         f"DCG@k, P@k and RBP@k are linear in the gains with a fixed "
-                         f"normaliser, and nDCG@k is a ratio of estimates); draw a "
-                         f"query-level sample (--design srs-queries) for it")
-    q, d, r = top_k(run, int(k))
-    rank = dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
-    ranks = np.array([rank.get(p, 0) for p in pairs], dtype=np.float64)
-    if measure.name == "DCG":
-        at = ranks.astype(np.int64)
-        return np.where(at > 0, kernels.discount(int(k))[np.maximum(at, 1) - 1], 0.0)
-    if measure.name == "RBP":
-        p = float(measure.param("p"))
-        return np.where(ranks > 0, (1.0 - p) * p ** np.maximum(ranks - 1.0, 0.0), 0.0)
-    return np.where(ranks > 0, 1.0 / int(k), 0.0)
-
-
-def gain(grades: np.ndarray, measure) -> np.ndarray:
-    """The gain a linear measure gives each grade (the metrics kernels' own gains)."""
-    g = np.asarray(grades)
-    if measure.name in ("P", "RBP"):
-        return kernels.relevant(g, measure.param("rel")).astype(np.float64)
-    return gain_kernels.gains(g, measure.param("dcg"))
-
-
-Cells = dict[tuple[str, str], dict]  # (run, measure) -> the per-query or per-pair values
 
 
 def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
@@ -132,7 +79,7 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         raise InputError(f"sampled query {unknown[0]} has no judge labels")
     cells: Cells = {(run.name, str(m)): {"llm": _per_query(judge, run, m, queries)}
                     for m in parsed for run in runs}
-    design: _Design
+    design: Design
     if sample.unit == "query":
         design = _query_design(sample, human, runs, parsed, queries, sampled_q, cells, level)
     elif sample.design == "active":
@@ -156,14 +103,6 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
 
         rankings += [r for m in parsed if (r := rank_runs(design, cells, names, m, rows, level))]
     return rows, diffs
-
-
-class _Design(Protocol):
-    """How a sample design turns one cell (a run's, or a difference of two runs') into a
-    PPI estimate and the number of sampled units that carry the measure."""
-
-    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
-                 ) -> tuple[ppi.Estimate, int]: ...
 
 
 @dataclass(frozen=True)
@@ -256,40 +195,19 @@ class _PairDesign:
 def _pair_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
                  parsed: Sequence[Measure], queries: list[str], cells: Cells,
                  level: float) -> _PairDesign:
-    """Add each cell's weighted gains of the sampled pairs under both labels, the judge's
-    total over the pool and the values' spread."""
-    pop, labels, sizes = _population(sample, judge)
-    item_pairs = sample.pairs()
-    hg = _grades_of(human)
-    jg = _grades_of(judge)
-    h_grades = np.array([hg[p] for p in item_pairs])
-    j_grades = np.array([jg[p] for p in item_pairs])
-    pop_grades = np.array([jg[p] for p in pop])
-    item_strata = np.array([labels.index(i.stratum or "all") for i in sample.items])
-    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-    for m in parsed:
-        for run in runs:
-            w_pop = pair_weights(run, pop, m)
-            w_items = pair_weights(run, item_pairs, m)
-            cell = cells[(run.name, str(m))]
-            cell["a"] = w_items * gain(h_grades, m)
-            cell["b"] = w_items * gain(j_grades, m)
-            cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
-            # the most a pair's value can differ from another's: its largest weight
-            # times the top grade's gain (a difference of two runs: twice that)
-            cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
-                                   * gain(np.array([GRADE_MAX]), m)[0])
-            in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
-    return _PairDesign(in_top, item_strata, sizes,
-                       _population_strata(sample, labels, pop_grades, sizes), len(queries),
-                       level)
+    """Fill each cell (``cells.pair_cells``) and the design: strata and post-strata."""
+    v = pair_cells(sample, judge, human, runs, parsed, cells)
+    item_strata = np.array([v.labels.index(i.stratum or "all") for i in sample.items])
+    return _PairDesign(v.in_top, item_strata, v.sizes,
+                       _population_strata(sample, v.labels, v.pop_grades, v.sizes),
+                       len(queries), level)
 
 
 @dataclass(frozen=True)
 class _ByMeasure:
     """A pair sample's estimates: nDCG@k by the ratio estimator, the rest linear."""
 
-    linear: _Design
+    linear: Design
     ratio: ratio.RatioDesign
 
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
@@ -303,8 +221,8 @@ def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
                   parsed: Sequence[Measure], queries: list[str], level: float,
                   bootstrap: int, seed: int) -> ratio.RatioDesign:
     """The pool and sample as arrays, and every run's nDCG@k replicates."""
-    pop, labels, sizes = _population(sample, judge)
-    jg, hg = _grades_of(judge), _grades_of(human)
+    pop, labels, sizes = population(sample, judge)
+    jg, hg = grades_of(judge), grades_of(human)
     index = {p: i for i, p in enumerate(pop)}
     qindex = {q: i for i, q in enumerate(queries)}
     pairs = sample.pairs()
@@ -320,7 +238,7 @@ def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
                                    bootstrap, seed)
 
 
-def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence[Run],
+def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[Run],
                    parsed: Sequence[Measure], base: str, queries: int, *, level: float,
                    bootstrap: int, seed: int) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped."""
@@ -349,40 +267,10 @@ def _estimate_rows(design: _Design, cells: Cells, sample: Sample, runs: Sequence
     return rows, diffs
 
 
-def difference_cell(cell: dict, other: dict) -> dict:
-    """The cell of one run minus another: every value paired on the shared sample."""
-    dcell = {k: cell[k] - other[k] for k in cell}
-    if "spread" in cell:  # a difference ranges over both runs' values
-        dcell["spread"] = cell["spread"] + other["spread"]
-    return dcell
-
-
 def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.ndarray:
     ev = evaluate(qrels, run, [measure], all_queries=True)
     vals = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
     return np.array([vals.get(q, 0.0) for q in queries])
-
-
-def _population(sample: Sample, judge: Qrels):
-    """The sampled population (the recorded pool, else every judge-labelled pair), strata
-    labels and sizes."""
-    graded = _grades_of(judge)
-    if "population" in sample.params:
-        pop = [tuple(p) for p in sample.params["population"]]
-        missing = [p for p in pop if p not in graded]
-        if missing:
-            raise InputError(f"{len(missing)} pairs of sample {sample.name!r}'s pool have no "
-                             f"judge label (first: {missing[0][0]} {missing[0][1]})")
-    else:
-        pop = sorted(graded)
-    strata_info: Mapping = sample.params.get("strata", {"all": {"population": len(pop)}})
-    labels = list(strata_info)
-    sizes = np.array([strata_info[lab]["population"] for lab in labels], dtype=np.float64)
-    if int(sizes.sum()) != len(pop):
-        raise InputError(f"sample {sample.name!r} was drawn from {int(sizes.sum())} pairs, "
-                         f"but the judge labels {len(pop)}: estimate with the judge source "
-                         f"the sample was drawn from")
-    return pop, labels, sizes
 
 
 def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray,
@@ -515,21 +403,6 @@ class StoreEstimates(Tabular):
                 f"labels a human-only estimate would need for the ppi interval; a difference "
                 f"row is estimated directly over either run's top k, not as the difference of "
                 f"the two runs' rows (docs/ppi.md){skipped}")
-
-
-def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
-                ) -> dict[tuple[str, str], int]:
-    """{pair: human grade} of ``pairs``: the standing human grades (a grade its annotator
-    undid does not count), merged as ``labels merge --policy adjudicated-first`` merges them:
-    an adjudicated grade where there is one, else the annotators' majority (a tie to the
-    lower grade); with ``human``, that one source's grade."""
-    from reljudge.store.merge import merge_rows
-
-    rows = [(g.qid, g.docid, "human", g.source, g.sample, g.grade, g.event)
-            for g in store.standing("human")
-            if (g.qid, g.docid) in pairs and (human is None or g.source == human)]
-    return {(lab.qid, lab.docid): int(lab.grade)
-            for lab in merge_rows(rows, "adjudicated-first", "majority").labels}
 
 
 def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,

@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats
 
 from reljudge.infer import ppi
+from reljudge.infer.cells import pair_cells
 
 
 @dataclass(frozen=True)
@@ -157,31 +158,9 @@ def active_design(sample, judge, human, runs, parsed, queries: list[str], cells:
                   level: float) -> ActiveDesign:
     """Add each cell's weighted gains of the sampled pairs under both labels, the judge's
     total over the pool and the values' spread (as for the other pair designs)."""
-    from reljudge.grades import GRADE_MAX
-    from reljudge.infer.scores import _population, gain, pair_weights
-
-    pop, _, _ = _population(sample, judge)
-    item_pairs = sample.pairs()
-    hg = {(q, d): g for q, d, g in human}
-    jg = {(q, d): g for q, d, g in judge}
-    h_grades = np.array([hg[p] for p in item_pairs])
-    j_grades = np.array([jg[p] for p in item_pairs])
-    pop_grades = np.array([jg[p] for p in pop])
-    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-    for m in parsed:
-        top_gain = gain(np.array([GRADE_MAX]), m)[0]
-        for run in runs:
-            w_pop = pair_weights(run, pop, m)
-            w_items = pair_weights(run, item_pairs, m)
-            cell = cells[(run.name, str(m))]
-            cell["a"] = w_items * gain(h_grades, m)
-            cell["b"] = w_items * gain(j_grades, m)
-            cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
-            cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
-                                   * top_gain)
-            in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
+    v = pair_cells(sample, judge, human, runs, parsed, cells)
     pi = np.array([i.prob for i in sample.items], dtype=np.float64)
-    return ActiveDesign(pi, in_top, len(pop), len(queries), level)
+    return ActiveDesign(pi, v.in_top, len(v.pop), len(queries), level)
 
 
 def warn_unweighed(sample, rows: list, diffs: list) -> tuple[list, list]:

@@ -1,0 +1,178 @@
+"""What estimates are made of: each pooled pair's weight and gain in a linear measure, the
+sampled population, the cells of values a design estimates from (and the difference of two),
+the design protocol, the human grades taken as truth, and one row of estimates."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from reljudge.errors import InputError
+from reljudge.grades import GRADE_MAX
+from reljudge.infer import ppi
+from reljudge.labels import Sample
+from reljudge.metrics import gain_kernels, kernels
+from reljudge.metrics.measures import Measure
+from reljudge.types import Qrels, Run
+
+PAIR_MEASURES = ("DCG", "P", "RBP")
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """One run (or a difference of two runs) on one measure."""
+
+    run: str
+    measure: str
+    llm: float
+    llm_low: float
+    llm_high: float
+    human: float
+    human_low: float
+    human_high: float
+    ppi: float
+    ppi_low: float
+    ppi_high: float
+    lam: float
+    human_labels: int
+    effective_labels: float
+    p: float | None = None  # for differences: two-sided p-value of no difference
+    informative: int = 0  # sampled units carrying the measure: queries, or pairs in the top k
+    warning: str | None = None  # set when the sample is below the benchmark's reliable size
+    exact: bool = False  # the sample is a census of every unit the row depends on
+
+
+def grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
+    """{(qid, docid): grade} of the labels."""
+    return {(q, d): g for q, d, g in qrels}
+
+
+def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
+    """Weight of each pair in a linear measure of the run (0 outside its top k), divided
+    later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1)."""
+    from reljudge.pool import top_k
+
+    k = measure.cutoff
+    if measure.name not in PAIR_MEASURES or k is None or measure.param("judged_only") is True \
+            or (measure.name == "RBP" and measure.param("residual")):
+        raise InputError(f"{measure} cannot be estimated from a pair-level sample (only "
+                         f"DCG@k, P@k and RBP@k are linear in the gains with a fixed "
+                         f"normaliser, and nDCG@k is a ratio of estimates); draw a "
+                         f"query-level sample (--design srs-queries) for it")
+    q, d, r = top_k(run, int(k))
+    rank = dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
+    ranks = np.array([rank.get(p, 0) for p in pairs], dtype=np.float64)
+    if measure.name == "DCG":
+        at = ranks.astype(np.int64)
+        return np.where(at > 0, kernels.discount(int(k))[np.maximum(at, 1) - 1], 0.0)
+    if measure.name == "RBP":
+        p = float(measure.param("p"))
+        return np.where(ranks > 0, (1.0 - p) * p ** np.maximum(ranks - 1.0, 0.0), 0.0)
+    return np.where(ranks > 0, 1.0 / int(k), 0.0)
+
+
+def gain(grades: np.ndarray, measure) -> np.ndarray:
+    """The gain a linear measure gives each grade (the metrics kernels' own gains)."""
+    g = np.asarray(grades)
+    if measure.name in ("P", "RBP"):
+        return kernels.relevant(g, measure.param("rel")).astype(np.float64)
+    return gain_kernels.gains(g, measure.param("dcg"))
+
+
+Cells = dict[tuple[str, str], dict]  # (run, measure) -> the per-query or per-pair values
+
+
+class Design(Protocol):
+    """How a sample design turns one cell (a run's, or a difference of two runs') into a
+    PPI estimate and the number of sampled units that carry the measure."""
+
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
+                 ) -> tuple[ppi.Estimate, int]: ...
+
+
+def difference_cell(cell: dict, other: dict) -> dict:
+    """The cell of one run minus another: every value paired on the shared sample."""
+    dcell = {k: cell[k] - other[k] for k in cell}
+    if "spread" in cell:  # a difference ranges over both runs' values
+        dcell["spread"] = cell["spread"] + other["spread"]
+    return dcell
+
+
+def population(sample: Sample, judge: Qrels):
+    """The sampled population (the recorded pool, else every judge-labelled pair), strata
+    labels and sizes."""
+    graded = grades_of(judge)
+    if "population" in sample.params:
+        pop = [tuple(p) for p in sample.params["population"]]
+        missing = [p for p in pop if p not in graded]
+        if missing:
+            raise InputError(f"{len(missing)} pairs of sample {sample.name!r}'s pool have no "
+                             f"judge label (first: {missing[0][0]} {missing[0][1]})")
+    else:
+        pop = sorted(graded)
+    strata_info: Mapping = sample.params.get("strata", {"all": {"population": len(pop)}})
+    labels = list(strata_info)
+    sizes = np.array([strata_info[lab]["population"] for lab in labels], dtype=np.float64)
+    if int(sizes.sum()) != len(pop):
+        raise InputError(f"sample {sample.name!r} was drawn from {int(sizes.sum())} pairs, "
+                         f"but the judge labels {len(pop)}: estimate with the judge source "
+                         f"the sample was drawn from")
+    return pop, labels, sizes
+
+
+@dataclass(frozen=True)
+class PairValues:
+    """What a pair design's cells rest on: the sampled population, its strata, the judge's
+    grades of the pooled pairs and each cell's items and pooled pairs in the run's top k."""
+
+    pop: list[tuple[str, str]]
+    labels: list[str]
+    sizes: np.ndarray
+    pop_grades: np.ndarray
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
+
+
+def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
+               parsed: Sequence[Measure], cells: Cells) -> PairValues:
+    """Add each cell's weighted gains of the sampled pairs under both labels (``a`` human,
+    ``b`` judge), the judge's total over the pool and the values' spread."""
+    pop, labels, sizes = population(sample, judge)
+    item_pairs = sample.pairs()
+    hg, jg = grades_of(human), grades_of(judge)
+    h_grades = np.array([hg[p] for p in item_pairs])
+    j_grades = np.array([jg[p] for p in item_pairs])
+    pop_grades = np.array([jg[p] for p in pop])
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for m in parsed:
+        top_gain = gain(np.array([GRADE_MAX]), m)[0]
+        for run in runs:
+            w_pop = pair_weights(run, pop, m)
+            w_items = pair_weights(run, item_pairs, m)
+            cell = cells[(run.name, str(m))]
+            cell["a"] = w_items * gain(h_grades, m)
+            cell["b"] = w_items * gain(j_grades, m)
+            cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+            # the most a pair's value can differ from another's: its largest weight
+            # times the top grade's gain (a difference of two runs: twice that)
+            cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
+                                   * top_gain)
+            in_top[(run.name, str(m))] = (w_items > 0, w_pop > 0)
+    return PairValues(pop, labels, sizes, pop_grades, in_top)
+
+
+def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
+                ) -> dict[tuple[str, str], int]:
+    """{pair: human grade} of ``pairs``: the standing human grades (a grade its annotator
+    undid does not count), merged as ``labels merge --policy adjudicated-first`` merges them:
+    an adjudicated grade where there is one, else the annotators' majority (a tie to the
+    lower grade); with ``human``, that one source's grade."""
+    from reljudge.store.merge import merge_rows
+
+    rows = [(g.qid, g.docid, "human", g.source, g.sample, g.grade, g.event)
+            for g in store.standing("human")
+            if (g.qid, g.docid) in pairs and (human is None or g.source == human)]
+    return {(lab.qid, lab.docid): int(lab.grade)
+            for lab in merge_rows(rows, "adjudicated-first", "majority").labels}
