@@ -232,3 +232,23 @@ def test_the_trec_eval_9_check_evaluates_again_only_the_queries_with_float32_tie
     assert (got.changed, got.values, got.largest) == (changed, 2 * (30 + all_queries) * 4,
                                                       largest)
     assert changed
+
+
+def test_float32_ties_are_found_alike_in_file_order_and_shuffled():
+    """The tie search skips its sort when a run's rows come as files have them (queries
+    grouped, scores descending): the same counts as sorting, zeros of both signs included."""
+    import numpy as np
+
+    from reljudge.metrics.compat import float32_ties
+    from reljudge.types import Run
+
+    rng = np.random.default_rng(3)
+    base = np.r_[rng.integers(0, 40, 200) / 8 + rng.integers(0, 3, 200) * 1e-12,
+                 1e-50, 0.0, -0.0, 0.0, -1e-50, -0.0, -2.5, -2.5 - 1e-12]
+    qid = np.repeat(["a", "b", "c"], [70, 70, len(base) - 140])
+    tied = []
+    in_file_order = np.lexsort((np.signbit(base), -base, qid))  # +0.0 before -0.0
+    for order in (in_file_order, rng.permutation(len(base))):
+        run = Run.from_arrays(qid[order], [f"d{i}" for i in order], base[order])
+        tied.append(float32_ties(run))
+    assert tied[0] == tied[1] > 0

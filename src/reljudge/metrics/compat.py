@@ -63,17 +63,28 @@ def _tied_part(run: Run, tied: np.ndarray) -> Run:
 def _tied_per_query(codes: np.ndarray, score: np.ndarray, queries: int) -> np.ndarray:
     """``float32_ties`` of each query code, of rows with these codes and scores."""
     score = np.asarray(score, dtype=np.float64)
-    # one integer key per (query, float32 value): equal keys side by side after one sort
+    # one integer key per (query, float32 value): equal keys side by side after one sort, or
+    # already, in a run's usual order (queries grouped, scores descending)
     bits = float32_rounded(score).astype(np.float32).view(np.uint32).astype(np.int64)
-    key = (codes.astype(np.int64) << 32) | bits
-    order = np.argsort(key)
-    k, s = key[order], score[order]
+    codes = codes.astype(np.int64)
+    key = (codes << 32) | bits
+    order = None if _descending(codes, bits) else np.argsort(key)
+    k, s = (key, score) if order is None else (key[order], score[order])
     if not len(k):
         return np.zeros(queries, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     mixed = np.minimum.reduceat(s, starts) != np.maximum.reduceat(s, starts)
     sizes = np.diff(np.r_[starts, len(k)])
     return np.bincount((k[starts] >> 32)[mixed], sizes[mixed], minlength=queries).astype(np.int64)
+
+
+def _descending(codes: np.ndarray, bits: np.ndarray) -> bool:
+    """Whether rows come query by query (codes ascending) and, inside a query, by float32
+    value descending (``bits``: their uint32 patterns), so that equal values are adjacent."""
+    # the patterns made to order as the values do: negatives' bits flipped, positives' sign
+    ordered = np.where(bits >= 1 << 31, ~bits & 0xFFFFFFFF, bits | 1 << 31)
+    same = codes[1:] == codes[:-1]
+    return bool((codes[1:] >= codes[:-1]).all() and (ordered[1:] <= ordered[:-1])[same].all())
 
 
 @dataclass(frozen=True)
