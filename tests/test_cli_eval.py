@@ -146,8 +146,8 @@ def test_float32_ties_counts_the_documents_of_ties_made_by_float32_rounding():
 
 def test_the_trec_eval_9_check_evaluates_again_only_the_runs_with_float32_ties(monkeypatch):
     """Of 40 runs, only the one with a float32 tie is evaluated again with every measure (all
-    40 were, issue 36 item 0); the others only with IPrec, whose rule differs. The note is the
-    one evaluating every run again with every measure gives."""
+    40 were, issue 36 item 0), on its tied query alone; every run with IPrec, whose rule
+    differs. The note is the one evaluating every run again with every measure gives."""
     import importlib
 
     import numpy as np
@@ -176,10 +176,79 @@ def test_the_trec_eval_9_check_evaluates_again_only_the_runs_with_float32_ties(m
     monkeypatch.setattr(importlib.import_module("reljudge.metrics.evaluate"), "evaluate_many",
                         counted)
     got = compat.trec_eval_9_difference(qrels, runs, results)
-    assert asked == [(["r7"], measures), ([f"r{i}" for i in range(40) if i != 7], ["IPrec@0.5"])]
+    assert asked == [([f"r{i}" for i in range(40)], ["IPrec@0.5"]), (["r7"], measures)]
     nine = {r.name: evaluate(qrels, r, measures, compat="trec_eval-9") for r in runs}
     changed = sum(int((results[n].scores != ev.scores).sum()) for n, ev in nine.items())
     largest = max(abs(results[n].mean()[m] - ev.mean()[m]) for n, ev in nine.items()
                   for m in measures)
     assert (got.changed, got.values, got.largest) == (changed, 40 * 4 * 4, largest)
     assert changed
+
+
+@pytest.mark.parametrize("all_queries", [False, True])
+def test_the_trec_eval_9_check_evaluates_again_only_the_queries_with_float32_ties(
+        monkeypatch, all_queries):
+    """A run with float32 ties in 2 of its 30 queries is evaluated again on those 2 queries'
+    rows only (the whole run was, issue 36 item 0: the other queries keep their ranking, so no
+    value of theirs can change); a run without ties, not at all. The note is the one evaluating
+    every run again gives, with and without --all-queries (a qrels query no run has)."""
+    import importlib
+
+    import numpy as np
+
+    from reljudge.metrics import compat, evaluate, evaluate_many
+    from reljudge.types import Qrels, Run
+
+    rng = np.random.default_rng(11)
+    judged = {f"q{q}": {f"d{d}": int(g) for d, g in enumerate(rng.integers(0, 3, 12))}
+              for q in range(31)}
+    for q in ("q3", "q17"):
+        judged[q].update(d0=2, d1=0)
+    scores = {f"q{q}": {f"d{d}": float(rng.integers(0, 50)) / 7 for d in range(15)}
+              for q in range(30)}
+    plain = Run.from_dict(scores, name="plain")
+    for q in ("q3", "q17"):  # equal as float32: trec_eval 9 puts d1 first, 10 puts d0 first
+        scores[q].update(d0=9.0 + 1e-12, d1=9.0)
+    runs = [Run.from_dict(scores, name="tied"), plain]
+    measures = ["AP", "nDCG@5", "P@3", "RR"]
+    options = dict(all_queries=all_queries)
+    qrels = Qrels.from_dict(judged)
+    results = evaluate_many(qrels, runs, measures, **options)
+    asked = []
+    real = evaluate_many
+
+    def counted(qrels, runs, measures, **options):
+        asked.append([(r.name, sorted(r.query_ids()), len(r)) for r in runs])
+        return real(qrels, runs, measures, **options)
+
+    monkeypatch.setattr(importlib.import_module("reljudge.metrics.evaluate"), "evaluate_many",
+                        counted)
+    got = compat.trec_eval_9_difference(qrels, runs, results, **options)
+    assert asked == [[("tied", ["q17", "q3"], 30)]]
+    nine = {r.name: evaluate(qrels, r, measures, compat="trec_eval-9", **options) for r in runs}
+    changed = sum(int((results[n].scores != ev.scores).sum()) for n, ev in nine.items())
+    largest = max(abs(results[n].mean()[m] - ev.mean()[m]) for n, ev in nine.items()
+                  for m in measures)
+    assert (got.changed, got.values, got.largest) == (changed, 2 * (30 + all_queries) * 4,
+                                                      largest)
+    assert changed
+
+
+def test_float32_ties_are_found_alike_in_file_order_and_shuffled():
+    """The tie search skips its sort when a run's rows come as files have them (queries
+    grouped, scores descending): the same counts as sorting, zeros of both signs included."""
+    import numpy as np
+
+    from reljudge.metrics.compat import float32_ties
+    from reljudge.types import Run
+
+    rng = np.random.default_rng(3)
+    base = np.r_[rng.integers(0, 40, 200) / 8 + rng.integers(0, 3, 200) * 1e-12,
+                 1e-50, 0.0, -0.0, 0.0, -1e-50, -0.0, -2.5, -2.5 - 1e-12]
+    qid = np.repeat(["a", "b", "c"], [70, 70, len(base) - 140])
+    tied = []
+    in_file_order = np.lexsort((np.signbit(base), -base, qid))  # +0.0 before -0.0
+    for order in (in_file_order, rng.permutation(len(base))):
+        run = Run.from_arrays(qid[order], [f"d{i}" for i in order], base[order])
+        tied.append(float32_ties(run))
+    assert tied[0] == tied[1] > 0

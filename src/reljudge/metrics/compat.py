@@ -3,14 +3,14 @@ ir_measures and the published TREC tables) give different numbers for the input 
 
 trec_eval 9 rounds run scores to float32 before ranking, so two distinct doubles of a query
 that are equal as float32 become a tie broken by docid; trec_eval 10 ranks them by score.
-That is cheap to detect (one sort of the run's scores); only then, or when a measure whose
-rule differs is asked for (``IPrec``), are the values computed again under trec_eval 9.
+That is cheap to detect (one sort of the run's scores); only the queries with such a tie, and
+the measures whose rule differs (``IPrec``), are computed again under trec_eval 9.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,8 +30,8 @@ def float32_ties(run: Run) -> int:
     return int(_tied_per_query(codes, run.score, len(uniq)).sum())
 
 
-def float32_tied_runs(runs: Sequence[Run]) -> list[bool]:
-    """Whether each run has a float32 tie of distinct doubles (``float32_ties``): a batch of
+def float32_tied_queries(runs: Sequence[Run]) -> list[np.ndarray]:
+    """``float32_ties`` of each query of each run (by the run's query codes): a batch of
     small runs at a time, their queries told apart by run."""
     out = []
     for batch in batches(runs):
@@ -40,25 +40,51 @@ def float32_tied_runs(runs: Sequence[Run]) -> list[bool]:
         tied = _tied_per_query(
             np.concatenate([c + e - len(u) for (u, c), e in zip(codes, ends, strict=True)]),
             np.concatenate([r.score for r in batch]), int(ends[-1]))
-        total = np.r_[0, np.cumsum(tied)]
-        out += (total[ends] > total[ends - [len(u) for u, _ in codes]]).tolist()
+        out += np.split(tied, ends[:-1])
     return out
+
+
+def float32_tied_runs(runs: Sequence[Run]) -> list[bool]:
+    """Whether each run has a float32 tie of distinct doubles (``float32_ties``)."""
+    return [bool(tied.any()) for tied in float32_tied_queries(runs)]
+
+
+def _tied_part(run: Run, tied: np.ndarray) -> Run:
+    """The rows of ``run``'s queries whose ``tied`` count is not 0, as a run of its own."""
+    uniq, codes = run.query_codes()
+    keep = np.flatnonzero(tied)
+    new = np.full(len(uniq), -1, dtype=np.int64)
+    new[keep] = np.arange(len(keep))
+    rows = new[codes] >= 0
+    return Run.from_codes(([uniq[i] for i in keep.tolist()], new[codes[rows]]),
+                          run.docid_bytes()[rows], run.score[rows], name=run.name)
 
 
 def _tied_per_query(codes: np.ndarray, score: np.ndarray, queries: int) -> np.ndarray:
     """``float32_ties`` of each query code, of rows with these codes and scores."""
     score = np.asarray(score, dtype=np.float64)
-    # one integer key per (query, float32 value): equal keys side by side after one sort
+    # one integer key per (query, float32 value): equal keys side by side after one sort, or
+    # already, in a run's usual order (queries grouped, scores descending)
     bits = float32_rounded(score).astype(np.float32).view(np.uint32).astype(np.int64)
-    key = (codes.astype(np.int64) << 32) | bits
-    order = np.argsort(key)
-    k, s = key[order], score[order]
+    codes = codes.astype(np.int64)
+    key = (codes << 32) | bits
+    order = None if _descending(codes, bits) else np.argsort(key)
+    k, s = (key, score) if order is None else (key[order], score[order])
     if not len(k):
         return np.zeros(queries, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     mixed = np.minimum.reduceat(s, starts) != np.maximum.reduceat(s, starts)
     sizes = np.diff(np.r_[starts, len(k)])
     return np.bincount((k[starts] >> 32)[mixed], sizes[mixed], minlength=queries).astype(np.int64)
+
+
+def _descending(codes: np.ndarray, bits: np.ndarray) -> bool:
+    """Whether rows come query by query (codes ascending) and, inside a query, by float32
+    value descending (``bits``: their uint32 patterns), so that equal values are adjacent."""
+    # the patterns made to order as the values do: negatives' bits flipped, positives' sign
+    ordered = np.where(bits >= 1 << 31, ~bits & 0xFFFFFFFF, bits | 1 << 31)
+    same = codes[1:] == codes[:-1]
+    return bool((codes[1:] >= codes[:-1]).all() and (ordered[1:] <= ordered[:-1])[same].all())
 
 
 @dataclass(frozen=True)
@@ -88,28 +114,36 @@ def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
 
     measures = next(iter(results.values())).measures
     ruled = [m for m in measures if parse_measure(m).name in RULE_MEASURES]
-    tied = float32_tied_runs(runs)
-    causes = (("scores rounded to float32 before ranking",) if any(tied) else ()) + (
-        ("IPrec's cut-off int(r x R + 0.9)",) if ruled else ())
+    tied = float32_tied_queries(runs)
+    causes = (("scores rounded to float32 before ranking",) if any(t.any() for t in tied)
+              else ()) + (("IPrec's cut-off int(r x R + 0.9)",) if ruled else ())
     if not causes:
         return None
-    # a run without float32 ties keeps its ranking: only the measures whose rule differs can
-    # change, so only those are evaluated again; a run with ties, every measure
+    # only a query with a float32 tie is ranked otherwise: its rows are evaluated again with
+    # every measure; the measures whose rule differs, over every run
     options = {**options, "compat": "trec_eval-9", "float32_scores": None}
-    other: dict = {}
-    for again, names in (([r for r, t in zip(runs, tied, strict=True) if t], measures),
-                         ([r for r, t in zip(runs, tied, strict=True) if not t], ruled)):
-        if again and names:
-            other.update(evaluate_many(qrels, again, names, **options))
+    nine = {name: whole.scores.copy() for name, whole in results.items()}
+    parts = [_tied_part(r, t) for r, t in zip(runs, tied, strict=True) if t.any()]
+    if ruled:
+        _splice(nine, results, evaluate_many(qrels, runs, ruled, **options))
+    if parts:  # the run's own queries only: with -c, the others would score 0 here
+        _splice(nine, results, evaluate_many(qrels, parts, measures,
+                                             **{**options, "all_queries": False}))
     changed = values = 0
     largest = 0.0
     for name, whole in results.items():
-        values += whole.scores.size  # every value compared: the others cannot change
-        if name not in other:
-            continue
-        ev = whole.select(other[name].measures)
-        a, b = ev.scores, other[name].scores
-        changed += int((a != b).sum())
-        means_a, means_b = ev.mean(), other[name].mean()
-        largest = max([largest, *(abs(means_a[m] - means_b[m]) for m in ev.measures)])
+        values += whole.scores.size
+        changed += int((whole.scores != nine[name]).sum())
+        means = replace(whole, scores=nine[name]).mean()
+        largest = max([largest, *(abs(v - means[m]) for m, v in whole.mean().items())])
     return RuleDifference(changed, values, largest, causes) if changed else None
+
+
+def _splice(nine: dict[str, np.ndarray], results: Mapping, again: Mapping) -> None:
+    """Write the values evaluated ``again`` (some queries, some measures) into ``nine``, the
+    copies of ``results``' value matrices."""
+    for name, ev in again.items():
+        row = {q: i for i, q in enumerate(results[name].query_ids)}
+        rows = [row[q] for q in ev.query_ids]
+        cols = [results[name].measures.index(m) for m in ev.measures]
+        nine[name][np.ix_(rows, cols)] = ev.scores
