@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from reljudge.cli import main
 from reljudge.io import fields, trec
-from reljudge.metrics import evaluate, evaluate_many, many_runs, ranking
+from reljudge.metrics import evaluate, evaluate_many, ranking
 from reljudge.metrics.ranking import rankings
 from reljudge.metrics.trec_names import relstring_column, relstrings
 from reljudge.types import Qrels, Run
@@ -71,7 +71,6 @@ def test_a_batch_of_runs_is_ranked_in_one_pass(monkeypatch, tmp_path):
         return real(*args)
 
     monkeypatch.setattr(ranking, "neg_scores", counted)
-    monkeypatch.setattr(many_runs, "neg_scores", counted)
     rng = np.random.default_rng(3)
     qrels = Qrels.from_dict({f"q{q}": {f"d{d}": int(g) for d, g in
                                        enumerate(rng.integers(0, 3, 30))} for q in range(5)})
@@ -105,7 +104,6 @@ def test_relstring_reads_the_ranking_kept_in_the_evaluation(tmp_path, monkeypatc
 
     passes = []
     real = ranking.neg_scores
-    monkeypatch.setattr(many_runs, "neg_scores", lambda *a: passes.append(1) or real(*a))
     monkeypatch.setattr(ranking, "neg_scores", lambda *a: passes.append(1) or real(*a))
     assert main(["eval", *paths, "--format", "trec", "-q", "-m", "relstring", "-m", "map"]) == 0
     out = capsys.readouterr().out

@@ -24,9 +24,9 @@ from reljudge.metrics.ranking import (
     _unplaced,
     check_inputs,
     checked_options,
+    evaluated_rows,
     float32_rounded,
     ideal_matrix,
-    neg_scores,
     qrels_queries,
     rank_columns,
     refuse_non_finite,
@@ -126,16 +126,7 @@ def _rank_batch(qrels: Qrels, runs: Sequence[Run], all_queries: bool,
     if float32_scores:
         score = float32_rounded(score)
     docs = np.concatenate([r.docid_bytes() for r in runs])
-    evaluated = rows_of_seg >= 0
-    length = np.zeros(n, dtype=np.int64)
-    length[rows_of_seg[evaluated]] = counts[evaluated]
-    width = int(length.max()) if n else 0
-    if evaluated.all():
-        neg = neg_scores(score, bounds, rows_of_seg, n, width)
-    else:  # only the evaluated queries' scores
-        present = np.flatnonzero(evaluated)
-        neg = neg_scores(score[np.repeat(evaluated, counts)],
-                         np.r_[0, np.cumsum(counts[present])], rows_of_seg[present], n, width)
+    evaluated, length, width, neg = evaluated_rows(score, bounds, rows_of_seg, n)
 
     # every run row of an evaluated, judged query, looked up in the qrels' (query, doc) keys
     row_code = np.repeat(np.where(evaluated, np.array(seg_code, dtype=np.int64), -1), counts)

@@ -188,17 +188,7 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
 
     refuse_non_finite(run.score, lambda i: run_names[r_codes[i]])
     score = float32_rounded(run.score) if float32_scores else run.score
-    length = np.zeros(n, dtype=np.int64)
-    evaluated = run_row >= 0
-    length[run_row[evaluated]] = counts[evaluated]
-    width = int(length.max()) if n else 0
-
-    if evaluated.all():
-        neg = neg_scores(score, bounds, run_row, n, width)
-    else:  # only the evaluated queries' scores
-        present = np.flatnonzero(evaluated)
-        neg = neg_scores(score[np.repeat(evaluated, counts)],
-                         np.r_[0, np.cumsum(counts[present])], run_row[present], n, width)
+    evaluated, length, width, neg = evaluated_rows(score, bounds, run_row, n)
     a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
     rows = run_row[r_codes[a]]
     lo, hi = tie_spans(neg, rows, -score[a], length)
@@ -216,6 +206,24 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
 
     ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
     return qids, Ranked(grades, length, ideal)
+
+
+def evaluated_rows(score: np.ndarray, bounds: np.ndarray, row_of_block: np.ndarray, n: int
+                   ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """Which blocks of scores (``score[bounds[i]:bounds[i+1]]``) are evaluated (their row
+    ``row_of_block[i]`` >= 0), each row's length, the longest, and the rows' negated scores
+    sorted (``neg_scores``) from the evaluated blocks only."""
+    counts = np.diff(bounds)
+    evaluated = row_of_block >= 0
+    length = np.zeros(n, dtype=np.int64)
+    length[row_of_block[evaluated]] = counts[evaluated]
+    width = int(length.max()) if n else 0
+    if evaluated.all():
+        return evaluated, length, width, neg_scores(score, bounds, row_of_block, n, width)
+    present = np.flatnonzero(evaluated)
+    neg = neg_scores(score[np.repeat(evaluated, counts)], np.r_[0, np.cumsum(counts[present])],
+                     row_of_block[present], n, width)
+    return evaluated, length, width, neg
 
 
 def neg_scores(score: np.ndarray, bounds: np.ndarray, rows: np.ndarray, n: int,
