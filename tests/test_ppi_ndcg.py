@@ -8,7 +8,7 @@ import pytest
 
 from reljudge.infer import ratio
 from reljudge.infer.sample import draw
-from reljudge.infer.scores import EXACT, estimate_runs, estimate_table
+from reljudge.infer.scores import EXACT, StoreEstimates, estimate_runs, estimate_table
 from reljudge.metrics import evaluate
 from reljudge.types import Qrels, Run
 
@@ -80,10 +80,17 @@ def test_a_query_whose_sample_holds_no_relevant_pair_warns_with_the_labels_it_ne
             judge[p] = 1 if p[1] in ("d0", "d1", "d2") else 0
     s = draw(sorted(truth), "stratified-pairs", 200, 0, grades=judge)
     assert not any(truth[p] for p in s.pairs() if p[0] == "q19")
-    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["nDCG@10"])
-    for r in rows + diffs:
-        assert r.warning is not None and "uncertain ideal DCGs of 20 queries" in r.warning
-        assert "q19 about" in r.warning and "none of its sampled pairs is relevant" in r.warning
+    notes: list[str] = []
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["nDCG@10", "DCG@10"],
+                                notes=notes)
+    (note,) = notes  # once for the measure, not on every row
+    assert note.startswith("nDCG@10: ") and "uncertain ideal DCGs of 20 queries" in note
+    assert "q19 about" in note and "none of its sampled pairs is relevant" in note
+    assert not any(r.warning and "uncertain ideal" in r.warning for r in rows + diffs)
+    est = StoreEstimates("s", s.design, "j", rows, diffs, [], None, notes)
+    said = [w for w in est.warnings() if "uncertain ideal" in w]
+    assert len(said) == 1 and said[0].startswith("warning: nDCG@10: ") and "\n" not in said[0]
+    assert est.notes()[1] == said[0]
 
 
 def test_the_queries_asked_for_more_labels_are_those_whose_ideal_is_spread():
@@ -194,3 +201,25 @@ def test_ndcg_of_a_pair_sample_takes_a_few_times_dcg_not_an_order_of_magnitude_m
             estimate_runs(s, jq, hq, runs, [m], bootstrap=1000)
             took[m].append(time.perf_counter() - start)
     assert np.median(took["nDCG@10"]) <= 4 * np.median(took["DCG@10"]) + 0.05, took
+
+
+def test_a_run_with_no_sampled_pair_in_its_top_k_says_what_its_ndcg_is_made_of():
+    """The ratio estimator's row for such a run: the judge's grades recalibrated by the
+    sample over the estimated ideals, not "the design-based estimate over the whole pool"
+    (the linear rows' wording)."""
+    truth, judge, runs = _world(seed=6)
+    s = draw(sorted(truth), "stratified-pairs", 120, 0, grades=judge)
+    sampled = set(s.pairs())
+    pairs = sorted(truth)
+    score = np.array([0.0 if p in sampled else 1.0 + truth[p] for p in pairs])
+    away = Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], score, name="away")
+    rows, diffs = estimate_runs(s, _qrels(judge), _qrels(truth), [runs[0], away],
+                                ["nDCG@10", "DCG@10"])
+    row = {r.measure: r for r in rows if r.run == "away"}
+    assert row["nDCG@10"].human_labels == 120 and row["nDCG@10"].warning is not None
+    said = row["nDCG@10"].warning
+    assert "from no sampled pair in the run's top 10" in said and "design-based" not in said
+    assert "p(human grade | judge grade)" in said and "ideal DCG" in said
+    assert "design-based estimate over the whole pool" in str(row["DCG@10"].warning)
+    (d,) = [r for r in diffs if r.measure == "nDCG@10"]
+    assert d.warning is None or "design-based" not in d.warning

@@ -344,8 +344,9 @@ class RatioDesign:
                         self.frame.census), int(top.sum())
 
     def note(self, m: Measure) -> str | None:
-        """The warning every row of ``m`` carries when some query's ideal DCG is too
-        uncertain, naming the queries and the labels each needs."""
+        """The warning that holds for every row of ``m`` (said once, in the estimate's
+        notes) when some query's ideal DCG is too uncertain, naming the queries and the
+        labels each needs."""
         r = self.replicates.get(str(m))
         if r is None:
             return None
