@@ -25,6 +25,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from reljudge.grades import N_GRADES
 from reljudge.infer.ratio import (
@@ -107,10 +108,43 @@ def recall_replicates(frame: PairFrame, top: np.ndarray, replicates: int, seed: 
     return out
 
 
-def cover(reps: np.ndarray, t: np.ndarray, level: float = 0.95):
+def variants(reps: np.ndarray, t: np.ndarray, level: float = 0.95) -> dict[str, np.ndarray]:
+    """Hits (R,) of other intervals from the same replicates, to tell which part misses:
+    the percentile interval moved by twice the bootstrap bias (the estimator's interval
+    before), the plain percentile interval, and the plain estimate +- the normal quantile
+    times the replicates' sd."""
+    a = (1.0 - level) / 2
+    lo, hi = np.quantile(reps[1:], [a, 1.0 - a], axis=0)
+    sd, z = reps[1:].std(axis=0), stats.norm.ppf(1.0 - a)
+    bias = reps[1:].mean(axis=0) - reps[0]
+    return {"bc percentile": (lo - 2 * bias <= t) & (t <= hi - 2 * bias),
+            "percentile": (lo <= t) & (t <= hi),
+            "plain normal": np.abs(reps[0] - t) <= z * sd}
+
+
+def run_interval(hits: np.ndarray) -> tuple[float, float, float]:
+    """The worst run's coverage over the draws (D, R) with its Wilson 95 % Monte-Carlo
+    interval, and how many runs a one-sided binomial test (Holm over the runs, 0.05) finds
+    below 0.95."""
+    per = hits.sum(axis=0)
+    d, worst = hits.shape[0], int(per.min())
+    z, c = 1.96, worst / hits.shape[0]
+    mid = (c + z * z / (2 * d)) / (1 + z * z / d)
+    half = z / (1 + z * z / d) * np.sqrt(c * (1 - c) / d + z * z / (4 * d * d))
+    p = np.sort(stats.binom.cdf(per, d, 0.95))
+    below = 0
+    for i, pi in enumerate(p):
+        if pi > 0.05 / (len(p) - i):
+            break
+        below += 1
+    return mid - half, mid + half, float(below)
+
+
+def cover(reps: np.ndarray, t: np.ndarray, df: float, level: float = 0.95):
     """Hits (R,) and widths of the bias-corrected intervals of replicates (B, R) (row 0: the
     estimate), as `reljudge estimate` prints them; and the corrected estimates."""
-    ends = np.array([bias_corrected(reps[:, r], level, False) for r in range(reps.shape[1])])
+    ends = np.array([bias_corrected(reps[:, r], level, False, df)
+                     for r in range(reps.shape[1])])
     value, lo, hi = ends[:, 0], ends[:, 1], ends[:, 2]
     return (lo <= t) & (t <= hi), hi - lo, value
 
@@ -156,6 +190,7 @@ def main() -> int:
                 draw_rng = np.random.default_rng([args.seed, zlib.crc32(judge.encode()),
                                                   int(frac * 100)])
                 hits, widths, hhits, hwidths, bias = [], [], [], [], []
+                other: dict[str, list] = {}
                 for d in range(args.draws):
                     chosen = np.concatenate([draw_rng.choice(np.flatnonzero(g == h), n_h,
                                                              replace=False)
@@ -169,8 +204,10 @@ def main() -> int:
                     else:
                         est, hum = recall_replicates(frame, top, args.replicates, args.seed + d,
                                                      args.measure == "R@10-diff")
-                    h1, w1, v1 = cover(est, t)
-                    h2, w2, _ = cover(hum, t)
+                    h1, w1, v1 = cover(est, t, len(chosen) - 1)
+                    for name, h in variants(est, t).items():
+                        other.setdefault(name, []).append(h)
+                    h2, w2, _ = cover(hum, t, len(chosen) - 1)
                     hits.append(h1)
                     widths.append(w1)
                     hhits.append(h2)
@@ -178,10 +215,14 @@ def main() -> int:
                     bias.append(v1 - t)
                 hit = np.array(hits)
                 pooled.setdefault((kind, frac), []).append((hit.mean(), hit.mean(0).min()))
+                lo, hi, below = run_interval(hit)
                 print(f"{judge:28} {kind:9} {frac:6.0%} {hit.mean():6.3f} "
                       f"{hit.mean(0).min():6.3f} {np.mean(widths):6.3f} "
                       f"{np.mean(hhits):7.3f} {np.mean(hwidths):7.3f} "
-                      f"{np.mean(bias):+7.4f}", flush=True)
+                      f"{np.mean(bias):+7.4f}  worst in [{lo:.3f}, {hi:.3f}], "
+                      f"{below:.0f} runs below 0.95 (Holm); "
+                      + ", ".join(f"{n} {np.mean(h):.3f}/{np.mean(h, axis=0).min():.3f}"
+                                  for n, h in other.items()), flush=True)
     print("\n== over the judges: pooled coverage (lowest judge) and worst run ==")
     for (kind, frac), v in sorted(pooled.items()):
         c = np.array(v)

@@ -126,7 +126,7 @@ def test_a_query_at_a_time_then_the_summary_its_commands_and_the_stop_button(bro
         commands = b.eval("[...document.querySelectorAll('#summary code')]"
                           ".map(c => c.textContent)")
         assert f"reljudge estimate --store {store_path} --sample s1 --judge gpt-judge " \
-               "RUN [RUN ...] -m DCG@10" in commands  # a pair sample: a linear measure
+               "RUN [RUN ...] -m nDCG@10" in commands  # a pair sample: the ratio estimator
         keys_hint = b.eval("getComputedStyle(document.querySelector('#finished .keys-only'))"
                            ".display")
         assert keys_hint == ("none" if width < 600 else "inline")  # a phone: buttons only

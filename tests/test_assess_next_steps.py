@@ -65,7 +65,7 @@ def test_every_command_of_the_finished_page_runs_as_shown(tmp_path, monkeypatch)
     (adjudicate,) = [c for c in commands if "--adjudicate" in c]
     assert f"--passages {texts}" in adjudicate and "--queries" not in adjudicate  # held
     (estimate,) = [c for c in commands if c.startswith("reljudge estimate")]
-    assert estimate.endswith(" -m DCG@10") and "RUN" not in estimate
+    assert estimate.endswith(" -m nDCG@10") and "RUN" not in estimate
     for command in commands:
         argv = shlex.split(command.replace("--annotator NAME", "--annotator dan"))
         assert argv[0] == "reljudge"
@@ -88,14 +88,16 @@ def test_estimate_is_shown_with_a_measure_the_design_supports():
         return Sample("s", unit, "x", 0, 1, [], params)
 
     assert estimate_measure(sample("query", {})) == "nDCG@10"
-    assert estimate_measure(sample("pair", {})) == "DCG@10"
-    assert estimate_measure(sample("pair", {"pool": {"runs": ["a"], "depth": 5}})) == "DCG@5"
-    assert estimate_measure(sample("pair", {"pool": {"runs": ["a"], "depth": 20}})) == "DCG@10"
+    assert estimate_measure(sample("pair", {})) == "nDCG@10"  # the ratio estimator (infer.ratio)
+    assert estimate_measure(sample("pair", {"pool": {"runs": ["a"], "depth": 5}})) == "nDCG@5"
+    assert estimate_measure(sample("pair", {"pool": {"runs": ["a"], "depth": 20}})) == "nDCG@10"
+    active = Sample("s", "pair", "active", 0, 1, [], {})
+    assert estimate_measure(active) == "DCG@10"  # weighted designs: the linear measures
 
 
 @pytest.mark.parametrize("design", ["srs-queries", "stratified-pairs"])
 def test_the_shown_estimate_is_one_the_sample_supports(tmp_path, design, capsys):
-    """The estimate shown for each design runs (nDCG@10 from a pair sample does not)."""
+    """The estimate shown for each design runs (nDCG@10 from a pair sample too)."""
     tmp, store_path, truth, runs = estimate_world(tmp_path)
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "s",
                  "--design", design, "--budget", "60", *map(str, runs)]) == 0

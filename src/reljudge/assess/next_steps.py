@@ -1,8 +1,9 @@
 """The commands the grading page's last screen shows, filled in so that they run as shown.
 
 The store is named by its absolute path (the commands are copied into another shell);
-``estimate`` gets a measure the sample's design supports (every measure from whole queries,
-DCG@k from a pair sample: ``infer.scores``) and the runs the sample was drawn from when it
+``estimate`` gets a measure the sample's design supports (nDCG@k from whole queries and from
+a pair sample, by the ratio estimator for the latter; DCG@k from an active sample:
+``infer.scores``) and the runs the sample was drawn from when it
 records them; ``assess --adjudicate`` gets the ``--queries`` / ``--passages`` files the
 store lacks texts of. What is left for the person to fill in is in capitals (NAME, RUN).
 """
@@ -66,12 +67,14 @@ def store_name(path: Path | str) -> str:
 
 
 def estimate_measure(sample: Sample) -> str:
-    """A measure ``estimate`` can give from ``sample``: nDCG@10 from whole queries, DCG@k
-    from a pair sample (a linear measure; k at most the depth of the pool it was drawn from)."""
+    """A measure ``estimate`` can give from ``sample``: nDCG@10 from whole queries; from a
+    pair sample nDCG@k (the ratio estimator), DCG@k from an active one (a linear measure),
+    k at most the depth of the pool it was drawn from."""
     if sample.unit == "query":
         return f"nDCG@{CUTOFF}"
     depth = (sample.params.get("pool") or {}).get("depth")
-    return f"DCG@{min(CUTOFF, depth) if isinstance(depth, int) else CUTOFF}"
+    name = "DCG" if sample.design == "active" else "nDCG"
+    return f"{name}@{min(CUTOFF, depth) if isinstance(depth, int) else CUTOFF}"
 
 
 def _estimate(label_store: LabelStore, sample: Sample, store: str, judge: str) -> dict:

@@ -14,7 +14,7 @@ linear or have a normaliser that estimate does not serve: for them use a query-l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,11 +61,13 @@ def check_complete(sample: Sample, human: Qrels) -> None:
 def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
                   measures: Sequence[str], *, level: float = 0.95, bootstrap: int = 1000,
                   seed: int = 0, baseline: str | None = None,
-                  rankings: list[Ranking] | None = None
+                  rankings: list[Ranking] | None = None, notes: list[str] | None = None
                   ) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """Per run and measure: LLM-only (bootstrap CI), human-only and PPI estimates; and the
     same for each run minus the baseline run (default the first), with p-values. Given a list
-    ``rankings``, each measure's ranking of two or more runs is added to it (infer.ranking)."""
+    ``rankings``, each measure's ranking of two or more runs is added to it (infer.ranking);
+    given a list ``notes``, each measure's warning that holds for all its rows (an uncertain
+    normaliser of nDCG@k from a pair sample), once, as "MEASURE: ..."."""
     check_complete(sample, human)
     parsed = [parse_measure(m) for m in measures]
     names = [r.name for r in runs]
@@ -98,6 +100,8 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         from reljudge.infer.weighted import warn_unweighed
 
         rows, diffs = warn_unweighed(sample, rows, diffs)
+    if notes is not None and isinstance(design, _ByMeasure):
+        notes += [f"{m}: {said}" for m in parsed if (said := design.ratio.note(m))]
     if rankings is not None:
         from reljudge.infer.ranking import rank_runs
 
@@ -250,9 +254,10 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
             cell = cells[(run.name, str(m))]
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
             e, k = design.estimate(cell, run.name, m)
-            note = design.ratio.note(m) if isinstance(design, _ByMeasure) else None
-            rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None,
-                             k, _warning(e, _small(sample.unit, k, m.cutoff, queries), note),
+            by_ratio = isinstance(design, _ByMeasure) and ratio.serves(m)
+            rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None, k,
+                             _warning(e, _small(sample.unit, k, m.cutoff, queries,
+                                                by_ratio=by_ratio)),
                              measure_range(m)))
             if run.name == base:
                 continue
@@ -261,8 +266,8 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
             de, k = design.estimate(dcell, run.name, m, base)
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, de, float(de.p_value()), k,
-                              _warning(de, _small(sample.unit, k, m.cutoff, queries, True),
-                                       note),
+                              _warning(de, _small(sample.unit, k, m.cutoff, queries, True,
+                                                  by_ratio)),
                               difference_range(m)))
     return rows, diffs
 
@@ -289,22 +294,25 @@ def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray
 
 
 def _small(unit: str, informative: int, cutoff: float | None, queries: int,
-           pair_of_runs: bool = False) -> str | None:
-    """The small-sample warning, or for a pair sample holding no pair in the top k, that."""
+           pair_of_runs: bool = False, by_ratio: bool = False) -> str | None:
+    """The small-sample warning, or for a pair sample holding no pair in the top k, that
+    (worded for the ratio estimator of nDCG@k when ``by_ratio``)."""
     if unit == "pair" and informative == 0:
         whose = "either run's" if pair_of_runs else "the run's"
         top = f"top {cutoff}" if cutoff else "top k"
+        made = ("its DCG is the judge's grades of those pairs recalibrated by the sample's "
+                "p(human grade | judge grade), over each query's estimated ideal DCG"
+                if by_ratio else "it is the design-based estimate over the whole pool")
         return (f"from no sampled pair in {whose} {top}: no human label of {whose} own pairs "
-                f"enters it (it is the design-based estimate over the whole pool); sample "
-                f"pairs from the run's top k")
+                f"enters it ({made}); sample pairs from the run's top k")
     return small_sample_warning(unit, informative, cutoff, queries, pair_of_runs)
 
 
-def _warning(e: ppi.Estimate, small: str | None, note: str | None = None) -> str | None:
-    """The estimate's warnings as one line: too small a sample, strata that varied not at all,
-    the design's ``note`` (an uncertain normaliser)."""
+def _warning(e: ppi.Estimate, small: str | None) -> str | None:
+    """The estimate's warnings as one line: too small a sample, strata that varied not at
+    all."""
     flat = int(np.sum(e.flat))
-    said = [s for s in (small, note) if s]
+    said = [small] if small else []
     if flat:
         said.append(f"{flat} sampled stratum/strata short of a census had all sampled values "
                     f"equal: their variance is conservative ({ppi.FLAT_RULE})")
@@ -364,6 +372,7 @@ class StoreEstimates(Tabular):
     diffs: list[RunEstimate]
     skipped: list[str]  # measures a pair-level sample cannot estimate
     rankings: list[Ranking] | None = None  # per measure (infer.ranking); None: not asked for
+    measure_notes: list[str] = field(default_factory=list)  # "MEASURE: ..." for all its rows
 
     def ranking_note(self) -> str:
         """How the rankings were made, or why there are none."""
@@ -374,10 +383,13 @@ class StoreEstimates(Tabular):
         return ranking_note(self.rankings) if self.rankings else NO_RANKING
 
     def warnings(self) -> list[str]:
-        """One line per estimate whose sample is below the benchmark's reliable size."""
-        return [f"warning: {r.run} {r.measure}: the interval is {r.warning}; read it as "
-                f"approximate or label more (docs/ppi.md)" for r in self.rows + self.diffs
-                if r.warning]
+        """One line per measure whose every row is uncertain (an uncertain normaliser), then
+        one per estimate whose sample is below the benchmark's reliable size."""
+        return [f"warning: {n}; read its intervals as approximate or label more (docs/ppi.md)"
+                for n in self.measure_notes] + [
+            f"warning: {r.run} {r.measure}: the interval is {r.warning}; read it as "
+            f"approximate or label more (docs/ppi.md)" for r in self.rows + self.diffs
+            if r.warning]
 
     def table(self) -> tuple[list[str], list[list]]:
         """The side-by-side table ``compare --store`` prints (LLM-only, human-only, PPI)."""
@@ -452,9 +464,12 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
                                      f"(--design srs-queries)")
                 return None
         rankings: list[Ranking] | None = [] if rank else None
+        notes: list[str] = []
         rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,
-                                    seed=seed, baseline=baseline, rankings=rankings)
-        return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped, rankings)
+                                    seed=seed, baseline=baseline, rankings=rankings,
+                                    notes=notes)
+        return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped, rankings,
+                              notes)
     if require:
         raise InputError("the store has no recorded sample; draw one with `reljudge sample`")
     return None
