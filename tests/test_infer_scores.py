@@ -14,12 +14,13 @@ from reljudge.types import Qrels, Run
 NQ, ND = 20, 30
 
 
-def _world(seed=0, queries=NQ, docs=ND):
+def _world(seed=0, queries=NQ, docs=ND, relevant=None):
     """True grades, a judge's grades one higher half the time, and two runs (less and more
-    noisy) over ``queries`` x ``docs`` pooled pairs."""
+    noisy) over ``queries`` x ``docs`` pooled pairs; ``relevant``: the queries whose pairs
+    may be relevant at all (the others are all grade 0)."""
     rng = np.random.default_rng(seed)
-    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(queries)
-             for d in range(docs)}
+    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) if relevant is None or q in relevant
+             else 0 for q in range(queries) for d in range(docs)}
     judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}
     runs = []
     for i, noise in enumerate((0.5, 2.0)):

@@ -10,31 +10,8 @@ from reljudge.infer import ratio
 from reljudge.infer.sample import draw
 from reljudge.infer.scores import EXACT, StoreEstimates, estimate_runs, estimate_table
 from reljudge.metrics import evaluate
-from reljudge.types import Qrels, Run
-
-NQ, ND = 20, 30
-
-
-def _world(seed=0, queries=NQ, docs=ND, relevant=None):
-    """True grades, a lenient judge (one grade higher half the time) and two runs (less and
-    more noisy) over ``queries`` x ``docs`` pooled pairs; ``relevant``: the queries whose
-    pairs may be relevant at all (the others are all grade 0)."""
-    rng = np.random.default_rng(seed)
-    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) if relevant is None or q in relevant
-             else 0 for q in range(queries) for d in range(docs)}
-    judge = {p: int(min(3, g + rng.binomial(1, 0.5))) for p, g in truth.items()}
-    runs = []
-    for i, noise in enumerate((0.5, 2.0)):
-        pairs = list(truth)
-        score = np.array([truth[p] for p in pairs]) + noise * rng.normal(size=len(pairs))
-        runs.append(Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs], score,
-                                    name=f"r{i}"))
-    return truth, judge, runs
-
-
-def _qrels(grades):
-    return Qrels.from_arrays([p[0] for p in grades], [p[1] for p in grades],
-                             np.array(list(grades.values()), dtype=np.int64))
+from reljudge.types import Run
+from tests.test_infer_scores import NQ, _qrels, _world
 
 
 def _truth(truth, run, measure="nDCG@10"):
