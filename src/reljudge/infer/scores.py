@@ -308,6 +308,12 @@ def _warning(e: ppi.Estimate, small: str | None, note: str | None = None) -> str
     if flat:
         said.append(f"{flat} sampled stratum/strata short of a census had all sampled values "
                     f"equal: their variance is conservative ({ppi.FLAT_RULE})")
+    bound = float(np.max(e.range_bound))
+    if bound > 0:
+        said.append(f"widened to +-{bound:.4g} around the human-only mean, the "
+                    f"Hoeffding-Serfling bound from the measure's range (Bardenet and Maillard "
+                    f"2015): valid however skewed the per-query values, wide because the "
+                    f"sample is small")
     return "; ".join(said) or None
 
 
