@@ -304,16 +304,16 @@ def _warning(e: ppi.Estimate, small: str | None, note: str | None = None) -> str
     """The estimate's warnings as one line: too small a sample, strata that varied not at all,
     the design's ``note`` (an uncertain normaliser)."""
     flat = int(np.sum(e.flat))
+    bound = float(np.max(e.range_bound))
+    if bound > 0:  # the t interval's "likely too narrow" no longer holds: say what replaced it
+        small = (f"from {int(np.max(e.n))} sampled queries, widened to +-{bound:.4g} around "
+                 f"the human-only mean, the Hoeffding-Serfling bound from the measure's range "
+                 f"(Bardenet and Maillard 2015): valid however skewed the per-query values, "
+                 f"wide because the sample is small")
     said = [s for s in (small, note) if s]
     if flat:
         said.append(f"{flat} sampled stratum/strata short of a census had all sampled values "
                     f"equal: their variance is conservative ({ppi.FLAT_RULE})")
-    bound = float(np.max(e.range_bound))
-    if bound > 0:
-        said.append(f"widened to +-{bound:.4g} around the human-only mean, the "
-                    f"Hoeffding-Serfling bound from the measure's range (Bardenet and Maillard "
-                    f"2015): valid however skewed the per-query values, wide because the "
-                    f"sample is small")
     return "; ".join(said) or None
 
 
