@@ -399,7 +399,7 @@ SMALL_QUERY_SAMPLE = 30
 def serfling_half_width(n: int, population: int, spread: float, level: float) -> float:
     """Half-width of the two-sided Hoeffding-Serfling interval for the mean of n values drawn
     without replacement from a population of N whose values lie in a range of width
-    ``spread`` (Bardenet and Maillard 2015, Corollary 2.5): spread sqrt(rho_n log(2/a) / 2n),
+    ``spread`` (Bardenet and Maillard 2015, sec. 2): spread sqrt(rho_n log(2/a) / 2n),
     rho_n = min(1 - (n - 1)/N, (1 - n/N)(1 + 1/n)). Valid for any population, skewed or not."""
     if n >= population:
         return 0.0
