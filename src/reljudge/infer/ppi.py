@@ -67,6 +67,7 @@ class Estimate:
     level: float
     flat: np.ndarray | int = 0  # sampled strata whose values were all equal (see FLAT_RULE)
     exact: np.ndarray | bool = False  # a census of every unit: no sampling error at all
+    range_bound: np.ndarray | float = 0.0  # half-width of a range-based bound it was widened to
 
     def p_value(self) -> np.ndarray:
         """Two-sided p-value of value == 0 (for a paired difference: no difference)."""
@@ -383,8 +384,41 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
     if idx.shape[-1] < MIN_PER_STRATUM + 1:
         raise InputError(f"a query-level estimate needs at least {MIN_PER_STRATUM + 1} "
                          f"human-labelled queries; the sample has {idx.shape[-1]}")
-    return estimate(human_sampled, f[..., idx], f.sum(axis=-1), None, np.array([n_all]),
-                    n_all, level, lam, spread)
+    e = estimate(human_sampled, f[..., idx], f.sum(axis=-1), None, np.array([n_all]),
+                 n_all, level, lam, spread)
+    if spread is None or idx.shape[-1] >= SMALL_QUERY_SAMPLE:
+        return e
+    return with_range_bound(e, serfling_half_width(idx.shape[-1], n_all, float(spread), level))
+
+
+#: below this many sampled queries a t interval can miss a skewed population's few large
+#: values altogether (docs/ppi.md): the interval is widened to a range-based bound
+SMALL_QUERY_SAMPLE = 30
+
+
+def serfling_half_width(n: int, population: int, spread: float, level: float) -> float:
+    """Half-width of the two-sided Hoeffding-Serfling interval for the mean of n values drawn
+    without replacement from a population of N whose values lie in a range of width
+    ``spread`` (Bardenet and Maillard 2015, sec. 2): spread sqrt(rho_n log(2/a) / 2n),
+    rho_n = min(1 - (n - 1)/N, (1 - n/N)(1 + 1/n)). Valid for any population, skewed or not."""
+    if n >= population:
+        return 0.0
+    rho = min(1.0 - (n - 1) / population, (1.0 - n / population) * (1.0 + 1.0 / n))
+    return spread * float(np.sqrt(rho * np.log(2.0 / (1.0 - level)) / (2.0 * n)))
+
+
+def with_range_bound(e: Estimate, half: float) -> Estimate:
+    """The estimate with each interval the hull of its own and the range-based interval
+    classical +- half around the human-only mean (it covers whenever either does); the
+    PPI se grows to match its widened interval, so p-values agree with it."""
+    low_c, high_c = e.classical - half, e.classical + half
+    low, high = np.minimum(e.low, low_c), np.maximum(e.high, high_c)
+    q = special.stdtrit(e.df, 0.5 + e.level / 2)
+    se = np.maximum(e.se, np.maximum(high - e.value, e.value - low) / q)
+    se_c = np.maximum(e.classical_se, half / q)
+    return replace(e, low=low, high=high, se=se, classical_low=np.minimum(e.classical_low, low_c),
+                   classical_high=np.maximum(e.classical_high, high_c), classical_se=se_c,
+                   range_bound=np.full(np.shape(e.value), half))
 
 
 def ppi_mean_ci(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,

@@ -312,6 +312,12 @@ def _warning(e: ppi.Estimate, small: str | None) -> str | None:
     """The estimate's warnings as one line: too small a sample, strata that varied not at
     all."""
     flat = int(np.sum(e.flat))
+    bound = float(np.max(e.range_bound))
+    if bound > 0:  # the t interval's "likely too narrow" no longer holds: say what replaced it
+        small = (f"from {int(np.max(e.n))} sampled queries, widened to +-{bound:.4g} around "
+                 f"the human-only mean, the Hoeffding-Serfling bound from the measure's range "
+                 f"(Bardenet and Maillard 2015): valid however skewed the per-query values, "
+                 f"wide because the sample is small")
     said = [small] if small else []
     if flat:
         said.append(f"{flat} sampled stratum/strata short of a census had all sampled values "
