@@ -31,8 +31,9 @@ and its two-sided p-value, Holm-corrected over all pairs of runs of the measure 
 against it the corrected test supports at alpha = 1 - --level. A warning (stderr; "warning" per row and "warnings" in --json) marks
 an interval whose sample is smaller than the one at which the benchmark's 95 % intervals
 covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k, or a
-query sample of fewer than all queries (no query budget up to 20 of 25 reached it). Read
-such intervals as approximate. Pair-sample estimates are post-stratified by each run's top
+query sample of fewer than all queries. Read such intervals as approximate. A query sample
+of fewer than 30 queries gets, for a measure of known range, at least the Hoeffding-Serfling
+interval (Bardenet and Maillard 2015): wide, but valid however skewed the per-query values. Pair-sample estimates are post-stratified by each run's top
 k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level
 samples serve DCG@k, P@k, RBP@k and nDCG@k only. nDCG@k from pairs is a ratio whose
 normaliser, each query's ideal DCG, is estimated from the sample too; its interval is a
