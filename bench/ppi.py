@@ -292,8 +292,9 @@ def library_draws(w, judge, runs, design, frac, measure, draws, ranked, seed, bo
                       queries=nq, pair_sizes=sizes)
         units = len(sample.items) if sample.unit == "pair" else nq
         rank: list = [] if d < ranked else None  # type: ignore[assignment]
-        rows, diffs = scores.estimate_runs(sample, judge_q, human_q, runs, [measure],
-                                           bootstrap=boot, seed=d, rankings=rank)
+        rows, diffs = scores.estimate_runs(  # the bootstrap: nDCG's ratio, LLM-only rows
+            sample, judge_q, human_q, runs, [measure], bootstrap=boot if ratio.serves(m)
+            else 20, seed=d, rankings=rank)
         if d < draws:
             rows_all.append(rows)
             diffs_all.append(diffs)
@@ -397,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rank-draws", type=int, default=5,
                    help="draws whose reported ranking (infer.ranking, Holm) is measured")
     p.add_argument("--bootstrap", type=int, default=200,
-                   help="bootstrap replicates per estimate_runs call (nDCG@k's ratio)")
+                   help="bootstrap replicates of nDCG@k's ratio estimator per estimate_runs "
+                        "call (the LLM-only rows there: 20, unused)")
     p.add_argument("--judges", type=int, default=5, help="the first N judges by name")
     p.add_argument("--systems", nargs="+", default=["simulated", "judges"],
                    choices=("simulated", "judges"))
