@@ -291,7 +291,7 @@ def library_draws(w, judge, runs, design, frac, measure, draws, ranked, seed, bo
         sample = draw(w.pairs, design, budget, seed * 100003 + key + d, grades=grades,
                       queries=nq, pair_sizes=sizes)
         units = len(sample.items) if sample.unit == "pair" else nq
-        rank: list = [] if d < ranked else None  # type: ignore[assignment]
+        rank: list | None = [] if d < ranked else None
         rows, diffs = scores.estimate_runs(  # the bootstrap: nDCG's ratio, LLM-only rows
             sample, judge_q, human_q, runs, [measure], bootstrap=boot if ratio.serves(m)
             else 20, seed=d, rankings=rank)
