@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer import scores
+from reljudge.infer import active, ratio, scores
 from reljudge.infer.ranges import difference_range, measure_range
-from reljudge.infer.sample import MIN_QUERIES, allocate
+from reljudge.infer.sample import MIN_QUERIES, allocate, draw
 from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
 from reljudge.labels import Sample, SampleItem
@@ -51,8 +51,10 @@ from reljudge.types import Qrels, Run
 DATA = next((up / "shared" / "data" / "llmjudge" for up in Path(__file__).resolve().parents[1:4]
              if (up / "shared" / "data" / "llmjudge").exists()),
             Path(__file__).resolve().parents[2] / "shared" / "data" / "llmjudge")
-DESIGNS = ("srs-pairs", "stratified-pairs", "srs-queries")
+DESIGNS = ("srs-pairs", "stratified-pairs", "active", "srs-queries")
 LEVEL = 0.95
+SIGNAL_JUDGES = 5  # the active design's signal: the judge's disagreement with the other four
+BASELINE = "stratified-pairs"  # today's default design: the second width ratio's denominator
 
 
 @dataclass(frozen=True)
@@ -252,50 +254,158 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> 
             f"vs {lo, hi}"
 
 
-def summary(results: list[dict]) -> dict:
-    """Pooled over judges: coverage and its MC error, worst run / difference, widths, taus."""
+def vectorised(design: str, m) -> bool:
+    """Whether the vectorised cell path serves the design and measure (else: one draw at a
+    time through `estimate_runs`: the active design, nDCG@k from pairs' ratio estimator)."""
+    return design != "active" and (design == "srs-queries" or not ratio.serves(m))
+
+
+def pair_sizes(w: World, judge: str, runs, m) -> dict:
+    """The active design's size of each pair, as `reljudge sample --design active` computes
+    it from a store holding the first SIGNAL_JUDGES judges: the judge's disagreement with
+    the others, times the runs' rank weights (infer.active)."""
+    others = [n for n in list(w.judges)[:SIGNAL_JUDGES] if n != judge]
+    signal = active.signal_from_judges(
+        np.array([scores.gain(w.judges[o], m) for o in others]),
+        scores.gain(w.judges[judge], m), others)
+    size = active.sizes(signal, active.run_weights(runs, w.pairs, m))
+    return dict(zip(w.pairs, size.tolist(), strict=True))
+
+
+def library_draws(w, judge, runs, design, frac, measure, draws, ranked, seed, boot):
+    """Coverage, widths and taus of ``draws`` samples drawn by `reljudge sample`'s own
+    sampler and estimated by `estimate_runs` (the first ``ranked`` of them with the ranking
+    `estimate` reports: its tau and its supported orders' errors)."""
+    m = parse_measure(measure)
+    judge_q, human_q = qrels(w.pairs, w.judges[judge]), qrels(w.pairs, w.human)
+    truth = np.array([scores._per_query(human_q, r, m, w.queries).mean() for r in runs])
+    names = [r.name for r in runs]
+    grades = dict(zip(w.pairs, w.judges[judge].tolist(), strict=True))
+    sizes = pair_sizes(w, judge, runs, m) if design == "active" else None
+    budget = round(frac * len(w.pairs))
+    nq = max(round(frac * len(w.queries)), MIN_QUERIES)
+    key = zlib.crc32(f"{judge}{design}{frac}".encode())
+    rows_all, diffs_all, reported, orders, wrong, fwer = [], [], [], [], [], []
+    units = 0
+    for d in range(max(draws, ranked)):
+        sample = draw(w.pairs, design, budget, seed * 100003 + key + d, grades=grades,
+                      queries=nq, pair_sizes=sizes)
+        units = len(sample.items) if sample.unit == "pair" else nq
+        rank: list | None = [] if d < ranked else None
+        rows, diffs = scores.estimate_runs(  # the bootstrap: nDCG's ratio, LLM-only rows
+            sample, judge_q, human_q, runs, [measure], bootstrap=boot if ratio.serves(m)
+            else 20, seed=d, rankings=rank)
+        if d < draws:
+            rows_all.append(rows)
+            diffs_all.append(diffs)
+        if rank:
+            at = {r.run: -r.rank for r in rank[0].runs}
+            reported.append([at[n] for n in names])
+            val = dict(zip(names, truth.tolist(), strict=True))
+            said = [o.supported.split(" > ") for o in rank[0].pairs if o.supported]
+            bad = sum(val[a] <= val[b] for a, b in said)
+            orders.append(len(said))
+            wrong.append(bad)
+            fwer.append(bad > 0)
+
+    def grid(rs, attr):
+        return np.array([[getattr(r, attr) for r in row] for row in rs])
+
+    out: dict = {"units": units}
+    if draws:
+        lo, hi = grid(rows_all, "ppi_low"), grid(rows_all, "ppi_high")
+        hlo, hhi = grid(rows_all, "human_low"), grid(rows_all, "human_high")
+        dlo, dhi = grid(diffs_all, "ppi_low"), grid(diffs_all, "ppi_high")
+        dtruth = truth[1:] - truth[0]
+        out.update(run=(lo <= truth) & (truth <= hi), human=(hlo <= truth) & (truth <= hhi),
+                   diff=(dlo <= dtruth) & (dtruth <= dhi),
+                   width=float((hi - lo).mean()), width_h=float((hhi - hlo).mean()),
+                   tau=float(np.nanmean(tau_rows(grid(rows_all, "ppi"), truth))),
+                   tau_h=float(np.nanmean(tau_rows(grid(rows_all, "human"), truth))),
+                   tau_llm=float(tau_rows(grid(rows_all[:1], "llm")[0], truth)))
+    if reported:
+        out.update(tau_rep=float(np.nanmean(tau_rows(np.array(reported, float), truth))),
+                   orders=float(np.mean(orders)),
+                   wrong=float(np.sum(wrong) / max(np.sum(orders), 1)),
+                   fwer=float(np.mean(fwer)))
+    return out
+
+
+def summary(results: list[dict], today: list[float] | None) -> dict:
+    """Pooled over judges: coverage and its MC error, worst run / difference, widths, taus;
+    ``today``: each judge's stratified-pairs width at the same budget and measure."""
     run = np.concatenate([r["run"] for r in results], axis=1)
     diff = np.concatenate([r["diff"] for r in results], axis=1)
     human = np.concatenate([r["human"] for r in results], axis=1)
     cover = float(run.mean())
-    return {"cover": cover, "mc": (cover * (1 - cover) / run.size) ** 0.5,
-            "worst": float(run.mean(0).min()), "worst_diff": float(diff.mean(0).min()),
-            "diff": float(diff.mean()), "human": float(human.mean()),
-            "width": float(np.mean([r["width"] / r["width_h"] for r in results])),
-            "tau": float(np.mean([r["tau"] for r in results])),
-            "tau_h": float(np.mean([r["tau_h"] for r in results])),
-            "tau_llm": float(np.mean([r["tau_llm"] for r in results])),
-            "units": results[0]["units"], "draws": run.shape[0]}
+    out = {"cover": cover, "mc": (cover * (1 - cover) / run.size) ** 0.5,
+           "worst": float(run.mean(0).min()), "worst_diff": float(diff.mean(0).min()),
+           "diff": float(diff.mean()), "human": float(human.mean()),
+           "width": float(np.mean([r["width"] / r["width_h"] for r in results])),
+           "today": float(np.mean([r["width"] / t for r, t in zip(results, today,
+                                                                   strict=True)]))
+           if today else float("nan"),
+           "units": results[0]["units"], "draws": run.shape[0]}
+    for k in ("tau", "tau_h", "tau_llm", "tau_rep", "orders", "wrong", "fwer"):
+        got = [r[k] for r in results if k in r]
+        out[k] = float(np.mean(got)) if got else float("nan")
+    return out
 
 
-HEADER = ("| systems | design | budget (units) | measure | cover (± MC) | worst run | "
-          "diff cover | worst diff | human cover | width / human | tau ppi / human / llm |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| systems | design | budget (units) | measure | draws | cover (± MC) | worst run | "
+          "diff cover | worst diff | human cover | width / human | width / strat | "
+          "tau ppi / human / llm / reported | supported orders (wrong, fwer) |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
-def row(systems: str, design: str, frac: float, measure: str, s: dict) -> str:
+def row(systems: str, design: str, frac: float, measure: str, s: dict, ranked: int) -> str:
     """One markdown table row."""
-    return (f"| {systems} | {design} | {frac:.0%} ({s['units']}) | {measure} | "
+    return (f"| {systems} | {design} | {frac:.0%} ({s['units']}) | {measure} | {s['draws']} | "
             f"{s['cover']:.3f} ± {s['mc']:.3f} | {s['worst']:.3f} | {s['diff']:.3f} | "
             f"{s['worst_diff']:.3f} | {s['human']:.3f} | {s['width']:.2f} | "
-            f"{s['tau']:.2f} / {s['tau_h']:.2f} / {s['tau_llm']:.2f} |")
+            f"{s['today']:.2f} | {s['tau']:.2f} / {s['tau_h']:.2f} / {s['tau_llm']:.2f} / "
+            f"{s['tau_rep']:.2f} | {s['orders']:.0f} ({s['wrong']:.3f}, {s['fwer']:.2f}; "
+            f"{ranked} draws) |")
 
 
-def main() -> int:
+def one_cell(w, judge, kind, design, frac, measure, args, check: bool) -> dict:
+    """One judge's results for a design x budget x measure: the vectorised path where it
+    serves (its ranking columns from --rank-draws library draws), else library draws."""
+    runs = runs_of(w, kind, judge, args.count, args.seed)
+    if vectorised(design, parse_measure(measure)):
+        out = measure_one(w, judge, runs, design, frac, measure, args.draws, args.seed, check)
+        if args.rank_draws:
+            ranks = library_draws(w, judge, runs, design, frac, measure, 0, args.rank_draws,
+                                  args.seed, args.bootstrap)
+            out.update({k: v for k, v in ranks.items() if k != "units"})
+        return out
+    return library_draws(w, judge, runs, design, frac, measure, args.slow_draws,
+                         args.rank_draws, args.seed, args.bootstrap)
+
+
+def main(argv: list[str] | None = None) -> int:
     """Every design x budget x measure for each system kind; one markdown table."""
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=DESIGNS)
     p.add_argument("--budgets", nargs="+", type=float, default=[0.05, 0.1, 0.2, 0.4])
-    p.add_argument("--measures", nargs="+", default=["DCG@10", "P@10", "nDCG@10"])
+    p.add_argument("--measures", nargs="+", default=["DCG@10", "nDCG@10", "P@10"])
     p.add_argument("--draws", type=int, default=200)
+    p.add_argument("--slow-draws", type=int, default=20,
+                   help="draws where each is estimated by estimate_runs (the active design; "
+                        "nDCG@k from pairs, a bootstrap per estimate)")
+    p.add_argument("--rank-draws", type=int, default=5,
+                   help="draws whose reported ranking (infer.ranking, Holm) is measured")
+    p.add_argument("--bootstrap", type=int, default=200,
+                   help="bootstrap replicates of nDCG@k's ratio estimator per estimate_runs "
+                        "call (the LLM-only rows there: 20, unused)")
     p.add_argument("--judges", type=int, default=5, help="the first N judges by name")
     p.add_argument("--systems", nargs="+", default=["simulated", "judges"],
                    choices=("simulated", "judges"))
     p.add_argument("--count", type=int, default=32, help="systems per kind")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if not (args.data / "human" / "test.qrels").exists():
         print(f"skipped: no LLMJudge data at {args.data}", file=sys.stderr)
         return 0
@@ -303,26 +413,29 @@ def main() -> int:
     w = load(args.data)
     judges = list(w.judges)[:args.judges]
     print(f"{len(w.pairs)} pairs, {len(w.queries)} queries, judges {', '.join(judges)}; "
-          f"{args.count} systems per kind, {args.draws} draws; 95 % intervals")
+          f"{args.count} systems per kind, {args.draws} draws ({args.slow_draws} for the "
+          f"active design and pair-sample nDCG@k; rankings from {args.rank_draws}); "
+          f"95 % intervals")
     print(HEADER)
     checked: set[str] = set()
+    designs = sorted(args.designs, key=lambda d: d != BASELINE)  # today's first: the ratio
     for kind in args.systems:
-        for design in args.designs:
-            for frac in args.budgets:
-                for measure in args.measures:
-                    results = []
+        for frac in args.budgets:
+            for measure in args.measures:
+                today = None
+                for design in designs:
                     try:
-                        for judge in judges:
-                            runs = runs_of(w, kind, judge, args.count, args.seed)
-                            results.append(measure_one(w, judge, runs, design, frac, measure,
-                                                       args.draws, args.seed,
-                                                       check=design not in checked))
-                            checked.add(design)
+                        results = [one_cell(w, judge, kind, design, frac, measure, args,
+                                            design not in checked) for judge in judges]
                     except InputError as e:
                         print(f"| {kind} | {design} | {frac:.0%} | {measure} | not estimable: "
-                              f"{str(e)[:60]} |||||||", flush=True)
+                              f"{str(e)[:70]} ||||||||||", flush=True)
                         continue
-                    print(row(kind, design, frac, measure, summary(results)), flush=True)
+                    checked.add(design)
+                    if design == BASELINE:
+                        today = [r["width"] for r in results]
+                    print(row(kind, design, frac, measure, summary(results, today),
+                              args.rank_draws), flush=True)
     print(f"\n{time.perf_counter() - t0:.0f} s")
     return 0
 

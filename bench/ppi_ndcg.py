@@ -44,7 +44,9 @@ from reljudge.io.trec import read_qrels
 from reljudge.metrics import evaluate
 from reljudge.types import Qrels, Run
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "llmjudge"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.ppi import DATA  # noqa: E402
+
 K = 10
 
 
