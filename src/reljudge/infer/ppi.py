@@ -115,7 +115,7 @@ def _b_spread(ssb: np.ndarray, sab: np.ndarray, mean_square: np.ndarray
     """The predictions' sample variance and covariance per stratum, both exactly 0 where the
     sampled predictions are all equal: computed from sums they are then rounding errors whose
     sign (which depends on the summation order, so on a leading axis) would set a tuned
-    lambda to 0, 1/2 or 1 at random."""
+    lambda anywhere in [0, 1]."""
     flat = ssb <= ROUNDING * mean_square
     return np.where(flat, 0.0, np.maximum(ssb, 0.0)), np.where(flat, 0.0, sab)
 
