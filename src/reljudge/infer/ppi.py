@@ -106,6 +106,20 @@ def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> n
     return np.clip(lam, 0.0, 1.0)
 
 
+#: a variance computed from sums below this share of the values' mean square is rounding
+ROUNDING = 1e-9
+
+
+def _b_spread(ssb: np.ndarray, sab: np.ndarray, mean_square: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The predictions' sample variance and covariance per stratum, both exactly 0 where the
+    sampled predictions are all equal: computed from sums they are then rounding errors whose
+    sign (which depends on the summation order, so on a leading axis) would set a tuned
+    lambda anywhere in [0, 1]."""
+    flat = ssb <= ROUNDING * mean_square
+    return np.where(flat, 0.0, np.maximum(ssb, 0.0)), np.where(flat, 0.0, sab)
+
+
 def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
                        ) -> np.ndarray:
     """The stratified delete-one jackknife variance of the tuned estimate of the total,
@@ -138,9 +152,9 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
         frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape),
                          where=big_n > 0)
         c = np.where(n >= big_n, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)
-        return (c * (sab - n * mean_a * mean_b) / d,
-                c * np.maximum((sbb - n * mean_b ** 2) / d, 0.0), big_n * mean_a,
-                big_n * mean_b)
+        ssb, s_ab = _b_spread((sbb - n * mean_b ** 2) / d, (sab - n * mean_a * mean_b) / d,
+                              sbb / n_safe)
+        return c * s_ab, c * ssb, big_n * mean_a, big_n * mean_b
 
     whole = parts(n, sa, sb, sbb, sab, big_n)
     left = parts(at_unit(n) - 1, at_unit(sa) - a, at_unit(sb) - b, at_unit(sbb) - b * b,
@@ -194,7 +208,8 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     ssa = (m.saa - n * mean_a ** 2) / d  # sample variances and covariance per stratum
     ssb = (m.sbb - n * mean_b ** 2) / d
     sab = (m.sab - n * mean_a * mean_b) / d
-    ssa, ssb = np.maximum(ssa, 0.0), np.maximum(ssb, 0.0)
+    ssa = np.maximum(ssa, 0.0)
+    ssb, sab = _b_spread(ssb, sab, m.sbb / n_safe)
     frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape), where=big_n > 0)
     c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
     # a sample short of the population whose every sampled stratum varied not at all would
@@ -249,7 +264,7 @@ def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.nda
     """The sampled strata short of a census whose variance s2 is 0 (to rounding: relative to
     the values' mean square), where every such stratum's is: the estimate would have no width."""
     short = (~census) & (n >= 1)
-    flat = short & (s2 <= 1e-9 * mean_square)
+    flat = short & (s2 <= ROUNDING * mean_square)
     return flat & (np.all(flat == short, axis=-1) & short.any(axis=-1))[..., None]
 
 
