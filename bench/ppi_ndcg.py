@@ -39,12 +39,11 @@ from reljudge.infer.ratio import (
     totals,
 )
 from reljudge.infer.sample import allocate
-from reljudge.io import read_judge
-from reljudge.io.trec import read_qrels
 from reljudge.metrics import evaluate
 from reljudge.types import Qrels, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench import ppi  # noqa: E402
 from bench.ppi import DATA  # noqa: E402
 
 K = 10
@@ -52,21 +51,9 @@ K = 10
 
 def load(data: Path):
     """Pairs (sorted), query index, human grades, {judge: grades} for every judge."""
-    d = read_qrels(data / "human" / "test.qrels").to_dict()
-    pairs = sorted((q, doc) for q in d for doc in d[q])
-    index = {p: i for i, p in enumerate(pairs)}
-    qids = sorted(d)
-    qidx = np.array([qids.index(q) for q, _ in pairs])
-    human = np.array([d[q][doc] for q, doc in pairs], dtype=np.int64)
-    preds = {}
-    for f in sorted((data / "llm" / "labels").glob("*.txt")):
-        labels, _ = read_judge(f, clip=True)
-        g = np.zeros(len(pairs), dtype=np.int64)  # a pair the judge skipped: grade 0
-        for q, doc, grade in labels:
-            if (q, doc) in index:
-                g[index[(q, doc)]] = grade
-        preds[f.stem] = g
-    return pairs, qidx, len(qids), human, preds
+    w = ppi.load(data)
+    qidx = np.array([w.queries.index(q) for q, _ in w.pairs])
+    return w.pairs, qidx, len(w.queries), w.human, w.judges
 
 
 def ranks_of(score: np.ndarray, qidx: np.ndarray) -> np.ndarray:
