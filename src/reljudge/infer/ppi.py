@@ -110,7 +110,7 @@ def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> n
 ROUNDING = 1e-9
 
 
-def _b_spread(ssb: np.ndarray, sab: np.ndarray, mean_square: np.ndarray
+def prediction_spread(ssb: np.ndarray, sab: np.ndarray, mean_square: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """The predictions' sample variance and covariance per stratum, both exactly 0 where the
     sampled predictions are all equal: computed from sums they are then rounding errors whose
@@ -152,7 +152,7 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
         frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape),
                          where=big_n > 0)
         c = np.where(n >= big_n, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)
-        ssb, s_ab = _b_spread((sbb - n * mean_b ** 2) / d, (sab - n * mean_a * mean_b) / d,
+        ssb, s_ab = prediction_spread((sbb - n * mean_b ** 2) / d, (sab - n * mean_a * mean_b) / d,
                               sbb / n_safe)
         return c * s_ab, c * ssb, big_n * mean_a, big_n * mean_b
 
@@ -209,7 +209,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     ssb = (m.sbb - n * mean_b ** 2) / d
     sab = (m.sab - n * mean_a * mean_b) / d
     ssa = np.maximum(ssa, 0.0)
-    ssb, sab = _b_spread(ssb, sab, m.sbb / n_safe)
+    ssb, sab = prediction_spread(ssb, sab, m.sbb / n_safe)
     frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape), where=big_n > 0)
     c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
     # a sample short of the population whose every sampled stratum varied not at all would

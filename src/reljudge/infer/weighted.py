@@ -80,6 +80,7 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
         saa = np.where(s.c > 0, s.caa - s.ca ** 2 / s.c, 0.0)
         sbb = np.where(s.c > 0, s.cbb - s.cb ** 2 / s.c, 0.0)
         sab = np.where(s.c > 0, s.cab - s.ca * s.cb / s.c, 0.0)
+        sbb, sab = ppi.prediction_spread(sbb, sab, s.cbb)
         tuned = lam is None
         lam_ = (np.clip(np.where(sbb > 0, sab / sbb, 0.0), 0.0, 1.0) if tuned
                 else np.broadcast_to(np.asarray(lam, np.float64), np.shape(saa)))
@@ -95,8 +96,8 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
     flat = np.zeros(np.shape(var), dtype=bool)
     if spread is not None:
         scale = factor * (s.caa + lam_ ** 2 * s.cbb) + 1e-300
-        flat_c = (var_c <= 1e-9 * scale) & ~exact & ~empty
-        flat_r = (var <= 1e-9 * scale) & ~exact & ~empty
+        flat_c = (var_c <= ppi.ROUNDING * scale) & ~exact & ~empty
+        flat_r = (var <= ppi.ROUNDING * scale) & ~exact & ~empty
         per_unit = s.poisson / (k + 1.0)
         var_c = np.where(flat_c, spread ** 2 * per_unit, var_c)
         var = np.where(flat_r, ((1.0 + lam_) * spread) ** 2 * per_unit, var)
