@@ -36,7 +36,8 @@ of fewer than 30 queries gets, for a measure of known range, at least the Hoeffd
 interval (Bardenet and Maillard 2015): wide, but valid however skewed the per-query values. Pair-sample estimates are post-stratified by each run's top
 k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level
 samples serve DCG@k, P@k, RBP@k and nDCG@k only. nDCG@k from pairs is a ratio whose
-normaliser, each query's ideal DCG, is estimated from the sample too; its interval is a
+normaliser, each query's ideal DCG over the sampled pool (not over deeper qrels: sample
+from a pool as deep as the ideal you mean), is estimated from the sample too; its interval is a
 bias-corrected bootstrap over the sampled pairs, and a warning names each query whose ideal
 DCG is too uncertain, with about how many more of its pairs to label. Human grades: per sampled pair (every pair must have
 one), the standing human grades (an undone grade does not count) merged as `labels merge
