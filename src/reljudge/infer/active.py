@@ -22,6 +22,7 @@ from scipy import special  # scipy.stats costs 0.5 s to import; these are what i
 
 from reljudge.errors import InputError
 from reljudge.infer import ppi
+from reljudge.infer.cells import gain, human_truth, pair_weights
 
 MIX = 0.2  # share of the budget spread evenly: no pair's probability below MIX * n / N
 
@@ -149,8 +150,6 @@ def draw(pairs: Sequence[tuple[str, str]], sizes: Mapping[tuple[str, str], float
 def run_weights(runs, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
     """Each run's rank weight of each pair in ``measure`` (0 outside its top k), (runs,
     pairs)."""
-    from reljudge.infer.cells import pair_weights
-
     return np.array([pair_weights(run, pairs, measure) for run in runs]).reshape(
         len(runs), len(pairs))
 
@@ -207,8 +206,6 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
     """The judge's uncertainty on ``pairs`` from the store: its grade distributions (a
     calibrated or panel source has them), else its disagreement with the store's other LLM
     judges, else a pilot of human grades; an InputError naming what to give when none."""
-    from reljudge.infer.cells import gain, human_truth
-
     grades = store.source_grades(judge)
     judge_gain = gain(np.array([grades[p] for p in pairs]), measure)
     dist = store.distributions(judge)
@@ -246,7 +243,5 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
 def _gains_of(grades: Mapping[tuple[str, str], int], pairs: Sequence[tuple[str, str]],
               measure) -> np.ndarray:
     """The gain of each pair's grade in ``grades``, NaN where it has none."""
-    from reljudge.infer.cells import gain
-
     g = np.array([grades.get(p, -1) for p in pairs], dtype=np.int64)
     return np.where(g >= 0, gain(np.maximum(g, 0), measure), np.nan)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reljudge.infer.cells import difference_cell
 from reljudge.infer.ranges import difference_range
 from reljudge.metrics.measures import Measure
 from reljudge.stats import holm
@@ -149,8 +150,6 @@ def rank_runs(design: Design, cells: Cells, names: Sequence[str], m: Measure,
               rows: Sequence[RunEstimate], level: float) -> Ranking | None:
     """The ranking of the runs ``names`` on ``m`` from their rows and every pair's paired
     difference through ``design``; None for fewer than two runs."""
-    from reljudge.infer.cells import difference_cell
-
     if len(names) < 2:
         return None
     mine = {r.run: r for r in rows if r.measure == str(m)}
