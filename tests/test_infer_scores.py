@@ -249,3 +249,20 @@ def test_an_interval_wholly_outside_the_range_becomes_the_whole_range_and_says_s
     assert (rows[1].human_low, rows[1].human_high) == (0.0, pytest.approx(top))
     assert "the human interval [" in rows[1].warning
     assert "wholly outside the measure's range" in rows[1].warning
+
+
+def test_a_run_whose_top_k_leaves_the_sampled_pool_is_refused_not_scored_as_a_census():
+    """A run's top-k pairs outside the population the sample was drawn from used to count as
+    0: a run wholly outside printed 0 as "exact (census)". Now one line names the run."""
+    from reljudge.errors import InputError
+
+    truth, judge, runs = _world(seed=6)
+    pool = {p: g for p, g in judge.items() if int(p[1][1:]) < 20}  # d20..d29 left out
+    s = draw(sorted(pool), "srs-pairs", 60, 0)
+    inside = [Run.from_arrays([p[0] for p in pool], [p[1] for p in pool],
+                              np.arange(len(pool), dtype=np.float64), name="inside")]
+    rows, _ = estimate_runs(s, _qrels(pool), _qrels(truth), inside, ["DCG@10"])
+    assert not rows[0].exact
+    with pytest.raises(InputError, match=r"run r0: \d+ of its top-10 pairs are outside the "
+                                         r"pool sample .* was drawn from"):
+        estimate_runs(s, _qrels(pool), _qrels(truth), runs, ["DCG@10"])

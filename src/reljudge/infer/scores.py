@@ -27,6 +27,7 @@ from reljudge.infer.cells import (
     Cells,
     Design,
     RunEstimate,
+    check_in_pool,
     difference_cell,
     grades_of,
     human_truth,
@@ -82,6 +83,8 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
     cells: Cells = {(run.name, str(m)): {"llm": _per_query(judge, run, m, queries)}
                     for m in parsed for run in runs}
     design: Design
+    if sample.unit == "pair":
+        check_in_pool(sample, judge, runs, parsed)
     if sample.unit == "query":
         design = _query_design(sample, human, runs, parsed, queries, sampled_q, cells, level)
     elif sample.design == "active":
