@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer import active, ratio, scores
-from reljudge.infer.cells import gain
+from reljudge.infer import active, ranking, ratio, scores
+from reljudge.infer.cells import difference_cell, gain
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import MIN_QUERIES, allocate, draw
 from reljudge.io import read_judge
@@ -160,19 +160,64 @@ def library_cells(w, sample, judge_q, human_q, runs, measure):
     return cells, design
 
 
-def draw_estimates(cells, design, runs, measure, idx: np.ndarray):
-    """PPI estimates of every run and run-minus-first-run difference on the draws ``idx``,
-    through the design's per-cell estimate: (estimates of runs, of differences, counts)."""
+def drawn(design, idx: np.ndarray):
+    """The design's per-cell estimate on the draws ``idx``, and the cell of a census cell
+    there."""
     def cell_of(c):
         if "human" in c:
             return {**c, "human": c["human"][idx]}
         return {**c, **{k: c[k][idx] for k in ("a", "b", "w") if k in c}}
 
     if isinstance(design, scores._QueryDesign):
-        d = replace(design, idx=idx)
-    else:
-        d = replace(design, item_strata=design.item_strata[idx[0]],
-                    in_top={k: (v[0][idx], v[1]) for k, v in design.in_top.items()})
+        return replace(design, idx=idx), cell_of
+    return replace(design, item_strata=design.item_strata[idx[0]],
+                   in_top={k: (v[0][idx], v[1]) for k, v in design.in_top.items()}), cell_of
+
+
+def draw_rankings(cells, design, runs, measure, idx: np.ndarray, truth: np.ndarray) -> dict:
+    """The ranking `reljudge estimate` reports on each draw of ``idx``: every pair of runs'
+    paired difference through the design's per-cell estimate (vectorised over the draws),
+    then, per draw, the library's own ``infer.ranking.rank_pairs`` (Holm, the LLM order
+    changed only where supported), as ``rank_runs`` calls it."""
+    d, cell_of = drawn(design, idx)
+    key, names = str(measure), [r.name for r in runs]
+    mine = [cell_of(cells[(n, key)]) for n in names]
+    rows = [d.estimate(c, n, measure)[0] for c, n in zip(mine, names, strict=True)]
+    bounds, dbounds = measure_range(measure), difference_range(measure)
+    pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+    diffs = [d.estimate(difference_cell(mine[i], mine[j]), names[i], measure, names[j])[0]
+             for i, j in pairs]
+    value = np.clip(np.stack([e.value for e in rows], -1), *bounds)
+    low, high = clipped(np.stack([e.low for e in rows], -1),
+                        np.stack([e.high for e in rows], -1), bounds)
+    dvalue = np.clip(np.stack([e.value for e in diffs], -1), *dbounds)
+    dlow = np.clip(np.stack([e.low for e in diffs], -1), *dbounds)
+    dhigh = np.clip(np.stack([e.high for e in diffs], -1), *dbounds)
+    dp = np.stack([np.broadcast_to(e.p_value(), e.value.shape) for e in diffs], -1)
+    llm = [float(cells[(n, key)]["llm"].mean()) for n in names]
+    val = dict(zip(names, truth.tolist(), strict=True))
+    reported, orders, wrong, got = [], [], [], None
+    for t in range(len(idx)):
+        got = ranking.rank_pairs(names, key, llm, list(zip(value[t].tolist(), low[t].tolist(),
+                                                           high[t].tolist(), strict=True)),
+                                 pairs, list(zip(dvalue[t].tolist(), dlow[t].tolist(),
+                                                 dhigh[t].tolist(), dp[t].tolist(),
+                                                 strict=True)), round(1.0 - LEVEL, 12))
+        at = {r.run: -r.rank for r in got.runs}
+        reported.append([at[n] for n in names])
+        said = [o.supported.split(" > ") for o in got.pairs if o.supported]
+        orders.append(len(said))
+        wrong.append(sum(val[a] <= val[b] for a, b in said))
+    return {"tau_rep": float(np.nanmean(tau_rows(np.array(reported, float), truth))),
+            "orders": float(np.mean(orders)),
+            "wrong": float(np.sum(wrong) / max(np.sum(orders), 1)),
+            "fwer": float(np.mean(np.array(wrong) > 0)), "ranking": got}
+
+
+def draw_estimates(cells, design, runs, measure, idx: np.ndarray):
+    """PPI estimates of every run and run-minus-first-run difference on the draws ``idx``,
+    through the design's per-cell estimate: (estimates of runs, of differences, counts)."""
+    d, cell_of = drawn(design, idx)
     key = str(measure)
     base = runs[0].name
     out, diffs = [], []
@@ -201,8 +246,9 @@ def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return np.divide((sx * st).sum(-1), den, out=np.full(den.shape, np.nan), where=den > 0)
 
 
-def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False):
-    """Coverage, widths and taus of one judge x design x budget x measure."""
+def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False, ranked=0):
+    """Coverage, widths and taus of one judge x design x budget x measure; the reported
+    ranking's on the first ``ranked`` draws."""
     m = parse_measure(measure)
     sample = census(w, design, w.judges[judge])
     judge_q, human_q = qrels(w.pairs, w.judges[judge]), qrels(w.pairs, w.human)
@@ -215,8 +261,11 @@ def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False)
     truth = np.array([scores._per_query(human_q, r, m, w.queries).mean() for r in runs])
     llm = np.array([cells[(r.name, str(m))]["llm"].mean() for r in runs])
     if check:
-        check_against_estimate_runs(sample, idx[0], judge_q, human_q, runs, m, est)
-    out = {}
+        check_against_estimate_runs(sample, idx[0], judge_q, human_q, runs, m, est,
+                                    draw_rankings(cells, lib, runs, m, idx[:1], truth)
+                                    if ranked else None)
+    out = draw_rankings(cells, lib, runs, m, idx[:ranked], truth) if ranked else {}
+    out.pop("ranking", None)
     for kind, es, tr, bounds in (("run", est, truth, measure_range(m)),
                                  ("diff", dest, truth[1:] - truth[0], difference_range(m))):
         lo, hi = clipped(np.stack([e.low for e in es], -1), np.stack([e.high for e in es], -1),
@@ -238,9 +287,11 @@ def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False)
     return out
 
 
-def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> None:
+def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est,
+                                ranked: dict | None = None) -> None:
     """The vectorised path equals `estimate_runs` on one real draw (ppi estimate and interval
-    per run: below 30 queries the range bound's hull can hide a shifted PPI interval)."""
+    per run: below 30 queries the range bound's hull can hide a shifted PPI interval; with
+    ``ranked``, ``draw_rankings`` of that draw: the reported order and supported orders)."""
     if sample.unit == "query":
         qids = sorted({it.qid for it in sample.items})
         chosen = {qids[i] for i in idx.tolist()}
@@ -249,8 +300,15 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> 
     else:
         items = [sample.items[i] for i in idx.tolist()]
         params = sample.params
-    drawn = Sample("check", sample.unit, sample.design, 0, len(items), items, params)
-    rows, _ = scores.estimate_runs(drawn, judge_q, human_q, runs, [str(m)], bootstrap=10)
+    one = Sample("check", sample.unit, sample.design, 0, len(items), items, params)
+    said: list = []
+    rows, _ = scores.estimate_runs(one, judge_q, human_q, runs, [str(m)], bootstrap=10,
+                                   rankings=said)
+    if ranked is not None:
+        mine, theirs = ranked["ranking"], said[0]
+        assert [r.run for r in mine.runs] == [r.run for r in theirs.runs] and \
+            [o.supported for o in mine.pairs] == [o.supported for o in theirs.pairs], \
+            "bench's ranking differs from estimate_runs'"
     bounds = measure_range(m)
     for row, e in zip(rows, est, strict=True):
         lo, hi = clipped(np.float64(e.low[0]), np.float64(e.high[0]), bounds)
@@ -413,12 +471,8 @@ def one_cell(w, judge, kind, design, frac, measure, args, check: bool) -> dict:
     serves (its ranking columns from --rank-draws library draws), else library draws."""
     runs = runs_of(w, kind, judge, args.count, args.seed)
     if vectorised(design, parse_measure(measure)):
-        out = measure_one(w, judge, runs, design, frac, measure, args.draws, args.seed, check)
-        if args.rank_draws:
-            ranks = library_draws(w, judge, runs, design, frac, measure, 0, args.rank_draws,
-                                  args.seed, args.bootstrap)
-            out.update({k: v for k, v in ranks.items() if k != "units"})
-        return out
+        return measure_one(w, judge, runs, design, frac, measure, args.draws, args.seed, check,
+                           min(args.rank_draws, args.draws))
     return library_draws(w, judge, runs, design, frac, measure, args.slow_draws,
                          args.rank_draws, args.seed, args.bootstrap)
 
