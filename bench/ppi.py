@@ -166,7 +166,7 @@ def drawn(design, idx: np.ndarray):
     def cell_of(c):
         if "human" in c:
             return {**c, "human": c["human"][idx]}
-        return {**c, "a": c["a"][idx], "b": c["b"][idx]}
+        return {**c, **{k: c[k][idx] for k in ("a", "b", "w") if k in c}}
 
     if isinstance(design, scores._QueryDesign):
         return replace(design, idx=idx), cell_of

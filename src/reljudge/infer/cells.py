@@ -101,6 +101,17 @@ def difference_cell(cell: dict, other: dict) -> dict:
     return dcell
 
 
+def difference_domain(dcell: dict, mine: tuple[np.ndarray, np.ndarray],
+                      theirs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The sampled and pooled pairs a difference of two runs can be nonzero on: those the two
+    runs weigh differently (``dcell["w"]``, ``dcell["w_pop"]``: the weights' differences),
+    else, for a cell without weights, either run's top k (``mine``, ``theirs``: the runs'
+    (sampled, pooled) pairs in the top k). A pair both runs rank alike adds exactly 0."""
+    if "w" in dcell:
+        return dcell["w"] != 0, dcell["w_pop"] != 0
+    return mine[0] | theirs[0], mine[1] | theirs[1]
+
+
 def population(sample: Sample, judge: Qrels):
     """The sampled population (the recorded pool, else every judge-labelled pair), strata
     labels and sizes."""
@@ -172,7 +183,8 @@ class PairValues:
 def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
                parsed: Sequence[Measure], cells: Cells) -> PairValues:
     """Add each cell's weighted gains of the sampled pairs under both labels (``a`` human,
-    ``b`` judge), the judge's total over the pool and the values' spread."""
+    ``b`` judge), the judge's total over the pool, the values' spread and the rank weights
+    of the sampled and pooled pairs (``w``, ``w_pop``)."""
     pop, labels, sizes = population(sample, judge)
     item_pairs = sample.pairs()
     hg, jg = grades_of(human), grades_of(judge)
@@ -189,6 +201,7 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
             cell["a"] = w_items * gain(h_grades, m)
             cell["b"] = w_items * gain(j_grades, m)
             cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
+            cell["w"], cell["w_pop"] = w_items, w_pop  # a difference's domain: w_A != w_B
             # the most a pair's value can differ from another's: its largest weight
             # times the top grade's gain (a difference of two runs: twice that)
             cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))

@@ -29,6 +29,7 @@ from reljudge.infer.cells import (
     RunEstimate,
     check_in_pool,
     difference_cell,
+    difference_domain,
     grades_of,
     human_truth,
     outside_pool,
@@ -167,10 +168,11 @@ class _PairDesign:
         strata allow it. Vectorised: the cell's values and the items in the top k may carry
         leading axes (draws of the same stratum composition, as bench/ppi.py uses)."""
         items, popd = self.in_top[(run, str(m))]
-        if other:  # a difference is 0 outside both runs' top k
-            items = items | self.in_top[(other, str(m))][0]
-            popd = popd | self.in_top[(other, str(m))][1]
         informative = items.sum(axis=-1)
+        if other:  # a difference is 0 where both runs weigh a pair alike
+            theirs = self.in_top[(other, str(m))]
+            informative = (items | theirs[0]).sum(axis=-1)  # in either run's top k
+            items, popd = difference_domain(cell, (items, popd), theirs)
         k = informative if np.ndim(informative) else int(informative)
         if self.pop_strata is None:
             return self._design_based(cell), k
