@@ -32,7 +32,7 @@ import argparse
 import sys
 import time
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -198,21 +198,49 @@ def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return np.divide((sx * st).sum(-1), den, out=np.full(den.shape, np.nan), where=den > 0)
 
 
-def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False):
+def ratio_estimates(w, sample, judge_q, human_q, runs, m, idx: np.ndarray, boot: int):
+    """nDCG@k from pair samples: each draw ``idx`` through the library's ratio estimator
+    (`infer.ratio.RatioDesign`, draw d bootstrapped with seed d as `estimate_runs(seed=d)`),
+    the pool's frame and rank weights built once; stacked over the draws as
+    `draw_estimates` gives them."""
+    frame, pop = scores.ratio_frame(sample, judge_q, human_q, w.queries)
+    weights = scores.ratio_weights(runs, pop, [m])
+    names = [r.name for r in runs]
+    out: list[list] = [[] for _ in range(2 * len(names) - 1)]
+    for d, i in enumerate(idx):
+        f = replace(frame, sampled=frame.sampled[i], stratum=frame.stratum[i],
+                    human=frame.human[i])
+        lib = ratio.RatioDesign.build(f, names, weights, w.queries, LEVEL, boot, d)
+        pairs = [(r, None) for r in names] + [(r, names[0]) for r in names[1:]]
+        for got, (r, base) in zip(out, pairs, strict=True):
+            got.append(lib.estimate({}, r, m, base)[0])
+    stacked = [type(es[0])(**{f.name: es[0].level if f.name == "level" else
+                              np.array([getattr(e, f.name) for e in es])
+                              for f in fields(es[0])}) for es in out]
+    return stacked[:len(names)], stacked[len(names):]
+
+
+def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False, boot=200):
     """Coverage, widths and taus of one judge x design x budget x measure."""
     m = parse_measure(measure)
     sample = census(w, design, w.judges[judge])
     judge_q, human_q = qrels(w.pairs, w.judges[judge]), qrels(w.pairs, w.human)
-    cells, lib = library_cells(w, sample, judge_q, human_q, runs, m)
     rng = np.random.default_rng([seed, zlib.crc32(f"{judge}{design}".encode()),
                                  int(frac * 1000)])
     n_units = len(w.queries) if sample.unit == "query" else len(w.pairs)
     idx = draws_of(sample, frac, n_units, draws, rng)
-    est, dest = draw_estimates(cells, lib, runs, m, idx)
+    if sample.unit == "pair" and ratio.serves(m):
+        cells = {(r.name, str(m)): {"llm": scores._per_query(judge_q, r, m, w.queries)}
+                 for r in runs}
+        est, dest = ratio_estimates(w, sample, judge_q, human_q, runs, m, idx, boot)
+    else:
+        cells, lib = library_cells(w, sample, judge_q, human_q, runs, m)
+        est, dest = draw_estimates(cells, lib, runs, m, idx)
+        boot = 10
     truth = np.array([scores._per_query(human_q, r, m, w.queries).mean() for r in runs])
     llm = np.array([cells[(r.name, str(m))]["llm"].mean() for r in runs])
     if check:
-        check_against_estimate_runs(sample, idx[0], judge_q, human_q, runs, m, est)
+        check_against_estimate_runs(sample, idx[0], judge_q, human_q, runs, m, est, boot)
     out = {}
     for kind, es, tr, bounds in (("run", est, truth, measure_range(m)),
                                  ("diff", dest, truth[1:] - truth[0], difference_range(m))):
@@ -235,7 +263,7 @@ def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False)
     return out
 
 
-def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> None:
+def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est, boot=10) -> None:
     """The vectorised path equals `estimate_runs` on one real draw (ppi estimate and interval
     per run: below 30 queries the range bound's hull can hide a shifted PPI interval)."""
     if sample.unit == "query":
@@ -247,7 +275,7 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> 
         items = [sample.items[i] for i in idx.tolist()]
         params = sample.params
     drawn = Sample("check", sample.unit, sample.design, 0, len(items), items, params)
-    rows, _ = scores.estimate_runs(drawn, judge_q, human_q, runs, [str(m)], bootstrap=10)
+    rows, _ = scores.estimate_runs(drawn, judge_q, human_q, runs, [str(m)], bootstrap=boot)
     bounds = measure_range(m)
     for row, e in zip(rows, est, strict=True):
         lo, hi = clipped(np.float64(e.low[0]), np.float64(e.high[0]), bounds)
@@ -258,9 +286,9 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> 
 
 
 def vectorised(design: str, m) -> bool:
-    """Whether the vectorised cell path serves the design and measure (else: one draw at a
-    time through `estimate_runs`: the active design, nDCG@k from pairs' ratio estimator)."""
-    return design != "active" and (design == "srs-queries" or not ratio.serves(m))
+    """Whether the vectorised path (cells, or nDCG@k's ratio estimator on a frame built
+    once) serves the design (else: one draw at a time through `estimate_runs`: active)."""
+    return design != "active"
 
 
 def pair_sizes(w: World, judge: str, runs, m) -> dict:
@@ -376,7 +404,8 @@ def one_cell(w, judge, kind, design, frac, measure, args, check: bool) -> dict:
     serves (its ranking columns from --rank-draws library draws), else library draws."""
     runs = runs_of(w, kind, judge, args.count, args.seed)
     if vectorised(design, parse_measure(measure)):
-        out = measure_one(w, judge, runs, design, frac, measure, args.draws, args.seed, check)
+        out = measure_one(w, judge, runs, design, frac, measure, args.draws, args.seed, check,
+                          args.bootstrap)
         if args.rank_draws:
             ranks = library_draws(w, judge, runs, design, frac, measure, 0, args.rank_draws,
                                   args.seed, args.bootstrap)
