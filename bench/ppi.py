@@ -425,13 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measures", nargs="+", default=["DCG@10", "nDCG@10", "P@10"])
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--slow-draws", type=int, default=20,
-                   help="draws where each is estimated by estimate_runs (the active design; "
-                        "nDCG@k from pairs, a bootstrap per estimate)")
+                   help="draws where each is estimated by estimate_runs (the active design)")
     p.add_argument("--rank-draws", type=int, default=5,
                    help="draws whose reported ranking (infer.ranking, Holm) is measured")
     p.add_argument("--bootstrap", type=int, default=200,
-                   help="bootstrap replicates of nDCG@k's ratio estimator per estimate_runs "
-                        "call (the LLM-only rows there: 20, unused)")
+                   help="bootstrap replicates of nDCG@k's ratio estimator per draw (the "
+                        "LLM-only rows of estimate_runs: 20, unused)")
     p.add_argument("--judges", type=int, default=5, help="the first N judges by name")
     p.add_argument("--systems", nargs="+", default=["simulated", "judges"],
                    choices=("simulated", "judges"))
@@ -446,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     judges = list(w.judges)[:args.judges]
     print(f"{len(w.pairs)} pairs, {len(w.queries)} queries, judges {', '.join(judges)}; "
           f"{args.count} systems per kind, {args.draws} draws ({args.slow_draws} for the "
-          f"active design and pair-sample nDCG@k; rankings from {args.rank_draws}); "
+          f"active design; rankings from {args.rank_draws}); "
           f"95 % intervals")
     print(HEADER)
     checked: set[str] = set()
