@@ -35,7 +35,7 @@ import argparse
 import sys
 import time
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -246,25 +246,59 @@ def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return np.divide((sx * st).sum(-1), den, out=np.full(den.shape, np.nan), where=den > 0)
 
 
-def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False, ranked=0):
+def ratio_estimates(w, sample, judge_q, human_q, runs, m, idx: np.ndarray, boot: int):
+    """nDCG@k from pair samples: each draw ``idx`` through the library's ratio estimator
+    (`infer.ratio.RatioDesign`, draw d bootstrapped with seed d as `estimate_runs(seed=d)`),
+    the pool's frame and rank weights built once; stacked over the draws as
+    `draw_estimates` gives them."""
+    frame, pop = scores.ratio_frame(sample, judge_q, human_q, w.queries)
+    weights = scores.ratio_weights(runs, pop, [m])
+    names = [r.name for r in runs]
+    out: list[list] = [[] for _ in range(2 * len(names) - 1)]
+    for d, i in enumerate(idx):
+        f = replace(frame, sampled=frame.sampled[i], stratum=frame.stratum[i],
+                    human=frame.human[i])
+        lib = ratio.RatioDesign.build(f, names, weights, w.queries, LEVEL, boot, d)
+        pairs = [(r, None) for r in names] + [(r, names[0]) for r in names[1:]]
+        for got, (r, base) in zip(out, pairs, strict=True):
+            got.append(lib.estimate({}, r, m, base)[0])
+    stacked = [type(es[0])(**{f.name: es[0].level if f.name == "level" else
+                              np.array([getattr(e, f.name) for e in es])
+                              for f in fields(es[0])}) for es in out]
+    return stacked[:len(names)], stacked[len(names):]
+
+
+def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False, ranked=0,
+                boot=200):
     """Coverage, widths and taus of one judge x design x budget x measure; the reported
-    ranking's on the first ``ranked`` draws."""
+    ranking's on the first ``ranked`` draws (nDCG@k from pairs: ``ranked`` library draws)."""
     m = parse_measure(measure)
     sample = census(w, design, w.judges[judge])
     judge_q, human_q = qrels(w.pairs, w.judges[judge]), qrels(w.pairs, w.human)
-    cells, lib = library_cells(w, sample, judge_q, human_q, runs, m)
     rng = np.random.default_rng([seed, zlib.crc32(f"{judge}{design}".encode()),
                                  int(frac * 1000)])
     n_units = len(w.queries) if sample.unit == "query" else len(w.pairs)
     idx = draws_of(sample, frac, n_units, draws, rng)
-    est, dest = draw_estimates(cells, lib, runs, m, idx)
+    if sample.unit == "pair" and ratio.serves(m):
+        cells = {(r.name, str(m)): {"llm": scores._per_query(judge_q, r, m, w.queries)}
+                 for r in runs}
+        est, dest = ratio_estimates(w, sample, judge_q, human_q, runs, m, idx, boot)
+        lib = None
+    else:
+        cells, lib = library_cells(w, sample, judge_q, human_q, runs, m)
+        est, dest = draw_estimates(cells, lib, runs, m, idx)
+        boot = 10
     truth = np.array([scores._per_query(human_q, r, m, w.queries).mean() for r in runs])
     llm = np.array([cells[(r.name, str(m))]["llm"].mean() for r in runs])
     if check:
         check_against_estimate_runs(sample, idx[0], judge_q, human_q, runs, m, est,
                                     draw_rankings(cells, lib, runs, m, idx[:1], truth)
-                                    if ranked else None)
-    out = draw_rankings(cells, lib, runs, m, idx[:ranked], truth) if ranked else {}
+                                    if ranked and lib else None, boot)
+    if lib is None:  # the ratio estimator's rankings: through estimate_runs
+        out = {k: v for k, v in library_draws(w, judge, runs, design, frac, measure, 0, ranked,
+                                              seed, boot).items() if k != "units"}
+    else:
+        out = draw_rankings(cells, lib, runs, m, idx[:ranked], truth) if ranked else {}
     out.pop("ranking", None)
     for kind, es, tr, bounds in (("run", est, truth, measure_range(m)),
                                  ("diff", dest, truth[1:] - truth[0], difference_range(m))):
@@ -288,7 +322,7 @@ def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False,
 
 
 def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est,
-                                ranked: dict | None = None) -> None:
+                                ranked: dict | None = None, boot: int = 10) -> None:
     """The vectorised path equals `estimate_runs` on one real draw (ppi estimate and interval
     per run: below 30 queries the range bound's hull can hide a shifted PPI interval; with
     ``ranked``, ``draw_rankings`` of that draw: the reported order and supported orders)."""
@@ -302,7 +336,7 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est,
         params = sample.params
     one = Sample("check", sample.unit, sample.design, 0, len(items), items, params)
     said: list = []
-    rows, _ = scores.estimate_runs(one, judge_q, human_q, runs, [str(m)], bootstrap=10,
+    rows, _ = scores.estimate_runs(one, judge_q, human_q, runs, [str(m)], bootstrap=boot,
                                    rankings=said)
     if ranked is not None:
         mine, theirs = ranked["ranking"], said[0]
@@ -319,9 +353,9 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est,
 
 
 def vectorised(design: str, m) -> bool:
-    """Whether the vectorised cell path serves the design and measure (else: one draw at a
-    time through `estimate_runs`: the active design, nDCG@k from pairs' ratio estimator)."""
-    return design != "active" and (design == "srs-queries" or not ratio.serves(m))
+    """Whether the vectorised path (cells, or nDCG@k's ratio estimator on a frame built
+    once) serves the design (else: one draw at a time through `estimate_runs`: active)."""
+    return design != "active"
 
 
 def pair_sizes(w: World, judge: str, runs, m) -> dict:
@@ -472,7 +506,7 @@ def one_cell(w, judge, kind, design, frac, measure, args, check: bool) -> dict:
     runs = runs_of(w, kind, judge, args.count, args.seed)
     if vectorised(design, parse_measure(measure)):
         return measure_one(w, judge, runs, design, frac, measure, args.draws, args.seed, check,
-                           min(args.rank_draws, args.draws))
+                           min(args.rank_draws, args.draws), args.bootstrap)
     return library_draws(w, judge, runs, design, frac, measure, args.slow_draws,
                          args.rank_draws, args.seed, args.bootstrap)
 
@@ -487,16 +521,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measures", nargs="+", default=["DCG@10", "nDCG@10", "P@10"])
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--slow-draws", type=int, default=20,
-                   help="draws where each is estimated by estimate_runs (the active design; "
-                        "nDCG@k from pairs, a bootstrap per estimate)")
+                   help="draws where each is estimated by estimate_runs (the active design)")
     p.add_argument("--recheck", type=int, default=1000,
                    help="fresh draws (another seed) re-measuring the worst run and difference "
                         "(vectorised path; one-at-a-time designs: --slow-draws); 0: none")
     p.add_argument("--rank-draws", type=int, default=5,
                    help="draws whose reported ranking (infer.ranking, Holm) is measured")
     p.add_argument("--bootstrap", type=int, default=200,
-                   help="bootstrap replicates of nDCG@k's ratio estimator per estimate_runs "
-                        "call (the LLM-only rows there: 20, unused)")
+                   help="bootstrap replicates of nDCG@k's ratio estimator per draw (the "
+                        "LLM-only rows of estimate_runs: 20, unused)")
     p.add_argument("--judges", type=int, default=5, help="the first N judges by name")
     p.add_argument("--systems", nargs="+", default=["simulated", "judges"],
                    choices=("simulated", "judges"))
@@ -511,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     judges = list(w.judges)[:args.judges]
     print(f"{len(w.pairs)} pairs, {len(w.queries)} queries, judges {', '.join(judges)}; "
           f"{args.count} systems per kind, {args.draws} draws ({args.slow_draws} for the "
-          f"active design and pair-sample nDCG@k; rankings from {args.rank_draws}); "
+          f"active design; rankings from {args.rank_draws}); "
           f"95 % intervals")
     print(HEADER)
     checked: set[str] = set()

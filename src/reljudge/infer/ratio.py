@@ -43,6 +43,9 @@ from reljudge.metrics.measures import Measure
 
 #: a query's ideal DCG is too uncertain when its bootstrap sd exceeds this share of it
 IDEAL_CV = 0.2
+#: the jackknife deletes one sampled pair at a time up to this many per design stratum, and
+#: beyond it one of this many random groups (the delete-a-group jackknife, Kott 2001)
+JACKKNIFE_GROUPS = 100
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,51 @@ def replicate_weights(frame: PairFrame, replicates: int, seed: int) -> np.ndarra
         counts = np.bincount((rows * n + drawn).ravel(), minlength=replicates * n)
         out[1:, members] = 1.0 - scale + scale * n / (n - 1) * counts.reshape(replicates, n)
     return out * (frame.sizes[s] / n_h[s])
+
+
+@dataclass(frozen=True)
+class Jackknife:
+    """The stratified delete-a-group jackknife's weights: rows (G, n), each deleting one group
+    of a design stratum's sampled pairs (the stratum's others reweighted to its size), and
+    each row's share of the variance, (1 - f_h) (G_h - 1) / G_h, and stratum."""
+
+    weights: np.ndarray  # (G, n)
+    factor: np.ndarray  # (G,)
+    stratum: np.ndarray  # (G,)
+
+    def sd(self, values: np.ndarray) -> float:
+        """The jackknife standard error of an estimate from its values under the rows (G,)."""
+        var = 0.0
+        for h in np.unique(self.stratum):
+            x = values[self.stratum == h]
+            var += float(self.factor[self.stratum == h][0] * ((x - x.mean()) ** 2).sum())
+        return var ** 0.5
+
+
+def jackknife(frame: PairFrame, seed: int) -> Jackknife:
+    """The stratified jackknife of the sample: delete-one up to JACKKNIFE_GROUPS sampled pairs
+    in a stratum, else delete-a-group over that many random groups (Kott 2001); a stratum of
+    one sampled pair has no row (as the bootstrap, it adds no variance)."""
+    rng = np.random.default_rng(seed)
+    s = frame.stratum
+    n_h = np.bincount(s, minlength=len(frame.sizes)).astype(np.float64)
+    base = frame.sizes[s] / n_h[s]
+    rows, factor, stratum = [], [], []
+    for h in np.flatnonzero(n_h >= 2):
+        members = np.flatnonzero(s == h)
+        g = min(len(members), JACKKNIFE_GROUPS)
+        group = rng.permutation(len(members)) % g
+        w = np.tile(base, (g, 1))
+        for i in range(g):
+            gone = members[group == i]
+            w[i, members] *= n_h[h] / (n_h[h] - len(gone))
+            w[i, gone] = 0.0
+        rows.append(w)
+        factor.append(np.full(g, max(1.0 - n_h[h] / frame.sizes[h], 0.0) * (g - 1) / g))
+        stratum.append(np.full(g, h))
+    if not rows:
+        return Jackknife(np.ones((0, len(s))), np.zeros(0), np.zeros(0, dtype=np.int64))
+    return Jackknife(np.vstack(rows), np.concatenate(factor), np.concatenate(stratum))
 
 
 def _onehot(index: np.ndarray, width: int) -> np.ndarray:
@@ -187,7 +235,12 @@ def ndcg_replicates(frame: PairFrame, run_weights: np.ndarray, k: int, dcg: str,
     """nDCG@k of each run, given its DCG@k rank weight of each pooled pair (R, P), under the
     design weights and ``replicates`` bootstrap replicates. A query's ratio is not clipped
     (clipping a noisy ratio at 1 biases a good run's estimate down); the mean is, later."""
-    w = replicate_weights(frame, replicates, seed)
+    return ndcg_under(frame, replicate_weights(frame, replicates, seed), run_weights, k, dcg)
+
+
+def ndcg_under(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, k: int, dcg: str
+               ) -> RatioReplicates:
+    """nDCG@k of each run under each row of sampled pairs' weights w (B, n)."""
     gains = gain_kernels.gains(np.arange(N_GRADES), dcg)
     seen = frame.seen()
     out = []
@@ -243,13 +296,14 @@ def pooled_ratio(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, gains
 
 
 def interval(reps: np.ndarray, human: np.ndarray, n: int, population: int, level: float,
-             exact: bool) -> ppi.Estimate:
+             exact: bool, floors: tuple[float, float] = (0.0, 0.0)) -> ppi.Estimate:
     """A ppi.Estimate from replicates (B,) of the PPI and the human-only value (row 0: the
-    plain estimate): bias-corrected (see ``bias_corrected``); 'worth': the human-only sample
-    whose variance the PPI one matches."""
+    plain estimate): bias-corrected, each standard error at least its floor (the
+    jackknife's; see ``bias_corrected``); 'worth': the human-only sample whose variance the
+    PPI one matches."""
     df = float(max(n - 1, 1))
-    value, lo, hi, se = bias_corrected(reps, level, exact, df)
-    hvalue, hlo, hhi, hse = bias_corrected(human, level, exact, df)
+    value, lo, hi, se = bias_corrected(reps, level, exact, df, floors[0])
+    hvalue, hlo, hhi, hse = bias_corrected(human, level, exact, df, floors[1])
     worth = population if se == 0 else min(population, n * hse ** 2 / se ** 2)
     return ppi.Estimate(np.asarray(value), np.asarray(se), np.asarray(lo), np.asarray(hi),
                         np.asarray(1.0), np.asarray(hvalue), np.asarray(hse),
@@ -257,18 +311,20 @@ def interval(reps: np.ndarray, human: np.ndarray, n: int, population: int, level
                         np.asarray(float(worth)), np.asarray(n), level, 0, exact)
 
 
-def bias_corrected(r: np.ndarray, level: float, exact: bool, df: float
+def bias_corrected(r: np.ndarray, level: float, exact: bool, df: float, floor: float = 0.0
                    ) -> tuple[float, float, float, float]:
     """The estimate less the bootstrap estimate of its bias b = mean(replicates) - estimate
     (Efron, Tibshirani 1993, sec. 10.6: the ideal DCG is concave in the counts and nDCG
     convex in it, so a noisy normaliser biases the plain ratio up), +- the t quantile on
-    ``df`` degrees of freedom times the replicates' sd, which is also the standard error:
-    the interval the p-value (``ppi.Estimate.p_value``) inverts. The percentile interval
-    moved by 2b covered less on LLMJudge and on simulated runs (docs/ppi.md)."""
+    ``df`` degrees of freedom times the standard error: the replicates' sd, at least
+    ``floor`` (the jackknife's: the bootstrap's sd fell short of the spread of the estimates
+    with few sampled pairs per query, docs/ppi.md); the interval the p-value
+    (``ppi.Estimate.p_value``) inverts. The percentile interval moved by 2b, and BCa,
+    covered less on LLMJudge and on simulated runs (docs/ppi.md)."""
     if exact or len(r) < 3:
         return float(r[0]), float(r[0]), float(r[0]), 0.0
     value = 2 * float(r[0]) - float(r[1:].mean())
-    se = float(np.std(r[1:]))
+    se = max(float(np.std(r[1:])), floor)
     half = float(special.stdtrit(df, 0.5 + level / 2)) * se
     return value, value - half, value + half, se
 
@@ -321,30 +377,40 @@ class RatioDesign:
     in_top: Mapping[str, np.ndarray]  # by measure: (R, n) sampled pair in the run's top k
     query_names: Sequence[str]
     level: float
+    jackknife: Jackknife
+    jack: Mapping[str, RatioReplicates]  # by measure: every run's nDCG@k under its rows
 
     @classmethod
     def build(cls, frame: PairFrame, runs: Sequence[str], weights: Mapping[Measure, np.ndarray],
               query_names: Sequence[str], level: float, replicates: int, seed: int
               ) -> RatioDesign:
-        """Replicates of every run's nDCG@k for each measure, given each measure's DCG@k
-        rank weights of the pooled pairs (R, P)."""
+        """Bootstrap and jackknife replicates of every run's nDCG@k for each measure, given
+        each measure's DCG@k rank weights of the pooled pairs (R, P)."""
         reps = {str(m): ndcg_replicates(frame, w, int(m.cutoff or 0), str(m.param("dcg")),
                                         replicates, seed) for m, w in weights.items()}
         tops = {str(m): w[:, frame.sampled] > 0 for m, w in weights.items()}
-        return cls(frame, list(runs), reps, tops, list(query_names), level)
+        jk = jackknife(frame, seed)
+        jack = {str(m): ndcg_under(frame, jk.weights, w, int(m.cutoff or 0),
+                                   str(m.param("dcg")))
+                for m, w in weights.items()} if len(jk.factor) and not frame.census else {}
+        return cls(frame, list(runs), reps, tops, list(query_names), level, jk, jack)
 
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The run's (or the run minus ``other``'s) estimate and sampled pairs in its top k."""
-        r = self.replicates[str(m)]
+        r, jk = self.replicates[str(m)], self.jack.get(str(m))
         i = self.runs.index(run)
+        j = self.runs.index(other) if other is not None else None
+        floors = (0.0, 0.0)
+        if jk is not None:
+            ja, jh = (x[:, i] - (x[:, j] if j is not None else 0.0) for x in (jk.ppi, jk.human))
+            floors = (self.jackknife.sd(ja), self.jackknife.sd(jh))
         a, h, top = r.ppi[:, i], r.human[:, i], self.in_top[str(m)][i]
-        if other is not None:
-            j = self.runs.index(other)
+        if j is not None:
             a, h, top = a - r.ppi[:, j], h - r.human[:, j], top | self.in_top[str(m)][j]
         n = len(self.frame.sampled)
-        return interval(a, h, n, len(self.frame.query), self.level,
-                        self.frame.census), int(top.sum())
+        return interval(a, h, n, len(self.frame.query), self.level, self.frame.census,
+                        floors), int(top.sum())
 
     def note(self, m: Measure) -> str | None:
         """The warning that holds for every row of ``m`` (said once, in the estimate's

@@ -231,6 +231,14 @@ def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
                   parsed: Sequence[Measure], queries: list[str], level: float,
                   bootstrap: int, seed: int) -> ratio.RatioDesign:
     """The pool and sample as arrays, and every run's nDCG@k replicates."""
+    frame, pop = ratio_frame(sample, judge, human, queries)
+    return ratio.RatioDesign.build(frame, [r.name for r in runs], ratio_weights(runs, pop, parsed),
+                                   queries, level, bootstrap, seed)
+
+
+def ratio_frame(sample: Sample, judge: Qrels, human: Qrels, queries: list[str]
+                ) -> tuple[ratio.PairFrame, list[tuple[str, str]]]:
+    """A pair sample and its pool as the ratio estimator's arrays, and the pool's pairs."""
     pop, labels, sizes = population(sample, judge)
     jg, hg = grades_of(judge), grades_of(human)
     index = {p: i for i, p in enumerate(pop)}
@@ -242,10 +250,14 @@ def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         np.array([index[p] for p in pairs], dtype=np.int64),
         np.array([labels.index(i.stratum or "all") for i in sample.items], dtype=np.int64),
         np.array([hg[p] for p in pairs], dtype=np.int64), len(queries))
-    weights = {m: np.stack([pair_weights(run, pop, parse_measure(f"DCG@{int(m.cutoff or 0)}"))
-                            for run in runs]) for m in parsed}
-    return ratio.RatioDesign.build(frame, [r.name for r in runs], weights, queries, level,
-                                   bootstrap, seed)
+    return frame, pop
+
+
+def ratio_weights(runs: Sequence[Run], pop: Sequence[tuple[str, str]],
+                  parsed: Sequence[Measure]) -> dict[Measure, np.ndarray]:
+    """Per nDCG@k measure, each run's DCG@k rank weight of each pooled pair, (R, P)."""
+    return {m: np.stack([pair_weights(run, pop, parse_measure(f"DCG@{int(m.cutoff or 0)}"))
+                         for run in runs]) for m in parsed}
 
 
 def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[Run],
