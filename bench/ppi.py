@@ -21,8 +21,8 @@ one draw). Per design x budget x measure, over draws x systems x judges:
   worst run    the lowest per-run coverage (over runs and judges; MC error +-0.015 at 200)
   worst diff   the same for each run-minus-baseline difference (baseline: the first run)
   fresh        the worst run's (and worst difference's) coverage re-measured on --recheck
-               fresh draws (another seed): the lowest of ~100 coverages measured on 200 draws
-               is biased low (all at 0.95 give a minimum near 0.915), a fresh measure is not
+               fresh draws (another seed, the same systems): the lowest of ~100 coverages
+               measured on 200 draws               is biased low (all at 0.95 give a minimum near 0.915), a fresh measure is not
   human cover  the human-only interval's pooled coverage
   width/human  mean PPI width / mean human-only width
   tau ppi/hum/llm  Kendall's tau of the ranking by the PPI / human-only / LLM-only point
@@ -503,12 +503,13 @@ def row(systems: str, design: str, frac: float, measure: str, s: dict, ranked: i
 def one_cell(w, judge, kind, design, frac, measure, args, check: bool) -> dict:
     """One judge's results for a design x budget x measure: the vectorised path where it
     serves (its ranking columns from --rank-draws library draws), else library draws."""
-    runs = runs_of(w, kind, judge, args.count, args.seed)
+    runs = runs_of(w, kind, judge, args.count, args.seed)  # the systems: --seed's
+    seed = getattr(args, "draw_seed", args.seed)  # the samples: a re-measure's are fresh
     if vectorised(design, parse_measure(measure)):
-        return measure_one(w, judge, runs, design, frac, measure, args.draws, args.seed, check,
+        return measure_one(w, judge, runs, design, frac, measure, args.draws, seed, check,
                            min(args.rank_draws, args.draws), args.bootstrap)
     return library_draws(w, judge, runs, design, frac, measure, args.slow_draws,
-                         args.rank_draws, args.seed, args.bootstrap)
+                         args.rank_draws, seed, args.bootstrap)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -548,8 +549,8 @@ def main(argv: list[str] | None = None) -> int:
           f"95 % intervals")
     print(HEADER)
     checked: set[str] = set()
-    again = argparse.Namespace(**{**vars(args), "seed": args.seed + 1_000_003,
-                                  "draws": args.recheck, "rank_draws": 0})
+    again = argparse.Namespace(**{**vars(args), "draw_seed": args.seed + 1_000_003,
+                                  "draws": args.recheck, "rank_draws": 0})  # same systems
     designs = sorted(args.designs, key=lambda d: d != BASELINE)  # today's first: the ratio
     for kind in args.systems:
         for frac in args.budgets:
