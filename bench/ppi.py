@@ -22,7 +22,8 @@ one draw). Per design x budget x measure, over draws x systems x judges:
   worst diff   the same for each run-minus-baseline difference (baseline: the first run)
   fresh        the worst run's (and worst difference's) coverage re-measured on --recheck
                fresh draws (another seed, the same systems): the lowest of ~100 coverages
-               measured on 200 draws               is biased low (all at 0.95 give a minimum near 0.915), a fresh measure is not
+               measured on 200 draws is biased low (all at 0.95 give a minimum near 0.915),
+               a fresh measure is not
   human cover  the human-only interval's pooled coverage
   width/human  mean PPI width / mean human-only width
   tau ppi/hum/llm  Kendall's tau of the ranking by the PPI / human-only / LLM-only point
