@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer import active, ratio, scores
+from reljudge.infer import active, ratio, scores, weighted
 from reljudge.infer.cells import gain
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import MIN_QUERIES, allocate, draw
@@ -130,9 +130,25 @@ def census(w: World, design: str, judge: np.ndarray) -> Sample:
                               for lab, n in zip(labels, sizes.tolist(), strict=True)}})
 
 
+def active_census(w: World, judge: str, runs, frac: float, m) -> Sample:
+    """A 'sample' of every pooled pair carrying its inclusion probability in an active draw
+    of that share of the pool (as `reljudge sample --design active` computes them)."""
+    size = pair_sizes(w, judge, runs, m)
+    pi = active.inclusion_probabilities(np.array([size[p] for p in w.pairs]),
+                                        round(frac * len(w.pairs)))
+    items = [SampleItem(*p, i, float(q)) for i, (p, q) in enumerate(zip(w.pairs, pi,
+                                                                         strict=True))]
+    return Sample("census", "pair", "active", 0, len(items), items,
+                  {"population": [list(p) for p in w.pairs]})
+
+
 def draws_of(sample: Sample, frac: float, queries: int, draws: int, rng) -> np.ndarray:
     """(draws, n) indices into the census's units (items, or queries) of random samples:
-    stratified simple random samples without replacement, in stratum order."""
+    stratified simple random samples without replacement, in stratum order; for the active
+    design, the library's own systematic draws with the census's probabilities."""
+    if sample.design == "active":
+        pi = np.array([it.prob for it in sample.items])
+        return np.array([active.systematic(pi, rng) for _ in range(draws)])
     if sample.unit == "query":
         n = max(round(frac * queries), MIN_QUERIES)
         return np.sort(np.argsort(rng.random((draws, queries)), axis=1)[:, :n], axis=1)
@@ -151,6 +167,9 @@ def library_cells(w, sample, judge_q, human_q, runs, measure):
     if sample.unit == "query":
         design = scores._query_design(sample, human_q, runs, [measure], w.queries, w.queries,
                                       cells, LEVEL)
+    elif sample.design == "active":
+        design = weighted.active_design(sample, judge_q, human_q, runs, [measure], w.queries,
+                                        cells, LEVEL)
     else:
         design = scores._pair_design(sample, judge_q, human_q, runs, [measure], w.queries,
                                      cells, LEVEL)
@@ -161,12 +180,18 @@ def draw_estimates(cells, design, runs, measure, idx: np.ndarray):
     """PPI estimates of every run and run-minus-first-run difference on the draws ``idx``,
     through the design's per-cell estimate: (estimates of runs, of differences, counts)."""
     def cell_of(c):
+        if isinstance(design, weighted.ActiveDesign):  # every pooled pair's, masked per draw
+            return c
         if "human" in c:
             return {**c, "human": c["human"][idx]}
         return {**c, "a": c["a"][idx], "b": c["b"][idx]}
 
     if isinstance(design, scores._QueryDesign):
         d = replace(design, idx=idx)
+    elif isinstance(design, weighted.ActiveDesign):
+        mask = np.zeros((len(idx), len(design.pi)))
+        np.put_along_axis(mask, idx, 1.0, axis=1)
+        d = replace(design, mask=mask)
     else:
         d = replace(design, item_strata=design.item_strata[idx[0]],
                     in_top={k: (v[0][idx], v[1]) for k, v in design.in_top.items()})
@@ -201,7 +226,8 @@ def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
 def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False):
     """Coverage, widths and taus of one judge x design x budget x measure."""
     m = parse_measure(measure)
-    sample = census(w, design, w.judges[judge])
+    sample = (active_census(w, judge, runs, frac, m) if design == "active"
+              else census(w, design, w.judges[judge]))
     judge_q, human_q = qrels(w.pairs, w.judges[judge]), qrels(w.pairs, w.human)
     cells, lib = library_cells(w, sample, judge_q, human_q, runs, m)
     rng = np.random.default_rng([seed, zlib.crc32(f"{judge}{design}".encode()),
@@ -259,8 +285,8 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est) -> 
 
 def vectorised(design: str, m) -> bool:
     """Whether the vectorised cell path serves the design and measure (else: one draw at a
-    time through `estimate_runs`: the active design, nDCG@k from pairs' ratio estimator)."""
-    return design != "active" and (design == "srs-queries" or not ratio.serves(m))
+    time through `estimate_runs`: nDCG@k from pairs' ratio estimator)."""
+    return design == "srs-queries" or not ratio.serves(m)
 
 
 def pair_sizes(w: World, judge: str, runs, m) -> dict:
