@@ -7,6 +7,7 @@ lambda, plus MISS_RULE's one unseen miss (docs/ppi.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
@@ -82,7 +83,7 @@ def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.nd
     short, sure = mask * (c > 0), mask * (c == 0)
     w = short * c  # each pair's jackknife weight, 0 where not sampled or certain
 
-    def total(weight: np.ndarray, x: np.ndarray) -> np.ndarray:
+    def total(weight: np.ndarray, x: np.ndarray | float) -> np.ndarray:
         return (weight * x).sum(axis=-1, keepdims=True)
 
     m = short.sum(axis=-1, keepdims=True)
@@ -185,8 +186,9 @@ def _scalar(e: ppi.Estimate) -> ppi.Estimate:
 
 def _column(e: ppi.Estimate) -> ppi.Estimate:
     """The one cell of a (draws, 1)-shaped estimate, as (draws,) arrays."""
-    return ppi.Estimate(**{f: np.asarray(v)[..., 0] if f != "level" and np.ndim(v) else v
-                           for f, v in e.__dict__.items()})
+    cols: dict[str, Any] = {f: np.asarray(v)[..., 0] if f != "level" and np.ndim(v) else v
+                            for f, v in e.__dict__.items()}
+    return ppi.Estimate(**cols)
 
 
 @dataclass(frozen=True)
