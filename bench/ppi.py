@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.infer import active, ranking, ratio, scores
+from reljudge.infer import active, ranking, ratio, scores, weighted
 from reljudge.infer.cells import difference_cell, gain
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import MIN_QUERIES, allocate, draw
@@ -134,9 +134,25 @@ def census(w: World, design: str, judge: np.ndarray) -> Sample:
                               for lab, n in zip(labels, sizes.tolist(), strict=True)}})
 
 
+def active_census(w: World, judge: str, runs, frac: float, m) -> Sample:
+    """A 'sample' of every pooled pair carrying its inclusion probability in an active draw
+    of that share of the pool (as `reljudge sample --design active` computes them)."""
+    size = pair_sizes(w, judge, runs, m)
+    pi = active.inclusion_probabilities(np.array([size[p] for p in w.pairs]),
+                                        round(frac * len(w.pairs)))
+    items = [SampleItem(*p, i, float(q)) for i, (p, q) in enumerate(zip(w.pairs, pi,
+                                                                         strict=True))]
+    return Sample("census", "pair", "active", 0, len(items), items,
+                  {"population": [list(p) for p in w.pairs]})
+
+
 def draws_of(sample: Sample, frac: float, queries: int, draws: int, rng) -> np.ndarray:
     """(draws, n) indices into the census's units (items, or queries) of random samples:
-    stratified simple random samples without replacement, in stratum order."""
+    stratified simple random samples without replacement, in stratum order; for the active
+    design, the library's own systematic draws with the census's probabilities."""
+    if sample.design == "active":
+        pi = np.array([it.prob for it in sample.items])
+        return np.array([active.systematic(pi, rng) for _ in range(draws)])
     if sample.unit == "query":
         n = max(round(frac * queries), MIN_QUERIES)
         return np.sort(np.argsort(rng.random((draws, queries)), axis=1)[:, :n], axis=1)
@@ -155,6 +171,9 @@ def library_cells(w, sample, judge_q, human_q, runs, measure):
     if sample.unit == "query":
         design = scores._query_design(sample, human_q, runs, [measure], w.queries, w.queries,
                                       cells, LEVEL)
+    elif sample.design == "active":
+        design = weighted.active_design(sample, judge_q, human_q, runs, [measure], w.queries,
+                                        cells, LEVEL)
     else:
         design = scores._pair_design(sample, judge_q, human_q, runs, [measure], w.queries,
                                      cells, LEVEL)
@@ -165,12 +184,18 @@ def drawn(design, idx: np.ndarray):
     """The design's per-cell estimate on the draws ``idx``, and the cell of a census cell
     there."""
     def cell_of(c):
+        if isinstance(design, weighted.ActiveDesign):  # every pooled pair's, masked per draw
+            return c
         if "human" in c:
             return {**c, "human": c["human"][idx]}
         return {**c, **{k: c[k][idx] for k in ("a", "b", "w") if k in c}}
 
     if isinstance(design, scores._QueryDesign):
         return replace(design, idx=idx), cell_of
+    if isinstance(design, weighted.ActiveDesign):
+        mask = np.zeros((len(idx), len(design.pi)))
+        np.put_along_axis(mask, idx, 1.0, axis=1)
+        return replace(design, mask=mask), cell_of
     return replace(design, item_strata=design.item_strata[idx[0]],
                    in_top={k: (v[0][idx], v[1]) for k, v in design.in_top.items()}), cell_of
 
@@ -274,7 +299,8 @@ def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False,
     """Coverage, widths and taus of one judge x design x budget x measure; the reported
     ranking's on the first ``ranked`` draws (nDCG@k from pairs: ``ranked`` library draws)."""
     m = parse_measure(measure)
-    sample = census(w, design, w.judges[judge])
+    sample = (active_census(w, judge, runs, frac, m) if design == "active"
+              else census(w, design, w.judges[judge]))
     judge_q, human_q = qrels(w.pairs, w.judges[judge]), qrels(w.pairs, w.human)
     rng = np.random.default_rng([seed, zlib.crc32(f"{judge}{design}".encode()),
                                  int(frac * 1000)])
@@ -354,9 +380,10 @@ def check_against_estimate_runs(sample, idx, judge_q, human_q, runs, m, est,
 
 
 def vectorised(design: str, m) -> bool:
-    """Whether the vectorised path (cells, or nDCG@k's ratio estimator on a frame built
-    once) serves the design (else: one draw at a time through `estimate_runs`: active)."""
-    return design != "active"
+    """Whether the vectorised path (cells; nDCG@k's ratio estimator on a frame built once;
+    the active design's draws mask) serves the design and measure (else: `estimate_runs`
+    one draw at a time, which refuses nDCG@k from an active sample: its row says so)."""
+    return not (design == "active" and ratio.serves(m))
 
 
 def pair_sizes(w: World, judge: str, runs, m) -> dict:

@@ -1,17 +1,24 @@
 """Estimates from an active pair sample (``infer.active``): the Horvitz-Thompson PPI
 estimate that weights each human label by 1 / its inclusion probability, with Hajek's
-variance for fixed-size unequal-probability designs (docs/ppi.md).
+variance for fixed-size unequal-probability designs, at least the jackknife's that re-fits
+lambda, plus MISS_RULE's one unseen miss (docs/ppi.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
 
 from reljudge.infer import ppi
 from reljudge.infer.cells import pair_cells
+
+#: what the PPI variance of an active sample adds for the judge's misses it did not see
+MISS_RULE = ("one more sampled pair in the domain whose human and judge values differ by the "
+             "root mean square of the sampled differences (none sampled: the spread), at the "
+             "sampled pairs' mean (1 - pi) / pi^2")
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class Sums:
     dinv2: np.ndarray
     inv: np.ndarray  # sum 1 / pi, sum a^2 / pi: for the population variance of a
     taa: np.ndarray
+    misses: np.ndarray  # sampled pairs in the domain whose judge value is not the human's,
+    miss2: np.ndarray  # and the sum of their squared differences (a - b)^2
 
 
 def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
@@ -55,12 +64,51 @@ def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
                 mask @ ea.T, mask @ eb.T, mc @ every.T, mc @ ea.T, mc @ eb.T,
                 mc @ (ea * ea).T, mc @ (eb * eb).T, mc @ (ea * eb).T,
                 (mc / pi ** 2) @ dom.T, (short / pi) @ dom.T, (short / pi ** 2) @ dom.T,
-                (mask / pi) @ every.T, mask @ (a * ea).T)
+                (mask / pi) @ every.T, mask @ (a * ea).T,
+                mask @ (dom * (a != b)).T, mask @ (dom * (a - b) ** 2).T)
+
+
+def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
+                       b_total: np.ndarray) -> np.ndarray:
+    """The delete-one jackknife variance of the tuned estimate of the total, lambda re-fitted
+    without each sampled pair short of certainty in turn, arrays (draws, cells) as ``sums``:
+    (m - 1) / m sum_i c_i (T_(i) - T)^2 with Berger and Skinner's (2005) weights c_i = 1 - pi_i,
+    T the c-weighted mean of the T_(i), each T_(i) scaling the other m - 1 pairs' share by
+    m / (m - 1); for a fixed lambda it is the Hajek variance of ``estimate_from_sums``."""
+    mask = np.asarray(mask, np.float64)[:, None, :]  # (draws, 1, units)
+    pi = np.asarray(pi, np.float64)
+    a, b = np.asarray(a, np.float64)[None], np.asarray(b, np.float64)[None]  # (1, cells, units)
+    c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
+    ea, eb = a / pi, b / pi
+    short, sure = mask * (c > 0), mask * (c == 0)
+    w = short * c  # each pair's jackknife weight, 0 where not sampled or certain
+
+    def total(weight: np.ndarray, x: np.ndarray | float) -> np.ndarray:
+        return (weight * x).sum(axis=-1, keepdims=True)
+
+    m = short.sum(axis=-1, keepdims=True)
+    c_i = total(w, 1.0) - c  # every c-weighted sum without pair i
+    ca_i, cb_i = total(w, ea) - c * ea, total(w, eb) - c * eb
+    cbb_i, cab_i = total(w, eb * eb) - c * eb * eb, total(w, ea * eb) - c * ea * eb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sbb, sab = ppi.prediction_spread(np.where(c_i > 0, cbb_i - cb_i ** 2 / c_i, 0.0),
+                                         np.where(c_i > 0, cab_i - ca_i * cb_i / c_i, 0.0),
+                                         cbb_i)
+        lam = np.clip(np.where(sbb > 0, sab / sbb, 0.0), 0.0, 1.0)
+        scale = np.where(m > 1, m / (m - 1), 0.0)
+    t_i = (lam * np.asarray(b_total, np.float64)[None, :, None] + total(sure, ea)
+           - lam * total(sure, eb) + scale * (total(short, ea) - ea - lam * (
+               total(short, eb) - eb)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(total(w, 1.0) > 0, total(w, t_i) / total(w, 1.0), 0.0)
+        factor = np.where(m > 1, (m - 1) / m, 0.0)
+    return (factor * total(w, (t_i - mean) ** 2))[..., 0]
 
 
 def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, population: int,
                        domain_size: np.ndarray, labels: int, level: float = 0.95,
-                       spread: float | None = None, lam: float | None = None) -> ppi.Estimate:
+                       spread: float | None = None, lam: float | None = None,
+                       jackknife: np.ndarray | None = None) -> ppi.Estimate:
     """Horvitz-Thompson PPI estimate of sum(a over the population) / normaliser from the
     sums of a fixed-size unequal-probability sample, vectorised over the sums' axes.
 
@@ -73,6 +121,11 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
     population's pairs in the domain (a census of them: exact); no sampled pair in the
     domain: an unbounded interval (the caller clips it to the measure's range); residuals
     all equal short of a census: ppi.FLAT_RULE's variance, spread^2 / (k + 1) per unit.
+    ``jackknife``: ``jackknife_variance`` of the sample; a tuned lambda's variance is at
+    least it (the formula treats the fitted lambda as known, and comes out too small).
+    With ``spread``, the PPI variance also gets MISS_RULE's term: Hajek's variance sees only
+    the judge's sampled misses, and where they are rare and their pairs' pi small, the few
+    seen say little of the unseen (P@10's worst runs covered 0.6-0.7 without it).
     """
     m, k = s.sampled, s.inside
     factor = np.divide(m, m - 1, out=np.zeros(np.shape(m)), where=m > 1)
@@ -93,6 +146,8 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
     df_c = np.maximum(k_eff - 1, 1)
     df = np.maximum(k_eff - 2, 1) if tuned else df_c
     var = var * df_c / df  # lambda fitted on the sample, as a regression's residual variance
+    if tuned and jackknife is not None:
+        var = np.maximum(var, jackknife)
     flat = np.zeros(np.shape(var), dtype=bool)
     if spread is not None:
         scale = factor * (s.caa + lam_ ** 2 * s.cbb) + 1e-300
@@ -101,6 +156,9 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
         per_unit = s.poisson / (k + 1.0)
         var_c = np.where(flat_c, spread ** 2 * per_unit, var_c)
         var = np.where(flat_r, ((1.0 + lam_) * spread) ** 2 * per_unit, var)
+        # MISS_RULE's one more sampled miss
+        miss2 = np.where(s.misses > 0, s.miss2 / np.maximum(s.misses, 1), spread ** 2)
+        var = np.where(flat_r, var, var + miss2 * per_unit)
         flat = flat_c | flat_r
     var = np.where(empty, np.inf, np.where(exact, 0.0, var))
     var_c = np.where(empty, np.inf, np.where(exact, 0.0, var_c))
@@ -126,6 +184,13 @@ def _scalar(e: ppi.Estimate) -> ppi.Estimate:
                            for f, v in e.__dict__.items()})
 
 
+def _column(e: ppi.Estimate) -> ppi.Estimate:
+    """The one cell of a (draws, 1)-shaped estimate, as (draws,) arrays."""
+    cols: dict[str, Any] = {f: np.asarray(v)[..., 0] if f != "level" and np.ndim(v) else v
+                            for f, v in e.__dict__.items()}
+    return ppi.Estimate(**cols)
+
+
 @dataclass(frozen=True)
 class ActiveDesign:
     """An active sample's estimates: each cell holds the sampled pairs' human (``a``) and
@@ -139,19 +204,28 @@ class ActiveDesign:
     population: int
     queries: int
     level: float
+    # (draws, items): which items each draw sampled (the benchmark's draws from a census of
+    # the pool, ``pi`` then every pooled pair's); None: every item, one estimate
+    mask: np.ndarray | None = None
 
     def estimate(self, cell: dict, run: str, m, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
-        """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``)."""
+        """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``);
+        with a mask, one per draw (arrays (draws,))."""
         items, pool = self.in_top[(run, str(m))]
         if other:  # a difference is 0 outside both runs' top k
             items = items | self.in_top[(other, str(m))][0]
             pool = pool | self.in_top[(other, str(m))][1]
-        s = sums(np.ones((1, len(self.pi))), np.asarray(cell["a"])[None],
-                 np.asarray(cell["b"])[None], self.pi, items[None])
-        e = estimate_from_sums(s, np.asarray(cell["b_total"]), float(self.queries),
-                               self.population, np.asarray(int(pool.sum())), len(self.pi),
-                               self.level, spread=cell["spread"])
+        mask = np.ones((1, len(self.pi))) if self.mask is None else self.mask
+        a, b = np.asarray(cell["a"])[None], np.asarray(cell["b"])[None]
+        b_total = np.asarray(cell["b_total"])
+        e = estimate_from_sums(sums(mask, a, b, self.pi, items[None]), b_total,
+                               float(self.queries), self.population,
+                               np.asarray(int(pool.sum())), int(mask[0].sum()), self.level,
+                               spread=cell["spread"], jackknife=jackknife_variance(
+                                   mask, a, b, self.pi, b_total[None]))
+        if self.mask is not None:
+            return _column(e), int(items.sum())
         return _scalar(e), int(items.sum())
 
 
