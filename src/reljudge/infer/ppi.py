@@ -442,6 +442,8 @@ def proportion_interval(e: Estimate, top: float, sampled: np.ndarray, units: flo
     / ``units``; ``sampled`` of them sampled) with Wilson score intervals at the effective
     sample size p(1 - p) / var, df-adjusted (Korn and Graubard 1998), in place of its t
     intervals, which are too narrow on the side of the sampled proportion nearer 0 or 1."""
+    if units <= 0 or top <= 0:  # nothing to estimate: the estimate is a census of nothing
+        return e
     frac = np.minimum(np.asarray(sampled, np.float64) / units, 1.0)
     with np.errstate(divide="ignore"):  # a proportion of 0 or 1: the units sampled, fpc'd
         at_edge = np.asarray(sampled, np.float64) / (1.0 - frac)
