@@ -5,7 +5,8 @@
 
 The workload is the LLMJudge data (TREC DL 2023 passages, 25 test queries): NIST's labels and
 the 33 judges' labels of the same 4,423 pairs, imported into a store (34 sources, 150k
-events); the runs are examples/llmjudge-dl23's eight. Each command runs as a whole process
+events); the runs are examples/llmjudge-dl23's eight without the documents NIST did not
+judge (`judged_runs`). Each command runs as a whole process
 (``python -m reljudge``), median of ``--repeat``. Beside each, its twin from files: the same
 command given the label files where it takes them (audit, calibrate, report), else a process
 reading the same labels exported to qrels files (``labels export`` of each source) with
@@ -59,11 +60,26 @@ def build(location: str, data: Path, exported: Path) -> list[Path]:
     return sorted(exported.glob("*.qrels"))
 
 
+def judged_runs(human: Path, folder: Path) -> list[str]:
+    """examples/llmjudge-dl23's runs without the documents NIST did not judge (each run keeps
+    its order): a sample drawn from the judged pairs speaks for every one of their top 10s,
+    so `estimate` takes them (it refuses a run whose top k leaves the sampled pool)."""
+    judged = {tuple(line.split()[::2][:2]) for line in human.read_text().splitlines()}
+    folder.mkdir(exist_ok=True)
+    out = []
+    for run in sorted((ROOT / "examples" / "llmjudge-dl23" / "runs").glob("*.run")):
+        kept = [line for line in run.read_text().splitlines(keepends=True)
+                if tuple(line.split()[::2][:2]) in judged]
+        (folder / run.name).write_text("".join(kept))
+        out.append(str(folder / run.name))
+    return out
+
+
 def commands(location: str, data: Path, tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
     """(command, seconds from the store, seconds of its twin from files) for each command."""
     exported = build(location, data, tmp / "exported")
     human, judges = data / "human" / "test.qrels", data / "llm" / "labels"
-    runs = [str(p) for p in sorted((ROOT / "examples" / "llmjudge-dl23" / "runs").glob("*.run"))]
+    runs = judged_runs(human, tmp / "runs")
     cli, store = ["-m", "reljudge"], ["--store", location]
     read_all = ["-c", READ_EXPORTED, *map(str, exported)]
     read_judge = ["-c", READ_EXPORTED, str(tmp / "exported" / f"{JUDGE}.qrels")]

@@ -11,7 +11,8 @@ from bench.ppi import DATA
 from tests.helpers import ROOT
 
 FAST = ["--judges", "1", "--budgets", "0.05", "--draws", "3", "--slow-draws", "1",
-        "--rank-draws", "1", "--bootstrap", "20", "--count", "6", "--systems", "simulated"]
+        "--rank-draws", "1", "--bootstrap", "20", "--count", "6", "--systems", "simulated",
+        "--recheck", "3"]
 SCRIPTS = {"ppi.py": FAST, "ppi_active.py": FAST, "ppi_rank.py": FAST,
            "ppi_ndcg.py": ["--judges", "1", "--budgets", "0.05", "--draws", "1",
                            "--replicates", "20", "--measure", "R@10"]}

@@ -383,3 +383,28 @@ def test_estimate_ranks_the_runs_with_the_orders_the_sample_supports(world, caps
     assert res["rankings"] == [] and res["ranking_note"].startswith("no ranking")
     assert main([*args, str(runs[0])]) == 0
     assert "no ranking: it needs at least two runs" in capsys.readouterr().out
+
+
+def test_report_leaves_out_a_run_the_sample_does_not_speak_for_and_says_so(world, capsys):
+    """A report from a store whose sample was drawn from another pool used to fail whole
+    ("run ...: N of its top-5 pairs are outside the pool"): it now estimates the runs the
+    sample serves and names each one left out; `estimate` itself still refuses."""
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "one",
+                 "--runs", str(runs[0]), "--depth", "5", "--design", "srs-pairs",
+                 "--budget", "60", "--seed", "1"]) == 0
+    _grade(store_path, truth, "one")
+    capsys.readouterr()
+    qrels = tmp / "judge.qrels"
+    with LabelStore(store_path) as store:
+        grades = store.source_grades("judge-a")
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()))
+    page = tmp / "r.html"
+    assert main(["report", str(qrels), *map(str, runs), "-m", "DCG@5", "--store",
+                 str(store_path), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert "Scores under human labels" in text
+    assert "warning: not estimated: run sys1: " in text and "not estimated: run sys0" not in text
+    assert main(["estimate", "--store", str(store_path), "--sample", "one", *map(str, runs),
+                 "-m", "DCG@5"]) == 2
+    assert "run sys1: " in capsys.readouterr().err

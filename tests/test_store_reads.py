@@ -4,16 +4,22 @@ once per `labels stats`; and they give the numbers the same labels give from fil
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reljudge.cli import main
+from reljudge.grades import AGGREGATES
 from reljudge.judge.report import judge_qrels
 from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
 from reljudge.store.events import EventLog
+from reljudge.store.merge import DERIVED, merge_rows
+from tests.strategies import event
 
 DL23 = Path(__file__).resolve().parent.parent / "examples" / "llmjudge-dl23"
 
@@ -199,3 +205,31 @@ def test_sample_and_audit_name_sources_without_counting_them(tmp_path, capsys, m
     assert main(["sample", *store, "--judge", "judge-1", "--name", "s0", "--budget", "12",
                  "--seed", "1"]) == 0
     assert main(["audit", *store, "--human-source", "ann", "--format", "json"]) == 0
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5),
+       derived=st.booleans())
+def test_the_column_merge_equals_the_row_merge(tmp_path_factory, batches, derived):
+    """Two paths, one answer: ``store.merge`` (the store's ids, column by column) gives what
+    ``merge_rows`` gives from the label rows in event order, votes in the same order, under
+    every policy, aggregation and derived rule; ``sources`` counts the same from those ids."""
+    with LabelStore(tmp_path_factory.mktemp("m") / "s.sqlite") as store:
+        for batch in batches:
+            store.add_events(batch)
+        if derived:
+            store.add_derived("calibrated:j", [("q1", "d1"), ("q2", "d2")],
+                              [[0.1, 0.2, 0.3, 0.4], [0.5, 0.3, 0.1, 0.1]], method="isotonic",
+                              fitted_on={"judge": "claude"}, grades=[2, 1])
+        rows = sorted(store.label_rows(), key=lambda r: r[6])
+        assert store.sources(store.standing_ids()) == store.sources()
+        for policy, aggregate, fractional, rule in itertools.product(
+                ("human-first", "adjudicated-first", "human-only", "llm-only", "source=alice",
+                 "source=calibrated:j"), AGGREGATES, (False, True), DERIVED):
+            by_rows = store.merge(policy, aggregate, fractional, rule, rows=rows)
+            assert store.merge(policy, aggregate, fractional, rule) == by_rows, \
+                (policy, aggregate, fractional, rule)
+            if rule == "recorded":
+                assert by_rows == merge_rows(rows, policy, aggregate, fractional,
+                                             store.stale_labels())

@@ -39,14 +39,15 @@ def do_stats(args) -> int:
     from reljudge.tables import json_dumps, render
 
     with open_store(args) as store:
-        sources = store.sources()
+        standing = store.standing_ids()  # read once: the sources' grades and the merge
+        sources = store.sources(standing)
         history = store.failures()
         current = store.current_failures()
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived,
-                             stale=stale)
+                             stale=stale, standing=standing)
         team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None

@@ -128,23 +128,33 @@ def check_in_pool(sample: Sample, judge: Qrels, runs: Sequence[Run],
     """Refuse a run whose top k (k the largest cutoff asked for) holds pairs of the
     population's queries outside the population the pair sample was drawn from: nothing in the sample speaks for them, and
     counting them as 0 would print a census's certainty for a score that is not the run's."""
+    found = outside_pool(sample, judge, runs, parsed)
+    if found:
+        raise InputError(next(iter(found.values())))
+
+
+def outside_pool(sample: Sample, judge: Qrels, runs: Sequence[Run],
+                 parsed: Sequence[Measure]) -> dict[str, str]:
+    """{run name: why} for each run ``check_in_pool`` refuses."""
     from reljudge.pool import top_k
 
     cutoffs = [int(m.cutoff) for m in parsed if m.cutoff is not None]
     if not cutoffs:
-        return
+        return {}
     pop = set(population(sample, judge)[0])
     queries = {q for q, _ in pop}  # a run's other queries do not enter the estimate
+    found = {}
     for run in runs:
         q, d, _ = top_k(run, max(cutoffs))
         outside = [p for p in zip(q.tolist(), d.tolist(), strict=True)
                    if p not in pop and p[0] in queries]
         if outside:
-            raise InputError(
+            found[run.name] = (
                 f"run {run.name}: {len(outside)} of its top-{max(cutoffs)} pairs are outside "
                 f"the pool sample {sample.name!r} was drawn from (first: {outside[0][0]} "
                 f"{outside[0][1]}); estimate the runs that pool came from, at a cutoff within "
                 f"its depth, or draw a sample with this run")
+    return found
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from reljudge.infer.cells import (
     difference_cell,
     grades_of,
     human_truth,
+    outside_pool,
     pair_cells,
     pair_weights,
     population,
@@ -385,6 +386,7 @@ class StoreEstimates(Tabular):
     skipped: list[str]  # measures a pair-level sample cannot estimate
     rankings: list[Ranking] | None = None  # per measure (infer.ranking); None: not asked for
     measure_notes: list[str] = field(default_factory=list)  # "MEASURE: ..." for all its rows
+    outside: list[str] = field(default_factory=list)  # runs not estimated: why, one each
 
     def ranking_note(self) -> str:
         """How the rankings were made, or why there are none."""
@@ -397,8 +399,9 @@ class StoreEstimates(Tabular):
     def warnings(self) -> list[str]:
         """One line per measure whose every row is uncertain (an uncertain normaliser), then
         one per estimate whose sample is below the benchmark's reliable size."""
-        return [f"warning: {n}; read its intervals as approximate or label more (docs/ppi.md)"
-                for n in self.measure_notes] + [
+        return [f"warning: not estimated: {why}" for why in self.outside] + [
+            f"warning: {n}; read its intervals as approximate or label more (docs/ppi.md)"
+            for n in self.measure_notes] + [
             f"warning: {r.run} {r.measure}: the interval is {r.warning}; read it as "
             f"approximate or label more (docs/ppi.md)" for r in self.rows + self.diffs
             if r.warning]
@@ -437,7 +440,9 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
     name sources as users type them (a model alone, a prefix); an unknown one is an error.
     ``measures``: one as text (``"DCG@10"``) or several. ``rank``: also rank the runs per
-    measure (``StoreEstimates.rankings``; every pair of runs is estimated)."""
+    measure (``StoreEstimates.rankings``; every pair of runs is estimated). Without
+    ``require`` (a report), a run the sample does not speak for is left out and
+    ``StoreEstimates.outside`` says why, instead of refusing them all."""
     from reljudge.store.names import resolve_source
 
     if isinstance(measures, str):
@@ -477,11 +482,14 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
                 return None
         rankings: list[Ranking] | None = [] if rank else None
         notes: list[str] = []
-        rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), runs, usable, level=level,
+        outside = {} if require else outside_pool(s, _qrels(jg), runs,
+                                                  [parse_measure(m) for m in usable])
+        kept = [r for r in runs if r.name not in outside]  # a report: what the sample serves
+        rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), kept, usable, level=level,
                                     seed=seed, baseline=baseline, rankings=rankings,
-                                    notes=notes)
+                                    notes=notes) if kept else ([], [])
         return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped, rankings,
-                              notes)
+                              notes, list(outside.values()))
     if require:
         raise InputError("the store has no recorded sample; draw one with `reljudge sample`")
     return None

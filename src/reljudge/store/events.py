@@ -13,7 +13,7 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
-from reljudge.store.merge import Merged, merge_rows, source_qrels
+from reljudge.store.merge import Merged, check_policy, merge_ids, merge_rows, source_qrels
 from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
@@ -273,16 +273,34 @@ class EventLog(Texts):
         return [SourceName(kind, name) for kind, name in
                 self.conn.execute("SELECT kind, name FROM sources ORDER BY id")]
 
-    def sources(self) -> list[SourceStats]:
+    def standing_ids(self) -> np.ndarray:
+        """Every successful label not retracted since, by the store's ids: rows (source id,
+        query id, passage id, sample, event id, grade), in no order (``merge`` and
+        ``sources`` can share one read)."""
+        return np.asarray(self.conn.execute(
+            f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
+            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall(), np.int64).reshape(-1, 6)
+
+    def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
-        the undo events themselves are neither ok nor failed)."""
+        the undo events themselves are neither ok nor failed); ``standing``:
+        ``standing_ids()`` when the caller has read them already."""
         counts = {row[0]: row[1:] for row in self.conn.execute(
             f"SELECT source, {_SOURCE_COUNTS} FROM events GROUP BY source", (RETRACTED,))}
         grades: dict[int, dict[int, int]] = {}
-        for sid, grade, n in self.conn.execute(
+        if standing is None:
+            found = self.conn.execute(
                 f"SELECT e.source, e.grade, count(*) FROM events e {_UNDONE} WHERE "
                 f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.source, e.grade "
-                "ORDER BY e.source, e.grade"):
+                "ORDER BY e.source, e.grade").fetchall()
+        else:  # the same counts from the rows read
+            ids = np.asarray(standing, dtype=np.int64).reshape(-1, 6)
+            low = int(ids[:, 5].min()) if len(ids) else 0
+            span = int(ids[:, 5].max()) - low + 1 if len(ids) else 1
+            tally = np.bincount(ids[:, 0] * span + ids[:, 5] - low)
+            found = [(k // span, k % span + low, int(tally[k]))
+                     for k in np.flatnonzero(tally).tolist()]
+        for sid, grade, n in found:
             grades.setdefault(sid, {})[grade] = n
         out = []
         for sid, kind, name in self.conn.execute("SELECT id, kind, name FROM sources ORDER BY id"):
@@ -290,9 +308,9 @@ class EventLog(Texts):
                 f"SELECT {_SOURCE_COUNTS} FROM events WHERE source = ?",  # no event: its zeros
                 (RETRACTED, sid)).fetchone()
             mine = grades.get(sid, {})
-            standing = sum(mine.values())
-            out.append(SourceStats(kind, name, n, standing, failed, mine, cost, tin, tout,
-                                   ok - standing))
+            held = sum(mine.values())
+            out.append(SourceStats(kind, name, n, held, failed, mine, cost, tin, tout,
+                                   ok - held))
         return out
 
     def failures(self) -> list[tuple[str, str, str, str, str | None]]:
@@ -344,38 +362,45 @@ class EventLog(Texts):
     def merge(self, policy: str = "human-first", aggregate: str = "majority",
               fractional: bool = False, derived: str = "recorded", *,
               stale: Set[tuple[str, str, str, str]] | None = None,
-              rows: Sequence[tuple] | None = None) -> Merged:
+              rows: Sequence[tuple] | None = None,
+              standing: np.ndarray | None = None) -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
-        ``fractional``). ``stale`` and ``rows``: ``stale_labels()`` and ``label_rows()`` when
-        the caller has read them already."""
+        ``fractional``). ``stale``, ``rows`` and ``standing``: ``stale_labels()``,
+        ``label_rows()`` and ``standing_ids()`` when the caller has read them already."""
         from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED
 
-        rows = self.label_rows() if rows is None else rows
         if derived not in DERIVED:
             raise StoreError(f"unknown derived-label choice {derived!r}; expected one of "
                              f"{', '.join(DERIVED)}")
+        by_id: dict = {}  # event id: the grade a derived source votes with under ``derived``
         if derived == "expected":
-            expected = dict(self.conn.execute(
+            by_id = dict(self.conn.execute(
                 "SELECT id, expected FROM events WHERE expected IS NOT NULL AND source IN "
                 "(SELECT source FROM derivations)"))
             if not fractional:
-                expected = {k: round_half_up(v) for k, v in expected.items()}
-            rows = [r if r[6] not in expected else (*r[:5], expected[r[6]], r[6]) for r in rows]
+                by_id = {k: round_half_up(v) for k, v in by_id.items()}
         elif derived in ("mode", "median"):
             found = self.conn.execute(
                 "SELECT id, probs FROM events WHERE probs IS NOT NULL AND source IN "
                 "(SELECT source FROM derivations)").fetchall()
             if found:
-                ids = [i for i, _ in found]
                 grades = decide(np.array([json.loads(p) for _, p in found]), derived)
-                by_id = dict(zip(ids, grades.tolist(), strict=True))
-                rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
-        return merge_rows(rows, policy, aggregate, fractional,
-                          self.stale_labels() if stale is None else stale)
+                by_id = dict(zip([i for i, _ in found], grades.tolist(), strict=True))
+        stale = self.stale_labels() if stale is None else stale
+        if rows is not None:
+            rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
+            return merge_rows(rows, policy, aggregate, fractional, stale)
+        check_policy(policy)  # before reading every event
+        return merge_ids(
+            self.standing_ids() if standing is None else standing,
+            {i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")},
+            self.conn.execute("SELECT id, qid FROM queries").fetchall(),
+            self.conn.execute("SELECT id, docid FROM passages").fetchall(),
+            policy, aggregate, fractional, stale, by_id)
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""

@@ -161,6 +161,80 @@ def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: s
     return Merged(policy, aggregate, fractional, labels)
 
 
+def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[str, str]],
+              queries: Sequence[tuple], passages: Sequence[tuple], policy: str = "human-first",
+              aggregate: str = "majority", fractional: bool = False,
+              stale: Set[tuple[str, str, str, str]] = frozenset(),
+              grades: Mapping[int, float] | None = None) -> Merged:
+    """``merge_rows`` from the store's ids, column by column: ``rows`` (source id, query id,
+    passage id, sample, event id, grade) of the standing grades in any order, ``sources``
+    {source id: (kind, name)}, ``queries`` and ``passages`` (id, qid or docid); ``grades``
+    {event id: the grade it votes with instead} (a derived source's rule applied now). A
+    pair's votes come in the order their (source, sample) first graded it, as ``merge_rows``
+    gives them from rows in event order."""
+    check_policy(policy)
+    _check_aggregate(aggregate)
+    ids = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
+    if not len(ids):
+        return Merged(policy, aggregate, fractional, [])
+    qtext, qrank = _ranked(queries)
+    dtext, drank = _ranked(passages)
+    # each (source, pair, sample)'s latest grade, and when it first graded the pair
+    key = np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))
+    ids = ids[key]
+    last = _ends(ids[:, :4])
+    first = np.r_[True, last[:-1]]
+    votes = np.column_stack([ids[last], ids[first, 4]])  # + the first event's id
+    votes = votes[np.lexsort((votes[:, 6], drank[votes[:, 2]], qrank[votes[:, 1]]))]
+    known = sorted(sources)
+    kind, name = (np.array([sources[i][j] for i in known], dtype=object) for j in (0, 1))
+    settled = (kind == "human") & np.array([is_adjudication(n) for n in name], dtype=bool)
+    at = np.searchsorted(known, votes[:, 0])
+    keep = _chosen(votes[:, 1:3], kind[at], name[at], settled[at], policy)
+    votes, at = votes[keep], at[keep]
+    if not len(votes):
+        return Merged(policy, aggregate, fractional, [])
+    bounds = np.flatnonzero(_ends(votes[:, 1:3])) + 1
+    starts = np.r_[0, bounds[:-1]]
+    grade = votes[:, 5].tolist()
+    if grades:
+        grade = [grades.get(e, g) for e, g in zip(votes[:, 4].tolist(), grade, strict=True)]
+    kinds, names = kind[at].tolist(), name[at].tolist()
+    labels = []
+    for i, j, q, d in zip(starts.tolist(), bounds.tolist(), qtext[votes[starts, 1]].tolist(),
+                          dtext[votes[starts, 2]].tolist(), strict=True):
+        vs = tuple(grade[i:j])
+        ks = set(kinds[i:j])
+        labels.append(FinalLabel(q, d, _aggregate(vs, aggregate, fractional),
+                                 ks.pop() if len(ks) == 1 else "mixed",
+                                 tuple(sorted(set(names[i:j]))), vs,
+                                 bool(stale) and any((q, d, k, s) in stale for k, s in
+                                                     zip(kinds[i:j], names[i:j], strict=True))))
+    return Merged(policy, aggregate, fractional, labels)
+
+
+def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.ndarray,
+            policy: str) -> np.ndarray:
+    """Which votes (sorted by pair) ``_choose`` keeps under ``policy``, as a mask;
+    ``settled``: the vote is an adjudicated grade."""
+    human = kind == "human"
+    if policy == "human-only":
+        return human
+    if policy == "llm-only":
+        return kind == "llm"
+    if policy.startswith("source="):
+        return name == policy[len("source="):]
+    group = np.cumsum(np.r_[True, (pairs[1:] != pairs[:-1]).any(axis=1)]) - 1
+
+    def anywhere(mask: np.ndarray) -> np.ndarray:  # the mask holds somewhere in the pair
+        return np.bincount(group, mask, minlength=group[-1] + 1)[group] > 0
+
+    keep = human | ~anywhere(human)
+    if policy == "adjudicated-first":
+        keep = np.where(anywhere(settled), settled, keep)
+    return keep
+
+
 def source_qrels(rows: Sequence[tuple], names: Mapping[int, str], queries: Sequence[tuple],
                  passages: Sequence[tuple], aggregate: str = "majority") -> dict[str, Qrels]:
     """{name: the labels of that source name alone, as the policy ``source=NAME`` merges
