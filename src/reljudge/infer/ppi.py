@@ -436,6 +436,46 @@ def with_range_bound(e: Estimate, half: float) -> Estimate:
                    range_bound=np.full(np.shape(e.value), half))
 
 
+def proportion_interval(e: Estimate, top: float, sampled: np.ndarray, units: float
+                        ) -> Estimate:
+    """The estimate of ``top`` times a proportion (each of ``units`` units worth 0 or ``top``
+    / ``units``; ``sampled`` of them sampled) with Wilson score intervals at the effective
+    sample size p(1 - p) / var, df-adjusted (Korn and Graubard 1998), in place of its t
+    intervals, which are too narrow on the side of the sampled proportion nearer 0 or 1."""
+    if units <= 0 or top <= 0:  # nothing to estimate: the estimate is a census of nothing
+        return e
+    frac = np.minimum(np.asarray(sampled, np.float64) / units, 1.0)
+    with np.errstate(divide="ignore"):  # a proportion of 0 or 1: the units sampled, fpc'd
+        at_edge = np.asarray(sampled, np.float64) / (1.0 - frac)
+    q = special.stdtrit(e.df, 0.5 + e.level / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q_c = np.where(e.classical_se > 0, (e.classical_high - e.classical) / e.classical_se, q)
+    low, high = _wilson(e.value, e.se, q, top, at_edge)
+    c_low, c_high = _wilson(e.classical, e.classical_se, q_c, top, at_edge)
+    keep = np.asarray(e.exact, bool)  # a census keeps its zero width
+    return replace(e, low=np.where(keep, e.low, low), high=np.where(keep, e.high, high),
+                   classical_low=np.where(keep, e.classical_low, c_low),
+                   classical_high=np.where(keep, e.classical_high, c_high))
+
+
+def _wilson(value: np.ndarray, se: np.ndarray, q: np.ndarray, top: float,
+            at_edge: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval (quantile q) for value / top at the effective sample size;
+    where the proportion is 0 or 1 (to rounding), or se is 0, at ``at_edge`` units."""
+    p = np.clip(np.asarray(value, np.float64) / top, 0.0, 1.0)
+    v = (np.asarray(se, np.float64) / top) ** 2
+    edge = (p * (1.0 - p) <= ROUNDING) | (v <= 0)
+    p = np.where(edge, np.round(p), p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.where(edge, at_edge, p * (1.0 - p) / np.where(edge, 1.0, v))
+        r = q * q / n  # q^2 / n: 0 for an infinite n
+        centre = (p + r / 2) / (1 + r)
+        half = np.sqrt(r * p * (1.0 - p) + r * r / 4) / (1 + r)
+    low = np.where(p <= 0, 0.0, centre - half)
+    high = np.where(p >= 1, 1.0, centre + half)
+    return low * top, high * top
+
+
 def ppi_mean_ci(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
                 level: float = 0.95, lam: float | None = None
                 ) -> tuple[float, float, float, float]:

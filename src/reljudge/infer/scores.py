@@ -191,6 +191,9 @@ class _PairDesign:
         worth = e.effective_n * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
         e = replace(e, effective_n=worth, n=np.full(np.shape(e.value),
                                                     float(len(self.item_strata))))
+        if m.name == "P" and not other:  # every value in the top k is 0 or 1/k: a proportion
+            e = ppi.proportion_interval(e, cell["spread"] * float(dsize.sum()) / self.queries,
+                                        dom.n.sum(axis=-1), float(dsize.sum()))
         if np.all(usable):
             return e, k
         return ppi.where(usable, e, self._design_based(cell)), k
