@@ -550,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measures", nargs="+", default=["DCG@10", "nDCG@10", "P@10"])
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--slow-draws", type=int, default=20,
-                   help="draws where each is estimated by estimate_runs (the active design)")
+                   help="draws where each is estimated by estimate_runs, for a design and "
+                        "measure the vectorised path does not serve (today only the active "
+                        "design's nDCG@k, which the library refuses)")
     p.add_argument("--recheck", type=int, default=1000,
                    help="fresh draws (another seed) re-measuring the worst run and difference "
                         "(vectorised path; one-at-a-time designs: --slow-draws); 0: none")
@@ -572,8 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     w = load(args.data)
     judges = list(w.judges)[:args.judges]
     print(f"{len(w.pairs)} pairs, {len(w.queries)} queries, judges {', '.join(judges)}; "
-          f"{args.count} systems per kind, {args.draws} draws ({args.slow_draws} for the "
-          f"active design; rankings from {args.rank_draws}); "
+          f"{args.count} systems per kind, {args.draws} draws (the worst run and difference "
+          f"re-measured on {args.recheck} fresh ones; rankings from {args.rank_draws}); "
           f"95 % intervals")
     print(HEADER)
     checked: set[str] = set()
