@@ -263,6 +263,13 @@ def clipped(low, high, bounds):
     return np.where(outside, bounds[0], lo), np.where(outside, bounds[1], hi)
 
 
+def covers(low, high, truth) -> np.ndarray:
+    """Whether [low, high] holds the truth, to rounding: an exact (census) row's value and the
+    truth are the same number summed in another order (0.74 against 0.7400000000000001)."""
+    tol = 1e-9 * np.maximum(1.0, np.abs(truth))
+    return (low <= truth + tol) & (truth - tol <= high)
+
+
 def tau_rows(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of each row of x (..., S) against truth (S,)."""
     iu = np.triu_indices(len(truth), 1)
@@ -333,10 +340,10 @@ def measure_one(w, judge, runs, design, frac, measure, draws, seed, check=False,
                          bounds)
         hlo, hhi = clipped(np.stack([e.classical_low for e in es], -1),
                            np.stack([e.classical_high for e in es], -1), bounds)
-        hit = (lo <= tr) & (tr <= hi)  # (draws, systems)
+        hit = covers(lo, hi, tr)  # (draws, systems)
         out[kind] = hit
         if kind == "run":
-            out["human"] = (hlo <= tr) & (tr <= hhi)
+            out["human"] = covers(hlo, hhi, tr)
             out["width"] = float((hi - lo).mean())
             out["width_h"] = float((hhi - hlo).mean())
             value = np.stack([e.value for e in es], -1)
@@ -443,8 +450,8 @@ def library_draws(w, judge, runs, design, frac, measure, draws, ranked, seed, bo
         hlo, hhi = grid(rows_all, "human_low"), grid(rows_all, "human_high")
         dlo, dhi = grid(diffs_all, "ppi_low"), grid(diffs_all, "ppi_high")
         dtruth = truth[1:] - truth[0]
-        out.update(run=(lo <= truth) & (truth <= hi), human=(hlo <= truth) & (truth <= hhi),
-                   diff=(dlo <= dtruth) & (dtruth <= dhi),
+        out.update(run=covers(lo, hi, truth), human=covers(hlo, hhi, truth),
+                   diff=covers(dlo, dhi, dtruth),
                    width=float((hi - lo).mean()), width_h=float((hhi - hlo).mean()),
                    tau=float(np.nanmean(tau_rows(grid(rows_all, "ppi"), truth))),
                    tau_h=float(np.nanmean(tau_rows(grid(rows_all, "human"), truth))),
