@@ -496,10 +496,11 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
                 return None
         rankings: list[Ranking] | None = [] if rank else None
         notes: list[str] = []
-        outside = {} if require else outside_pool(s, _qrels(jg), runs,
+        judge_q = _qrels(jg)
+        outside = {} if require else outside_pool(s, judge_q, runs,
                                                   [parse_measure(m) for m in usable])
         kept = [r for r in runs if r.name not in outside]  # a report: what the sample serves
-        rows, diffs = estimate_runs(s, _qrels(jg), _qrels(graded), kept, usable, level=level,
+        rows, diffs = estimate_runs(s, judge_q, _qrels(graded), kept, usable, level=level,
                                     seed=seed, baseline=baseline, rankings=rankings,
                                     notes=notes) if kept else ([], [])
         return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped, rankings,
