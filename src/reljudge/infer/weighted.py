@@ -13,12 +13,13 @@ import numpy as np
 from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
 
 from reljudge.infer import ppi
-from reljudge.infer.cells import pair_cells
+from reljudge.infer.cells import difference_domain, pair_cells
 
 #: what the PPI variance of an active sample adds for the judge's misses it did not see
 MISS_RULE = ("one more sampled pair in the domain whose human and judge values differ by the "
              "root mean square of the sampled differences (none sampled: the spread), at the "
-             "sampled pairs' mean (1 - pi) / pi^2")
+             "mean (1 - pi) / pi^2 of the domain's pairs the sample left out (estimated from "
+             "the sampled ones, each weighed by its chance (1 - pi) of being left out)")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Sums:
     taa: np.ndarray
     misses: np.ndarray  # sampled pairs in the domain whose judge value is not the human's,
     miss2: np.ndarray  # and the sum of their squared differences (a - b)^2
+    unseen: np.ndarray  # sum (1 - pi) / pi over the sampled pairs in the domain: the HT
+    unseen_v: np.ndarray  # of sum (1 - pi) over its pairs, and sum (1 - pi)^2 / pi^3
 
 
 def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
@@ -65,7 +68,8 @@ def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
                 mc @ (ea * ea).T, mc @ (eb * eb).T, mc @ (ea * eb).T,
                 (mc / pi ** 2) @ dom.T, (short / pi) @ dom.T, (short / pi ** 2) @ dom.T,
                 (mask / pi) @ every.T, mask @ (a * ea).T,
-                mask @ (dom * (a != b)).T, mask @ (dom * (a - b) ** 2).T)
+                mask @ (dom * (a != b)).T, mask @ (dom * (a - b) ** 2).T,
+                (mc / pi) @ dom.T, (mc * c / pi ** 3) @ dom.T)
 
 
 def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
@@ -158,7 +162,9 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
         var = np.where(flat_r, ((1.0 + lam_) * spread) ** 2 * per_unit, var)
         # MISS_RULE's one more sampled miss
         miss2 = np.where(s.misses > 0, s.miss2 / np.maximum(s.misses, 1), spread ** 2)
-        var = np.where(flat_r, var, var + miss2 * per_unit)
+        unseen = np.where(s.unseen > 0, s.unseen_v / np.where(s.unseen > 0, s.unseen, 1.0),
+                          per_unit)  # the unseen miss sits on a pair the sample left out
+        var = np.where(flat_r, var, var + miss2 * unseen)
         flat = flat_c | flat_r
     var = np.where(empty, np.inf, np.where(exact, 0.0, var))
     var_c = np.where(empty, np.inf, np.where(exact, 0.0, var_c))
@@ -213,9 +219,8 @@ class ActiveDesign:
         """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``);
         with a mask, one per draw (arrays (draws,))."""
         items, pool = self.in_top[(run, str(m))]
-        if other:  # a difference is 0 outside both runs' top k
-            items = items | self.in_top[(other, str(m))][0]
-            pool = pool | self.in_top[(other, str(m))][1]
+        if other:  # a difference is 0 on the pairs both runs weigh alike
+            items, pool = difference_domain(cell, (items, pool), self.in_top[(other, str(m))])
         mask = np.ones((1, len(self.pi))) if self.mask is None else self.mask
         a, b = np.asarray(cell["a"])[None], np.asarray(cell["b"])[None]
         b_total = np.asarray(cell["b_total"])
