@@ -217,3 +217,16 @@ def test_p_at_k_orders_between_tied_runs_stay_unsupported_at_rate_alpha():
                       ["P@10"], rankings=rankings, bootstrap=10)
         wrong += any(p.supported for p in rankings[0].pairs)
     assert wrong / draws <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / draws), (wrong, draws)
+
+
+def test_a_p_at_k_difference_with_a_flat_post_stratum_says_so_and_covers_the_truth():
+    """Two runs of equal P@10, one sample whose pairs of stratum grade=0 in their difference
+    are all of one sign: the row was [-0.1592, -0.0391] p 0.0019 (the truth, 0, outside);
+    the flat post-stratum now gets FLAT_RULE's variance, the interval holds 0, the p-value
+    is no longer significant and the warning says why."""
+    truth, judge, runs = _tied_runs_world()
+    s = draw(sorted(truth), "stratified-pairs", round(0.2 * len(truth)), 3, grades=judge)
+    _, (diff,) = estimate_runs(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}),
+                               runs[:2], ["P@10"], bootstrap=10)
+    assert diff.ppi_low < 0 < diff.ppi_high and diff.p is not None and diff.p > 0.05
+    assert diff.warning is not None and "all sampled values equal" in diff.warning
