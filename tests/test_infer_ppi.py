@@ -357,6 +357,34 @@ def test_a_sample_short_of_the_population_never_gives_a_zero_width_interval():
     assert int(some.flat) == 0 and some.high == plain.high  # only a zero-width case changes
 
 
+def test_each_flat_gives_a_lone_flat_stratum_flat_rules_variance():
+    """A P@k difference (values -0.1, 0, 0.1) whose 40 pairs the judge graded 0 show two
+    sampled pairs, both -0.1, while the other post-stratum varies: the flat one's variance
+    was 0, its 40 pairs counted as certainly -0.1 each and the p-value was 1e-9 (issue 35,
+    item 5). With ``each_flat`` it gets FLAT_RULE's spread^2 / (n_h + 1), the estimate counts
+    it, and an estimate with no flat stratum is unchanged."""
+    rest = np.tile([0.1, -0.1, 0.1, 0.1, -0.1, 0.0], 5)
+    a = np.concatenate([[-0.1, -0.1], rest])
+    b = np.concatenate([[0.0, 0.0], rest])
+    a[-2], b[-2] = 0.0, 0.1  # one disagreement: lambda just below 1, residuals not flat
+    strata = np.array([0, 0] + [1] * len(rest))
+
+    def post(a, each_flat=False):
+        e, usable = ppi.post_stratified(ppi.moments(a, b, strata, 2), np.array([40, 150]), 0.5,
+                                        25.0, spread=0.2, units=ppi.Units(a, b, strata),
+                                        each_flat=each_flat)
+        assert usable
+        return e
+
+    today, each = post(a), post(a, each_flat=True)
+    assert int(today.flat) == 0 and float(today.p_value()) < 1e-6
+    assert int(each.flat) == 1 and float(each.p_value()) > 0.05 and each.low < 0 < each.high
+    assert each.value == today.value
+    varied = a.copy()
+    varied[1] = 0.1
+    assert post(varied, each_flat=True).high == post(varied).high
+
+
 def test_a_judge_agreeing_with_every_sampled_grade_gives_no_zero_width_ppi_interval():
     """The residuals human - lambda * judge are all 0 although the human values vary (issue 35:
     a difference row printed ppi [-0.0800, -0.0800] p 0.0000 from a sample short of a census):

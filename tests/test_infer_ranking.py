@@ -168,3 +168,65 @@ def test_the_false_order_rate_stays_at_most_alpha():
     bound = 0.05 + 3 * np.sqrt(0.05 * 0.95 / draws)
     assert supported > draws / 2  # the tests do support orders: the rate is not vacuous
     assert wrong / draws <= bound, (wrong, draws)
+
+
+def _tied_runs_world(queries=20, runs=4, own=5, miss=0.08, seed=0):
+    """``runs`` runs of exactly equal P@10 (1 - 1/40): in each query they share 10 - ``own``
+    relevant pairs and each has ``own`` of its own, one of them irrelevant in every fourth
+    query; a judge right on every pair but a share ``miss`` of the relevant ones it grades 0
+    (so the pairs of two runs' difference that the judge put in stratum grade=0 are few, and
+    each is worth +1/k or -1/k)."""
+    rng = np.random.default_rng(seed)
+    shared = 10 - own
+    truth, judge, score = {}, {}, np.zeros((runs, 0)).tolist()
+    for q in range(queries):
+        for i in range(shared + runs * own + 10):  # 10 pairs in no run's top 10
+            p = (f"q{q:02d}", f"d{i:02d}")
+            mine = i - shared
+            top = i < shared + runs * own
+            rel = top and not (mine >= 0 and mine % own == 0 and q % 4 == (mine // own) % 4)
+            truth[p] = 2 if rel else 0
+            judge[p] = (0 if rng.random() < miss else 2) if rel else (2 if top else 0)
+            for r in range(runs):
+                ranked = i < shared or shared + r * own <= i < shared + (r + 1) * own
+                score[r].append((2.0 if ranked else 0.0) + rng.random())
+    pairs = list(truth)
+    return truth, judge, [Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs],
+                                          np.array(s), name=f"r{r}")
+                          for r, s in enumerate(score)]
+
+
+@pytest.mark.slow
+def test_p_at_k_orders_between_tied_runs_stay_unsupported_at_rate_alpha():
+    """Four runs of exactly equal P@10, 200 fixed-seed stratified samples of 20 % of the
+    pairs: the share of samples supporting any order (every one is wrong) stays <= alpha =
+    0.05 inside the Monte-Carlo bound. A difference's pairs in stratum grade=0 (relevant
+    pairs the judge missed, each +1/k or -1/k) were often two sampled pairs of one sign: a
+    post-stratum of zero variance that decided the sign (0.245 of the samples before)."""
+    from reljudge.metrics import evaluate
+
+    truth, judge, runs = _tied_runs_world()
+    true = {round(evaluate(_qrels(truth), r, ["P@10"]).mean()["P@10"], 9) for r in runs}
+    assert true == {0.975}
+    draws, wrong = 200, 0
+    for seed in range(draws):
+        s = draw(sorted(truth), "stratified-pairs", round(0.2 * len(truth)), seed,
+                 grades=judge)
+        rankings: list = []
+        estimate_runs(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
+                      ["P@10"], rankings=rankings, bootstrap=10)
+        wrong += any(p.supported for p in rankings[0].pairs)
+    assert wrong / draws <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / draws), (wrong, draws)
+
+
+def test_a_p_at_k_difference_with_a_flat_post_stratum_says_so_and_covers_the_truth():
+    """Two runs of equal P@10, one sample whose pairs of stratum grade=0 in their difference
+    are all of one sign: the row was [-0.1592, -0.0391] p 0.0019 (the truth, 0, outside);
+    the flat post-stratum now gets FLAT_RULE's variance, the interval holds 0, the p-value
+    is no longer significant and the warning says why."""
+    truth, judge, runs = _tied_runs_world()
+    s = draw(sorted(truth), "stratified-pairs", round(0.2 * len(truth)), 3, grades=judge)
+    _, (diff,) = estimate_runs(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}),
+                               runs[:2], ["P@10"], bootstrap=10)
+    assert diff.ppi_low < 0 < diff.ppi_high and diff.p is not None and diff.p > 0.05
+    assert diff.warning is not None and "all sampled values equal" in diff.warning

@@ -179,8 +179,8 @@ FLAT_RULE = ("as if one more unit had been sampled at the far end of the range a
 def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarray,
                           normaliser: float, level: float = 0.95,
                           lam: float | np.ndarray | None = None, check: bool = True,
-                          spread: float | None = None, units: Units | None = None
-                          ) -> Estimate:
+                          spread: float | None = None, units: Units | None = None,
+                          each_flat: bool = False) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
     ``population``: units per stratum (H,) or (..., H); ``b_total``: sum of the predictions
@@ -192,6 +192,9 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     sample short of the population never gives a zero-width interval (nor does a PPI
     interval whose residuals a - lambda b are all flat); ``Estimate.flat`` counts such
     strata, ``Estimate.exact`` says the sample is a census of every stratum.
+    ``each_flat``: every such stratum gets FLAT_RULE's variance, whether or not the others
+    vary (for values of a few levels, where a small stratum's sampled values are often all
+    equal: P@k's differences, each pair worth -1/k, 0 or 1/k).
     ``units``: the sampled units behind ``m``; with them a tuned lambda's variance is at
     least the jackknife's, which re-fits lambda without each unit (the variance formula
     alone treats the fitted lambda as known, and comes out too small: docs/ppi.md).
@@ -214,7 +217,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
     # a sample short of the population whose every sampled stratum varied not at all would
     # give a zero-width interval: its flat strata get FLAT_RULE's variance instead
-    flat = _flat(ssa, m.saa / n_safe, census, n)
+    flat = _flat(ssa, m.saa / n_safe, census, n, each_flat)
     if spread is not None:
         ssa = np.where(flat, float(spread) ** 2 / (n + 1.0), ssa)
     tuned = lam is None
@@ -259,12 +262,15 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
                     np.asarray(census.all(axis=-1)))
 
 
-def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.ndarray
-          ) -> np.ndarray:
+def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.ndarray,
+          each: bool = False) -> np.ndarray:
     """The sampled strata short of a census whose variance s2 is 0 (to rounding: relative to
-    the values' mean square), where every such stratum's is: the estimate would have no width."""
+    the values' mean square), where every such stratum's is (the estimate would have no
+    width), or with ``each`` wherever one is."""
     short = (~census) & (n >= 1)
     flat = short & (s2 <= ROUNDING * mean_square)
+    if each:
+        return flat
     return flat & (np.all(flat == short, axis=-1) & short.any(axis=-1))[..., None]
 
 
@@ -280,8 +286,8 @@ def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     normaliser: float, level: float = 0.95,
                     lam: float | np.ndarray | None = None, collapse: str = "adjacent",
-                    spread: float | None = None, units: Units | None = None
-                    ) -> tuple[Estimate, np.ndarray]:
+                    spread: float | None = None, units: Units | None = None,
+                    each_flat: bool = False) -> tuple[Estimate, np.ndarray]:
     """The estimate post-stratified by a known domain outside which every a and b is 0 (for
     a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
 
@@ -296,7 +302,8 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
     ``collapse="all"``: every post-stratum into one) (collapsed strata, Cochran 1977
     sec. 5A.12); where the domain holds fewer than three sampled units the second value is
     False and the estimate must not be used. ``units``: the sampled units (their stratum -1
-    outside the domain), for the jackknife as in ``estimate_from_moments``.
+    outside the domain), for the jackknife, and ``each_flat``, as in
+    ``estimate_from_moments``.
     """
     if collapse not in ("adjacent", "all"):
         raise InputError(f"collapse must be 'adjacent' or 'all', got {collapse!r}")
@@ -329,7 +336,7 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
         units = replace(units, stratum=np.where(stratum >= 0, moved, -1))
     merged = Moments(*parts[:6])
     e = estimate_from_moments(merged, parts[6], b_total, normaliser, level, lam, check=False,
-                              spread=spread, units=units)
+                              spread=spread, units=units, each_flat=each_flat)
     n_dom = m.n.sum(axis=-1)
     usable = (n_dom >= MIN_PER_STRATUM + 1) | (n_dom >= big_n.sum(axis=-1))
     return e, usable

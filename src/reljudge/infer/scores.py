@@ -183,10 +183,13 @@ class _PairDesign:
         dom = replace(whole, n=items.astype(np.float64) @ onehot)
         dsize = np.bincount(self.pop_strata[popd], minlength=len(self.sizes)
                             ).astype(np.float64)
+        # a P@k difference's pairs are worth -1/k, 0 or 1/k: a post-stratum of a few sampled
+        # pairs is often all of one value, whose zero variance would decide the sign
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
                                         float(self.queries), self.level, spread=cell["spread"],
                                         units=ppi.Units(cell["a"], cell["b"],
-                                                        np.where(items, self.item_strata, -1)))
+                                                        np.where(items, self.item_strata, -1)),
+                                        each_flat=m.name == "P" and bool(other))
         # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
         worth = e.effective_n * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
         e = replace(e, effective_n=worth, n=np.full(np.shape(e.value),
