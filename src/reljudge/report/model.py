@@ -146,11 +146,12 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
         scored = [_float32(r) for r in runs] if s.float32_scores else runs
         model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
                                    require=False, rank=False)
-        rows = store.label_rows()  # read once: the conflicts and the merge
-        model.conflicts = conflicts_with_text(store, rows=rows)
+        standing = store.standing_ids()  # read once: the conflicts, counts and merge
+        model.conflicts = conflicts_with_text(store, standing=standing)
         model.judges, model.costs = judges_and_costs(store, s.price)
-        model.store = StoreTables(store.sources(), len(store.failures()),
-                                  [(q, n) for q, n, _ in coverage(store.merge(rows=rows))])
+        model.store = StoreTables(store.sources(standing), len(store.failures()),
+                                  [(q, n) for q, n, _ in
+                                   coverage(store.merge(standing=standing))])
     return model
 
 

@@ -13,7 +13,15 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
-from reljudge.store.merge import Merged, check_policy, merge_ids, merge_rows, source_qrels
+from reljudge.store.merge import (
+    Conflict,
+    Merged,
+    check_policy,
+    conflicts_between,
+    merge_ids,
+    merge_rows,
+    source_qrels,
+)
 from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
@@ -207,11 +215,20 @@ class EventLog(Texts):
     def cost_rows(self, kind: str) -> list[tuple[str, str | None, float | None, int | None,
                                                 int | None]]:
         """(source, meta as stored (JSON text), cost, tokens in, tokens out) of each event of
-        the sources of one kind, in the order added: what the costs need, nothing decoded."""
+        the sources of one kind that records a cost or tokens, in the order added: what the
+        costs need, nothing decoded."""
         return self.conn.execute(
             "SELECT s.name, e.meta, e.cost, e.tokens_in, e.tokens_out FROM events e "
-            "JOIN sources s ON s.id = e.source WHERE s.kind = ? ORDER BY e.id",
+            "JOIN sources s ON s.id = e.source WHERE s.kind = ? AND (e.cost != 0 OR "
+            "coalesce(e.tokens_in, 0) + coalesce(e.tokens_out, 0) != 0) ORDER BY e.id",
             (kind,)).fetchall()
+
+    def meta_counts(self, kind: str) -> list[tuple[str, str | None, int]]:
+        """(source, meta as stored, events) of the sources of one kind, in the order of each
+        (source, meta)'s first event."""
+        return self.conn.execute(
+            "SELECT s.name, e.meta, count(*) FROM events e JOIN sources s ON s.id = e.source "
+            "WHERE s.kind = ? GROUP BY s.name, e.meta ORDER BY min(e.id)", (kind,)).fetchall()
 
     def outcomes(self, source: str) -> Iterator[Outcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
@@ -395,12 +412,24 @@ class EventLog(Texts):
             rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
             return merge_rows(rows, policy, aggregate, fractional, stale)
         check_policy(policy)  # before reading every event
-        return merge_ids(
-            self.standing_ids() if standing is None else standing,
-            {i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")},
-            self.conn.execute("SELECT id, qid FROM queries").fetchall(),
-            self.conn.execute("SELECT id, docid FROM passages").fetchall(),
-            policy, aggregate, fractional, stale, by_id)
+        return merge_ids(self.standing_ids() if standing is None else standing,
+                         *self.id_names(), policy, aggregate, fractional, stale, by_id)
+
+    def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None
+                  ) -> list[Conflict]:
+        """``merge.conflicts`` of the standing labels, merged from the store's ids;
+        ``standing``: ``standing_ids()`` when the caller has read them already."""
+        ids = self.standing_ids() if standing is None else standing
+        names = self.id_names()
+        return conflicts_between(*(merge_ids(ids, *names, policy, aggregate)
+                                   for policy in ("human-only", "llm-only")))
+
+    def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
+        """What names the store's ids: {source id: (kind, name)}, (id, qid) of each query and
+        (id, docid) of each passage."""
+        return ({i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")},
+                self.conn.execute("SELECT id, qid FROM queries").fetchall(),
+                self.conn.execute("SELECT id, docid FROM passages").fetchall())
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""

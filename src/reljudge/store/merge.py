@@ -347,11 +347,16 @@ def conflicts(rows: Sequence[tuple], aggregate: str = "majority") -> list[Confli
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
     _check_aggregate(aggregate)
     votes = _votes(rows)  # once for both sides
-    human = {(lab.qid, lab.docid): lab for lab in
-             _merge(votes, "human-only", aggregate, False, frozenset()).labels}
-    llm = _merge(votes, "llm-only", aggregate, False, frozenset()).labels
+    return conflicts_between(_merge(votes, "human-only", aggregate, False, frozenset()),
+                             _merge(votes, "llm-only", aggregate, False, frozenset()))
+
+
+def conflicts_between(human: Merged, llm: Merged) -> list[Conflict]:
+    """The pairs of a ``human-only`` and an ``llm-only`` merge whose grades differ, largest
+    difference first."""
+    by_pair = {(lab.qid, lab.docid): lab for lab in human.labels}
     out = [Conflict(lab.qid, lab.docid, h.grade, lab.grade, h.sources, lab.sources)
-           for lab in llm if (h := human.get((lab.qid, lab.docid))) is not None
+           for lab in llm.labels if (h := by_pair.get((lab.qid, lab.docid))) is not None
            and h.grade != lab.grade]
     return sorted(out, key=lambda c: (-abs(c.diff), c.qid, c.docid))
 
