@@ -181,6 +181,21 @@ def test_estimate_names_its_judge_without_counting_every_sources_events(tmp_path
     assert "no source named 'nobody'" in capsys.readouterr().err
 
 
+def test_a_merge_reads_only_the_grades_its_policy_can_choose(tmp_path):
+    """`labels merge` read every judge's grades to keep the human ones (human-first): 150k
+    rows for 4,423 labels on the LLMJudge store. A pair with a standing human grade is
+    decided by its human grades alone; a pair whose human grade was undone, by the rest."""
+    with _store(tmp_path / "s.sqlite", 12) as store:
+        store.add_events([LabelEvent("q2", "d5", None, "human", "ann", failure=RETRACTED)])
+        every = store.standing_ids()
+        read = {policy: len(store.standing_ids(policy)) for policy in
+                ("human-first", "adjudicated-first", "human-only", "llm-only", "source=judge-3")}
+        assert read == {"human-first": 29 + 12, "adjudicated-first": 29 + 12, "human-only": 29,
+                        "llm-only": len(every) - 29, "source=judge-3": 31}
+        for policy in read:
+            assert store.merge(policy) == store.merge(policy, standing=every)
+
+
 def test_report_from_a_store_reads_the_standing_labels_once_by_their_ids(tmp_path,
                                                                          monkeypatch):
     """The conflicts and the store's merged labels were read as label rows (every label's
@@ -194,7 +209,8 @@ def test_report_from_a_store_reads_the_standing_labels_once_by_their_ids(tmp_pat
     run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
     reads = []
     real = EventLog.standing_ids
-    monkeypatch.setattr(EventLog, "standing_ids", lambda self: reads.append(1) or real(self))
+    monkeypatch.setattr(EventLog, "standing_ids",
+                        lambda self, *policy: reads.append(1) or real(self, *policy))
     monkeypatch.setattr(EventLog, "label_rows", lambda self: pytest.fail("reads label rows"))
     assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
                  str(tmp_path / "r.html")]) == 0

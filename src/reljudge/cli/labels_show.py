@@ -39,15 +39,14 @@ def do_stats(args) -> int:
     from reljudge.tables import json_dumps, render
 
     with open_store(args) as store:
-        standing = store.standing_ids()  # read once: the sources' grades and the merge
-        sources = store.sources(standing)
+        sources = store.sources()
         history = store.failures()
         current = store.current_failures()
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived,
-                             stale=stale, standing=standing)
+                             stale=stale)  # the grades its policy can choose, read alone
         team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None

@@ -60,10 +60,26 @@ _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, toke
 # An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
 # join this to ``events e`` and keep the rows where _STANDING holds. (Grouped with the pair
 # last, SQLite reads the table straight through instead of walking the pair index.)
-_UNDONE = ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
-           f"WHERE failure = '{RETRACTED}' GROUP BY sample, source, q, d) r "
-           "ON r.q = e.q AND r.d = e.d AND r.source = e.source AND r.sample = e.sample")
+def _undone(e: str = "e", r: str = "r") -> str:
+    """The join of events ``e`` to their source's latest undo ``r`` of the same pair."""
+    return ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
+            f"WHERE failure = '{RETRACTED}' GROUP BY sample, source, q, d) {r} ON {r}.q = {e}.q "
+            f"AND {r}.d = {e}.d AND {r}.source = {e}.source AND {r}.sample = {e}.sample")
+
+
+_UNDONE = _undone()
 _STANDING = "(r.rid IS NULL OR r.rid < e.id)"
+_HUMAN = "(SELECT id FROM sources WHERE kind = 'human')"
+# The standing grades a policy can choose (``EventLog.standing_ids``): the human-first
+# policies choose among a pair's human grades when it has one (adjudicated grades are human).
+_DECIDING = {
+    "human-only": f"e.source IN {_HUMAN}",
+    "llm-only": "e.source IN (SELECT id FROM sources WHERE kind = 'llm')",
+    "human-first": f"(e.source IN {_HUMAN} OR (e.q, e.d) NOT IN (SELECT h.q, h.d FROM events h "
+                   f"{_undone('h', 'hr')} WHERE h.source IN {_HUMAN} AND h.grade IS NOT NULL "
+                   "AND (hr.rid IS NULL OR hr.rid < h.id)))",
+}
+_DECIDING["adjudicated-first"] = _DECIDING["human-first"]
 # A source's counts (``EventLog.sources``; its one argument: RETRACTED).
 _SOURCE_COUNTS = ("count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
                   "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
@@ -290,13 +306,20 @@ class EventLog(Texts):
         return [SourceName(kind, name) for kind, name in
                 self.conn.execute("SELECT kind, name FROM sources ORDER BY id")]
 
-    def standing_ids(self) -> np.ndarray:
+    def standing_ids(self, policy: str | None = None) -> np.ndarray:
         """Every successful label not retracted since, by the store's ids: rows (source id,
         query id, passage id, sample, event id, grade), in no order (``merge`` and
-        ``sources`` can share one read)."""
-        return np.asarray(self.conn.execute(
-            f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
-            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall(), np.int64).reshape(-1, 6)
+        ``sources`` can share one read); with ``policy``, only those the merge policy can
+        choose (``merge`` under it gives the same labels from them)."""
+        sql = (f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
+               f"WHERE e.grade IS NOT NULL AND {_STANDING}")
+        args: tuple = ()
+        if policy is not None and policy.startswith("source="):
+            sql += " AND e.source IN (SELECT id FROM sources WHERE name = ?)"
+            args = (policy[len("source="):],)
+        elif policy is not None:
+            sql += f" AND {_DECIDING[policy]}"
+        return np.asarray(self.conn.execute(sql, args).fetchall(), np.int64).reshape(-1, 6)
 
     def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
@@ -412,7 +435,7 @@ class EventLog(Texts):
             rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
             return merge_rows(rows, policy, aggregate, fractional, stale)
         check_policy(policy)  # before reading every event
-        return merge_ids(self.standing_ids() if standing is None else standing,
+        return merge_ids(self.standing_ids(policy) if standing is None else standing,
                          *self.id_names(), policy, aggregate, fractional, stale, by_id)
 
     def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None
