@@ -381,14 +381,11 @@ class EventLog(Texts):
                       ) -> dict[tuple[str, str], int]:
         """{(qid, docid): grade} of one source's latest successful label per pair that the
         source has not taken back since (an undo in ``assess``)."""
+        of = "SELECT id FROM sources WHERE name = ?" + (" AND kind = ?" if kind else "")
         sql = ("SELECT q.qid, p.docid, e.grade FROM events e JOIN queries q ON q.id = e.q "
-               f"JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source {_UNDONE} "
-               f"WHERE e.grade IS NOT NULL AND {_STANDING} AND s.name = ?")
-        args: list = [name]
-        if kind is not None:
-            sql += " AND s.kind = ?"
-            args.append(kind)
-        out = {(q, d): g for q, d, g in self.conn.execute(sql + " ORDER BY e.id", args)}
+               f"JOIN passages p ON p.id = e.d {_UNDONE} WHERE e.grade IS NOT NULL AND "
+               f"{_STANDING} AND e.source IN ({of}) ORDER BY e.id")  # its events alone
+        out = {(q, d): g for q, d, g in self.conn.execute(sql, [name, kind] if kind else [name])}
         if not out and not self.conn.execute("SELECT 1 FROM sources WHERE name = ?",
                                              (name,)).fetchone():
             known = ", ".join(s.name for s in self.sources()) or "none"
