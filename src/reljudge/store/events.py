@@ -18,8 +18,10 @@ from reljudge.store.merge import (
     Merged,
     check_policy,
     conflicts_between,
+    latest_votes,
     merge_ids,
     merge_rows,
+    merge_votes,
     source_qrels,
 )
 from reljudge.store.texts import Texts
@@ -439,9 +441,10 @@ class EventLog(Texts):
                   ) -> list[Conflict]:
         """``merge.conflicts`` of the standing labels, merged from the store's ids;
         ``standing``: ``standing_ids()`` when the caller has read them already."""
-        ids = self.standing_ids() if standing is None else standing
-        names = self.id_names()
-        return conflicts_between(*(merge_ids(ids, *names, policy, aggregate)
+        sources, queries, passages = self.id_names()
+        votes = latest_votes(self.standing_ids() if standing is None else standing, queries,
+                             passages)  # sorted once for both sides
+        return conflicts_between(*(merge_votes(votes, sources, policy, aggregate)
                                    for policy in ("human-only", "llm-only")))
 
     def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
