@@ -6,8 +6,9 @@
 The workload is the LLMJudge data (TREC DL 2023 passages, 25 test queries): NIST's labels and
 the 33 judges' labels of the same 4,423 pairs, imported into a store (34 sources, 150k
 events); the runs are examples/llmjudge-dl23's eight without the documents NIST did not
-judge (`judged_runs`). Each command runs as a whole process
-(``python -m reljudge``): its CPU seconds (user + system), median of ``--repeat``. Beside each, its twin from files: the same
+judge (`judged_runs`). Each command runs as a whole process (``python -m reljudge``): its
+CPU seconds (user + system; on PostgreSQL the server's share too), median of ``--repeat``.
+Beside each, its twin from files: the same
 command given the label files where it takes them (audit, calibrate, report), else a process
 reading the same labels exported to qrels files (``labels export`` of each source) with
 reljudge's reader: the floor a file-based equivalent could not go under.
@@ -15,11 +16,13 @@ reljudge's reader: the floor a file-based equivalent could not go under.
 
 from __future__ import annotations
 
+import os
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,18 +32,33 @@ READ_EXPORTED = ("import sys; from reljudge.io.label_files import read_judges; "
                  "read_judges(sys.argv[1:])")
 
 
-def _seconds(args: list[str], repeat: int, env: dict | None = None) -> float:
+def _seconds(args: list[str], repeat: int, env: dict | None = None, server=None) -> float:
     """Median CPU seconds (user + system) of ``python ARGS`` as a whole process: on a machine
-    others share, the wall clock measures them too."""
+    others share, the wall clock measures them too. ``server()``: the CPU seconds a local
+    database server has spent so far, its share added (PostgreSQL works in its own
+    processes)."""
     times = []
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        served = server() if server else 0.0
         done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if server:
+            time.sleep(0.1)  # the server reaps the command's backend process
+            served = server() - served
+        times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                     + served)
         if done.returncode:
             sys.exit(f"bench/store_commands.py: {' '.join(args)} failed:\n{done.stderr}")
     return statistics.median(times)
+
+
+def postmaster_seconds(data: Path) -> float:
+    """CPU seconds of the PostgreSQL server whose data directory is ``data``, with those of
+    the backend processes it has reaped (one a connection)."""
+    pid = (data / "postmaster.pid").read_text().split()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def build(location: str, data: Path, exported: Path) -> list[Path]:
@@ -108,19 +126,23 @@ def cases(location: str, data: Path, tmp: Path) -> list[tuple[str, list[str], li
     ]
 
 
-def timed(args: list[str], repeat: int, drawn: Iterator[int], env: dict | None = None) -> float:
+def timed(args: list[str], repeat: int, drawn: Iterator[int], env: dict | None = None,
+          server=None) -> float:
     """``_seconds`` of one command; a sample's draws each named afresh from ``drawn``."""
     if "s{n}" not in args:
-        return _seconds(args, repeat, env)
+        return _seconds(args, repeat, env, server)
     return statistics.median(
-        _seconds([a.replace("s{n}", f"s{next(drawn)}") for a in args], 1, env)
+        _seconds([a.replace("s{n}", f"s{next(drawn)}") for a in args], 1, env, server)
         for _ in range(repeat))
 
 
-def commands(location: str, data: Path, tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
-    """(command, CPU seconds from the store, CPU seconds of its twin from files) of each."""
+def commands(location: str, data: Path, tmp: Path, repeat: int, server=None
+             ) -> list[tuple[str, float, float]]:
+    """(command, CPU seconds from the store, CPU seconds of its twin from files) of each;
+    ``server``: as ``_seconds`` takes it."""
     drawn = iter(range(1, 1000))
-    return [(name, timed(from_store, repeat, drawn), timed(from_files, repeat, drawn))
+    return [(name, timed(from_store, repeat, drawn, server=server),
+             timed(from_files, repeat, drawn))
             for name, from_store, from_files in cases(location, data, tmp)]
 
 
@@ -133,8 +155,9 @@ def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
     return "\n".join(lines)
 
 
-def run(backends: list[str], data: Path, repeat: int, pg_url) -> None:
-    """Each backend's rows, then the table."""
+def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -> None:
+    """Each backend's rows, then the table; ``pg_seconds``: the PostgreSQL server's CPU
+    seconds so far (None: a server of the user's, not counted)."""
     import tempfile
 
     if not (data / "human" / "test.qrels").exists():
@@ -145,7 +168,8 @@ def run(backends: list[str], data: Path, repeat: int, pg_url) -> None:
             folder = Path(tmp) / backend
             folder.mkdir()
             location = str(folder / "labels.sqlite") if backend == "sqlite" else pg_url()
-            results[backend] = commands(location, data, folder, repeat)
+            results[backend] = commands(location, data, folder, repeat,
+                                        None if backend == "sqlite" else pg_seconds)
             print(f"{backend}: done", file=sys.stderr)
             shutil.rmtree(folder)
     print(table(results))
