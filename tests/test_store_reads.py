@@ -217,6 +217,32 @@ def test_report_from_a_store_reads_the_standing_labels_once_by_their_ids(tmp_pat
     assert len(reads) == 1
 
 
+def test_a_report_reads_the_texts_and_answers_of_the_conflicts_it_shows_alone(tmp_path,
+                                                                             monkeypatch):
+    """`report --store` shows the 50 largest conflicts, and counts the rest: it read the
+    texts and every judge's answer of all of them (2,106 pairs x 33 judges on the LLMJudge
+    store)."""
+    from reljudge.report.model import ReportSettings, compute
+    from reljudge.store import views
+    from reljudge.types import Qrels, Run
+
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    qids, docids = [f"q{i % 3}" for i in range(30)], [f"d{i}" for i in range(30)]
+    qrels = Qrels.from_arrays(qids, docids, [i % 4 for i in range(30)])
+    run = Run.from_arrays(qids, docids, [30.0 - i for i in range(30)], name="a")
+    asked = []
+    real = views._llm_answers
+    monkeypatch.setattr(views, "_llm_answers",
+                        lambda store, ids, wanted: asked.append(len(wanted)) or real(store, ids,
+                                                                                     wanted))
+    with LabelStore(path, create=False, readonly=True) as store:
+        every = views.conflicts_with_text(store)
+        model = compute(qrels, [run], ReportSettings(conflicts=3, audit_bootstrap=0), store=store)
+    assert len(every) > 3 and model.conflict_count == len(every)
+    assert model.conflicts == every[:3] and asked == [len(every), 3]
+
+
 def test_the_reports_costs_read_only_the_events_that_carry_a_cost_or_tokens(tmp_path):
     """Imported labels record no cost: the costs read every LLM event one by one anyway."""
     from reljudge.report import facts

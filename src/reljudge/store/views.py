@@ -13,6 +13,7 @@ from reljudge.labels import LabelEvent
 
 if TYPE_CHECKING:  # the store's parts call these views with themselves
     from reljudge.store.events import EventLog
+    from reljudge.store.merge import Conflict
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,14 @@ def conflicts_with_text(store: EventLog, aggregate: str = "majority", min_diff: 
     ``store.standing_ids()`` when the caller has read them already."""
     ids = store.standing_ids() if standing is None else standing
     found = [c for c in store.conflicts(aggregate, standing=ids) if abs(c.diff) >= min_diff]
-    if limit:
-        found = found[:limit]
-    answers = _llm_answers(store, ids, {(c.qid, c.docid) for c in found})
+    return with_text(store, found[:limit] if limit else found, ids)
+
+
+def with_text(store: EventLog, found: list[Conflict], standing: np.ndarray
+              ) -> list[ConflictText]:
+    """Conflicts (``store.conflicts``) with their query and passage texts and the judge's
+    raw answers; ``standing``: the ``store.standing_ids()`` they were merged from."""
+    answers = _llm_answers(store, standing, {(c.qid, c.docid) for c in found})
     queries = store.query_texts({c.qid for c in found})
     passages = store.passage_texts({c.docid for c in found})
     return [ConflictText(c.qid, c.docid, queries.get(c.qid, (None,))[0],
