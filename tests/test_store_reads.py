@@ -162,6 +162,15 @@ def test_estimate_from_a_store_loads_no_scipy_stats(tmp_path):
     assert "reljudge.infer.scores" in modules and "scipy.stats" not in modules
 
 
+def test_labels_stats_loads_no_event_loop(tmp_path):
+    """Reading the claims (whose owner is gone) imported asyncio: 25 ms of `labels stats`."""
+    from tests.test_startup import loaded
+
+    path = tmp_path / "s.sqlite"
+    _store(path, 1).close()
+    assert "asyncio" not in loaded("labels", "stats", "--store", str(path))
+
+
 def test_estimate_names_its_judge_without_counting_every_sources_events(tmp_path, capsys,
                                                                       monkeypatch):
     """Naming the judge took the sources' counts (a pass over every event): a second."""
