@@ -121,8 +121,11 @@ def commands(args: argparse.Namespace, backends: list[str]) -> None:
             url = server.url
         return fresh_pg_database(url)
 
+    def pg_seconds() -> float:  # the server's share of a command's CPU seconds
+        return 0.0 if server is None else store_commands.postmaster_seconds(server.data)
+
     try:
-        store_commands.run(backends, args.llmjudge, args.repeat, pg_url)
+        store_commands.run(backends, args.llmjudge, args.repeat, pg_url, pg_seconds)
     finally:
         if server is not None:
             server.stop()

@@ -6,8 +6,9 @@
 The workload is the LLMJudge data (TREC DL 2023 passages, 25 test queries): NIST's labels and
 the 33 judges' labels of the same 4,423 pairs, imported into a store (34 sources, 150k
 events); the runs are examples/llmjudge-dl23's eight without the documents NIST did not
-judge (`judged_runs`). Each command runs as a whole process
-(``python -m reljudge``), median of ``--repeat``. Beside each, its twin from files: the same
+judge (`judged_runs`). Each command runs as a whole process (``python -m reljudge``): its
+CPU seconds (user + system; on PostgreSQL the server's share too), median of ``--repeat``.
+Beside each, its twin from files: the same
 command given the label files where it takes them (audit, calibrate, report), else a process
 reading the same labels exported to qrels files (``labels export`` of each source) with
 reljudge's reader: the floor a file-based equivalent could not go under.
@@ -15,11 +16,14 @@ reljudge's reader: the floor a file-based equivalent could not go under.
 
 from __future__ import annotations
 
+import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,18 +32,33 @@ READ_EXPORTED = ("import sys; from reljudge.io.label_files import read_judges; "
                  "read_judges(sys.argv[1:])")
 
 
-def _seconds(args: list[str], repeat: int, before=None) -> float:
-    """Median wall time of ``python ARGS`` (``before()`` run untimed ahead of each)."""
+def _seconds(args: list[str], repeat: int, env: dict | None = None, server=None) -> float:
+    """Median CPU seconds (user + system) of ``python ARGS`` as a whole process: on a machine
+    others share, the wall clock measures them too. ``server()``: the CPU seconds a local
+    database server has spent so far, its share added (PostgreSQL works in its own
+    processes)."""
     times = []
     for _ in range(repeat):
-        if before is not None:
-            before()
-        t = time.perf_counter()
-        done = subprocess.run([sys.executable, *args], capture_output=True, text=True)
-        times.append(time.perf_counter() - t)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        served = server() if server else 0.0
+        done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if server:
+            time.sleep(0.1)  # the server reaps the command's backend process
+            served = server() - served
+        times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                     + served)
         if done.returncode:
             sys.exit(f"bench/store_commands.py: {' '.join(args)} failed:\n{done.stderr}")
     return statistics.median(times)
+
+
+def postmaster_seconds(data: Path) -> float:
+    """CPU seconds of the PostgreSQL server whose data directory is ``data``, with those of
+    the backend processes it has reaped (one a connection)."""
+    pid = (data / "postmaster.pid").read_text().split()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def build(location: str, data: Path, exported: Path) -> list[Path]:
@@ -75,8 +94,10 @@ def judged_runs(human: Path, folder: Path) -> list[str]:
     return out
 
 
-def commands(location: str, data: Path, tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
-    """(command, seconds from the store, seconds of its twin from files) for each command."""
+def cases(location: str, data: Path, tmp: Path) -> list[tuple[str, list[str], list[str]]]:
+    """Build the store at ``location``; (command, its arguments from the store, its twin's
+    from files) of each command. ``sample``'s ``--name`` is ``{n}``: each draw needs a name of
+    its own (``sample_args``)."""
     exported = build(location, data, tmp / "exported")
     human, judges = data / "human" / "test.qrels", data / "llm" / "labels"
     runs = judged_runs(human, tmp / "runs")
@@ -85,15 +106,14 @@ def commands(location: str, data: Path, tmp: Path, repeat: int) -> list[tuple[st
     read_judge = ["-c", READ_EXPORTED, str(tmp / "exported" / f"{JUDGE}.qrels")]
     subprocess.run([sys.executable, *cli, "sample", *store, "--judge", JUDGE, "--name", "s0",
                     "--budget", "300", "--seed", "1"], check=True, capture_output=True)
-    drawn = iter(range(1, 1000))
-    out = []
-    cases = [
+    return [
         ("audit (33 judges)", [*cli, "audit", *store, "--human-source", "nist"],
          [*cli, "audit", "--reference", str(human), "--judges-dir", str(judges), "--clip"]),
         ("labels stats", [*cli, "labels", "stats", *store], read_all),
         ("labels merge", [*cli, "labels", "merge", *store, "--out", str(tmp / "m.qrels")],
          read_all),
-        ("sample", None, read_judge),
+        ("sample", [*cli, "sample", *store, "--judge", JUDGE, "--name", "s{n}", "--budget",
+                    "300", "--seed", "1"], read_judge),
         ("estimate", [*cli, "estimate", *store, "--sample", "s0", "-m", "DCG@10", *runs],
          read_judge),
         ("report", [*cli, "report", str(human), *runs, *store, "--out", str(tmp / "r.html")],
@@ -104,15 +124,26 @@ def commands(location: str, data: Path, tmp: Path, repeat: int) -> list[tuple[st
          [*cli, "calibrate", "--reference", str(human), "--judge", str(judges / f"{JUDGE}.txt"),
           "--out", str(tmp / "c.tsv")]),
     ]
-    for name, from_store, from_files in cases:
-        if from_store is None:  # each sample needs a name of its own
-            seconds = statistics.median(
-                _seconds([*cli, "sample", *store, "--judge", JUDGE, "--name", f"s{next(drawn)}",
-                          "--budget", "300", "--seed", "1"], 1) for _ in range(repeat))
-        else:
-            seconds = _seconds(from_store, repeat)
-        out.append((name, seconds, _seconds(from_files, repeat)))
-    return out
+
+
+def timed(args: list[str], repeat: int, drawn: Iterator[int], env: dict | None = None,
+          server=None) -> float:
+    """``_seconds`` of one command; a sample's draws each named afresh from ``drawn``."""
+    if "s{n}" not in args:
+        return _seconds(args, repeat, env, server)
+    return statistics.median(
+        _seconds([a.replace("s{n}", f"s{next(drawn)}") for a in args], 1, env, server)
+        for _ in range(repeat))
+
+
+def commands(location: str, data: Path, tmp: Path, repeat: int, server=None
+             ) -> list[tuple[str, float, float]]:
+    """(command, CPU seconds from the store, CPU seconds of its twin from files) of each;
+    ``server``: as ``_seconds`` takes it."""
+    drawn = iter(range(1, 1000))
+    return [(name, timed(from_store, repeat, drawn, server=server),
+             timed(from_files, repeat, drawn))
+            for name, from_store, from_files in cases(location, data, tmp)]
 
 
 def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
@@ -124,8 +155,9 @@ def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
     return "\n".join(lines)
 
 
-def run(backends: list[str], data: Path, repeat: int, pg_url) -> None:
-    """Each backend's rows, then the table."""
+def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -> None:
+    """Each backend's rows, then the table; ``pg_seconds``: the PostgreSQL server's CPU
+    seconds so far (None: a server of the user's, not counted)."""
     import tempfile
 
     if not (data / "human" / "test.qrels").exists():
@@ -136,7 +168,8 @@ def run(backends: list[str], data: Path, repeat: int, pg_url) -> None:
             folder = Path(tmp) / backend
             folder.mkdir()
             location = str(folder / "labels.sqlite") if backend == "sqlite" else pg_url()
-            results[backend] = commands(location, data, folder, repeat)
+            results[backend] = commands(location, data, folder, repeat,
+                                        None if backend == "sqlite" else pg_seconds)
             print(f"{backend}: done", file=sys.stderr)
             shutil.rmtree(folder)
     print(table(results))

@@ -29,7 +29,11 @@ def read_back(store: LabelStore) -> dict:
            "sources": [s.__dict__ for s in store.sources()],
            "failures": store.failures(), "current_failures": store.current_failures(),
            "standing": [s[1:-1] for s in store.standing("human")],  # not created_at
-           "rows": sorted(store.label_rows()), "stale": store.stale_labels()}
+           "rows": sorted(store.label_rows()), "stale": store.stale_labels(),
+           "conflicts": store.conflicts(), "metas": store.meta_counts("llm"),
+           "costs": store.cost_rows("llm"),
+           "by source": [(store.source_grades(s.name), store.source_grades(s.name, s.kind),
+                          store.distributions(s.name)) for s in store.source_list()]}
     for policy in ("human-first", "adjudicated-first", "human-only", "llm-only",
                    "source=alice"):
         for aggregate in AGGREGATES:

@@ -162,6 +162,15 @@ def test_estimate_from_a_store_loads_no_scipy_stats(tmp_path):
     assert "reljudge.infer.scores" in modules and "scipy.stats" not in modules
 
 
+def test_labels_stats_loads_no_event_loop(tmp_path):
+    """Reading the claims (whose owner is gone) imported asyncio: 25 ms of `labels stats`."""
+    from tests.test_startup import loaded
+
+    path = tmp_path / "s.sqlite"
+    _store(path, 1).close()
+    assert "asyncio" not in loaded("labels", "stats", "--store", str(path))
+
+
 def test_estimate_names_its_judge_without_counting_every_sources_events(tmp_path, capsys,
                                                                       monkeypatch):
     """Naming the judge took the sources' counts (a pass over every event): a second."""
@@ -181,19 +190,84 @@ def test_estimate_names_its_judge_without_counting_every_sources_events(tmp_path
     assert "no source named 'nobody'" in capsys.readouterr().err
 
 
-def test_report_from_a_store_reads_the_label_rows_once(tmp_path, monkeypatch):
-    """The conflicts and the store's merged labels were each read from every event."""
+def test_a_merge_reads_only_the_grades_its_policy_can_choose(tmp_path):
+    """`labels merge` read every judge's grades to keep the human ones (human-first): 150k
+    rows for 4,423 labels on the LLMJudge store. A pair with a standing human grade is
+    decided by its human grades alone; a pair whose human grade was undone, by the rest."""
+    with _store(tmp_path / "s.sqlite", 12) as store:
+        store.add_events([LabelEvent("q2", "d5", None, "human", "ann", failure=RETRACTED)])
+        every = store.standing_ids()
+        read = {policy: len(store.standing_ids(policy)) for policy in
+                ("human-first", "adjudicated-first", "human-only", "llm-only", "source=judge-3")}
+        assert read == {"human-first": 29 + 12, "adjudicated-first": 29 + 12, "human-only": 29,
+                        "llm-only": len(every) - 29, "source=judge-3": 31}
+        for policy in read:
+            assert store.merge(policy) == store.merge(policy, standing=every)
+
+
+def test_report_from_a_store_reads_the_standing_labels_once_by_their_ids(tmp_path,
+                                                                         monkeypatch):
+    """The conflicts and the store's merged labels were read as label rows (every label's
+    query, passage and source names joined in) and merged row by row: 2.5 s of `report
+    --store`'s 4 on the LLMJudge store. Now one read of the store's ids serves the conflicts,
+    the sources' counts and the merge, each merged column by column."""
     path = tmp_path / "s.sqlite"
     _store(path, 2).close()
     qrels, run = tmp_path / "h.qrels", tmp_path / "a.run"
     qrels.write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
     run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
     reads = []
-    real = EventLog.label_rows
-    monkeypatch.setattr(EventLog, "label_rows", lambda self: reads.append(1) or real(self))
+    real = EventLog.standing_ids
+    monkeypatch.setattr(EventLog, "standing_ids",
+                        lambda self, *policy: reads.append(1) or real(self, *policy))
+    monkeypatch.setattr(EventLog, "label_rows", lambda self: pytest.fail("reads label rows"))
     assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
                  str(tmp_path / "r.html")]) == 0
     assert len(reads) == 1
+
+
+def test_a_report_reads_the_texts_and_answers_of_the_conflicts_it_shows_alone(tmp_path,
+                                                                             monkeypatch):
+    """`report --store` shows the 50 largest conflicts, and counts the rest: it read the
+    texts and every judge's answer of all of them (2,106 pairs x 33 judges on the LLMJudge
+    store)."""
+    from reljudge.report.model import ReportSettings, compute
+    from reljudge.store import views
+    from reljudge.types import Qrels, Run
+
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    qids, docids = [f"q{i % 3}" for i in range(30)], [f"d{i}" for i in range(30)]
+    qrels = Qrels.from_arrays(qids, docids, [i % 4 for i in range(30)])
+    run = Run.from_arrays(qids, docids, [30.0 - i for i in range(30)], name="a")
+    asked = []
+    real = views._llm_answers
+    monkeypatch.setattr(views, "_llm_answers",
+                        lambda store, ids, wanted: asked.append(len(wanted)) or real(store, ids,
+                                                                                     wanted))
+    with LabelStore(path, create=False, readonly=True) as store:
+        every = views.conflicts_with_text(store)
+        model = compute(qrels, [run], ReportSettings(conflicts=3, audit_bootstrap=0), store=store)
+    assert len(every) > 3 and model.conflict_count == len(every)
+    assert model.conflicts == every[:3] and asked == [len(every), 3]
+
+
+def test_the_reports_costs_read_only_the_events_that_carry_a_cost_or_tokens(tmp_path):
+    """Imported labels record no cost: the costs read every LLM event one by one anyway."""
+    from reljudge.report import facts
+
+    store = LabelStore(tmp_path / "s.sqlite")
+    store.add_grades([(f"q{i % 3}", f"d{i}", i % 4) for i in range(500)], "llm", "imported")
+    store.add_events([LabelEvent("q0", f"d{i}", 1, "llm", "paid", tokens_in=100, tokens_out=1,
+                                 cost=0.001 * (i % 2), meta={"model": "gpt-4o"})
+                      for i in range(6)])
+    assert len(store.cost_rows("llm")) == 6
+    judges, costs = facts.judges_and_costs(store)
+    assert [(j.source, j.model, j.events) for j in judges] == [("imported", None, 500),
+                                                               ("paid", "gpt-4o", 6)]
+    assert [(c.source, c.spent_tokens, c.cached_tokens) for c in costs] == [
+        ("imported", 0, 0), ("paid", 303, 303)]
+    store.close()
 
 
 def test_sample_and_audit_name_sources_without_counting_them(tmp_path, capsys, monkeypatch):
@@ -233,3 +307,67 @@ def test_the_column_merge_equals_the_row_merge(tmp_path_factory, batches, derive
             if rule == "recorded":
                 assert by_rows == merge_rows(rows, policy, aggregate, fractional,
                                              store.stale_labels())
+
+
+def _facts_event_by_event(store: LabelStore) -> tuple[list, list]:
+    """``report.facts.judges_and_costs`` as it was: every LLM event read and weighed alone."""
+    from reljudge.judge.cost import price_for
+    from reljudge.report.facts import Cost, JudgeFacts, _host
+
+    facts: dict[tuple, int] = {}
+    costs: dict[str, list] = {}
+    for e in store.events(kind="llm"):
+        meta = e.meta or {}
+        key = (e.source_name, meta.get("model"), _host(meta.get("endpoint")),
+               meta.get("prompt"), meta.get("prompt_version"), meta.get("prompt_hash"))
+        facts[key] = facts.get(key, 0) + 1
+        c = costs.setdefault(e.source_name, [0.0, 0, 0.0, 0, 0])
+        tokens = (e.tokens_in or 0) + (e.tokens_out or 0)
+        if e.cost:
+            c[0] += e.cost
+            c[1] += tokens
+        elif tokens:
+            p = price_for(meta.get("model") or "")
+            value = p.cost(e.tokens_in or 0, e.tokens_out or 0) if p.known else 0.0
+            c[2:] = [c[2] + value, c[3] + tokens, c[4]] if value > 0 else [c[2], c[3],
+                                                                           c[4] + tokens]
+    return [JudgeFacts(*k, n) for k, n in facts.items()], [Cost(s, *v) for s, v in costs.items()]
+
+
+def _answers_row_by_row(rows: list[tuple], pairs: set[tuple[str, str]]) -> dict:
+    """The LLM answers of ``conflicts_with_text`` as they were read: from the label rows."""
+    latest: dict[tuple, tuple[int, int]] = {}
+    for qid, docid, kind, source, sample, grade, eid in rows:
+        key = (qid, docid, source, sample)
+        if kind == "llm" and (qid, docid) in pairs and (key not in latest
+                                                        or eid > latest[key][0]):
+            latest[key] = (eid, grade)
+    answers: dict[tuple[str, str], list[tuple]] = {}
+    for (qid, docid, source, sample), (_, grade) in sorted(latest.items()):
+        answers.setdefault((qid, docid), []).append((source, sample, grade))
+    return answers
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5))
+def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, batches):
+    """Two paths, one answer: the conflicts merged from the store's ids (``store.conflicts``,
+    ``conflicts_with_text``) are ``merge.conflicts`` of the label rows in event order, with the
+    same LLM answers, under every aggregation; the report's judges and costs read grouped are
+    those of every event weighed alone."""
+    from reljudge.report.facts import judges_and_costs
+    from reljudge.store import conflicts
+    from reljudge.store.views import conflicts_with_text
+
+    with LabelStore(tmp_path_factory.mktemp("c") / "s.sqlite") as store:
+        for batch in batches:
+            store.add_events(batch)
+        rows = sorted(store.label_rows(), key=lambda r: r[6])
+        for aggregate in AGGREGATES:
+            assert store.conflicts(aggregate) == conflicts(rows, aggregate), aggregate
+        found = conflicts_with_text(store, min_diff=0.5)
+        want = _answers_row_by_row(rows, {(c.qid, c.docid) for c in found})
+        assert {(c.qid, c.docid): [(a["source"], a["sample"], a["grade"]) for a in c.answers]
+                for c in found if c.answers} == want
+        assert judges_and_costs(store) == _facts_event_by_event(store)

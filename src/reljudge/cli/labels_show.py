@@ -39,15 +39,14 @@ def do_stats(args) -> int:
     from reljudge.tables import json_dumps, render
 
     with open_store(args) as store:
-        standing = store.standing_ids()  # read once: the sources' grades and the merge
-        sources = store.sources(standing)
+        sources = store.sources()
         history = store.failures()
         current = store.current_failures()
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived,
-                             stale=stale, standing=standing)
+                             stale=stale)  # the grades its policy can choose, read alone
         team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None
@@ -103,14 +102,12 @@ def do_stats(args) -> int:
 
 def do_conflicts(args) -> int:
     """Human vs LLM disagreements."""
-    from reljudge.store import conflicts
     from reljudge.tables import render
 
     if args.with_text:
         return _conflicts_with_text(args)
     with open_store(args) as store:
-        found = [c for c in conflicts(store.label_rows(), args.aggregate)
-                 if abs(c.diff) >= args.min_diff]
+        found = [c for c in store.conflicts(args.aggregate) if abs(c.diff) >= args.min_diff]
     total = len(found)
     if args.limit:
         found = found[: args.limit]
@@ -146,14 +143,15 @@ def _cut(text: str | None, width: int) -> str | None:
 
 def _conflicts_with_text(args) -> int:
     """Conflicts with both texts, both labels' sources and the judge's answers."""
-    from reljudge.store import conflicts
     from reljudge.store.views import CONFLICT_COLUMNS, conflict_row, conflicts_with_text
     from reljudge.tables import json_dumps, render
 
     with open_store(args) as store:
-        total = sum(1 for c in conflicts(store.label_rows(), args.aggregate)
+        standing = store.standing_ids()  # read once: the count and the conflicts shown
+        total = sum(1 for c in store.conflicts(args.aggregate, standing=standing)
                     if abs(c.diff) >= args.min_diff)
-        found = conflicts_with_text(store, args.aggregate, args.min_diff, args.limit)
+        found = conflicts_with_text(store, args.aggregate, args.min_diff, args.limit,
+                                    standing=standing)
     if args.format == "json":
         print(json_dumps([{"qid": c.qid, "docid": c.docid, "query": c.query,
                            "passage": c.passage, "human": c.human,

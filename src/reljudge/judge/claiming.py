@@ -9,7 +9,6 @@ settled meanwhile. While it yields ``WAIT`` the workers sleep a little and ask a
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import socket
@@ -110,6 +109,8 @@ class ClaimedItems:
 
     async def keep(self) -> None:
         """Renew this run's leases every third of a lease, until cancelled."""
+        import asyncio  # here: `labels stats` reads claims (owner_gone) without an event loop
+
         while True:
             await asyncio.sleep(self.lease / 3)
             self.renew()

@@ -66,15 +66,21 @@ def judges_and_costs(store: LabelStore, price: Price | None = None
     costs: dict[str, list] = {}
     prices: dict[str | None, Price] = {}
     metas: dict[str | None, dict] = {}  # a run's events share one meta: decode it once
-    for name, text, cost, tokens_in, tokens_out in store.cost_rows("llm"):
-        meta = metas.get(text)
-        if meta is None:
-            meta = metas[text] = (json.loads(text) if text is not None else None) or {}
-        model = meta.get("model")
-        key = (name, model, _host(meta.get("endpoint")), meta.get("prompt"),
+
+    def decoded(text: str | None) -> dict:
+        if text not in metas:
+            metas[text] = (json.loads(text) if text is not None else None) or {}
+        return metas[text]
+
+    for name, text, events in store.meta_counts("llm"):
+        meta = decoded(text)
+        key = (name, meta.get("model"), _host(meta.get("endpoint")), meta.get("prompt"),
                meta.get("prompt_version"), meta.get("prompt_hash"))
-        facts[key] = facts.get(key, 0) + 1
-        c = costs.setdefault(name, [0.0, 0, 0.0, 0, 0])
+        facts[key] = facts.get(key, 0) + events
+        costs.setdefault(name, [0.0, 0, 0.0, 0, 0])
+    for name, text, cost, tokens_in, tokens_out in store.cost_rows("llm"):  # in event order
+        model = decoded(text).get("model")
+        c = costs[name]
         tin, tout = tokens_in or 0, tokens_out or 0
         if cost:
             c[0] += cost

@@ -102,7 +102,7 @@ def render(model: ReportModel) -> str:
         parts.append(_audit_section(model.audit, s.digits))
     if model.store is not None:
         parts.append(_estimate_section(model.estimates, s.digits))
-        parts.append(_conflicts_section(model.conflicts, s.conflicts))
+        parts.append(_conflicts_section(model.conflicts, model.conflict_count))
     parts.append(_configuration_section(model))
     body = "\n".join(parts)
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -260,13 +260,13 @@ def _grade(g: float) -> str:
     return str(int(g)) if float(g).is_integer() else f"{g:.2f}"
 
 
-def _conflicts_section(found, limit: int) -> str:
-    if not found:
+def _conflicts_section(shown, count: int) -> str:
+    """The conflicts ``shown`` (the largest) of ``count``."""
+    if not shown:
         return ""
-    shown = found[:limit] if limit else found
     out = ['<section id="conflicts"><h2>Conflicts between people and the judge</h2>',
-           f"<details><summary>{len(found)} pair(s) whose human and LLM grades differ by 1 or "
-           f"more{f', the {len(shown)} largest shown' if len(shown) < len(found) else ''}"
+           f"<details><summary>{count} pair(s) whose human and LLM grades differ by 1 or "
+           f"more{f', the {len(shown)} largest shown' if len(shown) < count else ''}"
            "</summary>"]
     for c in shown:
         out.append(

@@ -107,7 +107,9 @@ class ReportModel:
     forest: Forest | None  # None: one run, nothing to compare
     audit: Any = None  # audit.AuditResult
     estimates: Any = None  # infer.scores.StoreEstimates
-    conflicts: list = field(default_factory=list)  # store.views.ConflictText, largest first
+    conflicts: list = field(default_factory=list)  # store.views.ConflictText, largest first:
+    # those shown (settings.conflicts, 0: all) of ``conflict_count``
+    conflict_count: int = 0
     judges: list = field(default_factory=list)  # report.facts.JudgeFacts
     costs: list = field(default_factory=list)  # report.facts.Cost
     files: list = field(default_factory=list)  # report.facts.InputFile
@@ -141,16 +143,20 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
     if store is not None:
         from reljudge.infer.scores import estimate
         from reljudge.store import coverage
-        from reljudge.store.views import conflicts_with_text
+        from reljudge.store.views import with_text
 
         scored = [_float32(r) for r in runs] if s.float32_scores else runs
         model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
                                    require=False, rank=False)
-        rows = store.label_rows()  # read once: the conflicts and the merge
-        model.conflicts = conflicts_with_text(store, rows=rows)
+        standing = store.standing_ids()  # read once: the conflicts, counts and merge
+        found = [c for c in store.conflicts(standing=standing) if abs(c.diff) >= 1]
+        model.conflict_count = len(found)  # the texts and answers of those shown alone
+        model.conflicts = with_text(store, found[:s.conflicts] if s.conflicts else found,
+                                    standing)
         model.judges, model.costs = judges_and_costs(store, s.price)
-        model.store = StoreTables(store.sources(), len(store.failures()),
-                                  [(q, n) for q, n, _ in coverage(store.merge(rows=rows))])
+        model.store = StoreTables(store.sources(standing), len(store.failures()),
+                                  [(q, n) for q, n, _ in
+                                   coverage(store.merge(standing=standing))])
     return model
 
 

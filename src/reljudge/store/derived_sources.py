@@ -69,5 +69,5 @@ class DerivedSources(StorePart):
         """{(qid, docid): grade probabilities} of one source, the latest event of each pair."""
         return {(q, d): tuple(json.loads(p)) for q, d, p in self.conn.execute(
             "SELECT q.qid, p.docid, e.probs FROM events e JOIN queries q ON q.id = e.q "
-            "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
-            "WHERE s.name = ? AND e.probs IS NOT NULL ORDER BY e.id", (source,))}
+            "JOIN passages p ON p.id = e.d WHERE e.source IN (SELECT id FROM sources WHERE "
+            "name = ?) AND e.probs IS NOT NULL ORDER BY e.id", (source,))}

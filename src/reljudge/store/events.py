@@ -13,7 +13,17 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
-from reljudge.store.merge import Merged, check_policy, merge_ids, merge_rows, source_qrels
+from reljudge.store.merge import (
+    Conflict,
+    Merged,
+    check_policy,
+    conflicts_between,
+    latest_votes,
+    merge_ids,
+    merge_rows,
+    merge_votes,
+    source_qrels,
+)
 from reljudge.store.texts import Texts
 from reljudge.types import Qrels
 
@@ -52,10 +62,26 @@ _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, toke
 # An event ``e`` stands unless its source later retracted the pair (an undo, see RETRACTED):
 # join this to ``events e`` and keep the rows where _STANDING holds. (Grouped with the pair
 # last, SQLite reads the table straight through instead of walking the pair index.)
-_UNDONE = ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
-           f"WHERE failure = '{RETRACTED}' GROUP BY sample, source, q, d) r "
-           "ON r.q = e.q AND r.d = e.d AND r.source = e.source AND r.sample = e.sample")
+def _undone(e: str = "e", r: str = "r") -> str:
+    """The join of events ``e`` to their source's latest undo ``r`` of the same pair."""
+    return ("LEFT JOIN (SELECT q, d, source, sample, max(id) AS rid FROM events "
+            f"WHERE failure = '{RETRACTED}' GROUP BY sample, source, q, d) {r} ON {r}.q = {e}.q "
+            f"AND {r}.d = {e}.d AND {r}.source = {e}.source AND {r}.sample = {e}.sample")
+
+
+_UNDONE = _undone()
 _STANDING = "(r.rid IS NULL OR r.rid < e.id)"
+_HUMAN = "(SELECT id FROM sources WHERE kind = 'human')"
+# The standing grades a policy can choose (``EventLog.standing_ids``): the human-first
+# policies choose among a pair's human grades when it has one (adjudicated grades are human).
+_DECIDING = {
+    "human-only": f"e.source IN {_HUMAN}",
+    "llm-only": "e.source IN (SELECT id FROM sources WHERE kind = 'llm')",
+    "human-first": f"(e.source IN {_HUMAN} OR (e.q, e.d) NOT IN (SELECT h.q, h.d FROM events h "
+                   f"{_undone('h', 'hr')} WHERE h.source IN {_HUMAN} AND h.grade IS NOT NULL "
+                   "AND (hr.rid IS NULL OR hr.rid < h.id)))",
+}
+_DECIDING["adjudicated-first"] = _DECIDING["human-first"]
 # A source's counts (``EventLog.sources``; its one argument: RETRACTED).
 _SOURCE_COUNTS = ("count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
                   "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
@@ -207,11 +233,20 @@ class EventLog(Texts):
     def cost_rows(self, kind: str) -> list[tuple[str, str | None, float | None, int | None,
                                                 int | None]]:
         """(source, meta as stored (JSON text), cost, tokens in, tokens out) of each event of
-        the sources of one kind, in the order added: what the costs need, nothing decoded."""
+        the sources of one kind that records a cost or tokens, in the order added: what the
+        costs need, nothing decoded."""
         return self.conn.execute(
             "SELECT s.name, e.meta, e.cost, e.tokens_in, e.tokens_out FROM events e "
-            "JOIN sources s ON s.id = e.source WHERE s.kind = ? ORDER BY e.id",
+            "JOIN sources s ON s.id = e.source WHERE s.kind = ? AND (e.cost != 0 OR "
+            "coalesce(e.tokens_in, 0) + coalesce(e.tokens_out, 0) != 0) ORDER BY e.id",
             (kind,)).fetchall()
+
+    def meta_counts(self, kind: str) -> list[tuple[str, str | None, int]]:
+        """(source, meta as stored, events) of the sources of one kind, in the order of each
+        (source, meta)'s first event."""
+        return self.conn.execute(
+            "SELECT s.name, e.meta, count(*) FROM events e JOIN sources s ON s.id = e.source "
+            "WHERE s.kind = ? GROUP BY s.name, e.meta ORDER BY min(e.id)", (kind,)).fetchall()
 
     def outcomes(self, source: str) -> Iterator[Outcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
@@ -273,13 +308,20 @@ class EventLog(Texts):
         return [SourceName(kind, name) for kind, name in
                 self.conn.execute("SELECT kind, name FROM sources ORDER BY id")]
 
-    def standing_ids(self) -> np.ndarray:
+    def standing_ids(self, policy: str | None = None) -> np.ndarray:
         """Every successful label not retracted since, by the store's ids: rows (source id,
         query id, passage id, sample, event id, grade), in no order (``merge`` and
-        ``sources`` can share one read)."""
-        return np.asarray(self.conn.execute(
-            f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
-            f"WHERE e.grade IS NOT NULL AND {_STANDING}").fetchall(), np.int64).reshape(-1, 6)
+        ``sources`` can share one read); with ``policy``, only those the merge policy can
+        choose (``merge`` under it gives the same labels from them)."""
+        sql = (f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
+               f"WHERE e.grade IS NOT NULL AND {_STANDING}")
+        args: tuple = ()
+        if policy is not None and policy.startswith("source="):
+            sql += " AND e.source IN (SELECT id FROM sources WHERE name = ?)"
+            args = (policy[len("source="):],)
+        elif policy is not None:
+            sql += f" AND {_DECIDING[policy]}"
+        return np.asarray(self.conn.execute(sql, args).fetchall(), np.int64).reshape(-1, 6)
 
     def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
@@ -341,14 +383,11 @@ class EventLog(Texts):
                       ) -> dict[tuple[str, str], int]:
         """{(qid, docid): grade} of one source's latest successful label per pair that the
         source has not taken back since (an undo in ``assess``)."""
+        of = "SELECT id FROM sources WHERE name = ?" + (" AND kind = ?" if kind else "")
         sql = ("SELECT q.qid, p.docid, e.grade FROM events e JOIN queries q ON q.id = e.q "
-               f"JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source {_UNDONE} "
-               f"WHERE e.grade IS NOT NULL AND {_STANDING} AND s.name = ?")
-        args: list = [name]
-        if kind is not None:
-            sql += " AND s.kind = ?"
-            args.append(kind)
-        out = {(q, d): g for q, d, g in self.conn.execute(sql + " ORDER BY e.id", args)}
+               f"JOIN passages p ON p.id = e.d {_UNDONE} WHERE e.grade IS NOT NULL AND "
+               f"{_STANDING} AND e.source IN ({of}) ORDER BY e.id")  # its events alone
+        out = {(q, d): g for q, d, g in self.conn.execute(sql, [name, kind] if kind else [name])}
         if not out and not self.conn.execute("SELECT 1 FROM sources WHERE name = ?",
                                              (name,)).fetchone():
             known = ", ".join(s.name for s in self.sources()) or "none"
@@ -395,12 +434,25 @@ class EventLog(Texts):
             rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
             return merge_rows(rows, policy, aggregate, fractional, stale)
         check_policy(policy)  # before reading every event
-        return merge_ids(
-            self.standing_ids() if standing is None else standing,
-            {i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")},
-            self.conn.execute("SELECT id, qid FROM queries").fetchall(),
-            self.conn.execute("SELECT id, docid FROM passages").fetchall(),
-            policy, aggregate, fractional, stale, by_id)
+        return merge_ids(self.standing_ids(policy) if standing is None else standing,
+                         *self.id_names(), policy, aggregate, fractional, stale, by_id)
+
+    def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None
+                  ) -> list[Conflict]:
+        """``merge.conflicts`` of the standing labels, merged from the store's ids;
+        ``standing``: ``standing_ids()`` when the caller has read them already."""
+        sources, queries, passages = self.id_names()
+        votes = latest_votes(self.standing_ids() if standing is None else standing, queries,
+                             passages)  # sorted once for both sides
+        return conflicts_between(*(merge_votes(votes, sources, policy, aggregate)
+                                   for policy in ("human-only", "llm-only")))
+
+    def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
+        """What names the store's ids: {source id: (kind, name)}, (id, qid) of each query and
+        (id, docid) of each passage."""
+        return ({i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")},
+                self.conn.execute("SELECT id, qid FROM queries").fetchall(),
+                self.conn.execute("SELECT id, docid FROM passages").fetchall())
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""

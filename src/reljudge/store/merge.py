@@ -172,20 +172,50 @@ def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[st
     {event id: the grade it votes with instead} (a derived source's rule applied now). A
     pair's votes come in the order their (source, sample) first graded it, as ``merge_rows``
     gives them from rows in event order."""
-    check_policy(policy)
+    check_policy(policy)  # before the sort
     _check_aggregate(aggregate)
+    return merge_votes(latest_votes(rows, queries, passages), sources, policy, aggregate,
+                       fractional, stale, grades)
+
+
+@dataclass(frozen=True)
+class Votes:
+    """Each (source, pair, sample)'s latest standing grade, by pair (in qid, docid order) and
+    in the order they first graded it: rows (source id, query id, passage id, sample, event
+    id, grade, first event id); and the texts of the query and passage ids."""
+
+    rows: np.ndarray
+    qtext: np.ndarray
+    dtext: np.ndarray
+
+
+def latest_votes(rows: Sequence[tuple] | np.ndarray, queries: Sequence[tuple],
+                 passages: Sequence[tuple]) -> Votes:
+    """The candidate votes of ``merge_ids``'s ``rows``: what every policy chooses from."""
     ids = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
-    if not len(ids):
-        return Merged(policy, aggregate, fractional, [])
     qtext, qrank = _ranked(queries)
     dtext, drank = _ranked(passages)
+    if not len(ids):
+        return Votes(np.zeros((0, 7), dtype=np.int64), qtext, dtext)
     # each (source, pair, sample)'s latest grade, and when it first graded the pair
-    key = np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))
-    ids = ids[key]
+    ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))]
     last = _ends(ids[:, :4])
     first = np.r_[True, last[:-1]]
     votes = np.column_stack([ids[last], ids[first, 4]])  # + the first event's id
     votes = votes[np.lexsort((votes[:, 6], drank[votes[:, 2]], qrank[votes[:, 1]]))]
+    return Votes(votes, qtext, dtext)
+
+
+def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
+                policy: str = "human-first", aggregate: str = "majority",
+                fractional: bool = False, stale: Set[tuple[str, str, str, str]] = frozenset(),
+                grades: Mapping[int, float] | None = None) -> Merged:
+    """``merge_ids`` of the votes ``latest_votes`` gave (several policies can share them)."""
+    check_policy(policy)
+    _check_aggregate(aggregate)
+    votes = candidates.rows
+    if not len(votes):
+        return Merged(policy, aggregate, fractional, [])
     known = sorted(sources)
     kind, name = (np.array([sources[i][j] for i in known], dtype=object) for j in (0, 1))
     settled = (kind == "human") & np.array([is_adjudication(n) for n in name], dtype=bool)
@@ -201,8 +231,9 @@ def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[st
         grade = [grades.get(e, g) for e, g in zip(votes[:, 4].tolist(), grade, strict=True)]
     kinds, names = kind[at].tolist(), name[at].tolist()
     labels = []
-    for i, j, q, d in zip(starts.tolist(), bounds.tolist(), qtext[votes[starts, 1]].tolist(),
-                          dtext[votes[starts, 2]].tolist(), strict=True):
+    for i, j, q, d in zip(starts.tolist(), bounds.tolist(),
+                          candidates.qtext[votes[starts, 1]].tolist(),
+                          candidates.dtext[votes[starts, 2]].tolist(), strict=True):
         vs = tuple(grade[i:j])
         ks = set(kinds[i:j])
         labels.append(FinalLabel(q, d, _aggregate(vs, aggregate, fractional),
@@ -347,11 +378,16 @@ def conflicts(rows: Sequence[tuple], aggregate: str = "majority") -> list[Confli
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
     _check_aggregate(aggregate)
     votes = _votes(rows)  # once for both sides
-    human = {(lab.qid, lab.docid): lab for lab in
-             _merge(votes, "human-only", aggregate, False, frozenset()).labels}
-    llm = _merge(votes, "llm-only", aggregate, False, frozenset()).labels
+    return conflicts_between(_merge(votes, "human-only", aggregate, False, frozenset()),
+                             _merge(votes, "llm-only", aggregate, False, frozenset()))
+
+
+def conflicts_between(human: Merged, llm: Merged) -> list[Conflict]:
+    """The pairs of a ``human-only`` and an ``llm-only`` merge whose grades differ, largest
+    difference first."""
+    by_pair = {(lab.qid, lab.docid): lab for lab in human.labels}
     out = [Conflict(lab.qid, lab.docid, h.grade, lab.grade, h.sources, lab.sources)
-           for lab in llm if (h := human.get((lab.qid, lab.docid))) is not None
+           for lab in llm.labels if (h := by_pair.get((lab.qid, lab.docid))) is not None
            and h.grade != lab.grade]
     return sorted(out, key=lambda c: (-abs(c.diff), c.qid, c.docid))
 

@@ -3,16 +3,17 @@ with provenance, failures, and human/LLM conflicts with their texts and the judg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from reljudge.frames import dataframe
 from reljudge.labels import LabelEvent
-from reljudge.store.merge import conflicts
 
 if TYPE_CHECKING:  # the store's parts call these views with themselves
     from reljudge.store.events import EventLog
+    from reljudge.store.merge import Conflict
 
 
 @dataclass(frozen=True)
@@ -44,33 +45,53 @@ class ConflictText:
 
 
 def conflicts_with_text(store: EventLog, aggregate: str = "majority", min_diff: float = 1.0,
-                        limit: int = 0, *, rows: Sequence[tuple] | None = None
+                        limit: int = 0, *, standing: np.ndarray | None = None
                         ) -> list[ConflictText]:
     """Pairs whose human and LLM grades differ by at least ``min_diff``, largest first (at most
-    ``limit``, 0: all), with query and passage text and the judge's raw answers. ``rows``:
-    ``store.label_rows()`` when the caller has read it already."""
-    rows = store.label_rows() if rows is None else rows
-    found = [c for c in conflicts(rows, aggregate) if abs(c.diff) >= min_diff]
-    if limit:
-        found = found[:limit]
-    wanted = {(c.qid, c.docid) for c in found}
-    latest: dict[tuple, tuple[int, int]] = {}  # the merge's rule: a source's latest label wins
-    for qid, docid, kind, source, sample, grade, eid in rows:
-        key = (qid, docid, source, sample)
-        if kind == "llm" and (qid, docid) in wanted and (key not in latest
-                                                         or eid > latest[key][0]):
-            latest[key] = (eid, grade)
-    raw: dict[int, str | None] = dict(store.db.select_in("SELECT id, raw FROM events", "id",
-                                  [eid for eid, _ in latest.values()]))
-    answers: dict[tuple[str, str], list[dict]] = {}
-    for (qid, docid, source, sample), (eid, grade) in sorted(latest.items()):
-        answers.setdefault((qid, docid), []).append(
-            {"source": source, "sample": sample, "grade": grade, "raw": raw.get(eid)})
+    ``limit``, 0: all), with query and passage text and the judge's raw answers. ``standing``:
+    ``store.standing_ids()`` when the caller has read them already."""
+    ids = store.standing_ids() if standing is None else standing
+    found = [c for c in store.conflicts(aggregate, standing=ids) if abs(c.diff) >= min_diff]
+    return with_text(store, found[:limit] if limit else found, ids)
+
+
+def with_text(store: EventLog, found: list[Conflict], standing: np.ndarray
+              ) -> list[ConflictText]:
+    """Conflicts (``store.conflicts``) with their query and passage texts and the judge's
+    raw answers; ``standing``: the ``store.standing_ids()`` they were merged from."""
+    answers = _llm_answers(store, standing, {(c.qid, c.docid) for c in found})
     queries = store.query_texts({c.qid for c in found})
     passages = store.passage_texts({c.docid for c in found})
     return [ConflictText(c.qid, c.docid, queries.get(c.qid, (None,))[0],
                          passages.get(c.docid), c.human, c.human_sources, c.llm, c.llm_sources,
                          tuple(answers.get((c.qid, c.docid), ()))) for c in found]
+
+
+def _llm_answers(store: EventLog, standing: np.ndarray, pairs: set[tuple[str, str]]
+                 ) -> dict[tuple[str, str], list[dict]]:
+    """{pair: {source, sample, grade, raw} of each LLM source's latest grade of it per sample
+    (the merge's rule), by source and sample} of ``pairs``, from the store's ids."""
+    if not pairs:
+        return {}
+    sources, queries, passages = store.id_names()
+    qids, docids = dict(queries), dict(passages)
+    q_of, d_of = {t: i for i, t in queries}, {t: i for i, t in passages}
+    width = max(docids) + 1
+    wanted = np.array([q_of[q] * width + d_of[d] for q, d in pairs], dtype=np.int64)
+    ids = np.asarray(standing, dtype=np.int64).reshape(-1, 6)
+    llm = np.array([i for i, (kind, _) in sources.items() if kind == "llm"], dtype=np.int64)
+    ids = ids[np.isin(ids[:, 0], llm) & np.isin(ids[:, 1] * width + ids[:, 2], wanted)]
+    ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 0], ids[:, 2], ids[:, 1]))]
+    ends = np.r_[(ids[1:, :4] != ids[:-1, :4]).any(axis=1), True] if len(ids) else []
+    latest = sorted((qids[q], docids[d], sources[s][1], sample, eid, grade)
+                    for s, q, d, sample, eid, grade in ids[ends].tolist())
+    raw: dict[int, str | None] = dict(store.db.select_in("SELECT id, raw FROM events", "id",
+                                                         [r[4] for r in latest]))
+    answers: dict[tuple[str, str], list[dict]] = {}
+    for qid, docid, source, sample, eid, grade in latest:
+        answers.setdefault((qid, docid), []).append(
+            {"source": source, "sample": sample, "grade": grade, "raw": raw.get(eid)})
+    return answers
 
 
 def conflicts_frame(found: list[ConflictText]):
