@@ -371,3 +371,13 @@ def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, bat
         assert {(c.qid, c.docid): [(a["source"], a["sample"], a["grade"]) for a in c.answers]
                 for c in found if c.answers} == want
         assert judges_and_costs(store) == _facts_event_by_event(store)
+
+
+def test_a_merge_by_a_source_the_store_lacks_is_one_line_naming_its_sources(tmp_path, capsys):
+    path = tmp_path / "s.sqlite"
+    with LabelStore(path) as store:
+        store.add_grades([("q1", "d1", 2)], "human", "nist")
+        assert len(store.merge("source=nist").labels) == 1
+    assert main(["labels", "merge", "--store", str(path), "--policy", "source=nsit"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no source 'nsit'" in err and "nist" in err, err
