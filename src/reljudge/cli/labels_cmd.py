@@ -268,6 +268,13 @@ def do_merge(args) -> int:
 
     check_outputs(args.out, args.provenance)
     with open_store(args) as store:
+        name = args.policy[len("source="):] if args.policy.startswith("source=") else None
+        known = [s.name for s in store.source_list()]
+        if name and name not in known:  # a typo would merge nothing
+            from reljudge.errors import StoreError
+
+            raise StoreError(f"merge policy {args.policy!r}: no source {name!r} in "
+                             f"{args.store} (its sources: {', '.join(known) or 'none'})")
         merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
     if not merged.labels and (args.out or args.provenance):
         from reljudge.errors import StoreError
