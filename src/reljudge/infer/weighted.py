@@ -1,7 +1,7 @@
 """Estimates from an active pair sample (``infer.active``): the Horvitz-Thompson PPI
 estimate that weights each human label by 1 / its inclusion probability, with Hajek's
 variance for fixed-size unequal-probability designs, at least the jackknife's that re-fits
-lambda, plus MISS_RULE's one unseen miss (docs/ppi.md).
+lambda, plus MISS_RULE's unseen misses (docs/ppi.md).
 """
 
 from __future__ import annotations
@@ -16,10 +16,22 @@ from reljudge.infer import ppi
 from reljudge.infer.cells import difference_domain, pair_cells
 
 #: what the PPI variance of an active sample adds for the judge's misses it did not see
-MISS_RULE = ("one more sampled pair in the domain whose human and judge values differ by the "
-             "root mean square of the sampled differences (none sampled: the spread), at the "
-             "mean (1 - pi) / pi^2 of the domain's pairs the sample left out (estimated from "
-             "the sampled ones, each weighed by its chance (1 - pi) of being left out)")
+MISS_RULE = ("(ln(1/alpha) / z)^2 more sampled pairs in the domain (2.34 at 95 %: the rule of "
+             "three's misses a sample can leave out together) whose human and judge values "
+             "differ by the root mean square of the sampled differences (none sampled: the "
+             "spread), at the mean (1 - pi) / pi^2 of the domain's pairs the sample left out "
+             "(estimated from the sampled ones, each weighed by its chance (1 - pi) of being "
+             "left out)")
+
+
+def unseen_misses(level: float) -> float:
+    """MISS_RULE's count at ``level``: misses of a pair of pi p are left out together, M at
+    a time, with chance (1 - p)^M, at least alpha for M up to about ln(1/alpha) / p (the
+    rule of three); their error, M misses, sits inside the interval when the unseen term's
+    variance is (M / z)^2 misses' squared size, about (ln(1/alpha) / z)^2 misses of
+    (1 - p) / p^2 each for small p."""
+    alpha = 1.0 - level
+    return float((np.log(1.0 / alpha) / special.ndtri(1.0 - alpha / 2)) ** 2)
 
 
 @dataclass(frozen=True)
@@ -160,11 +172,11 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
         per_unit = s.poisson / (k + 1.0)
         var_c = np.where(flat_c, spread ** 2 * per_unit, var_c)
         var = np.where(flat_r, ((1.0 + lam_) * spread) ** 2 * per_unit, var)
-        # MISS_RULE's one more sampled miss
+        # MISS_RULE's unseen misses
         miss2 = np.where(s.misses > 0, s.miss2 / np.maximum(s.misses, 1), spread ** 2)
         unseen = np.where(s.unseen > 0, s.unseen_v / np.where(s.unseen > 0, s.unseen, 1.0),
                           per_unit)  # the unseen miss sits on a pair the sample left out
-        var = np.where(flat_r, var, var + miss2 * unseen)
+        var = np.where(flat_r, var, var + unseen_misses(level) * miss2 * unseen)
         flat = flat_c | flat_r
     var = np.where(empty, np.inf, np.where(exact, 0.0, var))
     var_c = np.where(empty, np.inf, np.where(exact, 0.0, var_c))
