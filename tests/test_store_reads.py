@@ -8,6 +8,7 @@ import itertools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -381,3 +382,31 @@ def test_a_merge_by_a_source_the_store_lacks_is_one_line_naming_its_sources(tmp_
     assert main(["labels", "merge", "--store", str(path), "--policy", "source=nsit"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no source 'nsit'" in err and "nist" in err, err
+
+
+@pytest.mark.parametrize("odd", [None, "sample", "grade", "event id", "negative id"])
+def test_the_standing_grades_read_two_integers_a_row_are_those_read_six(tmp_path, odd):
+    """The standing grades' ids were read six Python integers a row (0.3 s of `audit --store`
+    on the LLMJudge store); ``id_rows`` reads two a row, packed. A store whose sample, grade
+    or ids do not fit the packing is read six a row: the same rows either way."""
+    from reljudge.store.events import _STANDING, _UNDONE
+    from reljudge.store.id_rows import COLUMNS, id_rows
+
+    with _store(tmp_path / "s.sqlite", 3) as store:
+        with store.db.transaction() as conn:
+            if odd == "sample":
+                conn.execute("UPDATE events SET sample = 5000 WHERE id = 40")
+            elif odd == "grade":
+                conn.execute("UPDATE events SET grade = 99 WHERE id = 41")
+            elif odd == "event id":
+                conn.execute("UPDATE events SET id = ? WHERE id = 42", (1 << 50,))
+            elif odd == "negative id":
+                conn.execute("INSERT INTO passages (id, docid) VALUES (-5, 'd-5')")
+                conn.execute("UPDATE events SET d = -5 WHERE id = 43")
+        sql = f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS NOT NULL AND {_STANDING}"
+        seen = _statements(store)
+        read = id_rows(store.conn, sql)
+        six = np.asarray(store.conn.execute(sql).fetchall(), np.int64).reshape(-1, 6)
+        assert read.tolist() == six.tolist() and len(six) == 30 + 3 * 31
+        assert (sql in seen[:-1]) == (odd is not None)  # packed unless it cannot be
+        assert store.standing_ids().tolist() == six.tolist()

@@ -13,6 +13,7 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.store.id_rows import COLUMNS, id_rows
 from reljudge.store.merge import (
     Conflict,
     Merged,
@@ -313,15 +314,14 @@ class EventLog(Texts):
         query id, passage id, sample, event id, grade), in no order (``merge`` and
         ``sources`` can share one read); with ``policy``, only those the merge policy can
         choose (``merge`` under it gives the same labels from them)."""
-        sql = (f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
-               f"WHERE e.grade IS NOT NULL AND {_STANDING}")
+        sql = f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS NOT NULL AND {_STANDING}"
         args: tuple = ()
         if policy is not None and policy.startswith("source="):
             sql += " AND e.source IN (SELECT id FROM sources WHERE name = ?)"
             args = (policy[len("source="):],)
         elif policy is not None:
             sql += f" AND {_DECIDING[policy]}"
-        return np.asarray(self.conn.execute(sql, args).fetchall(), np.int64).reshape(-1, 6)
+        return id_rows(self.conn, sql, args)
 
     def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
@@ -464,10 +464,9 @@ class EventLog(Texts):
         wanted = set(sources)
         names = {sid: name for sid, name in self.conn.execute("SELECT id, name FROM sources")
                  if name in wanted}
-        rows = self.conn.execute(
-            f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
-            f"WHERE e.grade IS NOT NULL AND {_STANDING} AND e.source IN "
-            f"({','.join('?' * len(names))})", list(names)).fetchall() if names else []
+        rows = id_rows(self.conn, f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS "
+                       f"NOT NULL AND {_STANDING} AND e.source IN ({','.join('?' * len(names))})",
+                       list(names)) if names else []
         found = source_qrels(rows, names,
                              self.conn.execute("SELECT id, qid FROM queries").fetchall(),
                              self.conn.execute("SELECT id, docid FROM passages").fetchall(),
