@@ -164,10 +164,16 @@ def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
 def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -> None:
     """Each backend's rows, then the table; ``pg_seconds``: the PostgreSQL server's CPU
     seconds so far (None: a server of the user's, not counted)."""
+    import compileall
     import tempfile
+
+    import reljudge
 
     if not (data / "human" / "test.qrels").exists():
         sys.exit(f"bench/store.py --commands: no LLMJudge data in {data}; give --llmjudge DIR")
+    # compiled once, as an installed reljudge is: without it, under PYTHONDONTWRITEBYTECODE
+    # every process compiles the modules it imports again (0.1-0.2 s a side)
+    compileall.compile_dir(Path(reljudge.__file__).parent, quiet=1)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for backend in backends:
