@@ -17,6 +17,7 @@ from reljudge.store.id_rows import COLUMNS, id_rows
 from reljudge.store.merge import (
     Conflict,
     Merged,
+    Votes,
     check_policy,
     conflicts_between,
     latest_votes,
@@ -402,13 +403,13 @@ class EventLog(Texts):
               fractional: bool = False, derived: str = "recorded", *,
               stale: Set[tuple[str, str, str, str]] | None = None,
               rows: Sequence[tuple] | None = None,
-              standing: np.ndarray | None = None) -> Merged:
+              standing: np.ndarray | None = None, votes: Votes | None = None) -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
-        ``fractional``). ``stale``, ``rows`` and ``standing``: ``stale_labels()``,
-        ``label_rows()`` and ``standing_ids()`` when the caller has read them already."""
+        ``fractional``). ``stale``, ``rows``, ``standing`` and ``votes``: ``stale_labels()``,
+        ``label_rows()``, ``standing_ids()`` and ``votes()`` when the caller has them already."""
         from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED
 
@@ -434,18 +435,28 @@ class EventLog(Texts):
             rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
             return merge_rows(rows, policy, aggregate, fractional, stale)
         check_policy(policy)  # before reading every event
+        if votes is not None:
+            return merge_votes(votes, self.id_names()[0], policy, aggregate, fractional, stale,
+                               by_id)
         return merge_ids(self.standing_ids(policy) if standing is None else standing,
                          *self.id_names(), policy, aggregate, fractional, stale, by_id)
 
-    def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None
-                  ) -> list[Conflict]:
+    def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None,
+                  votes: Votes | None = None) -> list[Conflict]:
         """``merge.conflicts`` of the standing labels, merged from the store's ids;
-        ``standing``: ``standing_ids()`` when the caller has read them already."""
-        sources, queries, passages = self.id_names()
-        votes = latest_votes(self.standing_ids() if standing is None else standing, queries,
-                             passages)  # sorted once for both sides
+        ``standing`` and ``votes``: ``standing_ids()`` and ``votes()`` when the caller has
+        them already."""
+        votes = self.votes(standing) if votes is None else votes  # sorted once for both sides
+        sources = self.id_names()[0]
         return conflicts_between(*(merge_votes(votes, sources, policy, aggregate)
                                    for policy in ("human-only", "llm-only")))
+
+    def votes(self, standing: np.ndarray | None = None) -> Votes:
+        """The candidate votes of every merge (``merge.latest_votes``) of the standing
+        labels; ``standing``: ``standing_ids()`` when the caller has read them already."""
+        _, queries, passages = self.id_names()
+        return latest_votes(self.standing_ids() if standing is None else standing, queries,
+                            passages)
 
     def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
         """What names the store's ids: {source id: (kind, name)}, (id, qid) of each query and
