@@ -246,9 +246,10 @@ class EventLog(Texts):
     def meta_counts(self, kind: str) -> list[tuple[str, str | None, int]]:
         """(source, meta as stored, events) of the sources of one kind, in the order of each
         (source, meta)'s first event."""
-        return self.conn.execute(
-            "SELECT s.name, e.meta, count(*) FROM events e JOIN sources s ON s.id = e.source "
-            "WHERE s.kind = ? GROUP BY s.name, e.meta ORDER BY min(e.id)", (kind,)).fetchall()
+        return self.conn.execute(  # grouped by the source's id: no name joined to each event
+            "SELECT s.name, m.meta, m.n FROM (SELECT source, meta, count(*) AS n, min(id) AS "
+            "first FROM events GROUP BY source, meta) m JOIN sources s ON s.id = m.source "
+            "WHERE s.kind = ? ORDER BY m.first", (kind,)).fetchall()
 
     def outcomes(self, source: str) -> Iterator[Outcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
