@@ -9,7 +9,8 @@ events); the runs are examples/llmjudge-dl23's eight without the documents NIST 
 judge (`judged_runs`). Each command runs as a whole process (``python -m reljudge``): its
 CPU seconds (user + system; on PostgreSQL the server's share too), median of ``--repeat``.
 Beside each, its twin from files: the same
-command given the label files where it takes them (audit, calibrate), else the same
+command given the label files where it takes them (audit, calibrate: recording the
+calibrated labels in the store against writing them to ``--out``), else the same
 computation from the labels exported to qrels files (``labels export`` of each source) through
 reljudge's public functions (bench/store_twins.py): the merge from the store's ids
 (``merge_ids``), the sample drawn and written, the estimates of the same sample, the report's
@@ -125,8 +126,9 @@ def cases(location: str, data: Path, tmp: Path) -> list[tuple[str, list[str], li
          [*twin, "estimate", judge, str(tmp / "exported" / "nist.qrels"), drawn, *runs]),
         ("report", [*cli, "report", str(human), *runs, *store, "--out", str(tmp / "r.html")],
          [*twin, "report", str(human), str(tmp / "r.html"), *every, "--", drawn, *runs]),
+        # each records the calibrated labels once: in the store, or in the --out file
         ("calibrate", [*cli, "calibrate", *store, "--human-source", "nist", "--judge-source",
-                       JUDGE, "--out", str(tmp / "c.tsv"), "--force"],
+                       JUDGE, "--force"],
          [*cli, "calibrate", "--reference", str(human), "--judge", str(judges / f"{JUDGE}.txt"),
           "--out", str(tmp / "c.tsv")]),
     ]
