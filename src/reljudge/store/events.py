@@ -478,7 +478,7 @@ class EventLog(Texts):
                  if name in wanted}
         rows = id_rows(self.conn, f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS "
                        f"NOT NULL AND {_STANDING} AND e.source IN ({','.join('?' * len(names))})",
-                       list(names)) if names else []
+                       list(names)) if names else np.zeros((0, 6), np.int64)
         found = source_qrels(rows, names,
                              self.conn.execute("SELECT id, qid FROM queries").fetchall(),
                              self.conn.execute("SELECT id, docid FROM passages").fetchall(),
