@@ -146,7 +146,8 @@ def estimate(judge: str, human: str, sample_file: str, runs: list[str]) -> None:
     for ranking in est.rankings or []:
         text += "\n" + render(*ranking.table(4), "table", 4)
     print(text + est.note() + "\n" + est.ranking_note())
-    print("\n".join(est.warnings()), file=sys.stderr)
+    for line in est.warnings():
+        print(line, file=sys.stderr)
 
 
 def report(qrels: str, out: str, paths: list[str], sample_file: str, runs: list[str]) -> None:
