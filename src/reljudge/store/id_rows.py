@@ -24,7 +24,7 @@ def id_rows(conn, sql: str, args: Sequence = ()) -> np.ndarray:
     texts = conn.execute(sql.replace(COLUMNS, joined, 1), args).fetchone()
     try:
         columns = [np.fromstring(t or "", dtype=np.int64, sep=",") for t in texts]
-    except ValueError:  # a value numpy does not read as a whole number (SQLite's 2.0)
+    except ValueError:  # a value that is not a whole number (a grade of 2.5 written by hand)
         columns = []
     if columns and len({len(c) for c in columns}) == 1:
         return np.column_stack(columns)
