@@ -9,9 +9,12 @@ events); the runs are examples/llmjudge-dl23's eight without the documents NIST 
 judge (`judged_runs`). Each command runs as a whole process (``python -m reljudge``): its
 CPU seconds (user + system; on PostgreSQL the server's share too), median of ``--repeat``.
 Beside each, its twin from files: the same
-command given the label files where it takes them (audit, calibrate, report), else a process
-reading the same labels exported to qrels files (``labels export`` of each source) with
-reljudge's reader: the floor a file-based equivalent could not go under.
+command given the label files where it takes them (audit, calibrate: recording the
+calibrated labels in the store against writing them to ``--out``), else the same
+computation from the labels exported to qrels files (``labels export`` of each source) through
+reljudge's public functions (bench/store_twins.py): the merge from the store's ids
+(``merge_ids``), the sample drawn and written, the estimates of the same sample, the report's
+comparison, estimates, conflicts and store tables.
 """
 
 from __future__ import annotations
@@ -28,8 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGE = "Olz-gpt4o"  # the judge of calibrate, sample and estimate
-READ_EXPORTED = ("import sys; from reljudge.io.label_files import read_judges; "
-                 "read_judges(sys.argv[1:])")
 
 
 def _seconds(args: list[str], repeat: int, env: dict | None = None, server=None) -> float:
@@ -102,25 +103,32 @@ def cases(location: str, data: Path, tmp: Path) -> list[tuple[str, list[str], li
     human, judges = data / "human" / "test.qrels", data / "llm" / "labels"
     runs = judged_runs(human, tmp / "runs")
     cli, store = ["-m", "reljudge"], ["--store", location]
-    read_all = ["-c", READ_EXPORTED, *map(str, exported)]
-    read_judge = ["-c", READ_EXPORTED, str(tmp / "exported" / f"{JUDGE}.qrels")]
+    twin = [str(ROOT / "bench" / "store_twins.py")]
+    every = list(map(str, exported))
+    judge, drawn = str(tmp / "exported" / f"{JUDGE}.qrels"), str(tmp / "s0.json")
     subprocess.run([sys.executable, *cli, "sample", *store, "--judge", JUDGE, "--name", "s0",
                     "--budget", "300", "--seed", "1"], check=True, capture_output=True)
+    from store_twins import sample_json
+
+    from reljudge.store import LabelStore
+
+    with LabelStore(location) as held:  # the sample as its twins read it
+        Path(drawn).write_text(sample_json(held.sample("s0")))
     return [
         ("audit (33 judges)", [*cli, "audit", *store, "--human-source", "nist"],
          [*cli, "audit", "--reference", str(human), "--judges-dir", str(judges), "--clip"]),
-        ("labels stats", [*cli, "labels", "stats", *store], read_all),
+        ("labels stats", [*cli, "labels", "stats", *store], [*twin, "stats", *every]),
         ("labels merge", [*cli, "labels", "merge", *store, "--out", str(tmp / "m.qrels")],
-         read_all),
+         [*twin, "merge", str(tmp / "m.qrels"), *every]),
         ("sample", [*cli, "sample", *store, "--judge", JUDGE, "--name", "s{n}", "--budget",
-                    "300", "--seed", "1"], read_judge),
+                    "300", "--seed", "1"], [*twin, "sample", judge, str(tmp / "s.json")]),
         ("estimate", [*cli, "estimate", *store, "--sample", "s0", "-m", "DCG@10", *runs],
-         read_judge),
+         [*twin, "estimate", judge, str(tmp / "exported" / "nist.qrels"), drawn, *runs]),
         ("report", [*cli, "report", str(human), *runs, *store, "--out", str(tmp / "r.html")],
-         [*cli, "report", str(human), *runs, "--reference", str(human), "--judge",
-          str(judges / f"{JUDGE}.txt"), "--out", str(tmp / "r.html")]),
+         [*twin, "report", str(human), str(tmp / "r.html"), *every, "--", drawn, *runs]),
+        # each records the calibrated labels once: in the store, or in the --out file
         ("calibrate", [*cli, "calibrate", *store, "--human-source", "nist", "--judge-source",
-                       JUDGE, "--out", str(tmp / "c.tsv"), "--force"],
+                       JUDGE, "--force"],
          [*cli, "calibrate", "--reference", str(human), "--judge", str(judges / f"{JUDGE}.txt"),
           "--out", str(tmp / "c.tsv")]),
     ]
@@ -158,10 +166,16 @@ def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
 def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -> None:
     """Each backend's rows, then the table; ``pg_seconds``: the PostgreSQL server's CPU
     seconds so far (None: a server of the user's, not counted)."""
+    import compileall
     import tempfile
+
+    import reljudge
 
     if not (data / "human" / "test.qrels").exists():
         sys.exit(f"bench/store.py --commands: no LLMJudge data in {data}; give --llmjudge DIR")
+    # compiled once, as an installed reljudge is: without it, under PYTHONDONTWRITEBYTECODE
+    # every process compiles the modules it imports again (0.1-0.2 s a side)
+    compileall.compile_dir(Path(reljudge.__file__).parent, quiet=1)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for backend in backends:

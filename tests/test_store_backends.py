@@ -33,7 +33,9 @@ def read_back(store: LabelStore) -> dict:
            "conflicts": store.conflicts(), "metas": store.meta_counts("llm"),
            "costs": store.cost_rows("llm"),
            "by source": [(store.source_grades(s.name), store.source_grades(s.name, s.kind),
-                          store.distributions(s.name)) for s in store.source_list()]}
+                          store.distributions(s.name)) for s in store.source_list()],
+           "qrels by source": {n: format_qrels(q) for n, q in store.source_qrels(
+               [s.name for s in store.source_list()]).items()}}
     for policy in ("human-first", "adjudicated-first", "human-only", "llm-only",
                    "source=alice"):
         for aggregate in AGGREGATES:

@@ -8,6 +8,7 @@ import itertools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -226,6 +227,27 @@ def test_report_from_a_store_reads_the_standing_labels_once_by_their_ids(tmp_pat
     assert len(reads) == 1
 
 
+def test_a_report_sorts_the_standing_labels_into_votes_once(tmp_path, monkeypatch):
+    """The conflicts and the store's merged labels each sorted every standing grade into
+    votes (``merge.latest_votes``: a lexsort of the 150k grades of the LLMJudge store); the
+    report now sorts them once for both."""
+    import reljudge.store.events as events
+    import reljudge.store.merge as merge
+
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    qrels, run = tmp_path / "h.qrels", tmp_path / "a.run"
+    qrels.write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
+    sorts = []
+    real = merge.latest_votes
+    for module in (events, merge):
+        monkeypatch.setattr(module, "latest_votes", lambda *a: sorts.append(1) or real(*a))
+    assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
+                 str(tmp_path / "r.html")]) == 0
+    assert len(sorts) == 1
+
+
 def test_a_report_reads_the_texts_and_answers_of_the_conflicts_it_shows_alone(tmp_path,
                                                                              monkeypatch):
     """`report --store` shows the 50 largest conflicts, and counts the rest: it read the
@@ -298,12 +320,14 @@ def test_the_column_merge_equals_the_row_merge(tmp_path_factory, batches, derive
                               fitted_on={"judge": "claude"}, grades=[2, 1])
         rows = sorted(store.label_rows(), key=lambda r: r[6])
         assert store.sources(store.standing_ids()) == store.sources()
+        votes = store.votes()  # what a report sorts once for its conflicts and merge
         for policy, aggregate, fractional, rule in itertools.product(
                 ("human-first", "adjudicated-first", "human-only", "llm-only", "source=alice",
                  "source=calibrated:j"), AGGREGATES, (False, True), DERIVED):
             by_rows = store.merge(policy, aggregate, fractional, rule, rows=rows)
             assert store.merge(policy, aggregate, fractional, rule) == by_rows, \
                 (policy, aggregate, fractional, rule)
+            assert store.merge(policy, aggregate, fractional, rule, votes=votes) == by_rows
             if rule == "recorded":
                 assert by_rows == merge_rows(rows, policy, aggregate, fractional,
                                              store.stale_labels())
@@ -366,6 +390,7 @@ def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, bat
         rows = sorted(store.label_rows(), key=lambda r: r[6])
         for aggregate in AGGREGATES:
             assert store.conflicts(aggregate) == conflicts(rows, aggregate), aggregate
+            assert store.conflicts(aggregate, votes=store.votes()) == conflicts(rows, aggregate)
         found = conflicts_with_text(store, min_diff=0.5)
         want = _answers_row_by_row(rows, {(c.qid, c.docid) for c in found})
         assert {(c.qid, c.docid): [(a["source"], a["sample"], a["grade"]) for a in c.answers]
@@ -381,3 +406,32 @@ def test_a_merge_by_a_source_the_store_lacks_is_one_line_naming_its_sources(tmp_
     assert main(["labels", "merge", "--store", str(path), "--policy", "source=nsit"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no source 'nsit'" in err and "nist" in err, err
+
+
+@pytest.mark.parametrize("odd", [None, "large values", "a fraction"])
+def test_the_standing_grades_read_a_column_at_a_time_are_those_read_a_row_at_a_time(tmp_path,
+                                                                                   odd):
+    """The standing grades' ids were read a Python tuple of six integers a row (0.3 s of
+    `audit --store` on the LLMJudge store); ``id_rows`` reads each column as one text. Large
+    or negative ids, samples and grades read the same; a grade that is not a whole number (a
+    store written by hand) is read a row at a time, as before."""
+    from reljudge.store.events import _STANDING, _UNDONE
+    from reljudge.store.id_rows import COLUMNS, id_rows
+
+    with _store(tmp_path / "s.sqlite", 3) as store:
+        with store.db.transaction() as conn:
+            if odd == "large values":
+                conn.execute("UPDATE events SET sample = 5000, grade = -99 WHERE id = 40")
+                conn.execute("UPDATE events SET id = ? WHERE id = 42", (1 << 60,))
+                conn.execute("INSERT INTO passages (id, docid) VALUES (-5, 'd-5')")
+                conn.execute("UPDATE events SET d = -5 WHERE id = 43")
+            elif odd == "a fraction":
+                conn.execute("UPDATE events SET grade = 2.5 WHERE id = 41")
+        sql = f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS NOT NULL AND {_STANDING}"
+        seen = _statements(store)
+        read = id_rows(store.conn, sql)
+        six = np.asarray(store.conn.execute(sql).fetchall(), np.int64).reshape(-1, 6)
+        order = np.lexsort(read.T[::-1])
+        assert read[order].tolist() == sorted(six.tolist()) and len(six) == 30 + 3 * 31
+        assert (sql in seen[:-1]) == (odd == "a fraction")  # a row at a time only then
+        assert sorted(store.standing_ids().tolist()) == sorted(six.tolist())

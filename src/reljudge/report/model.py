@@ -149,14 +149,15 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
         model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
                                    require=False, rank=False)
         standing = store.standing_ids()  # read once: the conflicts, counts and merge
-        found = [c for c in store.conflicts(standing=standing) if abs(c.diff) >= 1]
+        votes = store.votes(standing)  # sorted once: the conflicts and the merge
+        found = [c for c in store.conflicts(votes=votes) if abs(c.diff) >= 1]
         model.conflict_count = len(found)  # the texts and answers of those shown alone
         model.conflicts = with_text(store, found[:s.conflicts] if s.conflicts else found,
                                     standing)
         model.judges, model.costs = judges_and_costs(store, s.price)
         model.store = StoreTables(store.sources(standing), len(store.failures()),
                                   [(q, n) for q, n, _ in
-                                   coverage(store.merge(standing=standing))])
+                                   coverage(store.merge(votes=votes))])
     return model
 
 

@@ -13,9 +13,11 @@ import numpy as np
 
 from reljudge.errors import StoreError
 from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.store.id_rows import COLUMNS, id_rows
 from reljudge.store.merge import (
     Conflict,
     Merged,
+    Votes,
     check_policy,
     conflicts_between,
     latest_votes,
@@ -244,9 +246,10 @@ class EventLog(Texts):
     def meta_counts(self, kind: str) -> list[tuple[str, str | None, int]]:
         """(source, meta as stored, events) of the sources of one kind, in the order of each
         (source, meta)'s first event."""
-        return self.conn.execute(
-            "SELECT s.name, e.meta, count(*) FROM events e JOIN sources s ON s.id = e.source "
-            "WHERE s.kind = ? GROUP BY s.name, e.meta ORDER BY min(e.id)", (kind,)).fetchall()
+        return self.conn.execute(  # grouped by the source's id: no name joined to each event
+            "SELECT s.name, m.meta, m.n FROM (SELECT source, meta, count(*) AS n, min(id) AS "
+            "first FROM events GROUP BY source, meta) m JOIN sources s ON s.id = m.source "
+            "WHERE s.kind = ? ORDER BY m.first", (kind,)).fetchall()
 
     def outcomes(self, source: str) -> Iterator[Outcome]:
         """What each event of one source settled, in the order added (what a resumed labelling
@@ -313,15 +316,14 @@ class EventLog(Texts):
         query id, passage id, sample, event id, grade), in no order (``merge`` and
         ``sources`` can share one read); with ``policy``, only those the merge policy can
         choose (``merge`` under it gives the same labels from them)."""
-        sql = (f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
-               f"WHERE e.grade IS NOT NULL AND {_STANDING}")
+        sql = f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS NOT NULL AND {_STANDING}"
         args: tuple = ()
         if policy is not None and policy.startswith("source="):
             sql += " AND e.source IN (SELECT id FROM sources WHERE name = ?)"
             args = (policy[len("source="):],)
         elif policy is not None:
             sql += f" AND {_DECIDING[policy]}"
-        return np.asarray(self.conn.execute(sql, args).fetchall(), np.int64).reshape(-1, 6)
+        return id_rows(self.conn, sql, args)
 
     def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
@@ -402,13 +404,13 @@ class EventLog(Texts):
               fractional: bool = False, derived: str = "recorded", *,
               stale: Set[tuple[str, str, str, str]] | None = None,
               rows: Sequence[tuple] | None = None,
-              standing: np.ndarray | None = None) -> Merged:
+              standing: np.ndarray | None = None, votes: Votes | None = None) -> Merged:
         """Final labels under a named policy and aggregation, with provenance (see merge).
         ``derived``: a derived source votes with the grade its derivation's decision rule
         recorded (``recorded``), its most probable grade (``mode``), its median (``median``)
         or its expected grade (``expected``; fractional, so rounded half up unless
-        ``fractional``). ``stale``, ``rows`` and ``standing``: ``stale_labels()``,
-        ``label_rows()`` and ``standing_ids()`` when the caller has read them already."""
+        ``fractional``). ``stale``, ``rows``, ``standing`` and ``votes``: ``stale_labels()``,
+        ``label_rows()``, ``standing_ids()`` and ``votes()`` when the caller has them already."""
         from reljudge.grades import decide, round_half_up
         from reljudge.store.merge import DERIVED
 
@@ -434,18 +436,28 @@ class EventLog(Texts):
             rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
             return merge_rows(rows, policy, aggregate, fractional, stale)
         check_policy(policy)  # before reading every event
+        if votes is not None:
+            return merge_votes(votes, self.id_names()[0], policy, aggregate, fractional, stale,
+                               by_id)
         return merge_ids(self.standing_ids(policy) if standing is None else standing,
                          *self.id_names(), policy, aggregate, fractional, stale, by_id)
 
-    def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None
-                  ) -> list[Conflict]:
+    def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None,
+                  votes: Votes | None = None) -> list[Conflict]:
         """``merge.conflicts`` of the standing labels, merged from the store's ids;
-        ``standing``: ``standing_ids()`` when the caller has read them already."""
-        sources, queries, passages = self.id_names()
-        votes = latest_votes(self.standing_ids() if standing is None else standing, queries,
-                             passages)  # sorted once for both sides
+        ``standing`` and ``votes``: ``standing_ids()`` and ``votes()`` when the caller has
+        them already."""
+        votes = self.votes(standing) if votes is None else votes  # sorted once for both sides
+        sources = self.id_names()[0]
         return conflicts_between(*(merge_votes(votes, sources, policy, aggregate)
                                    for policy in ("human-only", "llm-only")))
+
+    def votes(self, standing: np.ndarray | None = None) -> Votes:
+        """The candidate votes of every merge (``merge.latest_votes``) of the standing
+        labels; ``standing``: ``standing_ids()`` when the caller has read them already."""
+        _, queries, passages = self.id_names()
+        return latest_votes(self.standing_ids() if standing is None else standing, queries,
+                            passages)
 
     def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
         """What names the store's ids: {source id: (kind, name)}, (id, qid) of each query and
@@ -464,10 +476,9 @@ class EventLog(Texts):
         wanted = set(sources)
         names = {sid: name for sid, name in self.conn.execute("SELECT id, name FROM sources")
                  if name in wanted}
-        rows = self.conn.execute(
-            f"SELECT e.source, e.q, e.d, e.sample, e.id, e.grade FROM events e {_UNDONE} "
-            f"WHERE e.grade IS NOT NULL AND {_STANDING} AND e.source IN "
-            f"({','.join('?' * len(names))})", list(names)).fetchall() if names else []
+        rows = id_rows(self.conn, f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS "
+                       f"NOT NULL AND {_STANDING} AND e.source IN ({','.join('?' * len(names))})",
+                       list(names)) if names else np.zeros((0, 6), np.int64)
         found = source_qrels(rows, names,
                              self.conn.execute("SELECT id, qid FROM queries").fetchall(),
                              self.conn.execute("SELECT id, docid FROM passages").fetchall(),

@@ -266,8 +266,9 @@ def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.n
     return keep
 
 
-def source_qrels(rows: Sequence[tuple], names: Mapping[int, str], queries: Sequence[tuple],
-                 passages: Sequence[tuple], aggregate: str = "majority") -> dict[str, Qrels]:
+def source_qrels(rows: Sequence[tuple] | np.ndarray, names: Mapping[int, str],
+                 queries: Sequence[tuple], passages: Sequence[tuple],
+                 aggregate: str = "majority") -> dict[str, Qrels]:
     """{name: the labels of that source name alone, as the policy ``source=NAME`` merges
     them} from the store's ids: ``rows`` (source id, query id, passage id, sample, event id,
     grade) of the standing grades, ``names`` {source id: name}, ``queries`` and ``passages``

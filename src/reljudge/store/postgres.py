@@ -149,13 +149,15 @@ _CACHE: dict[str, str] = {}
 def pg_sql(sql: str) -> str:
     """A statement of the store's dialect in PostgreSQL's: ``?`` placeholders to ``%s`` (a
     literal ``%`` doubled), ``INSERT OR IGNORE`` to ``ON CONFLICT DO NOTHING``, ``BEGIN
-    IMMEDIATE`` to ``BEGIN``. Quoted strings are left alone."""
+    IMMEDIATE`` to ``BEGIN``, ``group_concat(X)`` to ``string_agg((X)::text, ',')``. Quoted
+    strings are left alone."""
     out = _CACHE.get(sql)
     if out is not None:
         return out
     pieces = re.split(r"('(?:[^']|'')*')", sql)  # odd pieces are quoted literals
     for k in range(0, len(pieces), 2):
-        pieces[k] = pieces[k].replace("%", "%%").replace("?", "%s")
+        pieces[k] = re.sub(r"\bgroup_concat\(([^()]*)\)", r"string_agg((\1)::text, ',')",
+                           pieces[k].replace("%", "%%").replace("?", "%s"))
     for k in range(1, len(pieces), 2):
         pieces[k] = pieces[k].replace("%", "%%")
     out = "".join(pieces)
