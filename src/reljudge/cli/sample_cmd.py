@@ -42,8 +42,10 @@ queries (not for active samples: `estimate` warns per row). The sample is still 
 recorded (docs/ppi.md).
 
 --target-width W (active design, RUN files): the smallest budget whose expected interval of
---measure is at most W wide for every run, at most --budget; printed, then drawn. When no
-budget reaches W, one line with the narrowest width, exit 2.
+--measure is at most W wide for every run, at most --budget; printed, then drawn. The
+expected width leaves out `estimate`'s allowance for judge misses a sample leaves out (on
+LLMJudge, intervals came out up to a sixth wider than planned). When no budget reaches W,
+one line with the narrowest width, exit 2.
 """
 
 
@@ -228,8 +230,9 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
                              f"{signal.source}); give --target-width {width:.4g} or more"
                              + ("" if args.budget is None else " or a larger --budget"))
         said.append((f"planned budget: {budget} pairs, expected {measure} interval at most "
-                     f"{width:.4g} wide for every run (target {args.target_width:g})",
-                     sys.stdout))
+                     f"{width:.4g} wide for every run (target {args.target_width:g}), before "
+                     f"the allowance for judge misses a sample leaves out (on LLMJudge it "
+                     f"made intervals up to a sixth wider, docs/ppi.md)", sys.stdout))
         args.budget = budget
         if signal.residual is None:
             said.append((f"warning: the planned widths take {signal.source} for the judge's "
