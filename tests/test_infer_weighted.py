@@ -381,18 +381,24 @@ def test_the_jackknife_is_hajeks_variance_when_lambda_cannot_move():
         e.classical_se ** 2)
 
 
+def _llmjudge_simulated():
+    """bench/ppi.py, the LLMJudge data, its first judge and its 32 simulated systems (the
+    test skips without the data)."""
+    ppi_bench = pytest.importorskip("bench.ppi")
+    if not (ppi_bench.DATA / "human" / "test.qrels").exists():
+        pytest.skip("no LLMJudge data")
+    w = ppi_bench.load(ppi_bench.DATA)
+    judge = next(iter(w.judges))
+    return ppi_bench, w, judge, ppi_bench.runs_of(w, "simulated", judge, 32, 0)
+
+
 @pytest.mark.slow
 def test_active_p_at_10_on_the_llmjudge_data_covers_every_run():
     """The judge's misses the sample left out sit on pairs of smaller pi than the sampled
     ones: MISS_RULE's unseen miss sized at the sampled pairs' mean (1 - pi) / pi^2 left the
     worst of 32 simulated systems at 20 % of pairs covered 0.910 on these 400 draws; sized
     at the unsampled pairs' mean, 0.940 (docs/ppi.md has the bench's table)."""
-    ppi_bench = pytest.importorskip("bench.ppi")
-    if not (ppi_bench.DATA / "human" / "test.qrels").exists():
-        pytest.skip("no LLMJudge data")
-    w = ppi_bench.load(ppi_bench.DATA)
-    judge = next(iter(w.judges))
-    runs = ppi_bench.runs_of(w, "simulated", judge, 32, 0)
+    ppi_bench, w, judge, runs = _llmjudge_simulated()
     got = ppi_bench.measure_one(w, judge, runs, "active", 0.2, "P@10", 400, 1_000_003)
     cover = got["run"].mean(axis=0)
     assert cover.min() >= 0.92 and cover.mean() >= 0.94, (cover.min(), cover.mean())
@@ -404,12 +410,7 @@ def test_active_p_at_10_difference_whose_judge_misses_hide_together_is_covered()
     pairs of pi 0.64, left out together in 13 % of draws, put the estimate off by the whole
     difference; one unseen miss covered it in 0.88 of these 400 draws, MISS_RULE's
     (ln(1/alpha) / z)^2 of them (the rule of three) in at least 0.90."""
-    ppi_bench = pytest.importorskip("bench.ppi")
-    if not (ppi_bench.DATA / "human" / "test.qrels").exists():
-        pytest.skip("no LLMJudge data")
-    w = ppi_bench.load(ppi_bench.DATA)
-    judge = next(iter(w.judges))
-    runs = ppi_bench.runs_of(w, "simulated", judge, 32, 0)
+    ppi_bench, w, judge, runs = _llmjudge_simulated()
     got = ppi_bench.measure_one(w, judge, runs, "active", 0.4, "P@10", 400, 1_000_003)
     cover = got["diff"].mean(axis=0)
     assert cover[runs.index(next(r for r in runs if r.name == "sim07")) - 1] >= 0.90, cover

@@ -60,6 +60,17 @@ def test_sources_are_counted_in_a_fixed_number_of_statements(tmp_path, judges):
     assert found[1].retracted == 1 and sum(found[1].grades.values()) == 31
 
 
+def _report(tmp_path) -> None:
+    """`report` of 30 qrels lines and a run of them against a store of 2 sources."""
+    path = tmp_path / "s.sqlite"
+    _store(path, 2).close()
+    qrels, run = tmp_path / "h.qrels", tmp_path / "a.run"
+    qrels.write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
+    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
+    assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
+                 str(tmp_path / "r.html")]) == 0
+
+
 def test_several_sources_labels_are_read_in_one_statement(tmp_path):
     with _store(tmp_path / "s.sqlite", 12) as store:
         names = [f"judge-{j}" for j in range(12)]
@@ -212,18 +223,12 @@ def test_report_from_a_store_reads_the_standing_labels_once_by_their_ids(tmp_pat
     query, passage and source names joined in) and merged row by row: 2.5 s of `report
     --store`'s 4 on the LLMJudge store. Now one read of the store's ids serves the conflicts,
     the sources' counts and the merge, each merged column by column."""
-    path = tmp_path / "s.sqlite"
-    _store(path, 2).close()
-    qrels, run = tmp_path / "h.qrels", tmp_path / "a.run"
-    qrels.write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
-    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
     reads = []
     real = EventLog.standing_ids
     monkeypatch.setattr(EventLog, "standing_ids",
                         lambda self, *policy: reads.append(1) or real(self, *policy))
     monkeypatch.setattr(EventLog, "label_rows", lambda self: pytest.fail("reads label rows"))
-    assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
-                 str(tmp_path / "r.html")]) == 0
+    _report(tmp_path)
     assert len(reads) == 1
 
 
@@ -234,17 +239,11 @@ def test_a_report_sorts_the_standing_labels_into_votes_once(tmp_path, monkeypatc
     import reljudge.store.events as events
     import reljudge.store.merge as merge
 
-    path = tmp_path / "s.sqlite"
-    _store(path, 2).close()
-    qrels, run = tmp_path / "h.qrels", tmp_path / "a.run"
-    qrels.write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
-    run.write_text("".join(f"q{i % 3} Q0 d{i} {i // 3 + 1} {30 - i} a\n" for i in range(30)))
     sorts = []
     real = merge.latest_votes
     for module in (events, merge):
         monkeypatch.setattr(module, "latest_votes", lambda *a: sorts.append(1) or real(*a))
-    assert main(["report", str(qrels), str(run), "--store", str(path), "--out",
-                 str(tmp_path / "r.html")]) == 0
+    _report(tmp_path)
     assert len(sorts) == 1
 
 
