@@ -486,8 +486,14 @@ def test_ctrl_c_while_waiting_for_batches_exits_3_promptly_with_the_batches_reco
             argv = ["batch", "collect", "--store", str(tmp_path / "s.sqlite"), "--api-key", "k",
                     "--wait", "--quiet"]
         polls = polls_of(batch)
-        proc = subprocess.Popen([sys.executable, "-m", "reljudge", *argv],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # a runner started in the background (`cmd &`) ignores SIGINT, and an ignored signal
+        # is inherited: handled here, it is the default in the child, as in a terminal
+        ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "reljudge", *argv],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        finally:
+            signal.signal(signal.SIGINT, ignored)
         deadline = time.monotonic() + 30
         while polls_of(batch) < polls + 2 and time.monotonic() < deadline:
             time.sleep(0.05)
