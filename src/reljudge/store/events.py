@@ -437,7 +437,7 @@ class EventLog(Texts):
             return merge_rows(rows, policy, aggregate, fractional, stale)
         check_policy(policy)  # before reading every event
         if votes is not None:
-            return merge_votes(votes, self.id_names()[0], policy, aggregate, fractional, stale,
+            return merge_votes(votes, self.source_kinds(), policy, aggregate, fractional, stale,
                                by_id)
         return merge_ids(self.standing_ids(policy) if standing is None else standing,
                          *self.id_names(), policy, aggregate, fractional, stale, by_id)
@@ -448,7 +448,7 @@ class EventLog(Texts):
         ``standing`` and ``votes``: ``standing_ids()`` and ``votes()`` when the caller has
         them already."""
         votes = self.votes(standing) if votes is None else votes  # sorted once for both sides
-        sources = self.id_names()[0]
+        sources = self.source_kinds()
         return conflicts_between(*(merge_votes(votes, sources, policy, aggregate)
                                    for policy in ("human-only", "llm-only")))
 
@@ -462,9 +462,13 @@ class EventLog(Texts):
     def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
         """What names the store's ids: {source id: (kind, name)}, (id, qid) of each query and
         (id, docid) of each passage."""
-        return ({i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")},
-                self.conn.execute("SELECT id, qid FROM queries").fetchall(),
+        return (self.source_kinds(), self.conn.execute("SELECT id, qid FROM queries").fetchall(),
                 self.conn.execute("SELECT id, docid FROM passages").fetchall())
+
+    def source_kinds(self) -> dict[int, tuple[str, str]]:
+        """{source id: (kind, name)} (``id_names``' first part, without the queries and
+        passages)."""
+        return {i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")}
 
     def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""
