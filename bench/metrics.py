@@ -247,14 +247,15 @@ def _floor(qrels, run, tied: bool, repeats: int) -> dict[str, float]:
     the type checks, reading the scores, looking up the judged documents, and (tied runs
     only) one pass over the docids' text to break ties in byte order. Nothing is ranked."""
     from itertools import chain, repeat
+    from operator import countOf
 
     qids = sorted(run)
     runs, judged = [run[q] for q in qids], [qrels.get(q, {}) for q in qids]
     n, total = sum(map(len, runs)), sum(map(len, judged))
     steps = {
-        "id and score type checks": lambda: (
-            set(map(type, chain.from_iterable(runs))),
-            set(map(type, chain.from_iterable(map(dict.values, runs))))),
+        "id and score type checks": lambda: (  # counted as reljudge's check counts them
+            countOf(map(type, chain.from_iterable(runs)), str),
+            countOf(map(type, chain.from_iterable(map(dict.values, runs))), float)),
         "scores read": lambda: np.fromiter(chain.from_iterable(map(dict.values, runs)),
                                            np.float64, n),
         "judged looked up": lambda: np.fromiter(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 import pytest
@@ -286,3 +286,38 @@ def test_no_measures_or_no_runs_are_errors_not_an_empty_result():
     for none in ([], {}):
         with pytest.raises(InputError, match="no runs to evaluate"):
             evaluate_many(qrels, none, ["AP"])
+
+
+class _Str(str):
+    pass
+
+
+_ITEM = st.sampled_from(["a", "b", 1, 2.5, True, None, np.float64(0.5), np.int64(3), _Str("c"),
+                         1.5, 0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.one_of(
+    st.dictionaries(st.sampled_from(["q1", "q2", 3, _Str("q4")]),
+                    st.one_of(st.dictionaries(_ITEM, _ITEM, max_size=4),
+                              st.dictionaries(st.sampled_from(["a", "b", "c"]),  # near clean
+                                              st.sampled_from([1, 0, 2.5, 1.5, True]),
+                                              max_size=3),
+                              st.builds(OrderedDict, st.dictionaries(_ITEM, _ITEM, max_size=2))),
+                    max_size=3),
+    st.lists(st.just(1), max_size=1)))
+def test_the_clean_dict_check_is_every_type_in_the_accepted_set(data):
+    """``values._already_clean`` (counting the usual type) says what its definition says: the
+    outer ids str, the inner values exactly dicts, their ids str, their values of the accepted
+    types, for grades ({int}) and scores ({float, int})."""
+    from itertools import chain
+
+    from reljudge import values
+
+    for ok in ({int}, {float, int}):
+        want = (isinstance(data, dict) and set(map(type, data)) <= {str}
+                and set(map(type, data.values())) <= {dict}
+                and set(map(type, chain.from_iterable(data.values()))) <= {str}
+                and set(map(type, chain.from_iterable(d.values() for d in data.values())))
+                <= ok)
+        assert values._already_clean(data, ok) == want
