@@ -8,7 +8,9 @@ the 33 judges' labels of the same 4,423 pairs, imported into a store (34 sources
 events); the runs are examples/llmjudge-dl23's eight without the documents NIST did not
 judge (`judged_runs`). Each command runs as a whole process (``python -m reljudge``): its
 CPU seconds (user + system; on PostgreSQL the server's share too), median of ``--repeat``.
-Beside each, its twin from files: the same
+The last row, ``(store opened)``, runs no command: it opens the store and closes it,
+against importing the store's module, the fixed cost every command above pays for its
+backend. Beside each, its twin from files: the same
 command given the label files where it takes them (audit, calibrate: recording the
 calibrated labels in the store against writing them to ``--out``), else the same
 computation from the labels exported to qrels files (``labels export`` of each source) through
@@ -131,6 +133,11 @@ def cases(location: str, data: Path, tmp: Path) -> list[tuple[str, list[str], li
                        JUDGE, "--force"],
          [*cli, "calibrate", "--reference", str(human), "--judge", str(judges / f"{JUDGE}.txt"),
           "--out", str(tmp / "c.tsv")]),
+        # no command: what every command above pays to reach the store (the driver's import,
+        # a connection and the server's side of it, the schema's check) beyond importing it
+        ("(store opened)", ["-c", f"from reljudge.store import LabelStore; "
+                                  f"LabelStore({location!r}).close()"],
+         ["-c", "import reljudge.store"]),
     ]
 
 
