@@ -17,6 +17,7 @@ path) runs in a fresh subprocess so that peak memory is its own.
     python bench/metrics.py --queries 500 --repeats 1         # quick look
     python bench/metrics.py --workloads heavy,equal --tools reljudge,pytrec_eval
     python bench/metrics.py --floor       # and the dict path's floor (see _floor)
+    python bench/metrics.py --paths dicts --tools reljudge,pytrec_eval --floor   # dicts only
     python bench/metrics.py --set all_trec --tools reljudge,pytrec_eval   # every measure
     python bench/metrics.py --track       # 63 runs x 53 queries x top 100, whole processes
 Needs the bench extra: pip install -e '.[bench]'
@@ -327,13 +328,13 @@ def _first_result(files: tuple[Path, Path], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _table(workload: str, tools: list[str], results: dict) -> None:
+def _table(workload: str, tools: list[str], paths: list[str], results: dict) -> None:
     """Print one workload's rows: median time, ratio to reljudge, peak memory."""
     header = (f"{'workload':<8} {'path':<6} {'tool':<12} {'median s':>9} {'vs reljudge':>11} "
               f"{'peak MB':>8}  notes")
     print(header)
     print("-" * len(header))
-    for path in ("dicts", "files"):
+    for path in paths:
         ours = statistics.median(results.get(("reljudge", path), {}).get("times", [float("nan")]))
         for t in tools:
             r = results[(t, path)]
@@ -347,13 +348,16 @@ def _table(workload: str, tools: list[str], results: dict) -> None:
                   f"{r['peak_mb']:>8.0f}  {note}")
 
 
-def _print_floor(floor: dict, pytrec: dict) -> None:
-    """The dict path's floor, step by step, beside the time 3x pytrec_eval allows."""
+def _print_floor(floor: dict, pytrec: dict, ours: dict) -> None:
+    """The dict path's floor, step by step, beside reljudge's time and the time 3x
+    pytrec_eval allows."""
     if "error" in floor:
         print(f"floor: error: {floor['error']}")
         return
     steps = ", ".join(f"{k} {v:.2f} s" for k, v in floor.items())
     line = f"dict-path floor, before any ranking: {steps}; total {sum(floor.values()):.2f} s"
+    if "times" in ours:
+        line += f"; reljudge {statistics.median(ours['times']):.2f} s"
     if "times" in pytrec:
         line += f"; 3x pytrec_eval allows {statistics.median(pytrec['times']) / 3:.2f} s"
     print(line)
@@ -371,6 +375,8 @@ def main() -> None:
                    + ", ".join(TOOLS))
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, from: "
                    + ", ".join(WORKLOADS))
+    p.add_argument("--paths", default="dicts,files",
+                   help="comma-separated, from: dicts, files (default both)")
     p.add_argument("--floor", action="store_true",
                    help="also time the passes over Python objects that any validating,\n"
                         "numpy-only reader of the dicts must make (the dict path's floor)")
@@ -403,6 +409,10 @@ def main() -> None:
         return
     tools = args.tools.split(",")
     workloads = args.workloads.split(",")
+    paths = args.paths.split(",")
+    for name in paths:
+        if name not in ("dicts", "files"):
+            p.error(f"unknown path {name!r}; known: dicts, files")
     for name in tools:
         if name not in TOOLS:
             p.error(f"unknown tool {name!r}; known: {', '.join(TOOLS)}")
@@ -417,18 +427,19 @@ def main() -> None:
             files = write_files(qrels, run, Path(tmp))
             del qrels, run
             results = {(t, path): _spawn(t, path, workload, args, files)
-                       for path in ("dicts", "files") for t in tools}
+                       for path in paths for t in tools}
             fresh = (_first_result(files, args.repeats)
                      if args.fresh and "reljudge" in tools else None)
             floor = (_spawn("floor", "dicts", workload, args, files) if args.floor else None)
         print()
-        _table(workload, tools, results)
+        _table(workload, tools, paths, results)
         ref = results.get(("reljudge", "dicts"), {}).get("aggregate", {})
         if ref:
             print("reljudge aggregates: " + ", ".join(f"{k}={v:.4f}" for k, v in ref.items()))
         if floor is not None:
-            _print_floor(floor, results.get(("pytrec_eval", "dicts"), {}))
-        if fresh is not None:
+            _print_floor(floor, results.get(("pytrec_eval", "dicts"), {}),
+                         results.get(("reljudge", "dicts"), {}))
+        if fresh is not None and ("reljudge", "files") in results:
             steady = statistics.median(results[("reljudge", "files")].get("times", [float("nan")]))
             print(f"fresh process (`reljudge eval` on the files, imports included, median of "
                   f"{args.repeats}): {fresh:.2f} s; steady-state files path: {steady:.2f} s; "
