@@ -381,10 +381,10 @@ class PostgresBackend(Backend):
                 self.conn.execute(pg_ddl(statement))
 
     def intern(self, table: str, column: str, keys: Iterable[str]) -> dict[str, int]:
-        """``Backend.intern`` in one round trip: the missing keys go as one array, inserted
-        (``ON CONFLICT DO NOTHING``) and looked up in the same statement; a key another
-        transaction committed meanwhile (invisible to that statement's snapshot) is looked up
-        again."""
+        """``Backend.intern`` in one round trip when the keys are new: the missing keys go as
+        one array, inserted (``ON CONFLICT DO NOTHING``) with their ids returned; the keys
+        that were there already, or that another transaction committed meanwhile (invisible
+        to that statement's snapshot), are looked up by a second statement."""
         cache = self._ids[table]
         missing = [k for k in dict.fromkeys(keys) if k not in cache]
         insert = (f"INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
@@ -393,15 +393,11 @@ class PostgresBackend(Backend):
             self.conn.execute(insert, (missing,))
             cache.update(self.conn.execute(f"SELECT {column}, id FROM {table}"))
         elif missing:
-            cache.update(self.conn.execute(
-                f"WITH new AS ({insert} RETURNING {column}, id) "
-                f"SELECT {column}, id FROM new UNION ALL "
-                f"SELECT {column}, id FROM {table} WHERE {column} = ANY(?)",
-                (missing, missing)))
-            late = [k for k in missing if k not in cache]
-            if late:
+            cache.update(self.conn.execute(f"{insert} RETURNING {column}, id", (missing,)))
+            there = [k for k in missing if k not in cache]
+            if there:
                 cache.update(self.conn.execute(
-                    f"SELECT {column}, id FROM {table} WHERE {column} = ANY(?)", (late,)))
+                    f"SELECT {column}, id FROM {table} WHERE {column} = ANY(?)", (there,)))
         return cache
 
     def lock(self, name: str) -> None:
