@@ -19,9 +19,9 @@ with the same rules kept by triggers once per statement (``REFERENCING NEW TABLE
   isolation level the new events' rows are locked as a foreign key locks them, and a delete
   is refused.
 
-A small statement's checks run with plans kept by the function (planned for a few rows); a
-large one's are planned for its size each time (``EXECUTE``), so an import's plan is never
-reused for a labeller's few rows, nor the reverse.
+A small statement's checks run with plans kept by the function, each reference looked up by
+the parent's primary key; a large one's are planned for its size each time (``EXECUTE``), so
+an import's plan is never reused for a labeller's few rows, nor the reverse.
 """
 
 from __future__ import annotations
@@ -41,6 +41,12 @@ _LOCK = "\n".join(f"PERFORM 1 FROM {table} WHERE id IN (SELECT {col} FROM new_ev
 _MISSING = " UNION ALL ".join(
     f"SELECT '{col}' AS col, n.{col} AS ref, '{table}' AS parent FROM new_events n "
     f"WHERE n.{col} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {table} WHERE id = n.{col})"
+    for col, table in REFERENCES) + " LIMIT 1"
+# A few rows' references are looked up one by one (a subquery per reference, an index probe
+# each): as a join, the plan kept for a few rows hashed the whole of queries every time.
+_MISSING_FEW = " UNION ALL ".join(
+    f"SELECT '{col}' AS col, n.{col} AS ref, '{table}' AS parent FROM new_events n "
+    f"WHERE n.{col} IS NOT NULL AND (SELECT id FROM {table} WHERE id = n.{col}) IS NULL"
     for col, table in REFERENCES) + " LIMIT 1"
 _RAISE = """RAISE foreign_key_violation USING
             MESSAGE = format('insert or update on table "events" violates foreign key '
@@ -73,7 +79,7 @@ BEGIN
         {_execute(_LOCK)}
     END IF;
     IF small THEN
-        FOR missing IN {_MISSING} LOOP
+        FOR missing IN {_MISSING_FEW} LOOP
             {_RAISE}
         END LOOP;
     ELSE
