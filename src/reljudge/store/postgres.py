@@ -387,7 +387,8 @@ class PostgresBackend(Backend):
             self.conn.execute(insert, (missing,))
             cache.update(self.conn.execute(f"SELECT {column}, id FROM {table}"))
         elif missing:
-            cache.update(self.conn.execute(f"{insert} RETURNING {column}, id", (missing,)))
+            cache.update(self.conn.execute(f"{insert} RETURNING {column}, id",
+                                           (missing,)).fetchall())  # fetchall: in C
             there = [k for k in missing if k not in cache]
             if there:
                 cache.update(self.conn.execute(
