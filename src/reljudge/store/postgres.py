@@ -230,7 +230,8 @@ class PgConnection:
         a psycopg statement; a failure raised as psycopg raises it (OperationalError when the
         connection is lost)."""
         psycopg = _psycopg()
-        result = self._conn.pgconn.exec_(command.encode())
+        with self._conn.lock:  # as psycopg's own statements take it
+            result = self._conn.pgconn.exec_(command.encode())
         if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
             error = psycopg.errors.error_from_result(result, encoding=self._conn.info.encoding)
             raise psycopg.OperationalError(str(error)) if self._conn.broken else error
