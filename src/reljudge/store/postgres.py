@@ -176,6 +176,11 @@ _PLAIN_INSERT = re.compile(r"\s*INSERT INTO (\w+) \(([\w, ]+)\) VALUES \(\?(?:, 
 COPY_FROM = 2
 
 
+#: {type oid: the Python types a COPY sends to it in binary}: BIGINT, DOUBLE PRECISION, TEXT
+_BINARY: dict[int | None, set[type]] = {20: {int, type(None)}, 701: {int, float, type(None)},
+                                        25: {str, type(None)}}
+
+
 class PgConnection:
     """``store.backend.Connection`` (the slice of ``sqlite3.Connection`` the store uses) over
     a psycopg connection in autocommit mode (transactions are the store's explicit BEGIN ... COMMIT).
@@ -192,6 +197,7 @@ class PgConnection:
         self._conn = conn
         self._name = name  # the store, as messages name it (password masked)
         self._begin = False  # a BEGIN waiting for the next statement
+        self._types: dict[str, dict[str, int]] = {}  # {table: {column: type oid}}
 
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
@@ -266,13 +272,37 @@ class PgConnection:
         if on_conflict is not None:  # its columns, none of its constraints; gone at COMMIT
             cur.execute(f"CREATE TEMPORARY TABLE {target} ON COMMIT DROP AS SELECT {columns} "
                         f"FROM {table} WITH NO DATA")
-        with cur.copy(f"COPY {target} ({columns}) FROM STDIN") as copy:
+        types = self._binary_types(table, columns, rows)
+        binary = " (FORMAT BINARY)" if types else ""
+        with cur.copy(f"COPY {target} ({columns}) FROM STDIN{binary}") as copy:
+            if types:
+                copy.set_types(types)
             for row in rows:
                 copy.write_row(row)
         if on_conflict is not None:
             cur.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {target}"
                         f"{on_conflict}; DROP TABLE {target}")
         return cur
+
+    def _binary_types(self, table: str, columns: str, rows: list[tuple[Any, ...]]
+                      ) -> list[int] | None:
+        """The columns' type oids when each is a BIGINT, DOUBLE PRECISION or TEXT column and
+        every value is of the Python type that goes to it in binary (a COPY in binary takes a
+        third less of the client's time than in text, and less of the server's); else None:
+        the COPY goes in text, as the server reads what it gets (a bool, an int into a
+        text column)."""
+        types = self._types.get(table)
+        if types is None:
+            types = self._types[table] = dict(self._conn.execute(
+                "SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass "
+                "AND attnum > 0 AND NOT attisdropped", (table,)).fetchall())
+        oids = [types.get(c.strip()) for c in columns.split(",")]
+        if any(len(row) != len(oids) for row in rows):
+            return None
+        if all(oid in _BINARY and set(map(type, values)) <= _BINARY[oid]
+               for oid, values in zip(oids, zip(*rows, strict=True), strict=True)):
+            return [oid for oid in oids if oid is not None]
+        return None
 
     @property
     def in_transaction(self) -> bool:
