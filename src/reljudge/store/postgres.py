@@ -232,7 +232,7 @@ class PgConnection:
         return self._conn.execute(statement, tuple(args))
 
     def _command(self, command: str) -> None:
-        """BEGIN, COMMIT or ROLLBACK straight through libpq: a fifth of the client's time of
+        """BEGIN, COMMIT or ROLLBACK straight through libpq: a third of the client's time of
         a psycopg statement; a failure raised as psycopg raises it (OperationalError when the
         connection is lost)."""
         psycopg = _psycopg()
