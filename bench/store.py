@@ -13,7 +13,8 @@ Rows, for each backend:
 - 1 writer and 4 writers: separate processes appending LLM label events, all started at once,
   each committing ``--writer-batch`` events a transaction: 64 by default, the batches a labeller
   commits its answers in (every 64 answers, or every second when fewer came); 1 is a person
-  grading in ``assess``.
+  grading in ``assess``. The median of ``--repeat`` runs, the backends taking turns (run,
+  each backend's 1 writer then 4 writers, again), so that a busy machine slows both alike.
 
 Without ``--pg`` a PostgreSQL server is started for the run (Debian's binaries, as the tests
 do; the ``test`` and ``postgres`` extras) with fsync on and ``synchronous_commit=off``: the
@@ -71,9 +72,8 @@ def writers(location: str, count: int, n: int, batch: int) -> float:
     return max(ends) - t0
 
 
-def run(location: str, files: list[Path], out: Path, writer_events: int, batch: int
-        ) -> dict[str, tuple]:
-    """Every step on one backend; {step: (events, seconds)}."""
+def run(location: str, files: list[Path], out: Path) -> dict[str, tuple]:
+    """Import, merge and export on one backend; {step: (events, seconds)}."""
     rows: dict[str, tuple] = {}
     store = LabelStore(location)
     t = time.perf_counter()
@@ -86,11 +86,22 @@ def run(location: str, files: list[Path], out: Path, writer_events: int, batch: 
     write_qrels(merged.qrels, out)
     rows["merge human-first + export"] = (n, time.perf_counter() - t)
     store.close()
-    for count in (1, 4):
-        seconds = writers(location, count, writer_events, batch)
-        rows[f"{count} writer{'s' * (count > 1)}, {batch} events/commit"] = (
-            count * writer_events, seconds)
     return rows
+
+
+def writer_rows(locations: dict[str, str], writer_events: int, batch: int, repeat: int
+                ) -> dict[str, dict[str, tuple]]:
+    """The writers rows of each backend, {backend: {step: (events, median seconds)}}: the
+    backends take turns, ``repeat`` times."""
+    seconds: dict[str, dict[str, list[float]]] = {b: {} for b in locations}
+    for _ in range(repeat):
+        for backend, location in locations.items():
+            for count in (1, 4):
+                step = f"{count} writer{'s' * (count > 1)}, {batch} events/commit"
+                seconds[backend].setdefault(step, []).append(
+                    writers(location, count, writer_events, batch))
+    return {backend: {step: (int(step.split()[0]) * writer_events, float(np.median(times)))
+                      for step, times in steps.items()} for backend, steps in seconds.items()}
 
 
 def fresh_pg_database(url: str) -> str:
@@ -149,7 +160,9 @@ def main() -> None:
                         "files, on the LLMJudge data (bench/store_commands.py)")
     p.add_argument("--llmjudge", type=Path, default=ROOT.parent / "shared" / "data" / "llmjudge",
                    help="with --commands: the LLMJudge data folder")
-    p.add_argument("--repeat", type=int, default=3, help="with --commands: runs per command")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs of each writers row, medians shown (with --commands: runs per "
+                        "command)")
     args = p.parse_args()
     backends = args.backends.split(",")
     if args.commands:
@@ -158,6 +171,7 @@ def main() -> None:
     rng = np.random.default_rng(1)
     server = None
     results: dict[str, dict[str, tuple]] = {}
+    locations: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         files = [tmp / "human.qrels", tmp / "llm.qrels"]
@@ -181,9 +195,12 @@ def main() -> None:
                     location = fresh_pg_database(url)
                 else:
                     sys.exit(f"bench/store.py: unknown backend {backend!r}")
-                results[backend] = run(location, files, tmp / f"{backend}.qrels",
-                                       args.writer_events, args.writer_batch)
-                print(f"{backend}: done", file=sys.stderr)
+                results[backend] = run(location, files, tmp / f"{backend}.qrels")
+                locations[backend] = location
+                print(f"{backend}: imported", file=sys.stderr)
+            for backend, rows in writer_rows(locations, args.writer_events, args.writer_batch,
+                                             args.repeat).items():
+                results[backend].update(rows)
             if len(results) == 2:
                 same = (tmp / "sqlite.qrels").read_bytes() == (tmp / "postgresql.qrels").read_bytes()
                 print(f"exported qrels byte-identical across backends: {same}")

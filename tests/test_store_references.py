@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from reljudge.cli import main
+from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from tests.backends import BACKENDS, integrity_errors, pg_url, store_location
 
@@ -81,3 +82,142 @@ def test_a_postgresql_import_of_a_file_with_a_bad_line_writes_nothing(pg_server,
     assert f"{f}:1000" in capsys.readouterr().err
     with LabelStore(url, create=False) as store:
         assert store.count() == 1 and [s.name for s in store.sources()] == ["ann"]
+
+
+def _writing(url: str, qid: str):
+    """A store in the middle of a transaction that has written an event naming ``qid``."""
+    store = LabelStore(url)
+    store.conn.execute("BEGIN")  # add_events joins it
+    store.add_events([LabelEvent(qid, "d1", 1, "llm", "j")])
+    return store
+
+
+def test_events_being_written_lock_none_of_the_rows_they_name(pg_server):
+    """A foreign key locks each row an event names (a write to it: a labeller's batch of 64
+    locked some 115 rows, and concurrent labellers each locked their shared source again);
+    in READ COMMITTED the checks lock none, another transaction may lock them all."""
+    import psycopg
+
+    url = pg_url(pg_server, "nolocks")
+    with LabelStore(url) as store:
+        store.add_events([LabelEvent("q1", "d1", 0, "llm", "j")])  # the rows, committed
+    writer = _writing(url, "q1")
+    try:
+        with psycopg.connect(url.split("?")[0], autocommit=True) as other:
+            schema = url.rsplit("=", 1)[1]
+            for table in ("queries", "passages", "sources"):
+                other.execute(f"BEGIN; SELECT * FROM {schema}.{table} FOR UPDATE NOWAIT")
+                other.execute("ROLLBACK")
+    finally:
+        writer.conn.execute("COMMIT")
+        writer.close()
+
+
+def test_a_delete_waits_for_the_events_being_written_and_is_refused_when_they_name_the_row(
+        pg_server):
+    import threading
+
+    url = pg_url(pg_server, "waits")
+    with LabelStore(url) as store:
+        store.db.intern("queries", "qid", ["q1"])  # a row no event names yet: deletable
+    writer = _writing(url, "q1")
+    errors = []
+
+    def delete():
+        with LabelStore(url) as other:
+            try:
+                with other.db.transaction():
+                    other.conn.execute("DELETE FROM queries WHERE qid = 'q1'")
+            except integrity_errors() as e:
+                errors.append(e)
+
+    t = threading.Thread(target=delete)
+    t.start()
+    t.join(0.5)
+    assert t.is_alive()  # waiting for the writer
+    writer.conn.execute("COMMIT")
+    writer.close()
+    t.join(10)
+    assert not t.is_alive() and len(errors) == 1 and "foreign key" in str(errors[0])
+    with LabelStore(url) as store:
+        assert store.count() == 1 and [e.qid for e in store.events()] == ["q1"]
+
+
+def test_an_event_naming_a_row_deleted_meanwhile_is_refused(pg_server):
+    import threading
+
+    url = pg_url(pg_server, "deleted")
+    with LabelStore(url) as store:
+        store.add_events([LabelEvent("q0", "d0", 1, "llm", "j")])
+    writer = LabelStore(url)
+    writer.db.intern("queries", "qid", ["q1"])  # committed, no event names it: its id cached
+    deleter = LabelStore(url)
+    deleter.conn.execute("BEGIN")
+    deleter.conn.execute("DELETE FROM queries WHERE qid = 'q1'")
+    errors = []
+
+    def write():
+        try:
+            writer.add_events([LabelEvent("q1", "d0", 2, "llm", "j")])
+        except integrity_errors() as e:
+            errors.append(e)
+
+    t = threading.Thread(target=write)
+    t.start()
+    t.join(0.5)
+    assert t.is_alive()  # waiting for the delete
+    deleter.conn.execute("COMMIT")
+    deleter.close()
+    t.join(10)
+    writer.close()
+    assert not t.is_alive() and len(errors) == 1 and "foreign key" in str(errors[0])
+    with LabelStore(url) as store:
+        assert store.count() == 1 and not store.conn.execute(
+            "SELECT 1 FROM queries WHERE qid = 'q1'").fetchall()
+
+
+def test_outside_read_committed_events_lock_their_rows_and_deletes_are_refused(pg_server):
+    import psycopg
+
+    url = pg_url(pg_server, "rr")
+    with LabelStore(url) as store:
+        store.add_events([LabelEvent("q0", "d0", 1, "llm", "j")])
+        store.db.intern("queries", "qid", ["q1"])
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="READ COMMITTED"), \
+                store.db.transaction():
+            store.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            store.conn.execute("DELETE FROM queries WHERE qid = 'q1'")
+        with store.db.transaction():
+            store.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            store.add_events([LabelEvent("q0", "d0", 2, "llm", "j")])
+            with psycopg.connect(url.split("?")[0], autocommit=True) as other, \
+                    pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute(f"SELECT * FROM {url.rsplit('=', 1)[1]}.sources FOR UPDATE NOWAIT")
+        assert store.count() == 2
+
+
+def test_a_store_whose_checks_an_earlier_reljudge_wrote_gets_todays(pg_server):
+    from reljudge.store.pg_references import _BODIES, _IN_PLACE
+
+    url = pg_url(pg_server, "earlier")
+    with LabelStore(url) as store:
+        store.conn.execute("CREATE OR REPLACE FUNCTION events_referred() RETURNS trigger "
+                           "LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$")
+        assert store.conn.execute(_IN_PLACE).fetchone()[1] != _BODIES
+    with LabelStore(url) as store:
+        assert store.conn.execute(_IN_PLACE).fetchone() == ([], _BODIES)
+
+
+def test_a_labellers_batch_reads_no_table_through_to_check_its_events(pg_server):
+    """A batch of 64 events looks each reference up by its row's key: the checks' plan kept
+    for a few rows hashed the whole of queries (5,000 rows: 1.5 ms a batch) each time."""
+    with LabelStore(pg_url(pg_server, "probes")) as store:
+        store.add_grades([(f"q{i}", f"d{i}", i % 4) for i in range(3000)], "human", "ann")
+        scans = ("SELECT relname, seq_scan FROM pg_stat_xact_user_tables "
+                 "WHERE relname IN ('queries', 'passages', 'events') ORDER BY relname")
+        for b in range(3):  # the function's plans kept, as a labeller's are
+            with store.db.transaction():
+                before = store.conn.execute(scans).fetchall()  # the counts not yet flushed
+                store.add_events([LabelEvent(f"q{i}", f"new{b}-{i}", i % 4, "llm", "j")
+                                  for i in range(64)])
+                assert store.conn.execute(scans).fetchall() == before
