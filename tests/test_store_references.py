@@ -113,39 +113,51 @@ def test_events_being_written_lock_none_of_the_rows_they_name(pg_server):
         writer.close()
 
 
-def test_a_delete_waits_for_the_events_being_written_and_is_refused_when_they_name_the_row(
-        pg_server):
+def _waits_then_fails(action, release) -> list[Exception]:
+    """Run ``action`` in a thread, see it still waiting after half a second, ``release`` what
+    it waits for; the integrity errors it raised once it went on."""
     import threading
 
+    errors = []
+
+    def run():
+        try:
+            action()
+        except integrity_errors() as e:
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(0.5)
+    assert t.is_alive()  # waiting
+    release()
+    t.join(10)
+    assert not t.is_alive()
+    return errors
+
+
+def test_a_delete_waits_for_the_events_being_written_and_is_refused_when_they_name_the_row(
+        pg_server):
     url = pg_url(pg_server, "waits")
     with LabelStore(url) as store:
         store.db.intern("queries", "qid", ["q1"])  # a row no event names yet: deletable
     writer = _writing(url, "q1")
-    errors = []
 
     def delete():
-        with LabelStore(url) as other:
-            try:
-                with other.db.transaction():
-                    other.conn.execute("DELETE FROM queries WHERE qid = 'q1'")
-            except integrity_errors() as e:
-                errors.append(e)
+        with LabelStore(url) as other, other.db.transaction():
+            other.conn.execute("DELETE FROM queries WHERE qid = 'q1'")
 
-    t = threading.Thread(target=delete)
-    t.start()
-    t.join(0.5)
-    assert t.is_alive()  # waiting for the writer
-    writer.conn.execute("COMMIT")
-    writer.close()
-    t.join(10)
-    assert not t.is_alive() and len(errors) == 1 and "foreign key" in str(errors[0])
+    def commit():
+        writer.conn.execute("COMMIT")
+        writer.close()
+
+    errors = _waits_then_fails(delete, commit)
+    assert len(errors) == 1 and "foreign key" in str(errors[0])
     with LabelStore(url) as store:
         assert store.count() == 1 and [e.qid for e in store.events()] == ["q1"]
 
 
 def test_an_event_naming_a_row_deleted_meanwhile_is_refused(pg_server):
-    import threading
-
     url = pg_url(pg_server, "deleted")
     with LabelStore(url) as store:
         store.add_events([LabelEvent("q0", "d0", 1, "llm", "j")])
@@ -154,23 +166,15 @@ def test_an_event_naming_a_row_deleted_meanwhile_is_refused(pg_server):
     deleter = LabelStore(url)
     deleter.conn.execute("BEGIN")
     deleter.conn.execute("DELETE FROM queries WHERE qid = 'q1'")
-    errors = []
 
-    def write():
-        try:
-            writer.add_events([LabelEvent("q1", "d0", 2, "llm", "j")])
-        except integrity_errors() as e:
-            errors.append(e)
+    def commit():
+        deleter.conn.execute("COMMIT")
+        deleter.close()
 
-    t = threading.Thread(target=write)
-    t.start()
-    t.join(0.5)
-    assert t.is_alive()  # waiting for the delete
-    deleter.conn.execute("COMMIT")
-    deleter.close()
-    t.join(10)
+    errors = _waits_then_fails(lambda: writer.add_events([LabelEvent("q1", "d0", 2, "llm", "j")]),
+                               commit)
     writer.close()
-    assert not t.is_alive() and len(errors) == 1 and "foreign key" in str(errors[0])
+    assert len(errors) == 1 and "foreign key" in str(errors[0])
     with LabelStore(url) as store:
         assert store.count() == 1 and not store.conn.execute(
             "SELECT 1 FROM queries WHERE qid = 'q1'").fetchall()
