@@ -455,14 +455,18 @@ class EventLog(Texts):
     def votes(self, standing: np.ndarray | None = None) -> Votes:
         """The candidate votes of every merge (``merge.latest_votes``) of the standing
         labels; ``standing``: ``standing_ids()`` when the caller has read them already."""
-        _, queries, passages = self.id_names()
-        return latest_votes(self.standing_ids() if standing is None else standing, queries,
-                            passages)
+        return latest_votes(self.standing_ids() if standing is None else standing,
+                            *self.pair_ids())
 
     def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
         """What names the store's ids: {source id: (kind, name)}, (id, qid) of each query and
         (id, docid) of each passage."""
-        return (self.source_kinds(), self.conn.execute("SELECT id, qid FROM queries").fetchall(),
+        return (self.source_kinds(), *self.pair_ids())
+
+    def pair_ids(self) -> tuple[list[tuple], list[tuple]]:
+        """(id, qid) of each query and (id, docid) of each passage (``id_names``' last parts;
+        read after the events they name, so that every id the events hold is in them)."""
+        return (self.conn.execute("SELECT id, qid FROM queries").fetchall(),
                 self.conn.execute("SELECT id, docid FROM passages").fetchall())
 
     def source_kinds(self) -> dict[int, tuple[str, str]]:
@@ -483,9 +487,6 @@ class EventLog(Texts):
         rows = id_rows(self.conn, f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS "
                        f"NOT NULL AND {_STANDING} AND e.source IN ({','.join('?' * len(names))})",
                        list(names)) if names else np.zeros((0, 6), np.int64)
-        found = source_qrels(rows, names,
-                             self.conn.execute("SELECT id, qid FROM queries").fetchall(),
-                             self.conn.execute("SELECT id, docid FROM passages").fetchall(),
-                             aggregate)
+        found = source_qrels(rows, names, *self.pair_ids(), aggregate)
         none = Qrels.from_arrays([], [], np.zeros(0, np.int64))  # a name no source has
         return {name: found.get(name, none) for name in sources}
