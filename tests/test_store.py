@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import math
 import os
 import signal
 import sqlite3
@@ -471,6 +472,9 @@ def test_a_derived_source_cannot_take_a_plain_sources_name_or_bad_distributions(
     with pytest.raises(StoreError, match="summing to 1"):
         store.add_derived("calibrated:k", [("q1", "d1")], [[0.5, 0, 0, 0]], method="m",
                           fitted_on={})
+    for bad in ([math.nan, 0, 0, 1], [0.5, math.inf, -math.inf, 0.5], [0.5, 0.5, 0]):
+        with pytest.raises(StoreError, match="summing to 1"):  # nan passed the old check
+            store.add_derived("calibrated:k", [("q1", "d1")], [bad], method="m", fitted_on={})
     assert store.derivations() == [] and store.count() == 1
     with pytest.raises(StoreError, match="unknown derived"):
         store.merge(derived="thresholds")  # median is a rule merge offers now (issue 25)

@@ -26,13 +26,14 @@ class DerivedSources(StorePart):
         rows = [[float(x) for x in p] for p in probs]
         if len(rows) != len(pairs):
             raise StoreError(f"{len(pairs)} pairs but {len(rows)} grade distributions")
+        if not all(len(p) == N_GRADES and all(0.0 <= x <= 1.0 for x in p)
+                   and abs(sum(p) - 1.0) <= 1e-6 for p in rows):  # nan fails every one
+            raise StoreError(f"each derived label needs {N_GRADES} grade probabilities "
+                             "(finite, >= 0) summing to 1")
         chosen = [most_probable(p) for p in rows] if grades is None else \
             [check_grade(int(g), "a derived grade") for g in grades]
         if len(chosen) != len(pairs):
             raise StoreError(f"{len(pairs)} pairs but {len(chosen)} grades")
-        if any(len(p) != N_GRADES or abs(sum(p) - 1.0) > 1e-6 or min(p) < 0 for p in rows):
-            raise StoreError(f"each derived label needs {N_GRADES} grade probabilities "
-                             "summing to 1")
         now = time.time()
         with self.db.transaction():
             source = self.db.source_id("llm", name)
