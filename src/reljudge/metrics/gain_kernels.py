@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from reljudge.errors import MeasureError
-from reljudge.metrics.kernels import Ranked, _upto, discount, num_rel, relevant, relevant_positions
+from reljudge.metrics.kernels import (
+    Ranked,
+    _upto,
+    discount,
+    num_rel,
+    relevant,
+    relevant_positions,
+    row_sums,
+)
 from reljudge.metrics.measures import level_gains
 
 
@@ -101,18 +109,26 @@ def _gain_curves(r: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return got, best, np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
 
 
+def _gain_at(r: Ranked) -> tuple[np.ndarray, np.ndarray]:
+    """(row, rank) of every retrieved document with a gain, row-major (``_gain_curves``)."""
+    return r.memo(("gain at",), lambda: np.nonzero(
+        r.memo(("gain curves",), lambda: _gain_curves(r))[0]))
+
+
 def ndcg_rel(r: Ranked) -> np.ndarray:
     """trec_eval's ndcg_rel: nDCG averaged over the relevant documents: at each retrieved
     document with a gain, DCG / ideal DCG so far; each relevant document not retrieved counts
     the final ratio; divided by the documents with a gain in the qrels."""
     got, best, rdcg, idcg = r.memo(("gain curves",), lambda: _gain_curves(r))
+    rows, cols = _gain_at(r)
     n_rel = (best > 0).sum(axis=1)
-    ratio = np.zeros_like(rdcg)
-    np.divide(rdcg, idcg, out=ratio, where=idcg > 0)
-    at = (got > 0).sum(axis=1)
+    ideal_so_far = idcg[rows, cols]
+    ratio = np.zeros(len(rows))
+    np.divide(rdcg[rows, cols], ideal_so_far, out=ratio, where=ideal_so_far > 0)
+    at = np.bincount(rows, minlength=got.shape[0])
     final = np.zeros(len(n_rel))
     np.divide(rdcg[:, -1], idcg[:, -1], out=final, where=idcg[:, -1] > 0)
-    total = np.where(got > 0, ratio, 0.0).sum(axis=1) + (n_rel - at) * final
+    total = row_sums(got.shape, rows, cols, ratio) + (n_rel - at) * final
     out = np.zeros(len(n_rel))
     np.divide(total, n_rel, out=out, where=(n_rel > 0) & (total > 0))
     return out
@@ -126,14 +142,16 @@ def r_ndcg(r: Ranked, rel: int) -> np.ndarray:
     n, width = got.shape
     length = r.length
     t = (best > 0).sum(axis=1)  # ranks with an ideal gain
-    i = np.arange(1, width)
-    drop = (best[:, 1:] != best[:, :-1]) & (i[None, :] <= t[:, None])
-    before = np.minimum(i[None, :] - 1, np.maximum(length, 1)[:, None] - 1)
-    num = np.take_along_axis(rdcg, before, axis=1)
-    ratio = np.zeros((n, width - 1))
-    np.divide(num, idcg[:, :-1], out=ratio, where=idcg[:, :-1] > 0)
-    total = np.where(drop, ratio, 0.0).sum(axis=1)
-    count = (drop & (idcg[:, :-1] > 0)).sum(axis=1).astype(np.float64)
+    # ranks i (1-based, column i - 1) where the ideal gain drops: within the ideal gains
+    m = r.ideal.shape[1]  # best is wider: a column past the ideal gains
+    i = np.arange(1, m + 1)
+    rows, cols = np.nonzero((best[:, 1:m + 1] != best[:, :m]) & (i[None, :] <= t[:, None]))
+    num = rdcg[rows, np.minimum(cols, np.maximum(length, 1)[rows] - 1)]
+    ideal_before = idcg[rows, cols]
+    ratio = np.zeros(len(rows))
+    np.divide(num, ideal_before, out=ratio, where=ideal_before > 0)
+    total = row_sums((n, width - 1), rows, cols, ratio)
+    count = np.bincount(rows[ideal_before > 0], minlength=n).astype(np.float64)
     tail = (length > t + 1) & (idcg[:, -1] > 0)
     last = np.take_along_axis(rdcg, np.maximum(length, 1)[:, None] - 1, axis=1)[:, 0]
     total += np.where(tail, last / np.where(idcg[:, -1] > 0, idcg[:, -1], 1.0), 0.0)
@@ -148,11 +166,21 @@ def gain_g(r: Ranked) -> np.ndarray:
     cost the ideal gains so far (each at least 1), gained the run's gains so far; divided by
     the sum of the ideal gains."""
     got, best, _, _ = r.memo(("gain curves",), lambda: _gain_curves(r))
-    rows, cols = np.nonzero(got)  # only ranks with a gain add a term
-    gained = np.cumsum(got, axis=1)[rows, cols]
-    cost = (cols + 1.0) + np.cumsum(np.maximum(best - 1.0, 0.0), axis=1)[rows, cols]
+    rows, cols = _gain_at(r)  # only ranks with a gain add a term
+    gain = got[rows, cols]
+    # each row's running sum of its gains (whole grades, summed as integers: exact) is the
+    # running sum over every row less that of the rows before it
+    so_far = np.cumsum(r.grades[rows, cols])
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
+    gained = (so_far - np.repeat(so_far[first] - r.grades[rows[first], cols[first]],
+                                 np.diff(np.r_[first, len(rows)]))).astype(np.float64)
+    m = r.ideal.shape[1]  # the ideal gains end there: the cost's running sum stops growing
+    cost = cols + 1.0
+    if m:
+        cost += np.cumsum(np.maximum(best[:, :m] - 1.0, 0.0), axis=1)[rows, np.minimum(cols,
+                                                                                     m - 1)]
     total = np.zeros(got.shape[0])
-    np.add.at(total, rows, got[rows, cols] / np.log2(2.0 + cost - gained))
+    np.add.at(total, rows, gain / np.log2(2.0 + cost - gained))
     ideal = best.sum(axis=1)
     out = np.zeros(len(total))
     np.divide(total, ideal, out=out, where=ideal > 0)

@@ -127,6 +127,17 @@ def relevant_positions(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray, np.
     return r.memo(("relevant at", rel), make)
 
 
+def row_sums(shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray,
+             values: np.ndarray) -> np.ndarray:
+    """Row sums of a ``shape`` matrix holding ``values`` at (``rows``, ``cols``) and 0
+    elsewhere: bit for bit the sums of ``np.where(mask, value, 0.0)`` over the whole matrix
+    (the same rows summed the same pairwise way, the zeros adding nothing), with the values
+    computed only where they count (a few cells a row)."""
+    dense = np.zeros(shape)
+    dense[rows, cols] = values
+    return dense.sum(axis=1)
+
+
 def precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     """Relevant in the top k divided by k (by the number retrieved when k is None)."""
     found = hits(r, k, rel)
@@ -212,15 +223,15 @@ def bpref(r: Ranked, rel: int) -> np.ndarray:
     """trec_eval's bpref: each retrieved relevant document scores 1 - min(n, R) / min(N, R),
     n the judged non-relevant ranked above it (1 when n is 0); the sum is divided by R."""
     g = r.grades
-    nonrel = (g >= 0) & (g < rel)
-    rel_mask = relevant_ranked(r, None, rel)
-    above = np.cumsum(nonrel, axis=1)  # at a relevant position: the non-relevant above it
+    rows, cols, _ = relevant_positions(r, rel)
+    # at a relevant position: the judged non-relevant documents above it
+    above = np.cumsum((g >= 0) & (g < rel), axis=1)[rows, cols]
     nr = num_rel(r, rel)
     n_nonrel = ((r.ideal >= 0) & (r.ideal < rel)).sum(axis=1)
-    denom = np.minimum(n_nonrel, nr).astype(np.float64)[:, None]
-    frac = np.zeros(g.shape)
-    np.divide(np.minimum(above, nr[:, None]), denom, out=frac, where=(above > 0) & (denom > 0))
-    total = np.where(rel_mask, 1.0 - frac, 0.0).sum(axis=1)
+    denom = np.minimum(n_nonrel, nr).astype(np.float64)[rows]
+    frac = np.zeros(len(rows))
+    np.divide(np.minimum(above, nr[rows]), denom, out=frac, where=(above > 0) & (denom > 0))
+    total = row_sums(g.shape, rows, cols, 1.0 - frac)
     out = np.zeros(len(nr))
     np.divide(total, nr, out=out, where=nr > 0)
     return out
@@ -234,17 +245,18 @@ def inf_ap(r: Ranked, rel: int) -> np.ndarray:
     1/(j+1) + j/(j+1) * (above in the pool)/j * (relevant above + eps) / (judged above + 2 eps),
     where the pool is the documents in the qrels (negative grades: pooled, not judged)."""
     g = r.grades
-    rel_mask = relevant_ranked(r, None, rel)
-    rel_above = relevant_so_far(r, rel)[:, :-1]
-    nonrel_above = np.cumsum((g >= 0) & (g < rel), axis=1)  # exact at relevant positions
-    pooled_above = np.cumsum((g < 0) & (g > UNJUDGED), axis=1)
-    j = np.arange(g.shape[1], dtype=np.float64)[None, :]
+    rows, cols, _ = relevant_positions(r, rel)
+    rel_above = relevant_so_far(r, rel)[rows, cols]
+    # at a relevant position, the documents above it are counted to its own rank
+    nonrel_above = np.cumsum((g >= 0) & (g < rel), axis=1)[rows, cols]
+    pooled_above = np.cumsum((g < 0) & (g > UNJUDGED), axis=1)[rows, cols]
+    j = cols.astype(np.float64)
     safe_j = np.maximum(j, 1.0)
     value = (1.0 / (j + 1.0) + (j / (j + 1.0))
              * ((rel_above + nonrel_above + pooled_above) / safe_j)
              * ((rel_above + INFAP_EPSILON) / (rel_above + nonrel_above + 2 * INFAP_EPSILON)))
     value = np.where(j == 0, 1.0, value)
-    total = np.where(rel_mask, value, 0.0).sum(axis=1)
+    total = row_sums(g.shape, rows, cols, value)
     nr = num_rel(r, rel)
     out = np.zeros(len(nr))
     np.divide(total, nr, out=out, where=nr > 0)
