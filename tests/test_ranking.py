@@ -138,6 +138,29 @@ def test_order_words_compare_as_the_utf8_bytes(texts):
             assert (as_tuples[i] < as_tuples[j]) == (encoded[i] < encoded[j])
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="\x00a\u00e9\u4e2d\U0001f600", max_size=20), max_size=30),
+       st.lists(st.text(alphabet="a\u00e9", max_size=12), max_size=5), st.data())
+def test_strings_packed_in_one_buffer_give_the_words_their_bytes_array_gives(texts, other, data):
+    """The tie break's docids from dicts are slices of one joined buffer (``Packed``): their
+    words are those of the same strings as an ``S`` array, beside another array of any width."""
+    raw, starts, ends = columns.joined_utf8(iter(texts), len(texts))
+    take = np.array(data.draw(st.lists(st.integers(0, max(len(texts) - 1, 0)),
+                                       max_size=len(texts) and 12)), dtype=np.int64)
+    packed = columns.Packed(raw, starts[take], ends[take])
+    tight = columns.Packed(raw[:ends[take].max()] if len(take) else raw[:0], starts[take],
+                           ends[take])  # no padding after the last string
+    as_array = np.array([texts[i].encode() for i in take.tolist()] or [b""], dtype="S")
+    as_array = as_array[:len(take)]
+    second = columns.utf8(np.array(other, dtype=object)) if other else np.zeros(0, "S1")
+    want = columns.order_words(as_array, second)
+    for strings in (packed, tight):
+        got = columns.order_words(strings, second)
+        assert len(got[0]) == len(want[0]) and len(got[1]) == len(want[1])
+        for g, w in zip(got[0] + got[1], want[0] + want[1], strict=True):
+            assert g.dtype == np.uint64 and np.array_equal(g, w)
+
+
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 

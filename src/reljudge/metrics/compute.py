@@ -9,10 +9,9 @@ import numpy as np
 
 from reljudge.metrics.gain_kernels import (
     binary_g,
-    dcg_of,
+    dcg_at,
     err,
     gain_g,
-    gains,
     ndcg,
     ndcg_rel,
     r_ndcg,
@@ -21,7 +20,6 @@ from reljudge.metrics.gain_kernels import (
 from reljudge.metrics.kernels import (
     ELEVEN_LEVELS,
     Ranked,
-    _upto,
     average_precision,
     bpref,
     inf_ap,
@@ -60,7 +58,7 @@ def compute(m: Measure, r: Ranked, compat: str = "trec_eval-10") -> np.ndarray:
         r = r.memo(("judged only",), lambda: judged_only(r))
     if m.name in ("nDCG", "DCG"):
         if m.name == "DCG":
-            return dcg_of(gains(_upto(r.grades, k), m.param("dcg")))
+            return dcg_at(r, False, k, m.param("dcg"))
         return ndcg(r, k, m.param("dcg"), m.param("ideal"), m.param("gains"))
     if m.name in _AT_K:  # (ranking, cutoff, rel)
         return _AT_K[m.name](r, k, m.param("rel"))

@@ -29,6 +29,14 @@ def dcg_of(gain: np.ndarray) -> np.ndarray:
     """DCG of each row of a gain matrix, in the given order."""
     return gain @ discount(gain.shape[1]) if gain.shape[1] else np.zeros(gain.shape[0])
 
+
+def dcg_at(r: Ranked, ideal: bool, k: int | None, dcg: str) -> np.ndarray:
+    """DCG@k of the run's rankings (or of the ideal ones), computed once for every cutoff at
+    or past the matrix's width (nDCG, nDCG@500 and nDCG@1000 of 500 documents: one DCG)."""
+    matrix = r.ideal if ideal else r.grades
+    upto = None if k is None or k >= matrix.shape[1] else k
+    return r.memo(("dcg", ideal, upto, dcg), lambda: dcg_of(gains(_upto(matrix, upto), dcg)))
+
 def mapped_gains(grades: np.ndarray, given: dict[int, float]) -> np.ndarray:
     """Gain of each grade under trec_eval's per-grade gains (ndcg.1=3,2=9): a grade named
     has its gain, another its own value; unjudged, padding and negative grades 0."""
@@ -47,11 +55,11 @@ def ndcg(r: Ranked, k: int | None, dcg: str, ideal: str, given: str = "") -> np.
         top = -np.sort(-np.maximum(mapped_gains(r.ideal, table), 0.0), axis=1)
         best = dcg_of(_upto(top, k))
     else:
-        got = dcg_of(gains(_upto(r.grades, k), dcg))
+        got = dcg_at(r, False, k, dcg)
         if ideal == "run":
             best = dcg_of(-np.sort(-gains(_upto(r.grades, k), dcg), axis=1))
         else:
-            best = dcg_of(gains(_upto(r.ideal, k), dcg))
+            best = dcg_at(r, True, k, dcg)
     out = np.zeros_like(got)
     np.divide(got, best, out=out, where=best > 0)
     return out

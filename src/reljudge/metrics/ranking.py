@@ -123,10 +123,10 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
         block_of_row = np.full(n, -1, dtype=np.int64)
         block_of_row[rows] = np.arange(len(rows))
 
-        def docids(blocks: np.ndarray, flat: np.ndarray, take: np.ndarray) -> np.ndarray:
+        def docids(blocks: np.ndarray, flat: np.ndarray, take: np.ndarray) -> columns.Packed:
             data, starts, ends = columns.joined_utf8(
                 chain.from_iterable(runs[b] for b in blocks.tolist()), len(flat))
-            return columns.take_strings(data, starts[take], ends[take])
+            return columns.Packed(data, starts[take], ends[take])
 
         judged_docs = np.fromiter(chain.from_iterable(judged), object, total)[hit[tied]]
         lo[tied] += tie_break(score, bounds, block_of_row, r[tied], lo[tied], hi[tied],

@@ -18,6 +18,10 @@ import numpy as np
 
 from reljudge import columns
 
+#: ``docids(blocks, flat, take)``: the docids at the indices ``flat[take]`` into the scores, as an
+#: array (``S``, or str) or as ``columns.Packed`` slices of one buffer
+Docids = Callable[[np.ndarray, np.ndarray, np.ndarray], "np.ndarray | columns.Packed"]
+
 
 def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
               length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,7 +86,7 @@ def _row_search(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
 
 def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
               rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-              docids: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+              docids: Docids,
               judged_docs: np.ndarray, *, chunk: int, pairs: int) -> np.ndarray:
     """For each tied judged document, how many documents of its tie have a greater docid.
 
@@ -114,7 +118,7 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
 
 def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
                     rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                    docids: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+                    docids: Docids,
                     judged_docs: np.ndarray, pairs: int) -> np.ndarray:
     """``tie_break`` for the queries ``blocks`` (``rows`` index them): the members of each
     tie found in the chunk's rows sorted by score, their docids as words, then counted with
@@ -147,8 +151,11 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
                                                                t_len)]
     members += np.repeat(starts[cell // width], t_len)  # column in its row -> index in flat
     del order
-    m_words, j_words = columns.order_words(columns.utf8(docids(blocks, flat, members)),
-                                           columns.utf8(judged_docs))
+    m_docs = docids(blocks, flat, members)
+    m_words, j_words = columns.order_words(
+        m_docs if isinstance(m_docs, columns.Packed) else columns.utf8(m_docs),
+        columns.utf8(judged_docs))
+    del m_docs
     del members, flat
 
     # the judged documents sorted by (tie, docid)
