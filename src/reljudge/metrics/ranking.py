@@ -128,7 +128,7 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
                 chain.from_iterable(runs[b] for b in blocks.tolist()), len(flat))
             return columns.Packed(data, starts[take], ends[take])
 
-        judged_docs = np.fromiter(chain.from_iterable(judged), object, total)[hit[tied]]
+        judged_docs = _judged_docids(judged, jcounts, jrow, hit[tied])
         lo[tied] += tie_break(score, bounds, block_of_row, r[tied], lo[tied], hi[tied],
                               docids, judged_docs, chunk=TIE_CHUNK, pairs=TIE_PAIRS)
     grades = _unplaced(length, width)
@@ -142,6 +142,20 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
                              int(icounts.sum()))
     ideal = ideal_matrix(igrade, np.repeat(np.arange(n), icounts), n)
     return qids, Ranked(grades, length, ideal)
+
+
+def _judged_docids(judged: list[Mapping[str, int]], jcounts: np.ndarray, jrow: np.ndarray,
+                   at: np.ndarray) -> np.ndarray:
+    """The docids at positions ``at`` of the judged dicts' keys, query after query (``jrow``:
+    the query of each position), read from those queries' dicts only (a run with a few ties
+    reads a few)."""
+    block = jrow[at]
+    affected, local = np.unique(block, return_inverse=True)
+    sizes = jcounts[affected]
+    docs = np.fromiter(chain.from_iterable(judged[b] for b in affected.tolist()), object,
+                       int(sizes.sum()))
+    first = np.cumsum(jcounts) - jcounts  # each query's first position
+    return docs[(np.cumsum(sizes) - sizes)[local.ravel()] + at - first[block]]
 
 
 def _read_scores(runs: list[Mapping[str, float]], judged: list[Mapping[str, int]],
