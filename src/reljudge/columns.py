@@ -130,8 +130,8 @@ def _packed_words(strings: Packed) -> int:
 def _word_columns(strings: np.ndarray | Packed, nwords: int) -> list[np.ndarray]:
     """The first ``nwords`` 8-byte words of each string (zero padded), each as the native
     uint64 of its bytes read big-endian. From a ``Packed`` buffer the words are loaded where
-    the strings lie (one load a word, no ``S`` array made; measured: 8 million docids a
-    quarter of the time of ``take_strings`` and a conversion)."""
+    the strings lie (one load a word, no ``S`` array made and converted; measured on the
+    ties of 10,000 x 1,000 heavily tied dicts: 0.27 -> 0.25 s, the loads bound by memory)."""
     if not isinstance(strings, Packed):
         c = strings.astype(f"S{8 * nwords}").view(">u8").reshape(len(strings), nwords)
         return [c[:, k].astype(np.uint64) for k in range(nwords)]

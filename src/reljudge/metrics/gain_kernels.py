@@ -37,6 +37,7 @@ def dcg_at(r: Ranked, ideal: bool, k: int | None, dcg: str) -> np.ndarray:
     upto = None if k is None or k >= matrix.shape[1] else k
     return r.memo(("dcg", ideal, upto, dcg), lambda: dcg_of(gains(_upto(matrix, upto), dcg)))
 
+
 def mapped_gains(grades: np.ndarray, given: dict[int, float]) -> np.ndarray:
     """Gain of each grade under trec_eval's per-grade gains (ndcg.1=3,2=9): a grade named
     has its gain, another its own value; unjudged, padding and negative grades 0."""
