@@ -8,18 +8,31 @@ import numpy as np
 import pytest
 
 from reljudge.metrics import ranking
-from reljudge.metrics.gain_kernels import _gain_curves, gain_g, ndcg_rel, r_ndcg
+from reljudge.metrics.gain_kernels import gain_g, ndcg_rel, r_ndcg
 from reljudge.metrics.kernels import (
     INFAP_EPSILON,
     UNJUDGED,
     Ranked,
     bpref,
+    discount,
     inf_ap,
     num_rel,
     relevant_ranked,
     relevant_so_far,
     row_sums,
 )
+
+
+def _gain_curves(r: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The dense curves: the run's gains, the ideal gains and the cumulative DCG of each, over
+    the common width (the longer ranking, and the rank past both)."""
+    width = max(r.grades.shape[1], r.ideal.shape[1]) + 1
+    got = np.zeros((r.grades.shape[0], width))
+    got[:, :r.grades.shape[1]] = np.maximum(r.grades, 0)
+    best = np.zeros_like(got)
+    best[:, :r.ideal.shape[1]] = np.maximum(r.ideal, 0)
+    disc = discount(width)
+    return got, best, np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
 
 
 def dense_bpref(r: Ranked, rel: int) -> np.ndarray:
@@ -101,15 +114,17 @@ def dense_gain_g(r: Ranked) -> np.ndarray:
 
 
 def random_rankings(seed: int) -> Ranked:
-    """A ranking of random qrels (grades -1 to 4, some queries without one relevant document)
-    and run (scores tied or not, runs of 0 to 60 documents)."""
+    """A ranking of random qrels (grades -1 to 4, some queries without one relevant document,
+    others with every judged document relevant) and run (scores tied or not, runs of 0 to 60
+    documents, longer or shorter than the query's judgments)."""
     rng = np.random.default_rng(seed)
     qrels, run = {}, {}
     for q in range(int(rng.integers(1, 30))):
         docs = [f"d{j}" for j in rng.permutation(150)[:int(rng.integers(0, 60))]]
         run[f"q{q}"] = {d: float(rng.integers(0, 4) if seed % 2 else rng.random()) for d in docs}
-        judged = [f"d{j}" for j in rng.permutation(150)[:int(rng.integers(1, 50))]]
-        qrels[f"q{q}"] = {d: int(rng.integers(-1, 5)) for d in judged}
+        judged = [f"d{j}" for j in rng.permutation(150)[:int(rng.integers(1, 50 if q % 2 else 4))]]
+        low = 1 if q % 3 == 0 else -1  # every judged document relevant, or not
+        qrels[f"q{q}"] = {d: int(rng.integers(low, 5)) for d in judged}
     return ranking.rank(qrels, run, all_queries=bool(seed % 3))[1]
 
 

@@ -4,6 +4,8 @@ trec_eval's per-grade gains), ERR, rank-biased precision, and trec_eval's gain m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from reljudge.errors import MeasureError
@@ -105,40 +107,87 @@ def rbp(r: Ranked, k: int | None, p: float, rel: int, residual: bool, graded: bo
     return relevant(grades, rel) @ weight if upto else np.zeros(r.grades.shape[0])
 
 
-def _gain_curves(r: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What trec_eval's gain measures (G, ndcg_rel, Rndcg) walk along, over a common width:
-    the run's gains (grades, 0 for unjudged and negative ones), the ideal gains (judged
-    grades descending, then 0), and the cumulative DCG of each."""
-    width = max(r.grades.shape[1], r.ideal.shape[1]) + 1  # and the rank past both
-    got = np.zeros((r.grades.shape[0], width))
-    got[:, :r.grades.shape[1]] = np.maximum(r.grades, 0)
-    best = np.zeros_like(got)
-    best[:, :r.ideal.shape[1]] = np.maximum(r.ideal, 0)
+@dataclass(frozen=True)
+class GainCurves:
+    """What trec_eval's gain measures (G, ndcg_rel, Rndcg) walk along, kept sparse: the run's
+    gains where it has them (grades above 0), with its DCG up to each; the ideal gains
+    (judged grades descending, then 0) with the ideal DCG up to each. Every DCG is the
+    running sum, rank after rank, of the dense curves these replace (a rank without a gain
+    adds an exact 0), so every value keeps its last bit. ``width``: the dense curves' width
+    (the longer ranking, and the rank past both), whose rows the row sums keep."""
+
+    width: int
+    rows: np.ndarray  # the row of each of the run's gains, row-major
+    cols: np.ndarray  # its rank (0-based)
+    gain: np.ndarray  # its gain (float64)
+    run_dcg: np.ndarray  # (n, most gains of a row): the run's DCG at each row's i-th gain
+    first: np.ndarray  # (n,) where each row's gains start in ``rows``
+    best: np.ndarray  # (n, ideal width + 1) the ideal gains, 0 after them
+    ideal_dcg: np.ndarray  # (n, ideal width) the ideal DCG at each rank
+
+    def run_dcg_to(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The run's DCG over the ranks 0..cols[i] of row rows[i]."""
+        span = self.width + 1
+        at = np.searchsorted(self.rows * span + self.cols, rows * span + cols, "right")
+        j = at - self.first[rows]  # the row's gains up to that rank
+        out = np.zeros(len(rows))
+        has = j > 0
+        out[has] = self.run_dcg[rows[has], j[has] - 1]
+        return out
+
+    def ideal_dcg_to(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The ideal DCG over the ranks 0..cols[i] of row rows[i] (constant past the ideal
+        gains)."""
+        m = self.ideal_dcg.shape[1]
+        return self.ideal_dcg[rows, np.minimum(cols, m - 1)] if m else np.zeros(len(rows))
+
+    def totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's whole DCG: the run's, the ideal's."""
+        n = len(self.first)
+        m = self.ideal_dcg.shape[1]
+        return (self.run_dcg_to(np.arange(n), np.full(n, self.width - 1)),
+                self.ideal_dcg[:, -1] if m else np.zeros(n))
+
+
+def _gain_curves(r: Ranked) -> GainCurves:
+    """``GainCurves`` of a ranking."""
+    n, m = r.grades.shape[0], r.ideal.shape[1]
+    width = max(r.grades.shape[1], m) + 1  # and the rank past both
     disc = discount(width)
-    return got, best, np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
+    rows, cols = np.nonzero(r.grades > 0)
+    gain = r.grades[rows, cols].astype(np.float64)
+    counts = np.bincount(rows, minlength=n)
+    first = np.cumsum(counts) - counts
+    run_dcg = np.zeros((n, int(counts.max()) if n else 0))
+    run_dcg[rows, np.arange(len(rows)) - first[rows]] = gain * disc[cols]
+    np.cumsum(run_dcg, axis=1, out=run_dcg)
+    best = np.zeros((n, m + 1))
+    best[:, :m] = np.maximum(r.ideal, 0)
+    return GainCurves(width, rows, cols, gain, run_dcg, first, best,
+                      np.cumsum(best[:, :m] * disc[:m], axis=1))
 
 
-def _gain_at(r: Ranked) -> tuple[np.ndarray, np.ndarray]:
-    """(row, rank) of every retrieved document with a gain, row-major (``_gain_curves``)."""
-    return r.memo(("gain at",), lambda: np.nonzero(
-        r.memo(("gain curves",), lambda: _gain_curves(r))[0]))
+def _curves(r: Ranked) -> GainCurves:
+    return r.memo(("gain curves",), lambda: _gain_curves(r))
 
 
 def ndcg_rel(r: Ranked) -> np.ndarray:
     """trec_eval's ndcg_rel: nDCG averaged over the relevant documents: at each retrieved
     document with a gain, DCG / ideal DCG so far; each relevant document not retrieved counts
     the final ratio; divided by the documents with a gain in the qrels."""
-    got, best, rdcg, idcg = r.memo(("gain curves",), lambda: _gain_curves(r))
-    rows, cols = _gain_at(r)
-    n_rel = (best > 0).sum(axis=1)
-    ideal_so_far = idcg[rows, cols]
-    ratio = np.zeros(len(rows))
-    np.divide(rdcg[rows, cols], ideal_so_far, out=ratio, where=ideal_so_far > 0)
-    at = np.bincount(rows, minlength=got.shape[0])
-    final = np.zeros(len(n_rel))
-    np.divide(rdcg[:, -1], idcg[:, -1], out=final, where=idcg[:, -1] > 0)
-    total = row_sums(got.shape, rows, cols, ratio) + (n_rel - at) * final
-    out = np.zeros(len(n_rel))
+    c = _curves(r)
+    n = len(c.first)
+    n_rel = (c.best > 0).sum(axis=1)
+    ideal_so_far = c.ideal_dcg_to(c.rows, c.cols)
+    ratio = np.zeros(len(c.rows))
+    np.divide(c.run_dcg[c.rows, np.arange(len(c.rows)) - c.first[c.rows]], ideal_so_far,
+              out=ratio, where=ideal_so_far > 0)
+    at = np.bincount(c.rows, minlength=n)
+    run_total, ideal_total = c.totals()
+    final = np.zeros(n)
+    np.divide(run_total, ideal_total, out=final, where=ideal_total > 0)
+    total = row_sums((n, c.width), c.rows, c.cols, ratio) + (n_rel - at) * final
+    out = np.zeros(n)
     np.divide(total, n_rel, out=out, where=(n_rel > 0) & (total > 0))
     return out
 
@@ -147,23 +196,24 @@ def r_ndcg(r: Ranked, rel: int) -> np.ndarray:
     """trec_eval's Rndcg: the mean of DCG / ideal DCG at each rank where the ideal gain
     drops (the ratio over the ranks before it; past the run's end, the run's whole DCG),
     and at the run's end when it runs more than one rank past the ideal ones."""
-    got, best, rdcg, idcg = r.memo(("gain curves",), lambda: _gain_curves(r))
-    n, width = got.shape
+    c = _curves(r)
+    n, best = len(c.first), c.best
     length = r.length
     t = (best > 0).sum(axis=1)  # ranks with an ideal gain
     # ranks i (1-based, column i - 1) where the ideal gain drops: within the ideal gains
-    m = r.ideal.shape[1]  # best is wider: a column past the ideal gains
+    m = best.shape[1] - 1
     i = np.arange(1, m + 1)
-    rows, cols = np.nonzero((best[:, 1:m + 1] != best[:, :m]) & (i[None, :] <= t[:, None]))
-    num = rdcg[rows, np.minimum(cols, np.maximum(length, 1)[rows] - 1)]
-    ideal_before = idcg[rows, cols]
+    rows, cols = np.nonzero((best[:, 1:] != best[:, :-1]) & (i[None, :] <= t[:, None]))
+    num = c.run_dcg_to(rows, np.minimum(cols, np.maximum(length, 1)[rows] - 1))
+    ideal_before = c.ideal_dcg_to(rows, cols)
     ratio = np.zeros(len(rows))
     np.divide(num, ideal_before, out=ratio, where=ideal_before > 0)
-    total = row_sums((n, width - 1), rows, cols, ratio)
+    total = row_sums((n, c.width - 1), rows, cols, ratio)
     count = np.bincount(rows[ideal_before > 0], minlength=n).astype(np.float64)
-    tail = (length > t + 1) & (idcg[:, -1] > 0)
-    last = np.take_along_axis(rdcg, np.maximum(length, 1)[:, None] - 1, axis=1)[:, 0]
-    total += np.where(tail, last / np.where(idcg[:, -1] > 0, idcg[:, -1], 1.0), 0.0)
+    _, ideal_total = c.totals()
+    tail = (length > t + 1) & (ideal_total > 0)
+    last = c.run_dcg_to(np.arange(n), np.maximum(length, 1) - 1)
+    total += np.where(tail, last / np.where(ideal_total > 0, ideal_total, 1.0), 0.0)
     count += tail
     out = np.zeros(n)
     np.divide(total, count, out=out, where=(count > 0) & (num_rel(r, rel) > 0))
@@ -174,23 +224,22 @@ def gain_g(r: Ranked) -> np.ndarray:
     """trec_eval's G: the sum over retrieved documents of gain / log2(2 + cost - gained),
     cost the ideal gains so far (each at least 1), gained the run's gains so far; divided by
     the sum of the ideal gains."""
-    got, best, _, _ = r.memo(("gain curves",), lambda: _gain_curves(r))
-    rows, cols = _gain_at(r)  # only ranks with a gain add a term
-    gain = got[rows, cols]
+    c = _curves(r)
+    rows, cols = c.rows, c.cols  # only ranks with a gain add a term
     # each row's running sum of its gains (whole grades, summed as integers: exact) is the
     # running sum over every row less that of the rows before it
-    so_far = np.cumsum(r.grades[rows, cols])
-    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
-    gained = (so_far - np.repeat(so_far[first] - r.grades[rows[first], cols[first]],
-                                 np.diff(np.r_[first, len(rows)]))).astype(np.float64)
-    m = r.ideal.shape[1]  # the ideal gains end there: the cost's running sum stops growing
+    grades = r.grades[rows, cols]
+    so_far = np.cumsum(grades)
+    gained = (so_far - (so_far - grades)[c.first[rows]]).astype(np.float64) if len(rows) \
+        else np.zeros(0)
+    m = c.best.shape[1] - 1  # the ideal gains end there: the cost's running sum stops growing
     cost = cols + 1.0
     if m:
-        cost += np.cumsum(np.maximum(best[:, :m] - 1.0, 0.0), axis=1)[rows, np.minimum(cols,
-                                                                                     m - 1)]
-    total = np.zeros(got.shape[0])
-    np.add.at(total, rows, gain / np.log2(2.0 + cost - gained))
-    ideal = best.sum(axis=1)
+        cost += np.cumsum(np.maximum(c.best[:, :m] - 1.0, 0.0), axis=1)[
+            rows, np.minimum(cols, m - 1)]
+    total = np.zeros(len(c.first))
+    np.add.at(total, rows, c.gain / np.log2(2.0 + cost - gained))
+    ideal = c.best.sum(axis=1)
     out = np.zeros(len(total))
     np.divide(total, ideal, out=out, where=ideal > 0)
     return out
