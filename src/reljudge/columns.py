@@ -94,23 +94,37 @@ def joined_utf8(strings: Iterable[str], n: int) -> tuple[np.ndarray, np.ndarray,
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends - lengths, ends
 
 
-def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]`` (its width a multiple
-    of 8 bytes): 8 bytes at a time from an unaligned uint64 view of ``data`` (one load a word,
-    not a row of bytes copied; measured: a 5,300-line run's columns 0.75 -> 0.50 ms), each
-    word's bytes past its string's end cleared."""
+def _words_needed(starts: np.ndarray, ends: np.ndarray) -> int:
+    """How many 64-bit words hold the longest of the strings ``starts[i]:ends[i]``."""
+    return max(1, -(-int((ends - starts).max()) // 8)) if len(starts) else 1
+
+
+def _words_at(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+              nwords: int) -> list[np.ndarray]:
+    """The first ``nwords`` 8-byte words (in memory order) of the byte strings
+    ``data[starts[i]:ends[i]]``, each word's bytes past its string's end cleared: 8 bytes at
+    a time from an unaligned uint64 view of ``data`` (one load a word, not a row of bytes
+    copied; measured: a 5,300-line run's columns 0.75 -> 0.50 ms)."""
     lengths = ends - starts
-    nwords = max(1, -(-int(lengths.max()) // 8)) if len(lengths) else 1
-    width = 8 * nwords
-    if len(data) < width or (len(starts) and int(starts.max()) + width > len(data)):
-        data = np.concatenate([data, np.zeros(width, dtype=np.uint8)])  # too little padding
+    if len(data) < 8 * nwords or (len(starts) and int(starts.max()) + 8 * nwords > len(data)):
+        data = np.concatenate([data, np.zeros(8 * nwords, dtype=np.uint8)])  # too little padding
     at_every_byte = np.ndarray((len(data) - 7,), dtype=np.uint64, buffer=data, strides=(1,))
-    out = np.empty((len(starts), nwords), dtype=np.uint64)
-    for k in range(nwords):  # keep each word's bytes that belong to its string
+    out = []
+    for k in range(nwords):
         word = at_every_byte[starts + 8 * k if k else starts]
         word &= _KEEP_BYTES[np.clip(lengths - 8 * k, 0, 8)]
+        out.append(word)
+    return out
+
+
+def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]`` (its width a multiple
+    of 8 bytes), a word at a time (``_words_at``)."""
+    nwords = _words_needed(starts, ends)
+    out = np.empty((len(starts), nwords), dtype=np.uint64)
+    for k, word in enumerate(_words_at(data, starts, ends, nwords)):
         out[:, k] = word
-    return out.view(f"S{width}").ravel()
+    return out.view(f"S{8 * nwords}").ravel()
 
 
 class Packed(NamedTuple):
@@ -122,30 +136,16 @@ class Packed(NamedTuple):
     ends: np.ndarray
 
 
-def _packed_words(strings: Packed) -> int:
-    lengths = strings.ends - strings.starts
-    return max(1, -(-int(lengths.max()) // 8)) if len(lengths) else 1
-
-
 def _word_columns(strings: np.ndarray | Packed, nwords: int) -> list[np.ndarray]:
     """The first ``nwords`` 8-byte words of each string (zero padded), each as the native
     uint64 of its bytes read big-endian. From a ``Packed`` buffer the words are loaded where
-    the strings lie (one load a word, no ``S`` array made and converted; measured on the
-    ties of 10,000 x 1,000 heavily tied dicts: 0.27 -> 0.25 s, the loads bound by memory)."""
+    the strings lie (``_words_at``: no ``S`` array made and converted; measured on the ties
+    of 10,000 x 1,000 heavily tied dicts: 0.27 -> 0.25 s, the loads bound by memory)."""
     if not isinstance(strings, Packed):
         c = strings.astype(f"S{8 * nwords}").view(">u8").reshape(len(strings), nwords)
         return [c[:, k].astype(np.uint64) for k in range(nwords)]
-    data, starts, ends = strings
-    lengths = ends - starts
-    if len(data) < 8 * nwords or (len(starts) and int(starts.max()) + 8 * nwords > len(data)):
-        data = np.concatenate([data, np.zeros(8 * nwords, dtype=np.uint8)])  # too little padding
-    at_every_byte = np.ndarray((len(data) - 7,), dtype=np.uint64, buffer=data, strides=(1,))
-    out = []
-    for k in range(nwords):
-        word = at_every_byte[starts + 8 * k if k else starts]
-        word &= _KEEP_BYTES[np.clip(lengths - 8 * k, 0, 8)]
-        out.append(word if _BIG_ENDIAN else word.byteswap(inplace=True))
-    return out
+    words = _words_at(*strings, nwords)
+    return words if _BIG_ENDIAN else [w.byteswap(inplace=True) for w in words]
 
 
 def order_words(*arrays: np.ndarray | Packed) -> list[list[np.ndarray]]:
@@ -154,7 +154,8 @@ def order_words(*arrays: np.ndarray | Packed) -> list[list[np.ndarray]]:
     the strings do in byte order, a shorter string first (its zero padding sorts before any
     byte). Words equal in every string of every array are left out, since they never decide
     an order."""
-    nwords = max(_packed_words(a) if isinstance(a, Packed) else words(a) for a in arrays)
+    nwords = max(_words_needed(a.starts, a.ends) if isinstance(a, Packed) else words(a)
+                 for a in arrays)
     cols = [_word_columns(a, nwords) for a in arrays]
     keep = [k for k in range(nwords)
             if any(len(c[k]) and (c[k] != c[k][0]).any() for c in cols)
