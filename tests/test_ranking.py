@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -59,16 +60,17 @@ def reference(qrels: dict, run: dict, all_queries: bool, float32: bool) -> tuple
 
 
 @contextmanager
-def tie_chunk(documents: int, pairs: int | None = None):
-    """Tie-breaking ``documents`` at a time (a chunk of 1: every query on its own); with
-    ``pairs`` 0, members are placed by search as soon as two share a key."""
-    saved = ranking.TIE_CHUNK, ranking.TIE_PAIRS
-    ranking.TIE_CHUNK = documents
+def tie_chunk(documents: int, pairs: int | None = None, workers: int = 1):
+    """Tie-breaking ``documents`` at a time (a chunk of 1: every query on its own) by
+    ``workers`` threads; with ``pairs`` 0, members are placed by search as soon as two share a
+    key."""
+    saved = ranking.TIE_CHUNK, ranking.TIE_PAIRS, ranking.TIE_WORKERS
+    ranking.TIE_CHUNK, ranking.TIE_WORKERS = documents, workers
     ranking.TIE_PAIRS = saved[1] if pairs is None else pairs
     try:
         yield
     finally:
-        ranking.TIE_CHUNK, ranking.TIE_PAIRS = saved
+        ranking.TIE_CHUNK, ranking.TIE_PAIRS, ranking.TIE_WORKERS = saved
 
 
 def grade_rows(ranked) -> list:
@@ -78,14 +80,14 @@ def grade_rows(ranked) -> list:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=tied(), all_queries=st.booleans(), float32=st.booleans(),
        chunk=st.sampled_from([1, 3, 16, ranking.TIE_CHUNK]),
-       pairs=st.sampled_from([0, ranking.TIE_PAIRS]))
+       pairs=st.sampled_from([0, ranking.TIE_PAIRS]), workers=st.sampled_from([1, 2, 3]))
 @pytest.mark.slow  # hypothesis, two paths
 def test_both_paths_rank_ties_as_a_python_sort_by_score_then_docid_bytes_desc(
-        data, all_queries, float32, chunk, pairs):
+        data, all_queries, float32, chunk, pairs, workers):
     qrels, run = data
     want = reference(qrels, run, all_queries, float32)
     kw = {"all_queries": all_queries, "float32_scores": float32}
-    with tie_chunk(chunk, pairs):
+    with tie_chunk(chunk, pairs, workers):
         for qids, ranked in (ranking.rank_dicts(qrels, run, **kw),
                              ranking.rank_columns(Qrels.from_dict(qrels),
                                                   Run.from_dict(run).compacted(), **kw)):
@@ -182,6 +184,36 @@ def test_long_prefixed_and_non_ascii_docids_in_ties_match_pytrec_eval(data, chun
         for qid, row in zip(ours.query_ids, ours.scores.tolist(), strict=True):
             want = [theirs[qid][k] for k in ("map", "ndcg", "recip_rank")]
             assert row == pytest.approx(want, abs=1e-9), qid
+
+
+def test_chunks_broken_by_several_threads_give_the_ranking_one_thread_gives(monkeypatch):
+    """Heavy ties over many chunks: with 3 workers the chunks really run on other threads, and
+    every grade matrix (dicts and columns) is the one a single thread makes."""
+    rng = np.random.default_rng(7)
+    run = {f"q{i}": {f"d{j}": float(rng.integers(0, 4)) for j in rng.permutation(300)[:200]}
+           for i in range(40)}
+    qrels = {q: {f"d{j}": int(rng.integers(-1, 4)) for j in rng.permutation(300)[:60]}
+             for q in run}
+    threads = set()
+    inner = ranking.tie_break.__globals__["_greater_in_tie"]
+
+    def noted(*args, **kwargs):
+        threads.add(threading.get_ident())
+        return inner(*args, **kwargs)
+
+    monkeypatch.setitem(ranking.tie_break.__globals__, "_greater_in_tie", noted)
+    got = {}
+    for workers in (1, 3):
+        with tie_chunk(500, workers=workers):
+            got[workers] = [ranking.rank_dicts(qrels, run)[1],
+                            ranking.rank_columns(Qrels.from_dict(qrels),
+                                                 Run.from_dict(run).compacted())[1]]
+        if workers == 1:
+            assert threads == {threading.get_ident()}
+    assert len(threads - {threading.get_ident()}) > 1  # the pool's threads took chunks
+    for one, several in zip(got[1], got[3], strict=True):
+        assert np.array_equal(one.grades, several.grades)
+    assert grade_rows(got[1][0]) == reference(qrels, run, False, False)[1]
 
 
 def test_a_tie_split_over_chunks_keeps_every_query_whole():

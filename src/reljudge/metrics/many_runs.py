@@ -20,6 +20,7 @@ from reljudge.metrics.kernels import Ranked
 from reljudge.metrics.ranking import (
     TIE_CHUNK,
     TIE_PAIRS,
+    TIE_WORKERS,
     QrelsLike,
     _unplaced,
     check_inputs,
@@ -144,7 +145,8 @@ def _rank_batch(qrels: Qrels, runs: Sequence[Run], all_queries: bool,
         block_of_row[rows_of_seg[evaluated]] = np.flatnonzero(evaluated)
         lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
                               lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]],
-                              chunk=TIE_CHUNK, pairs=TIE_PAIRS)
+                              chunk=TIE_CHUNK, pairs=TIE_PAIRS,
+                              workers=TIE_WORKERS)
     grades = _unplaced(length, width)
     grades[rows, lo] = qrels.grade[b]
 

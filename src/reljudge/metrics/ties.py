@@ -87,7 +87,8 @@ def _row_search(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
 def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
               rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               docids: Docids,
-              judged_docs: np.ndarray, *, chunk: int, pairs: int) -> np.ndarray:
+              judged_docs: np.ndarray, *, chunk: int, pairs: int,
+              workers: int = 1) -> np.ndarray:
     """For each tied judged document, how many documents of its tie have a greater docid.
 
     The tie of judged document i is the ranks ``lo[i]:hi[i]`` (by score descending) of the
@@ -97,7 +98,10 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
     ``score``, where ``flat`` covers exactly ``blocks`` in order. Docids compare in byte order
     (``bytes``, or ``str`` by their UTF-8). Only the queries holding a tie are visited, a
     chunk of them at a time (``chunk`` documents) so that temporaries stay small; ``pairs``
-    bounds the docid comparisons per tie member before members are placed by search.
+    bounds the docid comparisons per tie member before members are placed by search. Chunks
+    are independent: with ``workers`` > 1 and several chunks, that many threads take them (the
+    numpy passes that fill most of a chunk's time release the GIL; each chunk writes only its
+    own documents' counts, so the answer is the same).
     """
     out = np.empty(len(rows), dtype=np.int64)
     affected, local_row = np.unique(rows, return_inverse=True)
@@ -108,11 +112,24 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
     edges = np.flatnonzero(np.r_[True, part[1:] != part[:-1], True])
     by_row = np.argsort(local_row, kind="stable")
     row_edges = np.searchsorted(local_row[by_row], edges)
-    for a, b, ja, jb in zip(edges[:-1].tolist(), edges[1:].tolist(), row_edges[:-1].tolist(),
-                            row_edges[1:].tolist(), strict=True):
+
+    def one_chunk(span: tuple[int, int, int, int]) -> None:
+        a, b, ja, jb = span
         at = by_row[ja:jb]
         out[at] = _greater_in_tie(score, bounds, blocks[a:b], local_row[at] - a, lo[at],
                                   hi[at], docids, judged_docs[at], pairs)
+
+    spans = list(zip(edges[:-1].tolist(), edges[1:].tolist(), row_edges[:-1].tolist(),
+                     row_edges[1:].tolist(), strict=True))
+    if workers > 1 and len(spans) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(spans))) as pool:
+            for _ in pool.map(one_chunk, spans):  # re-raises a chunk's error
+                pass
+    else:
+        for span in spans:
+            one_chunk(span)
     return out
 
 
