@@ -99,7 +99,8 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
     (``bytes``, or ``str`` by their UTF-8). Only the queries holding a tie are visited, a
     chunk of them at a time (``chunk`` documents) so that temporaries stay small; ``pairs``
     bounds the docid comparisons per tie member before members are placed by search. Chunks
-    are independent: with ``workers`` > 1 and several chunks, that many threads take them (the
+    are independent: with ``workers`` > 1 and several chunks, that many threads take them, each
+    chunk ``chunk // workers`` documents so that no more are held at once than alone (the
     numpy passes that fill most of a chunk's time release the GIL; each chunk writes only its
     own documents' counts, so the answer is the same).
     """
@@ -108,6 +109,8 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
     local_row = local_row.ravel()
     blocks = block_of_row[affected]
     sizes = bounds[blocks + 1] - bounds[blocks]
+    if workers > 1 and int(sizes.sum()) > chunk:  # as many documents held at once as alone
+        chunk = max(1, chunk // workers)
     part = (np.cumsum(sizes) - sizes) // chunk  # a query wider than a chunk is one
     edges = np.flatnonzero(np.r_[True, part[1:] != part[:-1], True])
     by_row = np.argsort(local_row, kind="stable")
