@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -214,6 +215,25 @@ def test_chunks_broken_by_several_threads_give_the_ranking_one_thread_gives(monk
     for one, several in zip(got[1], got[3], strict=True):
         assert np.array_equal(one.grades, several.grades)
     assert grade_rows(got[1][0]) == reference(qrels, run, False, False)[1]
+
+
+def test_a_chunks_error_reaches_the_caller_and_the_chunks_not_started_are_dropped(monkeypatch):
+    run = {f"q{i:02d}": {f"d{j}": 1.0 for j in range(20)} for i in range(40)}  # 40 chunks
+    qrels = {q: {"d0": 1} for q in run}
+    inner = ranking.tie_break.__globals__["_greater_in_tie"]
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("the first chunk")
+        time.sleep(0.01)
+        return inner(*args, **kwargs)
+
+    monkeypatch.setitem(ranking.tie_break.__globals__, "_greater_in_tie", failing)
+    with tie_chunk(20, workers=2), pytest.raises(MemoryError, match="the first chunk"):
+        ranking.rank_dicts(qrels, run)
+    assert len(calls) < 10  # not the 40: the queued ones were cancelled
 
 
 def test_a_tie_split_over_chunks_keeps_every_query_whole():

@@ -128,7 +128,7 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(workers, len(spans))) as pool:
-            for _ in pool.map(one_chunk, spans):  # re-raises a chunk's error
+            for _ in pool.map(one_chunk, spans):  # a chunk's error (or Ctrl-C) cancels the rest
                 pass
     else:
         for span in spans:
