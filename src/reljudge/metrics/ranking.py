@@ -5,8 +5,8 @@ scoring higher (a binary search in the query's sorted scores), plus the document
 (equal score) whose docid is greater in byte order (trec_eval's order). Ties are broken by one
 routine for both inputs, ``metrics.ties.tie_break``, never a Python loop over tied documents;
 the queries holding ties are handled a chunk at a time (``TIE_CHUNK``) so that memory stays
-bounded, several chunks at once on several cores (``TIE_WORKERS``). Unjudged documents are counted, not placed. Two inputs, one method, the same
-matrices (tested):
+bounded, several chunks at once on several cores (``TIE_WORKERS``). Unjudged documents are
+counted, not placed. Two inputs, one method, the same matrices (tested):
 
 - ``{qid: {docid: score}}`` dicts: each query's judged documents are looked up in its run dict
   with C-level ``map``s, a query at a time right after its scores for long runs (the dict is
