@@ -100,7 +100,7 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
     chunk of them at a time (``chunk`` documents) so that temporaries stay small; ``pairs``
     bounds the docid comparisons per tie member before members are placed by search. Chunks
     are independent: with ``workers`` > 1 and several chunks, that many threads take them, each
-    chunk ``chunk // workers`` documents so that no more are held at once than alone (the
+    chunk ``chunk // workers`` documents so that about as many are held at once as alone (the
     numpy passes that fill most of a chunk's time release the GIL; each chunk writes only its
     own documents' counts, so the answer is the same).
     """
@@ -109,7 +109,7 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
     local_row = local_row.ravel()
     blocks = block_of_row[affected]
     sizes = bounds[blocks + 1] - bounds[blocks]
-    if workers > 1 and int(sizes.sum()) > chunk:  # as many documents held at once as alone
+    if workers > 1 and int(sizes.sum()) > chunk:  # about as many held at once as alone
         chunk = max(1, chunk // workers)
     part = (np.cumsum(sizes) - sizes) // chunk  # a query wider than a chunk is one
     edges = np.flatnonzero(np.r_[True, part[1:] != part[:-1], True])
