@@ -46,10 +46,34 @@ def test_version_builds_no_parser():
     assert not [m for m in loaded("--version") if m.startswith("reljudge.cli.")]
 
 
-def test_a_commands_help_imports_what_that_command_needs_only():
-    modules = loaded("demo", "--help")
-    assert "reljudge.cli.demo_cmd" in modules
+#: commands whose flags are built from the library's models (label: the judge's settings;
+#: report: their price fields' descriptions) load pydantic for --help; the others nothing heavy
+LIGHT_HELP = ("eval", "labels", "sample", "estimate", "calibrate", "pool", "run", "audit",
+              "assess", "compare", "demo", "batch")
+
+
+@pytest.mark.parametrize("command", LIGHT_HELP)
+def test_a_commands_help_imports_what_that_command_needs_only(command):
+    modules = loaded(command, "--help")
+    assert f"reljudge.cli.{command}_cmd" in modules
     assert heavy(modules) == []
+
+
+def test_the_shared_choices_are_the_ones_the_library_checks():
+    """The flags' choices come from ``reljudge.choices``; the library refuses what is not in
+    them (each check names the same tuple)."""
+    from importlib import import_module
+
+    from reljudge import choices
+
+    def of(module: str, name: str):
+        return getattr(import_module(f"reljudge.{module}"), name)
+
+    assert of("metrics.ranking", "COMPAT") is of("metrics.evaluate", "COMPAT") is choices.COMPAT
+    assert of("io.prefs", "KINDS") is choices.KINDS
+    assert of("infer.sample", "DESIGNS") is choices.DESIGNS
+    assert of("assess.task", "ORDERS") is choices.ORDERS
+    assert of("stats.compare", "MAX_TRIALS") is choices.MAX_TRIALS
 
 
 def python_says(code: str) -> str:

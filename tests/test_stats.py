@@ -111,10 +111,10 @@ def test_trials_beyond_the_cap_are_refused_at_once_not_run_for_hours(tmp_path, c
     line naming the flag and the most allowed, exit 2, before any scoring; compare() too."""
     import time
 
+    from reljudge.choices import MAX_TRIALS
     from reljudge.cli import main
     from reljudge.errors import ConfigError
     from reljudge.stats import compare
-    from reljudge.stats.significance import MAX_TRIALS
 
     qrels, runs = {"q": {"a": 1}}, {"x": {"q": {"a": 1.0}}, "y": {"q": {"a": 2.0}}}
     with pytest.raises(ConfigError, match=f"at most {MAX_TRIALS} .*not 10000000000"):

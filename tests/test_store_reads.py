@@ -13,13 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reljudge.choices import DERIVED
 from reljudge.cli import main
 from reljudge.grades import AGGREGATES
 from reljudge.judge.report import judge_qrels
 from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
 from reljudge.store.events import EventLog
-from reljudge.store.merge import DERIVED, merge_rows
+from reljudge.store.merge import merge_rows
 from tests.strategies import event
 
 DL23 = Path(__file__).resolve().parent.parent / "examples" / "llmjudge-dl23"

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
+from reljudge.choices import ORDERS
 from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE, SCALE_TEXT, check_grade
 from reljudge.labels import (
@@ -30,9 +31,6 @@ from reljudge.store import LabelStore
 from reljudge.store.events import Standing
 
 MAX_NOTE = 2000  # characters
-#: the order pairs are shown in: a query at a time (queries shuffled, then each query's
-#: passages: TREC's practice), all pairs shuffled, or as the sample or pairs file lists them
-ORDERS = ("query", "random", "given")
 
 
 @dataclass(frozen=True)

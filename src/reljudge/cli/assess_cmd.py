@@ -48,7 +48,7 @@ HELP = "a local web page where people grade pairs into the store"
 
 def register(sub) -> None:
     """Add the ``assess`` subcommand."""
-    from reljudge.assess.task import ORDERS
+    from reljudge.choices import ORDERS
     from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("assess", help=HELP,

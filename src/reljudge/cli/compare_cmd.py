@@ -35,8 +35,8 @@ HELP = "compare runs: intervals and paired significance tests"
 
 def register(sub) -> None:
     """Add the ``compare`` subcommand."""
+    from reljudge.choices import MAX_TRIALS
     from reljudge.cli import HelpFormatter, common
-    from reljudge.stats.significance import MAX_TRIALS
 
     p = sub.add_parser("compare", help=HELP,
                        description="Compare runs on the same queries against a baseline.",
@@ -78,8 +78,8 @@ def _trials(text: str) -> int:
     """An argparse type: a trial count from 1 to MAX_TRIALS."""
     import argparse
 
+    from reljudge.choices import MAX_TRIALS
     from reljudge.cli import common
-    from reljudge.stats.significance import MAX_TRIALS
 
     value = common.positive_int(text)
     if value > MAX_TRIALS:

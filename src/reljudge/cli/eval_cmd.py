@@ -63,9 +63,8 @@ HELP = "score runs against qrels (trec_eval semantics)"
 
 def register(sub) -> None:
     """Add the ``eval`` subcommand."""
+    from reljudge.choices import COMPAT, KINDS
     from reljudge.cli import HelpFormatter, common
-    from reljudge.io.prefs import KINDS
-    from reljudge.metrics.evaluate import COMPAT
 
     p = sub.add_parser("eval", help=HELP,
                        description="Score one or more TREC runs against graded qrels.",

@@ -192,7 +192,7 @@ def register(sub) -> None:
 
 
 def _merge_flags(v: argparse.ArgumentParser) -> None:
-    from reljudge.store.merge import DERIVED
+    from reljudge.choices import DERIVED
 
     v.add_argument("--policy", default="human-first",
                    help="human-first (default), adjudicated-first, human-only, llm-only or "

@@ -55,8 +55,8 @@ HELP = "draw a random sample of pairs for humans to label"
 
 def register(sub) -> None:
     """Add the ``sample`` subcommand."""
+    from reljudge.choices import DESIGNS
     from reljudge.cli import HelpFormatter, common
-    from reljudge.infer.sample import DESIGNS
 
     p = sub.add_parser("sample", help=HELP,
                        description="Draw what humans should label, with known inclusion "

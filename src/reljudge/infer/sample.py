@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from reljudge.choices import DESIGNS
 from reljudge.errors import InputError
 from reljudge.labels import Sample, SampleItem
 from reljudge.pool import Pool
 
-DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs", "active")
 MIN_PER_STRATUM = 2
 MIN_QUERIES = 3  # infer.ppi.query_level needs 3: two for a variance, one for lambda
 # From bench/ppi.py (33 LLMJudge judges, 32 systems, 500 draws; docs/ppi.md). Pair samples:

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from reljudge.choices import KINDS
 from reljudge.errors import InputError
 from reljudge.io.files import Content
 from reljudge.io.trec import first_duplicate, is_float, is_int, line_of, parse_columns
 
-KINDS = ("prefs", "qrels_prefs", "qrels_jg")  # trec_eval -R, beside its default qrels
 PREFS_FORM = "'QID JG JSG DOCID LEVEL' (5 fields)"
 GROUPS_FORM = "'QID JG DOCID GRADE' (4 fields)"
 

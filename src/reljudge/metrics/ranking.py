@@ -25,6 +25,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from reljudge import columns
+from reljudge.choices import COMPAT
 from reljudge.errors import InputError
 from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
 from reljudge.metrics.kernels import judged_only as condensed
@@ -300,7 +301,6 @@ def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
 
 #: whose rules ``evaluate`` follows where trec_eval's versions differ: trec_eval 10 (the
 #: default) or trec_eval 9.0.8, which pytrec_eval and ir_measures embed
-COMPAT = ("trec_eval-10", "trec_eval-9")
 
 
 def check_inputs(qrels: QrelsLike, run: RunLike, name: str,

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reljudge.choices import MAX_TRIALS
 from reljudge.frames import Tabular, dataframe
 from reljudge.stats.bootstrap import Interval, bootstrap_ci
 from reljudge.stats.significance import (
-    MAX_TRIALS,
     TESTS,
     benjamini_hochberg,
     effect_size,

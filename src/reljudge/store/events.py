@@ -411,8 +411,8 @@ class EventLog(Texts):
         or its expected grade (``expected``; fractional, so rounded half up unless
         ``fractional``). ``stale``, ``rows``, ``standing`` and ``votes``: ``stale_labels()``,
         ``label_rows()``, ``standing_ids()`` and ``votes()`` when the caller has them already."""
+        from reljudge.choices import DERIVED
         from reljudge.grades import decide, round_half_up
-        from reljudge.store.merge import DERIVED
 
         if derived not in DERIVED:
             raise StoreError(f"unknown derived-label choice {derived!r}; expected one of "

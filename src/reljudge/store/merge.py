@@ -40,9 +40,6 @@ from reljudge.types import Qrels
 Vote = tuple[str, str, int]
 
 POLICIES = ("human-first", "adjudicated-first", "human-only", "llm-only", "source=NAME")
-#: how a derived source (calibrated judge, panel) votes: the grade its derivation's rule
-#: recorded, or a rule applied to its distributions now
-DERIVED = ("recorded", "mode", "median", "expected")
 
 
 @dataclass(frozen=True)
