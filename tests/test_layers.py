@@ -14,8 +14,8 @@ import functools
 from pathlib import Path
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("plain data", ("errors", "version", "grades", "values", "columns", "types", "labels",
-                    "tables", "frames")),
+    ("plain data", ("errors", "version", "choices", "grades", "values", "columns", "types",
+                    "labels", "tables", "frames")),
     ("inputs", ("io", "pool")),
     ("measures and statistics", ("metrics", "stats")),
     ("the label store", ("store",)),
