@@ -7,7 +7,8 @@ The modules that check them import them from here: ``metrics.ranking`` (and
 ``MAX_TRIALS``.
 """
 
-#: whose rules where trec_eval's versions differ (the first is the default)
+#: whose rules ``evaluate`` follows where trec_eval's versions differ: trec_eval 10 (the
+#: default) or trec_eval 9.0.8, which pytrec_eval and ir_measures embed
 COMPAT = ("trec_eval-10", "trec_eval-9")
 #: trec_eval's ``-R`` forms of judgments, beside its default qrels
 KINDS = ("prefs", "qrels_prefs", "qrels_jg")

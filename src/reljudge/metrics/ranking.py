@@ -299,9 +299,6 @@ def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
     return ideal
 
 
-#: whose rules ``evaluate`` follows where trec_eval's versions differ: trec_eval 10 (the
-#: default) or trec_eval 9.0.8, which pytrec_eval and ir_measures embed
-
 
 def check_inputs(qrels: QrelsLike, run: RunLike, name: str,
                  qrels_q: list[str] | None = None) -> None:
