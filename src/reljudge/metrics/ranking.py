@@ -299,7 +299,6 @@ def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
     return ideal
 
 
-
 def check_inputs(qrels: QrelsLike, run: RunLike, name: str,
                  qrels_q: list[str] | None = None) -> None:
     """Empty qrels, an empty run or no query in common are mistakes, not a mean of 0.0
