@@ -1,0 +1,94 @@
+"""``reljudge label`` end to end against a real OpenAI-compatible server: llama.cpp's server
+with Gemma 3 270M (tests/llama_server.py). A model that small grades badly and often rambles
+past the token limit; what is checked is the plumbing: the dry run sends nothing, every pair
+ends as a 0-3 grade or as a failure with its reason and the model's raw text, the exit code
+says which, and a re-run pays for nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reljudge.cli import main
+from reljudge.grades import SCALE
+from reljudge.io.trec import read_qrels
+from reljudge.labels import FailureKind
+from reljudge.store import LabelStore
+from tests.helpers import EXAMPLE
+
+pytestmark = pytest.mark.slow
+
+PAIRS = 4  # the top of the example's bm25 run: a handful of calls at a few seconds each
+MAX_TOKENS = "64"  # room for a short JSON answer; a rambling one is cut and recorded
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory):
+    """The first PAIRS (query, passage) pairs of examples/hr-handbook/runs/bm25.run."""
+    lines = (EXAMPLE / "runs" / "bm25.run").read_text().splitlines()[:PAIRS]
+    path = tmp_path_factory.mktemp("llama") / "pairs.txt"
+    path.write_text("".join(f"{line.split()[0]} {line.split()[2]}\n" for line in lines))
+    return path
+
+
+def label(server, pairs_file, capsys, *flags: str) -> tuple[int, dict]:
+    """Run ``reljudge label --format json`` on the pairs against the server: its exit code and
+    the JSON it printed."""
+    code = main(["label", "--queries", str(EXAMPLE / "queries.tsv"),
+                 "--passages", str(EXAMPLE / "passages.jsonl"), "--pairs", str(pairs_file),
+                 "--base-url", server.base_url, "--model", server.model, "--prompt", "json",
+                 "--max-tokens", MAX_TOKENS, "--concurrency", "1", "--timeout", "600",
+                 "--format", "json", "--quiet", *flags])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_dry_run_estimates_every_pair_and_sends_nothing(llama_server, pairs_file, tmp_path,
+                                                          capsys):
+    before = llama_server.tokens()
+    code, estimate = label(llama_server, pairs_file, capsys, "--dry-run",
+                           "--cache-dir", str(tmp_path / "cache"))
+    assert code == 0
+    assert (estimate["items"], estimate["to_send"], estimate["cached"]) == (PAIRS, PAIRS, 0)
+    assert estimate["tokens_in"] > 0
+    assert llama_server.tokens() == before  # the model processed no token
+
+
+def test_label_grades_or_records_every_pair_and_a_rerun_pays_nothing(llama_server, pairs_file,
+                                                                     tmp_path, capsys):
+    store, cache, qrels = tmp_path / "labels.sqlite", tmp_path / "cache", tmp_path / "llm.qrels"
+    before = llama_server.tokens()
+    code, report = label(llama_server, pairs_file, capsys, "--store", str(store),
+                         "--cache-dir", str(cache), "--qrels-out", str(qrels))
+    assert report["warnings"] == []  # llama.cpp's server takes response_format: json_schema
+    assert report["items"] == PAIRS and report["labelled"] + report["failed"] == PAIRS
+    assert report["calls"] >= PAIRS and report["cached"] == 0
+    assert code == (0 if report["failed"] == 0 else 4)
+    prompt_tokens, predicted = llama_server.tokens()
+    assert prompt_tokens > before[0] and predicted > before[1]  # the model answered
+
+    with LabelStore(store, readonly=True) as s:
+        events = list(s.events())
+    assert sorted((e.qid, e.docid) for e in events) == \
+        sorted(tuple(line.split()) for line in pairs_file.read_text().splitlines())
+    for e in events:
+        assert e.raw, e  # the model's answer, kept whatever became of it
+        if e.grade is not None:
+            assert e.grade in SCALE and e.failure is None
+        else:  # never a grade made up: the reason and what the model said
+            assert e.failure_kind == FailureKind.UNPARSEABLE and e.failure, e
+    graded = {(e.qid, e.docid): e.grade for e in events if e.grade is not None}
+    assert {(q, d): g for q, d, g in read_qrels(qrels)} == graded
+    assert report["labelled"] == len(graded)
+
+    after = llama_server.tokens()
+    # the same command again: everything is in the store
+    again, rerun = label(llama_server, pairs_file, capsys, "--store", str(store),
+                         "--cache-dir", str(cache))
+    assert (again, rerun["calls"], rerun["already_done"]) == (code, 0, PAIRS)
+    # a new store, the same answer cache: every answer paid for (re-asks too) comes back
+    again, rerun = label(llama_server, pairs_file, capsys,
+                         "--store", str(tmp_path / "new.sqlite"), "--cache-dir", str(cache))
+    assert (again, rerun["calls"], rerun["cached"]) == (code, 0, report["calls"])
+    assert rerun["labelled"] == report["labelled"]
+    assert llama_server.tokens() == after  # the server saw no call
