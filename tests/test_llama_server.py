@@ -114,8 +114,11 @@ def test_label_grades_or_records_every_pair_and_a_rerun_pays_nothing(llama_serve
         sorted(tuple(line.split()) for line in pairs_file.read_text().splitlines())
     for e in events:
         assert e.raw, e  # the model's answer, kept whatever became of it
-        if e.grade is not None:
-            assert e.grade in SCALE and e.failure is None
+        assert e.meta["params"]["response_format"]["type"] == "json_schema"  # sent, taken
+        if e.grade is not None:  # the grade the model's (last) JSON answer gives
+            last = e.raw.rsplit("\n--- re-asked ---\n", 1)[-1]
+            assert e.grade in SCALE and json.loads(last)["grade"] == e.grade, e
+            assert e.failure is None
         else:  # never a grade made up: the reason and what the model said
             assert e.failure_kind == FailureKind.UNPARSEABLE and e.failure, e
     graded = {(e.qid, e.docid): e.grade for e in events if e.grade is not None}
