@@ -72,13 +72,26 @@ def pg_server():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def llama_server():
+    """A real llama.cpp server with a small model for the session (tests/llama_server.py):
+    ``.base_url`` and ``.model`` to label against. Skips without the llm-server extra (fails
+    under CI=true)."""
+    from tests.llama_server import LlamaServer
+
+    server = LlamaServer()
+    yield server
+    server.stop()
+
+
 #: fixtures that start a server or a browser: every test using one is slow
-SLOW_FIXTURES = frozenset({"pg_server", "browser"})
+SLOW_FIXTURES = frozenset({"pg_server", "browser", "llama_server"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark slow the tests that start PostgreSQL or Chromium, directly (``pg_server``,
-    ``browser``) or through a backend parameter (``"postgresql"``, tests/backends.py)."""
+    """Mark slow the tests that start PostgreSQL, Chromium or llama.cpp, directly
+    (``pg_server``, ``browser``, ``llama_server``) or through a backend parameter
+    (``"postgresql"``, tests/backends.py)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()

@@ -1,7 +1,8 @@
 """What an endpoint accepts, and the ladder we step down when it rejects a request feature.
 
-Endpoints differ: llama.cpp's server rejects ``response_format: json_schema`` (HTTP 500 with a
-validation error), some reject ``logprobs``/``top_logprobs`` or ``seed``, reasoning models want
+Endpoints differ: llama-cpp-python's server rejects ``response_format: json_schema`` (HTTP 500
+with a validation error; llama.cpp's own server takes it: tests/test_llama_server.py), some
+reject ``logprobs``/``top_logprobs`` or ``seed``, reasoning models want
 ``max_completion_tokens`` where others want ``max_tokens``. When an error names a feature the
 request used (any status), the run steps that feature down once and sends again:
 
