@@ -137,7 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``reljudge`` console script; returns the exit code."""
+    """Entry point of the ``reljudge`` console script; returns the exit code (130 for a
+    Ctrl-C that no command handled, at any moment of start-up too: no traceback)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("reljudge: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from reljudge.errors import ReljudgeError
 
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:  # before any parser
@@ -158,9 +167,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"reljudge: error: {masked(str(e))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("reljudge: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         return 0
     return int(code or 0)
