@@ -512,3 +512,66 @@ def test_real_processes_exit_2_with_one_line(ws, case):
     else:
         assert "a.run (baseline)" in p.stdout and "c.run" in p.stdout
     assert snapshot(root) == before
+
+
+# --- refusals before anything is written: flags and values that passed silently ------------
+
+def _label(p, *flags):
+    """`reljudge label` of the clean inputs against a port nothing listens on."""
+    return ["label", "--queries", p["queries"], "--passages", p["passages"], p["run"],
+            "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--store", p["newstore"],
+            *flags]
+
+
+REFUSALS = {
+    "compare one run": (lambda p: ["compare", p["qrels"], p["run"]],
+                        "compare needs two runs or more"),
+    "compare --sample without --store": (lambda p: ["compare", p["qrels"], p["run"], p["run2"],
+                                                    "--sample", "s1"], "give --store too"),
+    "--json --format csv": (lambda p: ["eval", p["qrels"], p["run"], "--json", "--format",
+                                       "csv"], "--json and --format csv: two output formats"),
+    "--format csv --json": (lambda p: ["compare", p["qrels"], p["run"], p["run2"], "--format",
+                                       "csv", "--json"], "two output formats"),
+    "conflicts --min-diff -1": (lambda p: ["labels", "conflicts", "--store", p["store"],
+                                           "--min-diff", "-1"], "--min-diff: expected 0 to 3"),
+    "conflicts --min-diff nan": (lambda p: ["labels", "conflicts", "--store", p["store"],
+                                            "--min-diff", "nan"], "--min-diff: expected 0 to 3"),
+    "label --max-cost inf": (lambda p: _label(p, "--max-cost", "inf"),
+                             "--max-cost: Input should be a finite number"),
+    "label --timeout nan": (lambda p: _label(p, "--timeout", "nan"),
+                            "--timeout: Input should be a finite number"),
+    "label --wait without --batch": (lambda p: _label(p, "--wait"), "goes with --batch"),
+    "label --max-tokens 100000000": (lambda p: _label(p, "--max-tokens", "100000000"),
+                                     "--max-tokens: Input should be less than or equal to"),
+    "audit --calibrate --sample beyond the human pairs": (
+        lambda p: ["audit", "--reference", p["qrels"], "--judge", p["judge"], "--calibrate",
+                   "--sample", "10000000"], "--sample 10000000: there are 48 human pairs"),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSALS))
+def test_refusals_are_one_line_exit_2_and_nothing_written(ws, capsys, name):
+    root, paths = ws
+    argv, needle = REFUSALS[name]
+    before = snapshot(root)
+    try:
+        code, _, err = run_cli(argv(paths), capsys)
+    except SystemExit as e:  # argparse's own checks exit from inside the parser
+        code, err = e.code, capsys.readouterr().err
+    assert code == 2, err
+    assert_one_line_error(err, needle)
+    assert snapshot(root) == before
+
+
+def test_a_run_file_after_a_flag_is_one_more_run_not_an_unrecognized_argument(ws, capsys):
+    root, p = ws
+    code, out, err = run_cli(_label(p, "--depth", "3", p["run2"], "--dry-run", "--json"),
+                             capsys)
+    assert code == 0, err
+    both = json.loads(out)["items"]
+    code, out, _ = run_cli(_label(p, p["run2"], "--depth", "3", "--dry-run", "--json"), capsys)
+    assert code == 0 and json.loads(out)["items"] == both  # the same pool either way
+    code, out, err = run_cli(["compare", p["qrels"], p["run"], "-m", "AP", p["run2"],
+                              "--trials", "50", "--json"], capsys)
+    assert code == 0, err
+    assert len(json.loads(out)["runs"]) == 2

@@ -41,10 +41,19 @@ class FormatAction(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         value = self.const if self.nargs == 0 else values
+        shown = f"{option_string}{'' if self.nargs == 0 else ' ' + value}"
         if value not in self.allowed:
-            parser.error(f"{option_string}{'' if self.nargs == 0 else ' ' + value}: not "
-                         f"available here; this command writes {_words(self.allowed)}")
+            parser.error(f"{shown}: not available here; this command writes "
+                         f"{_words(self.allowed)}")
+        given = getattr(namespace, FORMAT_GIVEN, None)
+        if given is not None and given[1] != value:  # --json --format csv: which one?
+            parser.error(f"{given[0]} and {shown}: two output formats; give one")
+        setattr(namespace, FORMAT_GIVEN, (shown, value))
         setattr(namespace, self.dest, value)
+
+
+#: where FormatAction notes the format flag given first (to refuse a second, different one)
+FORMAT_GIVEN = "_format_given"
 
 
 def _words(items: Sequence[str]) -> str:
