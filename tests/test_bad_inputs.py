@@ -575,3 +575,48 @@ def test_a_run_file_after_a_flag_is_one_more_run_not_an_unrecognized_argument(ws
                               "--trials", "50", "--json"], capsys)
     assert code == 0, err
     assert len(json.loads(out)["runs"]) == 2
+
+
+# --- a judge that cannot be used: refused before the pipeline or the demo writes -----------------
+
+DEAD = "http://127.0.0.1:9/v1"  # nothing listens on port 9 (discard)
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(lambda p: ["run", p["config"], "--model", "m", "--base-url", DEAD],
+                 id="run, dead endpoint"),
+    pytest.param(lambda p: ["demo", "--examples", str(EXAMPLE.parent), "--out-dir", p["demo"],
+                            "--model", "m", "--base-url", DEAD], id="demo, dead endpoint"),
+    pytest.param(lambda p: ["demo", "--examples", str(EXAMPLE.parent), "--out-dir", p["demo"],
+                            "--model", "m"], id="demo --model without an endpoint"),
+])
+@pytest.mark.parametrize("before", ["none", "an earlier demo"])
+def test_a_judge_that_cannot_be_used_is_refused_before_anything_is_written(ws, capsys, argv,
+                                                                          before):
+    root, paths = ws
+    paths = {**paths, "demo": str(root / "demo")}
+    if before != "none":  # an earlier demo's folder is left as it was, not emptied
+        (root / "demo").mkdir()
+        (root / "demo" / ".reljudge-demo").write_text("made by reljudge demo\n")
+        (root / "demo" / "old.txt").write_text("kept\n")
+    start = snapshot(root)
+    code, out, err = run_cli(argv(paths), capsys)
+    assert code == 2, err
+    assert_one_line_error(err, "127.0.0.1:9" if "--base-url" in argv(paths) else "no endpoint")
+    assert snapshot(root) == start  # no pool.tsv, store, manifest or emptied folder
+
+
+@pytest.mark.slow  # two pipeline runs
+def test_a_rerun_that_needs_no_call_runs_with_the_endpoint_down(ws, capsys):
+    from reljudge.testing import FakeOpenAI, Reply
+
+    root, paths = ws
+    config = Path(paths["config"])
+    config.write_text(config.read_text() + f'cache_dir = "{root / "cache"}"\n')
+    with FakeOpenAI(lambda r: Reply.text("final score: 1")) as server:
+        code, _, err = run_cli(["run", paths["config"], "--model", "m", "--base-url",
+                                server.base_url, "--quiet"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["run", paths["config"], "--model", "m", "--base-url", DEAD,
+                            "--quiet"], capsys)
+    assert code == 0, err  # every answer is in the store: the endpoint is not needed

@@ -170,6 +170,29 @@ class Labeller:
         price with ``config.batch``)."""
         return estimate(self, pairs, queries, passages, sink)
 
+    def check_endpoints(self) -> None:
+        """Raise LLMError when no endpoint of the job passes its pre-flight check (it answers,
+        and accepts the key), naming the URL and the cause; sends no paid call."""
+        from reljudge.judge.sync import run_sync
+
+        run_sync(self._check_endpoints())
+
+    async def _check_endpoints(self) -> None:
+        lanes = [open_lane(spec, self.config, self.judge_id, {}) for spec in self.specs]
+        try:
+            found = await asyncio.gather(*(lane.client.preflight() for lane in lanes),
+                                         return_exceptions=True)
+        finally:
+            for lane in lanes:
+                await lane.client.close()
+        for outcome in found:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, CallFailed):
+                raise outcome
+        if all(isinstance(outcome, CallFailed) for outcome in found):
+            e, lane = found[0], lanes[0]
+            assert isinstance(e, CallFailed)
+            raise LLMError(f"{e.url or lane.client.url}: {e.kind}: {e.describe()}")
+
     # -- shared with the Batch API path (reljudge.judge.batch) ------------------------------
     def event_meta(self, params: dict) -> dict[str, Any]:
         """The provenance an event of this judge carries (model, prompt, endpoint, the
