@@ -94,7 +94,14 @@ HELP = "import, merge, export and inspect the label store"
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
-    from reljudge.cli.common import add_digits, add_format, add_store, name, non_negative_int
+    from reljudge.cli.common import (
+        add_digits,
+        add_format,
+        add_quiet,
+        add_store,
+        name,
+        non_negative_int,
+    )
 
     p = sub.add_parser("labels", help=HELP,
                        description="The label store: one SQLite file with every label and "
@@ -152,9 +159,13 @@ def register(sub) -> None:
                    help="query resamples for the annotators' agreement intervals (default "
                         "1000; 0: none)")
     v.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    v.add_argument("--all", action="store_true", dest="all_rows",
+                   help=f"coverage: a row for every query (default: a summary and the "
+                        f"{labels_show.COVERAGE_ROWS} least covered queries)")
     _merge_flags(v)
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v)
+    add_quiet(v)
     v.set_defaults(func=labels_show.do_stats)
 
     v = verb("upgrade", "bring a store of an older reljudge to this one's schema (the file "
