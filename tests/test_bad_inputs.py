@@ -355,9 +355,14 @@ def test_mistakes_are_one_line_exit_2_and_nothing_written(ws, capsys, name):
     paths = {**paths, "dir": str(root / "adir"), "bigjudge": str(root / "big.qrels"),
              "otherrun": str(root / "other.run"), "store": str(root / "s.sqlite")}
     argv, needle = MISTAKES[name]
+    assert_refused(root, argv(paths), needle, capsys)
+
+
+def assert_refused(root: Path, argv: list[str], needle: str, capsys) -> None:
+    """The command exits 2 with one line naming ``needle``, and root is as it was."""
     before = snapshot(root)
     try:
-        code, _, err = run_cli(argv(paths), capsys)
+        code, _, err = run_cli(argv, capsys)
     except SystemExit as e:  # argparse's own checks exit from inside the parser
         code, err = e.code, capsys.readouterr().err
     assert code == 2, err
@@ -553,14 +558,7 @@ REFUSALS = {
 def test_refusals_are_one_line_exit_2_and_nothing_written(ws, capsys, name):
     root, paths = ws
     argv, needle = REFUSALS[name]
-    before = snapshot(root)
-    try:
-        code, _, err = run_cli(argv(paths), capsys)
-    except SystemExit as e:  # argparse's own checks exit from inside the parser
-        code, err = e.code, capsys.readouterr().err
-    assert code == 2, err
-    assert_one_line_error(err, needle)
-    assert snapshot(root) == before
+    assert_refused(root, argv(paths), needle, capsys)
 
 
 def test_a_run_file_after_a_flag_is_one_more_run_not_an_unrecognized_argument(ws, capsys):

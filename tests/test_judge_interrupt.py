@@ -4,6 +4,7 @@ alone; only a caller that asks (the CLI, the pipeline runner) gets the labeller'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import signal
@@ -144,31 +145,39 @@ def _graded(tmp_path) -> int:
         return sum(1 for e in store.events() if e.grade is not None)
 
 
-@pytest.mark.slow  # a SIGINTed process
-def test_first_ctrl_c_says_what_it_waits_for_and_the_second_stops_now_with_exit_3(tmp_path):
+@contextlib.contextmanager
+def _label_on_hung_server(tmp_path, answered: int, *flags):
+    """`reljudge label` against a server that answers ``answered`` calls and holds the rest:
+    (server, process, its stderr lines so far); the held calls are let go at the end."""
     gate = threading.Event()
-    with FakeOpenAI(_hanging_after(3, gate)) as server:
+    with FakeOpenAI(_hanging_after(answered, gate)) as server:
+        proc, lines, reader = _start_label(tmp_path, server, *flags)
         try:
-            proc, lines, reader = _start_label(tmp_path, server, "--concurrency", "4",
-                                               "--timeout", "50")
-            assert _until(lambda: server.calls >= 7), "the calls never hung"
-            assert _until(lambda: _stored(tmp_path) >= 3), "the answers were never stored"
-            proc.send_signal(signal.SIGINT)
-            said = _until(lambda: any("waiting for 4 call(s) in flight" in x for x in lines), 5)
-            assert said, lines
-            assert server.base_url in "".join(lines) and "Ctrl-C again" in "".join(lines)
-            calls = server.calls
-            time.sleep(1.0)
-            assert server.calls == calls  # no call started after the first Ctrl-C
-            proc.send_signal(signal.SIGINT)
-            start = time.monotonic()
-            proc.wait(30)
-            took = time.monotonic() - start
+            yield server, proc, lines
             reader.join(5)
         finally:
             gate.set()
             if proc.poll() is None:
                 proc.kill()
+
+
+@pytest.mark.slow  # a SIGINTed process
+def test_first_ctrl_c_says_what_it_waits_for_and_the_second_stops_now_with_exit_3(tmp_path):
+    with _label_on_hung_server(tmp_path, 3, "--concurrency", "4", "--timeout", "50") as (
+            server, proc, lines):
+        assert _until(lambda: server.calls >= 7), "the calls never hung"
+        assert _until(lambda: _stored(tmp_path) >= 3), "the answers were never stored"
+        proc.send_signal(signal.SIGINT)
+        said = _until(lambda: any("waiting for 4 call(s) in flight" in x for x in lines), 5)
+        assert said, lines
+        assert server.base_url in "".join(lines) and "Ctrl-C again" in "".join(lines)
+        calls = server.calls
+        time.sleep(1.0)
+        assert server.calls == calls  # no call started after the first Ctrl-C
+        proc.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        proc.wait(30)
+        took = time.monotonic() - start
     err = "".join(lines)
     assert proc.returncode == 3, err
     assert took < 10, took  # not the 50 s the calls in flight could take
@@ -180,22 +189,14 @@ def test_first_ctrl_c_says_what_it_waits_for_and_the_second_stops_now_with_exit_
 def test_first_ctrl_c_stops_retries_and_the_run_ends_with_exit_3_not_the_breakers_2(tmp_path):
     """Calls that time out are retried (backoff 3 s); after Ctrl-C no attempt starts, the
     waits end, and the failures that follow do not turn the stop into a fatal one."""
-    gate = threading.Event()
-    with FakeOpenAI(_hanging_after(1, gate)) as server:
-        try:
-            proc, lines, reader = _start_label(tmp_path, server, "--concurrency", "6",
-                                               "--timeout", "1", "--backoff", "3")
-            assert _until(lambda: server.calls >= 1 + 6 + 1), "no call was retried"
-            proc.send_signal(signal.SIGINT)
-            assert _until(lambda: any("Ctrl-C: stopping" in x for x in lines), 5), lines
-            calls = server.calls
-            proc.wait(30)
-            reader.join(5)
-            assert server.calls == calls  # no retry after the first Ctrl-C
-        finally:
-            gate.set()
-            if proc.poll() is None:
-                proc.kill()
+    with _label_on_hung_server(tmp_path, 1, "--concurrency", "6", "--timeout", "1",
+                               "--backoff", "3") as (server, proc, lines):
+        assert _until(lambda: server.calls >= 1 + 6 + 1), "no call was retried"
+        proc.send_signal(signal.SIGINT)
+        assert _until(lambda: any("Ctrl-C: stopping" in x for x in lines), 5), lines
+        calls = server.calls
+        proc.wait(30)
+        assert server.calls == calls  # no retry after the first Ctrl-C
     err = "".join(lines)
     assert proc.returncode == 3, err
     assert "Traceback" not in err and "stopped:" not in err

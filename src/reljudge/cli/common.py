@@ -246,6 +246,15 @@ def warn(note: str) -> None:
     print(f"warning: {note}", file=sys.stderr)
 
 
+def note_unjudged(results) -> None:
+    """A note on stderr for each run (name -> its evaluation, holding Judged@10) whose top 10
+    is too little judged for its scores to be read alone (eval, report)."""
+    from reljudge.metrics.queries import unjudged_notes
+
+    for line in unjudged_notes(results):
+        print(f"note: {line}", file=sys.stderr)
+
+
 def emit(text: str, output: str | None = None) -> None:
     """Print text, or write it to a file when --output is given."""
     if output:
