@@ -374,15 +374,17 @@ def test_labelling_without_a_key_runs_as_documented(doc, scratch, tmp_path):
     assert words[:3] == ["python", "-m", "reljudge.testing.fake_openai"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["RELJUDGE_CACHE_DIR"] = str(tmp_path / "cache")
-    server = subprocess.Popen([sys.executable, *words[1:]], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([sys.executable, *words[1:]], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().strip()
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url), url
         proc = run_line(label.replace("http://127.0.0.1:PORT/v1", url), scratch, env)
     finally:
         server.terminate()
-        server.wait(30)
+        _, said = server.communicate(timeout=30)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert said == ""  # no warning of runpy's (the module ran once)
     from reljudge.store import LabelStore
 
     with LabelStore(scratch / "try.sqlite", create=False, readonly=True) as store:

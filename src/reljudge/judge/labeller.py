@@ -345,10 +345,10 @@ class Labeller:
                 and lane.timeouts > lane.calls and not lane.told_slow):
             lane.told_slow = True
             self._warn(f"most calls to {lane.display} time out ({lane.timeouts} attempts timed "
-                       f"out, {lane.calls} answered) with {lane.spec.concurrency} calls in "
-                       "flight: a local server answers as many at once as it has slots; lower "
-                       "--concurrency to those (e.g. --concurrency 1), or raise --timeout",
-                       report)
+                       f"out, {lane.calls} answered) at --concurrency "
+                       f"{lane.spec.concurrency}: a local server answers as many calls at once "
+                       "as it has slots and queues the rest; lower --concurrency to its slots "
+                       "(e.g. --concurrency 1), or raise --timeout", report)
 
     async def _reserve(self, lane: Lane, messages: list[dict], params: dict) -> float:
         """The worst-case cost of this call, held in the budget (0 without a limit)."""
