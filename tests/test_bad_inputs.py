@@ -355,9 +355,14 @@ def test_mistakes_are_one_line_exit_2_and_nothing_written(ws, capsys, name):
     paths = {**paths, "dir": str(root / "adir"), "bigjudge": str(root / "big.qrels"),
              "otherrun": str(root / "other.run"), "store": str(root / "s.sqlite")}
     argv, needle = MISTAKES[name]
+    assert_refused(root, argv(paths), needle, capsys)
+
+
+def assert_refused(root: Path, argv: list[str], needle: str, capsys) -> None:
+    """The command exits 2 with one line naming ``needle``, and root is as it was."""
     before = snapshot(root)
     try:
-        code, _, err = run_cli(argv(paths), capsys)
+        code, _, err = run_cli(argv, capsys)
     except SystemExit as e:  # argparse's own checks exit from inside the parser
         code, err = e.code, capsys.readouterr().err
     assert code == 2, err
@@ -512,3 +517,104 @@ def test_real_processes_exit_2_with_one_line(ws, case):
     else:
         assert "a.run (baseline)" in p.stdout and "c.run" in p.stdout
     assert snapshot(root) == before
+
+
+# --- refusals before anything is written: flags and values that passed silently ------------
+
+def _label(p, *flags):
+    """`reljudge label` of the clean inputs against a port nothing listens on."""
+    return ["label", "--queries", p["queries"], "--passages", p["passages"], p["run"],
+            "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--store", p["newstore"],
+            *flags]
+
+
+REFUSALS = {
+    "compare one run": (lambda p: ["compare", p["qrels"], p["run"]],
+                        "compare needs two runs or more"),
+    "compare --sample without --store": (lambda p: ["compare", p["qrels"], p["run"], p["run2"],
+                                                    "--sample", "s1"], "give --store too"),
+    "--json --format csv": (lambda p: ["eval", p["qrels"], p["run"], "--json", "--format",
+                                       "csv"], "--json and --format csv: two output formats"),
+    "--format csv --json": (lambda p: ["compare", p["qrels"], p["run"], p["run2"], "--format",
+                                       "csv", "--json"], "two output formats"),
+    "conflicts --min-diff -1": (lambda p: ["labels", "conflicts", "--store", p["store"],
+                                           "--min-diff", "-1"], "--min-diff: expected 0 to 3"),
+    "conflicts --min-diff nan": (lambda p: ["labels", "conflicts", "--store", p["store"],
+                                            "--min-diff", "nan"], "--min-diff: expected 0 to 3"),
+    "label --max-cost inf": (lambda p: _label(p, "--max-cost", "inf"),
+                             "--max-cost: Input should be a finite number"),
+    "label --timeout nan": (lambda p: _label(p, "--timeout", "nan"),
+                            "--timeout: Input should be a finite number"),
+    "label --wait without --batch": (lambda p: _label(p, "--wait"), "goes with --batch"),
+    "label --max-tokens 100000000": (lambda p: _label(p, "--max-tokens", "100000000"),
+                                     "--max-tokens: Input should be less than or equal to"),
+    "audit --calibrate --sample beyond the human pairs": (
+        lambda p: ["audit", "--reference", p["qrels"], "--judge", p["judge"], "--calibrate",
+                   "--sample", "10000000"], "--sample 10000000: there are 48 human pairs"),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSALS))
+def test_refusals_are_one_line_exit_2_and_nothing_written(ws, capsys, name):
+    root, paths = ws
+    argv, needle = REFUSALS[name]
+    assert_refused(root, argv(paths), needle, capsys)
+
+
+def test_a_run_file_after_a_flag_is_one_more_run_not_an_unrecognized_argument(ws, capsys):
+    root, p = ws
+    code, out, err = run_cli(_label(p, "--depth", "3", p["run2"], "--dry-run", "--json"),
+                             capsys)
+    assert code == 0, err
+    both = json.loads(out)["items"]
+    code, out, _ = run_cli(_label(p, p["run2"], "--depth", "3", "--dry-run", "--json"), capsys)
+    assert code == 0 and json.loads(out)["items"] == both  # the same pool either way
+    code, out, err = run_cli(["compare", p["qrels"], p["run"], "-m", "AP", p["run2"],
+                              "--trials", "50", "--json"], capsys)
+    assert code == 0, err
+    assert len(json.loads(out)["runs"]) == 2
+
+
+# --- a judge that cannot be used: refused before the pipeline or the demo writes -----------------
+
+DEAD = "http://127.0.0.1:9/v1"  # nothing listens on port 9 (discard)
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(lambda p: ["run", p["config"], "--model", "m", "--base-url", DEAD],
+                 id="run, dead endpoint"),
+    pytest.param(lambda p: ["demo", "--examples", str(EXAMPLE.parent), "--out-dir", p["demo"],
+                            "--model", "m", "--base-url", DEAD], id="demo, dead endpoint"),
+    pytest.param(lambda p: ["demo", "--examples", str(EXAMPLE.parent), "--out-dir", p["demo"],
+                            "--model", "m"], id="demo --model without an endpoint"),
+])
+@pytest.mark.parametrize("before", ["none", "an earlier demo"])
+def test_a_judge_that_cannot_be_used_is_refused_before_anything_is_written(ws, capsys, argv,
+                                                                          before):
+    root, paths = ws
+    paths = {**paths, "demo": str(root / "demo")}
+    if before != "none":  # an earlier demo's folder is left as it was, not emptied
+        (root / "demo").mkdir()
+        (root / "demo" / ".reljudge-demo").write_text("made by reljudge demo\n")
+        (root / "demo" / "old.txt").write_text("kept\n")
+    start = snapshot(root)
+    code, out, err = run_cli(argv(paths), capsys)
+    assert code == 2, err
+    assert_one_line_error(err, "127.0.0.1:9" if "--base-url" in argv(paths) else "no endpoint")
+    assert snapshot(root) == start  # no pool.tsv, store, manifest or emptied folder
+
+
+@pytest.mark.slow  # two pipeline runs
+def test_a_rerun_that_needs_no_call_runs_with_the_endpoint_down(ws, capsys):
+    from reljudge.testing import FakeOpenAI, Reply
+
+    root, paths = ws
+    config = Path(paths["config"])
+    config.write_text(config.read_text() + f'cache_dir = "{root / "cache"}"\n')
+    with FakeOpenAI(lambda r: Reply.text("final score: 1")) as server:
+        code, _, err = run_cli(["run", paths["config"], "--model", "m", "--base-url",
+                                server.base_url, "--quiet"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["run", paths["config"], "--model", "m", "--base-url", DEAD,
+                            "--quiet"], capsys)
+    assert code == 0, err  # every answer is in the store: the endpoint is not needed

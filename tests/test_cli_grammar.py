@@ -358,9 +358,11 @@ def test_compare_float32_scores_reaches_the_evaluation(tmp_path, capsys):
     # first; float32 sees a tie and breaks it by docid descending, `b` first
     run = tmp_path / "r.run"
     run.write_text("q1 Q0 a 1 1.00000001 r\nq1 Q0 b 2 1.0 r\n")
+    other = tmp_path / "o.run"  # compare needs two runs
+    other.write_text("q1 Q0 a 1 2.0 o\n")
     qrels = tmp_path / "q.qrels"
     qrels.write_text("q1 0 a 1\n")
-    argv = ["compare", qrels, run, "-m", "RR", "--json", "--trials", "10"]
+    argv = ["compare", qrels, run, other, "-m", "RR", "--json", "--trials", "10"]
     f64 = json.loads(run_cli(capsys, argv))["runs"]["r"]["RR"]["mean"]
     f32 = json.loads(run_cli(capsys, [*argv, "--float32-scores"]))["runs"]["r"]["RR"]["mean"]
     assert f64 == 1.0 and f32 == 0.5

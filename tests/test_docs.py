@@ -356,3 +356,37 @@ def test_the_docs_site_builds_strict_and_a_broken_link_fails_it(tmp_path):
     page.write_text(page.read_text() + "\nSee [nowhere](measures.md#no-such-section).\n")
     broken = build_site(copy, tmp_path / "broken")
     assert broken.returncode != 0 and "no-such-section" in broken.stderr
+
+
+SCRIPTED = re.compile(r"<!-- not run: the server runs until Ctrl-C; tests/test_docs\.py[^\n]*-->"
+                      r"\n```text\n(.*?)```", flags=re.S)
+
+
+@pytest.mark.parametrize("doc", [ROOT / "README.md", ROOT / "docs" / "labelling.md"],
+                         ids=lambda p: p.name)
+@pytest.mark.slow  # a server process and a labelling process
+def test_labelling_without_a_key_runs_as_documented(doc, scratch, tmp_path):
+    """The scripted server started as the page says prints its URL, and the page's label
+    command, with that URL for PORT and no OPENAI_* variable, grades every pair."""
+    (block,) = SCRIPTED.findall(doc.read_text())
+    serve, label = commands(block)
+    words = shlex.split(serve)
+    assert words[:3] == ["python", "-m", "reljudge.testing.fake_openai"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["RELJUDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    server = subprocess.Popen([sys.executable, *words[1:]], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url), url
+        proc = run_line(label.replace("http://127.0.0.1:PORT/v1", url), scratch, env)
+    finally:
+        server.terminate()
+        _, said = server.communicate(timeout=30)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert said == ""  # no warning of runpy's (the module ran once)
+    from reljudge.store import LabelStore
+
+    with LabelStore(scratch / "try.sqlite", create=False, readonly=True) as store:
+        grades = {e.grade for e in store.events() if e.source_kind == "llm"}
+    assert grades == {2}

@@ -87,6 +87,47 @@ def test_notebook_updates_are_throttled_but_the_last_one_always_shows(cell):
     assert len(cell.outputs) == 1 and "1000/1000" in cell.outputs[0]["text/plain"]
 
 
+def test_the_bar_says_how_many_calls_wait_for_a_retry_and_why_as_it_happens(monkeypatch,
+                                                                            tmp_path):
+    """Each pair's first attempt times out, the second answers: while the retries wait the
+    bar says "retrying N (timeout)", and once they are answered it says nothing of them."""
+    shown: list[str] = []
+    cell = Cell()
+
+    def display(data, raw=False, display_id=False):
+        shown.append(data["text/plain"])
+        handle = cell.display(data, raw, display_id)
+        handle.update = lambda data, raw=False: shown.append(data["text/plain"])
+        return handle
+
+    monkeypatch.setattr(progress_module, "in_notebook", lambda: True)
+    monkeypatch.setattr(progress_module, "NotebookDisplay",
+                        lambda bar: NotebookDisplay(bar, display=display, interval=0))
+    seen: set[str] = set()
+
+    def slow_first(req):
+        first = req.user_text not in seen
+        seen.add(req.user_text)
+        return Reply.text("final score: 2", delay=1.5 if first else 0)
+
+    pairs = PAIRS[:3]
+    with FakeOpenAI(slow_first) as s:
+        cfg = JudgeConfig(model="fake-model", base_url=s.base_url, api_key="sk-test",
+                          cache_dir=tmp_path / "cache", timeout=0.5, backoff=0.3,
+                          concurrency=1)
+        report = label_pairs(cfg, pairs, QUERIES, PASSAGES, progress=True)
+    assert report.labelled == 3
+    assert any("retrying 1 (timeout)" in text for text in shown), shown
+    assert "retrying" not in shown[-1]
+
+
+def test_retrying_text_counts_the_calls_by_the_kind_of_their_last_failure():
+    assert progress_module.retrying_text([]) == ""
+    assert progress_module.retrying_text(["timeout"] * 3) == "retrying 3 (timeout)"
+    assert (progress_module.retrying_text(["timeout", "rate_limited", "timeout"])
+            == "retrying 3 (2 timeout, 1 rate_limited)")
+
+
 def test_outside_a_notebook_the_bar_is_rich_live_and_off_means_nothing(monkeypatch):
     monkeypatch.setattr(progress_module, "in_notebook", lambda: False)
     assert Progress(10, enabled=True).notebook is None

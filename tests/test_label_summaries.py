@@ -105,3 +105,39 @@ def test_labels_from_store_resolves_names_as_users_type_them(tmp_path):
     assert found.distributions == {"gpt-x/umbrela@1#abcd1234": None}
     with pytest.raises(StoreError, match="--judge-source"):
         labels_from_store(path, "ann", ["nobody"], judge_option="--judge-source")
+
+
+# -- labels stats on a store of many queries: a summary, the least covered rows, --all ------------
+
+def _many_queries(tmp_path):
+    """A store of 300 queries with 1 to 7 labels each, and a pool of 8 pairs per query."""
+    path = tmp_path / "many.sqlite"
+    with LabelStore(path) as store:
+        store.add_grades([(f"q{q:03d}", f"d{d}", (q + d) % 4) for q in range(300)
+                          for d in range(q % 7 + 1)], "human", "nist")
+    pool = tmp_path / "pool.txt"
+    pool.write_text("".join(f"q{q:03d} d{d}\n" for q in range(300) for d in range(8)))
+    return path, pool
+
+
+def test_labels_stats_summarises_coverage_and_shows_every_query_with_all(tmp_path, capsys):
+    import json
+
+    path, pool = _many_queries(tmp_path)
+    assert main(["labels", "stats", "--store", str(path), "--pool", str(pool)]) == 0
+    out = capsys.readouterr().out
+    coverage = out[out.index("coverage per query"):]
+    assert "300 queries; labelled per query min 1, median 4, max 7" in coverage
+    assert "share of the pool per query min 0.125, median 0.5, max 0.875" in coverage
+    rows = [line for line in coverage.splitlines() if line[:2] in ("q0", "q1", "q2")]
+    assert len(rows) == 20 and all(line.split()[1] == "1" for line in rows)  # least covered
+    assert main(["labels", "stats", "--store", str(path), "--pool", str(pool), "--all"]) == 0
+    out = capsys.readouterr().out
+    assert len([line for line in out[out.index("coverage per query"):].splitlines()
+                if line[:2] in ("q0", "q1", "q2")]) == 300
+    assert main(["labels", "stats", "--store", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["coverage"]) == 20 and data["coverage_summary"]["queries"] == 300
+    assert data["coverage_summary"]["labelled"] == {"min": 1.0, "median": 4.0, "max": 7.0}
+    assert main(["labels", "stats", "--store", str(path), "--json", "--all"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["coverage"]) == 300

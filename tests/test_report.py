@@ -284,3 +284,16 @@ def test_report_digits_sets_the_decimals_of_scores_intervals_and_summary(tmp_pat
                          section(pages[digits], "summary"))
     assert float(score_cells(pages["2"], "a")[0]) == pytest.approx(
         float(score_cells(pages["6"], "a")[0]), abs=0.005)
+
+
+def test_a_report_from_little_judged_qrels_says_so_as_eval_does(tmp_path, capsys):
+    """The hr-handbook's human qrels cover about a third of each run's top 10: the report
+    prints eval's note on stderr, word for word, before naming a best run."""
+    qrels = str(EXAMPLE / "human.qrels")
+    runs = [str(EXAMPLE / "runs" / f"{name}.run") for name in ("bm25", "trigram")]
+    assert main(["eval", qrels, *runs]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert len(said) == 2 and "Judged@10 = 0.3" in said[0]
+    assert main(["report", qrels, *runs, "--out", str(tmp_path / "r.html"), "--quiet"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("note:")] == said

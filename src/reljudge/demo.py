@@ -30,18 +30,23 @@ def find_examples(explicit: str | Path | None = None) -> Path:
                       "reljudge source folder or pass --examples PATH")
 
 
+def check_folder(out: Path) -> None:
+    """Refuse an output folder the demo did not make (or one it cannot write)."""
+    from reljudge.io.files import check_writable
+
+    check_writable(out, folder=True)
+    if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise ConfigError(f"{out} exists and was not made by `reljudge demo`; "
+                          "choose another --out")
+
+
 def fresh_folder(out: Path) -> None:
     """Empty the demo's output folder, refusing to touch a folder the demo did not make (or
     one it cannot write)."""
     import shutil
 
-    from reljudge.io.files import check_writable
-
-    check_writable(out, folder=True)
+    check_folder(out)
     if out.exists() and any(out.iterdir()):
-        if not (out / MARKER).exists():
-            raise ConfigError(f"{out} exists and was not made by `reljudge demo`; "
-                              "choose another --out")
         for item in out.iterdir():  # the folder itself stays: its parent may be read-only
             if item.is_dir() and not item.is_symlink():
                 shutil.rmtree(item)
@@ -69,14 +74,15 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     from reljudge.pipeline.runner import run_pipeline
     from reljudge.tables import markdown_table, render
 
-    fresh_folder(out)
-    say("== 1. hr-handbook: two retrievers over a 46-chunk HR handbook, 48 human labels ==")
+    check_folder(out)  # every refusal before the folder is emptied or written
     hr = examples / "hr-handbook"
     config = load_config(hr / "pipeline.toml")
     config = config.model_copy(update={"output": config.output.model_copy(
         update={"dir": (out / "hr-handbook").resolve()})})
     judge = judge_config(config, **(judge_overrides or {}))
-    result = run_pipeline(config, judge=judge, say=say, progress=progress)
+    say("== 1. hr-handbook: two retrievers over a 46-chunk HR handbook, 48 human labels ==")
+    result = run_pipeline(config, judge=judge, say=say, progress=progress,
+                          before_writing=lambda: fresh_folder(out))
 
     say("\n== 2. llmjudge-dl23: six real LLM judges vs NIST assessors, TREC DL 2023 ==")
     dl = examples / "llmjudge-dl23"

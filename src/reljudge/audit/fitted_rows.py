@@ -41,6 +41,11 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
         raise InputError(f"unknown panel method {spec.panel_method!r}; expected one of "
                          f"{', '.join(ho.PANEL_METHODS)}")
     data = ho.align(reference, judges)
+    humans = int((data.human >= 0).sum())
+    if spec.sample is not None and spec.sample > humans:
+        raise ConfigError(f"--sample {spec.sample}: there are {humans} human pairs to fit on "
+                          "(each fold draws from those of the other folds' queries); give "
+                          "fewer, or leave --sample out to fit on them all")
 
     def heldout(fit_predict: ho.FitPredict) -> Qrels:
         folds = ho.out_of_fold(data, fit_predict, folds=spec.folds, seed=spec.seed,

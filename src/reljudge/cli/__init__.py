@@ -44,6 +44,28 @@ class Parser(argparse.ArgumentParser):
         place = f"{command}: " if command else ""
         self.exit(2, f"reljudge: error: {place}{message} (see {self.prog} --help)\n")
 
+    _intermixing = False  # inside parse_known_intermixed_args, which calls parse_known_args
+
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse, but a command's positional arguments may come on both sides of its
+        flags (``label a.run --depth 10 b.run``): argparse's intermixed parsing, wherever the
+        parser allows it (no subcommands of its own)."""
+        if self._intermixing or not self._intermixable():
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+    def _intermixable(self) -> bool:
+        """A list of positionals that flags may split, and nothing intermixing refuses."""
+        positionals = self._get_positional_actions()
+        grouped = {a for g in self._mutually_exclusive_groups for a in g._group_actions}
+        return (any(a.nargs in ("*", "+") for a in positionals)
+                and not any(a.nargs in (argparse.PARSER, argparse.REMAINDER) or a in grouped
+                            for a in positionals))
+
     def parse_args(self, args=None, namespace=None):
         """As argparse, but an unrecognised argument is reported by the (sub)command it was
         given to, with that command's help, not by ``reljudge`` itself."""
@@ -137,7 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``reljudge`` console script; returns the exit code."""
+    """Entry point of the ``reljudge`` console script; returns the exit code (130 for a
+    Ctrl-C that no command handled, at any moment of start-up too: no traceback)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("reljudge: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from reljudge.errors import ReljudgeError
 
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:  # before any parser
@@ -158,9 +189,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"reljudge: error: {masked(str(e))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("reljudge: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         return 0
     return int(code or 0)

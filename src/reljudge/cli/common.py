@@ -41,10 +41,19 @@ class FormatAction(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         value = self.const if self.nargs == 0 else values
+        shown = f"{option_string}{'' if self.nargs == 0 else ' ' + value}"
         if value not in self.allowed:
-            parser.error(f"{option_string}{'' if self.nargs == 0 else ' ' + value}: not "
-                         f"available here; this command writes {_words(self.allowed)}")
+            parser.error(f"{shown}: not available here; this command writes "
+                         f"{_words(self.allowed)}")
+        given = getattr(namespace, FORMAT_GIVEN, None)
+        if given is not None and given[1] != value:  # --json --format csv: which one?
+            parser.error(f"{given[0]} and {shown}: two output formats; give one")
+        setattr(namespace, FORMAT_GIVEN, (shown, value))
         setattr(namespace, self.dest, value)
+
+
+#: where FormatAction notes the format flag given first (to refuse a second, different one)
+FORMAT_GIVEN = "_format_given"
 
 
 def _words(items: Sequence[str]) -> str:
@@ -235,6 +244,15 @@ def say(text: str) -> None:
 def warn(note: str) -> None:
     """A warning of the library's, as it happens: ``warning: ...`` on stderr."""
     print(f"warning: {note}", file=sys.stderr)
+
+
+def note_unjudged(results) -> None:
+    """A note on stderr for each run (name -> its evaluation, holding Judged@10) whose top 10
+    is too little judged for its scores to be read alone (eval, report)."""
+    from reljudge.metrics.queries import unjudged_notes
+
+    for line in unjudged_notes(results):
+        print(f"note: {line}", file=sys.stderr)
 
 
 def emit(text: str, output: str | None = None) -> None:

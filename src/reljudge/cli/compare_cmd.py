@@ -91,11 +91,18 @@ def _trials(text: str) -> int:
 def run(args) -> int:
     """Compare and print."""
     from reljudge.cli.common import working
+    from reljudge.errors import ConfigError
     from reljudge.io.trec import read_qrels, read_runs
     from reljudge.stats import compare
     from reljudge.stats.compare import comparison_dict, comparison_rows
     from reljudge.tables import json_dumps, render
 
+    if len(args.runs) < 2:
+        raise ConfigError(f"compare needs two runs or more (each is tested against the "
+                          f"baseline), given {len(args.runs)}; one run's scores: reljudge eval")
+    if args.sample and not args.store:
+        raise ConfigError(f"--sample {args.sample} names a sample recorded in a label store: "
+                          "give --store too")
     runs = read_runs(args.runs)
     qrels = read_qrels(args.qrels)
     with working("comparing runs", args.quiet):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reljudge.cli.common import emit
+from reljudge.cli.common import emit, note_unjudged
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "RR"]
-JUDGED_MEASURES = ["Judged@10", "RBP(residual=True)"]  # what --judged adds
-JUDGED_WARN = 0.9  # below this mean Judged@10, say so on stderr even without --judged
+JUDGED_MEASURES = ["Judged@10", "RBP(residual=True)"]  # what --judged adds (the first: the
+# measure of metrics.queries.unjudged_notes, said on stderr even without --judged)
 
 EXAMPLES = """\
 examples:
@@ -115,18 +115,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _note_unjudged(results: dict) -> None:
-    """One stderr line per run whose mean Judged@10 is below JUDGED_WARN."""
-    import sys
-
-    for name, ev in results.items():
-        share = ev.mean()[JUDGED_MEASURES[0]]
-        if ev.query_ids and share < JUDGED_WARN:
-            print(f"note: {name}: Judged@10 = {share:.2f}, its scores rest partly on unjudged "
-                  "documents (counted as not relevant); see --judged, Bpref, "
-                  "'nDCG(judged_only=True)@10'", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
     from reljudge.errors import ConfigError
@@ -181,7 +169,7 @@ def _evaluate_qrels(args: argparse.Namespace):
                    compat=args.compat, max_docs=args.max_docs, judged_only=args.judged_only)
     results = evaluate_many(qrels, runs, computed, **options)
     if not args.judged and not trec:  # the columns say it already
-        _note_unjudged(results)
+        note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
     if args.compat == "trec_eval-10" and not args.float32_scores:  # say where 9's rules differ
         from reljudge.metrics.compat import trec_eval_9_difference

@@ -178,6 +178,7 @@ def run_label(args: argparse.Namespace) -> int:
     import asyncio
 
     from reljudge.cli.common import check_outputs, show_progress, warn
+    from reljudge.errors import ConfigError
     from reljudge.io import read_pairs, read_passages, read_queries
     from reljudge.io.trec import write_qrels
     from reljudge.judge import Labeller
@@ -185,9 +186,9 @@ def run_label(args: argparse.Namespace) -> int:
     from reljudge.tables import json_dumps, render
 
     if bool(args.pairs) == bool(args.runs):
-        from reljudge.errors import ConfigError
-
         raise ConfigError("label: give RUN files to pool from, or --pairs FILE (one of them)")
+    if args.wait and not args.batch:
+        raise ConfigError("--wait waits for Batch API jobs: it goes with --batch")
     check_outputs(args.qrels_out)
     queries = read_queries(args.queries)
     if args.pairs:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from reljudge.cli.common import open_store
+from reljudge.grades import GRADE_MAX, GRADE_MIN
 
 VERB_EXAMPLES = {
     "import": """\
@@ -93,7 +94,14 @@ HELP = "import, merge, export and inspect the label store"
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
-    from reljudge.cli.common import add_digits, add_format, add_store, name, non_negative_int
+    from reljudge.cli.common import (
+        add_digits,
+        add_format,
+        add_quiet,
+        add_store,
+        name,
+        non_negative_int,
+    )
 
     p = sub.add_parser("labels", help=HELP,
                        description="The label store: one SQLite file with every label and "
@@ -151,9 +159,13 @@ def register(sub) -> None:
                    help="query resamples for the annotators' agreement intervals (default "
                         "1000; 0: none)")
     v.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    v.add_argument("--all", action="store_true", dest="all_rows",
+                   help=f"coverage: a row for every query (default: a summary and the "
+                        f"{labels_show.COVERAGE_ROWS} least covered queries)")
     _merge_flags(v)
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v)
+    add_quiet(v)
     v.set_defaults(func=labels_show.do_stats)
 
     v = verb("upgrade", "bring a store of an older reljudge to this one's schema (the file "
@@ -180,7 +192,9 @@ def register(sub) -> None:
     v = verb("conflicts", "pairs where the human and the LLM labels disagree, largest first")
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
                    help="several labels of a pair: majority (default), mean or median")
-    v.add_argument("--min-diff", type=float, default=1.0, help="smallest |LLM - human| shown")
+    v.add_argument("--min-diff", type=grade_gap, default=1.0,
+                   help=f"smallest |LLM - human| shown, 0 to {GRADE_MAX - GRADE_MIN} "
+                        "(default 1)")
     v.add_argument("--limit", type=non_negative_int, default=50, help="rows to show (0: all)")
     v.add_argument("--with-text", action="store_true",
                    help="add the query and passage text, the sources of both labels and the "
@@ -189,6 +203,20 @@ def register(sub) -> None:
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v, 1)
     v.set_defaults(func=labels_show.do_conflicts)
+
+
+def grade_gap(text: str) -> float:
+    """An argparse type: a difference of two grades, 0 to the scale's width."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, found {text!r}") from None
+    if not (math.isfinite(value) and 0 <= value <= GRADE_MAX - GRADE_MIN):
+        raise argparse.ArgumentTypeError(f"expected 0 to {GRADE_MAX - GRADE_MIN} (grades are "
+                                         f"{GRADE_MIN}-{GRADE_MAX}), found {text}")
+    return value
 
 
 def _merge_flags(v: argparse.ArgumentParser) -> None:

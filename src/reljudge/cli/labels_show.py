@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from reljudge.cli.common import open_store
+from reljudge.cli.common import open_store, working
+
+#: coverage rows ``labels stats`` shows without --all (the least covered queries)
+COVERAGE_ROWS = 20
 
 
 def do_sources(args) -> int:
@@ -35,10 +38,10 @@ def do_stats(args) -> int:
     from reljudge.grades import SCALE
     from reljudge.io import read_pairs
     from reljudge.judge.claiming import owner_gone
-    from reljudge.store import coverage
+    from reljudge.store import coverage, coverage_summary
     from reljudge.tables import json_dumps, render
 
-    with open_store(args) as store:
+    with open_store(args) as store, working("reading the label store", args.quiet):
         sources = store.sources()
         history = store.failures()
         current = store.current_failures()
@@ -50,7 +53,11 @@ def do_stats(args) -> int:
         team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None
-    cov = coverage(merged, pool)
+    cov_summary, cov = coverage_summary(coverage(merged, pool),
+                                        None if args.all_rows else COVERAGE_ROWS)
+    cov_rows = ("all" if len(cov) == cov_summary["queries"] else
+                f"the {len(cov)} least covered of {cov_summary['queries']} queries (--all: "
+                "every query)")
     by_kind = Counter(kind for *_, kind, _ in current)
     example: dict[str, str] = {}
     for qid, docid, source, _sample, kind, detail in current:
@@ -66,6 +73,7 @@ def do_stats(args) -> int:
                                      for src, who, n in claims],
                           "stale": {"labels": len(stale), "by_kind": stale_by_kind,
                                     "final_labels": merged.stale_counts()},
+                          "coverage_summary": {**cov_summary, "rows": cov_rows},
                           "coverage": [{"qid": q, "labelled": n, "pooled": p}
                                        for q, n, p in cov],
                           "annotators": team.to_dict() if team else None}), end="")
@@ -94,10 +102,24 @@ def do_stats(args) -> int:
     if team is not None:
         print("\n" + annotator_text(team, fmt, min(digits, 3)), end="")
     print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):"
-          + gap)
+          + _coverage_line(cov_summary, cov_rows, digits) + gap)
     print(render(["qid", "labelled", "pooled", "share"],
                  [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")
     return 0
+
+
+def _coverage_line(summary: dict, rows: str, digits: int) -> str:
+    """The coverage summary in words: "" when every row is shown anyway and few."""
+    if rows == "all" and summary["queries"] <= COVERAGE_ROWS:
+        return ""
+    spreads = [(name, summary[key]) for name, key in (("labelled", "labelled"),
+                                                     ("share of the pool", "share"))
+               if summary[key] is not None]
+    said = "; ".join(f"{name} per query min {s['min']:.{digits}g}, median "
+                     f"{s['median']:.{digits}g}, max {s['max']:.{digits}g}"
+                     for name, s in spreads)
+    return (f"\n{summary['queries']} queries; {said}" + ("" if rows == "all" else
+                                                        f"\nbelow: {rows}"))
 
 
 def do_conflicts(args) -> int:

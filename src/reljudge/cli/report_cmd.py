@@ -100,10 +100,11 @@ def run(args) -> int:
 
 def _run(args) -> int:
     """Gather inputs and write the report."""
-    from reljudge.cli.common import check_outputs, working
+    from reljudge.cli.common import check_outputs, note_unjudged, working
     from reljudge.errors import ConfigError
     from reljudge.io.files import atomic_write
-    from reljudge.metrics.queries import coverage_warnings
+    from reljudge.metrics import evaluate_many
+    from reljudge.metrics.queries import JUDGED_MEASURE, coverage_warnings
     from reljudge.report.html import build_report
 
     check_outputs(args.out)
@@ -118,8 +119,10 @@ def _run(args) -> int:
         src = read_pipeline_outputs(args.pipeline, allow_partial=args.allow_partial)
     else:
         src = _from_files(args)
-    for line in coverage_warnings(src.qrels, src.runs, args.all_queries or src.all_queries):
+    all_queries = args.all_queries or src.all_queries
+    for line in coverage_warnings(src.qrels, src.runs, all_queries):
         print(f"reljudge: {line}", file=sys.stderr)
+    note_unjudged(evaluate_many(src.qrels, src.runs, [JUDGED_MEASURE], all_queries=all_queries))
     try:
         with working("writing the report", args.quiet):
             page = build_report(src.qrels, src.runs, _settings(args, src),

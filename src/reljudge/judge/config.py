@@ -83,7 +83,7 @@ def _problems(e: ValidationError, flags: bool) -> str:
 class EndpointConfig(BaseModel):
     """One of several endpoints a job is spread over (``endpoints``, ``--endpoints FILE``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     url: str = Field(description="base URL, e.g. http://gpu1:8000/v1")
     api_key: SecretStr | None = Field(None, repr=False, description="its API key (default: "
@@ -99,10 +99,14 @@ class EndpointConfig(BaseModel):
                               "--tpm)")
 
 
+#: the largest output token limit accepted (no model answers more)
+MAX_OUTPUT_TOKENS = 1_000_000
+
+
 class JudgeConfig(BaseModel):
     """Everything that decides which calls are made and how."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(description="model name (or OPENAI_MODEL)")
     base_url: str | None = Field(None, description="endpoint URL (or OPENAI_BASE_URL); "
@@ -114,7 +118,8 @@ class JudgeConfig(BaseModel):
                         ".toml file")
     temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature, 0 to 2 "
                                "(default 0)")
-    max_tokens: int | None = Field(None, ge=1, description="output token limit per answer "
+    max_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS,
+                                   description="output token limit per answer "
                                    "(default 600, 300 for --prompt json)")
     token_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         "max_tokens", description="the request field that carries the output limit "

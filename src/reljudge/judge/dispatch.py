@@ -69,6 +69,9 @@ class Lane:
     tokens_out: int = 0
     cost: float = 0.0
     handed_back: int = 0  # pairs whose call failed here and went to another endpoint
+    in_flight: int = 0  # calls sent and not yet ended
+    timeouts: int = 0  # attempts that timed out (retried or not)
+    told_slow: bool = False  # warned that most of its calls time out
     spend_run: int | None = None  # its line in the store's spend ledger
     ledger: JudgmentSink | None = None  # the store holding that line
     meta: dict = field(default_factory=dict)  # provenance of its labels
@@ -183,6 +186,36 @@ class Dispatch:
         self.stop: str | None = None
         self.fatal: str | None = None
         self.queue: WorkQueue | None = None
+        self.abandoned: int | None = None  # a second Ctrl-C: the calls in flight it ended
+        self._workers: asyncio.Future | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C: no call starts and none is retried (those in flight may end)."""
+        return self.stop == "interrupted"
+
+    def interrupt(self) -> str:
+        """The first Ctrl-C: stop starting calls and retries; what the run now waits for."""
+        self.stop = "interrupted"
+        busy = [lane for lane in self.lanes if lane.in_flight]
+        if not busy:
+            return "Ctrl-C: stopping (no call in flight)"
+        n = sum(lane.in_flight for lane in busy)
+        where = ", ".join(f"{lane.in_flight} to {lane.display}" if len(busy) > 1
+                          else lane.display for lane in busy)
+        longest = max(lane.client.timeout for lane in busy)
+        return (f"Ctrl-C: stopping: no new calls, no retries; waiting for {n} call(s) in "
+                f"flight to {where} (at most {longest:g} s); Ctrl-C again to stop now "
+                "without their answers")
+
+    def abandon(self) -> str:
+        """The second Ctrl-C: stop now, abandoning the calls in flight; what was abandoned."""
+        self.stop = "interrupted"
+        self.abandoned = sum(lane.in_flight for lane in self.lanes)
+        if self._workers is not None:
+            self._workers.cancel()
+        return (f"Ctrl-C again: stopped; {self.abandoned} call(s) in flight abandoned (asked "
+                "again by the next run)")
 
     async def ready(self, lane: Lane, prober: bool = False) -> bool:
         """Before an endpoint's first paid call: its pre-flight check, once per run; then its
@@ -210,7 +243,7 @@ class Dispatch:
 
     def halt(self, e: CallFailed, client: ChatClient) -> None:
         """Stop the job for good: one line naming the URL and the cause."""
-        if self.fatal is None:
+        if self.fatal is None and not self.interrupted:  # Ctrl-C: it stops as asked
             self.fatal = f"{e.url or client.url}: {e.kind}: {e.describe()}"
             self.stop = "fatal"
 
@@ -282,13 +315,23 @@ class Dispatch:
                 except HandBack:
                     queue.hand_back(item, lane)
                     continue
+                except asyncio.CancelledError:
+                    report.not_sent += 1  # abandoned by a second Ctrl-C
+                    raise
                 finally:
                     queue.done_one()
                 lane.pairs += 1
                 record(event)
 
-        await asyncio.gather(*(worker(lane) for lane in lanes
-                               for _ in range(min(lane.spec.concurrency, max(1, n)))))
+        self._workers = asyncio.gather(*(worker(lane) for lane in lanes
+                                         for _ in range(min(lane.spec.concurrency, max(1, n)))))
+        try:
+            await self._workers
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+            if self.abandoned is None or (cancelling is not None and cancelling()):
+                raise  # cancelled from outside, not by a second Ctrl-C
 
     def left(self) -> int:
         """Items never judged (counted as not sent when the job stops)."""

@@ -43,12 +43,14 @@ from reljudge.judge.progress import Progress as _Progress
 from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.report import CostEstimate, LabelReport
 from reljudge.judge.sink import EventSink, JudgmentSink
-from reljudge.labels import LabelEvent, passage_parts
+from reljudge.labels import FailureKind, LabelEvent, passage_parts
 
 _log = logging.getLogger(__name__)
 
 #: events reach the sink at most this long after they arrive (or every 64, sooner)
 FLUSH_SECONDS = 1.0
+#: timed-out attempts to a local server before "most calls time out" may be said
+TIMEOUTS_TO_WARN = 3
 
 __all__ = ["BudgetReached", "CostEstimate", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]
@@ -78,6 +80,8 @@ class Labeller:
                       "prompt_version": self.template.version, "prompt_hash": self.template.hash,
                       "endpoint": self.endpoint.display}
         self.dispatch: Dispatch | None = None  # a run's endpoints (made anew by label)
+        self.retrying: dict[str, str] = {}  # calls waiting for a retry: key -> failure kind
+        self._bar = _Progress(0, False)  # a run's progress display (made anew by label)
         self.budget = Budget()  # a run's spending limit (made anew by label; none until then)
 
     # -- identity and request shape --------------------------------------------------------
@@ -166,6 +170,29 @@ class Labeller:
         price with ``config.batch``)."""
         return estimate(self, pairs, queries, passages, sink)
 
+    def check_endpoints(self) -> None:
+        """Raise LLMError when no endpoint of the job passes its pre-flight check (it answers,
+        and accepts the key), naming the URL and the cause; sends no paid call."""
+        from reljudge.judge.sync import run_sync
+
+        run_sync(self._check_endpoints())
+
+    async def _check_endpoints(self) -> None:
+        lanes = [open_lane(spec, self.config, self.judge_id, {}) for spec in self.specs]
+        try:
+            found = await asyncio.gather(*(lane.client.preflight() for lane in lanes),
+                                         return_exceptions=True)
+        finally:
+            for lane in lanes:
+                await lane.client.close()
+        for outcome in found:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, CallFailed):
+                raise outcome
+        if all(isinstance(outcome, CallFailed) for outcome in found):
+            e, lane = found[0], lanes[0]
+            assert isinstance(e, CallFailed)
+            raise LLMError(f"{e.url or lane.client.url}: {e.kind}: {e.describe()}")
+
     # -- shared with the Batch API path (reljudge.judge.batch) ------------------------------
     def event_meta(self, params: dict) -> dict[str, Any]:
         """The provenance an event of this judge carries (model, prompt, endpoint, the
@@ -253,7 +280,9 @@ class Labeller:
         try:
             held = await self._reserve(lane, messages, params)
             await lane.limiter.acquire(estimate_tokens(messages))
-            answer = await lane.client.complete(messages, params, lane.breaker.attempt_failed)
+            if self._run().interrupted:  # Ctrl-C while this call waited for its turn
+                raise NotSent
+            answer = await self._call(lane, key, messages, params, report)
         except BaseException as e:
             if held:
                 await self.budget.release(held)
@@ -281,6 +310,45 @@ class Labeller:
         finally:
             del self._cache.inflight[key]
         return answer
+
+    async def _call(self, lane: Lane, key: str, messages: list[dict], params: dict,
+                    report: LabelReport) -> Answer:
+        """One call, retried by policy: counted in flight, its retries shown as they happen,
+        and no retry after Ctrl-C."""
+        run = self._run()
+
+        def retrying(e: CallFailed) -> None:
+            self._timed_out(lane, e, report)
+            self.retrying[key] = e.kind.value
+            self._bar.retrying(self.retrying.values())
+
+        lane.in_flight += 1
+        try:
+            return await lane.client.complete(messages, params, lane.breaker.attempt_failed,
+                                              halted=lambda: run.interrupted,
+                                              on_retry=retrying)
+        except CallFailed as e:
+            self._timed_out(lane, e, report)
+            raise
+        finally:
+            lane.in_flight -= 1
+            if self.retrying.pop(key, None) is not None:
+                self._bar.retrying(self.retrying.values())
+
+    def _timed_out(self, lane: Lane, e: CallFailed, report: LabelReport) -> None:
+        """Count a timed-out attempt; warn once when most calls to a local server time out
+        with several in flight (it serves fewer at once than it is sent)."""
+        if e.kind is not FailureKind.TIMEOUT:
+            return
+        lane.timeouts += 1
+        if (lane.spec.local and lane.spec.concurrency > 1 and lane.timeouts >= TIMEOUTS_TO_WARN
+                and lane.timeouts > lane.calls and not lane.told_slow):
+            lane.told_slow = True
+            self._warn(f"most calls to {lane.display} time out ({lane.timeouts} attempts timed "
+                       f"out, {lane.calls} answered) at --concurrency "
+                       f"{lane.spec.concurrency}: a local server answers as many calls at once "
+                       "as it has slots and queues the rest; lower --concurrency to its slots "
+                       "(e.g. --concurrency 1), or raise --timeout", report)
 
     async def _reserve(self, lane: Lane, messages: list[dict], params: dict) -> float:
         """The worst-case cost of this call, held in the budget (0 without a limit)."""
@@ -346,7 +414,8 @@ class Labeller:
                            self._lane_meta(spec), store) for spec in self.specs]
         self.dispatch = dispatch = Dispatch(lanes, lambda note: self._warn(note, report))
         pending: list[LabelEvent] = []
-        bar = _Progress(len(todo), progress)
+        bar = self._bar = _Progress(len(todo), progress)
+        self.retrying = {}
         claims = None  # several processes on one store: each item is claimed before it is sent
         if store is not None and self.config.claim_lease > 0:
             claims = ClaimedItems(store, self.judge_id, todo, lease=self.config.claim_lease,
@@ -388,7 +457,9 @@ class Labeller:
 
         loop = asyncio.get_running_loop()
         self._cache.start()
-        interrupted = OnSigint(loop, dispatch) if handle_sigint else None
+        interrupted = OnSigint(loop, lambda: self._warn(dispatch.interrupt(), report),
+                               lambda: self._warn(dispatch.abandon(), report)
+                               ) if handle_sigint else None
         renewer = asyncio.create_task(claims.keep()) if claims is not None else None
         ticker = asyncio.create_task(flush_in_time()) if sink is not None else None
         try:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -129,8 +130,10 @@ class Progress(_Bar):
                                 TextColumn("ETA"), TimeRemainingColumn(),
                                 TextColumn("${task.fields[spend]:.4f}"),
                                 TextColumn("[red]{task.fields[failed]} failed"),
+                                TextColumn("[yellow]{task.fields[retrying]}"),
                                 console=stderr_console(), transient=False)
-            self.task = self.bar.add_task("label", total=total, spend=0.0, failed=0, rate="-")
+            self.task = self.bar.add_task("label", total=total, spend=0.0, failed=0, rate="-",
+                                          retrying="")
             self._place()
             self.start = self.shown = time.perf_counter()
             self.pending = 0  # advanced but not yet shown
@@ -144,6 +147,14 @@ class Progress(_Bar):
         self.report = report
         if time.perf_counter() - self.shown >= 0.05:  # at most 20 redraws a second
             self._show()
+
+    def retrying(self, kinds: Iterable[str]) -> None:
+        """Show the calls waiting for a retry now, by the failure kind of their last attempt:
+        "retrying 3 (timeout)"."""
+        if self.bar is None:
+            return
+        self.bar.update(self.task, retrying=retrying_text(kinds))
+        self._refresh()
 
     def _show(self) -> None:
         now, r = time.perf_counter(), self.report
@@ -159,6 +170,17 @@ class Progress(_Bar):
         if self.bar is not None and self.pending:
             self._show()
         super().__exit__(*exc)
+
+
+def retrying_text(kinds: Iterable[str]) -> str:
+    """"retrying 3 (2 timeout, 1 rate_limited)" for calls waiting for a retry; "" for none."""
+    counts = Counter(kinds)
+    n = sum(counts.values())
+    if not n:
+        return ""
+    if len(counts) == 1:
+        return f"retrying {n} ({next(iter(counts))})"
+    return f"retrying {n} (" + ", ".join(f"{c} {k}" for k, c in counts.most_common()) + ")"
 
 
 class BatchProgress(_Bar):

@@ -8,8 +8,9 @@ are averaged over: all qrels queries with ``all_queries``, else those the two ru
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from reljudge.errors import InputError
 from reljudge.types import Qrels, Run
@@ -75,3 +76,22 @@ def coverage_warnings(qrels: Qrels | Collection[str], runs: Sequence[Run],
     """The warning lines of ``coverage`` (one per run that lacks judged queries)."""
     return [w for c in coverage(qrels, runs, all_queries, what)
             if (w := c.warning(all_queries)) is not None]
+
+
+#: the measure of how much of each run's top 10 has labels, and the mean below which a run's
+#: scores get a note (they rest partly on unjudged documents, counted as not relevant)
+JUDGED_MEASURE = "Judged@10"
+JUDGED_WARN = 0.9
+
+
+def unjudged_notes(results: Mapping[str, Any]) -> list[str]:
+    """One note per run (name -> its evaluation, holding JUDGED_MEASURE) whose mean
+    Judged@10 is below JUDGED_WARN."""
+    notes = []
+    for name, ev in results.items():
+        share = ev.mean()[JUDGED_MEASURE]
+        if ev.query_ids and share < JUDGED_WARN:
+            notes.append(f"{name}: {JUDGED_MEASURE} = {share:.2f}, its scores rest partly on "
+                         "unjudged documents (counted as not relevant); see reljudge eval "
+                         "--judged, Bpref, 'nDCG(judged_only=True)@10'")
+    return notes

@@ -49,6 +49,7 @@ from reljudge.pipeline.outcome import (
 )
 from reljudge.pipeline.stages import (
     audit_stage,
+    check_judge,
     eval_stage,
     import_stage,
     label_stage,
@@ -71,17 +72,22 @@ def _version() -> str:
 
 def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
                  say: Callable[[str], None] | None = None, progress: bool = False,
-                 config_text: str | None = None, allow_partial: bool = False) -> PipelineResult:
+                 config_text: str | None = None, allow_partial: bool = False,
+                 before_writing: Callable[[], None] | None = None) -> PipelineResult:
     """Execute every stage; ``judge`` is a JudgeConfig or None (no LLM labelling). When
     labelling is incomplete, merge, eval and audit run only with ``allow_partial``. ``say``
     hears each stage's lines (the CLI prints them; by default they go to this module's
-    logger at INFO)."""
+    logger at INFO). ``before_writing``: called once every input and the judge's endpoint
+    are checked, before the first write."""
     from reljudge.store import LabelStore
 
     say = say or _log.info
     out = config.out_dir
     inputs = read_inputs(config, judge)  # every input read and checked before any write
+    check_judge(config, inputs)  # and the endpoint, when the label stage needs it
     records = input_records(config)
+    if before_writing is not None:
+        before_writing()
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(out)
     manifest.data["inputs"] = records

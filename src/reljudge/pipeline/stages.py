@@ -71,6 +71,39 @@ def read_inputs(config: PipelineConfig, judge: JudgeConfig | None) -> InputData:
     return InputData(queries, passages, runs, pooled, labeller)
 
 
+def check_judge(config: PipelineConfig, inputs: InputData) -> None:
+    """Refuse, before anything is written, a judge whose endpoints cannot be used when the
+    label stage would need them (pairs neither in the store nor in the answer cache)."""
+    from reljudge.errors import LLMError
+
+    labeller = inputs.labeller
+    if labeller is None or labeller.config.batch:  # the batch path checks as it submits
+        return
+    try:
+        labeller.check_endpoints()
+    except LLMError as e:
+        if _calls_needed(config, inputs, labeller):
+            raise LLMError(f"the judge's endpoint cannot be used: {e}; nothing was "
+                           "written") from None
+
+
+def _calls_needed(config: PipelineConfig, inputs: InputData, labeller: Labeller) -> bool:
+    """Whether the label stage would send calls: pooled pairs neither the store (if there is
+    one) nor the answer cache (if there is one) has answered. Reads only."""
+    from reljudge.store import LabelStore
+
+    stored = not isinstance(config.store_path, Path) or config.store_path.exists()
+    if not stored and not labeller.config.resolved_cache_dir().exists():
+        return bool(inputs.pooled)
+    store = LabelStore(config.store_path, create=False, readonly=True) if stored else None
+    try:
+        return labeller.estimate(inputs.pooled, inputs.queries, inputs.passages,
+                                 store).to_send > 0
+    finally:
+        if store is not None:
+            store.close()
+
+
 def import_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
                  say: Say) -> None:
     """Put the texts and the human labels (once) in the store."""

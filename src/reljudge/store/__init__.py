@@ -10,11 +10,12 @@ from reljudge.store.merge import (
            Merged,
            conflicts,
            coverage,
+           coverage_summary,
            merge_rows,
 )
 from reljudge.store.names import resolve_source, short_names
 from reljudge.store.store import LabelStore, SourceStats
 
 __all__ = ["AGGREGATES", "POLICIES", "Conflict", "FinalLabel", "ImportReport", "LabelStore",
-           "Merged", "SourceStats", "conflicts", "coverage", "import_labels", "merge_rows",
+           "Merged", "SourceStats", "conflicts", "coverage", "coverage_summary", "import_labels", "merge_rows",
            "resolve_source", "short_names"]

@@ -400,3 +400,23 @@ def coverage(merged: Merged, pool: Sequence[tuple[str, str]] | None = None
     pooled = Counter(q for q, _ in pool)
     judged = Counter(q for q, d in pool if (q, d) in final)
     return [(q, judged.get(q, 0), n) for q, n in sorted(pooled.items())]
+
+
+def coverage_summary(rows: Sequence[tuple[str, int, int | None]], shown: int | None = None
+                     ) -> tuple[dict, list[tuple[str, int, int | None]]]:
+    """``coverage``'s rows in brief: the number of queries, min/median/max of the labelled
+    pairs per query (and of the pooled share, with a pool), and the ``shown`` rows of the
+    least covered queries (lowest share, else fewest labels; all rows when ``shown`` is None
+    or not fewer)."""
+    def spread(values: list[float]) -> dict[str, float] | None:
+        if not values:
+            return None
+        return {"min": min(values), "median": float(np.median(values)), "max": max(values)}
+
+    shares = [n / p for _, n, p in rows if p]
+    summary = {"queries": len(rows), "labelled": spread([float(n) for _, n, _ in rows]),
+               "share": spread(shares) if any(p is not None for *_, p in rows) else None}
+    if shown is None or len(rows) <= shown:
+        return summary, list(rows)
+    least = sorted(rows, key=lambda r: (r[1] / r[2] if r[2] else 0.0, r[1], r[0]))
+    return summary, least[:shown]

@@ -156,10 +156,14 @@ class ChatClient:
                              "rejected", status=status, url=url)
 
     async def complete(self, messages: list[dict], params: dict[str, Any],
-                       give_up: Callable[[CallFailed], bool] | None = None) -> Answer:
+                       give_up: Callable[[CallFailed], bool] | None = None,
+                       halted: Callable[[], bool] | None = None,
+                       on_retry: Callable[[CallFailed], None] | None = None) -> Answer:
         """One answer, retried by policy (``give_up`` hears of each failed attempt and may
-        end the retries); raises CallFailed when none can be had."""
-        return await self.policy.run(lambda: self._once(messages, params), give_up)
+        end the retries; ``halted()`` ends them at once; ``on_retry`` hears of each retry);
+        raises CallFailed when none can be had."""
+        return await self.policy.run(lambda: self._once(messages, params), give_up, halted,
+                                     on_retry)
 
     async def _once(self, messages: list[dict], params: dict[str, Any]) -> Answer:
         start = time.perf_counter()

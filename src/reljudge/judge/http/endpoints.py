@@ -81,6 +81,19 @@ class Endpoint:
         return urlunsplit((p.scheme, netloc, p.path, "", ""))
 
     @property
+    def local(self) -> bool:
+        """A server on this machine (loopback): it answers as many calls at once as it has
+        slots, often fewer than the concurrency."""
+        import ipaddress
+
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
     def azure(self) -> bool:
         """Azure OpenAI: the key goes in an ``api-key`` header."""
         return self.host.endswith(_AZURE_HOSTS)

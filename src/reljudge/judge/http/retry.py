@@ -11,6 +11,7 @@ jitter of up to half that (so the jitter grows with the backoff), capped.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import math
 import random
@@ -99,16 +100,35 @@ class RetryPolicy:
         self.wait = Wait(backoff, max_backoff)
 
     async def run(self, call: Callable[[], Awaitable[T]],
-                  give_up: Callable[[CallFailed], bool] | None = None) -> T:
+                  give_up: Callable[[CallFailed], bool] | None = None,
+                  halted: Callable[[], bool] | None = None,
+                  on_retry: Callable[[CallFailed], None] | None = None) -> T:
         """``call()`` until it succeeds, a failure is not retryable, attempts run out, or
-        ``give_up(failure)`` (told of every failed attempt) says to stop."""
-        retry = is_retryable if give_up is None else (
-            lambda e: isinstance(e, CallFailed) and not give_up(e) and is_retryable(e))
+        ``give_up(failure)`` (told of every failed attempt) says to stop. ``halted()``: the
+        job is stopping (Ctrl-C): no further attempt starts, a wait for one ends at once, and
+        the last failure stands. ``on_retry(failure)``: told before each wait for a retry."""
+        def retry(e: BaseException) -> bool:
+            if not isinstance(e, CallFailed) or (halted is not None and halted()):
+                return False
+            return (give_up is None or not give_up(e)) and is_retryable(e)
+
+        failures: list[CallFailed] = []
+
+        def before_sleep(state: RetryCallState) -> None:
+            failed = state.outcome.exception() if state.outcome is not None else None
+            if isinstance(failed, CallFailed):
+                failures.append(failed)
+                if on_retry is not None:
+                    on_retry(failed)
+
         retrying = AsyncRetrying(retry=retry_if_exception(retry), wait=self.wait,
-                                 stop=stop_after_attempt(self.max_attempts), reraise=True)
+                                 stop=stop_after_attempt(self.max_attempts), reraise=True,
+                                 before_sleep=before_sleep, sleep=_sleep_unless(halted))
         attempt_number = 0
         try:
             async for attempt in retrying:
+                if failures and halted is not None and halted():
+                    raise failures[-1]  # halted while waiting: no further attempt
                 with attempt:
                     attempt_number = attempt.retry_state.attempt_number
                     return await call()
@@ -117,3 +137,19 @@ class RetryPolicy:
             e.gave_up = is_retryable(e)
             raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: how often a wait for a retry looks whether the job is stopping
+HALT_POLL = 0.05
+
+
+def _sleep_unless(halted: Callable[[], bool] | None) -> Callable[[float], Awaitable[None]]:
+    """An asyncio sleep that ends early once ``halted()``."""
+    async def sleep(seconds: float) -> None:
+        if halted is None:
+            await asyncio.sleep(seconds)
+            return
+        end = time.monotonic() + seconds
+        while not halted() and (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, HALT_POLL))
+    return sleep
