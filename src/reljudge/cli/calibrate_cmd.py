@@ -65,7 +65,8 @@ def register(sub) -> None:
                         "calibration, 4 for a panel)")
     p.add_argument("--sample", type=int, default=None, metavar="N",
                    help="fit on N random human-labelled pairs (default: all of them)")
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample and the folds")
+    p.add_argument("--seed", type=common.non_negative_int, default=0,
+                   help="seed of --sample and the folds")
     p.add_argument("--folds", type=int, default=5,
                    help="held-out check: folds by query (default 5; 0 skips the check)")
     p.add_argument("--panel-method", choices=("dawid-skene", "mean"), default="dawid-skene",

@@ -70,7 +70,7 @@ def register(sub) -> None:
     common.add_measures(p, "nDCG@10")
     p.add_argument("--baseline", help="run name for the differences (default: the first)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--seed", type=common.non_negative_int, default=0, help="bootstrap seed")
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
     common.add_digits(p, kept="json keeps full precision; so does csv, but for its "
                                 "intervals (4 decimals) and worth (an integer)")

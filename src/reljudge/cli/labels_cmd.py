@@ -150,7 +150,8 @@ def register(sub) -> None:
     v.add_argument("--bootstrap", type=non_negative_int, default=None, metavar="N",
                    help="query resamples for the annotators' agreement intervals (default "
                         "1000; 0: none)")
-    v.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    v.add_argument("--seed", type=non_negative_int, default=0,
+                   help="bootstrap seed (default 0)")
     _merge_flags(v)
     add_format(v, ("table", "json", "csv", "markdown"))
     add_digits(v)

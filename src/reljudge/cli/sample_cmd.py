@@ -81,7 +81,8 @@ def register(sub) -> None:
                    help="active: plan the budget whose expected --measure interval is at most "
                         "W wide for every run (--budget: the most to spend)")
     common.add_measures(p, "DCG@10")  # active: the one measure steering the draw and plan
-    p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    p.add_argument("--seed", type=common.non_negative_int, default=0,
+                   help="seed of the draw (default 0)")
     common.add_runs(p, required=False, alias=True,
                     help="TREC runs whose pool is the population (default: every pair the "
                          "judge labelled)")

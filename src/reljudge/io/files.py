@@ -222,6 +222,16 @@ def check_writable(path: str | Path, *, folder: bool = False) -> None:
         raise InputError(f"cannot be written: folder {place} is read-only", path)
 
 
+def make_folder(path: str | Path) -> None:
+    """Make a folder to write files in (and the folders above it); one that cannot be made
+    (a read-only place, a full disk) is an InputError naming it."""
+    check_writable(path, folder=True)
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot be written ({e.strerror or e})", path) from None
+
+
 def atomic_write(path: str | Path, text: str, *, allow_empty: bool = False) -> None:
     """Write text so that readers see the old file or the whole new one, never a part.
 

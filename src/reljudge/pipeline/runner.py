@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reljudge.io.files import atomic_write
+from reljudge.io.files import atomic_write, make_folder
 from reljudge.pipeline.config import PipelineConfig
 from reljudge.pipeline.manifest import Manifest, fingerprint
 from reljudge.pipeline.outcome import (
@@ -82,7 +82,7 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
     out = config.out_dir
     inputs = read_inputs(config, judge)  # every input read and checked before any write
     records = input_records(config)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     manifest = Manifest(out)
     manifest.data["inputs"] = records
     manifest.begin(config_digest(config, records))  # before any output is replaced
