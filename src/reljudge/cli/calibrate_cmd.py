@@ -32,7 +32,7 @@ held-out check); the derived source then holds those grades as certain, and the 
 record keeps the cuts. On TREC DL 2023 (1,000 human pairs) the mean grade of the 3 or 5 best
 judges so cut (--panel-method mean) edged past the best single judge's quadratic kappa and
 ordinal alpha on held-out queries, within query noise, but not its Cohen's kappa
-(docs/calibration.md).
+(the reljudge docs: Calibration and panels).
 """
 
 

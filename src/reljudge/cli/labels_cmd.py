@@ -77,7 +77,8 @@ median; rounded half up unless --fractional. Of several labels from one source f
 neither does a grade its source took back (an undo in `reljudge assess`).
 A derived source (calibrated:JUDGE, panel:NAME, from `reljudge calibrate`) votes with the grade
 its decision rule recorded (the rule calibrate checked on held-out queries, in its derivation
-record), or with --derived mode|median|expected by that rule applied now (docs/calibration.md).
+record), or with --derived mode|median|expected by that rule applied now (the reljudge docs:
+Calibration and panels).
 """
 
 #: the group's --help: every verb's examples, then the merge rules
