@@ -699,3 +699,19 @@ def test_read_runs_of_one_path_says_to_give_a_list(tmp_path):
                                              "path .*a.run'; use read_run"):
             read_runs(one)  # type: ignore[arg-type]
     assert read_runs([tmp_path / "a.run"])[0].name == "t"
+
+
+@pytest.mark.parametrize("call", ["evaluate", "evaluate_many", "Qrels.from_dict"])
+def test_an_in_memory_grade_beyond_64_bits_is_an_input_error(call):
+    """Dict qrels too: an InputError, not numpy's OverflowError."""
+    import reljudge
+    from reljudge.errors import InputError
+
+    qrels = {"q": {"a": 10 ** 23, "b": 1}}
+    with pytest.raises(InputError, match="qrels: a grade is beyond 64 bits"):
+        if call == "evaluate":
+            reljudge.evaluate(qrels, {"q": {"b": 1.0}}, "P@1")
+        elif call == "evaluate_many":
+            reljudge.evaluate_many(qrels, {"r": {"q": {"b": 1.0}}}, "P@1")
+        else:
+            reljudge.Qrels.from_dict(qrels)

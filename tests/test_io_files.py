@@ -224,3 +224,9 @@ def test_pipes_and_stdin_are_read_as_files(tmp_path):
     p = subprocess.run(["bash", "-c", f"{reljudge} <(true) r"], capture_output=True,
                        text=True, cwd=tmp_path, timeout=60)
     assert p.returncode == 2 and "empty file" in p.stderr, p.stderr
+    # labels import reads its input twice (its checksum, then its labels): one pipe serves both
+    p = subprocess.run(["bash", "-c", f"{sys.executable} -m reljudge labels import <(cat q) "
+                                      "--store s.sqlite --source-kind human --json"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)[0]["events"] == 4

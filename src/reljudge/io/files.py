@@ -174,6 +174,24 @@ def _read_checked(f, path: str | Path, keep: bool) -> bytes:
     return b"".join(blocks)
 
 
+#: the bytes of each file that is not a regular file (a pipe, /dev/stdin) read so far, by
+#: (device, inode): such a file can be read only once, and a command may read an input twice
+#: (its checksum, its format, its content)
+_READ_ONCE: dict[tuple[int, int], bytes] = {}
+
+
+def _read_once(f, path: str | Path) -> bytes | None:
+    """The bytes of an open file that is not a regular file (read whole, lines checked, once
+    per process); None for a regular file, which is read when needed."""
+    st = os.fstat(f.fileno())
+    if stat.S_ISREG(st.st_mode):
+        return None
+    key = (st.st_dev, st.st_ino)
+    if key not in _READ_ONCE:
+        _READ_ONCE[key] = _read_checked(f, path, keep=True)
+    return _READ_ONCE[key]
+
+
 class Content:
     """One input file's content, decompressed once when compressed, for every reader of it.
 
@@ -187,11 +205,11 @@ class Content:
         self._checked = False
         try:
             with open(path, "rb") as f:
-                if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                self._raw = _read_once(f, path)
+                if self._raw is None:
                     head = f.read(10)
                     self.file_size = os.fstat(f.fileno()).st_size
                 else:
-                    self._raw = _read_checked(f, path, keep=True)
                     head, self.file_size = self._raw[:10], len(self._raw)
         except OSError as e:
             raise _open_error(path, e) from None
@@ -293,6 +311,9 @@ def file_sha256(path: str | Path) -> tuple[str, int]:
     h = hashlib.sha256()
     size = 0
     with open(path, "rb") as f:
+        once = _read_once(f, path)
+        if once is not None:  # a pipe: its bytes as every reader of it sees them
+            return hashlib.sha256(once).hexdigest(), len(once)
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
             size += len(block)
