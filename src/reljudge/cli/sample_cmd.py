@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from reljudge.choices import PPI_PAGE
-
 EXAMPLES = """\
 examples:
   reljudge sample --store labels.sqlite --judge gpt-4o-mini --name week1 \\
@@ -210,6 +208,7 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
     (stdout) and which uncertainty signal it used (stderr)."""
     import sys
 
+    from reljudge.choices import PPI_PAGE
     from reljudge.errors import ConfigError, InputError
     from reljudge.infer import active
     from reljudge.infer.scores import PAIR_MEASURES
@@ -257,6 +256,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
     covered >= 93 %, with the budget that would reach it."""
     import math
 
+    from reljudge.choices import PPI_PAGE
     from reljudge.infer.sample import QUERY_COVERAGE, RELIABLE_TOP_PAIRS, recommended_budget
 
     if sample.unit == "query":
