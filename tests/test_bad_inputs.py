@@ -618,3 +618,204 @@ def test_a_rerun_that_needs_no_call_runs_with_the_endpoint_down(ws, capsys):
     code, _, err = run_cli(["run", paths["config"], "--model", "m", "--base-url", DEAD,
                             "--quiet"], capsys)
     assert code == 0, err  # every answer is in the store: the endpoint is not needed
+# --- one line, not a traceback: full disks, grades beyond 64 bits, bad seeds, read-only folders
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """``make(size)``: a folder on a tmpfs of that size (mounted as root; skipped where mount is
+    refused), unmounted after the test."""
+    mounted = []
+
+    def make(size: str) -> Path:
+        folder = tmp_path / f"disk{len(mounted)}"
+        folder.mkdir()
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                           capture_output=True, text=True)
+        if p.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield make
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def _reljudge(argv, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reljudge", *argv], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+def _events(store: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT count(*) FROM events").fetchone()[0]
+
+
+def _many_labels(path: Path, n: int = 20_000) -> Path:
+    path.write_text("".join(f"q{i % 50} 0 d{i} {i % 4}\n" for i in range(n)))
+    return path
+
+
+@pytest.mark.parametrize(("size", "needle"), [
+    ("16k", "s.sqlite: cannot create the label store: disk I/O error"),
+    ("256k", "s.sqlite: cannot be written, the disk is full (nothing of this write was kept)")])
+def test_labels_import_on_a_full_disk_is_one_line_and_keeps_nothing(ws, tiny_disk, size,
+                                                                    needle):
+    """A store that cannot even be made leaves no half-made file; one made whose import then
+    fills the disk keeps not one of the import's labels (its transaction rolled back). Both
+    say so in one line (not 'cannot rollback - no transaction is active')."""
+    root, _ = ws
+    disk = tiny_disk(size)
+    p = _reljudge(["labels", "import", str(_many_labels(root / "many.qrels")), "--store",
+                   str(disk / "s.sqlite"), "--source-kind", "human"])
+    assert p.returncode == 2
+    assert_one_line_error(p.stderr, needle)
+    if size == "16k":
+        assert list(disk.iterdir()) == []
+    else:
+        assert _events(disk / "s.sqlite") == 0
+
+
+@pytest.mark.slow  # a scripted LLM server and two labelling processes
+@pytest.mark.parametrize("where", ["store", "cache"])
+def test_label_on_a_full_disk_is_one_line(ws, tiny_disk, where):
+    """``label`` whose store or answer cache is on a full disk stops with one line naming
+    which, exit 2."""
+    from reljudge.testing.fake_openai import FakeOpenAI, Reply
+
+    root, paths = ws
+    disk = tiny_disk("64k" if where == "store" else "300k")
+    store = disk / "s.sqlite" if where == "store" else root / "new.sqlite"
+    cache = disk / "cache" if where == "cache" else root / "cache"
+    with FakeOpenAI(lambda req: Reply.text("final score: 2")) as server:
+        p = _reljudge(["label", "--queries", paths["queries"], "--passages", paths["passages"],
+                       paths["run"], "--depth", "20", "--store", str(store), "--cache-dir",
+                       str(cache), "--model", "m", "--base-url", server.base_url, "--api-key",
+                       "x", "--quiet"])
+    assert p.returncode == 2, p.stderr
+    needle = ("s.sqlite: cannot be written, the disk is full" if where == "store" else
+              f"the answer cache {cache} cannot be")
+    assert_one_line_error(p.stderr, needle)
+    assert "disk is full" in p.stderr
+
+
+@pytest.mark.parametrize("target", ["full tmpfs", "/dev/full"])
+def test_eval_into_a_full_disk_is_one_line(ws, tiny_disk, target):
+    """``eval > file`` on a full disk: one line, exit 2, no traceback nor 'Exception ignored'
+    at exit."""
+    _, paths = ws
+    if target == "/dev/full":
+        out = Path("/dev/full")
+    else:
+        disk = tiny_disk("8k")
+        (disk / "filler").write_bytes(b"x" * 8192)
+        out = disk / "scores.txt"
+    with open(out, "w") as f:
+        p = _reljudge(["eval", paths["qrels"], paths["run"], "-q", "--judged"], stdout=f)
+    assert p.returncode == 2
+    assert_one_line_error(p.stderr, "cannot write the output: No space left on device")
+
+
+BEYOND_64_BITS = "99999999999999999999999"
+
+
+@pytest.mark.parametrize("form", ["qrels", "csv", "jsonl"])
+def test_a_grade_beyond_64_bits_is_named_with_its_line(ws, capsys, form):
+    """eval (qrels) and labels import (qrels, CSV, JSONL): a grade no int64 holds is one
+    line naming file and line (it was an OverflowError's traceback)."""
+    root, paths = ws
+    text = {"qrels": f"q1 0 a 1\nq1 0 b {BEYOND_64_BITS}\n",
+            "csv": f"qid,docid,grade\nq1,a,1\nq1,b,{BEYOND_64_BITS}\n",
+            "jsonl": '{"qid": "q1", "docid": "a", "grade": 1}\n'
+                     f'{{"qid": "q1", "docid": "b", "grade": {BEYOND_64_BITS}}}\n'}[form]
+    path = root / f"big.{form}"
+    path.write_text(text)
+    line = 3 if form == "csv" else 2
+    if form == "qrels":
+        code, _, err = run_cli(["eval", str(path), paths["run"]], capsys)
+        assert code == 2
+        assert_one_line_error(err, f"big.{form}", line)
+    code, _, err = run_cli(["labels", "import", str(path), "--store", paths["newstore"],
+                            "--source-kind", "human"], capsys)
+    assert code == 2
+    assert_one_line_error(err, f"big.{form}", line)
+    assert f"grade {BEYOND_64_BITS} is beyond 64 bits" in err
+    assert not Path(paths["newstore"]).exists()
+
+
+def test_read_qrels_names_a_grade_beyond_64_bits(tmp_path):
+    from reljudge.errors import InputError
+    from reljudge.io.trec import read_qrels
+
+    (tmp_path / "q.qrels").write_text(f"q1 0 a 1\n# c\nq1 0 b -{BEYOND_64_BITS}\n")
+    with pytest.raises(InputError, match=r"q\.qrels:3: grade -9+ is beyond 64 bits"):
+        read_qrels(tmp_path / "q.qrels")
+
+
+@pytest.mark.parametrize("cmd", ["compare", "audit", "estimate", "sample", "calibrate",
+                                 "labels stats"])
+def test_a_negative_seed_is_refused_by_the_parser(cmd, capsys):
+    """numpy's generators take no negative seed: each --seed says so in one line (compare
+    --seed -1 was a ValueError's traceback)."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*cmd.split(), "--seed", "-1"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seed: expected 0 or more, found -1" in err
+    assert "Traceback" not in err
+
+
+def test_compare_refuses_a_negative_seed():
+    from reljudge.errors import ConfigError
+    from reljudge.stats import compare
+
+    with pytest.raises(ConfigError, match="seed must be 0 or more, not -1"):
+        compare({"q": {"a": 1}}, {"r": {"q": {"a": 1.0}}}, "P@1", seed=-1)
+
+
+def test_run_with_a_read_only_config_folder_is_one_line(ws, tiny_disk):
+    """The pipeline's output folder cannot be made beside a config on a read-only disk:
+    one line naming it (it was mkdir's traceback)."""
+    root, _ = ws
+    disk = tiny_disk("4m")
+    for name in ("pipeline.toml", "q.qrels", "a.run", "b.run", "queries.tsv",
+                 "passages.jsonl"):
+        shutil.copy(root / name, disk / name)
+    p = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True)
+    if p.returncode:
+        pytest.skip("cannot remount the tmpfs read-only")
+    p = _reljudge(["run", str(disk / "pipeline.toml")])
+    assert p.returncode == 2, p.stderr
+    assert_one_line_error(p.stderr, f"cannot be written: folder {disk} is read-only")
+
+
+def test_read_runs_of_one_path_says_to_give_a_list(tmp_path):
+    """A str is a sequence of one-letter paths: read_runs("a.run") said '/: is a
+    directory'."""
+    from reljudge.errors import InputError
+    from reljudge.io.trec import read_runs
+
+    (tmp_path / "a.run").write_text("q1 Q0 d 1 1.0 t\n")
+    for one in (str(tmp_path / "a.run"), tmp_path / "a.run"):
+        with pytest.raises(InputError, match="read_runs takes a list of paths, found one "
+                                             "path .*a.run'; use read_run"):
+            read_runs(one)  # type: ignore[arg-type]
+    assert read_runs([tmp_path / "a.run"])[0].name == "t"
+
+
+@pytest.mark.parametrize("call", ["evaluate", "evaluate_many", "Qrels.from_dict"])
+def test_an_in_memory_grade_beyond_64_bits_is_an_input_error(call):
+    """Dict qrels too: an InputError, not numpy's OverflowError."""
+    import reljudge
+    from reljudge.errors import InputError
+
+    qrels = {"q": {"a": 10 ** 23, "b": 1}}
+    with pytest.raises(InputError, match="qrels: a grade is beyond 64 bits"):
+        if call == "evaluate":
+            reljudge.evaluate(qrels, {"q": {"b": 1.0}}, "P@1")
+        elif call == "evaluate_many":
+            reljudge.evaluate_many(qrels, {"r": {"q": {"b": 1.0}}}, "P@1")
+        else:
+            reljudge.Qrels.from_dict(qrels)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -252,3 +253,81 @@ def test_float32_ties_are_found_alike_in_file_order_and_shuffled():
         run = Run.from_arrays(qid[order], [f"d{i}" for i in order], base[order])
         tied.append(float32_ties(run))
     assert tied[0] == tied[1] > 0
+
+
+# --- a float32 tie in a query without judgments changes nothing ------------------------------
+
+#: q2 has no judgments; its two scores are distinct doubles, equal as float32 (a tie that
+#: trec_eval 9 breaks otherwise), as in official TREC Deep Learning 2021 runs
+TIED_RUN = ("q1 Q0 d1 1 3.0 r\nq1 Q0 d2 2 2.0 r\nq1 Q0 d3 3 1.0 r\n"
+            "q2 Q0 a 1 3.6645510054 r\nq2 Q0 b 2 3.6645509959 r\n")
+TIED_QRELS = "q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\n"
+OTHER_RUN = "q1 Q0 d3 1 3.0 b\nq1 Q0 d1 2 2.0 b\nq1 Q0 d2 3 1.0 b\n"
+
+
+@pytest.fixture
+def tied(tmp_path):
+    """Two folders, each with qrels, run r.run and another run b.run: in ``with`` r.run holds
+    the unjudged q2 and its float32 tie, in ``without`` it does not."""
+    import numpy as np
+
+    assert np.float32(3.6645510054) == np.float32(3.6645509959)
+    for name, run in (("with", TIED_RUN), ("without", TIED_RUN.split("q2")[0])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "q.qrels").write_text(TIED_QRELS)
+        (tmp_path / name / "r.run").write_text(run)
+        (tmp_path / name / "b.run").write_text(OTHER_RUN)
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "q.qrels", "r.run"],
+    ["eval", "q.qrels", "r.run", "-q", "--json"],
+    ["eval", "q.qrels", "r.run", "--format", "trec"],
+    ["eval", "q.qrels", "r.run", "--format", "trec", "-q", "-m", "all_trec"],
+    ["eval", "q.qrels", "r.run", "b.run", "-m", "IPrec@0.8", "-m", "AP"],
+    ["compare", "q.qrels", "r.run", "b.run", "-m", "nDCG@10", "-m", "AP", "--trials", "100"],
+    ["audit", "--reference", "q.qrels", "--judge", "b.run.qrels", "r.run", "b.run",
+     "--bootstrap", "50"],
+    ["report", "q.qrels", "r.run", "b.run", "-m", "AP", "--out", "report.html"],
+], ids=["eval", "eval -q", "eval trec", "eval trec -q all_trec", "eval IPrec", "compare",
+        "audit", "report"])
+def test_a_tie_in_an_unjudged_query_changes_nothing(tied, argv, monkeypatch):
+    """Every path that evaluates a run again on some of its queries (eval's note under
+    trec_eval 9's rules, -q, --format trec, compare, audit, report) gives, for a run whose
+    only float32 tie is in a query without judgments, exactly what it gives for the run
+    without that query; it refused the run ('no query in common') when it re-evaluated the
+    tied queries alone."""
+    import re
+
+    outputs = []
+    for name in ("with", "without"):
+        monkeypatch.chdir(tied / name)
+        (tied / name / "b.run.qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d3 3\n")
+        p = subprocess.run([sys.executable, "-m", "reljudge", *argv], capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stderr
+        html = Path("report.html").read_text() if argv[0] == "report" else ""
+        # the report's inputs table names each file with its checksum and size
+        html = re.sub(r"<td>[0-9a-f]{12}</td><td class=\"num\">\d+</td>", "", html)
+        outputs.append((p.stdout, p.stderr, html))
+    assert outputs[0] == outputs[1]
+
+
+def test_a_tie_in_an_unjudged_query_scores_as_pytrec_eval(tied):
+    """pytrec_eval (trec_eval 9) evaluates the judged query alone; so does eval, under both
+    rules, and the same numbers come out."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels = {"q1": {"d1": 2, "d2": 0, "d3": 1}}
+    run = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"a": 3.6645510054, "b": 3.6645509959}}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"map", "recip_rank", "P_5"}).evaluate(run)
+    for compat in ("trec_eval-10", "trec_eval-9"):
+        p = subprocess.run([sys.executable, "-m", "reljudge", "eval", "q.qrels", "r.run", "-m",
+                            "AP", "-m", "RR", "-m", "P@5", "-q", "--json", "--compat", compat],
+                           capture_output=True, text=True, cwd=tied / "with")
+        assert p.returncode == 0, p.stderr
+        ours = json.loads(p.stdout)["runs"]["r"]["per_query"]
+        assert list(ours) == ["q1"]
+        assert ours["q1"] == pytest.approx({"AP": theirs["q1"]["map"],
+                                            "RR": theirs["q1"]["recip_rank"],
+                                            "P@5": theirs["q1"]["P_5"]}, abs=1e-12)

@@ -241,3 +241,40 @@ def test_writing_commands_copy_an_older_store_aside_before_upgrading(tmp_path, c
     assert old.execute("SELECT count(*) FROM events").fetchone()[0] == 1
     old.close()
     assert main(["labels", "stats", "--store", str(path), "--format", "json"]) == 0
+
+
+def _message_strings():
+    """(file:line, text) of every string in src that a user may read: string constants and
+    the text of f-strings, docstrings left out (they are read with the source)."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "src" / "reljudge"
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                           ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and id(node) not in docstrings:
+                yield f"{path.relative_to(src)}:{node.lineno}", node.value
+
+
+def test_messages_name_docs_pages_an_installed_user_can_find():
+    """An installed reljudge has no docs/ folder: messages and --help texts name a page by its
+    title in the docs (mkdocs.yml's nav), never by a path under docs/."""
+    import re
+    from pathlib import Path
+
+    nav = Path(__file__).resolve().parent.parent / "mkdocs.yml"
+    titles = re.findall(r"^  - (.+?): \w+\.md$", nav.read_text(), re.M)
+    strings = list(_message_strings())
+    assert not [(at, text) for at, text in strings if re.search(r"docs/\w+\.md", text)]
+    named = [(at, text.split("the reljudge docs: ", 1)[1]) for at, text in strings
+             if "the reljudge docs: " in text]
+    assert named
+    for at, rest in named:
+        assert any(re.sub(r"\s+", " ", rest).startswith(t) for t in titles), (at, rest)

@@ -23,3 +23,7 @@ ORDERS = ("query", "random", "given")
 #: the most randomisation or bootstrap trials taken: p-values to 1e-6, seconds per comparison;
 #: 10^10 ran for hours without a word
 MAX_TRIALS = 1_000_000
+
+#: the docs' page a message points to, by its title (mkdocs.yml's nav): an installed reljudge
+#: has no docs/ folder
+PPI_PAGE = "the reljudge docs: Scores from a few human labels"

@@ -121,6 +121,11 @@ def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
     """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]`` (its width a multiple
     of 8 bytes), a word at a time (``_words_at``)."""
     nwords = _words_needed(starts, ends)
+    if len(starts) < nwords:  # few, long strings (a field of a long line): a row at a time
+        rows = np.zeros(len(starts), dtype=f"S{8 * nwords}")
+        for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            rows[i] = data[a:b].tobytes()
+        return rows
     out = np.empty((len(starts), nwords), dtype=np.uint64)
     for k, word in enumerate(_words_at(data, starts, ends, nwords)):
         out[:, k] = word
@@ -163,13 +168,19 @@ def order_words(*arrays: np.ndarray | Packed) -> list[list[np.ndarray]]:
     return [[c[k] for k in keep] for c in cols]
 
 
+#: the most 8-byte words of a string that its hash reads (a longer one is hashed on this
+#: prefix: ids are short, and a long one's hash must not cost a pass per word)
+HASH_WORDS = 32
+
+
 def hash_bytes(arr: np.ndarray, nwords: int | None = None) -> np.ndarray:
-    """A 64-bit hash of each string, over its first ``nwords`` 8-byte words (zero padded).
+    """A 64-bit hash of each string, over its first ``nwords`` 8-byte words (zero padded; at
+    most ``HASH_WORDS``).
 
     Two arrays hashed with the same ``nwords`` give equal hashes for equal strings whatever
     their widths; longer strings are hashed on their prefix (and told apart when confirmed).
     """
-    nwords = nwords or words(arr)
+    nwords = min(nwords or words(arr), HASH_WORDS)
     width = arr.dtype.itemsize
     n = len(arr)
     out = np.empty(n, dtype=np.uint64)

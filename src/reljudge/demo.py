@@ -19,15 +19,24 @@ from reljudge.grades import SCALE_TEXT
 MARKER = ".reljudge-demo"
 
 
+#: where an installed reljudge holds the examples' data (the build copies it from the source
+#: checkout's examples/, its one copy: see setup.py)
+PACKAGED = Path(__file__).resolve().parent / "examples"
+
+
 def find_examples(explicit: str | Path | None = None) -> Path:
-    """The examples folder: the given one, else the one of the source checkout."""
+    """The examples folder: the given one, else the installed package's, else the source
+    checkout's."""
     candidates = [Path(explicit)] if explicit else [
-        Path(__file__).resolve().parents[2] / "examples", Path.cwd() / "examples"]
+        PACKAGED, Path(__file__).resolve().parents[2] / "examples", Path.cwd() / "examples"]
     for c in candidates:
         if (c / "hr-handbook" / "pipeline.toml").exists():
             return c
-    raise ConfigError("cannot find the bundled examples (examples/hr-handbook); run from the "
-                      "reljudge source folder or pass --examples PATH")
+    if explicit:
+        raise ConfigError(f"{explicit} holds no hr-handbook/pipeline.toml: give the folder "
+                          "that holds the examples hr-handbook and llmjudge-dl23")
+    raise ConfigError(f"this reljudge lacks its bundled examples ({PACKAGED}): reinstall it "
+                      "from a wheel or sdist, or pass --examples PATH")
 
 
 def check_folder(out: Path) -> None:
@@ -97,7 +106,7 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     a = res.among_judges
     say(f"{sum(clipped.values())} out-of-scale grades clipped to {SCALE_TEXT} "
         f"({', '.join(f'{k}: {v}' for k, v in clipped.items() if v)}); the runs are synthetic "
-        f"(grade + noise), see examples/llmjudge-dl23/README.md; among the judges: "
+        f"(grade + noise), see {dl / 'README.md'}; among the judges: "
         f"Krippendorff's alpha (ordinal) {a['alpha_ordinal']:.3f}")
     dl_out = out / "llmjudge-dl23"
     dl_out.mkdir(parents=True, exist_ok=True)

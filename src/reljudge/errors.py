@@ -34,5 +34,9 @@ class StoreError(ReljudgeError):
     """The label store cannot be opened, migrated or written."""
 
 
+class CacheError(ReljudgeError):
+    """The answer cache cannot be opened or written (a full disk, a read-only folder)."""
+
+
 class LLMError(ReljudgeError):
     """The LLM endpoint failed in a way that stops the whole job (auth, unknown model, budget)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from reljudge import columns
 from reljudge.errors import InputError
-from reljudge.values import integer_grades, numeric_scores, qrels_dict, run_dict
+from reljudge.values import int64_grades, integer_grades, numeric_scores, qrels_dict, run_dict
 
 
 def _as_str_array(values) -> np.ndarray:
@@ -185,7 +185,7 @@ class Qrels(_IdColumns):
                 qs.append(str(q))
                 ds.append(str(d))
                 gs.append(g)
-        return cls.from_arrays(qs, ds, np.array(gs, dtype=np.int64), check=False)
+        return cls.from_arrays(qs, ds, int64_grades(gs, len(gs)), check=False)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """The {qid: {docid: grade}} view (built once, then shared: do not mutate it)."""

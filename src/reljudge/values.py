@@ -9,7 +9,7 @@ an id, an integer grade or a numeric score is an InputError naming the first one
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from itertools import chain
 from operator import countOf
 
@@ -45,6 +45,16 @@ def integer_grades(values, what: str) -> np.ndarray:
                              f"(row {bad[0]})")
         return arr.astype(np.int64)
     return _each_row(arr, grade_value, np.int64, what)
+
+
+def int64_grades(values: Iterable[int], count: int = -1, what: str = "qrels") -> np.ndarray:
+    """Integer grades as int64; one beyond 64 bits is an InputError (not numpy's
+    OverflowError)."""
+    try:
+        return np.fromiter(values, np.int64, count)
+    except OverflowError:
+        raise InputError(f"{what}: a grade is beyond 64 bits; expected integer grades such as "
+                         "0-3") from None
 
 
 def grade_value(g, what: str, where: str) -> int:

@@ -11,7 +11,9 @@ LLM client.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -184,6 +186,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         resolve_store(args)
         code = args.func(args)
+        sys.stdout.flush()  # a full disk under `> file` is found here, not at exit
     except ReljudgeError as e:
         from reljudge.store.postgres import masked
 
@@ -191,7 +194,28 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as e:
+        if e.errno not in NO_ROOM:
+            raise
+        _drop_stdout()
+        where = f" {e.filename}" if e.filename else " the output"
+        print(f"reljudge: error: cannot write{where}: {e.strerror}", file=sys.stderr)
+        return 2
     return int(code or 0)
+
+
+#: the errors of a write the disk has no room for
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: what it could not write is not retried (and fails again) at
+    exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's captured stdout)
+        pass
 
 
 def run() -> None:

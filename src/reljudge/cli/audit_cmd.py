@@ -74,7 +74,8 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="bootstrap resamples over queries for 95%% intervals (e.g. 1000; "
                         "default none, and 1000 with --annotators, as labels stats)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=common.non_negative_int, default=0,
+                   help="bootstrap seed (default 0)")
     p.add_argument("--clip", action="store_true",
                    help="clip grades outside 0..3 (default: reject the file with file:line)")
     p.add_argument("--sort", default=None, help="sort rows by this column (descending)")

@@ -32,7 +32,7 @@ held-out check); the derived source then holds those grades as certain, and the 
 record keeps the cuts. On TREC DL 2023 (1,000 human pairs) the mean grade of the 3 or 5 best
 judges so cut (--panel-method mean) edged past the best single judge's quadratic kappa and
 ordinal alpha on held-out queries, within query noise, but not its Cohen's kappa
-(docs/calibration.md).
+(the reljudge docs: Calibration and panels).
 """
 
 
@@ -65,7 +65,8 @@ def register(sub) -> None:
                         "calibration, 4 for a panel)")
     p.add_argument("--sample", type=int, default=None, metavar="N",
                    help="fit on N random human-labelled pairs (default: all of them)")
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample and the folds")
+    p.add_argument("--seed", type=common.non_negative_int, default=0,
+                   help="seed of --sample and the folds")
     p.add_argument("--folds", type=int, default=5,
                    help="held-out check: folds by query (default 5; 0 skips the check)")
     p.add_argument("--panel-method", choices=("dawid-skene", "mean"), default="dawid-skene",

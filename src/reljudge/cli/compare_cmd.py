@@ -55,7 +55,7 @@ def register(sub) -> None:
                         "baseline, per measure (default holm)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="significance level of the marks (default 0.05)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=common.non_negative_int, default=0,
                    help="seed of the randomisation, bootstrap and estimates (default 0)")
     common.add_all_queries(p)
     p.add_argument("--run-queries", action="store_true",

@@ -34,7 +34,8 @@ covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k,
 query sample of fewer than all queries. Read such intervals as approximate. A query sample
 of fewer than 30 queries gets, for a measure of known range, at least the Hoeffding-Serfling
 interval (Bardenet and Maillard 2015): wide, but valid however skewed the per-query values. Pair-sample estimates are post-stratified by each run's top
-k (docs/ppi.md). Query-level samples (srs-queries) serve every measure; pair-level
+k (the reljudge docs: Scores from a few human labels). Query-level samples (srs-queries)
+serve every measure; pair-level
 samples serve DCG@k, P@k, RBP@k and nDCG@k only. nDCG@k from pairs is a ratio whose
 normaliser, each query's ideal DCG over the sampled pool (not over deeper qrels: sample
 from a pool as deep as the ideal you mean), is estimated from the sample too; its interval is a
@@ -43,7 +44,7 @@ DCG is too uncertain, with about how many more of its pairs to label. Human grad
 one), the standing human grades (an undone grade does not count) merged as `labels merge
 --policy adjudicated-first` merges them: an adjudicated grade (assess --adjudicate) where there
 is one, else the annotators' majority (a tie to the lower grade); --human NAME: that source's
-grade only. See docs/ppi.md for the formulas.
+grade only. The formulas are in the reljudge docs: Scores from a few human labels.
 """
 
 
@@ -70,7 +71,7 @@ def register(sub) -> None:
     common.add_measures(p, "nDCG@10")
     p.add_argument("--baseline", help="run name for the differences (default: the first)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--seed", type=common.non_negative_int, default=0, help="bootstrap seed")
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
     common.add_digits(p, kept="json keeps full precision; so does csv, but for its "
                                 "intervals (4 decimals) and worth (an integer)")

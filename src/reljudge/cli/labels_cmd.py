@@ -78,7 +78,8 @@ median; rounded half up unless --fractional. Of several labels from one source f
 neither does a grade its source took back (an undo in `reljudge assess`).
 A derived source (calibrated:JUDGE, panel:NAME, from `reljudge calibrate`) votes with the grade
 its decision rule recorded (the rule calibrate checked on held-out queries, in its derivation
-record), or with --derived mode|median|expected by that rule applied now (docs/calibration.md).
+record), or with --derived mode|median|expected by that rule applied now (the reljudge docs:
+Calibration and panels).
 """
 
 #: the group's --help: every verb's examples, then the merge rules
@@ -158,7 +159,8 @@ def register(sub) -> None:
     v.add_argument("--bootstrap", type=non_negative_int, default=None, metavar="N",
                    help="query resamples for the annotators' agreement intervals (default "
                         "1000; 0: none)")
-    v.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    v.add_argument("--seed", type=non_negative_int, default=0,
+                   help="bootstrap seed (default 0)")
     v.add_argument("--all", action="store_true", dest="all_rows",
                    help=f"coverage: a row for every query (default: a summary and the "
                         f"{labels_show.COVERAGE_ROWS} least covered queries)")

@@ -39,7 +39,7 @@ smaller than the one at which the benchmark's 95 % intervals covered >= 93 % for
 judge: fewer than 25 expected sampled pairs in a run's top --depth (per run with RUN files;
 otherwise for the largest top k the pool allows), or a query sample of fewer than all
 queries (not for active samples: `estimate` warns per row). The sample is still drawn and
-recorded (docs/ppi.md).
+recorded (the reljudge docs: Scores from a few human labels).
 
 --target-width W (active design, RUN files): the smallest budget whose expected interval of
 --measure is at most W wide for every run, at most --budget; printed, then drawn. The
@@ -81,7 +81,8 @@ def register(sub) -> None:
                    help="active: plan the budget whose expected --measure interval is at most "
                         "W wide for every run (--budget: the most to spend)")
     common.add_measures(p, "DCG@10")  # active: the one measure steering the draw and plan
-    p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    p.add_argument("--seed", type=common.non_negative_int, default=0,
+                   help="seed of the draw (default 0)")
     common.add_runs(p, required=False, alias=True,
                     help="TREC runs whose pool is the population (default: every pair the "
                          "judge labelled)")
@@ -207,6 +208,7 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
     (stdout) and which uncertainty signal it used (stderr)."""
     import sys
 
+    from reljudge.choices import PPI_PAGE
     from reljudge.errors import ConfigError, InputError
     from reljudge.infer import active
     from reljudge.infer.scores import PAIR_MEASURES
@@ -232,12 +234,12 @@ def _active_sizes(args, store, pairs, grades, runs, params) -> tuple[dict, list]
         said.append((f"planned budget: {budget} pairs, expected {measure} interval at most "
                      f"{width:.4g} wide for every run (target {args.target_width:g}), before "
                      f"the allowance for judge misses a sample leaves out (on LLMJudge it "
-                     f"made intervals up to a sixth wider, docs/ppi.md)", sys.stdout))
+                     f"made intervals up to a sixth wider, {PPI_PAGE})", sys.stdout))
         args.budget = budget
         if signal.residual is None:
             said.append((f"warning: the planned widths take {signal.source} for the judge's "
                          f"error against people; alike judges make them optimistic (on "
-                         f"LLMJudge, 142 pairs planned for width 1 gave 5.4, docs/ppi.md); "
+                         f"LLMJudge, 142 pairs planned for width 1 gave 5.4, {PPI_PAGE}); "
                          f"grade a pilot of at least {active.PILOT_MIN} pooled pairs for "
                          f"widths on the human scale", sys.stderr))
     said.append((f"active design: uncertainty from {signal.source}; weights from "
@@ -254,6 +256,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
     covered >= 93 %, with the budget that would reach it."""
     import math
 
+    from reljudge.choices import PPI_PAGE
     from reljudge.infer.sample import QUERY_COVERAGE, RELIABLE_TOP_PAIRS, recommended_budget
 
     if sample.unit == "query":
@@ -264,7 +267,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
         return (f"warning: a sample of {have} of {total} queries: in the benchmark no query "
                 f"sample up to {QUERY_COVERAGE[-1][0]} of 25 queries gave 95 % intervals "
                 f"covering >= 93 % for every judge (lowest coverage {sizes} queries; "
-                f"docs/ppi.md), so the estimates will carry a warning. Recommended: --query-count "
+                f"{PPI_PAGE}), so the estimates will carry a warning. Recommended: --query-count "
                 f"{min(max(have, QUERY_COVERAGE[-1][0]), total)} or more, or a pair sample "
                 f"for DCG@k, P@k, RBP@k and nDCG@k")
     if runs:
@@ -284,7 +287,7 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
         expected, budget = rec
         return (f"warning: this sample puts about {expected:.1f} pairs in the top {depth} of "
                 f"the worst-served run, fewer than the {RELIABLE_TOP_PAIRS} at which the "
-                f"benchmark's 95 % intervals covered >= 93 % (docs/ppi.md); its estimates "
+                f"benchmark's 95 % intervals covered >= 93 % ({PPI_PAGE}); its estimates "
                 f"will carry a warning. Recommended: --budget {budget}")
     queries = len({q for q, _ in pairs})
     per_run = min(queries * depth, len(pairs))  # a run's top `depth` holds at most this many
@@ -295,5 +298,5 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
     return (f"warning: a run's top {depth} holds at most {per_run} of the {len(pairs)} pairs, "
             f"so this sample puts at most about {expected:.1f} in it, fewer than the "
             f"{RELIABLE_TOP_PAIRS} at which the benchmark's 95 % intervals covered >= 93 % "
-            f"(docs/ppi.md); give RUN files for a per-run check. Recommended: --budget of at "
+            f"({PPI_PAGE}); give RUN files for a per-run check. Recommended: --budget of at "
             f"least {budget}")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reljudge.choices import PPI_PAGE
 from reljudge.infer.cells import difference_cell
 from reljudge.infer.ranges import difference_range
 from reljudge.metrics.measures import Measure
@@ -176,5 +177,5 @@ def ranking_note(rankings: Sequence[Ranking]) -> str:
     return (f"ranking: the LLM-only order, changed only where the sample supports another; "
             f"'significantly above/below': the orders a paired PPI difference supports, its "
             f"two-sided p-value {CORRECTION}-corrected over {FAMILY} ({pairs} pair"
-            f"{'s' if pairs > 1 else ''}) at most {rankings[0].alpha:g} (docs/ppi.md)"
+            f"{'s' if pairs > 1 else ''}) at most {rankings[0].alpha:g} ({PPI_PAGE})"
             + (f"; supported orders that form a cycle, not all kept: {broken}" if broken else ""))

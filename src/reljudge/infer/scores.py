@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reljudge.choices import PPI_PAGE
 from reljudge.errors import InputError
 from reljudge.frames import Tabular, dataframe
 from reljudge.infer import ppi, ratio
@@ -417,10 +418,10 @@ class StoreEstimates(Tabular):
         """One line per measure whose every row is uncertain (an uncertain normaliser), then
         one per estimate whose sample is below the benchmark's reliable size."""
         return [f"warning: not estimated: {why}" for why in self.outside] + [
-            f"warning: {n}; read its intervals as approximate or label more (docs/ppi.md)"
+            f"warning: {n}; read its intervals as approximate or label more ({PPI_PAGE})"
             for n in self.measure_notes] + [
             f"warning: {r.run} {r.measure}: the interval is {r.warning}; read it as "
-            f"approximate or label more (docs/ppi.md)" for r in self.rows + self.diffs
+            f"approximate or label more ({PPI_PAGE})" for r in self.rows + self.diffs
             if r.warning]
 
     def table(self) -> tuple[list[str], list[list]]:
@@ -446,7 +447,7 @@ class StoreEstimates(Tabular):
         return (f"sample {self.sample!r} ({self.design}), judge {self.judge!r}; 'worth': human "
                 f"labels a human-only estimate would need for the ppi interval; a difference "
                 f"row is estimated directly over either run's top k, not as the difference of "
-                f"the two runs' rows (docs/ppi.md){skipped}")
+                f"the two runs' rows ({PPI_PAGE}){skipped}")
 
 
 def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,

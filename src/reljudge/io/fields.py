@@ -77,6 +77,11 @@ def numbers(text: np.ndarray) -> np.ndarray:
     return out
 
 
+def fits_int64(value: int) -> bool:
+    """Whether an integer fits numpy's int64 (grades are held as int64)."""
+    return -(1 << 63) <= value < 1 << 63
+
+
 def integers_ok(text: np.ndarray) -> bool:
     """Whether every ``S`` value is an integer to Python's ``int`` (plain digits checked with
     numpy, other forms by ``int``)."""

@@ -15,7 +15,9 @@ import os
 import stat
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from reljudge.errors import InputError
 
@@ -64,56 +66,151 @@ def _open_error(path, e: OSError) -> InputError:
     return InputError(f"cannot be read ({e.strerror or e})", path)
 
 
-def _zstd(data: bytes) -> bytes:
+def _zstd_blocks(data: bytes) -> Iterator[bytes]:
     try:
         import zstandard
     except ImportError:
         raise InputError("is zstd-compressed; install the 'zstandard' package to read it, "
                          "or decompress it first (zstd -d)") from None
-    out = []
     while True:  # frame by frame: a truncated frame must not pass for a short file
         d = zstandard.ZstdDecompressor().decompressobj()
-        try:
-            out.append(d.decompress(data))
-        except zstandard.ZstdError as e:
-            raise ValueError(str(e)) from None
+        # fed in pieces: a piece's output is bounded (zstd's densest block, a 128 KB run of
+        # one byte, takes 4 bytes: 32 MB from 1 KB), so a long line is refused early
+        at = 0
+        while not d.eof and at < len(data):
+            try:
+                yield d.decompress(data[at:at + _ZSTD_PIECE])
+            except zstandard.ZstdError as e:
+                raise ValueError(str(e)) from None
+            at += _ZSTD_PIECE
         if not d.eof:
             raise EOFError("the compressed data ends early")
-        data = d.unused_data
+        data = d.unused_data + data[at:]
         if not data:
-            return b"".join(out)
+            return
 
 
-def _gzip(data: bytes) -> bytes:
-    out = []
-    while data:  # member by member (``gzip -c a b > c`` concatenates members)
-        d = zlib.decompressobj(wbits=31)
-        out.append(d.decompress(data))
+_ZSTD_PIECE = 1024  # compressed bytes given to zstd at a time
+
+
+def _stream_blocks(kind: str, data: bytes) -> Iterator[bytes]:
+    """gzip (member after member: ``gzip -c a b > c`` concatenates them; zero padding after
+    the last is allowed), bzip2 or xz (stream after stream), at most ``BLOCK`` bytes out
+    at a time."""
+    first = True
+    while data:
+        if kind == "gzip":
+            d: Any = zlib.decompressobj(wbits=31)
+            yield d.decompress(data, BLOCK)
+            while d.unconsumed_tail and not d.eof:
+                yield d.decompress(d.unconsumed_tail, BLOCK)
+        else:
+            d = bz2.BZ2Decompressor() if kind == "bzip2" else lzma.LZMADecompressor()
+            try:
+                yield d.decompress(data, BLOCK)
+            except (OSError, lzma.LZMAError):
+                if first:
+                    raise
+                return  # bytes after a whole stream that are no stream: ignored, as by
+                # bz2.decompress and lzma.decompress
+            while not d.eof and not d.needs_input:
+                yield d.decompress(b"", BLOCK)
+        first = False
         if not d.eof:
             raise EOFError("the compressed data ends early")
-        data = d.unused_data.lstrip(b"\x00")  # zero padding after the last member is allowed
-    return b"".join(out)
+        data = d.unused_data.lstrip(b"\x00") if kind == "gzip" else d.unused_data
 
 
-def _decompress(kind: str, data: bytes) -> bytes:
-    if kind == "gzip":
-        return _gzip(data)
-    if kind == "bzip2":
-        return bz2.decompress(data)
-    if kind == "xz":
-        return lzma.decompress(data)
-    return _zstd(data)
+def _decompress(kind: str, data: bytes, check: LineCheck) -> bytes:
+    """The decompressed bytes, their lines checked block by block as they come out."""
+    blocks = []
+    for block in _zstd_blocks(data) if kind == "zstd" else _stream_blocks(kind, data):
+        check.feed(block)
+        blocks.append(block)
+    return b"".join(blocks)
 
 
-class Content:
-    """One input file's content, decompressed once when compressed, for every reader of it."""
+#: the longest line any reader takes, in bytes: a longer one is refused at that line, read
+#: in blocks (a binary file, /dev/zero, a file of one huge line never held whole)
+MAX_LINE = 1 << 20
+BLOCK = 1 << 20  # bytes read at a time while lines are checked
+
+
+class LineCheck:
+    """Refuses a line longer than ``MAX_LINE`` as blocks of bytes go by, in constant memory:
+    a line wholly inside one block (of at most MAX_LINE bytes) is short enough, so only the
+    line open across blocks is measured."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = path
+        self.lines = 0  # line ends seen
+        self.open = 0  # bytes of the line not ended yet
+
+    def feed(self, block: bytes) -> None:
+        """Check the next bytes (a block longer than MAX_LINE is checked in parts)."""
+        for at in range(0, len(block), MAX_LINE):
+            part = block[at:at + MAX_LINE] if len(block) > MAX_LINE else block
+            first = part.find(b"\n")
+            if self.open + (len(part) if first < 0 else first) > MAX_LINE:
+                raise InputError(f"a line longer than {MAX_LINE >> 20} MB (the longest a "
+                                 "reader takes): a binary file, or not lines of text?",
+                                 self.path, self.lines + 1)
+            if first < 0:
+                self.open += len(part)
+            else:
+                self.lines += part.count(b"\n")
+                self.open = len(part) - part.rfind(b"\n") - 1
+
+
+def _read_checked(f, path: str | Path, keep: bool) -> bytes:
+    """The rest of an open binary file, its lines checked (``LineCheck``) as it is read;
+    with ``keep`` False only checked (and b"" returned)."""
+    check = LineCheck(path)
+    blocks = []
+    while block := f.read(BLOCK):
+        check.feed(block)
+        if keep:
+            blocks.append(block)
+    return b"".join(blocks)
+
+
+#: the bytes of each file that is not a regular file (a pipe, /dev/stdin) read so far, by
+#: (device, inode): such a file can be read only once, and a command may read an input twice
+#: (its checksum, its format, its content)
+_READ_ONCE: dict[tuple[int, int], bytes] = {}
+
+
+def _read_once(f, path: str | Path) -> bytes | None:
+    """The bytes of an open file that is not a regular file (read whole, lines checked, once
+    per process); None for a regular file, which is read when needed."""
+    st = os.fstat(f.fileno())
+    if stat.S_ISREG(st.st_mode):
+        return None
+    key = (st.st_dev, st.st_ino)
+    if key not in _READ_ONCE:
+        _READ_ONCE[key] = _read_checked(f, path, keep=True)
+    return _READ_ONCE[key]
+
+
+class Content:
+    """One input file's content, decompressed once when compressed, for every reader of it.
+
+    A line longer than ``MAX_LINE`` is refused at that line before the content is held
+    whole. A pipe, ``/dev/stdin`` or another file that is not a regular file is read once,
+    when opened, and kept (it cannot be read again)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self._raw: bytes | None = None  # the bytes of a file that can be read only once
+        self._checked = False
         try:
             with open(path, "rb") as f:
-                head = f.read(10)
-                self.file_size = os.fstat(f.fileno()).st_size
+                self._raw = _read_once(f, path)
+                if self._raw is None:
+                    head = f.read(10)
+                    self.file_size = os.fstat(f.fileno()).st_size
+                else:
+                    head, self.file_size = self._raw[:10], len(self._raw)
         except OSError as e:
             raise _open_error(path, e) from None
         self.compression = sniff(head)
@@ -121,7 +218,18 @@ class Content:
         if named and self.compression is None:
             raise InputError(f"is named {Path(path).suffix} but is not {named}-compressed "
                              f"(its first bytes are {head[:4]!r})", path)
+        self._checked = self._raw is not None and self.compression is None
         self._data: bytes | None = None
+
+    def _check_plain(self) -> None:
+        """Check a plain regular file's lines, in blocks, before anything reads it whole."""
+        if not self._checked:
+            try:
+                with open(self.path, "rb") as f:
+                    _read_checked(f, self.path, keep=False)
+            except OSError as e:
+                raise _open_error(self.path, e) from None
+            self._checked = True
 
     def data(self) -> bytes:
         """The file's bytes, decompressed (a leading byte order mark kept).
@@ -130,20 +238,25 @@ class Content:
         so that its bytes are not held while its text is parsed.
         """
         if self._data is None:
+            if self.compression is None and self._raw is not None:
+                return self._raw
+            if self.compression is None:
+                self._check_plain()
             try:
-                raw = Path(self.path).read_bytes()
+                raw = Path(self.path).read_bytes() if self._raw is None else self._raw
             except OSError as e:
                 raise _open_error(self.path, e) from None
             if self.compression is None:
                 return raw
             try:
-                self._data = _decompress(self.compression, raw)
+                self._data = _decompress(self.compression, raw, LineCheck(self.path))
             except InputError as e:
-                raise InputError(e.detail, self.path) from None
+                raise InputError(e.detail, self.path, e.line) from None
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:
                 why = "truncated" if isinstance(e, EOFError) else "corrupt"
                 raise InputError(f"is not a valid {self.compression} file ({why}: {e})",
                                  self.path) from None
+            self._raw = None
         return self._data
 
     @property
@@ -152,9 +265,13 @@ class Content:
         return self.file_size if self.compression is None else len(self.data())
 
     def source(self) -> str | Path | bytes:
-        """What a reader that opens files itself should read: the path of a plain file, the
-        decompressed bytes of a compressed one (a byte order mark left for it to skip)."""
-        return self.path if self.compression is None else self.data()
+        """What a reader that opens files itself should read: the path of a plain regular
+        file (its lines checked), else the bytes (decompressed; a byte order mark left for it
+        to skip)."""
+        if self.compression is None and self._raw is None:
+            self._check_plain()
+            return self.path
+        return self.data()
 
     def text(self) -> str:
         """The content as text: UTF-8, a leading byte order mark dropped."""
@@ -194,6 +311,9 @@ def file_sha256(path: str | Path) -> tuple[str, int]:
     h = hashlib.sha256()
     size = 0
     with open(path, "rb") as f:
+        once = _read_once(f, path)
+        if once is not None:  # a pipe: its bytes as every reader of it sees them
+            return hashlib.sha256(once).hexdigest(), len(once)
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
             size += len(block)
@@ -220,6 +340,16 @@ def check_writable(path: str | Path, *, folder: bool = False) -> None:
         raise InputError(f"cannot be written: {place} is a file, expected a folder", path)
     if not os.access(place, os.W_OK | os.X_OK):
         raise InputError(f"cannot be written: folder {place} is read-only", path)
+
+
+def make_folder(path: str | Path) -> None:
+    """Make a folder to write files in (and the folders above it); one that cannot be made
+    (a read-only place, a full disk) is an InputError naming it."""
+    check_writable(path, folder=True)
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot be written ({e.strerror or e})", path) from None
 
 
 def atomic_write(path: str | Path, text: str, *, allow_empty: bool = False) -> None:

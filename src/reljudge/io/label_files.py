@@ -21,6 +21,7 @@ from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE_TEXT, out_of_scale
 from reljudge.grades import clip as clip_grade
 from reljudge.io.coerce import DOCID_COLUMNS, GRADE_COLUMNS, QID_COLUMNS, pick_column
+from reljudge.io.fields import fits_int64
 from reljudge.io.files import content_stem, content_suffix, read_text, text_lines
 from reljudge.io.texts import iter_jsonl
 from reljudge.io.trec import read_qrels
@@ -120,6 +121,9 @@ def _grade(value, path, line: int) -> int:
         g = None
     if g is None or isinstance(value, bool):
         raise InputError(f"expected an integer grade, found {value!r}", path, line)
+    if not fits_int64(g):
+        raise InputError(f"grade {g} is beyond 64 bits; expected an integer grade such as "
+                         "0-3", path, line)
     return g
 
 

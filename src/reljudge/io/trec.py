@@ -22,7 +22,7 @@ from reljudge import columns
 from reljudge.errors import InputError
 from reljudge.io import arrow
 from reljudge.io.arrow import Col
-from reljudge.io.fields import integers_ok, numbers, split_fields
+from reljudge.io.fields import fits_int64, integers_ok, numbers, split_fields
 from reljudge.io.files import BOM, Content, atomic_write, content_stem, text_lines
 from reljudge.types import Qrels, Run
 
@@ -215,8 +215,18 @@ def read_qrels(path: str | Path, *, strict: bool = False) -> Qrels:
     dup = first_duplicate(q, d)
     if dup is not None:
         raise _duplicate_error(path, text, "qrels", *dup, q[dup[1]], d[dup[1]])
-    grades = np.array(g, dtype=np.int64) if g else np.zeros(0, dtype=np.int64)
-    return Qrels.from_arrays(q, d, grades, check=False)
+    return Qrels.from_arrays(q, d, _grades(g, text, path), check=False)
+
+
+def _grades(grades: list[str], text: str, path: str | Path) -> np.ndarray:
+    """The grades (integers, checked) as int64; one beyond 64 bits is an InputError naming
+    its line."""
+    try:
+        return np.array(grades, dtype=np.int64) if grades else np.zeros(0, dtype=np.int64)
+    except OverflowError:
+        row = next(i for i, g in enumerate(grades) if not fits_int64(int(g)))
+        raise InputError(f"grade {grades[row]} is beyond 64 bits; expected an integer grade "
+                         "such as 0-3", path, line_of(text, 4, row)) from None
 
 
 _CHUNK = 8 << 20  # bytes of run file tokenised at a time: bounds memory on huge runs
@@ -313,6 +323,9 @@ def read_runs(paths: Sequence[str | Path], *, strict: bool = False) -> list[Run]
     """Read several run files, named distinctly: by tag, or by file name when tags collide."""
     from reljudge.types import distinct_runs
 
+    if isinstance(paths, (str, Path)):  # a str is a sequence too: of one-letter paths
+        raise InputError(f"read_runs takes a list of paths, found one path {str(paths)!r}; "
+                         "use read_run(path) or read_runs([path])")
     return distinct_runs([read_run(p, strict=strict) for p in paths], [str(p) for p in paths])
 
 

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from reljudge.errors import CacheError
+
 # json.dumps(..., sort_keys=True, ensure_ascii=False), without building an encoder per call
 _KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
@@ -80,12 +82,25 @@ class AnswerCache:
         if self._cache is None:
             import diskcache
 
-            self.folder.mkdir(parents=True, exist_ok=True)
-            # paid answers are never evicted nor expire, and no eviction bookkeeping (nor the
-            # look for expired keys diskcache makes on every set) is paid for per call
-            self._cache = diskcache.Cache(str(self.folder), eviction_policy="none",
-                                          cull_limit=0)
+            def open_cache():
+                self.folder.mkdir(parents=True, exist_ok=True)
+                # paid answers are never evicted nor expire, and no eviction bookkeeping (nor
+                # the look for expired keys diskcache makes on every set) is paid for per call
+                return diskcache.Cache(str(self.folder), eviction_policy="none", cull_limit=0)
+
+            self._cache = self._guarded("opened", open_cache)
         return self._cache
+
+    def _guarded(self, what: str, call, *args):
+        """``call(*args)``; a failure of the disk (full, read-only) as one CacheError."""
+        import sqlite3
+
+        try:
+            return call(*args)
+        except (OSError, sqlite3.Error) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise CacheError(f"the answer cache {self.folder} cannot be {what} ({why}); free "
+                             "some space or give another --cache-dir") from None
 
     def get(self, key: str) -> dict | None:
         """The cached answer of a request, if any."""
@@ -101,8 +116,8 @@ class AnswerCache:
     async def put(self, key: str, value: dict[str, Any]) -> None:
         """Cache a paid answer. SQLite's work runs on the run's cache thread (it releases the
         GIL), so the event loop keeps serving the other calls meanwhile."""
-        await asyncio.get_running_loop().run_in_executor(self._io, self.store().set, key,
-                                                          value)
+        await asyncio.get_running_loop().run_in_executor(
+            self._io, self._guarded, "written", self.store().set, key, value)
 
     async def close(self) -> None:
         """Close the cache (from its writer thread too) and stop that thread."""

@@ -60,6 +60,13 @@ def _tied_part(run: Run, tied: np.ndarray) -> Run:
                           run.docid_bytes()[rows], run.score[rows], name=run.name)
 
 
+def _evaluated_only(run: Run, tied: np.ndarray, evaluated: Sequence[str]) -> np.ndarray:
+    """``tied`` (a count per query of ``run``) with 0 for the queries not ``evaluated``."""
+    uniq, _ = run.query_codes()
+    keep = set(evaluated)
+    return np.where([u.decode() in keep for u in uniq], tied, 0)
+
+
 def _tied_per_query(codes: np.ndarray, score: np.ndarray, queries: int) -> np.ndarray:
     """``float32_ties`` of each query code, of rows with these codes and scores."""
     score = np.asarray(score, dtype=np.float64)
@@ -114,7 +121,9 @@ def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
 
     measures = next(iter(results.values())).measures
     ruled = [m for m in measures if parse_measure(m).name in RULE_MEASURES]
-    tied = float32_tied_queries(runs)
+    # a tie in a query without judgments changes nothing: it is not evaluated
+    tied = [_evaluated_only(r, t, results[r.name].query_ids)
+            for r, t in zip(runs, float32_tied_queries(runs), strict=True)]
     causes = (("scores rounded to float32 before ranking",) if any(t.any() for t in tied)
               else ()) + (("IPrec's cut-off int(r x R + 0.9)",) if ruled else ())
     if not causes:

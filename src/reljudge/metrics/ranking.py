@@ -31,6 +31,7 @@ from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
 from reljudge.metrics.kernels import judged_only as condensed
 from reljudge.metrics.ties import _tie_keys, tie_break, tie_spans  # noqa: F401 (_tie_keys: tests)
 from reljudge.types import Qrels, Run
+from reljudge.values import int64_grades
 
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]]
 RunLike = Run | Mapping[str, Mapping[str, float]]
@@ -118,7 +119,7 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     width = int(counts.max()) if len(counts) else 0
     neg = neg_scores(score, bounds, rows, n, width)
 
-    jgrade = np.fromiter(chain.from_iterable(j.values() for j in judged), np.int64, total)
+    jgrade = int64_grades(chain.from_iterable(j.values() for j in judged), total)
     jrow = np.repeat(np.arange(len(rows)), jcounts)
     hit = np.flatnonzero(~np.isnan(jscore))
     key = -(float32_rounded(jscore[hit]) if float32_scores else jscore[hit])
@@ -146,8 +147,8 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
         icounts, igrade = jcounts, jgrade
     else:
         icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
-        igrade = np.fromiter(chain.from_iterable(qrels[q].values() for q in qids), np.int64,
-                             int(icounts.sum()))
+        igrade = int64_grades(chain.from_iterable(qrels[q].values() for q in qids),
+                              int(icounts.sum()))
     ideal = ideal_matrix(igrade, np.repeat(np.arange(n), icounts), n)
     return qids, Ranked(grades, length, ideal)
 

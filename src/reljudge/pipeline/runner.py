@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reljudge.io.files import atomic_write
+from reljudge.io.files import atomic_write, make_folder
 from reljudge.pipeline.config import PipelineConfig
 from reljudge.pipeline.manifest import Manifest, fingerprint
 from reljudge.pipeline.outcome import (
@@ -88,7 +88,7 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
     records = input_records(config)
     if before_writing is not None:
         before_writing()
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     manifest = Manifest(out)
     manifest.data["inputs"] = records
     manifest.begin(config_digest(config, records))  # before any output is replaced

@@ -160,6 +160,8 @@ def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | N
                           f"(p-values to 1e-6), not {max(trials, bootstrap)}")
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha must be between 0 and 1, not {alpha}")
+    if seed < 0:  # numpy's generators take no negative seed
+        raise ConfigError(f"seed must be 0 or more, not {seed}")
     names = [r.name for r in runs]
     baseline = baseline or names[0]
     if baseline not in names:

@@ -123,12 +123,20 @@ class Backend(ABC):
         try:
             yield self.conn
             self.conn.execute("COMMIT")
-        except BaseException:
-            try:
-                self.conn.execute("ROLLBACK")
+        except BaseException as e:
+            try:  # SQLite has rolled back already after some errors (a full disk)
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
             finally:
                 self.forget()
+            if self.no_room(e):
+                raise StoreError(f"{self.path}: cannot be written, the disk is full "
+                                 "(nothing of this write was kept)") from None
             raise
+
+    def no_room(self, error: BaseException) -> bool:
+        """Whether ``error`` says the database's disk is full."""
+        return False
 
     def forget(self) -> None:
         """Drop the id caches (they may hold ids of rolled-back rows)."""

@@ -12,6 +12,8 @@ from reljudge.errors import StoreError
 from reljudge.store import schema
 from reljudge.store.backend import Backend
 
+SQLITE_FULL = 13  # SQLite's result code of a full disk (sqlite3 names it from Python 3.11)
+
 
 def path_problem(path: Path) -> str | None:
     """What makes ``path`` no store file for any command, said after the path: a folder, or a
@@ -67,6 +69,7 @@ class SQLiteBackend(Backend):
         super().__init__()
         self.path = path
         self.backup = None
+        made = not path.exists()
         try:
             # one thread at a time, not always the opening one: label_pairs called inside a
             # running event loop (Jupyter) writes from its worker thread while the caller waits
@@ -91,7 +94,24 @@ class SQLiteBackend(Backend):
             self.sqlite.execute("PRAGMA cache_size = -262144")  # 256 MB: fast bulk inserts
             self.migrated_from = schema.migrate(self)
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path}: cannot open the label store: {e}") from None
+            if made:  # a store half made (a full disk) is no store: nothing is left behind
+                self._remove()
+            raise StoreError(f"{path}: cannot {'create' if made else 'open'} the label store: "
+                             f"{e}") from None
+
+    def _remove(self) -> None:
+        """Close and delete the store's file and SQLite's files beside it."""
+        if hasattr(self, "sqlite"):
+            self.sqlite.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def no_room(self, error: BaseException) -> bool:
+        """Whether ``error`` is SQLite's full disk (SQLITE_FULL)."""
+        if not isinstance(error, sqlite3.OperationalError):
+            return False
+        code = getattr(error, "sqlite_errorcode", None)  # Python 3.11 and later
+        return code == SQLITE_FULL if code is not None else "disk is full" in str(error)
 
     def _copy_aside(self, version: int) -> Path:
         """A consistent copy of the store as it is (SQLite's backup), before a migration:
