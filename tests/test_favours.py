@@ -21,7 +21,7 @@ from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
 from reljudge.testing.synthetic import twin_world
 from reljudge.types import Qrels
-from tests.helpers import grade_sample
+from tests.helpers import ROOT, grade_sample
 
 
 def _row(run: str, llm: float, ppi: float, low: float, high: float, exact: bool = False
@@ -221,3 +221,67 @@ def test_audit_prints_each_judges_favours_and_refuses_favours_without_runs(world
     assert data["favours_by_measure"]["nDCG@10"]["lenient"]["runs"][0]["exact"] is True
     assert main(["audit", "--reference", str(ref), "--judge", str(judge), "--favours"]) == 2
     assert "--favours compares runs" in capsys.readouterr().err
+
+
+LLMJUDGE = ROOT / ".." / "shared" / "data" / "llmjudge"
+UMBRELA = LLMJUDGE / "llm" / "labels" / "willia-umbrela1.txt"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not UMBRELA.exists(), reason="no LLMJudge data beside the checkout")
+def test_a_real_judge_over_rates_the_run_ranked_by_its_own_grades(tmp_path, capsys):
+    """LLMJudge (TREC DL 2023, 25 queries): a store with the UMBRELA judge's labels, a
+    stratified pair sample of 20 % drawn by `reljudge sample` and graded with the NIST
+    labels; runs: the judge's own grades as scores (circular) and four other judges'. The
+    circular run is flagged over-rated, and every flag agrees in sign with the bias that
+    all the NIST labels give (`audit --favours`, a census)."""
+    from reljudge.io.label_files import read_judge
+
+    human, _ = read_judge(LLMJUDGE / "human" / "test.qrels")
+    truth = {(q, d): g for q, d, g in human}
+    store_path = tmp_path / "dl23.sqlite"
+    umbrela, _ = read_judge(UMBRELA, clip=True)
+    with LabelStore(store_path) as store:
+        store.add_grades(list(umbrela), "llm", "umbrela")
+    runs = []
+    for name in ("willia-umbrela1", "Olz-gpt4o", "h2oloo-fewself", "TREMA-4prompts",
+                 "NISTRetrieval-instruct0"):
+        labels, _ = read_judge(LLMJUDGE / "llm" / "labels" / f"{name}.txt", clip=True)
+        tag = "circular" if name == "willia-umbrela1" else name
+        runs.append(tmp_path / f"{tag}.run")
+        runs[-1].write_text("".join(f"{q} Q0 {d} 0 {g} {tag}\n" for q, d, g in labels))
+    assert main(["sample", "--store", str(store_path), "--judge", "umbrela", "--name", "s",
+                 "--design", "stratified-pairs", "--budget", "885", "--seed", "1"]) == 0
+    grade_sample(store_path, truth, "s")
+    capsys.readouterr()
+    assert main(["estimate", "--store", str(store_path), "--sample", "s", *map(str, runs),
+                 "-m", "nDCG@10", "--json"]) == 0
+    favours = json.loads(capsys.readouterr().out)["favours"][0]["runs"]
+    ref = tmp_path / "human.qrels"
+    ref.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in human))
+    assert main(["audit", "--reference", str(ref), "--judge", str(UMBRELA), "--clip",
+                 *map(str, runs), "--favours", "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)["favours_by_measure"]["nDCG@10"]
+    census = {r["run"]: r["bias"] for r in exact["willia-umbrela1"]["runs"]}
+    flags = {r["run"]: r["flag"] for r in favours}
+    assert flags["circular"] == OVER and census["circular"] > 0.1
+    for r in favours:
+        if r["flag"]:
+            assert (census[r["run"]] > 0) == (r["flag"] == OVER), r
+
+
+@pytest.mark.slow
+def test_the_favours_bench_runs_end_to_end():
+    """bench/favours.py with tiny settings (the real judges part skips without the data)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "favours.py"), "--trials", "2",
+                           "--judges", "1", "--draws", "1", "--bootstrap", "20"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| twins | srs-queries | 2 | 8 |" in done.stdout, done.stdout
+    if UMBRELA.exists():
+        assert "| all 1 |" in done.stdout, done.stdout

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reljudge.frames import Tabular
+from reljudge.frames import Tabular, dataframe
 from reljudge.stats.ranks import kendall_tau_b, order_of
 from reljudge.stats.significance import holm
 from reljudge.tables import Interval
@@ -67,7 +67,7 @@ class RunBias:
             return None
         size, low, high = (abs(v) for v in (self.bias, self.bias_low, self.bias_high))
         low, high = sorted((low, high))
-        span = "exact" if self.exact else f"[{low:.{digits}f}, {high:.{digits}f}]"
+        span = "(exact)" if self.exact else f"[{low:.{digits}f}, {high:.{digits}f}]"
         return f"the judge {self.flag} {self.run} by {size:.{digits}f} {self.measure} {span}"
 
 
@@ -129,6 +129,12 @@ class Favours(Tabular):
     def notes(self) -> list[str]:
         """The flags in words, the tau line, and how the flags were made."""
         return [*self.lines(), self.how()]
+
+    def to_dataframe(self):
+        """A pandas DataFrame, one row per run, every field of ``RunBias`` as a column."""
+        from dataclasses import astuple, fields
+
+        return dataframe([f.name for f in fields(RunBias)], [astuple(r) for r in self.runs])
 
     def to_json(self) -> dict:
         """The table as plain data (for ``--json``)."""
