@@ -196,6 +196,14 @@ def test_a_full_reference_gives_the_exact_bias_and_flags_what_is_not_zero(world)
     assert all(r.flag is None and r.bias == pytest.approx(0.0) for r in same.runs)
 
 
+def test_a_reference_of_too_few_of_the_judges_queries_is_refused_in_one_line(world):
+    _, _, truth, paths = world
+    runs = [read_run(p) for p in paths]
+    two = Qrels.from_dict({q: d for q, d in _nested(truth).items() if q in ("q0", "q1")})
+    with pytest.raises(reljudge.InputError, match="labels 2 of the judge's 30 queries"):
+        reference_favours(two, Qrels.from_dict(_nested(truth)), runs, "nDCG@10")
+
+
 def _nested(grades: dict) -> dict:
     out: dict = {}
     for (q, d), g in grades.items():

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from reljudge.errors import InputError
 from reljudge.infer.favours import TOP, Favours
+from reljudge.infer.sample import MIN_QUERIES
 from reljudge.labels import Sample, SampleItem
 from reljudge.types import Qrels, Run
 
@@ -23,9 +24,10 @@ def reference_favours(reference: Qrels, judge: Qrels, runs: Sequence[Run], measu
     queries = sorted(set(judge.query_ids()))
     known = set(queries)
     labelled = {q: d for q, d in reference.to_dict().items() if q in known}
-    if not labelled:
-        raise InputError(f"the reference labels none of the judge's {len(queries)} queries: "
-                         f"no run's bias can be estimated")
+    if len(labelled) < min(len(queries), MIN_QUERIES):
+        raise InputError(f"the reference labels {len(labelled)} of the judge's {len(queries)} "
+                         f"queries: a run's bias needs all of them, or a sample of at least "
+                         f"{MIN_QUERIES}")
     pairs = [(q, d) for q in sorted(labelled) for d in sorted(labelled[q])]
     share = len(labelled) / len(queries)
     sample = Sample("reference", "query", "srs-queries", seed, len(pairs),
