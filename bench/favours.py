@@ -67,9 +67,10 @@ def twins(trials: int, seed: int) -> None:
                 holm += r.holm and kind == "unbiased"
         n = trials * len(world.runs)
         unbiased = n - flags["unbiased", None]
+        truth = reference_favours(world.human, world.judge, [world.circular], MEASURE).runs[0].bias
         print(f"| twins | {design} | {trials} | {len(world.runs)} | {unbiased / n:.3f} "
               f"({unbiased} of {n}) | {holm / n:.3f} | "
-              f"{flags['circular', OVER] / trials:.2f} |", flush=True)
+              f"{flags['circular', OVER]}/{trials} (true bias {truth:+.3f}) |", flush=True)
 
 
 def systems(w, judge: str, count: int, seed: int) -> list[Run]:

@@ -291,5 +291,6 @@ def test_the_favours_bench_runs_end_to_end():
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| twins | srs-queries | 2 | 8 |" in done.stdout, done.stdout
+    assert "(true bias +" in done.stdout, done.stdout
     if UMBRELA.exists():
         assert "| all 1 |" in done.stdout, done.stdout
