@@ -8,11 +8,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from reljudge.audit.favours import reference_favours
 from reljudge.audit.items import clean, item_agreement, join
 from reljudge.audit.result import AuditResult, JudgeAudit
 from reljudge.audit.systems import scores_under, system_agreement
 from reljudge.errors import InputError
 from reljudge.grades import aggregate_grades
+from reljudge.infer.favours import TOP
 from reljudge.io.coerce import as_qrels, as_runs
 from reljudge.stats import agreement as ag
 from reljudge.types import Qrels, Run
@@ -57,18 +59,22 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
           seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
           clipped: Mapping[str, int] | None = None,
           derived: Mapping[str, Qrels] | None = None, all_queries: bool = False,
-          float32_scores: bool = False) -> AuditResult:
+          float32_scores: bool = False, favours: bool = False, top: int = TOP
+          ) -> AuditResult:
     """Audit one judge (a Qrels) or several ({name: Qrels}) against the reference labels.
 
     Labels and runs may be in any form ``reljudge.io.coerce`` accepts (dicts with any ids,
     records, DataFrames); empty reference or judge labels are an InputError. ``derived`` rows
     (calibrated judges, panels: see ``audit.fitted_rows``) are audited the same way but left out
     of the ensembles and of the agreement among judges. Runs are scored as
-    ``metrics.evaluate`` scores them, with its ``all_queries`` and ``float32_scores``."""
+    ``metrics.evaluate`` scores them, with its ``all_queries`` and ``float32_scores``.
+    ``favours`` (with runs): each row's ``JudgeAudit.favours``, the runs the judge
+    over- or under-rates against the reference (``audit.favours``; Kendall's tau over the
+    ``top`` runs and all)."""
     return _audit_each(reference, judge, runs, [measure], bootstrap=bootstrap, seed=seed,
                        with_ensembles=with_ensembles, reference_name=reference_name,
                        clipped=clipped, derived=derived, all_queries=all_queries,
-                       float32_scores=float32_scores)[0]
+                       float32_scores=float32_scores, favours=favours, top=top)[0]
 
 
 def audit_measures(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
@@ -87,7 +93,8 @@ def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: i
                 seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
                 clipped: Mapping[str, int] | None = None,
                 derived: Mapping[str, Qrels] | None = None, all_queries: bool = False,
-                float32_scores: bool = False) -> list[AuditResult]:
+                float32_scores: bool = False, favours: bool = False,
+                top: int = TOP) -> list[AuditResult]:
     """The whole audit under the first measure; under each further one, the same result
     without the bootstrap and with the system agreement scored anew (nothing else depends on
     the measure, so the joins and item statistics are computed once)."""
@@ -108,13 +115,20 @@ def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: i
     rows.update(derived or {})
     how = {"all_queries": all_queries, "float32_scores": float32_scores}
     ref_scores = scores_under(reference, runs, measure, **how)
+
+    def favoured(q: Qrels, m: str):
+        if not (favours and runs):
+            return None
+        return reference_favours(reference, q, runs, m, top=top, seed=seed)
+
     out = []
     for name, q in rows.items():
         joined = join(reference, q)
         items = item_agreement(joined, bootstrap, seed)
         systems = (system_agreement(reference, q, runs, measure, ref_scores, **how)
                    if runs else None)
-        out.append(JudgeAudit(name, items, systems, (clipped or {}).get(name, 0)))
+        out.append(JudgeAudit(name, items, systems, (clipped or {}).get(name, 0),
+                              favoured(q, measure)))
     first = AuditResult(reference_name, out, among_judges(judges), measure if runs else None,
                         bootstrap, seed)
     results = [first]
@@ -124,7 +138,8 @@ def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: i
         results.append(replace(first, measure=m if runs else None, bootstrap=0, judges=[
             replace(j, items=replace(j.items, ci={}),
                     systems=(system_agreement(reference, rows[j.name], runs, m, ref_scores,
-                                              **how) if runs else None))
+                                              **how) if runs else None),
+                    favours=favoured(rows[j.name], m))
             for j in out]))
     return results
 

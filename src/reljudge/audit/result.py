@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from reljudge.audit.items import ItemAgreement
 from reljudge.audit.systems import SystemAgreement
 from reljudge.frames import Tabular, dataframe
+from reljudge.infer.favours import Favours
 
 COLUMNS = ["judge", "pairs", "exact", "kappa", "kappa_lin", "kappa_quad", "alpha_ord",
            "spearman", "leniency", "mae", "tau", "tau_ap", "max_rank_change"]
@@ -23,6 +24,7 @@ class JudgeAudit:
     items: ItemAgreement
     systems: SystemAgreement | None = None
     clipped: int = 0
+    favours: Favours | None = None  # the runs it over- or under-rates (audit.favours)
 
 
 @dataclass(repr=False)
@@ -132,6 +134,10 @@ def audit_json(results: AuditResult | Sequence[AuditResult], heldout=None,
     if isinstance(results, AuditResult):
         results = [results]
     data = result_to_dict(results[0])
+    if any(j.favours for r in results for j in r.judges):
+        data["favours_by_measure"] = {r.measure: {j.name: j.favours.to_json() if j.favours
+                                                  else None for j in r.judges}
+                                      for r in results}
     if len(results) > 1:
         data["systems_by_measure"] = {r.measure: {j.name: asdict(j.systems) if j.systems else None
                                                   for j in r.judges} for r in results}

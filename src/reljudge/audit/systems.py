@@ -9,22 +9,11 @@ import numpy as np
 
 from reljudge.audit.items import clean
 from reljudge.io.coerce import as_qrels, as_runs
+from reljudge.stats.ranks import kendall_tau_b, order_of
 from reljudge.types import Qrels, Run
 
-
-def _sign_matrix(x: np.ndarray) -> np.ndarray:
-    return np.sign(x[:, None] - x[None, :])
-
-
-def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b (ties corrected), as scipy.stats.kendalltau's default."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    sx, sy = _sign_matrix(x), _sign_matrix(y)
-    iu = np.triu_indices(len(x), 1)
-    a, b = sx[iu], sy[iu]
-    s = (a * b).sum()
-    denom = np.sqrt((a != 0).sum() * (b != 0).sum())
-    return float(s / denom) if denom else float("nan")
+__all__ = ["SystemAgreement", "kendall_tau_b", "order_of", "pearson", "rank_changes",
+           "scores_under", "spearman", "system_agreement", "tau_ap"]
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -51,11 +40,6 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman correlation: Pearson of average ranks."""
     return pearson(_ranks(np.asarray(x, float)), _ranks(np.asarray(y, float)))
-
-
-def order_of(scores: np.ndarray, names: list[str]) -> list[int]:
-    """Indices from best to worst: score descending, ties by name."""
-    return sorted(range(len(names)), key=lambda i: (-scores[i], names[i]))
 
 
 def tau_ap(reference: np.ndarray, judge: np.ndarray, names: list[str]) -> float:

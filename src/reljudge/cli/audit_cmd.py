@@ -24,6 +24,13 @@ correction, unlike tau-b; tau_ap is not symmetric). With several -m, these three
 --json adds binary kappas at >=1/>=2/>=3, alpha nominal/interval, Pearson, per-grade
 precision/recall, confusion matrices, bootstrap intervals, and agreement among the judges.
 A statistic that cannot be computed (a constant rater) is shown as '-' and explained.
+--favours (with RUN files): per judge, the runs it favours: each run's judge-only score minus
+its score under the reference (exact where the reference labels every query the judge labels;
+where it labels some, those queries are taken as a random sample of the judge's and the score
+is estimate's query-level PPI estimate, with its 95 % interval), flagged "over-rates" or
+"under-rates" where that interval excludes 0, each run's rank under either, and Kendall's tau-b
+of the two rankings over the top --top-k runs and over all (--json: "favours_by_measure").
+  reljudge audit --reference human.qrels --judges-dir judges/ runs/*.run --favours
 
 --calibrate adds a calibrated:JUDGE row per judge, --panel a Dawid-Skene panel:all row
 (--panel-best N: a panel of the N judges with the best training quadratic kappa). Their labels
@@ -76,6 +83,12 @@ def register(sub) -> None:
                         "default none, and 1000 with --annotators, as labels stats)")
     p.add_argument("--seed", type=common.non_negative_int, default=0,
                    help="bootstrap seed (default 0)")
+    p.add_argument("--favours", action="store_true",
+                   help="with runs: the runs each judge over- or under-rates against the "
+                        "reference, with intervals and both rankings")
+    p.add_argument("--top-k", type=int, default=10, metavar="K",
+                   help="with --favours: Kendall's tau over the top K runs by the reference "
+                        "score, and over all (default 10)")
     p.add_argument("--clip", action="store_true",
                    help="clip grades outside 0..3 (default: reject the file with file:line)")
     p.add_argument("--sort", default=None, help="sort rows by this column (descending)")
@@ -162,6 +175,15 @@ def run_audit(args: argparse.Namespace) -> int:
     name, ref, judges, clipped = load_labels(args)
     check_shared(name, ref, judges)
     runs = read_runs(args.runs) if args.runs else None
+    if args.favours and not runs:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError("--favours compares runs: give RUN files")
+    if args.top_k < 2:
+        from reljudge.errors import ConfigError
+
+        raise ConfigError(f"--top-k must be 2 or more (a ranking of one run has no tau), "
+                          f"got {args.top_k}")
     with working("auditing", args.quiet):
         spec, derived = heldout_rows(args, ref, judges)
         results = audit_measures(ref, judges, runs, measures if runs else measures[:1],
@@ -169,7 +191,8 @@ def run_audit(args: argparse.Namespace) -> int:
                                  with_ensembles=not args.no_ensembles, reference_name=name,
                                  clipped=clipped, derived=derived,
                                  all_queries=args.all_queries,
-                                 float32_scores=args.float32_scores)
+                                 float32_scores=args.float32_scores, favours=args.favours,
+                                 top=args.top_k)
     result = results[0]
     if args.format == "json":
         print(json_dumps(audit_json(results, spec, list(derived))), end="")
@@ -192,6 +215,14 @@ def run_audit(args: argparse.Namespace) -> int:
         from reljudge.audit.fitted_rows import describe
 
         print(describe(spec))
+    for res in results if args.favours else []:
+        for j in res.judges:
+            if j.favours is not None:
+                print(f"\nthe runs {j.name} favours ({res.measure}, against {name})")
+                print(render(*j.favours.table(args.digits), args.format, args.digits), end="")
+                print("\n".join(j.favours.lines()))
+    if args.favours and result.judges and result.judges[0].favours is not None:
+        print(result.judges[0].favours.how())
     if args.confusion:
         for j in result.judges:
             print(f"\nconfusion of {j.name} (rows = reference grade, columns = judge grade)")

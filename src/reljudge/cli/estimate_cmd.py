@@ -44,7 +44,13 @@ DCG is too uncertain, with about how many more of its pairs to label. Human grad
 one), the standing human grades (an undone grade does not count) merged as `labels merge
 --policy adjudicated-first` merges them: an adjudicated grade (assess --adjudicate) where there
 is one, else the annotators' majority (a tie to the lower grade); --human NAME: that source's
-grade only. The formulas are in the reljudge docs: Scores from a few human labels.
+grade only. The runs the judge favours, per measure: each run's judge-only score (llm) minus
+its ppi estimate, the bias, with the ppi interval turned around it; a run is flagged "over-rates"
+or "under-rates" where that interval excludes 0 (per run, at --level: an unbiased run is flagged
+about 5 % of the time at 0.95), "after Holm" where the flag survives Holm's correction over the
+runs; each run's rank under either score, and Kendall's tau-b of the two rankings over the top
+--top-k runs by the ppi estimate and over all (--json: "favours"). The formulas are in the
+reljudge docs: Scores from a few human labels.
 """
 
 
@@ -72,6 +78,9 @@ def register(sub) -> None:
     p.add_argument("--baseline", help="run name for the differences (default: the first)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=common.non_negative_int, default=0, help="bootstrap seed")
+    p.add_argument("--top-k", type=int, default=10, metavar="K",
+                   help="Kendall's tau of the judge-only and the estimated ranking over the "
+                        "top K runs by the estimate, and over all (default 10)")
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
     common.add_digits(p, kept="json keeps full precision; so does csv, but for its "
                                 "intervals (4 decimals) and worth (an integer)")
@@ -90,11 +99,14 @@ def run(args) -> int:
 
     if not 0 < args.level < 1:
         raise ConfigError(f"--level must be between 0 and 1, got {args.level}")
+    if args.top_k < 2:
+        raise ConfigError(f"--top-k must be 2 or more (a ranking of one run has no tau), "
+                          f"got {args.top_k}")
     runs = [read_run(r) for r in args.runs]
     with LabelStore(args.store, create=False, readonly=True) as store, working("estimating", args.quiet):
         est = estimate(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
                        judge=args.judge, human=args.human, level=args.level,
-                       seed=args.seed, baseline=args.baseline)
+                       seed=args.seed, baseline=args.baseline, top=args.top_k)
     assert est is not None  # with require (the default) estimate raises instead of None
     if est.skipped:
         from reljudge.errors import InputError
@@ -109,6 +121,7 @@ def run(args) -> int:
                          "differences": [d.__dict__ for d in est.diffs],
                          "rankings": [r.to_json() for r in est.rankings or []],
                          "ranking_note": est.ranking_note(),
+                         "favours": [f.to_json() for f in est.favours or []],
                          "warnings": est.warnings()}))
         _warn(est)
         return 0
@@ -125,10 +138,17 @@ def run(args) -> int:
     for ranking in est.rankings or []:
         text += ("\n" if args.format == "table" else "") + render(
             *ranking.table(args.digits), args.format, args.digits)
+    for favours in est.favours or []:
+        text += ("\n" if args.format == "table" else "") + render(
+            *favours.table(args.digits), args.format, args.digits)
     emit(text)
     if args.format == "table":
         print(est.note())
         print(est.ranking_note())
+        for favours in est.favours or []:
+            print("\n".join(favours.lines()))
+        if est.favours:
+            print(est.favours[0].how())
     _warn(est)
     return 0
 

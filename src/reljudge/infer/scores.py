@@ -38,6 +38,7 @@ from reljudge.infer.cells import (
     pair_weights,
     population,
 )
+from reljudge.infer.favours import TOP
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
@@ -47,6 +48,7 @@ from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
 
 if TYPE_CHECKING:
+    from reljudge.infer.favours import Favours
     from reljudge.infer.ranking import Ranking
 
 EXACT = "exact (census)"  # the interval of a row whose sample is a census of its units
@@ -65,13 +67,16 @@ def check_complete(sample: Sample, human: Qrels) -> None:
 def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
                   measures: Sequence[str], *, level: float = 0.95, bootstrap: int = 1000,
                   seed: int = 0, baseline: str | None = None,
-                  rankings: list[Ranking] | None = None, notes: list[str] | None = None
+                  rankings: list[Ranking] | None = None, notes: list[str] | None = None,
+                  favours: list[Favours] | None = None, top: int = TOP
                   ) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """Per run and measure: LLM-only (bootstrap CI), human-only and PPI estimates; and the
     same for each run minus the baseline run (default the first), with p-values. Given a list
     ``rankings``, each measure's ranking of two or more runs is added to it (infer.ranking);
-    given a list ``notes``, each measure's warning that holds for all its rows (an uncertain
-    normaliser of nDCG@k from a pair sample), once, as "MEASURE: ..."."""
+    given a list ``favours``, each measure's table of the runs the judge favours
+    (infer.favours; Kendall's tau over the ``top`` runs and all); given a list ``notes``,
+    each measure's warning that holds for all its rows (an uncertain normaliser of nDCG@k
+    from a pair sample), once, as "MEASURE: ..."."""
     check_complete(sample, human)
     parsed = [parse_measure(m) for m in measures]
     names = [r.name for r in runs]
@@ -112,6 +117,10 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         from reljudge.infer.ranking import rank_runs
 
         rankings += [r for m in parsed if (r := rank_runs(design, cells, names, m, rows, level))]
+    if favours is not None:
+        from reljudge.infer.favours import judge_bias
+
+        favours += [judge_bias(design, cells, rows, m, level, top) for m in parsed]
     return rows, diffs
 
 
@@ -405,6 +414,7 @@ class StoreEstimates(Tabular):
     rankings: list[Ranking] | None = None  # per measure (infer.ranking); None: not asked for
     measure_notes: list[str] = field(default_factory=list)  # "MEASURE: ..." for all its rows
     outside: list[str] = field(default_factory=list)  # runs not estimated: why, one each
+    favours: list[Favours] | None = None  # per measure (infer.favours): the judge's bias
 
     def ranking_note(self) -> str:
         """How the rankings were made, or why there are none."""
@@ -453,14 +463,18 @@ class StoreEstimates(Tabular):
 def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
              sample: str | None = None, judge: str | None = None, human: str | None = None,
              level: float = 0.95, seed: int = 0, baseline: str | None = None,
-             require: bool = True, rank: bool = True) -> StoreEstimates | None:
+             require: bool = True, rank: bool = True, top: int = TOP
+             ) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
     name sources as users type them (a model alone, a prefix); an unknown one is an error.
     ``measures``: one as text (``"DCG@10"``) or several. ``rank``: also rank the runs per
     measure (``StoreEstimates.rankings``; every pair of runs is estimated). Without
     ``require`` (a report), a run the sample does not speak for is left out and
-    ``StoreEstimates.outside`` says why, instead of refusing them all."""
+    ``StoreEstimates.outside`` says why, instead of refusing them all. Every result carries
+    ``StoreEstimates.favours``: per measure, each run's judge-only score minus its estimate,
+    flagged where the interval excludes 0, and Kendall's tau of the two rankings over the
+    ``top`` runs and all."""
     from reljudge.store.names import resolve_source
 
     if isinstance(measures, str):
@@ -500,15 +514,17 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
                 return None
         rankings: list[Ranking] | None = [] if rank else None
         notes: list[str] = []
+        favours: list[Favours] = []
         judge_q = _qrels(jg)
         outside = {} if require else outside_pool(s, judge_q, runs,
                                                   [parse_measure(m) for m in usable])
         kept = [r for r in runs if r.name not in outside]  # a report: what the sample serves
         rows, diffs = estimate_runs(s, judge_q, _qrels(graded), kept, usable, level=level,
                                     seed=seed, baseline=baseline, rankings=rankings,
-                                    notes=notes) if kept else ([], [])
+                                    notes=notes, favours=favours, top=top
+                                    ) if kept else ([], [])
         return StoreEstimates(name, s.design, judge_name, rows, diffs, skipped, rankings,
-                              notes, list(outside.values()))
+                              notes, list(outside.values()), favours)
     if require:
         raise InputError("the store has no recorded sample; draw one with `reljudge sample`")
     return None

@@ -1,6 +1,9 @@
-"""Synthetic runs of graded quality from qrels, for examples and tests of system agreement."""
+"""Synthetic runs of graded quality from qrels, for examples and tests of system agreement;
+twin queries, whose judge-only scores are unbiased by construction."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,3 +34,46 @@ def synthetic_runs(qrels: Qrels, n: int = 8, *, seed: int = 0, depth: int = 20,
         runs.append(Run.from_arrays(full.qid[mask], full.docid[mask], full.score[mask],
                                     name=full.name, check=False))
     return runs
+
+
+@dataclass(frozen=True)
+class TwinWorld:
+    """Human and judge labels under which every run of ``runs`` has a judge-only score equal
+    to its human score, exactly, and ``circular``, a run the judge over-rates."""
+
+    human: Qrels
+    judge: Qrels
+    runs: list[Run]
+    circular: Run
+
+
+def twin_world(groups: int = 40, docs: int = 30, runs: int = 8, *, noise: float = 0.6,
+               seed: int = 0) -> TwinWorld:
+    """Queries in twins (``g0a``, ``g0b``, ...) over the same documents: each twin's human
+    grades are one latent relevance plus its own noise (sd ``noise``), and the judge grades
+    each query as the human graded its twin. Every run ranks the twins' documents alike
+    (latent relevance plus noise of growing spread), so a run's value on one twin under the
+    judge is its value on the other under people: over all queries its judge-only score
+    equals its human score exactly, for every measure, however wrong the judge is on each
+    query. ``circular`` ranks each query's documents by the judge's grade (ties by docid):
+    ideal under the judge, not under people."""
+    rng = np.random.default_rng(seed)
+    latent = rng.gamma(1.2, 0.8, (groups, docs))
+    twins = np.clip(np.floor(latent[:, None, :] + noise * rng.standard_normal(
+        (groups, 2, docs))), 0, 3).astype(np.int64)  # (group, twin, doc)
+    qid = np.array([[[f"g{g}{t}"] * docs for t in "ab"] for g in range(groups)], dtype=object)
+    docid = np.array([[[f"g{g}d{d:02d}" for d in range(docs)]] * 2 for g in range(groups)],
+                     dtype=object)
+    flat = (qid.ravel(), docid.ravel())
+    human = Qrels.from_arrays(*flat, twins.ravel(), check=False)
+    judge = Qrels.from_arrays(*flat, twins[:, ::-1, :].ravel(), check=False)
+    spread = np.geomspace(0.3, 3.0, runs)
+    out = []
+    for i, sd in enumerate(spread):
+        score = latent + sd * rng.standard_normal(latent.shape)
+        both = np.broadcast_to(score[:, None, :], twins.shape)
+        out.append(Run.from_arrays(*flat, both.ravel().round(6), name=f"run{i + 1}",
+                                   check=False))
+    by_judge = twins[:, ::-1, :] - np.arange(docs) / (2.0 * docs)  # ties: the lower docid
+    circular = Run.from_arrays(*flat, by_judge.ravel(), name="circular", check=False)
+    return TwinWorld(human, judge, out, circular)
