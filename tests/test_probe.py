@@ -1,0 +1,183 @@
+"""Probing a judge (reljudge.probe) through the real HTTP path: scripted judges of known
+behaviour (lexical, oracle, obeying with a planted probability) against their flip rates,
+every count against a recount from the store, and what a run could gain."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from reljudge.io import read_passages, read_queries
+from reljudge.io.trec import read_qrels, read_run
+from reljudge.judge import JudgeConfig
+from reljudge.probe import probe
+from reljudge.probe.analysis import mcnemar_exact, wilson
+from reljudge.probe.kinds import CLEAN, INSTRUCTION
+from reljudge.store import LabelStore
+from reljudge.testing import FakeOpenAI
+from reljudge.testing.graders import lexical_grader, obeying_grader, oracle_grader
+
+HR = Path(__file__).resolve().parents[1] / "examples" / "hr-handbook"
+
+
+def hr_data():
+    """hr-handbook's queries and passages, and known grades: its human qrels, plus grade 0 for
+    each passage judged for another query only (a handbook chunk on another topic)."""
+    queries = read_queries(HR / "queries.tsv")
+    passages = read_passages(HR / "passages.jsonl")
+    human = read_qrels(HR / "human.qrels").to_dict()
+    known = {q: dict(docs) for q, docs in human.items()}
+    judged = {d for docs in human.values() for d in docs}
+    for q in known:
+        for d in sorted(judged - set(human[q])):
+            known[q][d] = 0
+    return queries, passages, known
+
+
+def oracle_map(queries, passages, known):
+    return {queries[q]: {passages[d]["text"]: g for d, g in docs.items()}
+            for q, docs in known.items()}
+
+
+def config(server, tmp_path, **kw) -> JudgeConfig:
+    return JudgeConfig(model="m", base_url=server.base_url, api_key="k",
+                       cache_dir=tmp_path / "cache", concurrency=8, **kw)
+
+
+def by_kind(report, template_prefix=""):
+    return {r.kind: r for r in report.kinds if r.template.startswith(template_prefix)}
+
+
+def test_wilson_and_mcnemar_match_their_references():
+    from scipy.stats import binomtest
+    from statsmodels.stats.proportion import proportion_confint
+
+    for k, n in [(0, 10), (3, 10), (10, 10), (45, 100), (1, 1)]:
+        assert wilson(k, n) == pytest.approx(proportion_confint(k, n, method="wilson"))
+    assert wilson(0, 0) == (0.0, 1.0)
+    assert mcnemar_exact(7, 1) == pytest.approx(binomtest(7, 8, 0.5).pvalue)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+@pytest.mark.slow  # several hundred calls to a local server
+def test_a_lexical_judge_is_fooled_by_query_insertion_but_not_by_salad(tmp_path):
+    queries, passages, known = hr_data()
+    with FakeOpenAI(lexical_grader) as server:
+        report = probe(config(server, tmp_path), queries, passages, known,
+                       kinds=["query-insert", "salad", "salad+query"], per_kind=200, seed=1)
+    kinds = by_kind(report)
+    insert, salad = kinds["query-insert"], kinds["salad"]
+    assert insert.clean_zero >= 100 and salad.clean_zero >= 100
+    assert insert.flip1_rate >= 0.90 and salad.flip1_rate <= 0.02
+    assert kinds["salad+query"].flip1_rate >= 0.90
+    assert insert.mcnemar_p < 1e-6 and salad.rose == 0  # salad only takes words away
+    assert not [w for w in report.warnings if "control" in w]
+
+
+@pytest.mark.slow
+def test_an_oracle_judge_flips_never(tmp_path):
+    queries, passages, known = hr_data()
+    with FakeOpenAI(oracle_grader(oracle_map(queries, passages, known))) as server:
+        report = probe(config(server, tmp_path), queries, passages, known, per_kind=40, seed=2)
+    kinds = by_kind(report)
+    assert set(kinds) == {"query-insert", "query-words", "rubric-echo", "instruction",
+                          "salad+query", "salad", "padding"}
+    for name, r in kinds.items():
+        assert r.n > 0 and r.flips1 == 0 and r.flip1_rate in (0.0, None), name
+        assert r.changed == 0 and r.mean_shift == 0, name
+    assert kinds["padding"].clean_grades and min(kinds["padding"].clean_grades) >= 2
+    assert report.complete
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", [0.3])
+def test_a_judge_obeying_instructions_with_probability_p_flips_at_p(tmp_path, p):
+    queries, passages, known = hr_data()
+    grader = obeying_grader(oracle_map(queries, passages, known), p, INSTRUCTION)
+    with FakeOpenAI(grader) as server:
+        report = probe(config(server, tmp_path), queries, passages, known,
+                       kinds=["instruction", "query-insert"], per_kind=400, seed=3)
+    kinds = by_kind(report)
+    r = kinds["instruction"]
+    assert r.clean_zero >= 300
+    assert r.flip1_ci[0] <= p <= r.flip1_ci[1]
+    assert r.flips2 == r.flips1  # it obeys with the top grade
+    assert kinds["query-insert"].flips1 == 0
+
+
+@pytest.mark.slow
+def test_every_count_equals_a_recount_from_the_recorded_texts_and_grades(tmp_path):
+    queries, passages, known = hr_data()
+    db = tmp_path / "s.sqlite"
+    with FakeOpenAI(lexical_grader) as server, LabelStore(db) as store:
+        report = probe(config(server, tmp_path), queries, passages, known, per_kind=30,
+                       seed=4, prompts=["umbrela", "basic"], store=store)
+    with LabelStore(db) as store:
+        texts = store.probe_texts()
+        answers = store.probe_grades()
+    assert len(report.judges) == 2
+    for judge in report.judges:
+        grade = {(a.qid, a.docid): a.grade for a in answers if a.judge == judge}
+        clean = {(t.qid, t.original): grade.get((t.qid, t.docid)) for t in texts
+                 if t.kind == CLEAN}
+        counts: dict[str, Counter] = {}
+        for t in texts:
+            if t.kind == CLEAN or (t.qid, t.docid) not in grade:
+                continue  # rubric-echo of the other template: not asked of this judge
+            c, g = clean[(t.qid, t.original)], grade[(t.qid, t.docid)]
+            n = counts.setdefault(t.kind, Counter())
+            n["n"] += 1
+            n["clean_zero"] += c == 0
+            n["flips1"] += c == 0 and g >= 1
+            n["flips2"] += c == 0 and g >= 2
+            n["changed"] += c != g
+            # the lexical rule, applied to the recorded text, gives the recorded grade
+            assert g == lexical_grade(queries[t.qid], t.text)
+        for r in report.kinds:
+            if r.template == judge:
+                assert (r.n, r.clean_zero, r.flips1, r.flips2, r.changed) == \
+                    tuple(counts[r.kind][k] for k in ("n", "clean_zero", "flips1", "flips2",
+                                                      "changed")), r.kind
+
+
+def lexical_grade(query: str, passage: str) -> int:
+    from reljudge.probe.kinds import content_words, words
+
+    wanted, found = content_words(query), {w.lower() for w in words(passage)}
+    return min(3, int(4 * sum(w in found for w in wanted) / len(wanted)))
+
+
+@pytest.mark.slow
+def test_what_a_run_could_gain_by_the_exploit_under_a_lexical_judge(tmp_path):
+    queries, passages, known = hr_data()
+    runs = [read_run(HR / "runs" / "bm25.run"), read_run(HR / "runs" / "trigram.run")]
+    reports = {}
+    for measure in ("nDCG@10", "DCG@10"):
+        with FakeOpenAI(lexical_grader) as server:
+            reports[measure] = probe(config(server, tmp_path), queries, passages, known,
+                                     kinds=["query-insert"], per_kind=5, runs=runs, depth=10,
+                                     measure=measure)
+    ndcg = {g.run: g for g in reports["nDCG@10"].gains}
+    assert [ndcg["bm25"].rank_now, ndcg["trigram"].rank_now] == [1, 2]
+    assert ndcg["trigram"].rank_exploited == 1  # the second run cheats its way to the top
+    assert ndcg["bm25"].replaced > 0 and ndcg["trigram"].replaced > 0
+    for g in reports["DCG@10"].gains:  # no normaliser: the cheat's own score can only rise
+        assert g.measure == "DCG@10" and g.gain > 0 and g.exploited == g.now + g.gain
+    with FakeOpenAI(oracle_grader(oracle_map(queries, passages, known))) as server:
+        honest = probe(config(server, tmp_path / "o"), queries, passages, known,
+                       kinds=["query-insert"], per_kind=5, runs=runs, depth=10)
+    assert all(g.gain == 0 and g.rank_now == g.rank_exploited for g in honest.gains)
+
+
+def test_the_report_is_json_with_every_number(tmp_path):
+    queries, passages, known = hr_data()
+    with FakeOpenAI(lexical_grader) as server:
+        report = probe(config(server, tmp_path), queries, passages, known,
+                       kinds=["salad"], per_kind=10)
+    data = json.loads(json.dumps(report.summary()))
+    row = data["kinds"][0]
+    assert row["kind"] == "salad" and row["n"] == 10 and row["control"] is True
+    assert {"flip1_rate", "flip1_ci", "flip2_rate", "mean_shift", "mcnemar_p"} <= set(row)
