@@ -97,8 +97,11 @@ def command_outputs(location, tmp_path, runs, capsys, tag: str) -> dict[str, obj
         capsys.readouterr()
         code = main(list(argv))
         printed = capsys.readouterr()
-        out[name] = (code, printed.out.replace(tag, "TAG"),
-                     [p.read_text() if p.exists() else None for p in files])
+        out[name] = (code, same_places(printed.out),
+                     [same_places(p.read_text()) if p.exists() else None for p in files])
+
+    def same_places(text: str) -> str:  # the two stores and folders have different names
+        return text.replace(str(tmp_path), "DIR").replace(store, "STORE")
 
     run("stats", "labels", "stats", "--store", store, "--json")
     run("sources", "labels", "sources", "--store", store, "--json")
@@ -117,7 +120,7 @@ def command_outputs(location, tmp_path, runs, capsys, tag: str) -> dict[str, obj
         "judge-a", *map(str, runs), "--json")
     # commands that write: a sample drawn and a calibration fitted under a name of this pass
     run("sample", "sample", "--store", store, "--judge", "judge-a", "--name", f"s-{tag}",
-        "--design", "stratified-pairs", "--budget", "60", "--seed", "5", "--json")
+        "--design", "stratified-pairs", "--budget", "60", "--seed", "5")
     with LabelStore(location) as s:
         out["sample pairs"] = s.sample_pairs(f"s-{tag}")
     cal = tmp_path / f"{tag}-cal.tsv"
