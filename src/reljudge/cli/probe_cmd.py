@@ -79,8 +79,8 @@ def register(sub) -> None:
     p.set_defaults(func=run_probe)
 
 
-def known_grades(args: argparse.Namespace, store):
-    """The known grades: --qrels, or --reference-source of the store."""
+def known_grades(args: argparse.Namespace):
+    """The known grades: --qrels, or --reference-source of an existing --store."""
     from reljudge.errors import ConfigError
 
     if bool(args.qrels) == bool(args.reference_source):
@@ -90,29 +90,28 @@ def known_grades(args: argparse.Namespace, store):
         from reljudge.io.trec import read_qrels
 
         return read_qrels(args.qrels)
-    if store is None:
+    if not args.store:
         raise ConfigError("probe: --reference-source needs --store")
-    from reljudge.types import Qrels
+    from reljudge.store import LabelStore
 
-    found = store.source_qrels([args.reference_source]).get(args.reference_source, [])
-    if not found:
-        raise ConfigError(f"probe: the store {store.path} has no grades of source "
-                          f"{args.reference_source!r}")
-    return Qrels.from_dict(_nested(found))
-
-
-def _nested(rows) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for q, d, g in rows:
-        out.setdefault(str(q), {})[str(d)] = int(g)
-    return out
+    with LabelStore(args.store, create=False, readonly=True) as store:
+        found = store.source_qrels([args.reference_source]).get(args.reference_source, [])
+        if not found:
+            raise ConfigError(f"probe: the store {store.path} has no grades of source "
+                              f"{args.reference_source!r}")
+    known: dict[str, dict[str, int]] = {}
+    for q, d, g in found:
+        known.setdefault(str(q), {})[str(d)] = int(g)
+    return known
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    """Build the probes, (dry run: estimate) ask the judge, print the report."""
+    """Build the probes, (dry run: estimate) ask the judge, print the report; every input is
+    checked before the store is opened or anything is sent."""
     from reljudge.cli.common import flatten, show_progress, warn
     from reljudge.cli.label_cmd import check_cache, config_from_args
     from reljudge.io import read_passages, read_queries
+    from reljudge.io.trec import read_run
     from reljudge.probe.kinds import DEFAULT_KINDS
     from reljudge.probe.run import analyse, check_budget, plan_probes, run_probe_job
     from reljudge.store.probes import ProbeSink
@@ -122,19 +121,24 @@ def run_probe(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     queries = read_queries(args.queries)
     passages = read_passages(args.passages)
-    runs = _read_runs(args.runs or [])
-    store = _open_store(args)
+    runs = [read_run(p) for p in args.runs or []]
+    known = known_grades(args)
+    plan = plan_probes(config, queries, passages, known, prompts=prompts or [config.prompt],
+                       kinds=flatten(args.kinds) or DEFAULT_KINDS, per_kind=args.per_kind,
+                       seed=args.probe_seed, runs=runs, depth=args.depth, on_warning=warn)
+    if not args.dry_run:
+        check_cache(config.resolved_cache_dir())
+    store = _open_store(args)  # an existing store only: a refusal below creates none
     try:
-        known = known_grades(args, store)
-        plan = plan_probes(config, queries, passages, known, prompts=prompts or [config.prompt],
-                           kinds=flatten(args.kinds) or DEFAULT_KINDS, per_kind=args.per_kind,
-                           seed=args.probe_seed, runs=runs, depth=args.depth, on_warning=warn)
         estimates = plan.estimates(ProbeSink(store) if store is not None else None)
         if args.dry_run:
             print_estimates(estimates, args.format == "json")
             return 0
         check_budget(config, estimates)
-        check_cache(config.resolved_cache_dir())
+        if store is None and args.store:
+            from reljudge.store import LabelStore
+
+            store = LabelStore(args.store)
         reports = run_probe_job(plan, store, progress=show_progress(args.quiet),
                                 handle_sigint=True)
         result = analyse(plan, reports, store, runs, args.measure)
@@ -147,14 +151,9 @@ def run_probe(args: argparse.Namespace) -> int:
     return 0 if result.complete else 4
 
 
-def _read_runs(paths):
-    from reljudge.io.trec import read_run
-
-    return [read_run(p) for p in paths]
-
-
 def _open_store(args: argparse.Namespace):
-    """The store (read only for a dry run; a dry run never creates one)."""
+    """The store when it exists (read only for a dry run); None for a SQLite file not made
+    yet (a PostgreSQL store is opened, and made, at once)."""
     if not args.store:
         return None
     from pathlib import Path
@@ -162,7 +161,7 @@ def _open_store(args: argparse.Namespace):
     from reljudge.store import LabelStore
     from reljudge.store.postgres import is_url
 
-    if args.dry_run and not is_url(args.store) and not Path(args.store).exists():
+    if not is_url(args.store) and not Path(args.store).exists():
         return None
     return LabelStore(args.store, readonly=args.dry_run)
 

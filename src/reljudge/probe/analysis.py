@@ -130,6 +130,7 @@ class RunGain:
     rank_now: int  # among the runs given, 1 = best
     rank_exploited: int
     replaced: int  # top documents replaced by their probe
+    others_exploited: float | None  # the best other run on the same judgments (None: no other)
 
 
 def run_gains(template: str, probes: ProbeSet, grades: Grades, runs: Sequence[Run],
@@ -157,7 +158,8 @@ def run_gains(template: str, probes: ProbeSet, grades: Grades, runs: Sequence[Ru
         scores = {r.name: _mean(qrels, cheat if r is run else r, measure) for r in runs}
         out.append(RunGain(template, run.name, measure, means_now[run.name], scores[run.name],
                            scores[run.name] - means_now[run.name], _rank(means_now, run.name),
-                           _rank(scores, run.name), len(swap)))
+                           _rank(scores, run.name), len(swap),
+                           max((v for k, v in scores.items() if k != run.name), default=None)))
     return out
 
 

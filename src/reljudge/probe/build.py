@@ -110,7 +110,8 @@ def check_texts(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
         raise InputError(f"{len(no_query)} probed quer{'y has' if len(no_query) == 1 else 'ies have'}"
                          f" no text (first: {no_query[0]}); give every query of the known "
                          "grades a text")
-    no_text = [(q, d) for q, d in pairs if not (passage_parts(passages.get(d))[0] or "").strip()]
+    no_text = [(q, d) for q, d in dict.fromkeys(pairs)
+               if not (passage_parts(passages.get(d))[0] or "").strip()]
     if no_text:
         q, d = no_text[0]
         raise InputError(f"{len(no_text)} probed passage(s) have no text (first: query {q}, "

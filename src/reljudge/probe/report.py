@@ -28,8 +28,9 @@ def kinds_table(results: Sequence[KindResult]) -> tuple[list[str], list[list]]:
 
 def gains_table(gains: Sequence[RunGain]) -> tuple[list[str], list[list]]:
     """Per template and run: the measure now and under the exploit, the gain, the ranks."""
-    headers = ["judge", "run", "measure", "now", "exploited", "gain", "rank now",
-               "rank exploited", "replaced"]
-    rows = [[g.template, g.run, g.measure, g.now, g.exploited, g.gain, g.rank_now,
+    headers = ["judge", "run", "measure", "now", "exploited", "gain", "best other then",
+               "rank now", "rank exploited", "replaced"]
+    rows = [[g.template, g.run, g.measure, g.now, g.exploited, g.gain,
+             "-" if g.others_exploited is None else g.others_exploited, g.rank_now,
              g.rank_exploited, g.replaced] for g in gains]
     return headers, rows
