@@ -19,6 +19,7 @@ from reljudge.probe.kinds import CLEAN, INSTRUCTION
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI
 from reljudge.testing.graders import lexical_grader, obeying_grader, oracle_grader
+from reljudge.testing.synthetic import with_other_topics
 
 HR = Path(__file__).resolve().parents[1] / "examples" / "hr-handbook"
 
@@ -28,13 +29,7 @@ def hr_data():
     each passage judged for another query only (a handbook chunk on another topic)."""
     queries = read_queries(HR / "queries.tsv")
     passages = read_passages(HR / "passages.jsonl")
-    human = read_qrels(HR / "human.qrels").to_dict()
-    known = {q: dict(docs) for q, docs in human.items()}
-    judged = {d for docs in human.values() for d in docs}
-    for q in known:
-        for d in sorted(judged - set(human[q])):
-            known[q][d] = 0
-    return queries, passages, known
+    return queries, passages, with_other_topics(read_qrels(HR / "human.qrels").to_dict())
 
 
 def oracle_map(queries, passages, known):
@@ -159,7 +154,7 @@ def test_what_a_run_could_gain_by_the_exploit_under_a_lexical_judge(tmp_path):
         with FakeOpenAI(lexical_grader) as server:
             reports[measure] = probe(config(server, tmp_path), queries, passages, known,
                                      kinds=["query-insert"], per_kind=5, runs=runs, depth=10,
-                                     measure=measure)
+                                     measures=[measure])
     ndcg = {g.run: g for g in reports["nDCG@10"].gains}
     assert [ndcg["bm25"].rank_now, ndcg["trigram"].rank_now] == [1, 2]
     assert ndcg["trigram"].rank_exploited == 1  # the second run cheats its way to the top

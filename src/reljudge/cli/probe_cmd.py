@@ -64,8 +64,7 @@ def register(sub) -> None:
                     help="TREC runs: what each could gain by the query-insert exploit")
     src.add_argument("--depth", type=common.positive_int, default=10,
                      help="with RUN files: the top documents probed (default 10)")
-    src.add_argument("--measure", default="nDCG@10",
-                     help="with RUN files: the measure of the gains (default nDCG@10)")
+    common.add_measures(src, "nDCG@10")
     out = p.add_argument_group("where probes go")
     common.add_store(out, "label store to keep the probes and their grades in (apart from "
                           "its labels)")
@@ -95,13 +94,10 @@ def known_grades(args: argparse.Namespace):
     from reljudge.store import LabelStore
 
     with LabelStore(args.store, create=False, readonly=True) as store:
-        found = store.source_qrels([args.reference_source]).get(args.reference_source, [])
-        if not found:
+        known = store.qrels(args.reference_source)
+        if not len(known):
             raise ConfigError(f"probe: the store {store.path} has no grades of source "
                               f"{args.reference_source!r}")
-    known: dict[str, dict[str, int]] = {}
-    for q, d, g in found:
-        known.setdefault(str(q), {})[str(d)] = int(g)
     return known
 
 
@@ -141,7 +137,7 @@ def run_probe(args: argparse.Namespace) -> int:
             store = LabelStore(args.store)
         reports = run_probe_job(plan, store, progress=show_progress(args.quiet),
                                 handle_sigint=True)
-        result = analyse(plan, reports, store, runs, args.measure)
+        result = analyse(plan, reports, store, runs, args.measures or ["nDCG@10"])
     finally:
         if store is not None:
             store.close()

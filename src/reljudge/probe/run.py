@@ -132,7 +132,7 @@ def judge_grades(labeller: Labeller, probe_set: ProbeSet, report: LabelReport | 
 
 
 def analyse(plan: Plan, reports: Sequence[LabelReport], store=None, runs: Sequence[Run] = (),
-            measure: str = "nDCG@10") -> ProbeReport:
+            measures: Sequence[str] = ("nDCG@10",)) -> ProbeReport:
     """The probe report of the templates asked so far."""
     out = ProbeReport(skipped_queries=plan.sets[0].skipped if plan.sets else [])
     for i, (labeller, probe_set) in enumerate(zip(plan.labellers, plan.sets, strict=True)):
@@ -141,7 +141,7 @@ def analyse(plan: Plan, reports: Sequence[LabelReport], store=None, runs: Sequen
         judge = labeller.judge_id
         out.judges.append(judge)
         out.kinds += kind_results(judge, probe_set, grades)
-        if runs:
+        for measure in measures if runs else ():
             out.gains += run_gains(judge, probe_set, grades, runs, measure)
         if report is not None:
             out.labelling.append({k: v for k, v in report.summary().items()
@@ -156,7 +156,7 @@ def analyse(plan: Plan, reports: Sequence[LabelReport], store=None, runs: Sequen
 def probe(config: JudgeConfig, queries: Mapping[str, str], passages: Mapping[str, Any],
           known: Any, *, prompts: Sequence[str | Template] = (),
           kinds: Sequence[str] = DEFAULT_KINDS, per_kind: int | None = 50, seed: int = 0,
-          runs: Sequence[Run] = (), depth: int = 10, measure: str = "nDCG@10",
+          runs: Sequence[Run] = (), depth: int = 10, measures: Sequence[str] = ("nDCG@10",),
           store=None, progress: bool = False) -> ProbeReport:
     """Probe a judge: can it be gamed? (see ``reljudge.probe``). ``known``: the known grades
     (a Qrels or {qid: {docid: grade}}); ``store``: a LabelStore that keeps the probes and the
@@ -168,7 +168,7 @@ def probe(config: JudgeConfig, queries: Mapping[str, str], passages: Mapping[str
     sink = ProbeSink(store) if store is not None else None
     check_budget(config, plan.estimates(sink))
     reports = run_sync(ask(plan, store, progress=progress))
-    return analyse(plan, reports, store, runs, measure)
+    return analyse(plan, reports, store, runs, measures)
 
 
 def run_probe_job(plan: Plan, store=None, *, progress: bool = False,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from reljudge.pool import top_k
@@ -31,3 +33,15 @@ def synthetic_runs(qrels: Qrels, n: int = 8, *, seed: int = 0, depth: int = 20,
         runs.append(Run.from_arrays(full.qid[mask], full.docid[mask], full.score[mask],
                                     name=full.name, check=False))
     return runs
+
+
+def with_other_topics(human: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """Known grades for probes: the human grades, plus grade 0 for every document judged for
+    another query only (in a collection of distinct topics, such as examples/hr-handbook, a
+    passage on another topic). Not for real collections, whose topics overlap."""
+    known = {q: dict(docs) for q, docs in human.items()}
+    judged = {d for docs in human.values() for d in docs}
+    for q, docs in known.items():
+        for d in sorted(judged - set(human[q])):
+            docs[d] = 0
+    return known
