@@ -173,3 +173,36 @@ def test_kill_9_mid_probe_then_rerun_pays_no_answer_twice_and_reports_the_same(t
                                capture_output=True, timeout=120)
         assert fresh.calls == total
     assert json.loads(done.stdout)["kinds"] == json.loads(whole.stdout)["kinds"]
+
+
+@pytest.mark.slow  # label, probe, audit and report on one store
+def test_audit_and_report_show_the_stores_probes_apart(tmp_path, capsys):
+    db, runs = str(tmp_path / "s.sqlite"), [str(HR / "runs" / r) for r in ("bm25.run",
+                                                                          "trigram.run")]
+    assert main(["labels", "import", "--store", db, str(HR / "human.qrels"),
+                 "--source-kind", "human", "--source-name", "nist"]) == 0
+    with FakeOpenAI(lexical_grader) as server:
+        judge = ["--model", "m", "--base-url", server.base_url, "--api-key", "k",
+                 "--cache-dir", str(tmp_path / "cache")]
+        assert main(["label", "--queries", str(HR / "queries.tsv"), "--passages",
+                     str(HR / "passages.jsonl"), *runs, "--store", db, *judge]) == 0
+        audit = ["audit", "--store", db, "--human-source", "nist", *runs]
+        capsys.readouterr()
+        assert main(audit) == 0
+        assert "probes (reljudge probe" not in capsys.readouterr().out  # none yet
+        assert main(["probe", "--queries", str(HR / "queries.tsv"), "--passages",
+                     str(HR / "passages.jsonl"), "--reference-source", "nist", "--store", db,
+                     *judge, *runs]) == 0
+    capsys.readouterr()
+    assert main(audit) == 0
+    out = capsys.readouterr().out
+    lines = out[out.index("probes (reljudge probe"):].splitlines()
+    assert len(lines) == 2 and "m/umbrela@1#" in lines[1]
+    assert "query-insert flips" in lines[1] or "query-words flips" in lines[1]
+    assert "control salad 0/" in lines[1]
+    page = tmp_path / "r.html"
+    assert main(["report", str(HR / "human.qrels"), *runs, "--store", db, "--out",
+                 str(page)]) == 0
+    html = page.read_text()
+    assert "Can the judge be gamed?" in html and "rank exploited" in html
+    assert "query-insert" in html and "salad (control)" in html

@@ -16,6 +16,7 @@ from reljudge.judge import JudgeConfig
 from reljudge.probe import probe
 from reljudge.probe.analysis import mcnemar_exact, wilson
 from reljudge.probe.kinds import CLEAN, INSTRUCTION
+from reljudge.probe.stored import stored_report
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI
 from reljudge.testing.graders import lexical_grader, obeying_grader, oracle_grader
@@ -113,6 +114,11 @@ def test_every_count_equals_a_recount_from_the_recorded_texts_and_grades(tmp_pat
     with LabelStore(db) as store:
         texts = store.probe_texts()
         answers = store.probe_grades()
+        def key(r):
+            return r.template, r.kind
+
+        stored = sorted(stored_report(store).kinds, key=key)  # what report and audit show
+        assert stored == sorted(report.kinds, key=key)
     assert len(report.judges) == 2
     for judge in report.judges:
         grade = {(a.qid, a.docid): a.grade for a in answers if a.judge == judge}
@@ -176,3 +182,10 @@ def test_the_report_is_json_with_every_number(tmp_path):
     row = data["kinds"][0]
     assert row["kind"] == "salad" and row["n"] == 10 and row["control"] is True
     assert {"flip1_rate", "flip1_ci", "flip2_rate", "mean_shift", "mcnemar_p"} <= set(row)
+
+
+def test_the_front_door_gives_the_probe_function_even_after_the_package_is_imported():
+    import reljudge
+    import reljudge.probe.kinds  # noqa: F401  (sets the package attribute; it stays the call)
+
+    assert reljudge.probe is probe and "probe" in reljudge.__all__

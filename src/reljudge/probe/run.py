@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from reljudge.errors import ConfigError
-from reljudge.grades import aggregate_grades
 from reljudge.judge import JudgeConfig
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.prompts import Template, load_template
@@ -30,6 +29,7 @@ from reljudge.probe.analysis import (
 )
 from reljudge.probe.build import ProbeSet, build_probes
 from reljudge.probe.kinds import DEFAULT_KINDS, check_kinds, top_rubric
+from reljudge.probe.stored import latest_grades
 from reljudge.store.probes import ProbeSink
 from reljudge.types import Run
 
@@ -112,23 +112,12 @@ def judge_grades(labeller: Labeller, probe_set: ProbeSet, report: LabelReport | 
                  store=None) -> Grades:
     """(qid, synthetic docid) -> the judge's grade (samples aggregated; None: no grade), from
     the store's probe answers when given, else from the run's events."""
-    asked = set(probe_set.pairs())
-    graded: dict[tuple[str, str], dict[int, int | None]] = {p: {} for p in asked}
     if store is not None:
         rows = [(g.qid, g.docid, g.sample, g.grade) for judge in labeller.judge_ids
                 for g in store.probe_grades(judge)]
     else:
         rows = [(e.qid, e.docid, e.sample, e.grade) for e in (report.events if report else [])]
-    for qid, docid, sample, grade in rows:
-        if (qid, docid) in asked:
-            samples = graded[(qid, docid)]
-            if grade is not None or samples.get(sample) is None:
-                samples[sample] = grade  # the latest grade stands; a failure, until one
-    out: dict[tuple[str, str], int | None] = {}
-    for pair, samples in graded.items():
-        values = [g for g in samples.values() if g is not None]
-        out[pair] = int(aggregate_grades(values, labeller.config.aggregate)) if values else None
-    return out
+    return latest_grades(rows, set(probe_set.pairs()), labeller.config.aggregate)
 
 
 def analyse(plan: Plan, reports: Sequence[LabelReport], store=None, runs: Sequence[Run] = (),
