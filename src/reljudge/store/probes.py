@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple, Protocol
 
 from reljudge.labels import LabelEvent
+from reljudge.store.claims import partition
 from reljudge.store.events import Outcome
 from reljudge.store.part import StorePart
 
@@ -107,11 +108,8 @@ class Probes(StorePart):
         """``Claims.claim`` for probe pairs: (claimed, held by another live owner, settled
         since ``since`` with whether graded)."""
         now = time.time()
-        got: list[Item] = []
-        held: list[Item] = []
-        settled: list[tuple[Item, bool]] = []
         if not items:
-            return got, held, settled
+            return [], [], []
         with self.db.transaction() as conn:
             self.db.lock(f"probe-claims:{judge}")
             others = {(q, d, s) for q, d, s, who, until in conn.execute(
@@ -122,15 +120,8 @@ class Probes(StorePart):
                     "SELECT qid, docid, sample, grade FROM probe_events WHERE judge = ? AND "
                     "created_at >= ?", (judge, since)):
                 done[(q, d, s)] = done.get((q, d, s), False) or grade is not None
-            rows = []
-            for item in dict.fromkeys(items):
-                if item in done:
-                    settled.append((item, done[item]))
-                elif item in others:
-                    held.append(item)
-                else:
-                    got.append(item)
-                    rows.append((judge, *item, owner, now + lease))
+            got, held, settled, claimed = partition({i: i for i in items}, done, others)
+            rows = [(judge, *item, owner, now + lease) for item in claimed]
             conn.executemany(
                 "INSERT INTO probe_claims (judge, qid, docid, sample, owner, expires) VALUES "
                 "(?,?,?,?,?,?) ON CONFLICT (judge, qid, docid, sample) DO UPDATE SET "
