@@ -189,3 +189,45 @@ def test_the_front_door_gives_the_probe_function_even_after_the_package_is_impor
     import reljudge.probe.kinds  # noqa: F401  (sets the package attribute; it stays the call)
 
     assert reljudge.probe is probe and "probe" in reljudge.__all__
+
+
+def test_a_judge_that_grades_salad_relevant_makes_the_control_warn(tmp_path):
+    from reljudge.testing.graders import hash_grader
+
+    queries, passages, known = hr_data()
+    with FakeOpenAI(hash_grader) as server:  # grades at random: salad too
+        report = probe(config(server, tmp_path), queries, passages, known, kinds=["salad"],
+                       per_kind=40)
+    salad = by_kind(report)["salad"]
+    assert salad.flip1_rate > 0.05
+    assert [w for w in report.warnings if w.startswith("the control (salad) flipped")]
+
+
+def test_several_templates_are_probed_on_the_same_pairs(tmp_path):
+    queries, passages, known = hr_data()
+    with FakeOpenAI(lexical_grader) as server:
+        report = probe(config(server, tmp_path), queries, passages, known, per_kind=8,
+                       prompts=["umbrela", "guarded"], kinds=["query-insert", "rubric-echo"])
+    rows = {(r.template.split("@")[0], r.kind): r for r in report.kinds}
+    assert set(rows) == {(t, k) for t in ("m/umbrela", "m/guarded")
+                         for k in ("query-insert", "rubric-echo")}
+    for kind in ("query-insert", "rubric-echo"):  # the same pairs: the same clean grades
+        assert rows[("m/umbrela", kind)].clean_grades == rows[("m/guarded", kind)].clean_grades
+
+
+def test_each_template_echoes_its_own_rubric_on_the_same_pairs():
+    from reljudge.probe.run import plan_probes
+
+    queries, passages, known = hr_data()
+    cfg = JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    plan = plan_probes(cfg, queries, passages, known, prompts=["umbrela", "basic"],
+                       kinds=["rubric-echo", "salad"], per_kind=10, seed=5)
+    umbrela, basic = plan.sets
+    assert umbrela.bases == basic.bases and len(umbrela.bases["salad"]) == 10
+    echo = {p.text.split(". ")[0] for p in umbrela.probes.values() if p.kind == "rubric-echo"}
+    assert echo == {"The passage is dedicated to the query and contains the exact answer"}
+    assert all(p.text.startswith("Dedicated to the query, exact answer. ")
+               for p in basic.probes.values() if p.kind == "rubric-echo")
+    again = plan_probes(cfg, queries, passages, known, prompts=["umbrela"],
+                        kinds=["rubric-echo", "salad"], per_kind=10, seed=5).sets[0]
+    assert again.probes == umbrela.probes  # seeded: the same probes, text for text

@@ -40,3 +40,16 @@ def test_probe_claims_settle_and_spend(backend, request, tmp_path):
         assert store.add_probes([ProbeText(ITEMS[0][1], "salad", 0, "q1", "d1", "x y")]) == 0
         assert store.probe_judges() == [("m/p", 2, 1)]
         assert store.count() == 0 and store.source_list() == []  # no label, no source
+
+
+def test_labels_copy_takes_the_probe_tables_along(pg_server, tmp_path):
+    from reljudge.store.copy import copy_store
+    from tests.backends import pg_url
+
+    with LabelStore(tmp_path / "src.sqlite") as src, LabelStore(pg_url(pg_server)) as dst:
+        src.add_probes([ProbeText(ITEMS[0][1], "salad", 3, "q1", "d1", "x y")])
+        src.add_probe_events([LabelEvent("q1", ITEMS[0][1], 1, "llm", "m/p")])
+        src.update_probe_spend(src.open_probe_spend("m/p", "http://x/v1"), 1, 10, 5, 0.25)
+        copy_store(src, dst)
+        assert dst.probe_texts() == src.probe_texts()
+        assert dst.probe_grades() == src.probe_grades() and dst.probe_spend() == 0.25
