@@ -206,3 +206,17 @@ def test_audit_and_report_show_the_stores_probes_apart(tmp_path, capsys):
     html = page.read_text()
     assert "Can the judge be gamed?" in html and "rank exploited" in html
     assert "query-insert" in html and "salad (control)" in html
+
+
+def test_a_store_whose_spend_leaves_no_room_is_refused_with_nothing_written(tmp_path, capsys):
+    db = tmp_path / "s.sqlite"
+    with LabelStore(db) as store:
+        store.update_spend(store.open_spend("m/umbrela", "http://x/v1"), 3, 10, 5, 1.0)
+    with FakeOpenAI(lexical_grader) as server:
+        assert main(args(server, tmp_path, "--store", str(db), "--max-total-cost", "0.5",
+                         "--price-in", "1", "--price-out", "1")) == 2
+        assert server.calls == 0
+    err = capsys.readouterr().err
+    assert "beside the $1.0000 the store has spent, more than --max-total-cost $0.5" in err
+    with LabelStore(db) as store:
+        assert store.probe_texts() == [] and store.probe_spend() == 0

@@ -130,7 +130,7 @@ def run_probe(args: argparse.Namespace) -> int:
         if args.dry_run:
             print_estimates(estimates, args.format == "json")
             return 0
-        check_budget(config, estimates)
+        check_budget(config, estimates, store.total_spend() if store is not None else 0.0)
         if store is None and args.store:
             from reljudge.store import LabelStore
 

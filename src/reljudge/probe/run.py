@@ -71,16 +71,22 @@ def plan_probes(config: JudgeConfig, queries: Mapping[str, str], passages: Mappi
     return Plan(labellers, sets, queries)
 
 
-def check_budget(config: JudgeConfig, estimates: Sequence[CostEstimate]) -> None:
-    """Refuse a --max-cost the probe set's estimate does not fit in (before any call)."""
-    if config.max_cost is None or not all(e.price_known for e in estimates):
+def check_budget(config: JudgeConfig, estimates: Sequence[CostEstimate],
+                 spent: float = 0.0) -> None:
+    """Refuse, before any call, a --max-cost, or a --max-total-cost beside the ``spent``
+    recorded already, that the probe set's estimate does not fit in."""
+    if not all(e.price_known for e in estimates):
         return
     cost = sum(e.cost for e in estimates)
-    if cost > config.max_cost:
-        raise ConfigError(f"the probe set would cost about ${cost:.4f} "
-                          f"({sum(e.to_send for e in estimates)} calls to send), more than "
-                          f"--max-cost ${config.max_cost:g}: raise --max-cost, or probe fewer "
-                          "pairs (--per-kind) or kinds")
+    calls = sum(e.to_send for e in estimates)
+    limits = [(config.max_cost, "--max-cost", 0.0), (config.max_total_cost,
+                                                     "--max-total-cost", spent)]
+    for limit, flag, used in limits:
+        if limit is not None and cost > limit - used:
+            beside = f" beside the ${used:.4f} the store has spent" if used else ""
+            raise ConfigError(f"the probe set would cost about ${cost:.4f} ({calls} calls to "
+                              f"send){beside}, more than {flag} ${limit:g}: raise {flag}, or "
+                              "probe fewer pairs (--per-kind) or kinds")
 
 
 async def ask(plan: Plan, store=None, *, progress: bool = False,
@@ -88,6 +94,9 @@ async def ask(plan: Plan, store=None, *, progress: bool = False,
     """Ask every template's probe pairs (the next template only when the last one finished,
     with what --max-cost has left); the labelling reports."""
     sink = ProbeSink(store) if store is not None else None
+    for labeller, probe_set in zip(plan.labellers, plan.sets, strict=True):
+        labeller.check(probe_set.pairs(), plan.queries, probe_set.passages(), sink)  # before
+        # any write: a --max-total-cost the store's spend leaves no room for, --stale fail
     reports: list[LabelReport] = []
     spent = 0.0
     for labeller, probe_set in zip(plan.labellers, plan.sets, strict=True):
@@ -155,7 +164,7 @@ def probe(config: JudgeConfig, queries: Mapping[str, str], passages: Mapping[str
     plan = plan_probes(config, queries, passages, known, prompts=prompts, kinds=kinds,
                        per_kind=per_kind, seed=seed, runs=runs, depth=depth)
     sink = ProbeSink(store) if store is not None else None
-    check_budget(config, plan.estimates(sink))
+    check_budget(config, plan.estimates(sink), store.total_spend() if store else 0.0)
     reports = run_sync(ask(plan, store, progress=progress))
     return analyse(plan, reports, store, runs, measures)
 
