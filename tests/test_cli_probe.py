@@ -109,6 +109,26 @@ def test_bad_inputs_are_refused_before_any_call(tmp_path, capsys):
                 "give the known grades as --qrels FILE or as --reference-source")
 
 
+def test_out_writes_every_probed_pair_with_its_text_and_grades(tmp_path, capsys):
+    from reljudge.probe.kinds import content_words, words
+
+    out = tmp_path / "pairs.jsonl"
+    with FakeOpenAI(lexical_grader) as server:
+        assert main(args(server, tmp_path, "--json", "--kinds", "query-insert,salad",
+                         "--per-kind", "7", "--out", str(out))) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 14 and {r["kind"] for r in rows} == {"query-insert", "salad"}
+    queries = dict(line.split("\t") for line in (HR / "queries.tsv").read_text().splitlines())
+    for r in rows:  # the recorded text, graded again by the lexical rule: the recorded grade
+        wanted = content_words(queries[r["qid"]])
+        found = {w.lower() for w in words(r["text"])}
+        assert r["probe_grade"] == min(3, int(4 * sum(w in found for w in wanted) / len(wanted)))
+    for k in report["kinds"]:
+        mine = [r for r in rows if r["kind"] == k["kind"]]
+        assert k["flips1"] == sum(r["clean_grade"] == 0 and r["probe_grade"] >= 1 for r in mine)
+
+
 def test_a_query_without_a_known_non_relevant_pair_is_skipped_and_counted(tmp_path, capsys):
     qrels = write(tmp_path, "k.qrels", "hr01 0 chunk_01 3\nhr01 0 chunk_10 0\n"
                                        "hr02 0 chunk_05 2\n")

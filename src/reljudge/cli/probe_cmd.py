@@ -66,6 +66,9 @@ def register(sub) -> None:
                      help="with RUN files: the top documents probed (default 10)")
     common.add_measures(src, "nDCG@10")
     out = p.add_argument_group("where probes go")
+    out.add_argument("--out", metavar="FILE",
+                     help="write every probed pair as JSONL: judge, kind, qid, docid, the "
+                          "probe's id and exact text, the clean and the probed grade")
     common.add_store(out, "label store to keep the probes and their grades in (apart from "
                           "its labels)")
     judge = p.add_argument_group("the judge")
@@ -104,7 +107,7 @@ def known_grades(args: argparse.Namespace):
 def run_probe(args: argparse.Namespace) -> int:
     """Build the probes, (dry run: estimate) ask the judge, print the report; every input is
     checked before the store is opened or anything is sent."""
-    from reljudge.cli.common import flatten, show_progress, warn
+    from reljudge.cli.common import check_outputs, flatten, show_progress, warn
     from reljudge.cli.label_cmd import check_cache, config_from_args
     from reljudge.io import read_passages, read_queries
     from reljudge.io.trec import read_run
@@ -112,6 +115,7 @@ def run_probe(args: argparse.Namespace) -> int:
     from reljudge.probe.run import analyse, check_budget, plan_probes, run_probe_job
     from reljudge.store.probes import ProbeSink
 
+    check_outputs(args.out)
     prompts = args.prompt or []
     args.prompt = prompts[0] if prompts else None
     config = config_from_args(args)
@@ -141,6 +145,13 @@ def run_probe(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
+    if args.out:
+        import json
+
+        from reljudge.io.files import atomic_write
+
+        atomic_write(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                       for r in result.pairs))
     print_result(result, args.format == "json")
     if result.stop_reason:
         return 3

@@ -103,6 +103,20 @@ def kind_result(template: str, kind: str, pairs: Sequence[tuple[int | None, int 
         mcnemar_exact(rose, fell))
 
 
+def pair_rows(template: str, probes: ProbeSet, grades: Grades) -> list[dict[str, Any]]:
+    """Every probed pair of every kind: the pair it came from, the probe's id and exact text,
+    the clean and the probed grade (None: no grade)."""
+    rows = []
+    for kind, bases in probes.bases.items():
+        for qid, docid in bases:
+            clean, probed = probes.docid(CLEAN, qid, docid), probes.docid(kind, qid, docid)
+            rows.append({"judge": template, "kind": kind, "qid": qid, "docid": docid,
+                         "probe": probed, "text": probes.probes[probed].text if probed else None,
+                         "clean_grade": grades.get((qid, clean or "")),
+                         "probe_grade": grades.get((qid, probed or ""))})
+    return rows
+
+
 def kind_results(template: str, probes: ProbeSet, grades: Grades) -> list[KindResult]:
     """Every kind's numbers for one template's probe set and the judge's grades."""
     out = []
@@ -206,6 +220,7 @@ class ProbeReport:
     labelling: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str | None = None
     complete: bool = True
+    pairs: list[dict[str, Any]] = field(default_factory=list)  # pair_rows of every judge
 
     def summary(self) -> dict[str, Any]:
         """Every number, as JSON-ready data."""

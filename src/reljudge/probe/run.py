@@ -25,6 +25,7 @@ from reljudge.probe.analysis import (
     ProbeReport,
     control_warnings,
     kind_results,
+    pair_rows,
     run_gains,
 )
 from reljudge.probe.build import ProbeSet, build_probes
@@ -139,6 +140,7 @@ def analyse(plan: Plan, reports: Sequence[LabelReport], store=None, runs: Sequen
         judge = labeller.judge_id
         out.judges.append(judge)
         out.kinds += kind_results(judge, probe_set, grades)
+        out.pairs += pair_rows(judge, probe_set, grades)
         for measure in measures if runs else ():
             out.gains += run_gains(judge, probe_set, grades, runs, measure)
         if report is not None:
