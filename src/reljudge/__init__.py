@@ -139,12 +139,14 @@ def __dir__() -> list[str]:
 
 class _FrontDoor(types.ModuleType):
     """This package: importing the subpackage ``reljudge.audit`` (``reljudge.probe``) sets the
-    package's attribute ``audit`` (``probe``) to that subpackage; here it stays the function
-    of the same name."""
+    package's attribute ``audit`` (``probe``) to that subpackage; here the name stays the
+    function of the same name, looked up on first use (so that importing the subpackage
+    loads no more than it needs)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("audit", "probe") and isinstance(value, types.ModuleType):
-            value = getattr(value, name)
+            self.__dict__.pop(name, None)  # __getattr__ finds the function when asked
+            return
         super().__setattr__(name, value)
 
 
