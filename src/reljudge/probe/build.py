@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from reljudge.errors import InputError
@@ -55,13 +56,9 @@ class ProbeSet:
         """The synthetic docid of the probe of ``kind`` made from (qid, original), if made."""
         return self._index.get((kind, qid, original))
 
-    @property
+    @cached_property
     def _index(self) -> dict[tuple[str, str, str], str]:
-        index = self.__dict__.get("_index_cache")
-        if index is None:
-            index = {(p.kind, p.qid, p.original): d for d, p in self.probes.items()}
-            object.__setattr__(self, "_index_cache", index)
-        return index
+        return {(p.kind, p.qid, p.original): d for d, p in self.probes.items()}
 
     def pairs(self) -> list[tuple[str, str]]:
         """Every (qid, synthetic docid) the judge is asked about, clean ones first."""

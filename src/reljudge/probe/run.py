@@ -166,7 +166,7 @@ def probe(config: JudgeConfig, queries: Mapping[str, str], passages: Mapping[str
     plan = plan_probes(config, queries, passages, known, prompts=prompts, kinds=kinds,
                        per_kind=per_kind, seed=seed, runs=runs, depth=depth)
     sink = ProbeSink(store) if store is not None else None
-    check_budget(config, plan.estimates(sink), store.total_spend() if store else 0.0)
+    check_budget(config, plan.estimates(sink), store.total_spend() if store is not None else 0.0)
     reports = run_sync(ask(plan, store, progress=progress))
     return analyse(plan, reports, store, runs, measures)
 
