@@ -40,7 +40,7 @@ def oracle_map(queries, passages, known):
 
 def config(server, tmp_path, **kw) -> JudgeConfig:
     return JudgeConfig(model="m", base_url=server.base_url, api_key="k",
-                       cache_dir=tmp_path / "cache", concurrency=8, **kw)
+                       cache_dir=tmp_path / "cache", **{"concurrency": 8, **kw})
 
 
 def by_kind(report, template_prefix=""):
@@ -231,3 +231,23 @@ def test_each_template_echoes_its_own_rubric_on_the_same_pairs():
     again = plan_probes(cfg, queries, passages, known, prompts=["umbrela"],
                         kinds=["rubric-echo", "salad"], per_kind=10, seed=5).sets[0]
     assert again.probes == umbrela.probes  # seeded: the same probes, text for text
+
+
+def test_one_max_cost_caps_every_template_together(tmp_path):
+    """The second template gets what the first left of --max-cost, not a cap of its own."""
+    from reljudge.judge.sync import run_sync
+    from reljudge.probe.run import ask, plan_probes
+
+    queries, passages, known = hr_data()
+    # the server counts 100 tokens in, 10 out: $0.11 a call; a call starts only when its
+    # worst case fits (the prompt's bound plus 100 out: umbrela's about $1.6, guarded's $2.4)
+    with FakeOpenAI(lexical_grader) as server:
+        cfg = config(server, tmp_path, price_in=1000.0, price_out=1000.0, max_tokens=100,
+                     max_cost=2.6, concurrency=1)
+        plan = plan_probes(cfg, queries, passages, known, prompts=["umbrela", "guarded"],
+                           kinds=["salad"], per_kind=3)
+        reports = run_sync(ask(plan))
+    first, second = reports
+    assert first.complete and first.cost == pytest.approx(6 * 0.11)
+    assert second.stop_reason == "budget" and second.calls == 0  # $1.94 left: none fits
+    assert first.cost + second.cost <= 2.6
