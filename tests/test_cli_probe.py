@@ -240,3 +240,16 @@ def test_a_store_whose_spend_leaves_no_room_is_refused_with_nothing_written(tmp_
     assert "beside the $1.0000 the store has spent, more than --max-total-cost $0.5" in err
     with LabelStore(db) as store:
         assert store.probe_texts() == [] and store.probe_spend() == 0
+
+
+def test_a_clean_pair_labelled_before_costs_nothing(tmp_path, capsys):
+    """The clean passage is asked with the very prompt `label` sent: the answer cache has it."""
+    with FakeOpenAI(lexical_grader) as server:
+        assert main(["label", "--queries", str(HR / "queries.tsv"), "--passages",
+                     str(HR / "passages.jsonl"), "--pairs", str(HR / "human.qrels"),
+                     "--model", "m", "--base-url", server.base_url, "--api-key", "k",
+                     "--cache-dir", str(tmp_path / "cache"), "--quiet"]) == 0
+        capsys.readouterr()
+        assert main(args(server, tmp_path, "--kinds", "salad", "--dry-run", "--json")) == 0
+    est = json.loads(capsys.readouterr().out)[0]
+    assert est["items"] == 22 and est["cached"] == 11 and est["to_send"] == 11
