@@ -145,6 +145,7 @@ def build_probes(queries: Mapping[str, str], passages: Mapping[str, Any], known:
                 passages)
     texts = {d: passage_parts(p)[0] or "" for d, p in passages.items()}
     words = vocabulary(texts)
+    order = sorted(d for d, t in texts.items() if t.strip())
     probes: dict[str, ProbeText] = {}
     titles: dict[str, str | None] = {}
 
@@ -158,7 +159,7 @@ def build_probes(queries: Mapping[str, str], passages: Mapping[str, Any], known:
             text, title = passage_parts(passages[docid])
             add(CLEAN, qid, docid, str(text), title)
             x = Inputs(queries[qid], str(text), rubric, words,
-                       _offtopic(grades[qid], texts, qid, docid, seed))
+                       _offtopic(grades[qid], texts, order, qid, docid, seed))
             probe = make_probe(kind, x, seed=seed, qid=qid, docid=docid)
             add(kind, qid, docid, probe, None if kind.startswith("salad") else title)
     for qid, docid in exploit:
@@ -172,13 +173,18 @@ def build_probes(queries: Mapping[str, str], passages: Mapping[str, Any], known:
     return ProbeSet(probes, bases, skipped, titles, exploit, depth)
 
 
-def _offtopic(judged: Mapping[str, int], texts: Mapping[str, str], qid: str, docid: str,
-              seed: int) -> str:
-    """A passage not known to be relevant to the query, drawn by the seed (padding's filler)."""
-    others = sorted(d for d in texts if d != docid and judged.get(d, 0) <= 0 and texts[d])
-    if not others:
+def _offtopic(judged: Mapping[str, int], texts: Mapping[str, str], order: Sequence[str],
+              qid: str, docid: str, seed: int) -> str:
+    """A passage not known to be relevant to the query, drawn by the seed (padding's filler):
+    the first such after a random place in ``order`` (every docid with a text, sorted)."""
+    if not order:
         return ""
-    return texts[probe_rng(seed, "offtopic", qid, docid).choice(others)]
+    start = probe_rng(seed, "offtopic", qid, docid).randrange(len(order))
+    for i in range(len(order)):
+        d = order[(start + i) % len(order)]
+        if d != docid and judged.get(d, 0) <= 0:
+            return texts[d]
+    return ""
 
 
 def _exploit_pairs(runs: Sequence[Run], depth: int, qids: set[str],
