@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the LLM judge", ("judge",)),
     ("inference from samples", ("infer",)),
     ("the audit", ("audit",)),
+    ("probes of a judge", ("probe",)),
     ("people and presentation", ("assess", "report")),
     ("the whole job", ("pipeline", "demo")),
     ("commands and test servers", ("cli", "testing", "__main__")),

@@ -128,3 +128,12 @@ def test_eval_imports_neither_the_store_nor_the_judge_nor_the_audit():
     assert "reljudge.metrics" in modules
     assert [m for m in ("pydantic", "reljudge.store", "reljudge.judge", "reljudge.audit")
             if m in modules] == []
+
+
+def test_probe_help_loads_the_judges_settings_but_neither_numpy_nor_the_store():
+    """probe's flags come from the judge's settings (pydantic), as label's; the probes' maths
+    and the store load when a probe runs."""
+    modules = loaded("probe", "--help")
+    assert "reljudge.cli.probe_cmd" in modules and "reljudge.probe.kinds" in modules
+    assert not [m for m in modules if m == "numpy" or m.startswith(("numpy.", "reljudge.store",
+                                                                    "reljudge.probe.run"))]

@@ -41,7 +41,7 @@ def test_failures_of_a_version_8_store_get_their_kind_when_it_is_upgraded(
             LabelEvent("q", "h", None, "human", "ann", failure=RETRACTED)]
     store_at_version(location, 8, [*old, kept, *undo], monkeypatch)
     with LabelStore(location) as s:
-        assert s.migrated_from == 8 and s.db.version() == schema.SCHEMA_VERSION == 9
+        assert s.migrated_from == 8 and s.db.version() == schema.SCHEMA_VERSION == 10
         kinds = {e.docid: (e.failure, e.failure_kind) for e in s.events() if e.grade is None}
         assert [kinds[f"d{i}"] for i in range(len(LEGACY))] == LEGACY
         assert kinds["k"] == ("no grade in the answer", "http_status")
@@ -79,7 +79,8 @@ def test_a_version_8_store_opened_read_only_is_refused_and_keeps_its_failures_un
     path = tmp_path / "old.sqlite"
     store_at_version(path, 8, [LabelEvent("q", "d", None, "llm", "j", failure="HTTP 500")],
                      monkeypatch)
-    with pytest.raises(StoreError, match="schema version 8, this reljudge reads version 9"):
+    with pytest.raises(StoreError, match="schema version 8, this reljudge reads version "
+                       f"{schema.SCHEMA_VERSION}"):
         LabelStore(path, readonly=True)
     with LabelStore(path) as s:  # upgraded by a command that writes
         assert [e.failure_kind for e in s.events()] == ["http_status"]

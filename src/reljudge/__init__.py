@@ -63,6 +63,7 @@ _LAZY = {
     "draw_sample": ("reljudge.infer.sample", "draw"),
     "estimate": ("reljudge.infer.scores", "estimate"),
     "calibrate": ("reljudge.infer.derive", "calibrate_judge"),
+    "probe": ("reljudge.probe", "probe"),
 }
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "evaluate",
     "evaluate_many",
     "label_pairs",
+    "probe",
     "read_judge",
     "read_pairs",
     "read_passages",
@@ -116,6 +118,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.labels import LabelEvent
     from reljudge.metrics.evaluate import evaluate, evaluate_many
     from reljudge.pool import build_pool
+    from reljudge.probe import probe
     from reljudge.stats.compare import compare
     from reljudge.store import LabelStore
     from reljudge.types import Qrels, Run
@@ -135,12 +138,15 @@ def __dir__() -> list[str]:
 
 
 class _FrontDoor(types.ModuleType):
-    """This package: importing the subpackage ``reljudge.audit`` sets the package's attribute
-    ``audit`` to that subpackage; here it stays the function of the same name."""
+    """This package: importing the subpackage ``reljudge.audit`` (``reljudge.probe``) sets the
+    package's attribute ``audit`` (``probe``) to that subpackage; here the name stays the
+    function of the same name, looked up on first use (so that importing the subpackage
+    loads no more than it needs)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "audit" and isinstance(value, types.ModuleType):
-            value = value.audit
+        if name in ("audit", "probe") and isinstance(value, types.ModuleType):
+            self.__dict__.pop(name, None)  # __getattr__ finds the function when asked
+            return
         super().__setattr__(name, value)
 
 

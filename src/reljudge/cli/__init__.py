@@ -21,7 +21,7 @@ from typing import cast
 
 # Order here is the order in --help.
 COMMANDS = ("demo", "run", "pool", "label", "batch", "labels", "eval", "compare", "audit",
-            "sample", "assess", "estimate", "calibrate", "report")
+            "sample", "assess", "estimate", "calibrate", "probe", "report")
 
 DESCRIPTION = """\
 reljudge: an LLM as a relevance assessor, and trustworthy retrieval scores from its labels.

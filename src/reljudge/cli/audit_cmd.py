@@ -211,6 +211,8 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.format != "table":
         return 0
     print_notes(result, clipped)
+    if args.store:
+        print_probes(args.store)
     if spec is not None:
         from reljudge.audit.fitted_rows import describe
 
@@ -255,6 +257,22 @@ def heldout_rows(args: argparse.Namespace, ref, judges):
                        args.sample, args.seed, args.strength, args.decision,
                        args.panel_method)
     return spec, heldout_judges(ref, judges, spec)
+
+
+def print_probes(location) -> None:
+    """One line per judge the store holds probes of (``reljudge probe``), apart from the
+    audit's numbers."""
+    from reljudge.store import LabelStore
+
+    with LabelStore(location, create=False, readonly=True) as store:
+        if not store.probe_judges():
+            return
+        from reljudge.probe.stored import stored_report, summary_lines
+
+        lines = summary_lines(stored_report(store).kinds)
+    print("probes (reljudge probe; never part of the numbers above):")
+    for line in lines:
+        print(f"  {line}")
 
 
 def print_notes(result, clipped) -> None:

@@ -73,8 +73,9 @@ JUDGE_GROUP = ("model", "base_url", "api_key", "prompt", "temperature", "max_tok
                "token_field", "seed", "logprobs", "samples", "aggregate")
 
 
-def add_config_flags(judge, limits) -> None:
-    """One flag per JudgeConfig field (its type, choices and help come from the model)."""
+def add_config_flags(judge, limits, repeated: tuple[str, ...] = ()) -> None:
+    """One flag per JudgeConfig field (its type, choices and help come from the model);
+    ``repeated``: fields whose flag may be given several times (a list)."""
     import typing
     from pathlib import Path
 
@@ -102,6 +103,8 @@ def add_config_flags(judge, limits) -> None:
         elif kind is bool:
             group.add_argument(flag, action="store_true", default=None,
                                help=field.description)
+        elif name in repeated:
+            group.add_argument(flag, action="append", help=f"{field.description} (repeatable)")
         elif typing.get_origin(kind) is typing.Literal:
             group.add_argument(flag, choices=typing.get_args(kind), help=field.description)
         else:

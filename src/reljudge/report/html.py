@@ -103,6 +103,8 @@ def render(model: ReportModel) -> str:
     if model.store is not None:
         parts.append(_estimate_section(model.estimates, s.digits))
         parts.append(_conflicts_section(model.conflicts, model.conflict_count))
+    if model.probes is not None:
+        parts.append(_probes_section(model.probes))
     parts.append(_configuration_section(model))
     body = "\n".join(parts)
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -258,6 +260,30 @@ def _clip(text: str | None, limit: int = 1200) -> str:
 def _grade(g: float) -> str:
     """A grade as people write it: 3, or 2.50 for an aggregate of several labels."""
     return str(int(g)) if float(g).is_integer() else f"{g:.2f}"
+
+
+def _probes_section(probes) -> str:
+    """Can the judge be gamed? The store's probes: flip rates with intervals per judge and
+    kind, and what each run could gain by the query-insert exploit."""
+    from reljudge.probe.report import gains_table, kinds_table
+
+    parts = ['<section id="probes"><h2>Can the judge be gamed?</h2>',
+             _p("Probes (reljudge probe) of the judges in the store: known non-relevant "
+                "passages altered so as to fool a judge (the query inserted, the rubric echoed, "
+                "an instruction to the assessor), word salad as the control, and relevant "
+                "passages padded. A flip is a pair graded 0 clean and at least 1 (2) probed, "
+                "of the pairs graded 0 clean, with a Wilson 95 % interval; McNemar's exact p "
+                "compares probed with clean. Probes are never part of any other number in "
+                "this report. See the reljudge docs: Can the judge be gamed? (probes).")]
+    parts += [_p(w, "warning") for w in probes.warnings]
+    parts.append(table(*kinds_table(probes.kinds)))
+    if probes.gains:
+        parts.append(_p("What each run could gain by replacing its known non-relevant top "
+                        "documents with their query-insert probes, the other runs unchanged "
+                        "(the probes join the judged documents: read the ranks)."))
+        parts.append(table(*gains_table(probes.gains)))
+    parts.append("</section>")
+    return "\n".join(parts)
 
 
 def _conflicts_section(shown, count: int) -> str:

@@ -114,6 +114,7 @@ class ReportModel:
     costs: list = field(default_factory=list)  # report.facts.Cost
     files: list = field(default_factory=list)  # report.facts.InputFile
     store: StoreTables | None = None  # None: no store
+    probes: Any = None  # probe.analysis.ProbeReport: the store's probes (None: none there)
 
 
 def compute(qrels, runs, settings: ReportSettings, *, reference=None,
@@ -158,6 +159,10 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
         model.store = StoreTables(store.sources(standing), len(store.failures()),
                                   [(q, n) for q, n, _ in
                                    coverage(store.merge(votes=votes))])
+        if store.probe_judges():
+            from reljudge.probe.stored import stored_report
+
+            model.probes = stored_report(store, scored, [m0])
     return model
 
 

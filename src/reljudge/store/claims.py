@@ -11,12 +11,33 @@ out, the others take its items over. So N processes on one store ask about each 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence, Set
+from typing import TypeVar
 
 from reljudge.store.events import _STANDING, _UNDONE
 from reljudge.store.part import StorePart
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
+K = TypeVar("K", bound=Hashable)  # an item's key in a claims table
+
+
+def partition(items: Mapping[K, Item], done: Mapping[K, bool], others: Set[K]
+              ) -> tuple[list[Item], list[Item], list[tuple[Item, bool]], list[K]]:
+    """Items (by their key in the claims table) split into those to claim, those another live
+    owner holds, and those settled (with whether graded); and the keys to claim."""
+    got: list[Item] = []
+    held: list[Item] = []
+    settled: list[tuple[Item, bool]] = []
+    claimed: list[K] = []
+    for key, item in items.items():
+        if key in done:
+            settled.append((item, done[key]))
+        elif key in others:
+            held.append(item)
+        else:
+            got.append(item)
+            claimed.append(key)
+    return got, held, settled, claimed
 
 
 class Claims(StorePart):
@@ -32,11 +53,8 @@ class Claims(StorePart):
         the owner's own are renewed, and so is a live one whose owner ``gone`` says has ended
         (a process of this machine that no longer runs)."""
         now = time.time()
-        got: list[Item] = []
-        held: list[Item] = []
-        settled: list[tuple[Item, bool]] = []
         if not items:
-            return got, held, settled
+            return [], [], []
         with self.db.transaction():
             self.db.lock(f"claims:{judge}")  # PostgreSQL: one claimer of a judge at a time
             source = self.db.source_id("llm", judge)
@@ -54,15 +72,8 @@ class Claims(StorePart):
                 "THEN 1 ELSE 0 END) FROM "
                 f"events e {_UNDONE} WHERE e.source = ? AND e.q IN ({qmarks}) AND "
                 "e.created_at >= ? GROUP BY e.q, e.d, e.sample", (source, *qs, since))}
-            rows = []
-            for key, item in keys.items():
-                if key in done:
-                    settled.append((item, done[key]))
-                elif key in others:
-                    held.append(item)
-                else:
-                    got.append(item)
-                    rows.append((source, *key, owner, now + lease))
+            got, held, settled, claimed = partition(keys, done, others)
+            rows = [(source, *key, owner, now + lease) for key in claimed]
             self.conn.executemany(
                 "INSERT INTO claims (source, q, d, sample, owner, expires) VALUES (?,?,?,?,?,?) "
                 "ON CONFLICT (source, q, d, sample) DO UPDATE SET owner = excluded.owner, "

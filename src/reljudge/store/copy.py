@@ -2,7 +2,7 @@
 
 Every table is copied row for row, ids kept, so the copy holds the same events (with their
 times, provenance, failures and undos), texts and text history, samples and team assignments,
-derivations, imports, spend ledger and Batch API records; claims (leases of running
+derivations, imports, spend ledger, Batch API records and probes (``store.probes``); claims (leases of running
 processes) are not copied. The copy is one transaction of the destination: all of it or none.
 Running it again adds only what the source gained since (append-only tables), and brings the
 rows that change in place (texts, the spend ledger, batch statuses) up to date; a destination
@@ -26,6 +26,7 @@ TABLES = (
     ("spend", ("id",), True), ("batches", ("id",), True),
     ("batch_items", ("batch", "custom_id", "qid", "docid", "sample"), False),
     ("events", ("id",), False), ("text_history", ("rowid",), False), ("meta", ("key",), True),
+    ("probes", ("id",), False), ("probe_events", ("id",), False), ("probe_spend", ("id",), True),
 )
 _CHUNK = 10_000
 #: the columns that tell whether two events are the same one

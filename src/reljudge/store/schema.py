@@ -9,7 +9,7 @@ from reljudge.errors import StoreError
 if TYPE_CHECKING:
     from reljudge.store.backend import Backend
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # Version 1: interned queries, passages and sources; append-only label events.
 V1 = """
@@ -163,8 +163,35 @@ UPDATE events SET failure_kind = CASE
 WHERE failure IS NOT NULL AND failure_kind IS NULL AND failure <> 'retracted'
 """
 
+# Version 10: probes of a judge's gullibility (reljudge.probe), in tables of their own that no
+# reader of labels touches: each probe's text, kind, seed and the pair it was made from, the
+# judges' grades of probes (and of the clean passages they came from), the claims of probing
+# processes, and what probing spent. No foreign key reaches the label tables, so a probe can
+# never become a query, a passage, a source or an event.
+V9_TO_V10 = """
+CREATE TABLE probes (id INTEGER PRIMARY KEY, docid TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+                     seed INTEGER NOT NULL, qid TEXT NOT NULL, original TEXT NOT NULL,
+                     text TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE probe_events (
+    id INTEGER PRIMARY KEY, judge TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+    sample INTEGER NOT NULL DEFAULT 0, grade INTEGER, failure TEXT, failure_kind TEXT,
+    raw TEXT, tokens_in INTEGER, tokens_out INTEGER, cost REAL, latency REAL, shown TEXT,
+    meta TEXT, created_at REAL NOT NULL,
+    CHECK ((grade IS NULL) <> (failure IS NULL))
+);
+CREATE INDEX probe_events_judge ON probe_events (judge);
+CREATE TABLE probe_claims (judge TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+                           sample INTEGER NOT NULL, owner TEXT NOT NULL, expires REAL NOT NULL,
+                           PRIMARY KEY (judge, qid, docid, sample));
+CREATE INDEX probe_claims_owner ON probe_claims (owner);
+CREATE TABLE probe_spend (id INTEGER PRIMARY KEY, judge TEXT NOT NULL, endpoint TEXT,
+                          started_at REAL NOT NULL, updated_at REAL NOT NULL,
+                          calls INTEGER NOT NULL DEFAULT 0, tokens_in INTEGER NOT NULL DEFAULT 0,
+                          tokens_out INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0)
+"""
+
 MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6,
-              6: V6_TO_V7, 7: V7_TO_V8, 8: V8_TO_V9}  # from version -> the next
+              6: V6_TO_V7, 7: V7_TO_V8, 8: V8_TO_V9, 9: V9_TO_V10}  # from version -> the next
 
 
 def migrate(db: Backend) -> int:

@@ -28,8 +28,11 @@ class Spend(StorePart):
                           (calls, tokens_in, tokens_out, cost, time.time(), run))
 
     def total_spend(self) -> float:
-        """USD spent by every labelling run recorded in this store."""
-        return float(self.conn.execute("SELECT coalesce(sum(cost), 0) FROM spend").fetchone()[0])
+        """USD spent by every labelling and probe run recorded in this store (what
+        --max-total-cost caps: money, whatever it bought)."""
+        return float(self.conn.execute(
+            "SELECT (SELECT coalesce(sum(cost), 0) FROM spend) + "
+            "(SELECT coalesce(sum(cost), 0) FROM probe_spend)").fetchone()[0])
 
     def spend(self) -> list[tuple[str, int, int, int, int, float]]:
         """Per judge: (source, runs, calls, tokens in, tokens out, USD spent), by source name

@@ -7,7 +7,8 @@ WAL mode and a busy timeout (SQLite), or the server itself (PostgreSQL), let sev
 processes append at once. The store's ideas live in their own modules, which
 ``LabelStore`` puts together: the event log (``events``), texts (``texts``), derived sources
 (``derived_sources``), samples (``samples``), the spend ledger (``spend``), claims of
-concurrent labellers (``claims``) and DataFrame views (``dataframes``), each a ``StorePart``
+concurrent labellers (``claims``), DataFrame views (``dataframes``) and probes of a judge,
+apart from every label (``probes``), each a ``StorePart``
 (``part``) over one backend (``backend``: ``sqlite`` or ``postgres``).
 """
 
@@ -22,6 +23,7 @@ from reljudge.store.claims import Claims
 from reljudge.store.dataframes import Frames
 from reljudge.store.derived_sources import DerivedSources
 from reljudge.store.events import EventLog, Outcome, SourceStats
+from reljudge.store.probes import Probes
 from reljudge.store.samples import Samples
 from reljudge.store.spend import Spend
 from reljudge.store.sqlite import check_location
@@ -32,7 +34,7 @@ __all__ = ["LabelStore", "Outcome", "SourceStats"]
 _log = logging.getLogger(__name__)
 
 
-class LabelStore(Frames, EventLog, Texts, DerivedSources, Samples, Spend, Claims):
+class LabelStore(Frames, EventLog, Texts, DerivedSources, Samples, Spend, Claims, Probes):
     """One label store (SQLite or PostgreSQL): queries, passages, sources and append-only
     label events."""
 

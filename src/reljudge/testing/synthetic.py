@@ -3,6 +3,7 @@ twin queries, whose judge-only scores are unbiased by construction."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,3 +78,15 @@ def twin_world(groups: int = 40, docs: int = 30, runs: int = 8, *, noise: float 
     by_judge = twins[:, ::-1, :] - np.arange(docs) / (2.0 * docs)  # ties: the lower docid
     circular = Run.from_arrays(*flat, by_judge.ravel(), name="circular", check=False)
     return TwinWorld(human, judge, out, circular)
+
+
+def with_other_topics(human: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """Known grades for probes: the human grades, plus grade 0 for every document judged for
+    another query only (in a collection of distinct topics, such as examples/hr-handbook, a
+    passage on another topic). Not for real collections, whose topics overlap."""
+    known = {q: dict(docs) for q, docs in human.items()}
+    judged = {d for docs in human.values() for d in docs}
+    for q, docs in known.items():
+        for d in sorted(judged - set(human[q])):
+            docs[d] = 0
+    return known
