@@ -97,7 +97,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("labels", help=HELP,
                        description="The label store: every label and where it came from, "
-                                   "in a SQLite file or a PostgreSQL schema.",
+                                   "in a SQLite file\nor a PostgreSQL schema.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
 
