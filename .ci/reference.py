@@ -108,6 +108,8 @@ def signature(obj: object, name: str, method: bool = False) -> str | None:
     ret = sig.return_annotation
     sig = sig.replace(parameters=params,
                       return_annotation=_Annotation(ret) if isinstance(ret, str) else ret)
+    if inspect.iscoroutinefunction(obj):
+        name = f"async {name}"
     line = _stable(f"{name}{sig}")
     if len(line) <= WIDE:
         return line

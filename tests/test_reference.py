@@ -83,7 +83,9 @@ def test_every_front_door_name_has_its_entry_in_the_api_page():
     entries = re.findall(r"^## `reljudge\.(\w+)`$", text, flags=re.M)
     assert sorted(entries) == sorted(reljudge.__all__)
     assert "reljudge.write_run(run: Run, path: str | Path, tag: str | None = None) -> None" in text
-    assert "### `LabelStore.merge`" in text
+    assert "### `LabelStore.merge`" in text  # a method of one of the store's parts
+    assert "\nasync Labeller.label(\n" in text
+    assert "- `model: str` (required): model name" in text  # JudgeConfig's fields
     assert " at 0x" not in text  # no address of an object: the page is the same every run
 
 
