@@ -15,10 +15,12 @@ Python that wrote them and the test compares on that version only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,29 +39,41 @@ def generated_by() -> str:
             "do not edit by hand. -->\n")
 
 
+@contextlib.contextmanager
+def help_environment() -> Iterator[None]:
+    """The environment the --help texts are written in: an 80-column terminal (argparse wraps
+    at the width it reads from COLUMNS) and no RELJUDGE_STORE (which makes --store optional)."""
+    from reljudge.cli.common import STORE_ENV
+
+    saved = {name: os.environ.get(name) for name in ("COLUMNS", STORE_ENV)}
+    os.environ["COLUMNS"] = COLUMNS
+    os.environ.pop(STORE_ENV, None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def help_sections() -> list[tuple[tuple[str, ...], str]]:
     """(command words, --help text) of reljudge, every command and every verb, in the order
-    ``--help`` lists them, wrapped at ``COLUMNS``."""
+    ``--help`` lists them, as ``help_environment`` has them."""
     from reljudge.cli import build_parser
 
-    before = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = COLUMNS  # argparse wraps at the terminal's width, read from here
-    try:
-        out: list[tuple[tuple[str, ...], str]] = []
+    out: list[tuple[tuple[str, ...], str]] = []
 
-        def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> None:
-            out.append((words, parser.format_help()))
-            for action in parser._actions:
-                if isinstance(action, argparse._SubParsersAction):
-                    for name in action.choices:
-                        walk(action.choices[name], (*words, name))
+    def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> None:
+        out.append((words, parser.format_help()))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name in action.choices:
+                    walk(action.choices[name], (*words, name))
 
+    with help_environment():
         walk(build_parser(), ("reljudge",))
-    finally:
-        if before is None:
-            del os.environ["COLUMNS"]
-        else:
-            os.environ["COLUMNS"] = before
     return out
 
 

@@ -66,14 +66,17 @@ def test_every_command_verb_and_flag_has_its_place_in_the_cli_page():
     assert {"reljudge labels merge", "reljudge labels copy", "reljudge eval"} <= set(headings)
 
 
-def test_the_cli_page_is_the_same_whatever_the_terminal(monkeypatch):
-    """argparse wraps at the terminal's width: the page is wrapped at 80 columns however wide
-    the terminal of whoever writes it."""
+def test_the_cli_page_is_the_same_whatever_the_terminal_and_environment(monkeypatch):
+    """argparse wraps at the terminal's width, and --store is optional where RELJUDGE_STORE
+    names a store: the page is the same whatever the terminal and the environment of whoever
+    writes it (80 columns, no RELJUDGE_STORE)."""
     monkeypatch.setenv("COLUMNS", "200")
     wide = reference.cli_page()
     monkeypatch.setenv("COLUMNS", "50")
     assert reference.cli_page() == wide
     monkeypatch.delenv("COLUMNS")
+    assert reference.cli_page() == wide
+    monkeypatch.setenv("RELJUDGE_STORE", str(ROOT / "labels.sqlite"))  # --store optional then
     assert reference.cli_page() == wide
     assert "  --store STORE        the label store: a SQLite file, or\n" in wide  # 80 columns
 
