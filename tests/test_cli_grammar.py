@@ -170,6 +170,15 @@ def test_help_lists_only_the_formats_a_command_accepts():
     assert "--csv" not in text and "--sources" not in text  # hidden aliases
 
 
+def test_the_store_help_names_both_backends():
+    """A store is a SQLite file or a PostgreSQL schema: no help text says it is SQLite alone."""
+    helps = {path: parser.format_help() for path, parser in COMMANDS}
+    assert [path for path, text in helps.items() if "one SQLite file" in text] == []
+    description = helps[("labels",)].split("\n\n")[1]
+    assert "SQLite file" in description and "PostgreSQL schema" in description
+    assert "PostgreSQL" in helps[("labels", "upgrade")].split("\n\n")[1]
+
+
 @pytest.mark.parametrize("verb", ["import", "merge", "export", "stats", "conflicts"])
 def test_each_labels_verb_help_shows_its_own_examples_only(verb):
     text = dict(COMMANDS)[("labels", verb)].format_help()

@@ -63,3 +63,11 @@ def test_one_call_reads_a_label_file_of_any_format(tmp_path):
     assert reljudge.read_judge(tmp_path / "j.jsonl")[0].to_dict() == \
         reljudge.read_judge(tmp_path / "j.qrels")[0].to_dict() == \
         reljudge.read_qrels(tmp_path / "j.qrels").to_dict() == {"q1": {"d1": 2}}
+
+
+def test_a_run_written_through_the_front_door_reads_back_the_same(tmp_path):
+    run = reljudge.as_run({"q1": {"d1": 2.5, "d2": 1.0}, "q2": {"d3": 0.5}})
+    reljudge.write_run(run, tmp_path / "r.run", tag="mine")
+    lines = (tmp_path / "r.run").read_text().splitlines()
+    assert lines[0] == "q1 Q0 d1 1 2.5 mine"
+    assert reljudge.read_run(tmp_path / "r.run").to_dict() == run.to_dict()

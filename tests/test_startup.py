@@ -121,6 +121,18 @@ def test_a_command_parser_is_built_when_looked_up():
     assert all(p is not None for p in sub.choices.values())
 
 
+def test_a_listed_command_without_its_module_fails_loudly(monkeypatch):
+    """Every name in COMMANDS has its module; one missing is a broken install, not a command
+    to leave out of --help."""
+    from reljudge import cli
+
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    assert list(sub.choices) == list(cli.COMMANDS)
+    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, "nosuch"))
+    with pytest.raises(ModuleNotFoundError, match="reljudge.cli.nosuch_cmd"):
+        cli.build_parser()
+
+
 def test_eval_imports_neither_the_store_nor_the_judge_nor_the_audit():
     from tests.helpers import EXAMPLE
 

@@ -93,3 +93,20 @@ def test_a_failure_is_asked_again_by_its_kind_alone():
     assert not asked_again("unparseable", retry_failed=False)
     assert not asked_again(None, retry_failed=False)  # written without a kind: not a call's
     assert asked_again(None, retry_failed=True) and asked_again("refused", retry_failed=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_labels_upgrade_says_it_upgraded_on_either_backend(backend, request, tmp_path,
+                                                          monkeypatch, capsys):
+    """A PostgreSQL schema is upgraded in its transaction with nothing kept aside: the command
+    still says it upgraded, and names a copy only where SQLite kept one."""
+    from reljudge.cli import main
+
+    location = store_location(request, tmp_path, backend=backend)
+    store_at_version(location, 8, [LabelEvent("q", "d", 2, "human", "ann")], monkeypatch)
+    assert main(["labels", "upgrade", "--store", str(location)]) == 0
+    out = capsys.readouterr().out
+    assert f"upgraded from schema 8 to {schema.SCHEMA_VERSION}" in out
+    assert ("kept as" in out) == (backend == "sqlite")
+    assert main(["labels", "upgrade", "--store", str(location)]) == 0
+    assert "nothing to upgrade" in capsys.readouterr().out

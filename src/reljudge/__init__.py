@@ -43,6 +43,7 @@ _LAZY = {
     "read_run": ("reljudge.io.trec", "read_run"),
     "read_runs": ("reljudge.io.trec", "read_runs"),
     "write_qrels": ("reljudge.io.trec", "write_qrels"),
+    "write_run": ("reljudge.io.trec", "write_run"),
     "read_queries": ("reljudge.io.texts", "read_queries"),
     "read_passages": ("reljudge.io.texts", "read_passages"),
     "read_pairs": ("reljudge.io.texts", "read_pairs"),
@@ -102,6 +103,7 @@ __all__ = [
     "read_run",
     "read_runs",
     "write_qrels",
+    "write_run",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,7 +114,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.io.coerce import as_qrels, as_run
     from reljudge.io.label_files import read_judge
     from reljudge.io.texts import read_pairs, read_passages, read_queries
-    from reljudge.io.trec import read_qrels, read_run, read_runs, write_qrels
+    from reljudge.io.trec import read_qrels, read_run, read_runs, write_qrels, write_run
     from reljudge.judge.config import JudgeConfig
     from reljudge.judge.labeller import Labeller, label_pairs
     from reljudge.labels import LabelEvent

@@ -150,13 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = cast(Commands, parser.add_subparsers(dest="command", metavar="COMMAND",
                                                action=Commands))
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"reljudge.cli.{name}_cmd")
-        except ModuleNotFoundError as e:
-            if e.name == f"reljudge.cli.{name}_cmd":
-                continue
-            raise
-        sub.add_command(name, module)
+        sub.add_command(name, importlib.import_module(f"reljudge.cli.{name}_cmd"))
     return parser
 
 

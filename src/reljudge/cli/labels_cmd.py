@@ -45,8 +45,8 @@ examples:
   reljudge labels upgrade --store labels.sqlite
 
 Writing commands (label, labels import, sample, assess, calibrate, run) upgrade an older store
-themselves, after copying it aside as labels.sqlite.vN.bak and saying so; commands that only
-read refuse it with one line naming this command.
+themselves, after copying a SQLite file aside as labels.sqlite.vN.bak, and say so; commands
+that only read refuse it with one line naming this command.
 """,
     "sources": """\
 examples:
@@ -105,8 +105,8 @@ def register(sub) -> None:
     )
 
     p = sub.add_parser("labels", help=HELP,
-                       description="The label store: one SQLite file with every label and "
-                                   "where it came from.",
+                       description="The label store: every label and where it came from, "
+                                   "in a SQLite file\nor a PostgreSQL schema.",
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
 
@@ -170,8 +170,9 @@ def register(sub) -> None:
     add_quiet(v)
     v.set_defaults(func=labels_show.do_stats)
 
-    v = verb("upgrade", "bring a store of an older reljudge to this one's schema (the file "
-                        "as it was is kept beside it; commands that only read never upgrade)")
+    v = verb("upgrade", "bring a store of an older reljudge to this one's schema (a SQLite "
+                        "file as it was is kept beside it, a PostgreSQL schema is upgraded in "
+                        "one transaction; commands that only read never upgrade)")
     v.set_defaults(func=do_upgrade)
 
     c = verbs.add_parser("copy", help="copy a whole store: SQLite to PostgreSQL and back",
@@ -240,15 +241,17 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
 
 
 def do_upgrade(args) -> int:
-    """Bring the store to this reljudge's schema, keeping the file as it was beside it."""
+    """Bring the store to this reljudge's schema, keeping a SQLite file as it was beside it."""
     from reljudge.store.schema import SCHEMA_VERSION
 
     with open_store(args) as store:
-        if store.backup is None:
+        if store.migrated_from == SCHEMA_VERSION:
             print(f"{store.path}: schema {SCHEMA_VERSION}, nothing to upgrade")
-        else:
-            print(f"{store.path}: upgraded from schema {store.migrated_from} to "
-                  f"{SCHEMA_VERSION}; the file as it was is kept as {store.backup}")
+            return 0
+        kept = "" if store.backup is None else \
+            f"; the file as it was is kept as {store.backup}"
+        print(f"{store.path}: upgraded from schema {store.migrated_from} to "
+              f"{SCHEMA_VERSION}{kept}")
     return 0
 
 
