@@ -49,10 +49,10 @@ class Parser(argparse.ArgumentParser):
         given to, with that command's help, not by ``reljudge`` itself."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            self._innermost(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+            self.innermost(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 
-    def _innermost(self, parsed) -> argparse.ArgumentParser:
+    def innermost(self, parsed) -> argparse.ArgumentParser:
         """The parser of the deepest subcommand named in ``parsed``."""
         parser: argparse.ArgumentParser = self
         while True:
@@ -149,9 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from reljudge.cli.common import resolve_store
+        from reljudge.cli.common import check_apart, resolve_store
 
         resolve_store(args)
+        check_apart(args, cast(Parser, parser).innermost(args))
         code = args.func(args)
     except ReljudgeError as e:
         from reljudge.store.postgres import masked

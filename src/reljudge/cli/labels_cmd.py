@@ -93,7 +93,14 @@ HELP = "import, merge, export and inspect the label store"
 def register(sub) -> None:
     """Add the ``labels`` subcommand and its verbs."""
     from reljudge.cli import HelpFormatter, labels_show
-    from reljudge.cli.common import add_digits, add_format, add_store, name, non_negative_int
+    from reljudge.cli.common import (
+        add_digits,
+        add_format,
+        add_store,
+        name,
+        non_negative_int,
+        output_file,
+    )
 
     p = sub.add_parser("labels", help=HELP,
                        description="The label store: one SQLite file with every label and "
@@ -131,8 +138,9 @@ def register(sub) -> None:
 
     v = verb("merge", "merge labels into final qrels with provenance")
     _merge_flags(v)
-    v.add_argument("--out", help="write the final TREC qrels here")
-    v.add_argument("--provenance", help="write one record per final label here (.jsonl or .tsv)")
+    v.add_argument("--out", type=output_file, help="write the final TREC qrels here")
+    v.add_argument("--provenance", type=output_file,
+                   help="write one record per final label here (.jsonl or .tsv)")
     add_format(v, ("table", "json", "csv", "markdown"))
     v.set_defaults(func=do_merge)
 
@@ -142,7 +150,8 @@ def register(sub) -> None:
     group.add_argument("--kind", choices=("human", "llm"), help="every source of a kind")
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
                    help="several labels of a pair: majority (default), mean or median")
-    v.add_argument("--out", required=True, help="the TREC qrels file to write")
+    v.add_argument("--out", required=True, type=output_file,
+                   help="the TREC qrels file to write")
     v.set_defaults(func=do_export)
 
     v = verb("stats", "label sources, grade distributions, failures and coverage per query")
@@ -319,10 +328,9 @@ def do_export(args) -> int:
 
 def do_copy(args) -> int:
     """``labels copy SRC DST``."""
-    from pathlib import Path
-
     from reljudge.cli.common import check_store_path
     from reljudge.errors import ConfigError
+    from reljudge.io.files import file_identity
     from reljudge.store import LabelStore
     from reljudge.store.copy import copy_store
     from reljudge.store.postgres import is_url
@@ -331,7 +339,7 @@ def do_copy(args) -> int:
     check_store_path(args.src, "SRC")
     check_store_path(args.dst, "DST")
     if (args.src == args.dst if is_url(args.src) or is_url(args.dst)
-            else Path(args.src).resolve() == Path(args.dst).resolve()):
+            else file_identity(args.src) == file_identity(args.dst)):  # a link: the same file
         raise ConfigError(f"labels copy: {args.src} and {args.dst} are the same store; give "
                           "another DST to copy it into")
     with LabelStore(args.src, create=False, readonly=True) as src, LabelStore(args.dst) as dst:
