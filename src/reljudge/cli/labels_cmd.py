@@ -277,14 +277,8 @@ def do_merge(args) -> int:
 
     check_outputs(args.out, args.provenance)
     with open_store(args) as store:
-        name = args.policy[len("source="):] if args.policy.startswith("source=") else None
-        known = [s.name for s in store.source_list()]
-        if name and name not in known:  # a typo would merge nothing
-            from reljudge.errors import StoreError
-
-            raise StoreError(f"merge policy {args.policy!r}: no source {name!r} in "
-                             f"{args.store} (its sources: {', '.join(known) or 'none'})")
-        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
+        policy = store.resolve_policy(args.policy, "--policy source=")
+        merged = store.merge(policy, args.aggregate, args.fractional, args.derived)
     if not merged.labels and (args.out or args.provenance):
         from reljudge.errors import StoreError
 
@@ -314,8 +308,9 @@ def do_export(args) -> int:
     from reljudge.io.trec import write_qrels
 
     check_outputs(args.out)
-    policy = f"source={args.source}" if args.source else f"{args.kind}-only"
     with open_store(args) as store:
+        policy = (store.resolve_policy(f"source={args.source}", "--source") if args.source
+                  else f"{args.kind}-only")
         merged = store.merge(policy, args.aggregate)
     if not merged.labels:
         from reljudge.errors import StoreError
