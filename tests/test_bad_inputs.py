@@ -410,6 +410,11 @@ BAD_CONFIGS = {
     "not TOML": ("[inputs\nqueries = 1\n", "not valid TOML"),
     "all_queries a string": (GOOD_CONFIG.replace('"P@5"]', '"P@5"]\nall_queries = "yes"'),
                              "all_queries"),
+    "store is the run's qrels": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = '
+                                                     '"./out/qrels.txt"'),
+                                 "is the run's own qrels.txt in [output] dir"),
+    "store is an input": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = "q.qrels"'),
+                          "is also an input of the run"),
     "store in a missing folder": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = '
                                                       '"nodir/labels.sqlite"'),
                                   "is in a folder that does not exist"),
@@ -437,6 +442,11 @@ def test_the_good_config_runs(ws, capsys):
     code, out, err = run_cli(["run", str(root / "pipeline.toml"), "--quiet"], capsys)
     assert code == 0, err
     assert "[eval] queries: means over each run's queries that have qrels" in out
+    from reljudge.pipeline.config import WRITTEN  # what the config check keeps apart
+
+    made = {p.name for p in (root / "out").iterdir() if not p.name.startswith(".")}
+    assert made - {"labels.sqlite", "labels.sqlite-wal", "labels.sqlite-shm"} <= set(WRITTEN)
+    assert {"config.toml", "manifest.json", "qrels.txt", "scores.json"} <= made
 
 
 # --- outputs: modes and atomic replacement ------------------------------------------------------
