@@ -198,6 +198,8 @@ def store_at_version(location, version: int, events, monkeypatch) -> None:
 
     with monkeypatch.context() as m:
         m.setattr(schema, "SCHEMA_VERSION", version)
+        # that reljudge wrote failures without a kind (a version 9 store infers them)
+        m.setattr("reljudge.store.events.check_event", lambda event, where: None)
         with LabelStore(location) as s:
             assert s.db.version() == version
             s.add_events(events)

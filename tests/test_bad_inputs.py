@@ -415,6 +415,11 @@ BAD_CONFIGS = {
     "not TOML": ("[inputs\nqueries = 1\n", "not valid TOML"),
     "all_queries a string": (GOOD_CONFIG.replace('"P@5"]', '"P@5"]\nall_queries = "yes"'),
                              "all_queries"),
+    "store is the run's qrels": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = '
+                                                     '"./out/qrels.txt"'),
+                                 "is the run's own qrels.txt in [output] dir"),
+    "store is an input": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = "q.qrels"'),
+                          "is also an input of the run"),
     "store in a missing folder": (GOOD_CONFIG.replace('dir = "out"', 'dir = "out"\nstore = '
                                                       '"nodir/labels.sqlite"'),
                                   "is in a folder that does not exist"),
@@ -442,6 +447,11 @@ def test_the_good_config_runs(ws, capsys):
     code, out, err = run_cli(["run", str(root / "pipeline.toml"), "--quiet"], capsys)
     assert code == 0, err
     assert "[eval] queries: means over each run's queries that have qrels" in out
+    from reljudge.pipeline.config import WRITTEN  # what the config check keeps apart
+
+    made = {p.name for p in (root / "out").iterdir() if not p.name.startswith(".")}
+    assert made - {"labels.sqlite", "labels.sqlite-wal", "labels.sqlite-shm"} <= set(WRITTEN)
+    assert {"config.toml", "manifest.json", "qrels.txt", "scores.json"} <= made
 
 
 # --- outputs: modes and atomic replacement ------------------------------------------------------
@@ -819,3 +829,120 @@ def test_an_in_memory_grade_beyond_64_bits_is_an_input_error(call):
             reljudge.evaluate_many(qrels, {"r": {"q": {"b": 1.0}}}, "P@1")
         else:
             reljudge.Qrels.from_dict(qrels)
+
+
+# --- outputs that are the store, another output or an input (issue "nothing lost") -----------
+# The same file whatever its spelling: as given, ./name from its folder, a symbolic link, a
+# hard link. One line, exit 2, and the store and every input byte for byte as they were.
+
+SPELLINGS = ("as given", "dot slash", "symlink", "hard link")
+
+
+def _spelled(root: Path, target: str, how: str, name: str) -> str:
+    """``target`` (a file under root) spelled ``how``; links are made as ``name``."""
+    if how == "as given":
+        return target
+    if how == "dot slash":
+        return "./" + os.path.relpath(target, root)
+    if how == "symlink":
+        os.symlink(target, root / name)
+    else:
+        os.link(target, root / name)
+    return str(root / name)
+
+
+# command -> (argv given the paths and the output to write, the file it must not replace,
+# words the one line says)
+CLOBBER = {
+    "labels merge --out": (lambda p, o: ["labels", "merge", "--store", p["store"], "--out", o],
+                           "store", "is the label store"),
+    "labels merge --provenance": (lambda p, o: ["labels", "merge", "--store", p["store"],
+                                                "--out", p["new"], "--provenance", o],
+                                  "store", "is the label store"),
+    "labels export --out": (lambda p, o: ["labels", "export", "--store", p["store"],
+                                          "--source", "q", "--out", o],
+                            "store", "is the label store"),
+    "labels merge two outputs": (lambda p, o: ["labels", "merge", "--store", p["store"],
+                                               "--out", p["qrels"], "--provenance", o],
+                                 "qrels", "are the same file"),
+    "label --qrels-out the store": (lambda p, o: ["label", "--queries", p["queries"],
+                                                  "--passages", p["passages"], "--pairs",
+                                                  p["pairs"], "--store", p["store"],
+                                                  "--qrels-out", o],
+                                    "store", "is the label store"),
+    "label --qrels-out an input": (lambda p, o: ["label", "--queries", p["queries"],
+                                                 "--passages", p["passages"], "--pairs",
+                                                 p["pairs"], "--qrels-out", o],
+                                   "pairs", "is also an input of this command (--pairs"),
+    "pool --out a run": (lambda p, o: ["pool", p["run"], p["run2"], "--out", o],
+                         "run2", "is also an input of this command (RUN"),
+    "pool --out the store": (lambda p, o: ["pool", p["run"], "--store", p["store"], "--out", o],
+                             "store", "is the label store"),
+    "sample --out the store": (lambda p, o: ["sample", "--store", p["store"], "--judge", "j",
+                                             "--name", "s", "--out", o],
+                               "store", "is the label store"),
+    "calibrate --out the store": (lambda p, o: ["calibrate", "--store", p["store"],
+                                                "--human-source", "q", "--judge-source", "j",
+                                                "--out", o],
+                                  "store", "is the label store"),
+    "calibrate --out the reference": (lambda p, o: ["calibrate", "--reference", p["qrels"],
+                                                    "--judge", p["judge"], "--output", o],
+                                      "qrels", "is also an input of this command (--reference"),
+    "report --out a run": (lambda p, o: ["report", p["qrels"], p["run"], "--out", o],
+                           "run", "is also an input of this command (RUN"),
+    "report --out the store": (lambda p, o: ["report", p["qrels"], p["run"], "--store",
+                                             p["store"], "--out", o],
+                               "store", "is the label store"),
+}
+
+
+@pytest.mark.parametrize("how", SPELLINGS)
+@pytest.mark.parametrize("cmd", list(CLOBBER))
+def test_an_output_that_is_the_store_another_output_or_an_input_is_refused(ws, capsys,
+                                                                           monkeypatch, cmd,
+                                                                           how):
+    root, paths = ws
+    monkeypatch.chdir(root)
+    argv, slot, words = CLOBBER[cmd]
+    name = "link.html" if cmd.startswith("report") else "link.out"
+    if cmd.startswith("report") and how in ("as given", "dot slash"):
+        how = "hard link"  # report writes .html only: an input is met through a link
+    out = _spelled(root, paths[slot], how, name)
+    before = snapshot(root)
+    code, _, err = run_cli(argv(paths, out), capsys)
+    assert code == 2, err
+    assert_one_line_error(err, words)
+    assert "nothing was written" in err
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("end", ["-wal", "-shm", "-journal"])
+def test_an_output_that_is_a_file_sqlite_keeps_beside_the_store_is_refused(ws, capsys, end):
+    root, paths = ws
+    os.symlink(paths["store"], root / "link.sqlite")  # SQLite's files are beside the target
+    before = snapshot(root)
+    code, _, err = run_cli(["labels", "merge", "--store", str(root / "link.sqlite"), "--out",
+                            paths["store"] + end], capsys)
+    assert code == 2
+    assert_one_line_error(err, "is the label store's SQLite file")
+    assert snapshot(root) == before
+
+
+def test_labels_copy_to_a_hard_link_of_its_source_is_refused(ws, capsys):
+    root, paths = ws
+    os.link(paths["store"], root / "again.sqlite")
+    before = snapshot(root)
+    code, _, err = run_cli(["labels", "copy", paths["store"], str(root / "again.sqlite")],
+                           capsys)
+    assert code == 2
+    assert_one_line_error(err, "are the same store")
+    assert snapshot(root) == before
+
+
+def test_distinct_outputs_and_inputs_still_write(ws, capsys):
+    root, paths = ws
+    code, _, err = run_cli(["labels", "merge", "--store", paths["store"], "--out",
+                            str(root / "final.qrels"), "--provenance",
+                            str(root / "final.jsonl")], capsys)
+    assert code == 0, err
+    assert (root / "final.qrels").read_text() and (root / "final.jsonl").read_text()

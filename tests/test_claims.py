@@ -114,3 +114,49 @@ def test_claims_of_an_ended_process_of_this_machine_are_taken_over_at_once(store
     store.claim("judge", elsewhere, ITEMS[2:4], lease=60, since=since)
     got, held, _ = store.claim("judge", "me", ITEMS[:4], lease=60, since=since, gone=owner_gone)
     assert got == ITEMS[:2] and held == ITEMS[2:4]
+
+
+#: WORKER with a cache of its own (another machine's) and an API key that tells it apart
+MACHINE = WORKER.replace('api_key="k"', 'api_key=sys.argv[5]')
+
+
+@pytest.mark.slow  # three processes, one SIGKILLed
+def test_a_machine_killed_mid_run_leaves_only_its_calls_in_flight_to_ask_again(tmp_path):
+    """3 machines (each its own answer cache) on one store, one killed 1.5 s after its first
+    call: every answer it had read is in the store, so the others ask again only the calls it
+    had in flight (at most its concurrency, 4)."""
+    import collections
+    import threading
+
+    n = 600
+    asked: collections.Counter = collections.Counter()
+    first: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def answer(req):
+        i = int(req.user_text.rsplit("passage number ", 1)[1].split()[0])
+        with lock:
+            asked[i] += 1
+            first.setdefault(req.headers["authorization"], time.time())
+        return Reply.text(f"reasoning\n##final score: {i % 4}", delay=0.1)
+
+    db = str(tmp_path / "team.sqlite")
+    LabelStore(db).close()
+    with FakeOpenAI(answer) as server:
+        procs = [subprocess.Popen([sys.executable, "-c", MACHINE, server.base_url,
+                                   str(tmp_path / f"cache{k}"), db, str(n), f"k{k}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for k in range(3)]
+        deadline = time.time() + 120
+        while "Bearer k0" not in first and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(max(0.0, first["Bearer k0"] + 1.5 - time.time()))
+        os.kill(procs[0].pid, signal.SIGKILL)
+        outs = [p.communicate(timeout=180) for p in procs]
+    assert procs[0].returncode == -9
+    assert [p.returncode for p in procs[1:]] == [0, 0], outs
+    again = sorted(i for i, times in asked.items() if times > 1)
+    assert len(asked) == n and len(again) <= 4, (sum(asked.values()), again)
+    with LabelStore(db) as store:
+        graded = [(e.qid, e.docid) for e in store.events() if e.grade is not None]
+        assert len(graded) == len(set(graded)) == n

@@ -278,3 +278,88 @@ def test_messages_name_docs_pages_an_installed_user_can_find():
     assert named
     for at, rest in named:
         assert any(re.sub(r"\s+", " ", rest).startswith(t) for t in titles), (at, rest)
+
+
+# --- one resolver for every command that takes a source ---------------------------------------
+
+def _short(store_path, capsys) -> dict[str, str]:
+    """{full name: the short name `labels sources` prints}."""
+    import json
+
+    assert main(["labels", "sources", "--store", str(store_path), "--format", "json"]) == 0
+    return {s["name"]: s["short"] for s in json.loads(capsys.readouterr().out)["sources"]}
+
+
+@pytest.mark.parametrize("typed", ["short", "gpt-4o-mini/umbrela@1", "gpt-4o-mini/umb"])
+def test_labels_export_merge_and_stats_take_a_source_as_every_command_does(named_store,
+                                                                          tmp_path, capsys,
+                                                                          typed):
+    import json
+
+    typed = _short(named_store, capsys)[JUDGE] if typed == "short" else typed
+    store = str(named_store)
+    whole = tmp_path / "whole.qrels"
+    assert main(["labels", "export", "--store", store, "--source", JUDGE, "--out",
+                 str(whole)]) == 0
+    for argv, out in ((["labels", "export", "--source", typed], tmp_path / "export.qrels"),
+                      (["labels", "merge", "--policy", f"source={typed}"],
+                       tmp_path / "merge.qrels")):
+        capsys.readouterr()
+        assert main([*argv, "--store", store, "--out", str(out)]) == 0, capsys.readouterr().err
+        assert out.read_text() == whole.read_text() == "q1 0 d1 3\nq1 0 d2 1\n"
+    capsys.readouterr()
+    assert main(["labels", "stats", "--store", store, "--policy", f"source={typed}",
+                 "--format", "json"]) == 0
+    assert sum(c["labelled"] for c in json.loads(capsys.readouterr().out)["coverage"]) == 2
+    with LabelStore(named_store, create=False) as s:
+        assert s.resolve_policy(f"source={typed}") == f"source={JUDGE}"  # the API too
+
+
+def test_a_source_named_by_no_source_or_by_two_is_one_line_in_export_and_merge(named_store,
+                                                                              tmp_path, capsys):
+    store = str(named_store)
+    out = tmp_path / "x.qrels"
+    for argv, needle in ((["labels", "export", "--source", "gpt"], "'gpt' names 2 sources"),
+                         (["labels", "merge", "--policy", "source=nist"],
+                          "no source named 'nist' (given to --policy source=)")):
+        assert main([*argv, "--store", store, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and needle in err, err
+        assert not out.exists()
+
+
+# --- a name is one source: not taken again by a source of another kind --------------------
+
+@pytest.mark.parametrize(("kind", "name"), [("llm", "hr-team"), ("human", JUDGE),
+                                            ("human", "gpt-4o-mini"), ("import", "hr-team")])
+def test_labels_import_refuses_a_name_a_source_of_another_kind_has(named_store, tmp_path,
+                                                                   capsys, kind, name):
+    labels = tmp_path / "more.qrels"
+    labels.write_text("q1 0 d3 2\n")
+    with LabelStore(named_store, create=False) as s:
+        before = (s.count(), s.source_list())
+    assert main(["labels", "import", str(labels), "--store", str(named_store), "--source-kind",
+                 kind, "--source-name", name]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"{name!r} names the " in err, err
+    assert f"give this {kind} source another name" in err
+    with LabelStore(named_store, create=False) as s:
+        assert (s.count(), s.source_list()) == before
+
+
+def test_assess_refuses_an_annotator_named_as_a_judge(named_store, tmp_path, capsys,
+                                                      monkeypatch):
+    def serve(*args, **kwargs):
+        raise AssertionError("the grading page was served")
+
+    monkeypatch.setattr("reljudge.assess.server.serve", serve)
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("q1 d1\n")
+    (tmp_path / "q.tsv").write_text("q1\tquery one\n")
+    (tmp_path / "p.jsonl").write_text('{"docid": "d1", "text": "a passage"}\n')
+    for name in ("gpt-4o-mini", JUDGE):
+        assert main(["assess", "--store", str(named_store), "--pairs", str(pairs),
+                     "--annotator", name, "--queries", str(tmp_path / "q.tsv"),
+                     "--passages", str(tmp_path / "p.jsonl")]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "names the llm source" in err, err

@@ -1,7 +1,7 @@
 """What a `reljudge label` process killed with SIGKILL leaves in its store (SQLite, or a real
 PostgreSQL server): every answer it received in the spend ledger (--max-total-cost sees the
-money a killed run spent), and every answer it received more than about a second before it
-died as an event (a dead machine of a team store loses that second and its calls in flight).
+money a killed run spent), and every answer it had read as an event, at once (a dead
+machine of a team store loses only its calls in flight: ``test_claims``).
 """
 
 from __future__ import annotations

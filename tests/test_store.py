@@ -7,6 +7,7 @@ import json
 import lzma
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -18,7 +19,7 @@ from reljudge.cli import main
 from reljudge.errors import InputError, StoreError
 from reljudge.io.label_files import read_judge, read_labels
 from reljudge.io.trec import read_qrels
-from reljudge.labels import LabelEvent
+from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
 from reljudge.store.schema import SCHEMA_VERSION
 from tests.backends import BACKENDS, integrity_errors, store_location
@@ -39,7 +40,8 @@ def test_events_round_trip_with_provenance_and_failures(store):
     store.add_events([
         ev("q1", "d1", 2, probs=(0.1, 0.2, 0.6, 0.1), expected_grade=1.7, tokens_in=120,
            tokens_out=8, cost=0.0003, latency=0.4, raw="O: 2", meta={"model": "m"}),
-        ev("q1", "d2", None, failure="unparseable: no final score", raw="I think so"),
+        ev("q1", "d2", None, failure="unparseable: no final score", raw="I think so",
+           failure_kind="unparseable"),
     ])
     got = list(store.events())
     assert got[0].probs == (0.1, 0.2, 0.6, 0.1) and got[0].meta == {"model": "m"}
@@ -55,7 +57,7 @@ def test_outcomes_are_the_events_grade_and_failure_in_order(store):
     store.add_events([ev("q1", "d1", None, failure="HTTP 500", failure_kind="http_status"),
                       ev("q1", "d1", 2, sample=1, meta={"model": "m"}, raw="O: 2"),
                       ev("q2", "d1", 1, name="other"),
-                      ev("q1", "d2", None, failure="empty answer")])
+                      ev("q1", "d2", None, failure="empty answer", failure_kind="unparseable")])
     want = [(e.qid, e.docid, e.sample, e.grade, e.failure_kind, e.failure, e.shown)
             for e in store.events(source="judge")]
     assert [tuple(o) for o in store.outcomes("judge")] == want and len(want) == 3
@@ -81,7 +83,8 @@ def test_a_passage_given_as_none_is_refused_naming_it_and_nothing_is_written(sto
 
 
 def test_a_failed_judgment_never_becomes_a_grade(store):
-    store.add_events([ev("q", "a", None, failure="refused: content_filter")])
+    store.add_events([ev("q", "a", None, failure="refused: content_filter",
+                         failure_kind="refused")])
     assert store.merge().labels == []
     assert [s.failed for s in store.sources()] == [1]
 
@@ -108,6 +111,9 @@ def test_one_sources_qrels_are_what_the_source_policy_merges(store):
     from reljudge.grades import AGGREGATES
     from reljudge.labels import RETRACTED
 
+    # two kinds of "nist" (an older store's; a new source may not take the name)
+    store.db.executemany("INSERT INTO sources (kind, name) VALUES (?, ?)",
+                         [("human", "nist"), ("import", "nist")])
     store.add_events([ev("q", "a", 1, "human", "nist"), ev("q", "a", 3, "import", "nist"),
                       ev("q", "a", 2, name="gpt", sample=0), ev("q", "a", 3, name="gpt",
                                                                    sample=1),
@@ -342,6 +348,41 @@ def test_a_process_killed_mid_import_leaves_no_partial_batch(tmp_path):
         assert s.count() == 0, "the kill came too late to test a partial batch"
 
 
+#: imports FILE into STORE once GO exists (so that two start at once); prints what it did
+IMPORTER = """
+import os, sys, time
+from reljudge.store import LabelStore, import_labels
+store, labels, go = sys.argv[1:4]
+with LabelStore(store) as s:
+    print("ready", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.001)
+    report = import_labels(s, labels, "llm", "judge")
+print("skipped" if report.skipped else report.events, flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.slow  # two processes at once, five times
+def test_two_processes_importing_one_file_at_once_import_it_once(request, tmp_path, backend):
+    labels = tmp_path / "judge.qrels"
+    labels.write_text("".join(f"q{i % 50} 0 d{i} {i % 4}\n" for i in range(4000)))
+    for attempt in range(5):
+        location = str(store_location(request, tmp_path, f"s{attempt}", backend=backend))
+        LabelStore(location).close()
+        go = tmp_path / f"go{attempt}"
+        procs = [subprocess.Popen([sys.executable, "-c", IMPORTER, location, str(labels),
+                                   str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+        assert [p.stdout.readline() for p in procs] == ["ready\n"] * 2
+        go.touch()
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        assert sorted(o[0].strip() for o in outs) == ["4000", "skipped"], (attempt, outs)
+        with LabelStore(location) as s:
+            assert s.count() == 4000, attempt
+
+
 # --- real data -------------------------------------------------------------------------------
 
 @pytest.mark.slow  # imports the 33 real LLMJudge label files
@@ -478,3 +519,69 @@ def test_a_derived_source_cannot_take_a_plain_sources_name_or_bad_distributions(
     assert store.derivations() == [] and store.count() == 1
     with pytest.raises(StoreError, match="unknown derived"):
         store.merge(derived="thresholds")  # median is a rule merge offers now (issue 25)
+
+
+# --- the API stores only what the CLI would (the same checks on every write) -----------------
+
+@pytest.mark.parametrize(("row", "needle"), [
+    (("q1", "d1", 9), "a grade is an integer 0..3, found 9"),
+    (("q1", "d1", -1), "found -1"),
+    (("q1", "d1", 1.5), "found 1.5"),
+    (("q1", "d1", True), "found True"),
+    (("", "d1", 2), "a query id is a non-empty string, found ''"),
+    (("q1", " ", 2), "a passage id is a non-empty string"),
+    (("q1", "d1"), "expected (qid, docid, grade)"),
+])
+def test_add_grades_refuses_what_labels_import_refuses_and_writes_nothing(store, row, needle):
+    store.add_grades([("q1", "d0", 1)], "human", "a")
+    with pytest.raises(InputError, match=re.escape(needle)):
+        store.add_grades([("q1", "d2", 2), row], "human", "a")
+    assert store.count() == 1
+    assert [lab.grade for lab in store.merge().labels] == [1.0]
+
+
+@pytest.mark.parametrize(("event", "needle"), [
+    (ev("q1", "d1", 9), "found 9"),
+    (ev("q1", "d1", 2.5), "found 2.5"),
+    (ev("q1", "", 2), "a passage id is a non-empty string"),
+    (ev("q1", "d1", 2, name=" "), "a source name is a non-empty string"),
+    (ev("q1", "d1", None, failure="HTTP 500"), "a failure needs its failure_kind"),
+])
+def test_add_events_refuses_what_no_reader_could_use_and_writes_nothing(store, event, needle):
+    with pytest.raises(InputError, match=re.escape(needle)):
+        store.add_events([ev("q1", "d0", 1), event])
+    assert store.count() == 0
+    store.add_events([ev("q1", "d1", None, failure="HTTP 500", failure_kind="http_status"),
+                      ev("q1", "d2", 2, kind="human", name="a"),
+                      ev("q1", "d2", None, kind="human", name="a", failure=RETRACTED)])
+    assert store.count() == 3  # a failure with its kind, and an undo (its own kind), are fine
+
+
+def test_a_failure_stored_without_a_kind_is_shown_as_not_recorded(tmp_path, capsys):
+    path = tmp_path / "s.sqlite"
+    with LabelStore(path) as store:
+        store.add_events([ev("q1", "d1", None, failure="HTTP 500", failure_kind="http_status")])
+        store.conn.execute("UPDATE events SET failure_kind = NULL")  # as an older store's
+    assert main(["labels", "stats", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "not recorded  e.g. q1 d1" in out and "None" not in out
+
+
+def test_a_full_disk_is_named_not_hidden_by_a_failed_rollback(tmp_path):
+    with LabelStore(tmp_path / "s.sqlite") as store:
+        store.add_grades([("q0", "d0", 1)], "human", "a")
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # the disk as good as full
+        with pytest.raises(StoreError, match="disk is full .*nothing of this write was kept"):
+            store.add_grades([(f"q{i}", f"d{i}", i % 4) for i in range(20000)], "human", "a")
+        assert store.count() == 1
+
+
+def test_an_empty_file_given_as_a_store_is_not_a_store_to_upgrade(tmp_path, capsys):
+    path = tmp_path / "s.sqlite"
+    path.write_bytes(b"")
+    assert main(["labels", "stats", "--store", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "no label store in it (an empty file of 0 bytes" \
+        in err, err
+    assert "upgrade" not in err and path.read_bytes() == b""

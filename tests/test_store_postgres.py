@@ -332,6 +332,7 @@ def test_many_rows_go_as_one_copy_and_read_back_as_sqlite_reads_them(pg_server, 
     grades = [(f"q{i % 7}", f"d{i}", i % 4) for i in range(600)]
     events = [LabelEvent(f"q{i % 5}", f"e{i}", None if i % 9 == 0 else i % 4, "llm", "j",
                          raw=f"answer 'q' \\ tab\t{i}", failure="refused" if i % 9 == 0 else None,
+                         failure_kind="refused" if i % 9 == 0 else None,
                          probs=(0.1, 0.2, 0.3, 0.4) if i % 2 else None, cost=i / 1e5,
                          meta={"n": i, "text": "é\n"}, created_at=1_700_000_000.25 + i)
               for i in range(200)]

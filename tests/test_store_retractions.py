@@ -58,7 +58,8 @@ def test_an_undo_event_keeps_the_grade_xor_failure_invariant(store):
 
 
 def test_real_failures_still_count_as_failed_and_an_undo_is_not_one(store):
-    store.add_events([LabelEvent("q", "a", None, "llm", "j", failure="refused: x"),
+    store.add_events([LabelEvent("q", "a", None, "llm", "j", failure="refused: x",
+                                 failure_kind="refused"),
                       grade("q", "b", 2), undo("q", "b")])
     assert [f[3] for f in store.failures()] == ["refused: x"]
     assert {s.name: (s.failed, s.retracted) for s in store.sources()} == {"j": (1, 0),

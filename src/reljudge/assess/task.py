@@ -108,6 +108,8 @@ class AssessTask:
         if is_adjudication(annotator):
             raise ConfigError(f"{annotator!r}: names starting {ADJUDICATED!r} are kept for "
                               "adjudicated grades (assess --adjudicate records them so)")
+        store.db.check_new_source("human", ADJUDICATED + annotator if settles is not None
+                                  else annotator)  # a judge's name would mix its grades
         if not pairs:
             raise InputError(f"nothing to grade: {'sample ' + repr(sample) if sample else pairs_file}"
                              " has no pairs")

@@ -73,10 +73,10 @@ class Parser(argparse.ArgumentParser):
         given to, with that command's help, not by ``reljudge`` itself."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            self._innermost(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+            self.innermost(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 
-    def _innermost(self, parsed) -> argparse.ArgumentParser:
+    def innermost(self, parsed) -> argparse.ArgumentParser:
         """The parser of the deepest subcommand named in ``parsed``."""
         parser: argparse.ArgumentParser = self
         while True:
@@ -176,9 +176,10 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     try:
-        from reljudge.cli.common import resolve_store
+        from reljudge.cli.common import check_apart, resolve_store
 
         resolve_store(args)
+        check_apart(args, cast(Parser, parser).innermost(args))
         code = args.func(args)
         sys.stdout.flush()  # a full disk under `> file` is found here, not at exit
     except ReljudgeError as e:

@@ -83,8 +83,9 @@ def register(sub) -> None:
                         "derivation records the rule) and the one `labels merge` takes; "
                         "thresholds: grades cut from the expected grade "
                         "at three points fitted on the sample to maximise quadratic kappa")
-    p.add_argument("--out", help="write the distributions to this TSV file")
-    p.add_argument("--output", dest="out", help=argparse.SUPPRESS)
+    p.add_argument("--out", type=common.output_file,
+                   help="write the distributions to this TSV file")
+    p.add_argument("--output", dest="out", type=common.output_file, help=argparse.SUPPRESS)
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
     common.add_digits(p, 3)
     common.add_quiet(p)

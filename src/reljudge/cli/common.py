@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
@@ -204,8 +205,8 @@ def digits(text: str) -> int:
 
 
 def suffix_of(what: str, *suffixes: str) -> Callable[[str], str]:
-    """An argparse type: the path of a file holding ``what``, its suffix (if it has one) one
-    of ``suffixes`` (a report.pdf would hold HTML)."""
+    """An argparse type: the path of a file the command writes (``output_file``) holding
+    ``what``, its suffix (if it has one) one of ``suffixes`` (a report.pdf would hold HTML)."""
 
     def check(text: str) -> str:
         from pathlib import Path
@@ -214,7 +215,7 @@ def suffix_of(what: str, *suffixes: str) -> Callable[[str], str]:
         if suffix and suffix.lower() not in suffixes:
             raise argparse.ArgumentTypeError(f"{text}: this writes {what}, not {suffix}; give "
                                              f"a file name ending in {_words(suffixes)}")
-        return text
+        return OutputFile(text)
 
     return check
 
@@ -224,6 +225,75 @@ def name(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a name, found {text!r}")
     return text
+
+
+class OutputFile(str):
+    """The path of a file a command writes (the argparse type ``output_file`` makes one):
+    ``check_apart`` tells outputs from inputs by this type."""
+
+
+def output_file(text: str) -> str:
+    """An argparse type: the path of a file the command writes. Before the command runs,
+    ``check_apart`` refuses it when it is the store, another output or an input."""
+    return OutputFile(text)
+
+
+#: the files SQLite keeps beside a store file while it is open
+SQLITE_SIDECARS = ("", "-wal", "-shm", "-journal")
+
+
+def check_apart(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Refuse an output file that is the label store (or a file SQLite keeps beside it),
+    another output of the same command, or one of its inputs (any other argument naming an
+    existing file): the same file by device and inode, not by spelling. Nothing is written."""
+    shown = {a.dest: a.option_strings[0] if a.option_strings else a.metavar or a.dest.upper()
+             for a in parser._actions}
+    outputs: list[tuple[str, str]] = []
+    inputs: list[tuple[str, str]] = []
+    for dest, value in vars(args).items():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, OutputFile):
+                outputs.append((dest, v))
+            elif isinstance(v, str) and dest != "store" and _is_file(v):
+                inputs.append((dest, v))
+    if not outputs:
+        return
+    from reljudge.errors import ConfigError
+    from reljudge.io.files import file_identity
+    from reljudge.store.postgres import is_url
+
+    store: str = getattr(args, "store", None) or ""
+    stores = () if not store or is_url(store) else (store, os.path.realpath(store))
+    stored = {file_identity(f"{base}{end}"): f"{base}{end}"  # beside a link's target too
+              for base in stores for end in SQLITE_SIDECARS}
+    seen: dict[tuple, tuple[str, str]] = {}
+    for dest, path in outputs:
+        flag = f"{shown.get(dest, dest)} {path}"
+        same = file_identity(path)
+        if same in stored:
+            what = ("the label store" if stored[same] in stores
+                    else f"the label store's SQLite file {stored[same]}")
+            raise ConfigError(f"{flag} is {what} (--store {store}): writing it would destroy "
+                              "the store; nothing was written")
+        if same in seen:
+            other = seen[same]
+            raise ConfigError(f"{flag} and {shown.get(other[0], other[0])} {other[1]} are the "
+                              "same file; give each output its own; nothing was written")
+        seen[same] = (dest, path)
+    for dest, path in inputs:
+        if file_identity(path) in seen:
+            out_dest, out = seen[file_identity(path)]
+            raise ConfigError(f"{shown.get(out_dest, out_dest)} {out} is also an input of this "
+                              f"command ({shown.get(dest, dest)} {path}): writing it would "
+                              "replace what is read; nothing was written")
+
+
+def _is_file(text: str) -> bool:
+    """Whether ``text`` names an existing file (a value that is no path at all: False)."""
+    try:
+        return os.path.isfile(text)
+    except ValueError:  # a NUL byte
+        return False
 
 
 def check_outputs(*paths: str | None) -> None:
@@ -282,8 +352,6 @@ def add_store(parser, help: str, required: bool = False) -> None:
     """--store (a SQLite file or a postgresql:// URL) and --store-schema. A command that
     needs a store takes it from RELJUDGE_STORE when --store is not given; where a store is
     optional its presence changes what the command does, so only the flag gives it."""
-    import os
-
     env = os.environ.get(STORE_ENV) if required else None
     parser.add_argument("--store", required=required and not env, default=env,
                         help=f"{help}: a SQLite file, or postgresql://USER@HOST:PORT/DB"

@@ -140,7 +140,8 @@ def register(sub) -> None:
     src.add_argument("--depth", type=int, default=10, help="pool depth with RUN files (default 10)")
     out = p.add_argument_group("where labels go")
     common.add_store(out, "label store to write every judgment to")
-    out.add_argument("--qrels-out", help="write this judge's final grades as TREC qrels")
+    out.add_argument("--qrels-out", type=common.output_file,
+                     help="write this judge's final grades as TREC qrels")
     judge = p.add_argument_group("the judge")
     run = p.add_argument_group("limits, money and cache")
     add_config_flags(judge, run)

@@ -102,6 +102,7 @@ def register(sub) -> None:
         add_store,
         name,
         non_negative_int,
+        output_file,
     )
 
     p = sub.add_parser("labels", help=HELP,
@@ -140,8 +141,9 @@ def register(sub) -> None:
 
     v = verb("merge", "merge labels into final qrels with provenance")
     _merge_flags(v)
-    v.add_argument("--out", help="write the final TREC qrels here")
-    v.add_argument("--provenance", help="write one record per final label here (.jsonl or .tsv)")
+    v.add_argument("--out", type=output_file, help="write the final TREC qrels here")
+    v.add_argument("--provenance", type=output_file,
+                   help="write one record per final label here (.jsonl or .tsv)")
     add_format(v, ("table", "json", "csv", "markdown"))
     v.set_defaults(func=do_merge)
 
@@ -151,7 +153,8 @@ def register(sub) -> None:
     group.add_argument("--kind", choices=("human", "llm"), help="every source of a kind")
     v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
                    help="several labels of a pair: majority (default), mean or median")
-    v.add_argument("--out", required=True, help="the TREC qrels file to write")
+    v.add_argument("--out", required=True, type=output_file,
+                   help="the TREC qrels file to write")
     v.set_defaults(func=do_export)
 
     v = verb("stats", "label sources, grade distributions, failures and coverage per query")
@@ -301,14 +304,8 @@ def do_merge(args) -> int:
 
     check_outputs(args.out, args.provenance)
     with open_store(args) as store:
-        name = args.policy[len("source="):] if args.policy.startswith("source=") else None
-        known = [s.name for s in store.source_list()]
-        if name and name not in known:  # a typo would merge nothing
-            from reljudge.errors import StoreError
-
-            raise StoreError(f"merge policy {args.policy!r}: no source {name!r} in "
-                             f"{args.store} (its sources: {', '.join(known) or 'none'})")
-        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived)
+        policy = store.resolve_policy(args.policy, "--policy source=")
+        merged = store.merge(policy, args.aggregate, args.fractional, args.derived)
     if not merged.labels and (args.out or args.provenance):
         from reljudge.errors import StoreError
 
@@ -338,8 +335,9 @@ def do_export(args) -> int:
     from reljudge.io.trec import write_qrels
 
     check_outputs(args.out)
-    policy = f"source={args.source}" if args.source else f"{args.kind}-only"
     with open_store(args) as store:
+        policy = (store.resolve_policy(f"source={args.source}", "--source") if args.source
+                  else f"{args.kind}-only")
         merged = store.merge(policy, args.aggregate)
     if not merged.labels:
         from reljudge.errors import StoreError
@@ -352,10 +350,9 @@ def do_export(args) -> int:
 
 def do_copy(args) -> int:
     """``labels copy SRC DST``."""
-    from pathlib import Path
-
     from reljudge.cli.common import check_store_path
     from reljudge.errors import ConfigError
+    from reljudge.io.files import file_identity
     from reljudge.store import LabelStore
     from reljudge.store.copy import copy_store
     from reljudge.store.postgres import is_url
@@ -364,7 +361,7 @@ def do_copy(args) -> int:
     check_store_path(args.src, "SRC")
     check_store_path(args.dst, "DST")
     if (args.src == args.dst if is_url(args.src) or is_url(args.dst)
-            else Path(args.src).resolve() == Path(args.dst).resolve()):
+            else file_identity(args.src) == file_identity(args.dst)):  # a link: the same file
         raise ConfigError(f"labels copy: {args.src} and {args.dst} are the same store; give "
                           "another DST to copy it into")
     with LabelStore(args.src, create=False, readonly=True) as src, LabelStore(args.dst) as dst:

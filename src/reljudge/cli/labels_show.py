@@ -48,7 +48,8 @@ def do_stats(args) -> int:
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
-        merged = store.merge(args.policy, args.aggregate, args.fractional, args.derived,
+        merged = store.merge(store.resolve_policy(args.policy, "--policy source="),
+                             args.aggregate, args.fractional, args.derived,
                              stale=stale)  # the grades its policy can choose, read alone
         team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
@@ -58,10 +59,11 @@ def do_stats(args) -> int:
     cov_rows = ("all" if len(cov) == cov_summary["queries"] else
                 f"the {len(cov)} least covered of {cov_summary['queries']} queries (--all: "
                 "every query)")
-    by_kind = Counter(kind for *_, kind, _ in current)
+    # a failure stored with no kind is said so, not "None"
+    by_kind = Counter(kind or "not recorded" for *_, kind, _ in current)
     example: dict[str, str] = {}
     for qid, docid, source, _sample, kind, detail in current:
-        example.setdefault(kind, f"{qid} {docid} ({source}): {detail}")
+        example.setdefault(kind or "not recorded", f"{qid} {docid} ({source}): {detail}")
     if args.format == "json":
         print(json_dumps({"sources": [s.__dict__ for s in sources],
                           "failures": {"current": len(current), "current_by_kind": dict(by_kind),

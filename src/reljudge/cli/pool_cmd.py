@@ -33,7 +33,8 @@ def register(sub) -> None:
                                         "(repeatable, or NAME,NAME,...; default: every source)")
     p.add_argument("--sources", action="append", type=common.comma_list, dest="sources",
                    help=argparse.SUPPRESS)
-    p.add_argument("--out", help="write the pairs still to label to this file (QID DOCID)")
+    p.add_argument("--out", type=common.output_file,
+                   help="write the pairs still to label to this file (QID DOCID)")
     p.add_argument("--allow-empty", action="store_true",
                    help="let --out replace a non-empty file when nothing is left to label "
                         "(refused by default)")

@@ -87,7 +87,7 @@ def register(sub) -> None:
                     help="TREC runs whose pool is the population (default: every pair the "
                          "judge labelled)")
     p.add_argument("--depth", type=int, default=10, help="pool depth with RUN files (default 10)")
-    p.add_argument("--out", help="export for annotators: .tsv or .jsonl")
+    p.add_argument("--out", type=common.output_file, help="export for annotators: .tsv or .jsonl")
     p.add_argument("--queries-file", help="query texts (TSV/JSONL) when the store lacks them")
     p.add_argument("--passages-file", help="passage texts (JSONL/TSV) when the store lacks them")
     p.set_defaults(func=run)

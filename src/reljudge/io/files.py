@@ -320,6 +320,16 @@ def file_sha256(path: str | Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def file_identity(path: str | Path) -> tuple[str | int, ...]:
+    """What names one file whatever its spelling (``./a``, a symbolic or hard link): the device
+    and inode of a file that exists (a link followed), else the real path it would have."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # absent, a dangling link, a name too long, a NUL byte
+        return ("path", os.path.realpath(path))
+    return ("inode", st.st_dev, st.st_ino)
+
+
 def check_writable(path: str | Path, *, folder: bool = False) -> None:
     """Raise InputError, naming the path and why, unless this process can write ``path``: a
     file (``folder``: a folder to write files in) that is absent or of that kind, in the

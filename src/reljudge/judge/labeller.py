@@ -4,9 +4,10 @@ For each pair (and sample) not already settled by this judge in the sink (the la
 render the prompt, look the exact request up in the answer cache, otherwise send it (after a
 free pre-flight check of the endpoint, rate limited, retried by policy, within the budget)
 and cache the answer at once; parse it, re-ask once with a repair message if it cannot be
-read, and record a LabelEvent: a grade, or a failure with its kind and detail. Events reach
-the sink in small batches as they arrive (64, or what came in the last second); a paid
-answer is in the sink's spend ledger before it is cached. A job whose calls keep failing the
+read, and record a LabelEvent: a grade, or a failure with its kind and detail. A paid
+answer is in the sink's spend ledger before it is cached, and a label store gets its event as
+soon as it is read (a machine killed mid-run re-pays only its calls in flight); another sink
+gets events in small batches (64, or what came in the last second). A job whose calls keep failing the
 same way, or cannot reach the endpoint at all, stops with one line naming the URL and the
 cause. Spread over several endpoints (``reljudge.judge.dispatch``), a pair goes to an
 endpoint with a free worker, and an endpoint that keeps failing is drained while the others
@@ -421,12 +422,16 @@ class Labeller:
             claims = ClaimedItems(store, self.judge_id, todo, lease=self.config.claim_lease,
                                   chunk=max(1, min(64, self.config.concurrency)), since=since)
 
+        stored: list[tuple[str, str, int]] = []  # items stored whose claims can go
+
         def flush() -> None:
             if pending and sink is not None:
                 sink.add_events(pending)
-                if claims is not None:  # stored: their claims can go
-                    claims.release([(e.qid, e.docid, e.sample) for e in pending])
+                stored.extend((e.qid, e.docid, e.sample) for e in pending)
             pending.clear()
+            if claims is not None and stored:
+                claims.release(stored)
+            stored.clear()
 
         if claims is not None:
             claims.on_wait = flush
@@ -441,7 +446,11 @@ class Labeller:
                 report.add_failure(event)
             else:
                 report.labelled += 1
-            if len(pending) >= 64:
+            if store is not None:  # in the store at once, as its spend is: a machine
+                store.add_events(pending)  # killed later re-pays only its calls in flight
+                stored.extend((e.qid, e.docid, e.sample) for e in pending)
+                pending.clear()
+            if len(pending) >= 64 or len(stored) >= 64:
                 flush()
             bar.advance(report)
 

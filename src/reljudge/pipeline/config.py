@@ -232,7 +232,31 @@ def load_config(path: str | Path) -> PipelineConfig:
                           f"{', '.join(missing)}")
     _check_datasets(config, path)
     _check_settings(config, path)
+    _check_apart(config, path, [config.path(p) for p in inputs if isinstance(p, Path)])
     return config
+
+
+#: the files a run writes in its output folder, besides the default store
+WRITTEN = ("config.toml", "manifest.json", "pool.tsv", "qrels.txt", "qrels.provenance.jsonl",
+           "scores.tsv", "scores.json", "audit.json", "audit.md")
+
+
+def _check_apart(config: PipelineConfig, path: Path, inputs: list[Path]) -> None:
+    """Refuse a store or an input that is a file the run writes, and a store that is an
+    input: the same file by device and inode, whatever the spelling."""
+    from reljudge.io.files import file_identity
+
+    written = {file_identity(config.out_dir / name): name for name in WRITTEN}
+    store = config.store_path if isinstance(config.store_path, Path) else None
+    for what, file in [*([("[output] store", store)] if store else []),
+                       *[("input", p) for p in inputs]]:
+        if file_identity(file) in written:
+            raise ConfigError(f"{path}: {what} {file} is the run's own "
+                              f"{written[file_identity(file)]} in [output] dir: the run would "
+                              "replace it; nothing was written")
+    if store is not None and file_identity(store) in {file_identity(p) for p in inputs}:
+        raise ConfigError(f"{path}: [output] store {store} is also an input of the run: "
+                          "writing labels to it would destroy it; nothing was written")
 
 
 def _check_datasets(config: PipelineConfig, path: Path) -> None:

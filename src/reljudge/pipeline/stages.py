@@ -237,7 +237,8 @@ def merge_stage(config: PipelineConfig, store: LabelStore, manifest: Manifest,
     if manifest.fresh("merge", key, outputs):
         stage = StageResult("merge", "up to date", manifest.summary("merge"))
     else:
-        merged = store.merge(config.merge.policy, config.merge.aggregate)
+        merged = store.merge(store.resolve_policy(config.merge.policy, "[merge] policy"),
+                             config.merge.aggregate)
         if not merged.labels:
             raise ConfigError(f"{store.path}: no labels under the merge policy "
                               f"{config.merge.policy}; nothing to score")

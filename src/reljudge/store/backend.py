@@ -13,6 +13,7 @@ does; ``store.postgres.PgConnection`` translates it).
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 
 from reljudge.errors import StoreError
 from reljudge.labels import SOURCE_KINDS
+from reljudge.store.names import model_of
 
 
 class Cursor(Protocol):
@@ -79,6 +81,9 @@ class Backend(ABC):
     path: Path | str  # what messages name: the SQLite file, or the URL (password masked)
     backup: Path | None  # the file as it was before a migration (SQLite only)
     migrated_from: int  # the schema version found when opened (0: a new store)
+    #: the driver's errors of a failed write (a full disk, a lock held too long) that
+    #: ``transaction`` reports as a StoreError naming the store
+    write_errors: tuple[type[Exception], ...] = ()
 
     def __init__(self) -> None:
         self._ids: dict[str, dict[str, int]] = {"queries": {}, "passages": {}}
@@ -115,7 +120,8 @@ class Backend(ABC):
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """BEGIN IMMEDIATE ... COMMIT; on an exception ROLLBACK, forget the cached ids and
-        re-raise. Inside a transaction already open, the block joins it."""
+        re-raise (a driver's ``write_errors`` as a StoreError). Inside a transaction already
+        open, the block joins it."""
         if self.conn.in_transaction:
             yield self.conn
             return
@@ -123,15 +129,17 @@ class Backend(ABC):
         try:
             yield self.conn
             self.conn.execute("COMMIT")
-        except BaseException as e:
-            try:  # SQLite has rolled back already after some errors (a full disk)
-                if self.conn.in_transaction:
+        except BaseException as error:
+            with contextlib.suppress(Exception):  # the first error is the one that says why
+                if self.conn.in_transaction:  # SQLite ends it itself on a full disk
                     self.conn.execute("ROLLBACK")
-            finally:
-                self.forget()
-            if self.no_room(e):
+            self.forget()
+            if self.no_room(error):
                 raise StoreError(f"{self.path}: cannot be written, the disk is full "
                                  "(nothing of this write was kept)") from None
+            if isinstance(error, self.write_errors):
+                raise StoreError(f"{self.path}: the write failed ({error}); nothing of it was "
+                                 "kept") from error
             raise
 
     def no_room(self, error: BaseException) -> bool:
@@ -158,16 +166,34 @@ class Backend(ABC):
                 or ()]
 
     def source_id(self, kind: str, name: str) -> int:
-        """The id of a label source, inserting it if new (call it inside a transaction)."""
+        """The id of a label source, inserting it if new (call it inside a transaction); a
+        new source may not take the name, or the model name, of a source of another kind
+        (every command names a source by its name alone: ``names.resolve_source``)."""
         key = (kind, name)
         if key not in self._sources:
             if kind not in SOURCE_KINDS:
                 raise StoreError(f"source kind must be one of {', '.join(SOURCE_KINDS)}, "
                                  f"found {kind!r}")
-            self.conn.execute("INSERT OR IGNORE INTO sources (kind, name) VALUES (?, ?)", key)
-            self._sources[key] = self.conn.execute(
-                "SELECT id FROM sources WHERE kind = ? AND name = ?", key).fetchone()[0]
+            found = self.conn.execute("SELECT id FROM sources WHERE kind = ? AND name = ?",
+                                      key).fetchone()
+            if found is None:
+                self.lock("sources")  # PostgreSQL: one process adds a source at a time
+                self.check_new_source(kind, name)
+                self.conn.execute("INSERT OR IGNORE INTO sources (kind, name) VALUES (?, ?)",
+                                  key)
+                found = self.conn.execute("SELECT id FROM sources WHERE kind = ? AND "
+                                          "name = ?", key).fetchone()
+            self._sources[key] = found[0]
         return self._sources[key]
+
+    def check_new_source(self, kind: str, name: str) -> None:
+        """Refuse a new source of ``kind`` named as a source of another kind is, or as its
+        model: commands name a source by its name alone, and would read the wrong one."""
+        for other_kind, other in self.conn.execute(
+                "SELECT kind, name FROM sources WHERE kind != ?", (kind,)).fetchall():
+            if name in (other, model_of(other)):
+                raise StoreError(f"{self.path}: {name!r} names the {other_kind} source "
+                                 f"{other!r}; give this {kind} source another name")
 
     def select_in(self, sql: str, column: str, keys: Sequence[str] | Sequence[int]
                   ) -> list[tuple[Any, ...]]:

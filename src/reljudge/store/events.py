@@ -11,8 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from reljudge.errors import StoreError
-from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.errors import InputError, StoreError
+from reljudge.grades import check_grade, in_scale
+from reljudge.labels import RETRACTED, FailureKind, LabelEvent
 from reljudge.store.id_rows import COLUMNS, id_rows
 from reljudge.store.merge import (
     Conflict,
@@ -113,6 +114,46 @@ class SourceStats:
     retracted: int = 0  # grades taken back by an undo (counted in events, not in ok/grades)
 
 
+def _named(value: object) -> bool:
+    return type(value) is str and bool(value) and not value.isspace()
+
+
+def check_id(value: object, what: str, where: str) -> None:
+    """Refuse an id or name (``what``) that is not a non-blank string: an InputError naming
+    ``where``."""
+    if not _named(value):
+        raise InputError(f"{where}: a {what} is a non-empty string, found {value!r}")
+
+
+def check_event(event: LabelEvent, where: str) -> None:
+    """Refuse what no reader of the store could make sense of, as the CLI does: an empty
+    query or passage id, a grade off the 0-3 scale or not an integer, a failure without its
+    kind (an undo is its own kind), a blank source name."""
+    check_id(event.qid, "query id", where)
+    check_id(event.docid, "passage id", where)
+    check_id(event.source_name, "source name", where)
+    if event.grade is not None:
+        check_grade(event.grade, where)
+    elif event.failure_kind is None and event.failure != RETRACTED:
+        raise InputError(f"{where}: a failure needs its failure_kind (one of "
+                         f"{', '.join(k.value for k in FailureKind)}), found none")
+
+
+def check_rows(rows: Sequence[tuple[str, str, int]], name: str) -> None:
+    """``check_event`` for plain (qid, docid, grade) rows of one source (``add_grades``)."""
+    check_id(name, "source name", "add_grades")
+    for i, row in enumerate(rows):
+        if len(row) == 3 and type(row[2]) is int and in_scale(row[2]) \
+                and _named(row[0]) and _named(row[1]):
+            continue  # the usual row, checked without building a message
+        where = f"row {i} {tuple(row)!r}"
+        if len(row) != 3:
+            raise InputError(f"{where}: expected (qid, docid, grade)")
+        check_id(row[0], "query id", where)
+        check_id(row[1], "passage id", where)
+        check_grade(row[2], where)
+
+
 class EventLog(Texts):
     """The label events of a store (a part of ``LabelStore``; labels rest on the texts the
     store holds: ``Texts``)."""
@@ -122,6 +163,8 @@ class EventLog(Texts):
         """Append label events in one transaction; returns how many were written.
         ``commit_with``: more (sql, args) statements run in the same transaction."""
         events = list(events)
+        for i, e in enumerate(events):  # every one checked before any is written
+            check_event(e, f"label event {i} ({e.qid!r}, {e.docid!r})")
         if not events and not commit_with:
             return 0
         now = time.time()
@@ -155,7 +198,9 @@ class EventLog(Texts):
         """Append plain (qid, docid, grade) labels of one source in one transaction (fast path
         for imports). ``batch_info`` (path, sha256, clipped) records the import itself. Each
         label rests on the texts the store holds now for its pair (its ``shown`` digest), when
-        it holds them."""
+        it holds them. A row the CLI would refuse (``check_rows``) is an InputError, and
+        nothing is written."""
+        check_rows(rows, name)
         now = time.time()
         with self.db.transaction():
             source = self.db.source_id(kind, name)
@@ -441,6 +486,22 @@ class EventLog(Texts):
                                by_id)
         return merge_ids(self.standing_ids(policy) if standing is None else standing,
                          *self.id_names(), policy, aggregate, fractional, stale, by_id)
+
+    def resolve_policy(self, policy: str, option: str = "") -> str:
+        """``policy`` with the NAME of ``source=NAME`` as users type it (the model alone, a
+        prefix: ``names.resolve_source``) made the full name of the one source it names, or a
+        StoreError naming the known sources (``option``: the flag that gave it). ``merge``
+        takes full names only: a name no source has merges nothing there."""
+        from reljudge.store.names import resolve_source
+
+        if not policy.startswith("source="):
+            return policy
+        name = policy[len("source="):]
+        known = self.source_list()
+        if any(s.name == name for s in known):  # a full name (of two kinds in an old store)
+            return policy
+        return "source=" + resolve_source(known, name, where=str(self.path),
+                                          option=option).name
 
     def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None,
                   votes: Votes | None = None) -> list[Conflict]:

@@ -40,15 +40,17 @@ def import_labels(store: LabelStore, path: str | Path, kind: str, name: str | No
     rows, report.clipped = check_scale(labels, clip)
     digest = hashlib.sha256("".join(f"{q} {d} {g}\n" for q, d, g in rows).encode()
                             if dataset else Path(path).read_bytes()).hexdigest()
-    if not force and store.find_import(digest, kind, name) is not None:
-        report.skipped = True
-        return report
-    known_q = {q for q, t in store.queries().items() if t is not None}
-    known_d = store.passages_with_text()
-    if known_q:
-        report.unknown_queries = sorted({q for q, _, _ in rows} - known_q)
-    if known_d:
-        report.unknown_passages = sorted({d for _, d, _ in rows} - known_d)
-    report.events = store.add_grades(rows, kind, name, batch_info={
-        "path": str(path), "sha256": digest, "clipped": len(report.clipped)})
+    with store.db.transaction():  # the check and the write at once: another process
+        store.db.lock("import")  # importing the same file waits, then finds it imported
+        if not force and store.find_import(digest, kind, name) is not None:
+            report.skipped = True
+            return report
+        known_q = {q for q, t in store.queries().items() if t is not None}
+        known_d = store.passages_with_text()
+        if known_q:
+            report.unknown_queries = sorted({q for q, _, _ in rows} - known_q)
+        if known_d:
+            report.unknown_passages = sorted({d for _, d, _ in rows} - known_d)
+        report.events = store.add_grades(rows, kind, name, batch_info={
+            "path": str(path), "sha256": digest, "clipped": len(report.clipped)})
     return report

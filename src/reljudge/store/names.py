@@ -21,7 +21,9 @@ class Source(Protocol):
     def name(self) -> str: ...
 
 
-def _model(name: str) -> str:
+def model_of(name: str) -> str:
+    """The model part of a judge's source name (``gpt-4o-mini/umbrela@1#f8e67d3b`` ->
+    ``gpt-4o-mini``); a name without one is its own."""
     return name.split("/", 1)[0]
 
 
@@ -36,7 +38,7 @@ def resolve_source(sources: Sequence[Source], name: str, *, kind: str | None = N
     match. Otherwise a StoreError naming the candidates or the known sources."""
     flag = f"{option} " if option else ""
     exact = [s for s in sources if s.name == name]
-    found = exact or [s for s in sources if _model(s.name) == name] or \
+    found = exact or [s for s in sources if model_of(s.name) == name] or \
         [s for s in sources if s.name.startswith(name)]
     if kind is not None and len(found) > 1:
         found = [s for s in found if s.kind == kind] or found
@@ -60,7 +62,7 @@ def short_names(sources: Sequence[Source]) -> dict[str, str]:
     """{full name: the shortest of model, name without hash, full name that designates it}."""
     out = {}
     for s in sources:
-        for candidate in (_model(s.name), s.name.split("#", 1)[0], s.name):
+        for candidate in (model_of(s.name), s.name.split("#", 1)[0], s.name):
             try:
                 if resolve_source(sources, candidate) is s:
                     out[s.name] = candidate

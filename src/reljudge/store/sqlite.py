@@ -64,6 +64,7 @@ class SQLiteBackend(Backend):
     """A label store in one SQLite file (``store.backend.Backend``)."""
 
     path: Path
+    write_errors = (sqlite3.OperationalError,)
 
     def __init__(self, path: Path, timeout: float = 60.0, readonly: bool = False):
         super().__init__()
@@ -79,6 +80,10 @@ class SQLiteBackend(Backend):
             self.conn = self.sqlite
             self.sqlite.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             old, current = self.version(), schema.SCHEMA_VERSION
+            if readonly and old == 0:  # an empty file: no store to read, nor to upgrade
+                raise StoreError(f"{path}: no label store in it (an empty file of "
+                                 f"{path.stat().st_size} bytes, no tables); label, labels "
+                                 "import and run create one")
             if readonly and old < current:
                 raise StoreError(
                     f"{path}: the label store has schema version {old}, this reljudge reads "
