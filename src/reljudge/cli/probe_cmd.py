@@ -66,7 +66,7 @@ def register(sub) -> None:
                      help="with RUN files: the top documents probed (default 10)")
     common.add_measures(src, "nDCG@10")
     out = p.add_argument_group("where probes go")
-    out.add_argument("--out", metavar="FILE",
+    out.add_argument("--out", metavar="FILE", type=common.output_file,
                      help="write every probed pair as JSONL: judge, kind, qid, docid, the "
                           "probe's id and exact text, the clean and the probed grade")
     common.add_store(out, "label store to keep the probes and their grades in (apart from "
