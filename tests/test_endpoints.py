@@ -490,3 +490,80 @@ def test_qrels_out_of_a_two_model_job_has_every_pair(tmp_path, with_store):
     lines = (tmp_path / "llm.qrels").read_text().splitlines()
     assert code == 0 and fleet[0].calls > 0 and fleet[1].calls > 0
     assert sorted(line.split()[2] for line in lines) == sorted(f"d{i}" for i in range(60))
+
+
+# -- one path: settings -> resolved endpoints -> client ----------------------------------------
+ONE_PAIR = (PAIRS[:1], QUERIES, PASSAGES)
+
+
+def test_the_environment_is_read_once_when_the_endpoints_are_resolved(tmp_path, monkeypatch):
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(var, raising=False)
+    with FakeOpenAI(grader) as first, FakeOpenAI(grader) as second:
+        monkeypatch.setenv("OPENAI_BASE_URL", first.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-first")
+        monkeypatch.setenv("OPENAI_ORG_ID", "org-first")
+        lab = Labeller(JudgeConfig(model="m", cache_dir=tmp_path / "cache", **FAST))
+        # changed after resolving: the job goes on with what was resolved
+        monkeypatch.setenv("OPENAI_BASE_URL", second.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-second")
+        monkeypatch.setenv("OPENAI_ORG_ID", "org-second")
+        report = asyncio.run(lab.label(PAIRS[:1], QUERIES, PASSAGES))
+        assert report.labelled == 1 and second.calls == 0
+        sent = first.requests[-1].headers
+    assert sent["authorization"] == "Bearer sk-first"
+    assert sent["openai-organization"] == "org-first"
+
+
+def test_one_endpoint_and_a_list_of_one_send_the_same_requests(tmp_path):
+    sent = []
+    with FakeOpenAI(grader) as s:
+        for i, where in enumerate(({"base_url": s.base_url}, {"endpoints": [{"url": s.base_url}]})):
+            cfg = JudgeConfig(model="m", api_key="k", cache_dir=tmp_path / f"cache{i}",
+                              **FAST, **where)
+            asyncio.run(Labeller(cfg).label(PAIRS[:1], QUERIES, PASSAGES))
+            sent.append(s.requests[-1])
+    one, listed = sent
+    assert one.path == listed.path and one.body == listed.body
+    assert one.headers == listed.headers
+
+
+@pytest.mark.parametrize(("settings", "named"), [
+    ({"base_url": "localhost:8000"}, "base_url 'localhost:8000': expected an http(s) URL"),
+    ({"base_url": "http://127.0.0.1:9/v1", "batch_url": "ftp://x/v1"},
+     "batch_url 'ftp://x/v1': expected an http(s) URL"),
+    ({"endpoints": [{"url": "http://127.0.0.1:1/v1"}, {"url": "gpu2:8000"}]},
+     "endpoints[1].url 'gpu2:8000': expected an http(s) URL"),
+    ({"base_url": "https://x.openai.azure.com/openai/deployments/gpt4o"},
+     "base_url 'https://x.openai.azure.com/openai/deployments/gpt4o': an Azure deployment "
+     "URL needs its API version"),
+])
+def test_a_bad_endpoint_url_from_python_names_the_setting_not_a_flag(tmp_path, settings, named):
+    with pytest.raises(ConfigError) as got:
+        label_pairs(JudgeConfig(model="m", cache_dir=tmp_path, **settings), *ONE_PAIR)
+    assert named in str(got.value) and "--" not in str(got.value)
+
+
+def test_a_bad_openai_base_url_names_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000")
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL 'localhost:8000': expected an "
+                                          "http"):
+        Labeller(JudgeConfig(model="m", cache_dir=tmp_path))
+
+
+@pytest.mark.parametrize(("urls", "named"), [
+    (["localhost:8000"], "--base-url 'localhost:8000': expected an http(s) URL"),
+    (["http://127.0.0.1:1/v1", "gpu2:8000"], "--base-url 'gpu2:8000': expected an http(s) URL"),
+])
+def test_a_bad_endpoint_url_on_the_command_line_names_the_flag(tmp_path, capsys, urls, named):
+    code = main(["label", *write_inputs(tmp_path, 3), *sum((["--base-url", u] for u in urls), [])])
+    err = capsys.readouterr().err
+    assert code == 2 and named in err and "base_url" not in err
+
+
+def test_a_bad_url_in_an_endpoints_file_names_the_file(tmp_path, capsys):
+    path = tmp_path / "endpoints.toml"
+    path.write_text('[[endpoints]]\nurl = "gpu1:8000"\n')
+    code = main(["label", *write_inputs(tmp_path, 3), "--endpoints", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--endpoints {path}: endpoint 1: url 'gpu1:8000': expected" in err

@@ -167,6 +167,7 @@ def self_signed(tmp_path):
 def test_self_signed_https_is_fatal_with_detail_after_one_attempt(tmp_path, self_signed,
                                                                    transport):
     from reljudge.judge.http.client import ChatClient
+    from reljudge.judge.http.endpoints import Endpoint
 
     cert, key = self_signed
     with FakeOpenAI(certfile=str(cert), keyfile=str(key)) as s:
@@ -175,7 +176,7 @@ def test_self_signed_https_is_fatal_with_detail_after_one_attempt(tmp_path, self
         assert s.base_url in str(e.value) and s.calls == 0
 
         async def one_call():
-            client = ChatClient(base_url=s.base_url, api_key=KEY, model="m", max_attempts=4,
+            client = ChatClient(Endpoint.resolve(s.base_url, KEY, "m"), max_attempts=4,
                                 backoff=0.01, transport=transport)
             try:
                 await client.complete([{"role": "user", "content": "hi"}], {})

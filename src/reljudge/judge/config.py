@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
@@ -40,6 +41,23 @@ def default_cache_dir() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("reljudge")) / "calls"
+
+
+#: the hosts of Azure OpenAI (the key goes in an ``api-key`` header, a deployment URL needs its
+#: API version)
+AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with an endpoint URL (not http(s), no host, an Azure deployment without
+    its API version), or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "expected an http(s) URL such as http://localhost:8000/v1"
+    if (parts.hostname.endswith(AZURE_HOSTS) and "/deployments/" in parts.path
+            and "api-version=" not in parts.query):
+        return "an Azure deployment URL needs its API version, e.g. ...?api-version=2024-10-21"
+    return None
 
 
 def endpoint_from_env() -> dict[str, str]:
@@ -224,17 +242,26 @@ class JudgeConfig(BaseModel):
             raise ValueError("replicas = true, but the endpoints serve different models")
         return self
 
+    @model_validator(mode="after")
+    def _urls(self) -> JudgeConfig:
+        urls = [("--base-url", "base_url", self.base_url),
+                ("--batch-url", "batch_url", self.batch_url),
+                *(("--base-url", f"endpoints[{i}].url", e.url)
+                  for i, e in enumerate(self.endpoints))]
+        for flag, field, url in urls:
+            problem = url_problem(url) if url is not None else None
+            if problem:
+                raise TwoWays(f"{flag} {url!r}: {problem}", f"{field} {url!r}: {problem}")
+        return self
+
     @classmethod
     def from_env(cls, **values) -> JudgeConfig:
-        """Fill model, base URL and key from OPENAI_MODEL / OPENAI_BASE_URL / OPENAI_API_KEY
-        when not given (None values count as not given)."""
+        """The settings given (None values count as not given), the model from OPENAI_MODEL
+        when not given, errors naming flags; the endpoint's URL and key fall back to
+        OPENAI_BASE_URL / OPENAI_API_KEY when it is resolved (``resolve_endpoints``)."""
         given = {k: v for k, v in values.items() if v is not None}
-        env = endpoint_from_env()
-        if given.get("endpoints"):
-            env.pop("base_url", None)  # the endpoints are named: OPENAI_BASE_URL is not one
-        for key in ("model", "base_url", "api_key"):
-            if key not in given and key in env:
-                given[key] = env[key]
+        if "model" not in given and "model" in (env := endpoint_from_env()):
+            given["model"] = env["model"]
         if "model" not in given:
             raise ConfigError("no model given: pass --model or set OPENAI_MODEL")
         try:

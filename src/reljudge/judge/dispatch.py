@@ -159,14 +159,9 @@ def open_lane(spec: Endpoint, config: JudgeConfig, judge_id: str, meta: dict[str
     """An endpoint ready for a run: client, limiter, breaker, spend ledger line (in the
     store, when there is one)."""
     c = config
-    one = not c.endpoints  # one endpoint: built from the flags exactly as it always was
-    client = ChatClient(
-        base_url=c.base_url if one else spec.base_url,
-        api_key=(c.api_key.get_secret_value() if c.api_key else None) if one
-        else spec.api_key, model=spec.model, timeout=c.timeout,
-        max_attempts=c.max_attempts, backoff=c.backoff, connections=spec.concurrency,
-        transport=c.transport, ca_bundle=c.ca_bundle, client_cert=c.client_cert,
-        client_key=c.client_key)
+    client = ChatClient(spec, timeout=c.timeout, max_attempts=c.max_attempts,
+                        backoff=c.backoff, transport=c.transport, ca_bundle=c.ca_bundle,
+                        client_cert=c.client_cert, client_key=c.client_key)
     lane = Lane(spec, judge_id, price_for(spec.model, override=(c.price_in, c.price_out)),
                 client, RateLimiter(spec.rpm, spec.tpm), CircuitBreaker(c.breaker_after),
                 meta=meta)

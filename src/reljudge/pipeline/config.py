@@ -326,16 +326,16 @@ def judge_config(config: PipelineConfig, *, model: str | None = None,
                  or env.get("model") or env.get("base_url"))
     model = model or j.model or env.get("model")
     endpoints = [] if base_url else j.endpoints  # --base-url overrides the file's endpoints
-    base_url = base_url or j.base_url or (None if endpoints else env.get("base_url"))
-    api_key = api_key or env.get("api_key")
+    base_url = base_url or j.base_url  # else OPENAI_BASE_URL, when the endpoint is resolved
     if not named:
         return None
     if not model:
-        where = base_url or ", ".join(e.url for e in endpoints) or "OpenAI (an API key is set)"
+        where = (base_url or ", ".join(e.url for e in endpoints) or env.get("base_url")
+                 or "OpenAI (an API key is set)")
         raise ConfigError(f"[judge]: the judge's endpoint is set ({where}) but no model:"
                           " set [judge] model, --model or OPENAI_MODEL (or enabled = false to "
                           "score from the human labels alone)")
-    if not (base_url or api_key or endpoints):
+    if not (base_url or endpoints or api_key or env.get("base_url") or env.get("api_key")):
         raise ConfigError(f"[judge]: the judge's model is set ({model}) but no endpoint:"
                           " set OPENAI_API_KEY for OpenAI, or [judge] base_url, --base-url or "
                           "OPENAI_BASE_URL for another server")

@@ -113,11 +113,10 @@ class BatchJob:
         if self._client is None:
             import openai
 
-            from reljudge.judge.http.endpoints import Endpoint
+            from reljudge.judge.http.endpoints import batch_endpoint
 
             c = self.config
-            ep = Endpoint.resolve(c.batch_url or c.base_url,
-                                  c.api_key.get_secret_value() if c.api_key else None, c.model)
+            ep = batch_endpoint(c, self.labeller.endpoint)
             self._client = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key or "none",
                                          timeout=c.timeout, max_retries=c.max_attempts - 1)
         return self._client

@@ -19,13 +19,13 @@ def recorded_jobs(store, api_key: str | None = None, *, say: Callable[[str], Non
     """One BatchJob per judge settings recorded with the store's (open) batches, rebuilt
     from the settings saved at submission and this key (or OPENAI_API_KEY); ``say`` and
     ``on_warning`` as for BatchJob and Labeller."""
-    from reljudge.judge.config import JudgeConfig, endpoint_from_env
+    from reljudge.judge.config import JudgeConfig
 
     configs: dict[str, dict] = {}
     for rec in BatchLog(store).batches(open_only=open_only):
         configs.setdefault(json.dumps(rec.config, sort_keys=True), rec.config)
-    key = api_key or endpoint_from_env().get("api_key")
-    return [BatchJob(Labeller(JudgeConfig(**cfg, api_key=key), on_warning=on_warning), store,
+    # without a key: OPENAI_API_KEY, read when the Labeller resolves its endpoint
+    return [BatchJob(Labeller(JudgeConfig(**cfg, api_key=api_key), on_warning=on_warning), store,
                      say=say)
             for cfg in configs.values()]
 

@@ -1,7 +1,7 @@
 """The one place that talks to an LLM: chat completions against any OpenAI-compatible URL.
 
-The endpoint is resolved as the openai SDK resolves it (``--base-url``, else
-``OPENAI_BASE_URL``, else OpenAI; key from ``--api-key`` or ``OPENAI_API_KEY``); each call is
+The client is given an endpoint resolved once (``reljudge.judge.http.endpoints``: the
+settings, else the OPENAI_* variables, else OpenAI) and reads neither again; each call is
 one JSON POST carried by a transport (``reljudge.judge.http.transport``) and retried by the policy
 in ``reljudge.judge.http.retry``. Every way a call can fail ends as a ``CallFailed`` with a kind
 (``reljudge.judge.failures``): a pair whose attempts run out is a recorded failure, not a
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from reljudge.grades import SCALE
-from reljudge.judge.config import PROXY_VARS, environment
 from reljudge.judge.failures import CallFailed, error_object, status_kind
 from reljudge.judge.http.endpoints import Endpoint
 from reljudge.judge.http.retry import RetryPolicy
@@ -111,23 +110,23 @@ def error_message(content: bytes) -> str:
 class ChatClient:
     """Chat completions with our retry policy; knows nothing of grades or caches."""
 
-    def __init__(self, *, base_url: str | None, api_key: str | None, model: str,
-                 timeout: float = 60.0, max_attempts: int = 6, backoff: float = 1.0,
-                 max_backoff: float = 60.0, connections: int = 16, transport: str = "auto",
+    def __init__(self, endpoint: Endpoint, *, timeout: float = 60.0, max_attempts: int = 6,
+                 backoff: float = 1.0, max_backoff: float = 60.0, transport: str = "auto",
                  ca_bundle: str | Path | None = None, client_cert: str | Path | None = None,
                  client_key: str | Path | None = None):
-        self.model = model
+        """Calls to this endpoint (resolved: its URL, key, model, headers and concurrency are
+        used as they are), with the transport and TLS settings given."""
+        self.endpoint = endpoint
+        self.model = endpoint.model
         self.timeout = timeout
         self.policy = RetryPolicy(max_attempts, backoff, max_backoff)
-        self.endpoint = Endpoint.resolve(base_url, api_key, model, concurrency=connections)
-        self.url = self.endpoint.url("chat/completions")
+        self.url = endpoint.url("chat/completions")
         self.transport = resolve_transport(transport)
         # loading the system's CAs takes ~40 ms: only when TLS may be spoken
-        env = environment()
-        tls = self.url.startswith("https:") or ca_bundle or client_cert or any(
-            env.get(v, "").startswith("https:") for v in PROXY_VARS)
-        self._post = open_transport(self.transport, self.url, self.endpoint.headers(),
-                                    connections=connections, timeout=timeout,
+        tls = (self.url.startswith("https:") or ca_bundle or client_cert
+               or endpoint.proxy_tls)
+        self._post = open_transport(self.transport, self.url, endpoint.headers(),
+                                    connections=endpoint.concurrency, timeout=timeout,
                                     ssl_ctx=ssl_context(ca_bundle, client_cert, client_key)
                                     if tls else None)
 

@@ -3,70 +3,87 @@
 A job's calls go to ``base_url`` (or OPENAI_BASE_URL, else OpenAI), or are spread over the
 ``endpoints`` given (``--base-url`` repeated, ``--endpoints FILE``), each with its own model,
 key, concurrency and rate limits; ``reljudge.judge.dispatch`` sends a run's pairs to them.
+``resolve_endpoints`` reads the settings and the environment once; the clients
+(``reljudge.judge.http.client``, the Batch API's) are given the resolved ``Endpoint``.
 
 Endpoints serving one model are replicas (unless ``replicas = false``): their answers are
 cached under one key without the URL, so any replica's answer is a hit for all. Endpoints
-serving different models are different judges (``model/prompt``), each with today's key.
-One endpoint keeps today's key (URL included) unless ``replicas = true`` is said.
+serving different models are different judges (``model/prompt``), each with the key of one
+endpoint. One endpoint keeps its URL in the key unless ``replicas = true`` is said.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from reljudge.errors import ConfigError
-from reljudge.judge.config import EndpointConfig, JudgeConfig, endpoint_from_env, environment
+from reljudge.judge.config import (
+    AZURE_HOSTS,
+    ENV_VARS,
+    PROXY_VARS,
+    EndpointConfig,
+    JudgeConfig,
+    environment,
+    url_problem,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["Endpoint", "endpoints_from_file", "resolve_endpoints"]
+__all__ = ["Endpoint", "batch_endpoint", "endpoints_from_file", "resolve_endpoints"]
 
 OPENAI_URL = "https://api.openai.com/v1"
-_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One endpoint of a job, resolved once (URL and key: the settings, then the OPENAI_*
-    variables, then OpenAI): where calls go, which model answers, its limits, its cache
-    scope. ``EndpointConfig`` is an endpoint as the settings write it."""
+    """One endpoint of a job, resolved once by ``resolve_endpoints`` (URL and key: the
+    settings, then the OPENAI_* variables, then OpenAI): where calls go, which model answers,
+    the headers it gets, its limits, its cache scope. Nothing downstream reads the settings or
+    the environment again. ``EndpointConfig`` is an endpoint as the settings write it."""
 
     base_url: str  # without a trailing "/", query kept (Azure's api-version)
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     model: str
     concurrency: int = 16
     rpm: float | None = None
     tpm: float | None = None
     replica: bool = False  # cached without its URL, shared with the other replicas
+    organization: str | None = None  # OPENAI_ORG_ID
+    project: str | None = None  # OPENAI_PROJECT_ID
+    proxy_tls: bool = False  # a proxy variable names an https: proxy: TLS may be spoken
 
     @classmethod
     def resolve(cls, base_url: str | None, api_key: str | None, model: str, *,
                 concurrency: int = 16, rpm: float | None = None, tpm: float | None = None,
-                replica: bool = False) -> Endpoint:
-        """The endpoint the openai SDK would use for these settings and this environment."""
-        env = endpoint_from_env()
-        base = base_url or env.get("base_url") or OPENAI_URL
+                replica: bool = False, env: Mapping[str, str] | None = None,
+                name: str = "base_url") -> Endpoint:
+        """The endpoint the openai SDK would use for these settings and ``env`` (the
+        environment as ``environment()`` gives it; default: none). A bad URL is a
+        ConfigError naming it as ``name`` (or as OPENAI_BASE_URL when it came from there)."""
+        env = env or {}
+        if not base_url and env.get(ENV_VARS["base_url"]):
+            base_url, name = env[ENV_VARS["base_url"]], ENV_VARS["base_url"]
+        base = base_url or OPENAI_URL
+        problem = url_problem(base)
+        if problem:
+            raise ConfigError(f"{name} {base!r}: {problem}")
         parts = urlsplit(base)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--base-url {base!r}: expected an http(s) URL such as "
-                              "http://localhost:8000/v1")
         path = parts.path.rstrip("/")
         if path.endswith("/chat/completions"):
             path = path[: -len("/chat/completions")]
-        azure = parts.hostname.endswith(_AZURE_HOSTS)
-        if azure and "/deployments/" in path and "api-version=" not in parts.query:
-            raise ConfigError(f"--base-url {base}: an Azure deployment URL needs its API "
-                              "version, e.g. ...?api-version=2024-10-21")
         return cls(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")),
-                   api_key or env.get("api_key"), model, concurrency, rpm, tpm, replica)
+                   api_key or env.get(ENV_VARS["api_key"]), model, concurrency, rpm, tpm,
+                   replica, env.get(ENV_VARS["organization"]), env.get(ENV_VARS["project"]),
+                   any(env.get(v, "").startswith("https:") for v in PROXY_VARS))
 
     @property
     def host(self) -> str:
@@ -96,7 +113,7 @@ class Endpoint:
     @property
     def azure(self) -> bool:
         """Azure OpenAI: the key goes in an ``api-key`` header."""
-        return self.host.endswith(_AZURE_HOSTS)
+        return self.host.endswith(AZURE_HOSTS)
 
     @property
     def needs_key(self) -> bool:
@@ -119,29 +136,31 @@ class Endpoint:
         if self.api_key:
             h["api-key" if self.azure else "Authorization"] = (
                 self.api_key if self.azure else f"Bearer {self.api_key}")
-        env = endpoint_from_env()
-        for header, key in (("OpenAI-Organization", "organization"), ("OpenAI-Project", "project")):
-            if key in env:
-                h[header] = env[key]
+        for header, value in (("OpenAI-Organization", self.organization),
+                              ("OpenAI-Project", self.project)):
+            if value:
+                h[header] = value
         return h
 
 
 def resolve_endpoints(config: JudgeConfig) -> list[Endpoint]:
     """The endpoints of a job: ``config.endpoints``, else the one ``base_url`` (or
-    OPENAI_BASE_URL, else OpenAI) with the shared limits."""
+    OPENAI_BASE_URL, else OpenAI) with the shared limits. The one place a job's endpoints
+    read the environment."""
+    env = environment(*(e.api_key_env for e in config.endpoints if e.api_key_env))
     if not config.endpoints:
         key = config.api_key.get_secret_value() if config.api_key else None
         return [Endpoint.resolve(config.base_url, key, config.model,
                                  concurrency=config.concurrency, rpm=config.rpm,
-                                 tpm=config.tpm, replica=bool(config.replicas))]
+                                 tpm=config.tpm, replica=bool(config.replicas), env=env)]
     models = {e.model or config.model for e in config.endpoints}
     replica = config.replicas if config.replicas is not None else len(models) == 1
     specs = []
-    for e in config.endpoints:
-        specs.append(Endpoint.resolve(e.url, _key(e, config), e.model or config.model,
+    for i, e in enumerate(config.endpoints):
+        specs.append(Endpoint.resolve(e.url, _key(e, config, env), e.model or config.model,
                                       concurrency=e.concurrency or config.concurrency,
                                       rpm=e.rpm or config.rpm, tpm=e.tpm or config.tpm,
-                                      replica=replica))
+                                      replica=replica, env=env, name=f"endpoints[{i}].url"))
     seen: set[str] = set()
     for s in specs:
         if s.base_url in seen:
@@ -150,11 +169,20 @@ def resolve_endpoints(config: JudgeConfig) -> list[Endpoint]:
     return specs
 
 
-def _key(e: EndpointConfig, config: JudgeConfig) -> str | None:
+def batch_endpoint(config: JudgeConfig, endpoint: Endpoint) -> Endpoint:
+    """Where the Files/Batch API is: ``batch_url`` with the endpoint's key and model, else the
+    (resolved) endpoint itself."""
+    if config.batch_url is None:
+        return endpoint
+    url = Endpoint.resolve(config.batch_url, None, endpoint.model, name="batch_url").base_url
+    return replace(endpoint, base_url=url)
+
+
+def _key(e: EndpointConfig, config: JudgeConfig, env: Mapping[str, str]) -> str | None:
     if e.api_key is not None:
         return e.api_key.get_secret_value()
     if e.api_key_env:
-        value = environment(e.api_key_env).get(e.api_key_env)
+        value = env.get(e.api_key_env)
         if not value:
             raise ConfigError(f"endpoint {e.url}: api_key_env names {e.api_key_env}, which is "
                               "not set")
@@ -193,9 +221,14 @@ def endpoints_from_file(path: str | Path) -> list[dict[str, Any]]:
                               "file: name the environment variable that holds it "
                               "(api_key_env = \"VAR\")")
         try:
-            out.append(EndpointConfig.model_validate(row).model_dump(exclude_none=True))
+            endpoint = EndpointConfig.model_validate(row)
         except ValidationError as e:
             problems = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'entry'}: {x['msg']}"
                                  for x in e.errors())
             raise ConfigError(f"--endpoints {path}: endpoint {i}: {problems}") from None
+        problem = url_problem(endpoint.url)
+        if problem:
+            raise ConfigError(f"--endpoints {path}: endpoint {i}: url {endpoint.url!r}: "
+                              f"{problem}")
+        out.append(endpoint.model_dump(exclude_none=True))
     return out
