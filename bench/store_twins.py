@@ -128,11 +128,13 @@ def estimates(judge: str, human: str, sample_file: str, runs: list[str], measure
     graded = type(truth).from_arrays(*zip(*[(q, d, g) for q, d, g in truth if (q, d) in wanted],
                                           strict=True))
     rankings: list | None = [] if rank else None
+    favours: list | None = [] if rank else None
     notes: list[str] = []
     rows, diffs = estimate_runs(drawn, read_judge(judge)[0], graded,
                                 [read_run(r) for r in runs], measures, rankings=rankings,
-                                notes=notes)
-    return StoreEstimates(drawn.name, drawn.design, JUDGE, rows, diffs, [], rankings, notes, [])
+                                notes=notes, favours=favours)
+    return StoreEstimates(drawn.name, drawn.design, JUDGE, rows, diffs, [], rankings, notes, [],
+                          favours)
 
 
 def estimate(judge: str, human: str, sample_file: str, runs: list[str]) -> None:
@@ -145,7 +147,13 @@ def estimate(judge: str, human: str, sample_file: str, runs: list[str]) -> None:
     text += "\n" + render(*estimate_table(est.diffs, 0.95, with_p=True), "table", 4)
     for ranking in est.rankings or []:
         text += "\n" + render(*ranking.table(4), "table", 4)
+    for favours in est.favours or []:
+        text += "\n" + render(*favours.table(4), "table", 4)
     print(text + est.note() + "\n" + est.ranking_note())
+    for favours in est.favours or []:
+        print("\n".join(favours.lines()))
+    if est.favours:
+        print(est.favours[0].how())
     for line in est.warnings():
         print(line, file=sys.stderr)
 
