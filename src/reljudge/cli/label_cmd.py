@@ -73,6 +73,17 @@ JUDGE_GROUP = ("model", "base_url", "api_key", "prompt", "temperature", "max_tok
                "token_field", "seed", "logprobs", "samples", "aggregate")
 
 
+def add_judge_flags(parser, repeated: tuple[str, ...] = ()):
+    """The groups "the judge" and "limits, money and cache": every JudgeConfig flag and
+    --dry-run; returns the limits group for a command's own flags."""
+    judge = parser.add_argument_group("the judge")
+    limits = parser.add_argument_group("limits, money and cache")
+    add_config_flags(judge, limits, repeated)
+    limits.add_argument("--dry-run", action="store_true",
+                        help="print what would be sent and its estimated cost; send nothing")
+    return limits
+
+
 def add_config_flags(judge, limits, repeated: tuple[str, ...] = ()) -> None:
     """One flag per JudgeConfig field (its type, choices and help come from the model);
     ``repeated``: fields whose flag may be given several times (a list)."""
@@ -142,14 +153,10 @@ def register(sub) -> None:
     common.add_store(out, "label store to write every judgment to")
     out.add_argument("--qrels-out", type=common.output_file,
                      help="write this judge's final grades as TREC qrels")
-    judge = p.add_argument_group("the judge")
-    run = p.add_argument_group("limits, money and cache")
-    add_config_flags(judge, run)
+    run = add_judge_flags(p)
     run.add_argument("--wait", action="store_true",
                      help="with --batch: poll until every batch is done (default: submit, exit "
                           "5, run again to collect)")
-    run.add_argument("--dry-run", action="store_true",
-                     help="print what would be sent and its estimated cost; send nothing")
     common.add_format(p, ("table", "json"))
     common.add_quiet(p)
     p.set_defaults(func=run_label)

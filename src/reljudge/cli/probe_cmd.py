@@ -37,7 +37,7 @@ HELP = "probe a judge: can inserted queries, rubric echoes or instructions game 
 def register(sub) -> None:
     """Add the ``probe`` subcommand."""
     from reljudge.cli import HelpFormatter, common
-    from reljudge.cli.label_cmd import add_config_flags
+    from reljudge.cli.label_cmd import add_judge_flags
     from reljudge.probe.kinds import KINDS
 
     p = sub.add_parser("probe", help=HELP, epilog=EXAMPLES, formatter_class=HelpFormatter,
@@ -71,11 +71,7 @@ def register(sub) -> None:
                           "probe's id and exact text, the clean and the probed grade")
     common.add_store(out, "label store to keep the probes and their grades in (apart from "
                           "its labels)")
-    judge = p.add_argument_group("the judge")
-    limits = p.add_argument_group("limits, money and cache")
-    add_config_flags(judge, limits, repeated=("prompt",))
-    limits.add_argument("--dry-run", action="store_true",
-                        help="print what would be sent and its estimated cost; send nothing")
+    add_judge_flags(p, repeated=("prompt",))
     common.add_format(p, ("table", "json"))
     common.add_quiet(p)
     p.set_defaults(func=run_probe)
