@@ -41,7 +41,8 @@ def test_unregistered_toy_is_unknown():
         trec_measures(["ideal_dcg"])
 
 
-def test_a_spec_in_the_registry_is_parsed_computed_bounded_and_named(toy, tmp_path, capsys):
+def test_a_spec_in_the_registry_is_parsed_computed_bounded_and_named(toy, monkeypatch, tmp_path,
+                                                                     capsys):
     m = parse_measure("ToyIdealDCG")
     assert parse_measure("TOY_IDCG") == m  # its alias
     with pytest.raises(MeasureError, match="takes no cutoff"):
@@ -63,6 +64,11 @@ def test_a_spec_in_the_registry_is_parsed_computed_bounded_and_named(toy, tmp_pa
             f"{'map':<22}\tq1\t1.0000", f"{'ideal_dcg':<22}\tq1\t3.0000",
             f"{'map':<22}\tq2\t0.5000", f"{'ideal_dcg':<22}\tq2\t1.0000",
             f"{'map':<22}\tall\t0.7500", f"{'ideal_dcg':<22}\tall\t2.0000"]
+    monkeypatch.delitem(SPECS, TOY.name)  # and taken out, it is gone from every table
+    with pytest.raises(MeasureError, match="unknown measure 'toy_idcg'"):
+        parse_measure("toy_idcg")
+    with pytest.raises(MeasureError, match="ideal_dcg is not offered"):
+        trec_measures(["ideal_dcg"])
 
 
 def test_a_spec_must_say_its_kernel_and_its_trec_eval_names():

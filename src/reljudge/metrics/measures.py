@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from reljudge.metrics.kernels import (
     utility,
 )
 
+T = TypeVar("T")
 #: per-query values of a measure: (the measure with its parameters, the rankings, compat)
 Kernel = Callable[["Measure", Ranked, str], np.ndarray]
 
@@ -356,10 +357,26 @@ class Measure:
         return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
 
+def from_specs(build: Callable[[], T]) -> Callable[[], T]:
+    """``build`` (a table read from ``SPECS``) as a function that builds it again only when
+    ``SPECS`` has changed: a spec added, replaced or removed."""
+    seen: list[tuple[tuple[MeasureSpec, ...], T]] = []
+
+    def current() -> T:
+        specs = tuple(SPECS.values())
+        if not seen or seen[0][0] != specs:  # equal specs (the same ones): the same table
+            seen[:] = [(specs, build())]
+        return seen[0][1]
+    return current
+
+
+#: every spelling of a measure's name in ``MeasureSpec.aliases``, to the measure's name
+_spellings = from_specs(lambda: {a: spec.name for spec in SPECS.values() for a in spec.aliases})
+
+
 def _canonical(name: str) -> str:
     """The measure a name or one of its spellings (``MeasureSpec.aliases``) stands for."""
-    lower = name.lower()
-    return next((spec.name for spec in SPECS.values() if lower in spec.aliases), name)
+    return _spellings().get(name.lower(), name)
 
 
 def _parse_params(text: str, original: str) -> dict[str, Any]:

@@ -13,7 +13,14 @@ import numpy as np
 
 from reljudge.errors import MeasureError
 from reljudge.metrics.kernels import GM_EPSILON
-from reljudge.metrics.measures import SPECS, Measure, MeasureSpec, TrecName, parse_measure
+from reljudge.metrics.measures import (
+    SPECS,
+    Measure,
+    MeasureSpec,
+    TrecName,
+    from_specs,
+    parse_measure,
+)
 
 #: trec_eval 10's measures in the order it prints them (``-m all_trec``), whether reljudge
 #: computes them or not; which of ours each one is, the specs say (``MeasureSpec.trec_eval``)
@@ -36,7 +43,7 @@ class _Offered:
     spec: MeasureSpec | None = None  # None: relstring
 
 
-def _offered() -> dict[str, _Offered]:
+def _read_offered() -> dict[str, _Offered]:
     """trec_eval's names that reljudge computes, read from the specs (and ``relstring``,
     text rather than a measure)."""
     out = {"relstring": _Offered("relstring", TrecName("relstring", summary="string"))}
@@ -44,6 +51,9 @@ def _offered() -> dict[str, _Offered]:
         for t in spec.trec_eval or ():
             out[t.name] = _Offered(spec.name + (f"({t.params})" if t.params else ""), t, spec)
     return out
+
+
+_offered = from_specs(_read_offered)
 
 
 #: trec_eval 10's -m all_trec: every measure above but dcg and ideal_dcg
@@ -97,14 +107,12 @@ def _fraction(offered: _Offered) -> bool:
     return offered.spec is not None and offered.spec.cutoff in ("recall", "factor")
 
 
-def _one(base: str, value: float | None, rel: int, num_docs: int = 0,
-         offered: dict[str, _Offered] | None = None) -> TrecMeasure:
-    """The line of trec_eval's ``base`` (at cut-off ``value``); ``offered``: ``_offered()``,
-    when read already."""
+def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMeasure:
+    """The line of trec_eval's ``base`` (at cut-off ``value``)."""
     index = _INDEX[base]
     if base in ("runid", "num_q"):
         return TrecMeasure(base, None, "runid" if base == "runid" else "count", (index, 0.0))
-    found = (_offered() if offered is None else offered).get(base)
+    found = _offered().get(base)
     if found is None:
         raise MeasureError(f"trec_eval's {base} is not offered by reljudge yet")
     if found.spec is None:  # relstring: each ranking's first grades as text, not a number
@@ -126,11 +134,12 @@ def _one(base: str, value: float | None, rel: int, num_docs: int = 0,
                        (index, float(value)))
 
 
-def _spelled(text: str, rel: int, num_docs: int) -> tuple[str, TrecMeasure] | None:
+def _spelled(text: str, rel: int, num_docs: int, offered: dict[str, _Offered]
+             ) -> tuple[str, TrecMeasure] | None:
     """(trec_eval name, line) of a measure whose parameters trec_eval prints as given (utility.A,B,C,D,
     ndcg.1=3,2=9, 11pt_avg..25,.5, or their printed names utility_A,B,C,D, ...: not
     cut-offs; ``TrecName.spelled``); None for anything else."""
-    for base, found in _offered().items():
+    for base, found in offered.items():
         if found.trec.spelled is None:
             continue
         for sep in (".", "_"):
@@ -165,7 +174,7 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
             bases = [(b, None) for b in (ALL_TREC if text == "all_trec" else OFFICIAL)]
         elif text in _INDEX:
             bases = [(text, None)]
-        elif (spelled := _spelled(text, rel, num_docs)) is not None:
+        elif (spelled := _spelled(text, rel, num_docs, offered)) is not None:
             out[spelled[0]] = {spelled[1].name: spelled[1]}
             continue
         elif "." in text and text.split(".", 1)[0] in _INDEX:
@@ -188,10 +197,10 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
             cutoffs = offered[base].trec.cutoffs if base in offered else ()
             if value is None and cutoffs:
                 for v in cutoffs:  # a cut-off measure alone: its default cut-offs
-                    tm = _one(base, v, rel, num_docs, offered)
+                    tm = _one(base, v, rel, num_docs)
                     group.setdefault(tm.name, tm)
             else:
-                tm = _one(base, value, rel, num_docs, offered)
+                tm = _one(base, value, rel, num_docs)
                 group.setdefault(tm.name, tm)
     return sorted((tm for group in out.values() for tm in group.values()),
                   key=lambda tm: tm.order)
