@@ -44,11 +44,6 @@ def float32_tied_queries(runs: Sequence[Run]) -> list[np.ndarray]:
     return out
 
 
-def float32_tied_runs(runs: Sequence[Run]) -> list[bool]:
-    """Whether each run has a float32 tie of distinct doubles (``float32_ties``)."""
-    return [bool(tied.any()) for tied in float32_tied_queries(runs)]
-
-
 def _tied_part(run: Run, tied: np.ndarray) -> Run:
     """The rows of ``run``'s queries whose ``tied`` count is not 0, as a run of its own."""
     uniq, codes = run.query_codes()

@@ -4,6 +4,7 @@ trec_eval's per-grade gains), ERR, rank-biased precision, and trec_eval's gain m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,25 @@ from reljudge.metrics.kernels import (
     relevant_positions,
     row_sums,
 )
-from reljudge.metrics.measures import level_gains
+
+
+def level_gains(text: str) -> dict[int, float]:
+    """A gain per grade, as trec_eval's ndcg.1=3,2=9: {1: 3.0, 2: 9.0}; grades not named
+    keep their own value as gain. A MeasureError names what is wrong."""
+    out: dict[int, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        level, eq, gain = part.partition("=")
+        try:
+            out[int(level)] = float(gain)
+        except ValueError:
+            raise MeasureError(f"gains {text!r}: expected GRADE=GAIN pairs separated by "
+                               f"commas, e.g. '1=3,2=9', found {part!r}") from None
+        if not eq:
+            raise MeasureError(f"gains {text!r}: expected GRADE=GAIN, found {part!r}")
+        if not 0.0 <= out[int(level)] < math.inf:  # a negative gain puts nDCG outside [0, 1]
+            raise MeasureError(f"gains {text!r}: a gain must be a number >= 0 (nDCG would "
+                               f"leave [0, 1]), found {part!r}")
+    return out
 
 
 def gains(grades: np.ndarray, dcg: str) -> np.ndarray:
@@ -51,7 +70,7 @@ def mapped_gains(grades: np.ndarray, given: dict[int, float]) -> np.ndarray:
 
 def ndcg(r: Ranked, k: int | None, dcg: str, ideal: str, given: str = "") -> np.ndarray:
     """nDCG@k; 0 for a query whose ideal DCG is 0. ``given``: per-grade gains (text, as
-    ``measures.level_gains`` reads it)."""
+    ``level_gains`` reads it)."""
     if given:
         table = level_gains(given)
         got = dcg_of(mapped_gains(_upto(r.grades, k), table))

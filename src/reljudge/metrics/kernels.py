@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from reljudge.errors import MeasureError
+
 PAD = np.iinfo(np.int64).min  # beyond the end of a ranking / of a query's judgments
 UNJUDGED = PAD + 1  # a retrieved document with no judgment
 
@@ -264,6 +266,18 @@ def inf_ap(r: Ranked, rel: int) -> np.ndarray:
 
 
 ELEVEN_LEVELS = tuple(i / 10 for i in range(11))  # trec_eval's 11pt_avg recall levels
+
+
+def recall_levels(text: str) -> tuple[float, ...]:
+    """Recall levels as trec_eval's 11pt_avg..25,.5: (0.25, 0.5); each in [0, 1]."""
+    try:
+        levels = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise MeasureError(f"levels {text!r}: expected recall levels separated by commas, "
+                           "e.g. '0.25,0.5,0.75'") from None
+    if not levels or not all(0.0 <= v <= 1.0 for v in levels):
+        raise MeasureError(f"levels {text!r}: expected recall levels between 0 and 1")
+    return levels
 
 
 def recall_cutoff(recall_level: float, num_relevant: np.ndarray, compat: str) -> np.ndarray:

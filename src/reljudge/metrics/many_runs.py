@@ -18,22 +18,19 @@ import numpy as np
 from reljudge import columns
 from reljudge.metrics.kernels import Ranked
 from reljudge.metrics.ranking import (
-    TIE_CHUNK,
-    TIE_PAIRS,
-    TIE_WORKERS,
     QrelsLike,
-    _unplaced,
     check_inputs,
     checked_options,
     evaluated_rows,
     float32_rounded,
     ideal_matrix,
+    placed,
     qrels_queries,
     rank_columns,
     refuse_non_finite,
     trimmed,
 )
-from reljudge.metrics.ties import tie_break, tie_spans
+from reljudge.metrics.ties import tie_spans
 from reljudge.types import Qrels, Run
 
 BATCH_ROWS = 1 << 16  # run rows ranked in one pass at most (more: no faster, peak grows)
@@ -138,17 +135,9 @@ def _rank_batch(qrels: Qrels, runs: Sequence[Run], all_queries: bool,
     a = sel[found]
     rows = np.repeat(rows_of_seg, counts)[a]
     lo, hi = tie_spans(neg, rows, -score[a], length)
-    del neg
-    tied = np.flatnonzero(hi - lo > 1)
-    if len(tied):
-        block_of_row = np.full(n, -1, dtype=np.int64)
-        block_of_row[rows_of_seg[evaluated]] = np.flatnonzero(evaluated)
-        lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
-                              lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]],
-                              chunk=TIE_CHUNK, pairs=TIE_PAIRS,
-                              workers=TIE_WORKERS)
-    grades = _unplaced(length, width)
-    grades[rows, lo] = qrels.grade[b]
+    del neg  # before the grade matrix of the same size is made
+    grades = placed(score, bounds, rows_of_seg, evaluated, docs, a, rows, lo, hi, length,
+                    width, qrels.grade[b])
 
     # each query's ideal ranking once, then given to every row of it
     ideal = ideal_matrix(qrels.grade, q_codes, len(qrels_names))

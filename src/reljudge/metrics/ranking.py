@@ -216,20 +216,32 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     rows = run_row[r_codes[a]]
     lo, hi = tie_spans(neg, rows, -score[a], length)
     del neg  # before the grade matrix of the same size is made
-    tied = np.flatnonzero(hi - lo > 1)
-    if len(tied):
-        block_of_row = np.full(n, -1, dtype=np.int64)
-        block_of_row[run_row[evaluated]] = np.flatnonzero(evaluated)
-        docs = run.docid_bytes()
-        lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
-                              lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]],
-                              chunk=TIE_CHUNK, pairs=TIE_PAIRS,
-                              workers=TIE_WORKERS)
-    grades = _unplaced(length, width)
-    grades[rows, lo] = qrels.grade[b]
+    grades = placed(score, bounds, run_row, evaluated, run.docid_bytes(), a, rows, lo, hi,
+                    length, width, qrels.grade[b])
 
     ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
     return qids, Ranked(grades, length, ideal)
+
+
+def placed(score: np.ndarray, bounds: np.ndarray, row_of_block: np.ndarray,
+           evaluated: np.ndarray, docs: np.ndarray, a: np.ndarray, rows: np.ndarray,
+           lo: np.ndarray, hi: np.ndarray, length: np.ndarray, width: int, grade: np.ndarray
+           ) -> np.ndarray:
+    """The grades matrix of rankings read from columns: each judged run row ``a`` (of
+    ranking ``rows``, its grade ``grade``) placed at the first rank of its tie ``lo``..``hi``
+    (``tie_spans``) plus the tied documents whose docid (``docs``: every run row's, as
+    bytes) is greater. ``score``, ``bounds``, ``row_of_block`` and ``evaluated`` as given to
+    and returned by ``evaluated_rows``, as are ``length`` and ``width``."""
+    tied = np.flatnonzero(hi - lo > 1)
+    if len(tied):
+        block_of_row = np.full(len(length), -1, dtype=np.int64)
+        block_of_row[row_of_block[evaluated]] = np.flatnonzero(evaluated)
+        lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
+                              lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]],
+                              chunk=TIE_CHUNK, pairs=TIE_PAIRS, workers=TIE_WORKERS)
+    grades = _unplaced(length, width)
+    grades[rows, lo] = grade
+    return grades
 
 
 def evaluated_rows(score: np.ndarray, bounds: np.ndarray, row_of_block: np.ndarray, n: int

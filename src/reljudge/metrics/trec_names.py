@@ -13,43 +13,54 @@ import numpy as np
 
 from reljudge.errors import MeasureError
 from reljudge.metrics.kernels import GM_EPSILON
-from reljudge.metrics.measures import SPECS, Measure, parse_measure
+from reljudge.metrics.measures import (
+    SPECS,
+    Measure,
+    MeasureSpec,
+    TrecName,
+    from_specs,
+    parse_measure,
+)
 
-_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-_LEVELS = tuple(i / 10 for i in range(11))
+#: trec_eval 10's measures in the order it prints them (``-m all_trec``), whether reljudge
+#: computes them or not; which of ours each one is, the specs say (``MeasureSpec.trec_eval``)
+TREC_EVAL_NAMES = (
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+    "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref",
+    "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel",
+    "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
+    "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
+)
+_INDEX = {name: i for i, name in enumerate(TREC_EVAL_NAMES)}  # printing order
 
-#: trec_eval's measures in the order it prints them (``-m all_trec``); a name reljudge does
-#: not offer yet maps to None
-ORDER: dict[str, tuple[str, tuple, str] | None] = {
-    # name: (our measure, default parameters, summary: mean | sum | gmean | string)
-    "runid": None, "num_q": None, "num_ret": ("NumRet", (), "sum"),
-    "num_rel": ("NumRel", (), "sum"), "num_rel_ret": ("NumRelRet", (), "sum"),
-    "map": ("AP", (), "mean"), "gm_map": ("AP", (), "gmean"), "Rprec": ("Rprec", (), "mean"),
-    "bpref": ("Bpref", (), "mean"), "recip_rank": ("RR", (), "mean"),
-    "iprec_at_recall": ("IPrec", _LEVELS, "mean"), "P": ("P", _CUTS, "mean"),
-    "relstring": ("relstring", (), "string"), "recall": ("R", _CUTS, "mean"),
-    "infAP": ("infAP", (), "mean"), "gm_bpref": ("Bpref", (), "gmean"),
-    "Rprec_mult": ("RprecMult", tuple(i / 5 for i in range(1, 11)), "mean"),
-    "utility": ("Utility", (), "mean"), "11pt_avg": ("IPrecAvg", (), "mean"),
-    "binG": ("BinG", (), "mean"), "G": ("G", (), "mean"), "dcg": ("DCG", (), "mean"),
-    "ideal_dcg": None, "ndcg": ("nDCG", (), "mean"), "ndcg_rel": ("nDCGRel", (), "mean"),
-    "Rndcg": ("RnDCG", (), "mean"), "ndcg_cut": ("nDCG", _CUTS, "mean"),
-    "map_cut": ("AP", _CUTS, "mean"), "relative_P": ("RelP", _CUTS, "mean"),
-    "success": ("Success", (1, 5, 10), "mean"), "set_P": ("SetP", (), "mean"),
-    "set_relative_P": ("SetRelP", (), "mean"), "set_recall": ("SetR", (), "mean"),
-    "set_map": ("SetAP", (), "mean"), "set_F": ("SetF", (), "mean"),
-    "num_nonrel_judged_ret": ("NumNonRelJudgedRet", (), "sum"),
-    "rbp": ("RBP(p=0.9, graded=True)", (), "mean"),
-    "rbp_resid": ("RBP(p=0.9, residual=True, tail=True)", (), "mean"),
-    "unj": ("Unjudged", (5, 10, 20), "mean"),
-}
-_INDEX = {name: i for i, name in enumerate(ORDER)}  # printing order
+
+@dataclass(frozen=True)
+class _Offered:
+    """A trec_eval name that one of our measures computes."""
+
+    measure: str  # our measure, with the parameters fixed under this name
+    trec: TrecName
+    spec: MeasureSpec | None = None  # None: relstring
+
+
+def _read_offered() -> dict[str, _Offered]:
+    """trec_eval's names that reljudge computes, read from the specs (and ``relstring``,
+    text rather than a measure)."""
+    out = {"relstring": _Offered("relstring", TrecName("relstring", summary="string"))}
+    for spec in SPECS.values():
+        for t in spec.trec_eval or ():
+            out[t.name] = _Offered(spec.name + (f"({t.params})" if t.params else ""), t, spec)
+    return out
+
+
+_offered = from_specs(_read_offered)
+
+
 #: trec_eval 10's -m all_trec: every measure above but dcg and ideal_dcg
-ALL_TREC = tuple(name for name in ORDER if name not in ("dcg", "ideal_dcg"))
+ALL_TREC = tuple(name for name in TREC_EVAL_NAMES if name not in ("dcg", "ideal_dcg"))
 #: trec_eval's default measures (``-m official``, and no ``-m`` at all)
 OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
             "bpref", "recip_rank", "iprec_at_recall", "P")
-_FRACTIONS = ("iprec_at_recall", "Rprec_mult")  # printed with two decimals
 
 
 @dataclass(frozen=True)
@@ -83,69 +94,63 @@ class TrecMeasure:
         return f"{self.name:<22}\t{qid}\t{shown}"
 
 
-def _printed(base: str, value: float) -> str:
-    if base in _FRACTIONS:
-        return f"{base}_{value:.2f}"
-    return f"{base}_{int(value)}"
+def _printed(offered: _Offered, value: float) -> str:
+    """trec_eval's name of a measure at a cut-off: a recall level or a factor of R with two
+    decimals (iprec_at_recall_0.10, Rprec_mult_0.20), a rank as a whole number (P_10)."""
+    if _fraction(offered):
+        return f"{offered.trec.name}_{value:.2f}"
+    return f"{offered.trec.name}_{int(value)}"
+
+
+def _fraction(offered: _Offered) -> bool:
+    """Whether its cut-off is a recall level or a factor of R, not a rank."""
+    return offered.spec is not None and offered.spec.cutoff in ("recall", "factor")
 
 
 def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMeasure:
-    spec = ORDER[base]
+    """The line of trec_eval's ``base`` (at cut-off ``value``)."""
     index = _INDEX[base]
     if base in ("runid", "num_q"):
         return TrecMeasure(base, None, "runid" if base == "runid" else "count", (index, 0.0))
-    if spec is None:
+    found = _offered().get(base)
+    if found is None:
         raise MeasureError(f"trec_eval's {base} is not offered by reljudge yet")
-    if base == "relstring":  # a string of each ranking's first grades, not a number
+    if found.spec is None:  # relstring: each ranking's first grades as text, not a number
         length = 10 if value is None else int(value)
         return TrecMeasure(base if value is None else f"{base}_{length}", None, "string",
                            (index, 0.0), length)
-    ours, _, summary = spec
-    if "(" in ours:  # fixed parameters (trec_eval's rbp)
-        return TrecMeasure(base, parse_measure(ours), summary, (index, 0.0))
-    params = {"rel": rel} if rel != 1 and "rel" in SPECS[ours].params else {}
-    if ours == "Utility" and num_docs:
+    summary = found.trec.summary
+    if found.trec.params:  # fixed parameters (trec_eval's rbp)
+        return TrecMeasure(base, parse_measure(found.measure), summary, (index, 0.0))
+    params: dict[str, int] = {"rel": rel} if rel != 1 and "rel" in found.spec.params else {}
+    if num_docs and "num_docs" in found.spec.params:
         params["num_docs"] = num_docs
-    text = ours + (f"({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
+    text = found.measure + (f"({', '.join(f'{k}={v}' for k, v in params.items())})"
+                            if params else "")
     if value is None:
         return TrecMeasure(base, parse_measure(text), summary, (index, 0.0))
-    cutoff = value if base in _FRACTIONS else int(value)
-    return TrecMeasure(_printed(base, value), parse_measure(f"{text}@{cutoff}"), summary,
+    cutoff = value if _fraction(found) else int(value)
+    return TrecMeasure(_printed(found, value), parse_measure(f"{text}@{cutoff}"), summary,
                        (index, float(value)))
 
 
-#: measures whose parameters trec_eval prints as given (utility_2,-1,0,0, ndcg_1=3,2=9,
-#: 11pt_avg_.25,.5): not cut-offs
-_SPELLED = ("utility", "11pt_avg", "ndcg")
-
-
-def _spelled(text: str) -> tuple[str, str] | None:
-    """(base, parameters) of utility.A,B,C,D, ndcg.1=3,2=9, 11pt_avg..25,.5 (or of their
-    printed names utility_A,B,C,D, ...); None for anything else."""
-    for base in _SPELLED:
+def _spelled(text: str, rel: int, num_docs: int, offered: dict[str, _Offered]
+             ) -> tuple[str, TrecMeasure] | None:
+    """(trec_eval name, line) of a measure whose parameters trec_eval prints as given (utility.A,B,C,D,
+    ndcg.1=3,2=9, 11pt_avg..25,.5, or their printed names utility_A,B,C,D, ...: not
+    cut-offs; ``TrecName.spelled``); None for anything else."""
+    for base, found in offered.items():
+        if found.trec.spelled is None:
+            continue
         for sep in (".", "_"):
             if text.startswith(base + sep) and len(text) > len(base) + 1:
                 params = text[len(base) + 1:]
-                if base == "ndcg" and "=" not in params:
+                ours = found.trec.spelled(params, rel, num_docs)
+                if ours is None:
                     return None
-                return base, params
+                return base, TrecMeasure(f"{base}_{params}", parse_measure(ours),
+                                         found.trec.summary, (_INDEX[base], 0.0))
     return None
-
-
-def _spelled_measure(base: str, params: str, rel: int, num_docs: int) -> TrecMeasure:
-    index = (_INDEX[base], 0.0)
-    if base == "utility":
-        try:
-            a, b, c, d = (float(v) for v in params.split(","))
-        except ValueError:
-            raise MeasureError(f"cannot read trec_eval measure utility.{params}: expected "
-                               "four numbers, utility.A,B,C,D") from None
-        text = f"Utility(rel={rel}, a={a}, b={b}, c={c}, d={d}, num_docs={num_docs})"
-    elif base == "ndcg":
-        text = f"nDCG(gains={params!r})"
-    else:
-        text = f"IPrecAvg(rel={rel}, levels={params!r})"
-    return TrecMeasure(f"{base}_{params}", parse_measure(text), "mean", index)
 
 
 _PRINTED = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<value>\d+(?:\.\d+)?)$")
@@ -160,19 +165,19 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
     grade that counts as relevant; ``num_docs``: its ``-N``, the documents in the collection
     (for ``utility``)."""
     out: dict[str, dict[str, TrecMeasure]] = {}  # by trec_eval measure, its lines
+    offered = _offered()
     for text in texts:
         text = text.strip()
         replace = False  # a measure given again with parameters takes those (trec_eval)
         bases: list[tuple[str, float | None]]
         if text in ("official", "all_trec"):
             bases = [(b, None) for b in (ALL_TREC if text == "all_trec" else OFFICIAL)]
-        elif text in ORDER:
+        elif text in _INDEX:
             bases = [(text, None)]
-        elif (spelled := _spelled(text)) is not None:
-            tm = _spelled_measure(*spelled, rel, num_docs)
-            out[spelled[0]] = {tm.name: tm}
+        elif (spelled := _spelled(text, rel, num_docs, offered)) is not None:
+            out[spelled[0]] = {spelled[1].name: spelled[1]}
             continue
-        elif "." in text and text.split(".", 1)[0] in ORDER:
+        elif "." in text and text.split(".", 1)[0] in _INDEX:
             base, params = text.split(".", 1)
             try:
                 values = sorted(float(v) for v in params.split(","))
@@ -180,8 +185,8 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
                 raise MeasureError(f"cannot read trec_eval measure {text!r}: expected "
                                    f"{base}.VALUE,VALUE,... (numbers)") from None
             bases, replace = [(base, v) for v in values], True
-        elif (m := _PRINTED.match(text)) and (spec := ORDER.get(m["base"])) and \
-                (spec[1] or m["base"] == "relstring"):
+        elif (m := _PRINTED.match(text)) and (found := offered.get(m["base"])) and \
+                (found.trec.cutoffs or m["base"] == "relstring"):
             bases = [(m["base"], float(m["value"]))]
         else:
             return None
@@ -189,9 +194,9 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
             out[bases[0][0]] = {}
         for base, value in bases:
             group = out.setdefault(base, {})
-            spec = ORDER.get(base)
-            if value is None and spec and spec[1]:
-                for v in spec[1]:  # a cut-off measure alone: its default cut-offs
+            cutoffs = offered[base].trec.cutoffs if base in offered else ()
+            if value is None and cutoffs:
+                for v in cutoffs:  # a cut-off measure alone: its default cut-offs
                     tm = _one(base, v, rel, num_docs)
                     group.setdefault(tm.name, tm)
             else:
@@ -260,7 +265,7 @@ def named_lines(texts: Sequence[str], names: Sequence[str], summed: Sequence[str
     asked = {t.strip() for t in texts}
     out = [_one(base, None, 1) for base in ("runid", "num_q")
            if base in asked or asked & set(sets)]
-    return out + [TrecMeasure(n, n, "sum" if n in summed else "mean", (len(ORDER) + i, 0.0))
+    return out + [TrecMeasure(n, n, "sum" if n in summed else "mean", (len(TREC_EVAL_NAMES) + i, 0.0))
                   for i, n in enumerate(names)]
 
 
@@ -285,9 +290,6 @@ def _z(tm: TrecMeasure, query_ids: Sequence[str], col,
     return out
 
 
-_SUMMED = ("NumRet", "NumRel", "NumRelRet", "NumNonRelJudgedRet")
-
-
 def as_trec(measures: Sequence[str | Measure], rel: int = 1,
             num_docs: int = 0) -> list[TrecMeasure]:
     """Measures in either syntax as trec_eval output lines: trec_eval's words keep its names
@@ -300,29 +302,36 @@ def as_trec(measures: Sequence[str | Measure], rel: int = 1,
             continue
         m = parse_measure(text)
         name = trec_name(m) or str(m)
-        out.setdefault(name, TrecMeasure(name, m, "sum" if m.name in _SUMMED else "mean",
-                                         _order(name, len(ORDER) + i)))
+        out.setdefault(name, TrecMeasure(name, m, "sum" if _summed(m) else "mean",
+                                         _order(name, len(TREC_EVAL_NAMES) + i)))
     return sorted(out.values(), key=lambda tm: tm.order)
 
 
 def _order(name: str, fallback: int) -> tuple[int, float]:
     m = _PRINTED.match(name)
     base, value = (m["base"], float(m["value"])) if m else (name, 0.0)
-    return (_INDEX[base], value) if base in ORDER else (fallback, 0.0)
+    return (_INDEX[base], value) if base in _INDEX else (fallback, 0.0)
+
+
+def _summed(m: Measure) -> bool:
+    """Whether trec_eval's summary line sums the measure over queries (the counts)."""
+    return any(t.summary == "sum" for t in SPECS[m.name].trec_eval or ())
 
 
 def trec_name(m: Measure) -> str | None:
     """trec_eval's name of one of our measures, when it has one (default parameters only)."""
-    for base, spec in ORDER.items():
-        if spec is not None and "(" in spec[0] and str(parse_measure(spec[0])) == str(m):
-            return base
-        if spec is None or spec[0] != m.name or spec[2] == "gmean":
+    for base, found in _offered().items():
+        if found.spec is None or found.trec.summary == "gmean":
             continue
-        if base == "ndcg" and m.cutoff is not None or base == "map_cut" and m.cutoff is None:
+        if found.trec.params:
+            if str(parse_measure(found.measure)) == str(m):
+                return base
             continue
-        if m.params or (m.cutoff is None) != (not spec[1]):
+        if found.spec.name != m.name or m.params:
             continue
-        return base if m.cutoff is None else _printed(base, m.cutoff)
+        if (m.cutoff is None) != (not found.trec.cutoffs):
+            continue
+        return base if m.cutoff is None else _printed(found, m.cutoff)
     return None
 
 
