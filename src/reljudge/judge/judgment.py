@@ -92,12 +92,12 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
         raw = f"{raw}\n--- re-asked ---\n{final.text}"
         second = parse_answer(final.text, output, final.cut_off)
         if second.grade is None:
-            why = cut_detail(params) if second.kind is FailureKind.TRUNCATED else second.reason
+            again = (cut_detail(params) if second.kind is FailureKind.TRUNCATED
+                     else second.reason)
             return _event(base, params, grade=None,
-                               failure=f"{parsed.reason} (re-asked once: {why})",
+                               failure=f"{parsed.reason} (re-asked once: {again})",
                                failure_kind=(second.kind or FailureKind.UNPARSEABLE).value,
-                               raw=raw,
-                               tokens_in=tin, tokens_out=tout, cost=cost,
+                               raw=raw, tokens_in=tin, tokens_out=tout, cost=cost,
                                latency=time.perf_counter() - t0)
         grade = second.grade
     return _event(base, params, grade=grade, raw=raw,
