@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from reljudge.labels import RETRACTED, LabelEvent
+from reljudge.labels import RETRACTED, FailureKind, LabelEvent
 
 QIDS = ["q1", "q2", "Q-3 é"]
 DOCIDS = ["d1", "d2", "doc 3", "d4"]
@@ -29,5 +29,5 @@ def event(draw):
                           cost=draw(st.one_of(st.none(), st.floats(0, 1))))
     if what == "failure":
         return LabelEvent(q, d, None, kind, name, sample, failure="no grade in the answer",
-                          failure_kind="unparseable", raw="hmm")
+                          failure_kind=draw(st.sampled_from(list(FailureKind))), raw="hmm")
     return LabelEvent(q, d, None, kind, name, sample, failure=RETRACTED)

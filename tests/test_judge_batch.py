@@ -356,6 +356,8 @@ FIRST = st.one_of(
         lambda t: {"text": t}),
     st.just({"text": None, "refusal": "I will not grade this"}),
     st.just({"text": "final score: 2", "finish_reason": "content_filter"}),
+    st.sampled_from(['{"reason": "The passage', "score: 2 and", "final score: 1 and"]).map(
+        lambda t: {"text": t, "finish_reason": "length"}),  # cut at max_tokens
     st.sampled_from(["2", "3"]).map(lambda g: {"text": f"final score: {g}", "logprobs":
                                                grade_logprobs(f"final score: {g}",
                                                               {"2": 0.6, "3": 0.3, "1": 0.1})}))
@@ -368,7 +370,7 @@ def scripted(req) -> Reply:
     text = req.body["messages"][1]["content"]
     n = int(re.search(r"passage number (\d+)", text).group(1))
     first, repaired = SCRIPT[(n, 1 if "expenses" in text else 0)]
-    if req.body["messages"][-1]["content"] == REPAIR:
+    if req.body["messages"][-1]["content"] == REPAIR["text"]:
         return Reply.text(repaired)
     return Reply.text(first["text"], **{k: v for k, v in first.items() if k != "text"})
 
@@ -417,7 +419,7 @@ def unreadable_q1_d3(req) -> Reply:
     """by_passage, except that q1/d3's first answer cannot be read (its re-ask can)."""
     text = req.body["messages"][1]["content"]
     if "passage number 3 " in text and "expenses" not in text and \
-            req.body["messages"][-1]["content"] != REPAIR:
+            req.body["messages"][-1]["content"] != REPAIR["text"]:
         return Reply.text("I cannot decide.")
     return by_passage(req)
 

@@ -435,6 +435,103 @@ def test_every_judge_setting_is_a_label_flag_and_a_pipeline_key():
     assert cfg.timeout == JudgeConfig.model_fields["timeout"].default
 
 
+# -- an answer cut off at the token limit ---------------------------------------------------
+CUT_JSON = '{"reason": "The passage describes the leave policy in detail, and it goes on to'
+
+
+def test_a_json_answer_cut_at_max_tokens_is_truncated_kept_and_not_re_asked(tmp_path, capsys):
+    """A JSON answer cut open at max_tokens is a failure of kind truncated with the limit in
+    its detail and the raw text kept, sent once (a re-ask under the same limit and schema
+    would be cut too), shown by kind in the report and in ``labels stats``, left alone by a
+    re-run, and answered by --retry-failed with a larger limit."""
+    db = tmp_path / "s.sqlite"
+
+    def handler(req):
+        if "number 0" in req.user_text and req.body["max_tokens"] <= 64:
+            return Reply.text(CUT_JSON, finish_reason="length", completion_tokens=64)
+        return Reply.text(JSON_ANSWER)
+
+    with FakeOpenAI(handler) as s, LabelStore(db) as store:
+        report = run(s.base_url, tmp_path, sink=store, prompt="json", max_tokens=64)
+        assert s.calls == 3  # one call per pair: the cut answer was not re-asked
+        assert all(r.body["response_format"]["type"] == "json_schema" for r in s.requests)
+        (cut,) = [e for e in report.events if e.grade is None]
+        assert (cut.docid, cut.failure_kind, cut.raw) == ("d0", FailureKind.TRUNCATED, CUT_JSON)
+        assert cut.failure.startswith("truncated: the answer was cut off at max_tokens=64 "
+                                      "before it gave a grade (raise --max-tokens")
+        assert report.failure_reasons == {"truncated": 1} and report.labelled == 2
+        assert report.calls == 3 and report.tokens_out == 64 + 2 * 10
+        assert report.notes()[1].startswith("       1  truncated  e.g. q1 d0: truncated: the "
+                                            "answer was cut off at max_tokens=64")
+        assert [(d, k) for _, d, _, _, k, _ in store.current_failures()] == [("d0", "truncated")]
+
+        again = run(s.base_url, tmp_path, sink=store, prompt="json", max_tokens=64)
+        assert s.calls == 3 and again.already_failed == 1  # an answer's failure: not asked again
+        assert main(["labels", "stats", "--store", str(db)]) == 0
+        out = capsys.readouterr().out
+        assert "current failures (pairs whose latest judgment failed): 1" in out
+        assert "1  truncated  e.g. q1 d0" in out
+
+        more = run(s.base_url, tmp_path, sink=store, prompt="json", max_tokens=256,
+                   retry_failed=True)
+        assert s.calls == 3 + 1 and more.labelled == 1  # only d0, with the new limit
+        assert store.current_failures() == []
+
+
+def test_a_text_answer_cut_after_its_final_line_keeps_its_grade_and_one_cut_before_does_not(
+        tmp_path):
+    cut = {"number 0": "On topic.\nfinal score: 2\nMoreover, the passage",
+           "number 1": "Topicality score: 3. Trust score: 2. Overall, the passage"}
+
+    def handler(req):
+        for key, text in cut.items():
+            if key in req.user_text:
+                return Reply.text(text, finish_reason="length")
+        return Reply.text("final score: 1")
+
+    with FakeOpenAI(handler) as s:
+        report = run(s.base_url, tmp_path)
+        assert s.calls == 3
+    got = {e.docid: (e.grade, e.failure_kind, e.raw) for e in report.events}
+    assert got == {"d0": (2, None, cut["number 0"]),
+                   "d1": (None, FailureKind.TRUNCATED, cut["number 1"]),
+                   "d2": (1, None, "final score: 1")}
+
+
+def test_an_unreadable_json_answer_is_re_asked_for_the_json_form_under_its_schema(tmp_path):
+    from reljudge.judge.parse import REPAIR
+
+    def handler(req):
+        if req.body["messages"][-1]["content"] == REPAIR["json"]:
+            return Reply.text(JSON_ANSWER)
+        return Reply.text('{"reason": "very relevant", "grade": 7}')  # out of scale
+
+    with FakeOpenAI(handler) as s:
+        report = run(s.base_url, tmp_path, pairs=PAIRS[:1], prompt="json")
+        assert s.calls == 2 and report.calls == 2
+        repair = s.requests[1].body
+    assert repair["response_format"]["type"] == "json_schema"
+    assert '"grade": N' in repair["messages"][-1]["content"]
+    assert "final score" not in repair["messages"][-1]["content"]
+    assert [(e.grade, e.failure_kind) for e in report.events] == [(2, None)]
+
+
+def test_a_re_ask_cut_at_max_tokens_is_recorded_as_truncated(tmp_path):
+    def handler(req):
+        if len(req.body["messages"]) > 2:  # the re-ask: it rambles to the limit
+            return Reply.text("Let me explain the passage once more", finish_reason="length")
+        return Reply.text("no idea")
+
+    with FakeOpenAI(handler) as s:
+        report = run(s.base_url, tmp_path, pairs=PAIRS[:1], max_tokens=32)
+        assert s.calls == 2
+    (e,) = report.events
+    assert (e.grade, e.failure_kind) == (None, FailureKind.TRUNCATED)
+    assert e.failure.startswith("unparseable: no final score marker (re-asked once: "
+                                "truncated: the answer was cut off at max_tokens=32")
+    assert e.raw == "no idea\n--- re-asked ---\nLet me explain the passage once more"
+
+
 def test_failures_recorded_before_kinds_had_a_column_resume_by_the_kind_the_upgrade_gave(
         tmp_path, monkeypatch):
     from reljudge.labels import LabelEvent

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from reljudge.errors import ConfigError
 from reljudge.judge import builtin_names, load_template, parse_answer
+from reljudge.labels import FailureKind
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +48,52 @@ def test_answers_without_a_usable_grade_are_failures_with_reasons(text, reason):
 
 def test_json_mode_without_grade_field_is_a_failure():
     assert "without a grade field" in parse_answer('{"relevant": true}', "json").reason
+
+
+# -- an answer cut off at the output token limit (finish_reason "length") --------------------
+@pytest.mark.parametrize(("text", "mode", "grade"), [
+    ("The passage is about leave.\nfinal score: 2\nBecause the", "text", 2),  # verdict, then cut
+    ("M: 3\nT: 2\nO: 1\n", "text", 1),
+    ('{"reason": "on topic", "grade": 3}', "json", 3),  # complete object: the cut came after
+    ('```json\n{"reason": "x", "grade": 1}\n```\nNote', "text", 1),
+    ("2", "text", 2),  # a lone digit at max_tokens=1
+])
+def test_a_cut_answer_keeps_a_verdict_written_in_full_before_the_cut(text, mode, grade):
+    assert parse_answer(text, mode, cut=True).grade == grade
+
+
+@pytest.mark.parametrize(("text", "mode"), [
+    ('{"reason": "The passage mentions the leave policy and final score: 2 would', "json"),
+    ('{"reason": "relevant, score: 3, as it", "grade', "json"),
+    ('{"reason": "relevant", "grade": 2, "extra": "and', "text"),  # cut open, grade inside
+    ("Topicality score: 3. Trust score: 2. Overall the passage", "text"),  # not the last
+    ("The passage is about", "text"),
+    ("", "json"),
+])
+def test_a_cut_answer_without_a_full_verdict_is_truncated_never_guessed(text, mode):
+    parsed = parse_answer(text, mode, cut=True)
+    assert (parsed.grade, parsed.kind) == (None, FailureKind.TRUNCATED)
+    assert parsed.reason.startswith("truncated: the answer was cut off")
+
+
+def test_a_cut_answer_with_a_wrong_verdict_is_unparseable_not_truncated():
+    parsed = parse_answer('{"reason": "x", "grade": 7} and', "json", cut=True)
+    assert (parsed.grade, parsed.kind) == (None, FailureKind.UNPARSEABLE)
+    assert "outside 0..3" in parsed.reason
+
+
+def test_an_answer_that_ended_is_never_truncated():
+    for text in ('{"reason": "The passage', "The passage is about", ""):
+        assert parse_answer(text, "json").kind is FailureKind.UNPARSEABLE
+
+
+@given(st.text(alphabet='abc 0123456789.,;:{}"\n', max_size=80),
+       st.sampled_from(["text", "json"]))
+def test_a_cut_answer_gives_no_grade_it_would_not_give_whole(text, mode):
+    """Reading a cut answer is stricter than reading a whole one, never looser."""
+    cut = parse_answer(text, mode, cut=True)
+    assert cut.grade is None or cut.grade == parse_answer(text, mode).grade
+    assert (cut.grade is None) == (cut.kind is not None)
 
 
 @given(st.text(alphabet="abc 0123456789.,;\n", max_size=80))

@@ -119,6 +119,8 @@ def test_label_grades_or_records_every_pair_and_a_rerun_pays_nothing(llama_serve
             last = e.raw.rsplit("\n--- re-asked ---\n", 1)[-1]
             assert e.grade in SCALE and json.loads(last)["grade"] == e.grade, e
             assert e.failure is None
+        elif e.failure_kind == FailureKind.TRUNCATED:  # rambled to the limit: not re-asked
+            assert "cut off at max_tokens=64" in e.failure and "re-asked" not in e.raw, e
         else:  # never a grade made up: the reason and what the model said
             assert e.failure_kind == FailureKind.UNPARSEABLE and e.failure, e
     graded = {(e.qid, e.docid): e.grade for e in events if e.grade is not None}
@@ -136,3 +138,25 @@ def test_label_grades_or_records_every_pair_and_a_rerun_pays_nothing(llama_serve
     assert (again, rerun["calls"], rerun["cached"]) == (code, 0, report["calls"])
     assert rerun["labelled"] == report["labelled"]
     assert llama_server.tokens() == after  # the server saw no call
+
+
+@pytest.mark.slow
+def test_answers_cut_at_max_tokens_are_truncated_and_never_re_asked(llama_server, pairs_file,
+                                                                    tmp_path, capsys):
+    """At --max-tokens 8 no JSON answer of the schema (reason first) can end: every pair is
+    a failure of kind truncated with the model's cut text, and the server generated exactly
+    8 tokens per pair (one call each: no re-ask was sent)."""
+    before = llama_server.tokens()
+    code, report = label(llama_server, pairs_file, capsys, "--max-tokens", "8",
+                         "--store", str(tmp_path / "s.sqlite"),
+                         "--cache-dir", str(tmp_path / "cache"))
+    assert code == 4 and report["labelled"] == 0
+    assert report["failure_reasons"] == {"truncated": PAIRS} and report["calls"] == PAIRS
+    assert llama_server.tokens()[1] - before[1] == 8 * PAIRS
+    with LabelStore(tmp_path / "s.sqlite", readonly=True) as s:
+        events = list(s.events())
+    assert len(events) == PAIRS
+    for e in events:
+        assert e.grade is None and e.failure_kind == FailureKind.TRUNCATED, e
+        assert e.failure.startswith("truncated: the answer was cut off at max_tokens=8 "), e
+        assert e.raw.startswith("{") and e.raw == e.raw.split("\n--- re-asked ---")[0], e

@@ -23,6 +23,7 @@ class FailureKind(str, enum.Enum):
     RATE_LIMITED = "rate_limited"  # HTTP 429
     REFUSED = "refused"  # the model refused or a content filter stopped the answer
     UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
+    TRUNCATED = "truncated"  # an answer cut off at the output token limit before its grade
     BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
     EXPIRED = "expired"  # a Batch API request not run before its batch expired
     CANCELLED = "cancelled"  # a Batch API request not run because its batch was cancelled

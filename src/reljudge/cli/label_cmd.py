@@ -34,7 +34,8 @@ one model are replicas (--no-replicas: not): one cache entry per request whichev
 The key is used for requests only: it is never written to the cache, the store or any output.
 Every answer is cached (--cache-dir) before anything else happens, so a re-run, or a run after
 a crash or Ctrl-C, pays only for what it does not have. Unreadable answers are re-asked once;
-refusals and failed calls are recorded as failures with their reason, never as grades.
+answers cut off at --max-tokens before their grade (kind truncated) are not; those, refusals
+and failed calls are recorded as failures with their reason, never as grades.
 Before the first paid call the endpoint is checked (it answers; a key is there if it needs
 one); a job whose calls fail with connection/TLS errors, or the same error, --breaker-after
 times in a row stops at once with the URL and the cause. --max-cost is a cap: a call starts

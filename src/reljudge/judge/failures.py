@@ -18,7 +18,7 @@ CALL_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS, FailureKind.TIM
                         FailureKind.HTTP_STATUS, FailureKind.RATE_LIMITED, FailureKind.BUDGET,
                         FailureKind.EXPIRED, FailureKind.CANCELLED})
 #: failures of the answer (the model spoke): asked again only with --retry-failed
-ANSWER_KINDS = frozenset({FailureKind.REFUSED, FailureKind.UNPARSEABLE})
+ANSWER_KINDS = frozenset({FailureKind.REFUSED, FailureKind.UNPARSEABLE, FailureKind.TRUNCATED})
 #: kinds that say the endpoint itself is unusable: they feed the circuit breaker at once
 ENDPOINT_KINDS = frozenset({FailureKind.CONNECTION, FailureKind.TLS})
 

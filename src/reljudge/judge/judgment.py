@@ -1,6 +1,8 @@
 """One judgment: from a pair's answer to its event. The answer is read; a refusal is a failure
 of its own kind; an answer that cannot be read is asked again once, with a short repair
-message; a call that failed is a failure with its kind and detail. Never a grade invented."""
+message in the form its prompt asks for; an answer cut off at the output token limit before
+its grade is a failure of kind ``truncated``, not asked again (the same limit cuts it again);
+a call that failed is a failure with its kind and detail. Never a grade invented."""
 
 from __future__ import annotations
 
@@ -62,12 +64,18 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
         return _event(base, params, grade=None, failure=refused,
                            failure_kind=FailureKind.REFUSED.value, raw=raw, tokens_in=tin,
                            tokens_out=tout, cost=cost, latency=answer.latency)
-    parsed = parse_answer(answer.text, lab.template.output)
+    output = lab.template.output
+    parsed = parse_answer(answer.text, output, answer.cut_off)
     final = answer
     grade = parsed.grade
+    if parsed.kind is FailureKind.TRUNCATED:  # never re-asked: see the module doc
+        return _event(base, params, grade=None,
+                      failure=f"{cut_detail(params)}; not re-asked: the same limit would cut "
+                              "it again", failure_kind=parsed.kind.value, raw=raw,
+                      tokens_in=tin, tokens_out=tout, cost=cost, latency=answer.latency)
     if grade is None:  # one re-ask with a short repair message
         repair = messages + [{"role": "assistant", "content": answer.text or ""},
-                             {"role": "user", "content": REPAIR}]
+                             {"role": "user", "content": REPAIR[output]}]
         try:
             final, cached2, params = await lab.ask(lane, repair, sample, report,
                                                      requeue, fresh=fresh)
@@ -82,12 +90,14 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
         tin, tout = tin + final.tokens_in, tout + final.tokens_out
         cost += 0.0 if cached2 else lane.price.cost(final.tokens_in, final.tokens_out)
         raw = f"{raw}\n--- re-asked ---\n{final.text}"
-        second = parse_answer(final.text, lab.template.output)
+        second = parse_answer(final.text, output, final.cut_off)
         if second.grade is None:
+            again = (cut_detail(params) if second.kind is FailureKind.TRUNCATED
+                     else second.reason)
             return _event(base, params, grade=None,
-                               failure=f"{parsed.reason} (re-asked once: {second.reason})",
-                               failure_kind=FailureKind.UNPARSEABLE.value, raw=raw,
-                               tokens_in=tin, tokens_out=tout, cost=cost,
+                               failure=f"{parsed.reason} (re-asked once: {again})",
+                               failure_kind=(second.kind or FailureKind.UNPARSEABLE).value,
+                               raw=raw, tokens_in=tin, tokens_out=tout, cost=cost,
                                latency=time.perf_counter() - t0)
         grade = second.grade
     return _event(base, params, grade=grade, raw=raw,
@@ -95,10 +105,19 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
                        tokens_out=tout, cost=cost, latency=answer.latency)
 
 
+def cut_detail(params: Mapping[str, Any]) -> str:
+    """The failure detail of an answer cut off at the output token limit of ``params`` (the
+    parameters it was asked with), and what to do about it."""
+    field = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
+    return (f"truncated: the answer was cut off at {field}={params.get(field)} before it "
+            "gave a grade (raise --max-tokens, or use a prompt whose answer ends sooner, and "
+            "run again with --retry-failed)")
+
+
 def _failed(answer: Answer, template: Template) -> bool:
-    """Whether an answer gives no grade: refused, or unreadable."""
+    """Whether an answer gives no grade: refused, unreadable, or cut off before its grade."""
     return (refusal_failure(answer) is not None
-            or parse_answer(answer.text, template.output).grade is None)
+            or parse_answer(answer.text, template.output, answer.cut_off).grade is None)
 
 
 def _event(base: dict, params: dict, **kw) -> LabelEvent:

@@ -93,8 +93,8 @@ class LabelReport(Tabular):
             out.append("failures: none")
         out += [endpoint_note(e) for e in self.endpoints]
         if self.already_failed:
-            out.append(f"{self.already_failed} pair(s) whose earlier answer failed (refused or "
-                       "unreadable) still have no grade: --retry-failed asks again")
+            out.append(f"{self.already_failed} pair(s) whose earlier answer failed (refused, "
+                       "unreadable or cut off) still have no grade: --retry-failed asks again")
         if not self.price_known and self.calls:
             out.append("cost: no price known for this model ($0 assumed); pass "
                        "--price-in/--price-out")

@@ -146,14 +146,15 @@ def read_lines(lines: Iterable[str], wanted: Mapping[str, Any], is_output: bool,
 
 def answer_fields(answer: Answer, output: str) -> dict[str, Any] | None:
     """The event fields the online labeller records for this answer taken from the cache (a
-    grade, or a refusal), or None when it cannot be read and the labeller must re-ask."""
+    grade, or a refusal), or None when it cannot be read (or was cut off before its grade) and
+    the labeller must decide (re-ask, or record the cut)."""
     common = dict(raw=answer.text, tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
                   cost=0.0, latency=answer.latency)
     refused = refusal_failure(answer)
     if refused is not None:
         return dict(grade=None, failure=refused, failure_kind=FailureKind.REFUSED.value,
                     **common)
-    parsed = parse_answer(answer.text, output)
+    parsed = parse_answer(answer.text, output, answer.cut_off)
     if parsed.grade is None:
         return None
     return dict(grade=parsed.grade, **grade_fields(answer.logprobs, parsed.grade), **common)

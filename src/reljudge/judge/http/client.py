@@ -53,6 +53,11 @@ class Answer:
     latency: float
     logprobs: list[dict] | None = None  # [{"token": t, "top": {token: logprob}}]
 
+    @property
+    def cut_off(self) -> bool:
+        """True when the answer stopped at the output token limit (finish_reason "length")."""
+        return self.finish_reason == "length"
+
     def to_cache(self) -> dict:
         """A plain dict for the call cache."""
         return self.__dict__.copy()
