@@ -8,6 +8,7 @@ or a value is not in the simple form it handles, and the caller reads the file a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,6 +22,9 @@ _ALLOWED = bytes(range(0x21, 0x7F)) + b" \t\n\v\f\r"
 #: below 2^53 divided by an exact power of ten: correctly rounded, as ``float`` is)
 EXACT_DIGITS = 15
 _POWERS = np.array([float(10 ** k) for k in range(EXACT_DIGITS + 1)])  # exact: below 2^53
+#: fewer values than this are converted by ``float`` itself: faster than numpy's passes, a
+#: pass per byte position (measured: 1,000 values of 16 bytes 0.6 ms against 1.6 ms)
+FEW_NUMBERS = 2048
 
 
 def split_fields(data: bytes, ncols: int, keep: Sequence[int]) -> list[np.ndarray] | None:
@@ -49,8 +53,10 @@ def numbers(text: np.ndarray) -> np.ndarray:
     """``float`` of each ``S`` value; a ValueError when one is not a number. Plain decimals
     (``-12.5``, ``.25``, ``7``: up to ``EXACT_DIGITS`` digits) are converted with numpy, a
     byte column at a time (the digits as one integer, divided by a power of ten); other forms
-    (exponents, ``inf``, ``1_0``) by ``float`` itself."""
+    (exponents, ``inf``, ``1_0``), and fewer than ``FEW_NUMBERS`` values, by ``float``."""
     n, width = len(text), text.dtype.itemsize
+    if n < FEW_NUMBERS:
+        return np.fromiter(map(float, text.tolist()), np.float64, n)
     chars = text.view(np.uint8).reshape(n, width).T.copy()  # one row per byte position
     minus = chars[0] == 0x2D
     chars[0, minus] = 0  # the sign read, the rest is digits and a dot
@@ -75,6 +81,38 @@ def numbers(text: np.ndarray) -> np.ndarray:
     if len(other):
         out[other] = np.fromiter(map(float, text[other].tolist()), np.float64, len(other))
     return out
+
+
+#: each byte's kind to ``numbers_ok``: 0 a digit, 1 a decimal point, 2 padding, 3 other
+_KIND = np.full(256, 3, dtype=np.uint8)
+_KIND[0x30:0x3A], _KIND[0x2E], _KIND[0] = 0, 1, 2
+#: plain decimals up to this wide cannot overflow to inf (float's limit is near 1.8e308)
+_FINITE_WIDTH = 300
+
+
+def numbers_ok(text: np.ndarray) -> bool:
+    """Whether ``float`` of every ``S`` value is a finite number, without converting the
+    plain decimals (``-12.5``, ``.25``, ``7``, up to ``_FINITE_WIDTH`` characters): other
+    forms (exponents, ``inf``, ``1_0``) are tried with ``float`` itself."""
+    n, width = len(text), text.dtype.itemsize
+    if n < FEW_NUMBERS or width > _FINITE_WIDTH:
+        others = text
+    else:
+        chars = text.view(np.uint8).reshape(n, width)
+        kind = _KIND[chars]
+        kind[chars[:, 0] == 0x2D, 0] = 2  # a leading minus: the rest must be a plain number
+        flat = kind.ravel()
+        plain = np.ones(n, dtype=bool)
+        plain[np.flatnonzero(flat == 3) // width] = False
+        plain &= np.bincount(np.flatnonzero(flat == 1) // width, minlength=n) <= 1
+        # a digit: a plain value (one sign, one point at most) has one in its first three
+        # characters unless it is "-", "." or "-."
+        plain &= (kind[:, :3] == 0).any(axis=1)
+        others = text[~plain]
+    try:
+        return all(map(math.isfinite, map(float, others.tolist())))
+    except ValueError:
+        return False
 
 
 def fits_int64(value: int) -> bool:
