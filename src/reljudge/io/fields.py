@@ -43,8 +43,9 @@ def split_fields(data: bytes, ncols: int, keep: Sequence[int]) -> list[np.ndarra
     nlines = len(newlines)
     if len(starts) != ncols * nlines or not nlines:
         return None
-    before = np.searchsorted(starts, newlines)  # fields that start before each line's end
-    if (before != ncols * np.arange(1, nlines + 1)).any():
+    # line k holds fields k*ncols ... k*ncols + ncols-1: the last ends by its end, the next
+    # starts after it (a field never holds a line end)
+    if (ends[ncols - 1::ncols] > newlines).any() or (starts[ncols::ncols] < newlines[:-1]).any():
         return None
     return [columns.take_strings(raw, starts[i::ncols], ends[i::ncols]) for i in keep]
 
@@ -83,9 +84,6 @@ def numbers(text: np.ndarray) -> np.ndarray:
     return out
 
 
-#: each byte's kind to ``numbers_ok``: 0 a digit, 1 a decimal point, 2 padding, 3 other
-_KIND = np.full(256, 3, dtype=np.uint8)
-_KIND[0x30:0x3A], _KIND[0x2E], _KIND[0] = 0, 1, 2
 #: plain decimals up to this wide cannot overflow to inf (float's limit is near 1.8e308)
 _FINITE_WIDTH = 300
 
@@ -93,22 +91,27 @@ _FINITE_WIDTH = 300
 def numbers_ok(text: np.ndarray) -> bool:
     """Whether ``float`` of every ``S`` value is a finite number, without converting the
     plain decimals (``-12.5``, ``.25``, ``7``, up to ``_FINITE_WIDTH`` characters): other
-    forms (exponents, ``inf``, ``1_0``) are tried with ``float`` itself."""
+    forms (exponents, ``inf``, ``1_0``) are tried with ``float`` itself. Passes over the
+    whole byte matrix, none along its rows (numpy's reductions along short rows are slow)."""
     n, width = len(text), text.dtype.itemsize
     if n < FEW_NUMBERS or width > _FINITE_WIDTH:
         others = text
     else:
         chars = text.view(np.uint8).reshape(n, width)
-        kind = _KIND[chars]
-        kind[chars[:, 0] == 0x2D, 0] = 2  # a leading minus: the rest must be a plain number
-        flat = kind.ravel()
+        digit = (chars - np.uint8(0x30)) < 10
+        dot = chars == 0x2E
+        ok = digit | dot
+        ok |= chars == 0  # padding
+        ok[:, 0] |= chars[:, 0] == 0x2D  # a leading minus
         plain = np.ones(n, dtype=bool)
-        plain[np.flatnonzero(flat == 3) // width] = False
-        plain &= np.bincount(np.flatnonzero(flat == 1) // width, minlength=n) <= 1
+        plain[np.flatnonzero(~ok.ravel()) // width] = False
+        plain &= np.bincount(np.flatnonzero(dot.ravel()) // width, minlength=n) <= 1
         # a digit: a plain value (one sign, one point at most) has one in its first three
         # characters unless it is "-", "." or "-."
-        plain &= (kind[:, :3] == 0).any(axis=1)
-        others = text[~plain]
+        has_digit = digit[:, 0].copy()
+        for j in range(1, min(3, width)):
+            has_digit |= digit[:, j]
+        others = text[~(plain & has_digit)]
     try:
         return all(map(math.isfinite, map(float, others.tolist())))
     except ValueError:
@@ -123,7 +126,12 @@ def fits_int64(value: int) -> bool:
 def integers_ok(text: np.ndarray) -> bool:
     """Whether every ``S`` value is an integer to Python's ``int`` (plain digits checked with
     numpy, other forms by ``int``)."""
-    chars = text.view(np.uint8).reshape(len(text), text.dtype.itemsize)
+    flat = text.view(np.uint8)
+    other = (flat - np.uint8(0x30)) >= 10
+    other &= flat != 0
+    if not other.any():  # digits and padding only: one pass over the bytes
+        return True
+    chars = flat.reshape(len(text), text.dtype.itemsize)
     plain = (((chars >= 0x30) & (chars <= 0x39)) | (chars == 0)).all(axis=1)
     try:
         for value in text[~plain].tolist():
