@@ -229,32 +229,39 @@ def track(args) -> None:
     shapes = [("judged only", args.track_queries, 0, args.depth),
               ("as distributed", args.track_queries, args.unjudged, args.distributed_depth)]
     load = os.getloadavg()
-    print(f"a track: {args.runs} runs, 5 measures; whole processes, {args.repeats} alternating "
-          f"repeats, median; {os.cpu_count()} cores; load average {load[0]:.1f} before")
-    header = (f"{'workload':<15} {'command':<19} {'wall s':>7} {'CPU s':>6} {'script/ours':>12} "
-              f"{'peak MB':>8}")
-    print(header)
-    print("-" * len(header))
+    rows: list[list[str]] = []
+    notes = []
     for label, judged, unjudged, depth in shapes:
         with tempfile.TemporaryDirectory() as tmp:
             paths = [str(p) for p in make_track(Path(tmp), args.runs, judged, depth, args.seed,
                                                 unjudged)]
-            rows = _track_rows(paths, Path(tmp), args.repeats)
+            times = _track_rows(paths, Path(tmp), args.repeats)
             lines = sum(Path(p).read_bytes().count(b"\n") for p in paths[1:])
-        shape = (f"{judged + unjudged} queries ({judged} judged) x top {depth}, {lines:,} "
-                 "run lines")
-        script = [statistics.median(r[i] for r in rows["pytrec_eval"]) for i in (0, 1)]
+        notes.append(f"{label}: {judged + unjudged} queries ({judged} judged) x top {depth}, "
+                     f"{lines:,} run lines")
+        script = [statistics.median(r[i] for r in times["pytrec_eval"]) for i in (0, 1)]
         for name, command in (("reljudge", "reljudge eval"), ("pytrec_eval", "pytrec_eval script"),
                               ("floor", "floor")):
-            wall, cpu = (statistics.median(r[i] for r in rows[name]) for i in (0, 1))
-            peak = max(r[2] for r in rows[name])
-            ratio = (f"{script[0] / wall:.2f}/{script[1] / cpu:.2f}x" if name == "reljudge"
+            wall, cpu = (statistics.median(r[i] for r in times[name]) for i in (0, 1))
+            ratio = (f"{script[0] / wall:.2f}x / {script[1] / cpu:.2f}x" if name == "reljudge"
                      else "")
-            print(f"{label:<15} {command:<19} {wall:>7.2f} {cpu:>6.2f} {ratio:>12} {peak:>8.0f}")
-        print(f"{'':<15} ({shape})")
-    print(f"script/ours: the script's median wall/CPU over reljudge's; the floor: start Python, "
-          f"import numpy, one pass over each run file's bytes (fields and lines found); load "
-          f"average {os.getloadavg()[0]:.1f} after")
+            rows.append([label, command, f"{wall:.2f}", f"{cpu:.2f}", ratio,
+                         f"{max(r[2] for r in times[name]):.0f}"])
+    print(f"a track: {args.runs} runs, 5 measures; whole processes, {args.repeats} alternating "
+          f"repeats, median; {os.cpu_count()} cores; load average {load[0]:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after")
+    header = ["workload", "command", "wall s", "CPU s", "script/ours (wall / CPU)", "peak MB"]
+    if args.markdown:
+        print("\n".join("| " + " | ".join(r) + " |"
+                        for r in [header, ["---"] * len(header), *rows]))
+    else:
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                            for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    print("; ".join(notes))
+    print("script/ours: the script's median over reljudge's; the floor: start Python, import "
+          "numpy, one pass over each run file's bytes (fields and line ends found)")
 
 
 # --- one tool, one path: runs inside a subprocess --------------------------------------------
@@ -456,8 +463,11 @@ def main() -> None:
                         "(reljudge and pytrec_eval only)")
     p.add_argument("--track", action="store_true",
                    help="instead of the table: a track's worth of small runs (--runs, of\n"
-                        "--track-queries x --depth), `reljudge eval` against a pytrec_eval\n"
-                        "script, whole processes")
+                        "--track-queries x --depth; then as distributed, --unjudged more\n"
+                        "queries x --distributed-depth), `reljudge eval` against a\n"
+                        "pytrec_eval script and the floor, whole processes")
+    p.add_argument("--markdown", action="store_true",
+                   help="--track's table in Markdown (as docs/benchmarks.md shows it)")
     p.add_argument("--runs", type=int, default=63)
     p.add_argument("--track-queries", type=int, default=53)
     p.add_argument("--depth", type=int, default=100)
