@@ -19,7 +19,8 @@ path) runs in a fresh subprocess so that peak memory is its own.
     python bench/metrics.py --floor       # and the dict path's floor (see _floor)
     python bench/metrics.py --paths dicts --tools reljudge,pytrec_eval --floor   # dicts only
     python bench/metrics.py --set all_trec --tools reljudge,pytrec_eval   # every measure
-    python bench/metrics.py --track       # 63 runs x 53 queries x top 100, whole processes
+    python bench/metrics.py --track       # 63 runs x 53 queries x top 100, whole processes;
+                                          # and as distributed: 477 queries, 53 judged
 Needs the bench extra: pip install -e '.[bench]'
 """
 
@@ -122,79 +123,145 @@ for path in sys.argv[2:]:
 """
 
 
-def make_track(folder: Path, runs: int, queries: int, depth: int, seed: int) -> list[Path]:
+def make_track(folder: Path, runs: int, queries: int, depth: int, seed: int,
+               unjudged: int = 0) -> list[Path]:
     """Qrels and ``runs`` run files of a track (fixed seed): ~200 judgments a query drawn
     from a pool of 400 documents, each run its top ``depth`` of the pool (judged documents
-    three times as likely), scores in the styles of ``TRACK_STYLES`` in turn. Returns
-    [qrels, run, run, ...]."""
+    three times as likely), scores in the styles of ``TRACK_STYLES`` in turn. With
+    ``unjudged``, the runs also hold that many queries the qrels lack, spread among the
+    judged ones, as a track's runs are distributed (every test query; a few judged), with
+    MS MARCO v2 passage ids and float32 scores printed as doubles. Returns [qrels, run, ...]."""
     rng = np.random.default_rng(seed)
-    qids = [str(1_000_000 + 3571 * q) for q in range(queries)]
+    total = queries + unjudged
+    qids = [str(1_000_000 + 3571 * q) for q in range(total)]
+    judged_q = set(rng.choice(total, queries, replace=False).tolist()) if unjudged else None
+    styles = TRACK_STYLES + ("float32",) if unjudged else TRACK_STYLES
     pool, judged = 400, 200
+
+    def doc(q: int, d: int) -> str:
+        if not unjudged:
+            return str(7_000_000 + 13 * d)
+        offset = 100_000_000 + (q * 400_009 + d * 7_919) % 900_000_000
+        return f"msmarco_passage_{(q * 7 + d) % 70:02d}_{offset}"
+
     lines = []
-    for q in qids:
+    for q, qid in enumerate(qids):
+        if judged_q is not None and q not in judged_q:
+            continue
         grades = rng.choice(4, judged, p=[0.5, 0.25, 0.15, 0.10])
-        lines += [f"{q} 0 {7_000_000 + 13 * d} {g}\n" for d, g in enumerate(grades.tolist())]
+        lines += [f"{qid} 0 {doc(q, d)} {g}\n" for d, g in enumerate(grades.tolist())]
     paths = [folder / "track.qrels"]
     paths[0].write_text("".join(lines))
     weight = np.where(np.arange(pool) < judged, 3.0, 1.0)
     for r in range(runs):
-        style = TRACK_STYLES[r % len(TRACK_STYLES)]
+        style = styles[r % len(styles)]
         lines = []
-        for q in qids:
+        for q, qid in enumerate(qids):
             docs = rng.choice(pool, depth, replace=False, p=weight / weight.sum())
             score = np.sort(rng.gamma(2.0, 3.0, depth))[::-1] + 5.0
             text = {"float": [f"{s:.7f}" for s in score], "bm25": [f"{s:.4f}" for s in score],
                     "rounded": [f"{s:.1f}" for s in score],
-                    "rank": [repr(1 / i) for i in range(1, depth + 1)]}[style]
-            lines += [f"{q} Q0 {7_000_000 + 13 * d} {i} {s} r{r}-{style}\n"
+                    "rank": [repr(1 / i) for i in range(1, depth + 1)],
+                    # a neural model's float32 scores, some equal (ties), printed as doubles
+                    "float32": [repr(float(s)) for s in
+                                (score / 20).round(3).astype(np.float32).tolist()]}[style]
+            lines += [f"{qid} Q0 {doc(q, d)} {i} {s} r{r}-{style}\n"
                       for i, (d, s) in enumerate(zip(docs.tolist(), text, strict=True), 1)]
         paths.append(folder / f"r{r}.run")
         paths[-1].write_text("".join(lines))
     return paths
 
 
-def _process(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak MB) of one whole process."""
+#: the floor of a whole process on a track: start Python, import numpy, and make one pass over
+#: each run file's bytes (read them, find every field's start and end and every line's end)
+FLOOR_SCRIPT = """\
+import sys
+import numpy as np
+
+for path in sys.argv[2:]:
+    with open(path, "rb") as f:
+        raw = np.frombuffer(f.read(), dtype=np.uint8)
+    space = np.ones(len(raw) + 2, dtype=bool)
+    np.less_equal(raw, 0x20, out=space[1:-1])
+    edges = np.flatnonzero(space[1:] != space[:-1])
+    lines = np.flatnonzero(raw == 0x0A)
+"""
+
+
+def _process(argv: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak MB) of one whole process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     if status:
         raise SystemExit(f"failed: {' '.join(argv[:4])} ...")
-    return time.perf_counter() - start, usage.ru_maxrss / 1024
+    return (time.perf_counter() - start, usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss / 1024)
+
+
+def _track_rows(paths: list[str], folder: Path, repeats: int
+                ) -> dict[str, list[tuple[float, float, float]]]:
+    """Each command's (wall, CPU, peak MB) per repeat, the commands taking turns."""
+    (folder / "pytrec_script.py").write_text(PYTREC_SCRIPT)
+    (folder / "floor.py").write_text(FLOOR_SCRIPT)
+    commands = {"reljudge": [sys.executable, "-m", "reljudge", "eval", *paths],
+                "pytrec_eval": [sys.executable, str(folder / "pytrec_script.py"), *paths],
+                "floor": [sys.executable, str(folder / "floor.py"), *paths]}
+    out: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+    for _ in range(repeats):
+        for name, argv in commands.items():
+            out[name].append(_process(argv))
+    return out
 
 
 def track(args) -> None:
     """``reljudge eval qrels RUN...`` against the pytrec_eval script on a track's worth of
-    runs, as whole processes (start, imports, reading, evaluating, printing), alternating.
-    reljudge's modules are compiled first, as an installed package's are (under
-    PYTHONDONTWRITEBYTECODE a module changed since its last compile is compiled again by every
-    process: 5-10 ms a module)."""
+    runs, as whole processes (start, imports, reading, evaluating, printing), alternating,
+    beside the floor (``FLOOR_SCRIPT``): runs of judged queries only, and runs as a track
+    distributes them (every test query, few of them judged). reljudge's modules are
+    compiled first, as an installed package's are (under PYTHONDONTWRITEBYTECODE a module
+    changed since its last compile is compiled again by every process: 5-10 ms a module)."""
     import compileall
 
     import reljudge
 
     compileall.compile_dir(Path(reljudge.__file__).parent, quiet=1)
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = [str(p) for p in make_track(Path(tmp), args.runs, args.track_queries,
-                                            args.depth, args.seed)]
-        script = Path(tmp) / "pytrec_script.py"
-        script.write_text(PYTREC_SCRIPT)
-        commands = {"reljudge": [sys.executable, "-m", "reljudge", "eval", *paths],
-                    "pytrec_eval": [sys.executable, str(script), *paths]}
-        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-        for _ in range(args.repeats):
-            for name, argv in commands.items():
-                runs[name].append(_process(argv))
-        lines = sum(Path(p).read_bytes().count(b"\n") for p in paths[1:])
-    print(f"a track: {args.runs} runs x {args.track_queries} queries x top {args.depth} "
-          f"({lines:,} run lines), 5 measures; whole processes, {args.repeats} alternating "
-          f"repeats, median; {os.cpu_count()} cores")
-    ours = statistics.median(t for t, _ in runs["reljudge"])
-    print(f"{'command':<26} {'median s':>9} {'vs reljudge':>11} {'peak MB':>8}")
-    for name, label in (("reljudge", "reljudge eval"), ("pytrec_eval", "pytrec_eval script")):
-        med = statistics.median(t for t, _ in runs[name])
-        peak = max(m for _, m in runs[name])
-        print(f"{label:<26} {med:>9.2f} {med / ours:>10.1f}x {peak:>8.0f}")
+    shapes = [("judged only", args.track_queries, 0, args.depth),
+              ("as distributed", args.track_queries, args.unjudged, args.distributed_depth)]
+    load = os.getloadavg()
+    rows: list[list[str]] = []
+    notes = []
+    for label, judged, unjudged, depth in shapes:
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = [str(p) for p in make_track(Path(tmp), args.runs, judged, depth, args.seed,
+                                                unjudged)]
+            times = _track_rows(paths, Path(tmp), args.repeats)
+            lines = sum(Path(p).read_bytes().count(b"\n") for p in paths[1:])
+        notes.append(f"{label}: {judged + unjudged} queries ({judged} judged) x top {depth}, "
+                     f"{lines:,} run lines")
+        script = [statistics.median(r[i] for r in times["pytrec_eval"]) for i in (0, 1)]
+        for name, command in (("reljudge", "reljudge eval"), ("pytrec_eval", "pytrec_eval script"),
+                              ("floor", "floor")):
+            wall, cpu = (statistics.median(r[i] for r in times[name]) for i in (0, 1))
+            ratio = (f"{script[0] / wall:.2f}x / {script[1] / cpu:.2f}x" if name == "reljudge"
+                     else "")
+            rows.append([label, command, f"{wall:.2f}", f"{cpu:.2f}", ratio,
+                         f"{max(r[2] for r in times[name]):.0f}"])
+    print(f"a track: {args.runs} runs, 5 measures; whole processes, {args.repeats} alternating "
+          f"repeats, median; {os.cpu_count()} cores; load average {load[0]:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after")
+    header = ["workload", "command", "wall s", "CPU s", "script/ours (wall / CPU)", "peak MB"]
+    if args.markdown:
+        print("\n".join("| " + " | ".join(r) + " |"
+                        for r in [header, ["---"] * len(header), *rows]))
+    else:
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                            for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    print("; ".join(notes))
+    print("script/ours: the script's median over reljudge's; the floor: start Python, import "
+          "numpy, one pass over each run file's bytes (fields and line ends found)")
 
 
 # --- one tool, one path: runs inside a subprocess --------------------------------------------
@@ -396,11 +463,21 @@ def main() -> None:
                         "(reljudge and pytrec_eval only)")
     p.add_argument("--track", action="store_true",
                    help="instead of the table: a track's worth of small runs (--runs, of\n"
-                        "--track-queries x --depth), `reljudge eval` against a pytrec_eval\n"
-                        "script, whole processes")
+                        "--track-queries x --depth; then as distributed, --unjudged more\n"
+                        "queries x --distributed-depth), `reljudge eval` against a\n"
+                        "pytrec_eval script and the floor, whole processes")
+    p.add_argument("--markdown", action="store_true",
+                   help="--track's table in Markdown (as docs/benchmarks.md shows it)")
     p.add_argument("--runs", type=int, default=63)
     p.add_argument("--track-queries", type=int, default=53)
     p.add_argument("--depth", type=int, default=100)
+    p.add_argument("--unjudged", type=int, default=424,
+                   help="--track's runs as distributed: queries the qrels lack, besides\n"
+                        "--track-queries (TREC DL 2021's passage task: 477 test queries,\n"
+                        "53 judged)")
+    p.add_argument("--distributed-depth", type=int, default=20,
+                   help="documents a query in the runs as distributed (63 x 477 x 20:\n"
+                        "601k lines, as that track's 63 runs)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tool", help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)

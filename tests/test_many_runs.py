@@ -128,19 +128,30 @@ decimals = st.from_regex(r"-?[0-9]{0,17}\.?[0-9]{0,17}", fullmatch=True)
 others = st.floats(allow_nan=False, allow_infinity=False).map(repr)
 
 
-@given(values=st.lists(st.one_of(decimals, others, st.sampled_from(["1_0", "+3", "1e5", ".",
-                                                                  "-", "--1", "0x1"])),
-                       min_size=1, max_size=30))
+@given(values=st.lists(st.one_of(decimals, others, st.sampled_from(
+    ["1_0", "+3", "1e5", ".", "-", "--1", "0x1", "-.", "1.2.3", "inf", "-nan", "1e999",
+     "9" * 400, "9" * 299, "9" * 305 + ".5", "1." + "5" * 400, "5-"])), min_size=1, max_size=30))
 def test_numbers_are_pythons_float_or_refused_as_float_refuses(values):
+    """``numbers`` converts as ``float`` (a few values with ``float`` itself, more with numpy:
+    both tried), ``numbers_ok`` says whether every value is a finite float."""
     text = np.array([v.encode() for v in values if v] or [b"0"])
     try:
         expected = [float(v) for v in text.tolist()]
     except ValueError:
-        with pytest.raises(ValueError):
-            fields.numbers(text)
-        return
-    got = fields.numbers(text)
-    assert np.array(expected).tobytes() == got.tobytes()  # bit for bit, -0.0 too
+        expected = None
+    few = fields.FEW_NUMBERS
+    try:
+        for fields.FEW_NUMBERS in (few, 0):
+            assert fields.numbers_ok(text) == (expected is not None
+                                               and bool(np.isfinite(expected).all()))
+            if expected is None:
+                with pytest.raises(ValueError):
+                    fields.numbers(text)
+                continue
+            got = fields.numbers(text)
+            assert np.array(expected).tobytes() == got.tobytes()  # bit for bit, -0.0 too
+    finally:
+        fields.FEW_NUMBERS = few
 
 
 @pytest.mark.parametrize(("text", "ncols"), [

@@ -303,3 +303,16 @@ def segment_codes(arr: np.ndarray) -> tuple[list, np.ndarray]:
                       np.int64, len(starts))
     codes = np.repeat(seg, np.diff(np.r_[starts, n]))
     return list(table), codes
+
+
+def kept_codes(qcodes: tuple[list, np.ndarray], keep: np.ndarray
+               ) -> tuple[tuple[list, np.ndarray], np.ndarray]:
+    """The rows of the values whose ``keep`` (one bool per distinct value of ``qcodes``, as
+    ``segment_codes`` gives them) is true: ((the kept values, the kept rows' codes among them),
+    a mask of the kept rows)."""
+    uniq, codes = qcodes
+    kept = np.flatnonzero(keep)
+    new = np.full(len(uniq), -1, dtype=np.int64)
+    new[kept] = np.arange(len(kept))
+    rows = keep[codes]
+    return ([uniq[i] for i in kept.tolist()], new[codes[rows]]), rows

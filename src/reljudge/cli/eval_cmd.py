@@ -161,7 +161,9 @@ def _evaluate_qrels(args: argparse.Namespace):
         measures += [m for m in JUDGED_MEASURES if m not in measures]
     computed = measures + [m for m in JUDGED_MEASURES[:1] if m not in measures]
     qrels = read_qrels(args.qrels, strict=args.strict)
-    runs = read_runs(args.runs, strict=args.strict)  # two files with one tag: named by file instead
+    # two files with one tag: named by file instead; a query the qrels lack never changes a
+    # value or a line printed (not with -c, -q or --judged either): its lines are checked only
+    runs = read_runs(args.runs, strict=args.strict, queries=set(qrels.query_ids()))
     found = coverage_warnings(qrels, runs, args.all_queries)
     for line in found:
         print(f"reljudge: {line}", file=sys.stderr)

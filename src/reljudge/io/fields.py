@@ -8,6 +8,7 @@ or a value is not in the simple form it handles, and the caller reads the file a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,6 +22,9 @@ _ALLOWED = bytes(range(0x21, 0x7F)) + b" \t\n\v\f\r"
 #: below 2^53 divided by an exact power of ten: correctly rounded, as ``float`` is)
 EXACT_DIGITS = 15
 _POWERS = np.array([float(10 ** k) for k in range(EXACT_DIGITS + 1)])  # exact: below 2^53
+#: fewer values than this are converted by ``float`` itself: faster than numpy's passes, a
+#: pass per byte position (measured: 1,000 values of 16 bytes 0.6 ms against 1.6 ms)
+FEW_NUMBERS = 2048
 
 
 def split_fields(data: bytes, ncols: int, keep: Sequence[int]) -> list[np.ndarray] | None:
@@ -39,8 +43,9 @@ def split_fields(data: bytes, ncols: int, keep: Sequence[int]) -> list[np.ndarra
     nlines = len(newlines)
     if len(starts) != ncols * nlines or not nlines:
         return None
-    before = np.searchsorted(starts, newlines)  # fields that start before each line's end
-    if (before != ncols * np.arange(1, nlines + 1)).any():
+    # line k holds fields k*ncols ... k*ncols + ncols-1: the last ends by its end, the next
+    # starts after it (a field never holds a line end)
+    if (ends[ncols - 1::ncols] > newlines).any() or (starts[ncols::ncols] < newlines[:-1]).any():
         return None
     return [columns.take_strings(raw, starts[i::ncols], ends[i::ncols]) for i in keep]
 
@@ -49,8 +54,10 @@ def numbers(text: np.ndarray) -> np.ndarray:
     """``float`` of each ``S`` value; a ValueError when one is not a number. Plain decimals
     (``-12.5``, ``.25``, ``7``: up to ``EXACT_DIGITS`` digits) are converted with numpy, a
     byte column at a time (the digits as one integer, divided by a power of ten); other forms
-    (exponents, ``inf``, ``1_0``) by ``float`` itself."""
+    (exponents, ``inf``, ``1_0``), and fewer than ``FEW_NUMBERS`` values, by ``float``."""
     n, width = len(text), text.dtype.itemsize
+    if n < FEW_NUMBERS:
+        return np.fromiter(map(float, text.tolist()), np.float64, n)
     chars = text.view(np.uint8).reshape(n, width).T.copy()  # one row per byte position
     minus = chars[0] == 0x2D
     chars[0, minus] = 0  # the sign read, the rest is digits and a dot
@@ -77,6 +84,40 @@ def numbers(text: np.ndarray) -> np.ndarray:
     return out
 
 
+#: plain decimals up to this wide cannot overflow to inf (float's limit is near 1.8e308)
+_FINITE_WIDTH = 300
+
+
+def numbers_ok(text: np.ndarray) -> bool:
+    """Whether ``float`` of every ``S`` value is a finite number, without converting the
+    plain decimals (``-12.5``, ``.25``, ``7``, up to ``_FINITE_WIDTH`` characters): other
+    forms (exponents, ``inf``, ``1_0``) are tried with ``float`` itself. Passes over the
+    whole byte matrix, none along its rows (numpy's reductions along short rows are slow)."""
+    n, width = len(text), text.dtype.itemsize
+    if n < FEW_NUMBERS or width > _FINITE_WIDTH:
+        others = text
+    else:
+        chars = text.view(np.uint8).reshape(n, width)
+        digit = (chars - np.uint8(0x30)) < 10
+        dot = chars == 0x2E
+        ok = digit | dot
+        ok |= chars == 0  # padding
+        ok[:, 0] |= chars[:, 0] == 0x2D  # a leading minus
+        plain = np.ones(n, dtype=bool)
+        plain[np.flatnonzero(~ok.ravel()) // width] = False
+        plain &= np.bincount(np.flatnonzero(dot.ravel()) // width, minlength=n) <= 1
+        # a digit: a plain value (one sign, one point at most) has one in its first three
+        # characters unless it is "-", "." or "-."
+        has_digit = digit[:, 0].copy()
+        for j in range(1, min(3, width)):
+            has_digit |= digit[:, j]
+        others = text[~(plain & has_digit)]
+    try:
+        return all(map(math.isfinite, map(float, others.tolist())))
+    except ValueError:
+        return False
+
+
 def fits_int64(value: int) -> bool:
     """Whether an integer fits numpy's int64 (grades are held as int64)."""
     return -(1 << 63) <= value < 1 << 63
@@ -85,7 +126,12 @@ def fits_int64(value: int) -> bool:
 def integers_ok(text: np.ndarray) -> bool:
     """Whether every ``S`` value is an integer to Python's ``int`` (plain digits checked with
     numpy, other forms by ``int``)."""
-    chars = text.view(np.uint8).reshape(len(text), text.dtype.itemsize)
+    flat = text.view(np.uint8)
+    other = (flat - np.uint8(0x30)) >= 10
+    other &= flat != 0
+    if not other.any():  # digits and padding only: one pass over the bytes
+        return True
+    chars = flat.reshape(len(text), text.dtype.itemsize)
     plain = (((chars >= 0x30) & (chars <= 0x39)) | (chars == 0)).all(axis=1)
     try:
         for value in text[~plain].tolist():

@@ -240,9 +240,14 @@ class Content:
         if self._data is None:
             if self.compression is None and self._raw is not None:
                 return self._raw
-            if self.compression is None:
-                self._check_plain()
             try:
+                if self.compression is None and not self._checked and self.file_size <= BLOCK:
+                    # one block: read once, its lines checked (a larger file is read again
+                    # after its check, not joined from blocks: one copy of its bytes held)
+                    with open(self.path, "rb") as f:
+                        raw = _read_checked(f, self.path, keep=True)
+                    self._checked = True
+                    return raw
                 raw = Path(self.path).read_bytes() if self._raw is None else self._raw
             except OSError as e:
                 raise _open_error(self.path, e) from None

@@ -13,7 +13,7 @@ parser down a line-by-line path that finds and names the first bad line.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ from reljudge import columns
 from reljudge.errors import InputError
 from reljudge.io import arrow
 from reljudge.io.arrow import Col
-from reljudge.io.fields import fits_int64, integers_ok, numbers, split_fields
+from reljudge.io.fields import fits_int64, integers_ok, numbers, numbers_ok, split_fields
 from reljudge.io.files import BOM, Content, atomic_write, content_stem, text_lines
 from reljudge.types import Qrels, Run
 
@@ -290,17 +290,24 @@ def _duplicate_in_groups(qid: np.ndarray, docid: list[str]) -> tuple[int, int] |
     return None
 
 
-def read_run(path: str | Path, name: str | None = None, *, strict: bool = False) -> Run:
+def read_run(path: str | Path, name: str | None = None, *, strict: bool = False,
+             queries: Collection[str] | None = None) -> Run:
     """Read a TREC run file ``QID Q0 DOCID RANK SCORE TAG``; the rank column is ignored.
 
     The run's name is ``name``, else the tag of its first line, else the file's stem. Comment
     lines and text after the tag are skipped as trec_eval skips them; ``strict`` refuses them,
-    naming the line.
+    naming the line. With ``queries`` (those of the qrels, say) the run holds only their
+    lines, the others checked as ever but their scores not converted; a run holding none of
+    them is kept whole.
     """
     content = Content(path)
-    fast_run = _read_run_fast(content, name) if _big(content) else _read_run_bytes(content, name)
-    if fast_run is not None:
-        return fast_run
+    wanted = None if queries is None else frozenset(q.encode() for q in queries)
+    if not _big(content):
+        fast_run = _read_run_bytes(content, name, wanted)
+        if fast_run is not None:
+            return fast_run
+    elif (fast_run := _read_run_fast(content, name)) is not None:
+        return _of_queries(fast_run, wanted)
     text = content.text()
     fast = _run_fast(text)
     if fast is not None:
@@ -316,17 +323,40 @@ def read_run(path: str | Path, name: str | None = None, *, strict: bool = False)
     if dup is not None:
         raise _duplicate_error(path, content.text(), "run", *dup, q[dup[1]], d[dup[1]])
     run_name = name or first_tag or content_stem(path)
-    return Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name, check=False)
+    return _of_queries(Run.from_arrays(qid, np.array(d, dtype=object), score, name=run_name,
+                                       check=False), wanted)
 
 
-def read_runs(paths: Sequence[str | Path], *, strict: bool = False) -> list[Run]:
-    """Read several run files, named distinctly: by tag, or by file name when tags collide."""
+def _wanted(ids: list[bytes], queries: frozenset[bytes] | None) -> np.ndarray | None:
+    """Which of a run's query ids are ``queries``, or None when all or none are (the run is
+    kept whole)."""
+    if queries is None:
+        return None
+    keep = np.fromiter((q in queries for q in ids), bool, len(ids))
+    return None if keep.all() or not keep.any() else keep
+
+
+def _of_queries(run: Run, queries: frozenset[bytes] | None) -> Run:
+    """``run``'s rows of ``queries`` (``read_run``'s rule: whole unless it holds some of them
+    and others)."""
+    keep = _wanted(run.query_codes()[0], queries)
+    if keep is None:
+        return run
+    qcodes, rows = columns.kept_codes(run.query_codes(), keep)
+    return Run.from_codes(qcodes, run.docid_bytes()[rows], run.score[rows], name=run.name)
+
+
+def read_runs(paths: Sequence[str | Path], *, strict: bool = False,
+              queries: Collection[str] | None = None) -> list[Run]:
+    """Read several run files, named distinctly: by tag, or by file name when tags collide;
+    ``queries`` as in ``read_run``."""
     from reljudge.types import distinct_runs
 
     if isinstance(paths, (str, Path)):  # a str is a sequence too: of one-letter paths
         raise InputError(f"read_runs takes a list of paths, found one path {str(paths)!r}; "
                          "use read_run(path) or read_runs([path])")
-    return distinct_runs([read_run(p, strict=strict) for p in paths], [str(p) for p in paths])
+    return distinct_runs([read_run(p, strict=strict, queries=queries) for p in paths],
+                         [str(p) for p in paths])
 
 
 def _read_run_fast(content: Content, name: str | None) -> Run | None:
@@ -339,10 +369,12 @@ def _read_run_fast(content: Content, name: str | None) -> Run | None:
     return _compact_run(content, (uniq, codes), d, score, name or tag.decode())
 
 
-def _read_run_bytes(content: Content, name: str | None) -> Run | None:
+def _read_run_bytes(content: Content, name: str | None,
+                    queries: frozenset[bytes] | None = None) -> Run | None:
     """Small-file fast path: the file's fields found and converted with numpy, straight into
     compact columns (no Python object per field), or None to read it as text. Taken only by
-    printable-ASCII files of six fields a line, where the text path gives the same fields."""
+    printable-ASCII files of six fields a line, where the text path gives the same fields.
+    Only the scores of ``queries`` are converted (``read_run``); the others are checked."""
     data = content.data()
     if data.startswith(BOM):
         data = data[len(BOM):]
@@ -351,31 +383,40 @@ def _read_run_bytes(content: Content, name: str | None) -> Run | None:
         return None
     qid, docid, rank, score_text = cols
     tag = data.split(b"\n", 1)[0].split()[5]  # the first line's: six fields, checked
+    qcodes = columns.segment_codes(qid)
+    keep = _wanted(qcodes[0], queries)
+    rows = None if keep is None else keep[qcodes[1]]
     try:
-        score = numbers(score_text)
+        score = numbers(score_text if rows is None else score_text[rows])
     except ValueError:
         return None
-    qcodes = columns.segment_codes(qid)
     if (not np.isfinite(score).all() or not integers_ok(rank)
+            or (rows is not None and not numbers_ok(score_text[~rows]))
             or _commented(qcodes[0])):
         return None
-    return _compact_run(content, qcodes, docid, score, name or tag.decode())
+    return _compact_run(content, qcodes, docid, score, name or tag.decode(), keep)
 
 
 def _compact_run(content: Content, qcodes: tuple[list[bytes], np.ndarray], docid: np.ndarray,
-                 score: np.ndarray, name: str) -> Run:
-    """The compact Run of a fast path's columns; a repeated (query, document) pair is an
-    error naming both lines."""
+                 score: np.ndarray, name: str, keep: np.ndarray | None = None) -> Run:
+    """The compact Run of a fast path's columns, of the queries whose ``keep`` is true when
+    given (``score`` then holds their rows' scores only); a repeated (query, document) pair
+    anywhere is an error naming both lines."""
     uniq, codes = qcodes
-    run = Run.from_codes(qcodes, docid, score, name=name)
-    grouped = not np.any(codes[1:] < codes[:-1])  # else rows were regrouped: check file rows
-    keys = (run.key_index() if grouped
-            else columns.KeyIndex(codes, docid, columns.hash_bytes(docid)))
+    whole = Run.from_codes(qcodes, docid, score, name=name) if keep is None else None
+    if whole is not None and not np.any(codes[1:] < codes[:-1]):
+        keys = whole.key_index()  # its rows are the file's: kept for the evaluation
+    else:  # the file's rows, whether regrouped or some left out
+        keys = columns.KeyIndex(codes, docid, columns.hash_bytes(docid))
     dup = keys.first_duplicate()
     if dup is not None:
         raise _duplicate_error(content.path, content.text(), "run", *dup,
                                uniq[codes[dup[1]]].decode(), docid[dup[1]].decode())
-    return run
+    if whole is not None:
+        return whole
+    assert keep is not None
+    kept, rows = columns.kept_codes(qcodes, keep)
+    return Run.from_codes(kept, docid[rows], score, name=name)
 
 
 FAST_MIN_BYTES = 1 << 20  # smaller contents take the Python path (no pyarrow start-up cost)

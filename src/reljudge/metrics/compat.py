@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from reljudge import columns
 from reljudge.metrics.many_runs import batches
 from reljudge.metrics.ranking import float32_rounded
 from reljudge.types import Run
@@ -46,13 +47,8 @@ def float32_tied_queries(runs: Sequence[Run]) -> list[np.ndarray]:
 
 def _tied_part(run: Run, tied: np.ndarray) -> Run:
     """The rows of ``run``'s queries whose ``tied`` count is not 0, as a run of its own."""
-    uniq, codes = run.query_codes()
-    keep = np.flatnonzero(tied)
-    new = np.full(len(uniq), -1, dtype=np.int64)
-    new[keep] = np.arange(len(keep))
-    rows = new[codes] >= 0
-    return Run.from_codes(([uniq[i] for i in keep.tolist()], new[codes[rows]]),
-                          run.docid_bytes()[rows], run.score[rows], name=run.name)
+    qcodes, rows = columns.kept_codes(run.query_codes(), tied != 0)
+    return Run.from_codes(qcodes, run.docid_bytes()[rows], run.score[rows], name=run.name)
 
 
 def _evaluated_only(run: Run, tied: np.ndarray, evaluated: Sequence[str]) -> np.ndarray:
