@@ -58,6 +58,7 @@ def reader_calls(store: LabelStore) -> dict[str, list[tuple]]:
         "provenance_dataframe": [(p,) for p in policies], "failures_dataframe": [()],
         "conflicts_dataframe": [()], "spend": [()], "live_claims": [()],
         "find_import": [("0" * 64, "human", "ann1")],
+        "resolve_policy": [(p,) for p in policies] + [("source=judge",)],
     }
 
 
@@ -167,10 +168,9 @@ def add_probes(location, truth, tmp_path) -> None:
     known = {}
     for (q, d), g in truth.items():
         known.setdefault(q, {})[d] = g
-    cfg = JudgeConfig(model="m", base_url="", api_key="k", cache_dir=tmp_path / "pcache",
-                      price_in=1.0, price_out=1.0)
     with FakeOpenAI(hash_grader) as server, LabelStore(location) as store:
-        cfg = cfg.model_copy(update={"base_url": server.base_url})
+        cfg = JudgeConfig(model="m", base_url=server.base_url, api_key="k",
+                          cache_dir=tmp_path / "pcache", price_in=1.0, price_out=1.0)
         report = probe(cfg, queries, passages, known, per_kind=4, seed=1, store=store,
                        prompts=["umbrela", "guarded"])
         assert report.complete and server.calls > 0
