@@ -30,6 +30,12 @@ START_TIMEOUT = 300.0  # seconds to load the model and answer /v1/models (a load
 EXTRA = "pip install -e '.[llm-server]'"
 
 
+def answered_grade(raw: str) -> int:
+    """The grade of the last JSON answer in a recorded raw text (a re-asked pair keeps both
+    answers, joined by the re-ask marker)."""
+    return json.loads(raw.rsplit("\n--- re-asked ---\n", 1)[-1])["grade"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -102,7 +102,7 @@ def test_stray_digits_in_reasoning_never_become_a_grade(text):
     assert parsed.grade is None
 
 
-@pytest.mark.parametrize("name", ["umbrela", "basic", "json"])
+@pytest.mark.parametrize("name", ["umbrela", "basic", "json", "guarded", "guarded-json"])
 def test_shipped_templates_render_and_carry_their_hash(name):
     t = load_template(name)
     msgs = t.render("what is the leave policy?", "Staff get 16 weeks.", title="Leave")
@@ -116,7 +116,7 @@ def test_top_level_prompts_folder_equals_the_packaged_one():
     names = sorted(p.name for p in packaged.glob("*.toml"))
     assert names == sorted(p.name for p in (ROOT / "prompts").glob("*.toml"))
     assert all(filecmp.cmp(packaged / n, ROOT / "prompts" / n, shallow=False) for n in names)
-    assert builtin_names() == [n[:-5] for n in names]
+    assert builtin_names() == sorted(n[:-5] for n in names)  # "guarded" before "guarded-json"
 
 
 def test_own_template_file_and_its_errors(tmp_path):

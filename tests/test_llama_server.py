@@ -18,7 +18,7 @@ from reljudge.io.trec import read_qrels
 from reljudge.labels import FailureKind
 from reljudge.store import LabelStore
 from tests.helpers import EXAMPLE
-from tests.llama_server import LlamaServer
+from tests.llama_server import LlamaServer, answered_grade
 
 PAIRS = 4  # the top of the example's bm25 run: a handful of calls at a few seconds each
 MAX_TOKENS = "64"  # room for a short JSON answer; a rambling one is cut and recorded
@@ -116,8 +116,7 @@ def test_label_grades_or_records_every_pair_and_a_rerun_pays_nothing(llama_serve
         assert e.raw, e  # the model's answer, kept whatever became of it
         assert e.meta["params"]["response_format"]["type"] == "json_schema"  # sent, taken
         if e.grade is not None:  # the grade the model's (last) JSON answer gives
-            last = e.raw.rsplit("\n--- re-asked ---\n", 1)[-1]
-            assert e.grade in SCALE and json.loads(last)["grade"] == e.grade, e
+            assert e.grade in SCALE and answered_grade(e.raw) == e.grade, e
             assert e.failure is None
         elif e.failure_kind == FailureKind.TRUNCATED:  # rambled to the limit: not re-asked
             assert "cut off at max_tokens=64" in e.failure and "re-asked" not in e.raw, e

@@ -132,8 +132,8 @@ class JudgeConfig(BaseModel):
     api_key: SecretStr | None = Field(default=None, repr=False,
                                       description="API key (or OPENAI_API_KEY); local servers "
                                       "need none")
-    prompt: str = Field("umbrela", description="umbrela (default), basic, json, guarded, or a "
-                        "template .toml file")
+    prompt: str = Field("umbrela", description="umbrela (default), basic, json, guarded, "
+                        "guarded-json, or a template .toml file")
     temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature, 0 to 2 "
                                "(default 0)")
     max_tokens: int | None = Field(None, ge=1, le=MAX_OUTPUT_TOKENS,

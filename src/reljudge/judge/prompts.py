@@ -76,7 +76,7 @@ def builtin_names() -> list[str]:
 
 
 def load_template(name_or_path: str | Path) -> Template:
-    """A shipped template by name (umbrela, basic, json) or a template file by path."""
+    """A shipped template by name (``builtin_names()``) or a template file by path."""
     text, where = _template_text(str(name_or_path))
     try:
         data = tomllib.loads(text)
