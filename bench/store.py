@@ -5,6 +5,7 @@
     python bench/store.py --pg postgresql://me@db:5432/bench   # a server of your own
     python bench/store.py --backends sqlite     # SQLite only
     python bench/store.py --commands            # the commands that read a store vs files
+    python bench/store.py --estimate --runs 63  # `estimate` of a track (63 runs, one sample)
 
 Rows, for each backend:
 - import: two qrels files (human and LLM labels of the same pairs) through ``labels import``'s
@@ -142,6 +143,24 @@ def commands(args: argparse.Namespace, backends: list[str]) -> None:
             server.stop()
 
 
+def estimate(args: argparse.Namespace) -> None:
+    """``--estimate``: bench/store_commands.py's `estimate` of a track, printed as a table."""
+    import compileall
+
+    import store_commands
+
+    import reljudge
+
+    if not (args.llmjudge / "human" / "test.qrels").exists():
+        sys.exit(f"bench/store.py --estimate: no LLMJudge data in {args.llmjudge}; give "
+                 f"--llmjudge DIR")
+    for src in (Path(reljudge.__file__).parent, args.against):  # as an installed one is
+        if src:
+            compileall.compile_dir(src, quiet=1)
+    counts = [int(n) for n in args.runs.split(",")]
+    print(store_commands.estimate_track(args.llmjudge, counts, args.repeat, args.against))
+
+
 def main() -> None:
     """Generate the files, run each backend, print one table."""
     p = argparse.ArgumentParser(description=__doc__,
@@ -158,6 +177,14 @@ def main() -> None:
     p.add_argument("--commands", action="store_true",
                    help="instead: the commands that read a store against the same work from "
                         "files, on the LLMJudge data (bench/store_commands.py)")
+    p.add_argument("--estimate", action="store_true",
+                   help="instead: `reljudge estimate` of a track's worth of runs "
+                        "(bench/store_commands.py)")
+    p.add_argument("--runs", default="63",
+                   help="with --estimate: the numbers of runs, comma-separated (default 63)")
+    p.add_argument("--against", metavar="SRC",
+                   help="with --estimate: also time the reljudge in SRC (another commit's "
+                        "src folder), the two taking turns")
     p.add_argument("--llmjudge", type=Path, default=ROOT.parent / "shared" / "data" / "llmjudge",
                    help="with --commands: the LLMJudge data folder")
     p.add_argument("--repeat", type=int, default=3,
@@ -167,6 +194,8 @@ def main() -> None:
     backends = args.backends.split(",")
     if args.commands:
         return commands(args, backends)
+    if args.estimate:
+        return estimate(args)
     half = args.events // 2
     rng = np.random.default_rng(1)
     server = None

@@ -17,6 +17,15 @@ computation from the labels exported to qrels files (``labels export`` of each s
 reljudge's public functions (bench/store_twins.py): the merge from the store's ids
 (``merge_ids``), the sample drawn and written, the estimates of the same sample, the report's
 comparison, estimates, conflicts and store tables.
+
+    python bench/store.py --estimate --runs 63                       # `estimate` of a track
+    python bench/store.py --estimate --runs 16,32,63 --against /tmp/old/src
+
+``--estimate``: `reljudge estimate` of a track's worth of runs (``track_store``: --runs runs
+over the LLMJudge test pairs, a stratified sample of 10 % of their top-10 pool), DCG@10
+and nDCG@10, with the ranking of every pair of runs and with ``--no-ranking``; CPU seconds of
+the whole process (``--format json``), median of ``--repeat``; ``--against SRC``: the same
+commands with reljudge imported from SRC (another commit's checkout), taking turns.
 """
 
 from __future__ import annotations
@@ -194,3 +203,91 @@ def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -
             print(f"{backend}: done", file=sys.stderr)
             shutil.rmtree(folder)
     print(table(results))
+
+
+# --- `estimate` of a track: many runs, one pair sample ----------------------------------------
+
+#: the rows of ``estimate_table``: (label, measure, extra arguments)
+ESTIMATE_CASES = (("DCG@10", "DCG@10", []), ("DCG@10 --no-ranking", "DCG@10", ["--no-ranking"]),
+                  ("nDCG@10", "nDCG@10", []),
+                  ("nDCG@10 --no-ranking", "nDCG@10", ["--no-ranking"]))
+
+
+def track_store(data: Path, tmp: Path, count: int) -> tuple[str, list[str], int]:
+    """A store of NIST's labels and JUDGE's; ``count`` runs made as
+    examples/llmjudge-dl23/make_runs.py makes its eight (``synthetic_runs``, seed 2023), over
+    the judged pairs only, so that a sample of their pool speaks for every top 10; and a
+    stratified-pairs sample ``s`` of 10 % of their top-10 pool, drawn by `reljudge sample`:
+    (store, run files, sampled pairs)."""
+    from reljudge.io.trec import read_qrels, write_run
+    from reljudge.pool import build_pool
+    from reljudge.store import LabelStore, import_labels
+    from reljudge.testing import synthetic_runs
+
+    human = data / "human" / "test.qrels"
+    runs = synthetic_runs(read_qrels(human), count, seed=2023, filler=0)
+    paths = []
+    for run in runs:
+        paths.append(str(tmp / f"{run.name}.run"))
+        write_run(run, paths[-1])
+    location = str(tmp / "track.sqlite")
+    with LabelStore(location) as store:
+        import_labels(store, human, "human", "nist")
+        import_labels(store, data / "llm" / "labels" / f"{JUDGE}.txt", "llm", JUDGE, clip=True)
+    budget = round(0.1 * len(build_pool(runs, 10).pairs))
+    subprocess.run([sys.executable, "-m", "reljudge", "sample", "--store", location, "--judge",
+                    JUDGE, "--name", "s", "--budget", str(budget), "--seed", "1", *paths],
+                   check=True, capture_output=True)
+    return location, paths, budget
+
+
+def _estimate_seconds(location: str, paths: list[str], measure: str, extra: list[str],
+                      src: str | None) -> float | None:
+    """CPU seconds of one `reljudge estimate` of the track as a whole process, reljudge
+    imported from ``src`` (None: this checkout's); None where that reljudge lacks an option."""
+    env = None if src is None else {**os.environ, "PYTHONPATH": src}
+    args = ["-m", "reljudge", "estimate", "--store", location, "--sample", "s", "-m", measure,
+            "--format", "json", *extra, *paths]
+    if extra and extra[0] not in subprocess.run([sys.executable, "-m", "reljudge", "estimate",
+                                                 "--help"], capture_output=True, text=True,
+                                                env=env).stdout:
+        return None
+    return _seconds(args, 1, env)
+
+
+def estimate_track(data: Path, counts: list[int], repeat: int, against: str | None) -> str:
+    """The table: per number of runs and case, the median CPU seconds of ``repeat`` runs of
+    `estimate` from this checkout and, with ``against`` (another checkout's ``src``), from
+    that one, the two taking turns so that a busy machine slows both alike."""
+    import tempfile
+
+    lines = [f"load average at start: {os.getloadavg()[0]:.1f}"]
+    head = f"{'runs':>4} {'pairs':>6} {'sampled':>7} {'case':<22} {'this s':>7}"
+    lines.append(head + (f" {'against s':>9} {'ratio':>6}" if against else ""))
+    for count in counts:
+        with tempfile.TemporaryDirectory() as tmp:
+            location, paths, budget = track_store(data, Path(tmp), count)
+            pairs = count * (count - 1) // 2
+            for label, measure, extra in ESTIMATE_CASES:
+                mine, theirs = [], []
+                for _ in range(repeat):
+                    mine.append(_estimate_seconds(location, paths, measure, extra, None))
+                    if against:
+                        theirs.append(_estimate_seconds(location, paths, measure, extra,
+                                                        against))
+                row = f"{count:>4} {pairs:>6} {budget:>7} {label:<22} {_median(mine):>7}"
+                if against:
+                    ratio = (f"{statistics.median(theirs) / statistics.median(mine):.1f}x"
+                             if None not in theirs + mine else "")  # type: ignore[operator]
+                    row += f" {_median(theirs):>9} {ratio:>6}"
+                lines.append(row)
+                print(row, file=sys.stderr)
+    lines.append(f"load average at end: {os.getloadavg()[0]:.1f}")
+    return "\n".join(lines)
+
+
+def _median(times: list[float | None]) -> str:
+    """The median as printed, '-' where the option was missing."""
+    if not times or None in times:
+        return "-"
+    return f"{statistics.median(t for t in times if t is not None):.2f}"

@@ -385,6 +385,29 @@ def test_estimate_ranks_the_runs_with_the_orders_the_sample_supports(world, caps
     assert "no ranking: it needs at least two runs" in capsys.readouterr().out
 
 
+def test_no_ranking_skips_the_pairs_of_runs_and_changes_nothing_else(world, capsys):
+    """--no-ranking: no pair of runs estimated, the note says the ranking was not asked
+    for, and every row, difference and bias is the one printed with the ranking."""
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "p",
+                 "--design", "stratified-pairs", "--budget", "200", "--seed", "1"]) == 0
+    _grade(store_path, truth, "p")
+    capsys.readouterr()
+    args = ["estimate", "--store", str(store_path), "--sample", "p", "-m", "DCG@10",
+            "-m", "P@5", *map(str, runs), "--json"]
+    assert main(args) == 0
+    ranked = json.loads(capsys.readouterr().out)
+    assert main([*args, "--no-ranking"]) == 0
+    skipped = json.loads(capsys.readouterr().out)
+    assert len(ranked["rankings"]) == 2 and skipped["rankings"] == []
+    assert skipped["ranking_note"] == "no ranking: not asked for"
+    assert {k: v for k, v in skipped.items() if not k.startswith("ranking")} == {
+        k: v for k, v in ranked.items() if not k.startswith("ranking")}
+    assert main([*args[:-1], "--no-ranking"]) == 0
+    out = capsys.readouterr().out
+    assert "significantly above" not in out and "no ranking: not asked for" in out
+
+
 def test_report_leaves_out_a_run_the_sample_does_not_speak_for_and_says_so(world, capsys):
     """A report from a store whose sample was drawn from another pool used to fail whole
     ("run ...: N of its top-5 pairs are outside the pool"): it now estimates the runs the

@@ -79,6 +79,62 @@ def test_a_pair_test_is_the_paired_difference_row_of_estimate(design):
     assert pair.p == pytest.approx(diffs[0].p) and pair.p_holm == pytest.approx(pair.p)
 
 
+def _many_runs(seed, queries=10, docs=25, count=9):
+    """Human and judge grades and ``count`` runs of growing noise over them, ties included."""
+    rng = np.random.default_rng(seed)
+    truth = {(f"q{q}", f"d{d}"): int(rng.integers(0, 4)) for q in range(queries)
+             for d in range(docs)}
+    judge = {p: int(np.clip(g + rng.integers(-1, 2), 0, 3)) for p, g in truth.items()}
+    pairs = list(truth)
+    grades = np.array([truth[p] for p in pairs], dtype=np.float64)
+    runs = [Run.from_arrays([p[0] for p in pairs], [p[1] for p in pairs],
+                            (grades + (0.3 + r) * rng.normal(size=len(pairs))).round(1),
+                            name=f"r{r}") for r in range(count)]
+    return truth, judge, runs
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["srs-pairs", "stratified-pairs"]),
+       st.sampled_from([40, 90, 160]), st.sampled_from([1, 1 << 22]))
+def test_all_pairs_at_once_equal_each_pair_alone_to_the_bit(seed, design, budget, cells_at_once):
+    """``differences`` of every pair of runs in one vectorised call (in chunks of any size)
+    gives, field by field and bit for bit, the estimate of each pair's difference cell."""
+    from reljudge.infer import scores
+    from reljudge.infer.cells import difference_cell
+    from reljudge.infer.ranking import differences
+    from reljudge.metrics import parse_measure
+
+    truth, judge, runs = _many_runs(seed)
+    s = draw(sorted(truth), design, budget, seed, grades=judge)
+    parsed = [parse_measure(m) for m in ("DCG@5", "P@5", "RBP(p=0.8)@5")]
+    cells: dict = {(r.name, str(m)): {} for m in parsed for r in runs}
+    d = scores._pair_design(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
+                            parsed, sorted({q for q, _ in truth}), cells, 0.95)
+    names = [r.name for r in runs]
+    pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+    saved = scores.DIFFERENCE_CELLS
+    scores.DIFFERENCE_CELLS = cells_at_once
+    try:
+        for m in parsed:
+            many = differences(d, cells, names, m, pairs)
+            for k, (i, j) in enumerate(pairs):
+                one, _ = d.estimate(difference_cell(cells[(names[i], str(m))],
+                                                    cells[(names[j], str(m))]), names[i], m,
+                                    names[j])
+                for f in ppi_fields():
+                    want, got = np.asarray(getattr(one, f)), np.asarray(getattr(many, f))[k]
+                    assert np.array_equal(want, got), (str(m), names[i], names[j], f)
+    finally:
+        scores.DIFFERENCE_CELLS = saved
+
+
+def ppi_fields() -> list[str]:
+    """The fields of an estimate that vary by estimate (all but the level)."""
+    from reljudge.infer.ppi import Estimate
+
+    return [f for f in Estimate.__dataclass_fields__ if f != "level"]
+
+
 def test_a_single_run_has_no_ranking():
     truth, judge, runs = _three_runs()
     s = draw(sorted(truth), "stratified-pairs", 100, 1, grades=judge)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -14,29 +15,59 @@ from reljudge.types import Run
 def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The run's top ``depth`` documents per query in trec_eval order (score desc, docid desc).
 
-    Returns (qid, docid, rank) arrays, rank counting from 1, grouped by query. Only queries
-    whose top ``depth`` holds tied scores are sorted in Python (by docid, byte order).
+    Returns (qid, docid, rank) arrays, rank counting from 1, grouped by query. One stable
+    ``np.lexsort`` by (query, score desc); docids are compared only within the ties that
+    start in a query's top ``depth`` (str order is UTF-8 byte order).
     """
     if depth < 1:
         raise ConfigError(f"pool depth must be at least 1, not {depth}")
     qids, bounds, docids, scores = run.groups()
-    out_q: list[str] = []
-    out_d: list[str] = []
-    out_r: list[int] = []
-    for q, a, b in zip(qids, bounds[:-1].tolist(), bounds[1:].tolist(), strict=False):
-        s = scores[a:b]
-        order = np.argsort(-s, kind="stable")
-        head = s[order[: depth + 1]]
-        if len(head) > 1 and np.any(head[1:] == head[:-1]):  # ties near the top: exact order
-            docs = docids[a:b].tolist()
-            order = np.array(sorted(range(b - a), key=lambda i: (s[i], docs[i].encode()),
-                                    reverse=True), dtype=np.int64)
-        top = [docids[a + i] for i in order[:depth]]
-        out_q += [q] * len(top)
-        out_d += top
-        out_r += range(1, len(top) + 1)
-    return (np.array(out_q, dtype=object), np.array(out_d, dtype=object),
-            np.array(out_r, dtype=np.int64))
+    n = len(scores)
+    if n == 0:
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=object), np.zeros(0, np.int64)
+    query = np.repeat(np.arange(len(qids)), np.diff(bounds))
+    order = np.lexsort((-scores, query))  # stable: a tie keeps file order for now
+    at = np.arange(n) - bounds[query]  # 0-based rank in its query (query is sorted)
+    s = scores[order]
+    tied = np.r_[False, (s[1:] == s[:-1]) & (query[1:] == query[:-1])]
+    first = np.maximum.accumulate(np.where(tied, 0, np.arange(n)))  # each tie's first place
+    ordered = np.r_[tied[1:], False] | tied  # in a tie of two or more
+    ordered &= at[first] < depth  # ... that reaches the top depth
+    where = np.flatnonzero(ordered)
+    if len(where):
+        docs = np.asarray(docids[order[where]], dtype=object)
+        code = np.unique(docs, return_inverse=True)[1].ravel()
+        order[where] = order[where][np.lexsort((-code, first[where]))]
+    keep = at < depth
+    return (np.array(qids, dtype=object)[query[keep]],
+            np.asarray(docids[order[keep]], dtype=object), at[keep] + 1)
+
+
+class PairIndex:
+    """A fixed list of (qid, docid) pairs, indexed once so that many runs' top k are found
+    in it without a pass over the list per run."""
+
+    def __init__(self, pairs: Sequence[tuple[str, str]]) -> None:
+        self._row: dict[tuple[str, str], int] = {}
+        # a pair listed twice: both places take the first one's value
+        self.first = np.fromiter((self._row.setdefault(p, i) for i, p in enumerate(pairs)),
+                                 np.int64, len(pairs))
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def rows(self, qid: np.ndarray, docid: np.ndarray) -> np.ndarray:
+        """The row of each given pair in the list, -1 for a pair not in it."""
+        return np.fromiter(map(self._row.get, zip(qid.tolist(), docid.tolist(), strict=True),
+                               repeat(-1)), np.int64, len(qid))
+
+    def ranks(self, qid: np.ndarray, docid: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """Each listed pair's rank among the given (a run's ``top_k``), 0 where absent."""
+        rows = self.rows(qid, docid)
+        found = rows >= 0
+        out = np.zeros(len(self), dtype=np.float64)
+        out[rows[found]] = rank[found]
+        return out[self.first]
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,10 @@ PPI two-sided p-value. Ranking, per measure: the runs in the LLM-only order, cha
 where the sample supports another order; for every pair of runs the paired PPI difference
 and its two-sided p-value, Holm-corrected over all pairs of runs of the measure (--json:
 "rankings", every pair's p and p_holm); "significantly above/below": the runs whose order
-against it the corrected test supports at alpha = 1 - --level. A warning (stderr; "warning" per row and "warnings" in --json) marks
+against it the corrected test supports at alpha = 1 - --level. The ranking estimates every
+pair of runs, R(R-1)/2 paired estimates for R runs: its cost grows with the square of the
+runs (63 runs: 1,953 pairs), the rest of estimate's in proportion to them; --no-ranking
+skips it (the rows, differences and favours are the same without it). A warning (stderr; "warning" per row and "warnings" in --json) marks
 an interval whose sample is smaller than the one at which the benchmark's 95 % intervals
 covered >= 93 % for every judge: fewer than 25 sampled pairs in the run's top k, or a
 query sample of fewer than all queries. Read such intervals as approximate. A query sample
@@ -78,6 +81,9 @@ def register(sub) -> None:
     p.add_argument("--baseline", help="run name for the differences (default: the first)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=common.non_negative_int, default=0, help="bootstrap seed")
+    p.add_argument("--no-ranking", dest="rank", action="store_false",
+                   help="skip the ranking: it estimates every pair of runs, a cost quadratic "
+                        "in the runs")
     p.add_argument("--top-k", type=int, default=10, metavar="K",
                    help="Kendall's tau of the judge-only and the estimated ranking over the "
                         "top K runs by the estimate, and over all (default 10)")
@@ -106,7 +112,8 @@ def run(args) -> int:
     with LabelStore(args.store, create=False, readonly=True) as store, working("estimating", args.quiet):
         est = estimate(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
                        judge=args.judge, human=args.human, level=args.level,
-                       seed=args.seed, baseline=args.baseline, top=args.top_k)
+                       seed=args.seed, baseline=args.baseline, top=args.top_k,
+                       rank=args.rank)
     assert est is not None  # with require (the default) estimate raises instead of None
     if est.skipped:
         from reljudge.errors import InputError

@@ -16,6 +16,7 @@ from reljudge.infer import ppi
 from reljudge.labels import Sample
 from reljudge.metrics import gain_kernels, kernels
 from reljudge.metrics.measures import Measure
+from reljudge.pool import PairIndex, top_k
 from reljudge.types import Qrels, Run
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
@@ -50,11 +51,10 @@ def grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
     return {(q, d): g for q, d, g in qrels}
 
 
-def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
+def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure) -> np.ndarray:
     """Weight of each pair in a linear measure of the run (0 outside its top k), divided
-    later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1)."""
-    from reljudge.pool import top_k
-
+    later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1).
+    Many runs against one list of pairs: pass it as a ``PairIndex``, indexed once."""
     k = measure.cutoff
     if measure.name not in PAIR_MEASURES or k is None or measure.param("judged_only") is True \
             or (measure.name == "RBP" and measure.param("residual")):
@@ -62,9 +62,8 @@ def pair_weights(run: Run, pairs: Sequence[tuple[str, str]], measure) -> np.ndar
                          f"DCG@k, P@k and RBP@k are linear in the gains with a fixed "
                          f"normaliser, and nDCG@k is a ratio of estimates); draw a "
                          f"query-level sample (--design srs-queries) for it")
-    q, d, r = top_k(run, int(k))
-    rank = dict(zip(zip(q.tolist(), d.tolist(), strict=True), r.tolist(), strict=True))
-    ranks = np.array([rank.get(p, 0) for p in pairs], dtype=np.float64)
+    index = pairs if isinstance(pairs, PairIndex) else PairIndex(pairs)
+    ranks = index.ranks(*top_k(run, int(k)))
     if measure.name == "DCG":
         at = ranks.astype(np.int64)
         return np.where(at > 0, kernels.discount(int(k))[np.maximum(at, 1) - 1], 0.0)
@@ -147,23 +146,23 @@ def check_in_pool(sample: Sample, judge: Qrels, runs: Sequence[Run],
 def outside_pool(sample: Sample, judge: Qrels, runs: Sequence[Run],
                  parsed: Sequence[Measure]) -> dict[str, str]:
     """{run name: why} for each run ``check_in_pool`` refuses."""
-    from reljudge.pool import top_k
-
     cutoffs = [int(m.cutoff) for m in parsed if m.cutoff is not None]
     if not cutoffs:
         return {}
-    pop = set(population(sample, judge)[0])
+    pop = population(sample, judge)[0]
+    index = PairIndex(pop)
     queries = {q for q, _ in pop}  # a run's other queries do not enter the estimate
     found = {}
     for run in runs:
         q, d, _ = top_k(run, max(cutoffs))
-        outside = [p for p in zip(q.tolist(), d.tolist(), strict=True)
-                   if p not in pop and p[0] in queries]
-        if outside:
+        asked = np.fromiter(map(queries.__contains__, q.tolist()), bool, len(q))
+        outside = np.flatnonzero((index.rows(q, d) < 0) & asked)
+        if len(outside):
+            first = int(outside[0])
             found[run.name] = (
                 f"run {run.name}: {len(outside)} of its top-{max(cutoffs)} pairs are outside "
-                f"the pool sample {sample.name!r} was drawn from (first: {outside[0][0]} "
-                f"{outside[0][1]}); estimate the runs that pool came from, at a cutoff within "
+                f"the pool sample {sample.name!r} was drawn from (first: {q[first]} "
+                f"{d[first]}); estimate the runs that pool came from, at a cutoff within "
                 f"its depth, or draw a sample with this run")
     return found
 
@@ -192,11 +191,12 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
     j_grades = np.array([jg[p] for p in item_pairs])
     pop_grades = np.array([jg[p] for p in pop])
     in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    pop_index, item_index = PairIndex(pop), PairIndex(item_pairs)
     for m in parsed:
         top_gain = gain(np.array([GRADE_MAX]), m)[0]
         for run in runs:
-            w_pop = pair_weights(run, pop, m)
-            w_items = pair_weights(run, item_pairs, m)
+            w_pop = pair_weights(run, pop_index, m)
+            w_items = pair_weights(run, item_index, m)
             cell = cells[(run.name, str(m))]
             cell["a"] = w_items * gain(h_grades, m)
             cell["b"] = w_items * gain(j_grades, m)

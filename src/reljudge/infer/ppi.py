@@ -26,6 +26,7 @@ takes per-stratum sums, so the benchmark can compute them for 500 draws with one
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy import special  # t.ppf, t.sf, norm.ppf of scipy.stats, without importing it
@@ -89,13 +90,33 @@ class Units:
 
 
 def moments(a: np.ndarray, b: np.ndarray, stratum: np.ndarray, strata: int) -> Moments:
-    """Per-stratum sums of the sampled units' values; a and b may have leading axes."""
+    """Per-stratum sums of the sampled units' values; a and b may have leading axes, each
+    row summed as a 1-d product: a batched matrix product rounds differently, and a row's
+    estimate must not change with the rows estimated beside it."""
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     onehot = (np.asarray(stratum)[:, None] == np.arange(strata)[None, :]).astype(np.float64)
+
+    def sums(x: np.ndarray) -> np.ndarray:
+        if x.ndim == 1:
+            return x @ onehot
+        out = np.zeros(x.shape[:-1] + (strata,))
+        flat_out = out.reshape(-1, strata)
+        for row, values in enumerate(x.reshape(-1, x.shape[-1])):
+            flat_out[row] = values @ onehot
+        return out
+
     return Moments(onehot.sum(axis=0) + np.zeros(a.shape[:-1] + (strata,)),
-                   a @ onehot, b @ onehot, (a * a) @ onehot, (b * b) @ onehot,
-                   (a * b) @ onehot)
+                   sums(a), sums(b), sums(a * a), sums(b * b), sums(a * b))
+
+
+def squared(x: np.ndarray | float) -> np.ndarray:
+    """x ** 2 as C's pow rounds it, one number at a time whatever x's shape: numpy squares
+    an array (not a scalar) by other means, which can differ in the last bit, and a
+    quantity that is one number per estimate must not change when the estimate is
+    vectorised over leading axes (a loop over the estimates, not over units)."""
+    x = np.asarray(x, np.float64)
+    return np.array([v ** 2 for v in x.ravel().tolist()], np.float64).reshape(x.shape)
 
 
 def _tune(ssa: np.ndarray, ssb: np.ndarray, sab: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -179,7 +200,7 @@ FLAT_RULE = ("as if one more unit had been sampled at the far end of the range a
 def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarray,
                           normaliser: float, level: float = 0.95,
                           lam: float | np.ndarray | None = None, check: bool = True,
-                          spread: float | None = None, units: Units | None = None,
+                          spread: float | np.ndarray | None = None, units: Units | None = None,
                           each_flat: bool = False) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
@@ -218,18 +239,20 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     # a sample short of the population whose every sampled stratum varied not at all would
     # give a zero-width interval: its flat strata get FLAT_RULE's variance instead
     flat = _flat(ssa, m.saa / n_safe, census, n, each_flat)
-    if spread is not None:
-        ssa = np.where(flat, float(spread) ** 2 / (n + 1.0), ssa)
+    # one spread, or one per estimate of the leading axes
+    spread_h = None if spread is None else np.asarray(spread, np.float64)[..., None]
+    if spread_h is not None:
+        ssa = np.where(flat, squared(spread_h) / (n + 1.0), ssa)
     tuned = lam is None
     lam = _tune(ssa, ssb, sab, c) if tuned else np.broadcast_to(
         np.asarray(lam, np.float64), np.shape(b_total))
     lam_h = lam[..., None]
     total = lam * b_total + (big_n * (mean_a - lam_h * mean_b)).sum(axis=-1)
     resid = np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
-    if spread is not None:  # the residuals a - lambda b can be flat where a is not (a judge
+    if spread_h is not None:  # the residuals a - lambda b can be flat where a is not (a judge
         # that agreed with every sampled grade): FLAT_RULE again, over their range (1 + lambda) S
         rflat = _flat(resid, (m.saa + lam_h ** 2 * m.sbb) / n_safe, census, n)
-        resid = np.where(rflat, ((1.0 + lam_h) * float(spread)) ** 2 / (n + 1.0), resid)
+        resid = np.where(rflat, ((1.0 + lam_h) * spread_h) ** 2 / (n + 1.0), resid)
         flat = flat | rflat
     parts = c * resid
     var = parts.sum(axis=-1)
@@ -254,7 +277,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     n_total = big_n.sum(axis=-1)
     pooled = _population_s2(ssa, mean_a, big_n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        eff = np.where(var > 0, n_total ** 2 * pooled / (var + n_total * pooled), n_total)
+        eff = np.where(var > 0, squared(n_total) * pooled / (var + n_total * pooled), n_total)
     return Estimate(value, se, value - q * se, value + q * se, lam, classical, se_c,
                     classical - q_c * se_c, classical + q_c * se_c, df,
                     np.minimum(eff, n_total), sampled, level,
@@ -274,6 +297,19 @@ def _flat(s2: np.ndarray, mean_square: np.ndarray, census: np.ndarray, n: np.nda
     return flat & (np.all(flat == short, axis=-1) & short.any(axis=-1))[..., None]
 
 
+def concatenate(parts: list[Estimate]) -> Estimate:
+    """Estimates, each a single one or vectorised over one axis, joined along it
+    (``level``: the first's; a field held as one number for all, such as a default, is
+    repeated)."""
+    def join(f: str) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(getattr(e, f), np.atleast_1d(e.value).shape)
+                               for e in parts])
+
+    joined: dict[str, Any] = {f: parts[0].level if f == "level" else join(f)
+                              for f in Estimate.__dataclass_fields__}
+    return Estimate(**joined)
+
+
 def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
     """The estimate e where condition holds, else otherwise (field by field)."""
     if np.ndim(condition) == 0:
@@ -286,7 +322,7 @@ def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
 def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     normaliser: float, level: float = 0.95,
                     lam: float | np.ndarray | None = None, collapse: str = "adjacent",
-                    spread: float | None = None, units: Units | None = None,
+                    spread: float | np.ndarray | None = None, units: Units | None = None,
                     each_flat: bool = False) -> tuple[Estimate, np.ndarray]:
     """The estimate post-stratified by a known domain outside which every a and b is 0 (for
     a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
@@ -349,7 +385,7 @@ def satterthwaite_df(parts: np.ndarray, dfs: np.ndarray, cap: np.ndarray) -> np.
     total = parts.sum(axis=-1)
     den = (parts ** 2 / dfs).sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ws = np.where(den > 0, total ** 2 / den, cap)
+        ws = np.where(den > 0, squared(total) / den, cap)
     return np.clip(ws, 1.0, cap)
 
 
@@ -365,7 +401,7 @@ def _population_s2(ssa: np.ndarray, mean_a: np.ndarray, big_n: np.ndarray) -> np
 def estimate(human: np.ndarray, predicted_sampled: np.ndarray, predicted_total: float,
              stratum: np.ndarray | None = None, population: np.ndarray | None = None,
              normaliser: float | None = None, level: float = 0.95,
-             lam: float | None = None, spread: float | None = None) -> Estimate:
+             lam: float | None = None, spread: float | np.ndarray | None = None) -> Estimate:
     """PPI estimate of a finite-population total / normaliser from a (stratified) simple
     random sample without replacement.
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reljudge.choices import PPI_PAGE
+from reljudge.infer import ppi
 from reljudge.infer.cells import difference_cell
 from reljudge.infer.ranges import difference_range
 from reljudge.metrics.measures import Measure
@@ -155,18 +156,27 @@ def rank_runs(design: Design, cells: Cells, names: Sequence[str], m: Measure,
         return None
     mine = {r.run: r for r in rows if r.measure == str(m)}
     low, high = difference_range(m)
-    pairs, diffs = [], []
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            b = names[j]
-            e, _ = design.estimate(difference_cell(cells[(a, str(m))], cells[(b, str(m))]),
-                                   a, m, b)
-            pairs.append((i, j))
-            diffs.append((float(np.clip(e.value, low, high)), float(np.clip(e.low, low, high)),
-                          float(np.clip(e.high, low, high)), float(e.p_value())))
+    pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+    e = differences(design, cells, names, m, pairs)
+    diffs = list(zip(np.clip(e.value, low, high).tolist(), np.clip(e.low, low, high).tolist(),
+                     np.clip(e.high, low, high).tolist(), e.p_value().tolist(), strict=True))
     return rank_pairs(names, str(m), [mine[n].llm for n in names],
                       [(mine[n].ppi, mine[n].ppi_low, mine[n].ppi_high) for n in names],
                       pairs, diffs, round(1.0 - level, 12))
+
+
+def differences(design: Design, cells: Cells, names: Sequence[str], m: Measure,
+                pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
+    """The paired estimate of each pair (i, j) of runs' difference, names[i] minus
+    names[j], vectorised over the pairs: in one call where the design has one
+    (``differences``), else one ``estimate`` of each ``difference_cell``."""
+    batched = getattr(design, "differences", None)
+    if batched is not None:
+        return batched(cells, names, m, pairs)
+    key = str(m)
+    return ppi.concatenate([
+        design.estimate(difference_cell(cells[(names[i], key)], cells[(names[j], key)]),
+                        names[i], m, names[j])[0] for i, j in pairs])
 
 
 def ranking_note(rankings: Sequence[Ranking]) -> str:

@@ -44,6 +44,7 @@ from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
 from reljudge.metrics import evaluate, parse_measure
 from reljudge.metrics.measures import Measure
+from reljudge.pool import PairIndex
 from reljudge.tables import Interval
 from reljudge.types import Qrels, Run
 
@@ -51,7 +52,9 @@ if TYPE_CHECKING:
     from reljudge.infer.favours import Favours
     from reljudge.infer.ranking import Ranking
 
-EXACT = "exact (census)"  # the interval of a row whose sample is a census of its units
+EXACT = "exact (census)"
+#: values of the pairs-of-runs' cells held at once by ``_PairDesign.differences`` (memory)
+DIFFERENCE_CELLS = 1 << 22  # the interval of a row whose sample is a census of its units
 
 
 def check_complete(sample: Sample, human: Qrels) -> None:
@@ -184,32 +187,57 @@ class _PairDesign:
             informative = (items | theirs[0]).sum(axis=-1)  # in either run's top k
             items, popd = difference_domain(cell, (items, popd), theirs)
         k = informative if np.ndim(informative) else int(informative)
+        return self._in_domain(cell, items, popd, m, bool(other)), k
+
+    def differences(self, cells: Cells, names: Sequence[str], m: Measure,
+                    pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
+        """``estimate`` of each pair (i, j) of runs' difference, names[i] minus names[j],
+        as one estimate vectorised over the pairs (the same numbers, pair by pair)."""
+        stacked = {f: np.stack([cells[(n, str(m))][f] for n in names])
+                   for f in ("a", "b", "b_total", "spread", "w", "w_pop")}
+        first = np.array([i for i, _ in pairs], dtype=np.int64)
+        second = np.array([j for _, j in pairs], dtype=np.int64)
+        chunk = max(1, DIFFERENCE_CELLS // max(1, stacked["w_pop"].shape[-1]))
+        parts = []
+        for at in range(0, len(pairs), chunk):
+            i, j = first[at:at + chunk], second[at:at + chunk]
+            dcell = {f: v[i] - v[j] for f, v in stacked.items()}
+            dcell["spread"] = stacked["spread"][i] + stacked["spread"][j]
+            parts.append(self._in_domain(dcell, dcell["w"] != 0, dcell["w_pop"] != 0, m, True))
+        return ppi.concatenate(parts)
+
+    def _in_domain(self, cell: dict, items: np.ndarray, popd: np.ndarray, m: Measure,
+                   difference: bool) -> ppi.Estimate:
+        """The estimate of a cell over its domain: ``items``, the sampled pairs, and
+        ``popd``, the pooled pairs, in the run's top k (or either run's)."""
         if self.pop_strata is None:
-            return self._design_based(cell), k
+            return self._design_based(cell)
         # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
         # are the sampled pairs in the top k
         whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
         onehot = self.item_strata[:, None] == np.arange(len(self.sizes))[None, :]
         dom = replace(whole, n=items.astype(np.float64) @ onehot)
-        dsize = np.bincount(self.pop_strata[popd], minlength=len(self.sizes)
-                            ).astype(np.float64)
+        pop_onehot = self.pop_strata[:, None] == np.arange(len(self.sizes))[None, :]
+        dsize = popd.astype(np.float64) @ pop_onehot  # the domain's pairs per stratum
         # a P@k difference's pairs are worth -1/k, 0 or 1/k: a post-stratum of a few sampled
         # pairs is often all of one value, whose zero variance would decide the sign
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
                                         float(self.queries), self.level, spread=cell["spread"],
                                         units=ppi.Units(cell["a"], cell["b"],
                                                         np.where(items, self.item_strata, -1)),
-                                        each_flat=m.name == "P" and bool(other))
+                                        each_flat=m.name == "P" and difference)
         # 'worth' in pool pairs: an SRS of m pool pairs puts m * N_domain / N in the domain
-        worth = e.effective_n * float(self.sizes.sum()) / max(float(dsize.sum()), 1.0)
+        in_domain = dsize.sum(axis=-1)
+        worth = e.effective_n * float(self.sizes.sum()) / np.maximum(in_domain, 1.0)
         e = replace(e, effective_n=worth, n=np.full(np.shape(e.value),
                                                     float(len(self.item_strata))))
-        if m.name == "P" and not other:  # every value in the top k is 0 or 1/k: a proportion
-            e = ppi.proportion_interval(e, cell["spread"] * float(dsize.sum()) / self.queries,
-                                        dom.n.sum(axis=-1), float(dsize.sum()))
+        if m.name == "P" and not difference:  # every value in the top k is 0 or 1/k
+            units = float(in_domain)
+            e = ppi.proportion_interval(e, cell["spread"] * units / self.queries,
+                                        dom.n.sum(axis=-1), units)
         if np.all(usable):
-            return e, k
-        return ppi.where(usable, e, self._design_based(cell)), k
+            return e
+        return ppi.where(usable, e, self._design_based(cell))
 
     def _design_based(self, cell: dict) -> ppi.Estimate:
         """The stratified estimate over the whole pool (no post-strata)."""
@@ -242,6 +270,15 @@ class _ByMeasure:
         which = self.ratio if ratio.serves(m) else self.linear
         return which.estimate(cell, run, m, other)
 
+    def differences(self, cells: Cells, names: Sequence[str], m: Measure,
+                    pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
+        """Each pair of runs' difference by the design that serves ``m``
+        (``infer.ranking.differences``)."""
+        from reljudge.infer.ranking import differences
+
+        return differences(self.ratio if ratio.serves(m) else self.linear, cells, names, m,
+                           pairs)
+
 
 def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
                   parsed: Sequence[Measure], queries: list[str], level: float,
@@ -272,7 +309,8 @@ def ratio_frame(sample: Sample, judge: Qrels, human: Qrels, queries: list[str]
 def ratio_weights(runs: Sequence[Run], pop: Sequence[tuple[str, str]],
                   parsed: Sequence[Measure]) -> dict[Measure, np.ndarray]:
     """Per nDCG@k measure, each run's DCG@k rank weight of each pooled pair, (R, P)."""
-    return {m: np.stack([pair_weights(run, pop, parse_measure(f"DCG@{int(m.cutoff or 0)}"))
+    index = PairIndex(pop)
+    return {m: np.stack([pair_weights(run, index, parse_measure(f"DCG@{int(m.cutoff or 0)}"))
                          for run in runs]) for m in parsed}
 
 
