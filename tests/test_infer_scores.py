@@ -111,7 +111,6 @@ def test_query_sample_counts_queries_and_warns_unless_every_query_is_graded():
     for n_q in (5, 12, NQ):
         s = draw(sorted(truth), "srs-queries", 0, 1, queries=n_q)
         rows, diffs = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["nDCG@10"])
-        assert len(rows) == len(runs) and diffs  # the checks below run on every row
         for r in rows + diffs:
             assert r.informative == n_q
             assert (r.warning is not None) == (n_q < NQ)
