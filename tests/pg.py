@@ -4,7 +4,8 @@ port on 127.0.0.1, stopped at the end. A test helper, not a test.
 ``initdb`` refuses to run as root, so as root the server runs as the unprivileged system user
 ``postgres`` (Debian's package creates it); otherwise as the user running the tests. Trust
 authentication on 127.0.0.1 only; fsync off (a test server). Where no server can be started
-(no binaries, no such user), ``start_server`` skips with one line saying why.
+(no binaries, no such user), the test skips with one line saying why, or fails under CI=true
+(tests.helpers.unavailable).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
+from tests.helpers import unavailable
 
 USER = "reljudge"  # the database superuser initdb creates
 
@@ -47,7 +48,7 @@ class PostgresServer:
         ``synchronous=NORMAL``: for benchmarks. Otherwise fsync is off (a test server)."""
         bins = bin_dir()
         if bins is None:
-            pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+            unavailable("no PostgreSQL server binaries (apt-get install postgresql)")
         self.bins = bins
         self.as_user: list[str] = []
         if os.geteuid() == 0:
@@ -56,7 +57,7 @@ class PostgresServer:
 
                 pwd.getpwnam("postgres")
             except KeyError:
-                pytest.skip("running as root and there is no 'postgres' system user to run "
+                unavailable("running as root and there is no 'postgres' system user to run "
                             "PostgreSQL as (initdb refuses root)")
             self.as_user = ["runuser", "-u", "postgres", "--"]
         self.dir = Path(tempfile.mkdtemp(prefix="reljudge-pg-"))
@@ -81,7 +82,7 @@ class PostgresServer:
         except (OSError, subprocess.SubprocessError) as e:
             detail = getattr(e, "stderr", "") or str(e)
             self.cleanup()
-            pytest.skip(f"cannot start a PostgreSQL server: {tool}: {detail.strip()[:200]}")
+            unavailable(f"cannot start a PostgreSQL server: {tool}: {detail.strip()[:200]}")
 
     def database(self, name: str) -> str:
         """A new empty database; its URL."""

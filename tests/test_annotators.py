@@ -4,15 +4,14 @@ query-bootstrap intervals, and adjudicated grades kept out."""
 
 from __future__ import annotations
 
+import krippendorff
 import numpy as np
 import pytest
+from sklearn import metrics
 
 from reljudge.audit.annotators import team_agreement
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
-
-krippendorff = pytest.importorskip("krippendorff")
-metrics = pytest.importorskip("sklearn.metrics")
 
 NAMES = ("alice", "bob", "carol")
 

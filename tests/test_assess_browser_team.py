@@ -229,9 +229,8 @@ SETTLED = {p: 2 for p in PAIRS}  # what the adjudicator decides wherever asked
 
 @pytest.mark.parametrize("width, height", WIDTHS)
 def test_a_team_with_overlap_then_agreement_then_adjudication(browser, tmp_path, width, height):
+    import krippendorff
     from sklearn.metrics import cohen_kappa_score
-
-    krippendorff = pytest.importorskip("krippendorff")
     store_path = make_store(tmp_path / "labels.sqlite")
     b = browser
     at_width(b, width, height)

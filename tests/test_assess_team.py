@@ -158,6 +158,7 @@ def test_every_next_command_parses_as_the_cli_reads_it(store_path):
     from reljudge.cli import build_parser
 
     parser = build_parser()
+    parsed = []
     with LabelStore(store_path) as store:
         for task in (AssessTask(store, PAIRS, "alice", sample="s1", scale=SCALE,
                                 shared=frozenset(PAIRS[:3])),
@@ -166,6 +167,10 @@ def test_every_next_command_parses_as_the_cli_reads_it(store_path):
                 argv = step["command"].replace("RUN [RUN ...]", "a.run b.run").replace(
                     "NAME", "dan").split()[1:]
                 parser.parse_args(argv)  # exits 2 on an unknown flag
+                parsed.append(" ".join(argv[:2] if argv[0] == "labels" else argv[:1]))
+    # every kind of step was parsed, the team's and the adjudicator's: a loop over no steps
+    # would check nothing
+    assert set(parsed) >= {"labels stats", "assess", "labels merge", "calibrate"}, parsed
 
 
 def test_the_stop_button_ends_the_server_exit_0_when_every_pair_is_graded(store_path):

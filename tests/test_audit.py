@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import krippendorff
 import numpy as np
 import pytest
+from scipy import stats
+from sklearn import metrics as sklearn_metrics
 
 from reljudge.audit import audit
 from reljudge.audit import systems as sy
@@ -15,10 +18,6 @@ from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
 from reljudge.stats import agreement as ag
 from reljudge.types import Qrels, Run
-
-sklearn_metrics = pytest.importorskip("sklearn.metrics")
-krippendorff = pytest.importorskip("krippendorff")
-stats = pytest.importorskip("scipy.stats")
 
 
 def qrels(grades: dict[str, int]) -> Qrels:

@@ -7,7 +7,9 @@ import gzip
 import lzma
 from collections import OrderedDict, namedtuple
 
+import ir_measures
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,9 +21,6 @@ from reljudge.io.coerce import as_qrels, as_run
 from reljudge.metrics import evaluate, evaluate_many
 from reljudge.stats import compare
 from reljudge.types import Qrels, Run
-
-pd = pytest.importorskip("pandas")
-ir_measures = pytest.importorskip("ir_measures")
 
 # ir_datasets' record types, same fields (ir_datasets itself is not a test dependency)
 TrecQrel = namedtuple("TrecQrel", ["query_id", "doc_id", "relevance", "iteration"])

@@ -152,7 +152,6 @@ def test_every_documented_command_runs(doc, scratch, tmp_path):
 
 
 def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
-    pytest.importorskip("psycopg")
     team = [b for b in blocks(TEAM_PAGE, "bash") if needs_postgresql(b)]
     assert len(team) == 1 and "## Working as a team" in TEAM_PAGE.read_text()
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
@@ -343,7 +342,6 @@ def build_site(root: Path, site: Path) -> subprocess.CompletedProcess:
 def test_the_docs_site_builds_strict_and_a_broken_link_fails_it(tmp_path):
     """mkdocs.yml's site builds with --strict (every link and anchor resolves); the same build
     of a copy with one broken anchor fails, so the check can fail."""
-    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
     proc = build_site(ROOT, tmp_path / "site")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "site" / "measures" / "index.html").exists()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,8 +23,6 @@ from reljudge.metrics import evaluate_many
 from reljudge.stats import compare
 from reljudge.types import Qrels, Run
 from tests.helpers import grade_sample as _grade
-
-pd = pytest.importorskip("pandas")
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "llmjudge-dl23"
 QRELS = str(EX / "human.qrels")

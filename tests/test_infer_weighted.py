@@ -384,7 +384,7 @@ def test_the_jackknife_is_hajeks_variance_when_lambda_cannot_move():
 def _llmjudge_simulated():
     """bench/ppi.py, the LLMJudge data, its first judge and its 32 simulated systems (the
     test skips without the data)."""
-    ppi_bench = pytest.importorskip("bench.ppi")
+    from bench import ppi as ppi_bench
     if not (ppi_bench.DATA / "human" / "test.qrels").exists():
         pytest.skip("no LLMJudge data")
     w = ppi_bench.load(ppi_bench.DATA)

@@ -63,7 +63,7 @@ def test_zstd_needs_the_zstandard_package(tmp_path, monkeypatch):
 
 
 def test_zstd_files_are_read_when_zstandard_is_installed(tmp_path):
-    zstandard = pytest.importorskip("zstandard")
+    import zstandard
     p = tmp_path / "x.zst"
     frames = zstandard.ZstdCompressor().compress(TEXT.encode())
     p.write_bytes(frames + zstandard.ZstdCompressor(write_content_size=False).compress(b"z\n"))

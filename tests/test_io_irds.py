@@ -22,7 +22,9 @@ _names = itertools.count()
 
 @pytest.fixture
 def irds():
-    return pytest.importorskip("ir_datasets")
+    import ir_datasets
+
+    return ir_datasets
 
 
 @pytest.fixture

@@ -137,9 +137,8 @@ def test_outside_a_notebook_the_bar_is_rich_live_and_off_means_nothing(monkeypat
 
 @pytest.mark.slow  # starts a Jupyter kernel
 def test_in_a_real_jupyter_kernel_the_cell_shows_the_final_bar(tmp_path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    import nbclient
+    import nbformat
     with FakeOpenAI(grade_two) as s:
         code = (
             "from reljudge.judge import JudgeConfig, label_pairs\n"

@@ -80,7 +80,7 @@ def test_label_report_prints_the_label_summary_and_frames_its_events(tmp_path):
     assert text.splitlines()[0].split()[:3] == ["judge", "pairs", "x"]
     assert "failures: none" in text and "LabelEvent(" not in repr(report)
     assert "<table>" in report._repr_html_()
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     df = report.to_dataframe()
     assert isinstance(df, pd.DataFrame)
     assert dict(zip(zip(df["qid"], df["docid"], strict=True), df["grade"], strict=True)) == \

@@ -40,6 +40,7 @@ def modules(package: Path) -> dict[str, Path]:
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
+    assert out, f"no module under {package}"  # else every check below passes on nothing
     return out
 
 

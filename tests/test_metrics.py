@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,8 +14,6 @@ from reljudge.errors import InputError, MeasureError
 from reljudge.io.trec import read_qrels
 from reljudge.metrics import evaluate, parse_measure
 from reljudge.types import Qrels, Run
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 # reljudge measure -> pytrec_eval measure key (as it appears in results)
 SHARED = {
@@ -477,6 +476,7 @@ def test_seed_5_the_two_ideal_conventions_disagree():
 
 def test_real_llmjudge_qrels_match_pytrec_eval(llmjudge):
     qrels = read_qrels(llmjudge / "human" / "test.qrels").to_dict()
+    assert len(qrels) == 25  # TREC DL 2023's judged queries: the comparison runs on each
     rng = np.random.default_rng(7)
     run = {}
     for q, docs in qrels.items():

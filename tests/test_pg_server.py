@@ -4,9 +4,7 @@ row locking the team store's claims will rest on (FOR UPDATE SKIP LOCKED)."""
 
 from __future__ import annotations
 
-import pytest
-
-psycopg = pytest.importorskip("psycopg")
+import psycopg
 
 
 def test_the_server_answers_on_loopback_as_a_superuser_not_root(pg_server):

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -162,9 +163,6 @@ def test_strings_packed_in_one_buffer_give_the_words_their_bytes_array_gives(tex
         assert len(got[0]) == len(want[0]) and len(got[1]) == len(want[1])
         for g, w in zip(got[0] + got[1], want[0] + want[1], strict=True):
             assert g.dtype == np.uint64 and np.array_equal(g, w)
-
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +15,6 @@ from reljudge.grades import AGGREGATES
 from reljudge.io.trec import format_qrels
 from reljudge.store import LabelStore
 from tests.strategies import event
-
-psycopg = pytest.importorskip("psycopg")
 
 _names = itertools.count()
 

@@ -9,6 +9,7 @@ import io
 import json
 import sys
 
+import psycopg
 import pytest
 
 from reljudge.cli import main
@@ -16,9 +17,7 @@ from reljudge.errors import ConfigError, StoreError
 from reljudge.store import LabelStore
 from reljudge.store.postgres import is_url, locate, masked, pg_ddl, pg_sql
 from tests.backends import pg_url
-
-psycopg = pytest.importorskip("psycopg")
-
+from tests.helpers import unavailable
 
 _icu: dict[int, str] = {}
 
@@ -32,7 +31,7 @@ def icu_url(server, schema: str) -> str:
                 conn.execute("CREATE DATABASE icu TEMPLATE template0 LOCALE_PROVIDER icu "
                              "ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")
             except psycopg.Error as e:
-                pytest.skip(f"this PostgreSQL has no ICU collation en-US: {e}")
+                unavailable(f"this PostgreSQL has no ICU collation en-US: {e}")
         _icu[id(server)] = server.url.rsplit("/", 1)[0] + "/icu"
     return f"{_icu[id(server)]}?schema={schema}"
 

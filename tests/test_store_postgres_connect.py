@@ -17,8 +17,6 @@ from reljudge.store import LabelStore
 from reljudge.store.postgres import locate, masked
 from tests.backends import pg_url
 
-psycopg = pytest.importorskip("psycopg")
-
 CONNECT_TIMEOUT = 10  # seconds: the default wait for a server that accepts and never answers
 
 

@@ -90,7 +90,7 @@ def test_with_text_table_cuts_long_text_and_json_csv_keep_it_whole(store_path, c
 
 
 def test_conflicts_dataframe_equals_the_cli_json(store_path, capsys):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     assert main(["labels", "conflicts", "--store", str(store_path), "--with-text",
                  "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -105,7 +105,6 @@ def test_conflicts_dataframe_equals_the_cli_json(store_path, capsys):
 
 
 def test_provenance_dataframe_equals_the_merge_provenance_file(store_path, tmp_path, capsys):
-    pytest.importorskip("pandas")
     out = tmp_path / "prov.jsonl"
     assert main(["labels", "merge", "--store", str(store_path), "--policy", "llm-only",
                  "--aggregate", "mean", "--provenance", str(out)]) == 0
@@ -116,7 +115,6 @@ def test_provenance_dataframe_equals_the_merge_provenance_file(store_path, tmp_p
 
 
 def test_labels_and_failures_dataframes_hold_every_event_and_failure(store_path, capsys):
-    pytest.importorskip("pandas")
     with LabelStore(store_path, create=False) as store:
         events = store.labels_dataframe()
         current = store.failures_dataframe()
