@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import InputError, MeasureError
 from reljudge.frames import Tabular, dataframe
 from reljudge.io import coerce
@@ -36,7 +37,7 @@ class Evaluation(Tabular):
     measures: list[str]
     query_ids: list[str]
     scores: np.ndarray  # float64 (len(query_ids), len(measures))
-    compat: str = "trec_eval-10"  # whose rules where trec_eval's versions differ
+    compat: Compat = "trec_eval-10"  # whose rules where trec_eval's versions differ
     #: the rankings the values come from (a row per query), for what reads them again
     #: (trec_eval's relstring) without ranking the run a second time
     ranking: Ranked | None = field(default=None, compare=False)
@@ -122,7 +123,7 @@ QRELS_ONLY = ("NumRel",)
 
 def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] | str, *,
              all_queries: bool = False, float32_scores: bool | None = None,
-             compat: str = "trec_eval-10", max_docs: int | None = None,
+             compat: Compat = "trec_eval-10", max_docs: int | None = None,
              judged_only: bool = False) -> Evaluation:
     """Per-query and mean values of ``measures`` for one run (trec_eval semantics).
 
@@ -152,7 +153,7 @@ def _kept(r: Ranked) -> Ranked:
     return Ranked(r.grades, r.length, r.ideal)
 
 
-def scored(measures: Sequence[Measure], ranked: Ranked, compat: str,
+def scored(measures: Sequence[Measure], ranked: Ranked, compat: Compat,
            all_queries: bool) -> np.ndarray:
     """(queries, measures) values of one run's rankings. Each run is computed on its own:
     rows of several runs stacked would change the order of a few floating-point sums (numpy

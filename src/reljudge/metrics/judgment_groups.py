@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.prefs import Prefs
 from reljudge.metrics.measures import Measure
@@ -51,7 +52,7 @@ def group_measures(texts: Sequence[str], rel: int = 1) -> list[tuple[str, Measur
 
 
 def evaluate_groups(judgments: Prefs, run, measures: Sequence[str] | str = "qrels_jg", *,
-                    rel: int = 1, all_queries: bool = False, compat: str = "trec_eval-10",
+                    rel: int = 1, all_queries: bool = False, compat: Compat = "trec_eval-10",
                     float32_scores: bool | None = None, max_docs: int | None = None):
     """Per-query values of trec_eval's judgment-group measures for one run: each measure
     against every judgment group's qrels, averaged over the query's groups. Queries, options

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.prefs import Prefs
 from reljudge.metrics.ranking import float32_rounded, refuse_non_finite
@@ -299,7 +300,7 @@ def prefs_measures(texts: Sequence[str]) -> list[str]:
 
 
 def evaluate_prefs(prefs: Prefs, run, measures: Sequence[str] | str = "all_prefs", *,
-                   all_queries: bool = False, compat: str = "trec_eval-10",
+                   all_queries: bool = False, compat: Compat = "trec_eval-10",
                    float32_scores: bool | None = None, max_docs: int | None = None):
     """Per-query values of trec_eval's preference measures for one run (trec_eval
     ``-R prefs`` or ``-R qrels_prefs``; read the judgments with ``reljudge.io.prefs``).
@@ -326,7 +327,7 @@ def evaluate_prefs(prefs: Prefs, run, measures: Sequence[str] | str = "all_prefs
     return Evaluation(run.name, names, wanted, scores, compat)
 
 
-def _run_rankings(run, compat: str, float32_scores: bool | None, max_docs: int | None
+def _run_rankings(run, compat: Compat, float32_scores: bool | None, max_docs: int | None
                   ) -> tuple[list[str], dict[str, np.ndarray]]:
     """Each query's document ids in rank order as trec_eval ranks them for preferences: score
     descending, ties by id ascending (its other measures break ties descending); the first

@@ -8,18 +8,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from reljudge.choices import MAX_TRIALS
+from reljudge.choices import CORRECTIONS, MAX_TRIALS, TESTS, CiMethod, Correction, Test
 from reljudge.frames import Tabular, dataframe
 from reljudge.stats.bootstrap import Interval, bootstrap_ci
 from reljudge.stats.significance import (
-    TESTS,
     benjamini_hochberg,
     effect_size,
     holm,
     paired_test,
 )
 
-CORRECTIONS = ("holm", "bh", "none")
 #: how a correction is named in prose ("Holm correction", "no correction")
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}
 
@@ -49,13 +47,13 @@ class Comparison(Tabular):
     measures: list[str]
     runs: list[str]
     baseline: str
-    test: str
-    correction: str
+    test: Test
+    correction: Correction
     alpha: float
     trials: int
     seed: int
     queries: list[str]  # the baseline's averaged queries
-    ci_method: str
+    ci_method: CiMethod
     all_queries: bool = False
     cells: dict[tuple[str, str], Cell] = field(default_factory=dict)
     per_query: dict[str, np.ndarray] = field(default_factory=dict)  # run -> (its queries, m)
@@ -125,8 +123,8 @@ class Comparison(Tabular):
 
 
 def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | None = None,
-            test: str = "randomization", trials: int = 10_000, correction: str = "holm",
-            alpha: float = 0.05, seed: int = 0, ci_method: str = "percentile",
+            test: Test = "randomization", trials: int = 10_000, correction: Correction = "holm",
+            alpha: float = 0.05, seed: int = 0, ci_method: CiMethod = "percentile",
             bootstrap: int = 1000, all_queries: bool = False,
             float32_scores: bool = False, shared: bool = True) -> Comparison:
     """Score the runs and test each against the baseline (default: the first run).

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.choices import TESTS, Test
 from reljudge.errors import ConfigError
 
-TESTS = ("randomization", "t", "wilcoxon", "bootstrap")
 CHUNK = 2_000_000
 
 
@@ -87,7 +87,7 @@ def bootstrap_test(a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
     return TestResult("bootstrap", float(d.mean()), (hits + 1) / (trials + 1))
 
 
-def paired_test(name: str, a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
+def paired_test(name: Test, a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
     """Run the named test."""
     if name == "randomization":
         return randomization(a, b, trials, seed)

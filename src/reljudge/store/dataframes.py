@@ -3,6 +3,7 @@ names `pip install pandas`)."""
 
 from __future__ import annotations
 
+from reljudge.choices import Aggregate, DerivedVote
 from reljudge.frames import dataframe
 from reljudge.store import views
 from reljudge.store.events import EventLog
@@ -16,8 +17,8 @@ class Frames(EventLog):
         columns, in the order they were added."""
         return views.events_frame(self)
 
-    def provenance_dataframe(self, policy: str = "human-first", aggregate: str = "majority",
-                             fractional: bool = False, derived: str = "recorded"):
+    def provenance_dataframe(self, policy: str = "human-first", aggregate: Aggregate = "majority",
+                             fractional: bool = False, derived: DerivedVote = "recorded"):
         """The merged labels with provenance as a pandas DataFrame: the records
         ``labels merge --provenance`` writes (sources and votes as lists)."""
         rows = self.merge(policy, aggregate, fractional, derived).provenance_rows()
@@ -32,7 +33,7 @@ class Frames(EventLog):
             return dataframe(views.FAILURE_HISTORY_COLUMNS, self.failures())
         return dataframe(views.CURRENT_FAILURE_COLUMNS, self.current_failures())
 
-    def conflicts_dataframe(self, aggregate: str = "majority", min_diff: float = 1.0):
+    def conflicts_dataframe(self, aggregate: Aggregate = "majority", min_diff: float = 1.0):
         """Human/LLM conflicts with query and passage text and the judge's raw answers, as a
         pandas DataFrame (the rows of ``labels conflicts --with-text``)."""
         return views.conflicts_frame(views.conflicts_with_text(self, aggregate, min_diff))
