@@ -120,7 +120,7 @@ def hits(r: Ranked, k: int | None, rel: int) -> np.ndarray:
 def relevant_positions(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, 0-based rank, i) of every retrieved relevant document, the i-th of its row,
     row-major (a few per query, where the matrices are queries x depth)."""
-    def make():
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows, cols = np.nonzero(relevant_ranked(r, None, rel))
         if not len(rows):
             return rows, cols, np.zeros(0, dtype=np.int64)

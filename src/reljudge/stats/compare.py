@@ -3,13 +3,13 @@ multiple-comparison correction, effect sizes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from reljudge.choices import CORRECTIONS, MAX_TRIALS, TESTS, CiMethod, Correction, Test
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.stats.bootstrap import Interval, bootstrap_ci
 from reljudge.stats.significance import (
     benjamini_hochberg,
@@ -17,6 +17,7 @@ from reljudge.stats.significance import (
     holm,
     paired_test,
 )
+from reljudge.types import Qrels, Run
 
 #: how a correction is named in prose ("Holm correction", "no correction")
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}
@@ -86,7 +87,7 @@ class Comparison(Tabular):
         """The legend under the table."""
         return [self.legend()]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame, one row per run and measure (the ``compare --format json``
         values: mean, se, ci_low/ci_high, diff, p, p_adjusted, significant, effect_size)."""
         rows = []
@@ -122,7 +123,9 @@ class Comparison(Tabular):
                 f"[low, high]: 95% {self.ci_method} bootstrap interval of the mean")
 
 
-def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | None = None,
+def compare(qrels: Qrels | Mapping[str, Mapping[str, int]],
+            runs: Sequence[Run | Mapping] | Mapping[str, Run | Mapping], measures: Sequence[str],
+            *, baseline: str | None = None,
             test: Test = "randomization", trials: int = 10_000, correction: Correction = "holm",
             alpha: float = 0.05, seed: int = 0, ci_method: CiMethod = "percentile",
             bootstrap: int = 1000, all_queries: bool = False,
@@ -230,7 +233,8 @@ def mark(cell: Cell) -> str:
     return "▲" if cell.diff > 0 else "▼"
 
 
-def comparison_rows(c, with_ci: bool = True, digits: int = 4):
+def comparison_rows(c: Comparison, with_ci: bool = True, digits: int = 4
+                    ) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the results table (means, intervals and p-values to ``digits``)."""
     headers = ["run", "queries"]
     for m in c.measures:
@@ -248,14 +252,14 @@ def comparison_rows(c, with_ci: bool = True, digits: int = 4):
     return headers, rows
 
 
-def _queries_cell(c, run: str) -> str:
+def _queries_cell(c: Comparison, run: str) -> str:
     """How many queries a run's mean is over: "10", or "10 of 12" when the shared set leaves
     some of its own out."""
     k, own = len(c.run_queries[run]), c.own_queries.get(run, len(c.run_queries[run]))
     return f"{k} of {own}" if own > k else str(k)
 
 
-def comparison_dict(c) -> dict:
+def comparison_dict(c: Comparison) -> dict:
     """The comparison as plain data."""
     from reljudge.metrics.queries import rule_name
 
