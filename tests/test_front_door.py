@@ -71,3 +71,23 @@ def test_a_run_written_through_the_front_door_reads_back_the_same(tmp_path):
     lines = (tmp_path / "r.run").read_text().splitlines()
     assert lines[0] == "q1 Q0 d1 1 2.5 mine"
     assert reljudge.read_run(tmp_path / "r.run").to_dict() == run.to_dict()
+
+
+def test_named_choices_are_literal_types_in_the_front_doors_signatures():
+    """A user's type checker sees the values a parameter takes (``choices``' Literal aliases),
+    and the tuples the runtime checks and ``--help`` read are those aliases' values."""
+    import typing
+
+    from reljudge import choices as c
+
+    hints = {name: typing.get_type_hints(getattr(reljudge, name))
+             for name in ("evaluate", "compare", "draw_sample")}
+    assert hints["evaluate"]["compat"] == c.Compat
+    assert (hints["compare"]["test"], hints["compare"]["correction"],
+            hints["compare"]["ci_method"]) == (c.Test, c.Correction, c.CiMethod)
+    assert hints["draw_sample"]["design"] == c.Design
+    for alias, values in ((c.Compat, c.COMPAT), (c.Kind, c.KINDS), (c.Design, c.DESIGNS),
+                          (c.DerivedVote, c.DERIVED), (c.Order, c.ORDERS), (c.Test, c.TESTS),
+                          (c.Correction, c.CORRECTIONS), (c.CiMethod, c.CI_METHODS),
+                          (c.Aggregate, c.AGGREGATES)):
+        assert typing.get_args(alias) == values and typing.get_origin(alias) is typing.Literal

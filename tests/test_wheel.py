@@ -76,6 +76,7 @@ def test_the_wheel_runs_demo_eval_and_assess_from_another_folder(installed):
     examples = Path(where[1])
     assert (examples / "hr-handbook" / "pipeline.toml").is_file()
     assert not list(examples.rglob("*.py"))  # the data only, not the scripts that made it
+    assert (Path(where[0]).parent / "py.typed").is_file()  # a user's type checker reads our hints
 
     demo = _run([str(bin_ / "reljudge"), "demo", "--quiet"], cwd=elsewhere)
     assert "llmjudge-dl23" in demo.stdout and str(examples / "llmjudge-dl23") in demo.stdout
@@ -88,3 +89,9 @@ def test_the_wheel_runs_demo_eval_and_assess_from_another_folder(installed):
     assert '"nDCG@10"' in scores.stdout
     assert "usage: reljudge assess" in _run([str(bin_ / "reljudge"), "assess", "--help"],
                                             cwd=elsewhere).stdout
+
+
+def test_the_source_package_carries_the_py_typed_marker():
+    """PEP 561: the marker that tells a user's type checker to read reljudge's hints; the
+    slow test above checks the wheel ships it (pyproject.toml's package-data)."""
+    assert (ROOT / "src" / "reljudge" / "py.typed").is_file()

@@ -1,25 +1,46 @@
 """The named choices and limits the library and its command line share, in a module that
-imports nothing: ``reljudge CMD --help`` builds its flags from them without loading numpy.
+imports nothing but ``typing``: ``reljudge CMD --help`` builds its flags from them without
+loading numpy.
 
 The modules that check them import them from here: ``metrics.ranking`` (and
 ``metrics.evaluate``) ``COMPAT``, ``io.prefs`` ``KINDS``, ``infer.sample`` ``DESIGNS``,
 ``store.events`` ``DERIVED``, ``assess.task`` ``ORDERS``, ``stats.significance``
-``MAX_TRIALS``.
+``MAX_TRIALS``. Each named set is a ``Literal`` type for signatures (``Compat``, ...) and the
+tuple of its values for checks and ``--help`` (``COMPAT``, ...), the one derived from the other.
 """
+
+from typing import Literal, get_args
 
 #: whose rules ``evaluate`` follows where trec_eval's versions differ: trec_eval 10 (the
 #: default) or trec_eval 9.0.8, which pytrec_eval and ir_measures embed
-COMPAT = ("trec_eval-10", "trec_eval-9")
+Compat = Literal["trec_eval-10", "trec_eval-9"]
+COMPAT: tuple[Compat, ...] = get_args(Compat)
 #: trec_eval's ``-R`` forms of judgments, beside its default qrels
-KINDS = ("prefs", "qrels_prefs", "qrels_jg")
+Kind = Literal["prefs", "qrels_prefs", "qrels_jg"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
 #: the sample designs (``infer.sample``)
-DESIGNS = ("srs-queries", "srs-pairs", "stratified-pairs", "active")
+Design = Literal["srs-queries", "srs-pairs", "stratified-pairs", "active"]
+DESIGNS: tuple[Design, ...] = get_args(Design)
 #: how a derived source (calibrated judge, panel) votes: the grade its derivation's rule
 #: recorded, or a rule applied to its distributions now
-DERIVED = ("recorded", "mode", "median", "expected")
+DerivedVote = Literal["recorded", "mode", "median", "expected"]
+DERIVED: tuple[DerivedVote, ...] = get_args(DerivedVote)
 #: the order pairs are shown in: a query at a time (queries shuffled, then each query's
 #: passages: TREC's practice), all pairs shuffled, or as the sample or pairs file lists them
-ORDERS = ("query", "random", "given")
+Order = Literal["query", "random", "given"]
+ORDERS: tuple[Order, ...] = get_args(Order)
+#: the paired significance tests (``stats.significance``)
+Test = Literal["randomization", "t", "wilcoxon", "bootstrap"]
+TESTS: tuple[Test, ...] = get_args(Test)
+#: the multiple-comparison corrections (``stats.compare``): Holm, Benjamini-Hochberg, none
+Correction = Literal["holm", "bh", "none"]
+CORRECTIONS: tuple[Correction, ...] = get_args(Correction)
+#: the bootstrap intervals (``stats.bootstrap``)
+CiMethod = Literal["percentile", "bca"]
+CI_METHODS: tuple[CiMethod, ...] = get_args(CiMethod)
+#: how several grades of one pair become one (``grades.aggregate_grades``)
+Aggregate = Literal["majority", "mean", "median"]
+AGGREGATES: tuple[Aggregate, ...] = get_args(Aggregate)
 #: the most randomisation or bootstrap trials taken: p-values to 1e-6, seconds per comparison;
 #: 10^10 ran for hours without a word
 MAX_TRIALS = 1_000_000

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -42,7 +43,7 @@ def fixed_width(offsets: np.ndarray, data: np.ndarray, width: int, out: np.ndarr
         col[lengths <= j] = 0
 
 
-def as_bytes(values) -> np.ndarray:
+def as_bytes(values: ArrayLike) -> np.ndarray:
     """An ``S`` array of the UTF-8 bytes of the given strings (or the array itself if ``S``)."""
     arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
     if arr.dtype.kind not in "OUS":  # numbers: their text, as narrow as it is

@@ -4,12 +4,16 @@ HTML display every result object shares."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 from reljudge.errors import ReljudgeError
 
+#: a pandas DataFrame (pandas is optional, and mypy reads it untyped)
+DataFrame = Any
 
-def import_pandas():
+
+def import_pandas() -> ModuleType:
     """The pandas module, or a ReljudgeError saying how to install it."""
     try:
         import pandas
@@ -19,7 +23,7 @@ def import_pandas():
     return pandas
 
 
-def dataframe(headers: Sequence[str], rows: Sequence[Sequence[Any]]):
+def dataframe(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> DataFrame:
     """A pandas DataFrame of these rows (columns named by headers, values as given)."""
     return import_pandas().DataFrame([list(r) for r in rows], columns=list(headers))
 

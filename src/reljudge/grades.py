@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from reljudge.choices import AGGREGATES, Aggregate
 from reljudge.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,8 +32,6 @@ GRADE_NAMES = {0: "irrelevant", 1: "related", 2: "highly relevant", 3: "perfectl
 #: the text every range error uses
 SCALE_TEXT = f"{GRADE_MIN}..{GRADE_MAX}"
 
-#: how several grades of one pair become one (``labels merge --aggregate``)
-AGGREGATES = ("majority", "mean", "median")
 
 
 @functools.cache
@@ -85,7 +84,7 @@ def check_aggregate(how: str) -> None:
         raise InputError(f"unknown aggregation {how!r}; expected one of {', '.join(AGGREGATES)}")
 
 
-def aggregate_grades(grades: Sequence[int], how: str, fractional: bool = False) -> float:
+def aggregate_grades(grades: Sequence[int], how: Aggregate, fractional: bool = False) -> float:
     """Aggregate several grades of one pair by the named rule."""
     if not grades:
         raise InputError("no grades to aggregate")

@@ -18,14 +18,16 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from importlib import resources
+from importlib.abc import Traversable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from reljudge.assess.task import AssessTask, Given
 from reljudge.errors import InputError
@@ -37,7 +39,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'se
        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
-def static_dir():
+def static_dir() -> Traversable:
     """The folder of the page's HTML, CSS and JS (package data)."""
     return resources.files("reljudge.assess") / "static"
 
@@ -45,11 +47,12 @@ def static_dir():
 class _Guard(BaseHTTPMiddleware):
     """Token or loopback Host check on every request; security headers on every response."""
 
-    def __init__(self, app, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
         super().__init__(app)
         self.token = token
 
-    async def dispatch(self, request: Request, call_next) -> Response:
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint
+                       ) -> Response:
         from_query = False
         if self.token is None:
             host = request.headers.get("host", "")
@@ -70,7 +73,7 @@ class _Guard(BaseHTTPMiddleware):
             if given is None or not secrets.compare_digest(given.encode(), self.token.encode()):
                 return PlainTextResponse("forbidden: a valid token is required", status_code=403)
         response = await call_next(request)
-        if from_query:
+        if from_query and self.token is not None:  # from_query: a token was asked for
             response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
-from reljudge.choices import ORDERS
+from reljudge.choices import ORDERS, Order
 from reljudge.errors import ConfigError, InputError
 from reljudge.grades import SCALE, SCALE_TEXT, check_grade
 from reljudge.labels import (
@@ -89,7 +89,7 @@ class AssessTask:
                  scale: Sequence[ScaleStep],
                  queries: Mapping[str, str] | None = None,
                  passages: Mapping[str, str | Mapping[str, str]] | None = None,
-                 order: str = "given",
+                 order: Order = "given",
                  settles: Mapping[tuple[str, str], Sequence[Standing]] | None = None,
                  shared: Set[tuple[str, str]] = frozenset(),
                  text_files: Mapping[str, str] | None = None) -> None:
@@ -266,7 +266,7 @@ class AssessTask:
         return self.items[index]
 
 
-def ordered(pairs: Sequence[tuple[str, str]], order: str, seed: str
+def ordered(pairs: Sequence[tuple[str, str]], order: Order, seed: str
             ) -> list[tuple[str, str]]:
     """The pairs in the order they are shown (``ORDERS``); the shuffles are seeded by
     ``seed`` (the task and annotator), so a restart shows the same order."""

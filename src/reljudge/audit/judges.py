@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from reljudge.audit.result import AuditResult, JudgeAudit
 from reljudge.audit.systems import scores_under, system_agreement
 from reljudge.errors import InputError
 from reljudge.grades import aggregate_grades
-from reljudge.infer.favours import TOP
+from reljudge.infer.favours import TOP, Favours
 from reljudge.io.coerce import as_qrels, as_runs
 from reljudge.stats import agreement as ag
 from reljudge.types import Qrels, Run
@@ -79,7 +80,7 @@ def audit(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
 
 def audit_measures(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
                    runs: Sequence[Run] | None, measures: Sequence[str], *, bootstrap: int = 0,
-                   **kwargs) -> list[AuditResult]:
+                   **kwargs: Any) -> list[AuditResult]:
     """``audit`` under each measure (the bootstrap only for the first: the item statistics do
     not depend on the measure); the first result is the whole audit of the first measure."""
     if not measures:
@@ -89,7 +90,8 @@ def audit_measures(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     return _audit_each(reference, judge, runs, measures, bootstrap=bootstrap, **kwargs)
 
 
-def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: int = 0,
+def _audit_each(reference: Any, judge: Any,  # any form as_qrels reads
+                runs: Sequence[Run] | None, measures: Sequence[str], *, bootstrap: int = 0,
                 seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
                 clipped: Mapping[str, int] | None = None,
                 derived: Mapping[str, Qrels] | None = None, all_queries: bool = False,
@@ -116,7 +118,7 @@ def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: i
     how = {"all_queries": all_queries, "float32_scores": float32_scores}
     ref_scores = scores_under(reference, runs, measure, **how)
 
-    def favoured(q: Qrels, m: str):
+    def favoured(q: Qrels, m: str) -> Favours | None:
         if not (favours and runs):
             return None
         return reference_favours(reference, q, runs, m, top=top, seed=seed)
@@ -144,14 +146,14 @@ def _audit_each(reference, judge, runs, measures: Sequence[str], *, bootstrap: i
     return results
 
 
-def _labels(obj, what: str) -> Qrels:
+def _labels(obj: Any, what: str) -> Qrels:
     q = as_qrels(obj, what)
     if not len(q):
         raise InputError(f"the {what} labels are empty: there is nothing to audit")
     return q
 
 
-def _is_judge_mapping(judge) -> bool:
+def _is_judge_mapping(judge: Any) -> bool:
     """{name: labels} rather than one judge's {qid: {docid: grade}}: its values are not
     dicts of grades."""
     if not isinstance(judge, Mapping) or not judge:

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from reljudge.audit.items import ItemAgreement
 from reljudge.audit.systems import SystemAgreement
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.infer.favours import Favours
+
+if TYPE_CHECKING:
+    from reljudge.audit.fitted_rows import HeldoutSpec
 
 COLUMNS = ["judge", "pairs", "exact", "kappa", "kappa_lin", "kappa_quad", "alpha_ord",
            "spearman", "leniency", "mae", "tau", "tau_ap", "max_rank_change"]
@@ -59,7 +63,7 @@ class AuditResult(Tabular):
         columns = [c for c in COLUMNS if any(c in r for r in rows)]
         return columns, [[r.get(c) for c in columns] for r in rows]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame, one row per judge (the table's columns, full precision)."""
         return dataframe(*self.table())
 
@@ -125,7 +129,7 @@ def result_to_dict(result: AuditResult) -> dict:
                        for j in result.judges]}
 
 
-def audit_json(results: AuditResult | Sequence[AuditResult], heldout=None,
+def audit_json(results: AuditResult | Sequence[AuditResult], heldout: HeldoutSpec | None = None,
                heldout_rows: Sequence[str] = ()) -> dict:
     """The audit as JSON (``reljudge audit --json``, the pipeline's audit.json, the demo):
     the first result whole; with several measures (``audit_measures``) each judge's system

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,7 @@ def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
 
 
 def scores_under(reference: Qrels, runs: Sequence[Run] | None, measure: str,
-                 **how) -> dict | None:
+                 **how: Any) -> dict | None:
     """Every run scored under the reference labels (None without runs), once per measure."""
     if not runs:
         return None

@@ -35,7 +35,7 @@ HELP = "compare runs: intervals and paired significance tests"
 
 def register(sub) -> None:
     """Add the ``compare`` subcommand."""
-    from reljudge.choices import MAX_TRIALS
+    from reljudge.choices import CI_METHODS, CORRECTIONS, MAX_TRIALS, TESTS
     from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("compare", help=HELP,
@@ -46,11 +46,11 @@ def register(sub) -> None:
     common.add_measures(p, "nDCG@10")
     p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")
     p.add_argument("--test", default="randomization",
-                   choices=("randomization", "t", "wilcoxon", "bootstrap"),
+                   choices=TESTS,
                    help="paired significance test (default randomization; see below)")
     p.add_argument("--trials", type=_trials, default=10_000,
                    help=f"randomisation/bootstrap trials, 1 to {MAX_TRIALS} (default 10000)")
-    p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"),
+    p.add_argument("--correction", default="holm", choices=CORRECTIONS,
                    help="multiple-comparison correction over the comparisons with the "
                         "baseline, per measure (default holm)")
     p.add_argument("--alpha", type=float, default=0.05,
@@ -62,7 +62,7 @@ def register(sub) -> None:
                    help="each run's mean over its own queries that have qrels (eval's rule), "
                         "not over the queries every run has (the default)")
     common.add_float32_scores(p)
-    p.add_argument("--ci", default="percentile", choices=("percentile", "bca"),
+    p.add_argument("--ci", default="percentile", choices=CI_METHODS,
                    help="bootstrap interval method (default percentile)")
     common.add_store(p, "label store: add PPI estimates from its newest fully graded "
                         "human sample (or --sample)")

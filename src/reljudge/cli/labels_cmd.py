@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reljudge.choices import AGGREGATES
 from reljudge.cli.common import open_store
 from reljudge.grades import GRADE_MAX, GRADE_MIN
 
@@ -151,7 +152,7 @@ def register(sub) -> None:
     group = v.add_mutually_exclusive_group(required=True)
     group.add_argument("--source", help="the source name")
     group.add_argument("--kind", choices=("human", "llm"), help="every source of a kind")
-    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
+    v.add_argument("--aggregate", choices=AGGREGATES, default="majority",
                    help="several labels of a pair: majority (default), mean or median")
     v.add_argument("--out", required=True, type=output_file,
                    help="the TREC qrels file to write")
@@ -196,7 +197,7 @@ def register(sub) -> None:
     v.set_defaults(func=labels_show.do_sources)
 
     v = verb("conflicts", "pairs where the human and the LLM labels disagree, largest first")
-    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
+    v.add_argument("--aggregate", choices=AGGREGATES, default="majority",
                    help="several labels of a pair: majority (default), mean or median")
     v.add_argument("--min-diff", type=grade_gap, default=1.0,
                    help=f"smallest |LLM - human| shown, 0 to {GRADE_MAX - GRADE_MIN} "
@@ -231,7 +232,7 @@ def _merge_flags(v: argparse.ArgumentParser) -> None:
     v.add_argument("--policy", default="human-first",
                    help="human-first (default), adjudicated-first, human-only, llm-only or "
                         "source=NAME")
-    v.add_argument("--aggregate", choices=("majority", "mean", "median"), default="majority",
+    v.add_argument("--aggregate", choices=AGGREGATES, default="majority",
                    help="several labels of a pair: majority (default; a tie goes to the lower "
                         "grade), mean or median")
     v.add_argument("--fractional", action="store_true",

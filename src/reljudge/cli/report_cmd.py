@@ -39,6 +39,7 @@ HELP = "write one self-contained HTML report"
 
 def register(sub) -> None:
     """Add the ``report`` subcommand."""
+    from reljudge.choices import TESTS
     from reljudge.cli import HelpFormatter, common
 
     p = sub.add_parser("report", help=HELP,
@@ -59,7 +60,7 @@ def register(sub) -> None:
     common.add_measures(p, "nDCG@10, or the pipeline's [eval] measures")
     p.add_argument("--baseline", help="run name (tag) of the baseline (default: the first run)")
     p.add_argument("--test", default="randomization",
-                   choices=("randomization", "t", "wilcoxon", "bootstrap"),
+                   choices=TESTS,
                    help="paired significance test (default randomization; as in compare)")
     p.add_argument("--reference", help="reference (human) qrels for the audit")
     p.add_argument("--judge", action="append", default=[],

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from reljudge.choices import DESIGNS
+from reljudge.choices import DESIGNS, Design
 from reljudge.errors import InputError
 from reljudge.labels import Sample, SampleItem
 from reljudge.pool import Pool
@@ -110,7 +110,7 @@ def _distinct_pairs(pool: Sequence[tuple[str, str]] | Pool) -> list[tuple[str, s
     return pairs
 
 
-def draw(pairs: Sequence[tuple[str, str]] | Pool, design: str, budget: int, seed: int, *,
+def draw(pairs: Sequence[tuple[str, str]] | Pool, design: Design, budget: int, seed: int, *,
          name: str = "sample", grades: Mapping[tuple[str, str], int] | None = None,
          queries: int | None = None, params: dict | None = None,
          pair_sizes: Mapping[tuple[str, str], float] | None = None) -> Sample:

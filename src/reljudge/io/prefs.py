@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reljudge.choices import KINDS
+from reljudge.choices import KINDS, Kind
 from reljudge.errors import InputError
 from reljudge.io.files import Content
 from reljudge.io.trec import first_duplicate, is_float, is_int, line_of, parse_columns
@@ -41,7 +41,7 @@ class Prefs:
     jsg: np.ndarray
     docid: np.ndarray
     level: np.ndarray  # float64
-    kind: str = "prefs"
+    kind: Kind = "prefs"
 
     def query_ids(self) -> list[str]:
         """The queries, in trec_eval's order (byte order of their ids)."""
@@ -52,7 +52,7 @@ class Prefs:
         return np.flatnonzero(self.qid == qid)
 
     @classmethod
-    def from_rows(cls, rows, kind: str = "prefs") -> Prefs:
+    def from_rows(cls, rows, kind: Kind = "prefs") -> Prefs:
         """From (qid, jg, jsg, docid, level) tuples."""
         rows = list(rows)
         if not rows:
@@ -62,7 +62,7 @@ class Prefs:
         return cls(qid, jg, jsg, docid, np.array(v, dtype=np.float64), kind)
 
 
-def read_prefs(path: str | Path, kind: str = "prefs", *, strict: bool = False) -> Prefs:
+def read_prefs(path: str | Path, kind: Kind = "prefs", *, strict: bool = False) -> Prefs:
     """Read judgments in one of trec_eval's ``-R`` forms (``KINDS``); see the module's text."""
     if kind not in KINDS:
         raise InputError(f"unknown judgment form {kind!r}; expected one of {', '.join(KINDS)}")

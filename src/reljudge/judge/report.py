@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reljudge.choices import Aggregate
 from reljudge.frames import Tabular, dataframe
 from reljudge.labels import LabelEvent
 from reljudge.store.batches import BatchRecord
@@ -64,7 +65,7 @@ class LabelReport(Tabular):
         self.failure_reasons[kind] += 1
         self.failure_examples.setdefault(kind, f"{event.qid} {event.docid}: {event.failure}")
 
-    def grades(self, aggregate: str = "majority", judge: str | None = None
+    def grades(self, aggregate: Aggregate = "majority", judge: str | None = None
                ) -> dict[tuple[str, str], int]:
         """The final grade of each pair labelled in this run (samples aggregated), of one
         ``judge`` when given."""
@@ -182,7 +183,7 @@ class BatchResult:
                 "stop_reason": self.stop_reason}
 
 
-def judge_qrels(judges: Sequence[str], aggregate: str = "majority", *,
+def judge_qrels(judges: Sequence[str], aggregate: Aggregate = "majority", *,
                 store: LabelStore | None = None, report: LabelReport | None = None) -> Qrels:
     """A job's final grades as qrels: each pair's grade (its samples aggregated) from the
     first of ``judges`` that graded it; from every run in ``store`` when given, else from

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from reljudge import columns
 from reljudge.metrics.many_runs import batches
 from reljudge.metrics.ranking import float32_rounded
-from reljudge.types import Run
+from reljudge.types import Qrels, Run
 
 #: measures whose definition differs between trec_eval 9 and 10 (besides the score rounding)
 RULE_MEASURES = ("IPrec", "IPrecAvg")
@@ -102,7 +103,7 @@ class RuleDifference:
                 "trec_eval-9 reproduces them")
 
 
-def trec_eval_9_difference(qrels, runs: list[Run], results: Mapping, **options
+def trec_eval_9_difference(qrels: Qrels, runs: list[Run], results: Mapping, **options: Any
                            ) -> RuleDifference | None:
     """Compare ``results`` (``evaluate_many`` under trec_eval 10's rules, ``options`` as
     given to it) with the same evaluation under trec_eval 9's; None when no value changes.

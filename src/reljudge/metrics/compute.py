@@ -7,11 +7,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.metrics.kernels import Ranked, judged_only
 from reljudge.metrics.measures import SPECS, Measure
 
 
-def compute(m: Measure, r: Ranked, compat: str = "trec_eval-10") -> np.ndarray:
+def compute(m: Measure, r: Ranked, compat: Compat = "trec_eval-10") -> np.ndarray:
     """Per-query values of one measure (``compat``: whose rules, see ``evaluate``), its
     rankings condensed first under ``judged_only=True``."""
     if m.param("judged_only"):
@@ -25,7 +26,7 @@ BLOCK_CELLS = 1 << 19
 
 
 def compute_all(measures: Sequence[Measure], r: Ranked,
-                compat: str = "trec_eval-10") -> np.ndarray:
+                compat: Compat = "trec_eval-10") -> np.ndarray:
     """(queries, measures): ``compute`` of each measure, a block of queries at a time (the
     intermediates several measures share are kept within a block, never across)."""
     n, width = r.grades.shape

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import InputError, MeasureError
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.io import coerce
 from reljudge.metrics.compute import compute_all
 from reljudge.metrics.kernels import GM_EPSILON, Ranked, geometric_mean  # noqa: F401 (GM_EPSILON)
@@ -36,7 +38,7 @@ class Evaluation(Tabular):
     measures: list[str]
     query_ids: list[str]
     scores: np.ndarray  # float64 (len(query_ids), len(measures))
-    compat: str = "trec_eval-10"  # whose rules where trec_eval's versions differ
+    compat: Compat = "trec_eval-10"  # whose rules where trec_eval's versions differ
     #: the rankings the values come from (a row per query), for what reads them again
     #: (trec_eval's relstring) without ranking the run a second time
     ranking: Ranked | None = field(default=None, compare=False)
@@ -98,7 +100,7 @@ class Evaluation(Tabular):
         return (["run", "queries", *self.measures],
                 [[self.run, len(self.query_ids), *self.mean().values()]])
 
-    def to_dataframe(self, mean: bool = False):
+    def to_dataframe(self, mean: bool = False) -> DataFrame:
         """A pandas DataFrame: one row per query (columns run, query, measures), or with
         ``mean`` the one row of means (columns run, queries, measures)."""
         if mean:
@@ -108,7 +110,7 @@ class Evaluation(Tabular):
                           zip(self.query_ids, self.scores.tolist(), strict=True)])
 
 
-def parse_measures(measures) -> list[Measure]:
+def parse_measures(measures: Any) -> list[Measure]:
     """One measure or several (text, Measure or ir_measures objects; text in trec_eval's words
     too: ``P.5,10``, ``official``), parsed; none twice."""
     parsed = [read_measure(m) for m in plain_measures(coerce.measure_list(measures))]
@@ -122,7 +124,7 @@ QRELS_ONLY = ("NumRel",)
 
 def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] | str, *,
              all_queries: bool = False, float32_scores: bool | None = None,
-             compat: str = "trec_eval-10", max_docs: int | None = None,
+             compat: Compat = "trec_eval-10", max_docs: int | None = None,
              judged_only: bool = False) -> Evaluation:
     """Per-query and mean values of ``measures`` for one run (trec_eval semantics).
 
@@ -152,7 +154,7 @@ def _kept(r: Ranked) -> Ranked:
     return Ranked(r.grades, r.length, r.ideal)
 
 
-def scored(measures: Sequence[Measure], ranked: Ranked, compat: str,
+def scored(measures: Sequence[Measure], ranked: Ranked, compat: Compat,
            all_queries: bool) -> np.ndarray:
     """(queries, measures) values of one run's rankings. Each run is computed on its own:
     rows of several runs stacked would change the order of a few floating-point sums (numpy
@@ -176,7 +178,8 @@ def check_distinct(names: Sequence[str]) -> None:
 
 
 def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
-                  measures: Sequence[str | Measure] | str, **kwargs) -> dict[str, Evaluation]:
+                  measures: Sequence[str | Measure] | str, **kwargs: Any
+                  ) -> dict[str, Evaluation]:
     """``evaluate`` for several runs, keyed by run name (shared names numbered)."""
     runs = coerce.as_runs(runs)
     if not runs:

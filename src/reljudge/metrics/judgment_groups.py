@@ -7,12 +7,18 @@ read with ``reljudge.io.prefs.read_prefs(path, "qrels_jg")``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.prefs import Prefs
 from reljudge.metrics.measures import Measure
+from reljudge.metrics.ranking import RunLike
+
+if TYPE_CHECKING:
+    from reljudge.metrics.evaluate import Evaluation
 
 #: trec_eval's group measures, each the measure it averages
 GROUP_MEASURES = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
@@ -50,9 +56,10 @@ def group_measures(texts: Sequence[str], rel: int = 1) -> list[tuple[str, Measur
     return out
 
 
-def evaluate_groups(judgments: Prefs, run, measures: Sequence[str] | str = "qrels_jg", *,
-                    rel: int = 1, all_queries: bool = False, compat: str = "trec_eval-10",
-                    float32_scores: bool | None = None, max_docs: int | None = None):
+def evaluate_groups(judgments: Prefs, run: RunLike, measures: Sequence[str] | str = "qrels_jg", *,
+                    rel: int = 1, all_queries: bool = False, compat: Compat = "trec_eval-10",
+                    float32_scores: bool | None = None, max_docs: int | None = None
+                    ) -> Evaluation:
     """Per-query values of trec_eval's judgment-group measures for one run: each measure
     against every judgment group's qrels, averaged over the query's groups. Queries, options
     and ranking as in ``evaluate`` (``rel``: trec_eval's -l)."""

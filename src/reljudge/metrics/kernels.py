@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import MeasureError
 
 PAD = np.iinfo(np.int64).min  # beyond the end of a ranking / of a query's judgments
@@ -119,7 +120,7 @@ def hits(r: Ranked, k: int | None, rel: int) -> np.ndarray:
 def relevant_positions(r: Ranked, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, 0-based rank, i) of every retrieved relevant document, the i-th of its row,
     row-major (a few per query, where the matrices are queries x depth)."""
-    def make():
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows, cols = np.nonzero(relevant_ranked(r, None, rel))
         if not len(rows):
             return rows, cols, np.zeros(0, dtype=np.int64)
@@ -280,7 +281,7 @@ def recall_levels(text: str) -> tuple[float, ...]:
     return levels
 
 
-def recall_cutoff(recall_level: float, num_relevant: np.ndarray, compat: str) -> np.ndarray:
+def recall_cutoff(recall_level: float, num_relevant: np.ndarray, compat: Compat) -> np.ndarray:
     """The relevant documents a recall level stands for: trec_eval 10 rounds half away from
     zero (C's ``lround(level x R)``); trec_eval 9 added 0.9 and truncated (``compat``)."""
     x = recall_level * num_relevant
@@ -291,7 +292,7 @@ def recall_cutoff(recall_level: float, num_relevant: np.ndarray, compat: str) ->
 
 
 def interpolated_precision(r: Ranked, recall_level: float, rel: int,
-                           compat: str = "trec_eval-10") -> np.ndarray:
+                           compat: Compat = "trec_eval-10") -> np.ndarray:
     """trec_eval's iprec_at_recall: the highest precision at or after the c-th relevant
     document, c = ``recall_cutoff`` (at least the first); 0 when fewer are retrieved."""
     best_after = r.memo(("precision from the i-th relevant on", rel),
@@ -364,7 +365,7 @@ def utility(r: Ranked, rel: int, coefficients: tuple[float, float, float, float]
     return a * found + b * (ret - found) + c * (nr - found) + d * (num_docs + found - ret - nr)
 
 
-def iprec_average(r: Ranked, levels: tuple[float, ...], rel: int, compat: str) -> np.ndarray:
+def iprec_average(r: Ranked, levels: tuple[float, ...], rel: int, compat: Compat) -> np.ndarray:
     """trec_eval's 11pt_avg: the mean interpolated precision at the recall levels."""
     return np.mean([r.memo(("iprec", lv, rel, compat),
                            partial(interpolated_precision, r, lv, rel, compat))

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from reljudge import columns
+from reljudge.choices import Compat
 from reljudge.metrics.kernels import Ranked
 from reljudge.metrics.ranking import (
     QrelsLike,
@@ -37,7 +38,7 @@ BATCH_ROWS = 1 << 16  # run rows ranked in one pass at most (more: no faster, pe
 
 
 def rankings_many(qrels: QrelsLike, runs: Sequence[Run], *, all_queries: bool = False,
-                  float32_scores: bool | None = None, compat: str = "trec_eval-10",
+                  float32_scores: bool | None = None, compat: Compat = "trec_eval-10",
                   max_docs: int | None = None, judged_only: bool = False
                   ) -> list[tuple[list[str], Ranked]]:
     """``ranking.rankings`` of each run (its queries and their ``Ranked``), under the same

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import MeasureError
 from reljudge.metrics.gain_kernels import (
     binary_g,
@@ -63,7 +64,7 @@ from reljudge.metrics.kernels import (
 
 T = TypeVar("T")
 #: per-query values of a measure: (the measure with its parameters, the rankings, compat)
-Kernel = Callable[["Measure", Ranked, str], np.ndarray]
+Kernel = Callable[["Measure", Ranked, Compat], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def _whole(kernel: Callable[[Ranked, int], np.ndarray]) -> Kernel:
     return lambda m, r, compat: kernel(r, m.param("rel"))
 
 
-def _iprec(m: Measure, r: Ranked, compat: str) -> np.ndarray:
+def _iprec(m: Measure, r: Ranked, compat: Compat) -> np.ndarray:
     """IPrec@level, kept in the rankings' memo (IPrecAvg reads the same levels)."""
     rel, level = m.param("rel"), m.level()
     return r.memo(("iprec", level, rel, compat),

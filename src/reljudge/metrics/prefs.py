@@ -23,14 +23,20 @@ the first ``num_rel`` (not retrieved-relevant) non-relevant documents of the ran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from reljudge.choices import Compat
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.prefs import Prefs
-from reljudge.metrics.ranking import float32_rounded, refuse_non_finite
+from reljudge.metrics.ranking import RunLike, float32_rounded, refuse_non_finite
+from reljudge.types import Run
+
+if TYPE_CHECKING:
+    from reljudge.metrics.evaluate import Evaluation
 
 #: -m all_prefs, in trec_eval's printing order
 PREFS_MEASURES = (
@@ -189,7 +195,7 @@ def _ratio(ful: int, poss: int) -> float:
     return ful / poss
 
 
-def _per_group(q: _Query, ratio) -> float:
+def _per_group(q: _Query, ratio: Callable[[Any], float]) -> float:
     """trec_eval's average over judgment groups: 0 unless the sum is above 0."""
     total = 0.0
     for g in q.groups:
@@ -298,9 +304,10 @@ def prefs_measures(texts: Sequence[str]) -> list[str]:
     return [m for m in PREFS_MEASURES if m in out]
 
 
-def evaluate_prefs(prefs: Prefs, run, measures: Sequence[str] | str = "all_prefs", *,
-                   all_queries: bool = False, compat: str = "trec_eval-10",
-                   float32_scores: bool | None = None, max_docs: int | None = None):
+def evaluate_prefs(prefs: Prefs, run: RunLike, measures: Sequence[str] | str = "all_prefs", *,
+                   all_queries: bool = False, compat: Compat = "trec_eval-10",
+                   float32_scores: bool | None = None, max_docs: int | None = None
+                   ) -> Evaluation:
     """Per-query values of trec_eval's preference measures for one run (trec_eval
     ``-R prefs`` or ``-R qrels_prefs``; read the judgments with ``reljudge.io.prefs``).
 
@@ -326,7 +333,7 @@ def evaluate_prefs(prefs: Prefs, run, measures: Sequence[str] | str = "all_prefs
     return Evaluation(run.name, names, wanted, scores, compat)
 
 
-def _run_rankings(run, compat: str, float32_scores: bool | None, max_docs: int | None
+def _run_rankings(run: Run, compat: Compat, float32_scores: bool | None, max_docs: int | None
                   ) -> tuple[list[str], dict[str, np.ndarray]]:
     """Each query's document ids in rank order as trec_eval ranks them for preferences: score
     descending, ties by id ascending (its other measures break ties descending); the first

@@ -25,7 +25,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from reljudge import columns
-from reljudge.choices import COMPAT
+from reljudge.choices import COMPAT, Compat
 from reljudge.errors import InputError
 from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
 from reljudge.metrics.kernels import judged_only as condensed
@@ -334,7 +334,7 @@ def qrels_queries(qrels: QrelsLike) -> list[str]:
 
 
 def rankings(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
-             float32_scores: bool | None = None, compat: str = "trec_eval-10",
+             float32_scores: bool | None = None, compat: Compat = "trec_eval-10",
              max_docs: int | None = None, judged_only: bool = False
              ) -> tuple[str, list[str], Ranked]:
     """What ``evaluate`` scores, under the same options: the run's name, the queries and
@@ -351,7 +351,7 @@ def rankings(qrels: QrelsLike, run: RunLike, *, all_queries: bool = False,
     return name, qids, trimmed(ranked, max_docs, judged_only)
 
 
-def checked_options(compat: str, max_docs: int | None, float32_scores: bool | None) -> bool:
+def checked_options(compat: Compat, max_docs: int | None, float32_scores: bool | None) -> bool:
     """``rankings``' options checked (an InputError names a bad one); whether scores are
     rounded to float32 (``float32_scores``, by default as ``compat`` says)."""
     if compat not in COMPAT:

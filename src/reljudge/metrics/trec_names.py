@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from reljudge.errors import MeasureError
 from reljudge.metrics.kernels import GM_EPSILON
@@ -21,6 +23,9 @@ from reljudge.metrics.measures import (
     from_specs,
     parse_measure,
 )
+
+if TYPE_CHECKING:
+    from reljudge.metrics.kernels import Ranked
 
 #: trec_eval 10's measures in the order it prints them (``-m all_trec``), whether reljudge
 #: computes them or not; which of ours each one is, the specs say (``MeasureSpec.trec_eval``)
@@ -84,7 +89,7 @@ class TrecMeasure:
         """Printed as a whole number (the counts, summed in the summary)."""
         return self.summary in ("sum", "count")
 
-    def line(self, qid: str, value, z: bool = False) -> str:
+    def line(self, qid: str, value: Any, z: bool = False) -> str:
         """The output line, in trec_eval's layout (``z``: as a z-score, trec_eval -Z)."""
         if self.summary == "string":
             return f"{self.name:<22}\t{qid}\t'{value}'"
@@ -248,7 +253,7 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
     return lines
 
 
-def summed_in_order(col) -> float:
+def summed_in_order(col: ArrayLike) -> float:
     """The sum of per-query values as trec_eval forms it: one double addition per query, in
     query order (its ``+=`` over queries sorted by id); numpy's pairwise sum can differ in
     the last bit, enough to print a half-way mean on the other side."""
@@ -272,8 +277,8 @@ def named_lines(texts: Sequence[str], names: Sequence[str], summed: Sequence[str
 MISSING_Z = -1000000.0  # trec_eval's MISSING_ZSCORE_VALUE
 
 
-def _z(tm: TrecMeasure, query_ids: Sequence[str], col,
-       zscores: Mapping[tuple[str, str], tuple[float, float]]):
+def _z(tm: TrecMeasure, query_ids: Sequence[str], col: np.ndarray,
+       zscores: Mapping[tuple[str, str], tuple[float, float]]) -> np.ndarray:
     """One measure's per-query values as z-scores (trec_eval's convert_zscores)."""
     if tm.measure is None:
         return col
@@ -374,13 +379,21 @@ def read_measure(text: str | Measure) -> Measure:
     return parse_measure(text)
 
 
-def relstring_column(evaluation, length: int) -> list[str]:
+class HasRanking(Protocol):
+    """What ``relstring_column`` reads of an ``evaluate.Evaluation`` (not imported here: that
+    module imports this one)."""
+
+    @property
+    def ranking(self) -> Ranked | None: ...
+
+
+def relstring_column(evaluation: HasRanking, length: int) -> list[str]:
     """``relstrings`` of an evaluation's rankings (kept in it: the run is not ranked again),
     aligned with its ``query_ids``."""
-    return relstrings(evaluation.ranking, length)
+    return relstrings(cast("Ranked", evaluation.ranking), length)  # evaluate keeps it
 
 
-def relstrings(r, length: int) -> list[str]:
+def relstrings(r: Ranked, length: int) -> list[str]:
     """trec_eval's relstring of each query: the grades of its first ``length`` documents, one
     character each ('0'-'9', '>' above 9, '-' absent from the qrels, '.' a negative grade)."""
     from reljudge.metrics.kernels import PAD, UNJUDGED

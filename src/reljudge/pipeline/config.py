@@ -310,7 +310,8 @@ def _check_settings(config: PipelineConfig, path: Path) -> None:
 
 
 def judge_config(config: PipelineConfig, *, model: str | None = None,
-                 base_url: str | None = None, api_key: str | None = None):
+                 base_url: str | None = None, api_key: str | None = None
+                 ) -> JudgeConfig | None:
     """The JudgeConfig of a pipeline (flags > config file > OPENAI_* variables), or None when
     labelling is disabled or nothing names an endpoint (an OPENAI_API_KEY alone names none).
     An endpoint named without a model, or a model without an endpoint, is a ConfigError: a

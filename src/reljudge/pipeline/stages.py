@@ -8,8 +8,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
+from reljudge.choices import Aggregate
 from reljudge.io.files import atomic_write
 from reljudge.pipeline.config import PipelineConfig
 from reljudge.pipeline.manifest import Manifest, fingerprint
@@ -238,7 +239,7 @@ def merge_stage(config: PipelineConfig, store: LabelStore, manifest: Manifest,
         stage = StageResult("merge", "up to date", manifest.summary("merge"))
     else:
         merged = store.merge(store.resolve_policy(config.merge.policy, "[merge] policy"),
-                             config.merge.aggregate)
+                             cast(Aggregate, config.merge.aggregate))  # checked on load
         if not merged.labels:
             raise ConfigError(f"{store.path}: no labels under the merge policy "
                               f"{config.merge.policy}; nothing to score")

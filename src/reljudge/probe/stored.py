@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from reljudge.choices import Aggregate
 from reljudge.grades import aggregate_grades
 from reljudge.probe.analysis import (
     Grades,
@@ -21,7 +22,7 @@ from reljudge.types import Run
 
 
 def latest_grades(rows: Iterable[tuple[str, str, int, int | None]], asked: set[tuple[str, str]],
-                  aggregate: str = "majority") -> Grades:
+                  aggregate: Aggregate = "majority") -> Grades:
     """(qid, docid) -> grade from answer rows (qid, docid, sample, grade) in the order added:
     each sample's latest grade stands (a failure only until a grade comes), the samples
     aggregated; None for a pair without a grade."""

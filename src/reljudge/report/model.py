@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reljudge.choices import Test
 from reljudge.report.facts import input_files, judges_and_costs
 from reljudge.report.summary import Summary, comparison_summary, judge_summary, primary_measure
 from reljudge.types import Qrels, Run
@@ -35,7 +36,7 @@ class ReportSettings:
 
     measures: Sequence[str] = ("nDCG@10",)
     baseline: str | None = None
-    test: str = "randomization"
+    test: Test = "randomization"
     trials: int = 10_000
     seed: int = 0
     audit_measure: str | None = None

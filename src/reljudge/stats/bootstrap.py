@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from reljudge.choices import CiMethod
 from reljudge.errors import ConfigError, InputError
 
 CHUNK = 2_000_000  # resampled values held at once: bounds memory for 10,000 queries
@@ -56,8 +58,8 @@ def percentile_ci(values: np.ndarray, level: float) -> tuple[float, float] | Non
     return float(np.percentile(ok, lo)), float(np.percentile(ok, hi))
 
 
-def bootstrap_ci(values, level: float = 0.95, n: int = 1000, seed: int = 0,
-                 method: str = "percentile") -> Interval:
+def bootstrap_ci(values: ArrayLike, level: float = 0.95, n: int = 1000, seed: int = 0,
+                 method: CiMethod = "percentile") -> Interval:
     """CI of the mean of per-query values; BCa (Efron 1987) falls back to percentile, with a
     note, where it is undefined (constant values, or every resample on one side)."""
     x = np.asarray(values, dtype=np.float64)

@@ -3,23 +3,22 @@ multiple-comparison correction, effect sizes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from reljudge.choices import MAX_TRIALS
-from reljudge.frames import Tabular, dataframe
+from reljudge.choices import CORRECTIONS, MAX_TRIALS, TESTS, CiMethod, Correction, Test
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.stats.bootstrap import Interval, bootstrap_ci
 from reljudge.stats.significance import (
-    TESTS,
     benjamini_hochberg,
     effect_size,
     holm,
     paired_test,
 )
+from reljudge.types import Qrels, Run
 
-CORRECTIONS = ("holm", "bh", "none")
 #: how a correction is named in prose ("Holm correction", "no correction")
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}
 
@@ -49,13 +48,13 @@ class Comparison(Tabular):
     measures: list[str]
     runs: list[str]
     baseline: str
-    test: str
-    correction: str
+    test: Test
+    correction: Correction
     alpha: float
     trials: int
     seed: int
     queries: list[str]  # the baseline's averaged queries
-    ci_method: str
+    ci_method: CiMethod
     all_queries: bool = False
     cells: dict[tuple[str, str], Cell] = field(default_factory=dict)
     per_query: dict[str, np.ndarray] = field(default_factory=dict)  # run -> (its queries, m)
@@ -88,7 +87,7 @@ class Comparison(Tabular):
         """The legend under the table."""
         return [self.legend()]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame, one row per run and measure (the ``compare --format json``
         values: mean, se, ci_low/ci_high, diff, p, p_adjusted, significant, effect_size)."""
         rows = []
@@ -124,9 +123,11 @@ class Comparison(Tabular):
                 f"[low, high]: 95% {self.ci_method} bootstrap interval of the mean")
 
 
-def compare(qrels, runs: Sequence, measures: Sequence[str], *, baseline: str | None = None,
-            test: str = "randomization", trials: int = 10_000, correction: str = "holm",
-            alpha: float = 0.05, seed: int = 0, ci_method: str = "percentile",
+def compare(qrels: Qrels | Mapping[str, Mapping[str, int]],
+            runs: Sequence[Run | Mapping] | Mapping[str, Run | Mapping], measures: Sequence[str],
+            *, baseline: str | None = None,
+            test: Test = "randomization", trials: int = 10_000, correction: Correction = "holm",
+            alpha: float = 0.05, seed: int = 0, ci_method: CiMethod = "percentile",
             bootstrap: int = 1000, all_queries: bool = False,
             float32_scores: bool = False, shared: bool = True) -> Comparison:
     """Score the runs and test each against the baseline (default: the first run).
@@ -232,7 +233,8 @@ def mark(cell: Cell) -> str:
     return "▲" if cell.diff > 0 else "▼"
 
 
-def comparison_rows(c, with_ci: bool = True, digits: int = 4):
+def comparison_rows(c: Comparison, with_ci: bool = True, digits: int = 4
+                    ) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the results table (means, intervals and p-values to ``digits``)."""
     headers = ["run", "queries"]
     for m in c.measures:
@@ -250,14 +252,14 @@ def comparison_rows(c, with_ci: bool = True, digits: int = 4):
     return headers, rows
 
 
-def _queries_cell(c, run: str) -> str:
+def _queries_cell(c: Comparison, run: str) -> str:
     """How many queries a run's mean is over: "10", or "10 of 12" when the shared set leaves
     some of its own out."""
     k, own = len(c.run_queries[run]), c.own_queries.get(run, len(c.run_queries[run]))
     return f"{k} of {own}" if own > k else str(k)
 
 
-def comparison_dict(c) -> dict:
+def comparison_dict(c: Comparison) -> dict:
     """The comparison as plain data."""
     from reljudge.metrics.queries import rule_name
 

@@ -7,13 +7,15 @@ Benjamini-Hochberg adjustments are ours.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from reljudge.choices import TESTS, Test
 from reljudge.errors import ConfigError
 
-TESTS = ("randomization", "t", "wilcoxon", "bootstrap")
 CHUNK = 2_000_000
 
 
@@ -28,7 +30,7 @@ class TestResult:
     note: str = ""
 
 
-def paired_t(a, b) -> TestResult:
+def paired_t(a: ArrayLike, b: ArrayLike) -> TestResult:
     """Student's paired t-test (scipy.stats.ttest_rel)."""
     from scipy.stats import ttest_rel
 
@@ -41,7 +43,7 @@ def paired_t(a, b) -> TestResult:
     return TestResult("t", float(d.mean()), float(r.pvalue), float(r.statistic))
 
 
-def wilcoxon(a, b) -> TestResult:
+def wilcoxon(a: ArrayLike, b: ArrayLike) -> TestResult:
     """Wilcoxon signed-rank test (scipy.stats.wilcoxon; zero differences dropped)."""
     from scipy.stats import wilcoxon as scipy_wilcoxon
 
@@ -52,13 +54,13 @@ def wilcoxon(a, b) -> TestResult:
     return TestResult("wilcoxon", float(d.mean()), float(r.pvalue), float(r.statistic))
 
 
-def _chunks(n: int, width: int):
+def _chunks(n: int, width: int) -> Iterator[int]:
     step = max(1, CHUNK // max(1, width))
     for start in range(0, n, step):
         yield min(step, n - start)
 
 
-def randomization(a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
+def randomization(a: ArrayLike, b: ArrayLike, trials: int = 10_000, seed: int = 0) -> TestResult:
     """Fisher's randomisation test: random sign flips of the paired differences; two-sided,
     p = (1 + #{|mean| >= observed}) / (1 + trials)."""
     d = np.asarray(b, float) - np.asarray(a, float)
@@ -72,7 +74,7 @@ def randomization(a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
     return TestResult("randomization", float(d.mean()), (hits + 1) / (trials + 1))
 
 
-def bootstrap_test(a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
+def bootstrap_test(a: ArrayLike, b: ArrayLike, trials: int = 10_000, seed: int = 0) -> TestResult:
     """Paired bootstrap test (Efron & Tibshirani 16.4): resample the centred differences;
     two-sided, p = (1 + #{|mean*| >= |mean|}) / (1 + trials)."""
     d = np.asarray(b, float) - np.asarray(a, float)
@@ -87,7 +89,7 @@ def bootstrap_test(a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
     return TestResult("bootstrap", float(d.mean()), (hits + 1) / (trials + 1))
 
 
-def paired_test(name: str, a, b, trials: int = 10_000, seed: int = 0) -> TestResult:
+def paired_test(name: Test, a: ArrayLike, b: ArrayLike, trials: int = 10_000, seed: int = 0) -> TestResult:
     """Run the named test."""
     if name == "randomization":
         return randomization(a, b, trials, seed)
@@ -100,7 +102,7 @@ def paired_test(name: str, a, b, trials: int = 10_000, seed: int = 0) -> TestRes
     raise ConfigError(f"unknown test {name!r}; expected one of {', '.join(TESTS)}")
 
 
-def effect_size(a, b) -> float | None:
+def effect_size(a: ArrayLike, b: ArrayLike) -> float | None:
     """Cohen's d for paired samples: mean(B - A) / sd(B - A); None when sd is 0."""
     d = np.asarray(b, float) - np.asarray(a, float)
     if len(d) < 2:
@@ -109,7 +111,7 @@ def effect_size(a, b) -> float | None:
     return float(d.mean() / sd) if sd > 0 else None
 
 
-def holm(pvalues) -> np.ndarray:
+def holm(pvalues: ArrayLike) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
     p = np.asarray(pvalues, float)
     m = len(p)
@@ -120,7 +122,7 @@ def holm(pvalues) -> np.ndarray:
     return out
 
 
-def benjamini_hochberg(pvalues) -> np.ndarray:
+def benjamini_hochberg(pvalues: ArrayLike) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1)."""
     p = np.asarray(pvalues, float)
     m = len(p)

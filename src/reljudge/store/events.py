@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from reljudge.choices import DERIVED, Aggregate, DerivedVote
 from reljudge.errors import InputError, StoreError
 from reljudge.grades import check_grade, in_scale
 from reljudge.labels import RETRACTED, FailureKind, LabelEvent
@@ -445,8 +446,8 @@ class EventLog(Texts):
             out = {p: g for p, g in out.items() if p in wanted}
         return out
 
-    def merge(self, policy: str = "human-first", aggregate: str = "majority",
-              fractional: bool = False, derived: str = "recorded", *,
+    def merge(self, policy: str = "human-first", aggregate: Aggregate = "majority",
+              fractional: bool = False, derived: DerivedVote = "recorded", *,
               stale: Set[tuple[str, str, str, str]] | None = None,
               rows: Sequence[tuple] | None = None,
               standing: np.ndarray | None = None, votes: Votes | None = None) -> Merged:
@@ -456,7 +457,6 @@ class EventLog(Texts):
         or its expected grade (``expected``; fractional, so rounded half up unless
         ``fractional``). ``stale``, ``rows``, ``standing`` and ``votes``: ``stale_labels()``,
         ``label_rows()``, ``standing_ids()`` and ``votes()`` when the caller has them already."""
-        from reljudge.choices import DERIVED
         from reljudge.grades import decide, round_half_up
 
         if derived not in DERIVED:
@@ -503,7 +503,7 @@ class EventLog(Texts):
         return "source=" + resolve_source(known, name, where=str(self.path),
                                           option=option).name
 
-    def conflicts(self, aggregate: str = "majority", *, standing: np.ndarray | None = None,
+    def conflicts(self, aggregate: Aggregate = "majority", *, standing: np.ndarray | None = None,
                   votes: Votes | None = None) -> list[Conflict]:
         """``merge.conflicts`` of the standing labels, merged from the store's ids;
         ``standing`` and ``votes``: ``standing_ids()`` and ``votes()`` when the caller has
@@ -535,11 +535,11 @@ class EventLog(Texts):
         passages)."""
         return {i: (k, n) for i, k, n in self.conn.execute("SELECT id, kind, name FROM sources")}
 
-    def qrels(self, source: str, aggregate: str = "majority") -> Qrels:
+    def qrels(self, source: str, aggregate: Aggregate = "majority") -> Qrels:
         """The labels of one source alone (its annotators' or samples' grades aggregated)."""
         return self.source_qrels([source], aggregate)[source]
 
-    def source_qrels(self, sources: Sequence[str], aggregate: str = "majority"
+    def source_qrels(self, sources: Sequence[str], aggregate: Aggregate = "majority"
                      ) -> dict[str, Qrels]:
         """{source: its labels alone} for each of ``sources`` (as ``qrels``), read in one go."""
         wanted = set(sources)

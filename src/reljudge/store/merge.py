@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reljudge.choices import AGGREGATES, Aggregate
 from reljudge.errors import StoreError
-from reljudge.grades import AGGREGATES, aggregate_grades
+from reljudge.grades import aggregate_grades
 from reljudge.labels import is_adjudication
 from reljudge.types import Qrels
 
@@ -60,7 +61,7 @@ class Merged:
     """Merged labels with provenance, under a named policy and aggregation."""
 
     policy: str
-    aggregate: str
+    aggregate: Aggregate
     fractional: bool
     labels: list[FinalLabel]
 
@@ -130,7 +131,7 @@ def check_policy(policy: str) -> None:
     raise StoreError(f"unknown merge policy {policy!r}; expected one of {', '.join(POLICIES)}")
 
 
-def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: str = "majority",
+def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: Aggregate = "majority",
                fractional: bool = False, stale: Set[tuple[str, str, str, str]] = frozenset()
                ) -> Merged:
     """Merge (qid, docid, kind, source, sample, grade, event id) rows into final labels;
@@ -140,7 +141,7 @@ def merge_rows(rows: Sequence[tuple], policy: str = "human-first", aggregate: st
     return _merge(_votes(rows), policy, aggregate, fractional, stale)
 
 
-def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: str,
+def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: Aggregate,
            fractional: bool, stale: Set[tuple[str, str, str, str]]) -> Merged:
     """``merge_rows`` of each pair's candidate votes (``_votes``)."""
     labels = []
@@ -160,7 +161,7 @@ def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: s
 
 def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[str, str]],
               queries: Sequence[tuple], passages: Sequence[tuple], policy: str = "human-first",
-              aggregate: str = "majority", fractional: bool = False,
+              aggregate: Aggregate = "majority", fractional: bool = False,
               stale: Set[tuple[str, str, str, str]] = frozenset(),
               grades: Mapping[int, float] | None = None) -> Merged:
     """``merge_rows`` from the store's ids, column by column: ``rows`` (source id, query id,
@@ -204,7 +205,7 @@ def latest_votes(rows: Sequence[tuple] | np.ndarray, queries: Sequence[tuple],
 
 
 def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
-                policy: str = "human-first", aggregate: str = "majority",
+                policy: str = "human-first", aggregate: Aggregate = "majority",
                 fractional: bool = False, stale: Set[tuple[str, str, str, str]] = frozenset(),
                 grades: Mapping[int, float] | None = None) -> Merged:
     """``merge_ids`` of the votes ``latest_votes`` gave (several policies can share them)."""
@@ -265,7 +266,7 @@ def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.n
 
 def source_qrels(rows: Sequence[tuple] | np.ndarray, names: Mapping[int, str],
                  queries: Sequence[tuple], passages: Sequence[tuple],
-                 aggregate: str = "majority") -> dict[str, Qrels]:
+                 aggregate: Aggregate = "majority") -> dict[str, Qrels]:
     """{name: the labels of that source name alone, as the policy ``source=NAME`` merges
     them} from the store's ids: ``rows`` (source id, query id, passage id, sample, event id,
     grade) of the standing grades, ``names`` {source id: name}, ``queries`` and ``passages``
@@ -332,7 +333,7 @@ def _votes(rows: Sequence[tuple]) -> dict[tuple[str, str], list[Vote]]:
     return by_pair
 
 
-def _aggregate(votes: tuple[int, ...], aggregate: str, fractional: bool) -> float:
+def _aggregate(votes: tuple[int, ...], aggregate: Aggregate, fractional: bool) -> float:
     """``aggregate_grades``, with a single integer vote (most pairs) taken as it is: every
     rule gives it back unchanged."""
     if len(votes) == 1 and type(votes[0]) is int:
@@ -372,7 +373,7 @@ class Conflict:
         return self.llm - self.human
 
 
-def conflicts(rows: Sequence[tuple], aggregate: str = "majority") -> list[Conflict]:
+def conflicts(rows: Sequence[tuple], aggregate: Aggregate = "majority") -> list[Conflict]:
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
     _check_aggregate(aggregate)
     votes = _votes(rows)  # once for both sides

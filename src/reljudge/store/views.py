@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reljudge.choices import Aggregate
 from reljudge.frames import dataframe
 from reljudge.labels import LabelEvent
 
@@ -44,7 +45,7 @@ class ConflictText:
                            for a in self.answers)
 
 
-def conflicts_with_text(store: EventLog, aggregate: str = "majority", min_diff: float = 1.0,
+def conflicts_with_text(store: EventLog, aggregate: Aggregate = "majority", min_diff: float = 1.0,
                         limit: int = 0, *, standing: np.ndarray | None = None
                         ) -> list[ConflictText]:
     """Pairs whose human and LLM grades differ by at least ``min_diff``, largest first (at most
