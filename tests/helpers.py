@@ -203,3 +203,15 @@ def store_at_version(location, version: int, events, monkeypatch) -> None:
         with LabelStore(location) as s:
             assert s.db.version() == version
             s.add_events(events)
+
+
+def kill_after_calls(server, argv: list[str], calls: int, wait: float, **popen) -> int:
+    """Start ``argv``; SIGKILL it once ``server`` has had ``calls`` calls (or after ``wait``
+    seconds); the server's count of calls at the kill."""
+    proc = subprocess.Popen(argv, **popen)
+    deadline = time.time() + wait
+    while server.calls < calls and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return server.calls

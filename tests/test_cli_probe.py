@@ -4,12 +4,9 @@ inputs refused in one line with nothing sent or written, and a kill -9 mid-probe
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from reljudge.cli import main
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI
 from reljudge.testing.graders import lexical_grader
+from tests.helpers import kill_after_calls
 
 HR = Path(__file__).resolve().parents[1] / "examples" / "hr-handbook"
 
@@ -170,14 +168,8 @@ def test_kill_9_mid_probe_then_rerun_pays_no_answer_twice_and_reports_the_same(t
     with FakeOpenAI(slow_lexical) as server:
         argv = args(server, tmp_path, "--store", str(tmp_path / "s.sqlite"), "--json",
                     "--per-kind", "8", "--concurrency", "4", "--quiet")
-        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, *argv],
-                                stdout=subprocess.PIPE)
-        deadline = time.time() + 60
-        while server.calls < 25 and time.time() < deadline:
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        killed_at = server.calls
+        killed_at = kill_after_calls(server, [sys.executable, "-c", KILL_SCRIPT, *argv], 25,
+                                     60, stdout=subprocess.PIPE)
         done = subprocess.run([sys.executable, "-c", KILL_SCRIPT, *argv], capture_output=True,
                               timeout=120)
         assert done.returncode == 0, done.stderr

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -21,6 +18,7 @@ from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from reljudge.testing.fake_openai import chat_reply, grade_logprobs
+from tests.helpers import kill_after_calls
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave and expenses"} for i in range(6)}
@@ -282,13 +280,7 @@ label_pairs(cfg, pairs, {"q1": "query"}, passages, LabelStore(db))
 def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(tmp_path):
     with FakeOpenAI(lambda r: Reply.text("final score: 2", delay=0.05)) as s:
         args = [s.base_url, str(tmp_path / "cache"), str(tmp_path / "s.sqlite")]
-        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, *args])
-        deadline = time.time() + 30
-        while s.calls < 20 and time.time() < deadline:
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        killed_at = s.calls
+        killed_at = kill_after_calls(s, [sys.executable, "-c", KILL_SCRIPT, *args], 20, 30)
         assert 20 <= killed_at < 60, "the run finished before it could be killed"
         subprocess.run([sys.executable, "-c", KILL_SCRIPT, *args], check=True, timeout=60)
         asked = [r.user_text for r in s.requests]
