@@ -196,6 +196,8 @@ def not_run_problems(doc: Path) -> list[str]:
             if not line.startswith("reljudge "):
                 continue
             words = shlex.split(line.split("#", 1)[0])[1:]
+            if not words or words[0].endswith(":"):  # prose in a help text ("reljudge docs: ...")
+                continue
             verb = tuple(words[:2]) if words[0] in ("labels", "batch") else (words[0],)
             if verb not in helps:
                 proc = subprocess.run([sys.executable, "-m", "reljudge", *verb, "--help"],
