@@ -36,6 +36,9 @@ from reljudge.testing.fake_openai import Reply, Request
 
 STAGES = ("validating", "in_progress", "finalizing", "completed")
 
+#: what a route answers: the HTTP status, a JSON payload or raw bytes, the content type
+_Answer = tuple[int, dict[str, Any] | bytes, str]
+
 
 @dataclass
 class BatchPlan:
@@ -77,7 +80,7 @@ class FakeBatchAPI:
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True
 
-            def log_message(self, *args) -> None:
+            def log_message(self, *args: Any) -> None:
                 pass
 
             def _body(self) -> bytes:
@@ -122,7 +125,7 @@ class FakeBatchAPI:
     # -- the API ---------------------------------------------------------------------------
 
     def _dispatch(self, method: str, path: str, body: bytes, ctype: str,
-                  query: dict[str, str] | None = None):
+                  query: dict[str, str] | None = None) -> _Answer:
         parts = path.split("/")[2:] if path.startswith("/v1/") else []
         json_ct = "application/json"
         query = query or {}
@@ -168,7 +171,7 @@ class FakeBatchAPI:
                            "purpose": purpose, "status": "processed", "_content": content}
         return self.files[fid]
 
-    def _upload(self, body: bytes, ctype: str):
+    def _upload(self, body: bytes, ctype: str) -> _Answer:
         msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
             b"content-type: " + ctype.encode() + b"\r\n\r\n" + body)
         fields: dict[str, Any] = {}
@@ -187,7 +190,7 @@ class FakeBatchAPI:
         name = fields["file"].get_filename() or "upload.jsonl"
         return 200, _public(self._store_file(content, name, purpose)), "application/json"
 
-    def _create(self, req: dict):
+    def _create(self, req: dict) -> _Answer:
         f = self.files.get(req.get("input_file_id", ""))
         if f is None:
             return 404, _error(f"No such File object: {req.get('input_file_id')}"), \
@@ -314,7 +317,7 @@ class FakeBatchAPI:
     def __enter__(self) -> FakeBatchAPI:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

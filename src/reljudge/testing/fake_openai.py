@@ -58,7 +58,7 @@ class Reply:
     drop: bool = False  # close the connection without answering
 
     @classmethod
-    def text(cls, text: str, **kw) -> Reply:
+    def text(cls, text: str, **kw: Any) -> Reply:
         """A 200 answer with this assistant text."""
         delay = kw.pop("delay", 0.0)
         return cls(200, chat_reply(text, **kw), delay=delay)
@@ -277,7 +277,7 @@ class FakeOpenAI:
     def __enter__(self) -> FakeOpenAI:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
