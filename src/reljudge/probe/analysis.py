@@ -12,7 +12,7 @@ answer) are left out and counted in ``unanswered``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -88,7 +88,7 @@ def kind_result(template: str, kind: str, pairs: Sequence[tuple[int | None, int 
     def rate(k: int, n: int) -> float | None:
         return k / n if n else None
 
-    def counts(values) -> dict[int, int]:
+    def counts(values: Iterable[int]) -> dict[int, int]:
         out: dict[int, int] = {}
         for v in values:
             out[v] = out.get(v, 0) + 1
