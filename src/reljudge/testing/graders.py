@@ -20,12 +20,13 @@ def hash_grader(request: Request, preamble: str = "", delay: float = 0.0) -> Rep
 
 # -- judges of known behaviour, for probes (reljudge.probe) ----------------------------------
 # The shipped templates put the query and the passage between these markers (a title line,
-# when shown, starts the passage): (query start, query end, passage start, passage end).
+# when shown, starts the passage): (query start, query end, passage start, passage end) of
+# the guarded, umbrela and basic templates.
 _LAYOUTS = (
-    ("A person searched for:\n", "\n", "<<<PASSAGE\n", "\nPASSAGE>>>"),  # guarded
+    ("A person searched for:\n", "\n", "<<<PASSAGE\n", "\nPASSAGE>>>"),
     ("A person searched for:\n", "\n", "Here is a passage a search system returned:\n",
-     "\n\nGrade the passage"),  # umbrela
-    ("Query: ", "\n", "Passage: ", "\n\nHow relevant"),  # basic
+     "\n\nGrade the passage"),
+    ("Query: ", "\n", "Passage: ", "\n\nHow relevant"),
 )
 
 
