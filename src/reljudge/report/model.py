@@ -110,19 +110,23 @@ class ReportModel:
     version: str
     made_at: str
     comparison: Comparison
-    measure: str  # the measure the summary and plots are about
+    #: the measure the summary and plots are about
+    measure: str
     summaries: list[Summary]
-    forest: Forest | None  # None: one run, nothing to compare
+    #: None: one run, nothing to compare
+    forest: Forest | None
     audit: AuditResult | None = None
     estimates: StoreEstimates | None = None
-    conflicts: list[ConflictText] = field(default_factory=list)  # largest first:
-    # those shown (settings.conflicts, 0: all) of ``conflict_count``
+    #: largest first: those shown (settings.conflicts, 0: all) of ``conflict_count``
+    conflicts: list[ConflictText] = field(default_factory=list)
     conflict_count: int = 0
     judges: list[JudgeFacts] = field(default_factory=list)
     costs: list[Cost] = field(default_factory=list)
     files: list[InputFile] = field(default_factory=list)
-    store: StoreTables | None = None  # None: no store
-    probes: ProbeReport | None = None  # None: no probes in the store
+    #: None: no store
+    store: StoreTables | None = None
+    #: None: no probes in the store
+    probes: ProbeReport | None = None
 
 
 def compute(qrels: Qrels, runs: Sequence[Run], settings: ReportSettings, *,
@@ -137,7 +141,8 @@ def compute(qrels: Qrels, runs: Sequence[Run], settings: ReportSettings, *,
     comp = compare(qrels, runs, list(s.measures), baseline=s.baseline, test=s.test,
                    trials=s.trials, seed=s.seed, all_queries=s.all_queries,
                    float32_scores=s.float32_scores)
-    runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]  # distinct names
+    # the names compare made distinct
+    runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]
     m0 = primary_measure(comp)
     result = None
     if reference is not None and judges:
@@ -158,10 +163,13 @@ def compute(qrels: Qrels, runs: Sequence[Run], settings: ReportSettings, *,
         scored = [_float32(r) for r in runs] if s.float32_scores else runs
         model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
                                    require=False, rank=False)
-        standing = store.standing_ids()  # read once: the conflicts, counts and merge
-        votes = store.votes(standing)  # sorted once: the conflicts and the merge
+        # read once: the conflicts, counts and merge
+        standing = store.standing_ids()
+        # sorted once: the conflicts and the merge
+        votes = store.votes(standing)
         found = [c for c in store.conflicts(votes=votes) if abs(c.diff) >= 1]
-        model.conflict_count = len(found)  # the texts and answers of those shown alone
+        model.conflict_count = len(found)
+        # the texts and answers of the conflicts shown only
         model.conflicts = with_text(store, found[:s.conflicts] if s.conflicts else found,
                                     standing)
         model.judges, model.costs = judges_and_costs(store, s.price)
