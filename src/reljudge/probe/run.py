@@ -100,8 +100,8 @@ async def ask(plan: Plan, store: LabelStore | None = None, *, progress: bool = F
     with what --max-cost has left); the labelling reports."""
     sink = ProbeSink(store) if store is not None else None
     for labeller, probe_set in zip(plan.labellers, plan.sets, strict=True):
-        labeller.check(probe_set.pairs(), plan.queries, probe_set.passages(), sink)  # before
-        # any write: a --max-total-cost the store's spend leaves no room for, --stale fail
+        # before any write: a --max-total-cost the store's spend leaves no room for, --stale fail
+        labeller.check(probe_set.pairs(), plan.queries, probe_set.passages(), sink)
     reports: list[LabelReport] = []
     spent = 0.0
     for labeller, probe_set in zip(plan.labellers, plan.sets, strict=True):
