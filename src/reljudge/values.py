@@ -1,9 +1,9 @@
 """Checked values of plain data: ids, integer grades, numeric scores, and the
 ``{qid: {docid: value}}`` dicts built from them.
 
-The checks every in-memory input passes through, whatever its shape (``types`` builds Qrels
-and Runs with them; ``io.coerce`` reads records and DataFrames into them). A value that is not
-an id, an integer grade or a numeric score is an InputError naming the first one.
+The checks every in-memory input passes through, whatever its shape (dicts, records,
+DataFrames), on its way to a Qrels or a Run. A value that is not an id, an integer grade or a
+numeric score is an InputError naming the first one.
 """
 
 from __future__ import annotations
