@@ -147,7 +147,8 @@ class _FrontDoor(types.ModuleType):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("audit", "probe") and isinstance(value, types.ModuleType):
-            self.__dict__.pop(name, None)  # __getattr__ finds the function when asked
+            # __getattr__ finds the function when asked
+            self.__dict__.pop(name, None)
             return
         super().__setattr__(name, value)
 

@@ -2,11 +2,8 @@
 imports nothing but ``typing``: ``reljudge CMD --help`` builds its flags from them without
 loading numpy.
 
-The modules that check them import them from here: ``metrics.ranking`` (and
-``metrics.evaluate``) ``COMPAT``, ``io.prefs`` ``KINDS``, ``infer.sample`` ``DESIGNS``,
-``store.events`` ``DERIVED``, ``assess.task`` ``ORDERS``, ``stats.significance``
-``MAX_TRIALS``. Each named set is a ``Literal`` type for signatures (``Compat``, ...) and the
-tuple of its values for checks and ``--help`` (``COMPAT``, ...), the one derived from the other.
+Each named set is a ``Literal`` type for signatures (``Compat``, ...) and the tuple of its
+values for checks and ``--help`` (``COMPAT``, ...), the one derived from the other.
 """
 
 from typing import Literal, get_args
@@ -22,7 +19,7 @@ KINDS: tuple[Kind, ...] = get_args(Kind)
 Design = Literal["srs-queries", "srs-pairs", "stratified-pairs", "active"]
 DESIGNS: tuple[Design, ...] = get_args(Design)
 #: how a derived source (calibrated judge, panel) votes: the grade its derivation's rule
-#: recorded, or a rule applied to its distributions now
+#: recorded, or a rule applied to its distributions when read
 DerivedVote = Literal["recorded", "mode", "median", "expected"]
 DERIVED: tuple[DerivedVote, ...] = get_args(DerivedVote)
 #: the order pairs are shown in: a query at a time (queries shuffled, then each query's
@@ -41,8 +38,8 @@ CI_METHODS: tuple[CiMethod, ...] = get_args(CiMethod)
 #: how several grades of one pair become one (``grades.aggregate_grades``)
 Aggregate = Literal["majority", "mean", "median"]
 AGGREGATES: tuple[Aggregate, ...] = get_args(Aggregate)
-#: the most randomisation or bootstrap trials taken: p-values to 1e-6, seconds per comparison;
-#: 10^10 ran for hours without a word
+#: the most randomisation or bootstrap trials taken: p-values to 1e-6 in seconds per comparison
+#: (10^10 would run for hours without a word of progress)
 MAX_TRIALS = 1_000_000
 
 #: the docs' page a message points to, by its title (mkdocs.yml's nav): an installed reljudge

@@ -20,7 +20,8 @@ _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _BIG_ENDIAN = sys.byteorder == "big"
-_BLOCK = 1 << 20  # rows hashed at a time (keeps the temporaries in cache)
+#: rows hashed at a time (keeps the temporaries in cache)
+_BLOCK = 1 << 20
 # masks keeping the first k bytes (in memory) of an 8-byte word, k = 0..8
 _KEEP_BYTES = ((np.arange(8)[None, :] < np.arange(9)[:, None]) * np.uint8(255)).astype(
     np.uint8).view(np.uint64).ravel()
@@ -37,8 +38,10 @@ def fixed_width(offsets: np.ndarray, data: np.ndarray, width: int, out: np.ndarr
     padded[: len(data)] = data
     windows = np.lib.stride_tricks.as_strided(padded, (len(padded) - width + 1, width), (1, 1))
     rows = out.view(np.uint8).reshape(n, width)
-    rows[:] = windows[offsets[:-1]]  # `width` bytes from each string's start
-    for j in range(width):  # clear the bytes that belong to the next string
+    # `width` bytes from each string's start
+    rows[:] = windows[offsets[:-1]]
+    # clear the bytes that belong to the next string
+    for j in range(width):
         col = rows[:, j]
         col[lengths <= j] = 0
 
@@ -46,7 +49,8 @@ def fixed_width(offsets: np.ndarray, data: np.ndarray, width: int, out: np.ndarr
 def as_bytes(values: ArrayLike) -> np.ndarray:
     """An ``S`` array of the UTF-8 bytes of the given strings (or the array itself if ``S``)."""
     arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
-    if arr.dtype.kind not in "OUS":  # numbers: their text, as narrow as it is
+    # numbers: their text, as narrow as it is
+    if arr.dtype.kind not in "OUS":
         arr = np.array([str(v) for v in arr.tolist()], dtype=object)
     return utf8(arr)
 
@@ -54,7 +58,8 @@ def as_bytes(values: ArrayLike) -> np.ndarray:
 def decode(arr: np.ndarray) -> np.ndarray:
     """An object array of Python str from an ``S`` array of UTF-8 bytes."""
     try:
-        return arr.astype("U").astype(object)  # ASCII: one C-level pass each way
+        # ASCII: one C-level pass each way
+        return arr.astype("U").astype(object)
     except UnicodeDecodeError:
         return np.array([b.decode() for b in arr.tolist()], dtype=object)
 
@@ -70,7 +75,8 @@ def utf8(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind == "S":
         return values
     try:
-        return values.astype("S")  # numpy encodes as ASCII
+        # numpy encodes as ASCII
+        return values.astype("S")
     except UnicodeEncodeError:
         encoded = [str(v).encode() for v in values.tolist()]
         return np.array(encoded, dtype=f"S{max(map(len, encoded), default=1) or 1}")
@@ -84,10 +90,12 @@ def joined_utf8(strings: Iterable[str], n: int) -> tuple[np.ndarray, np.ndarray,
     strings = list(strings)
     if not n:
         return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, np.int64)
-    strings.append("\0" * 63)  # with its separator: 64 zero bytes after the last string
+    # with its separator: 64 zero bytes after the last string
+    strings.append("\0" * 63)
     text = "\0".join(strings).encode()
     zeros = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 0)
-    if len(zeros) == n + 63:  # separators and padding only
+    # separators and padding only
+    if len(zeros) == n + 63:
         return np.frombuffer(text, dtype=np.uint8), np.r_[0, zeros[: n - 1] + 1], zeros[:n]
     encoded = [s.encode() for s in strings[:n]]
     lengths = np.fromiter(map(len, encoded), np.int64, n)
@@ -108,7 +116,8 @@ def _words_at(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     copied; measured: a 5,300-line run's columns 0.75 -> 0.50 ms)."""
     lengths = ends - starts
     if len(data) < 8 * nwords or (len(starts) and int(starts.max()) + 8 * nwords > len(data)):
-        data = np.concatenate([data, np.zeros(8 * nwords, dtype=np.uint8)])  # too little padding
+        # too little padding past the last string for a whole word's load
+        data = np.concatenate([data, np.zeros(8 * nwords, dtype=np.uint8)])
     at_every_byte = np.ndarray((len(data) - 7,), dtype=np.uint64, buffer=data, strides=(1,))
     out = []
     for k in range(nwords):
@@ -122,7 +131,8 @@ def take_strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
     """An ``S`` array of the byte strings ``data[starts[i]:ends[i]]`` (its width a multiple
     of 8 bytes), a word at a time (``_words_at``)."""
     nwords = _words_needed(starts, ends)
-    if len(starts) < nwords:  # few, long strings (a field of a long line): a row at a time
+    # few, long strings (a field of a long line): a row at a time
+    if len(starts) < nwords:
         rows = np.zeros(len(starts), dtype=f"S{8 * nwords}")
         for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
             rows[i] = data[a:b].tobytes()
@@ -212,7 +222,8 @@ def mix(doc_hash: np.ndarray, code: np.ndarray) -> np.ndarray:
     return h
 
 
-SMALL_INDEX = 1 << 16  # keys of an index searched without sorting the needles first
+#: keys of an index searched without sorting the needles first
+SMALL_INDEX = 1 << 16
 
 
 class KeyIndex:
@@ -247,7 +258,8 @@ class KeyIndex:
             a, b = self._rows(same), self._rows(same + 1)
             ok = (self.codes[a] == self.codes[b]) & (self.docs[a] == self.docs[b])
             hits = list(zip(a[ok].tolist(), b[ok].tolist(), strict=True))
-            chained = np.flatnonzero(same[1:] == same[:-1] + 1)  # groups of 3+: check all
+            # hashes equal in groups of 3 or more: check every row of the group
+            chained = np.flatnonzero(same[1:] == same[:-1] + 1)
             for at in same[chained].tolist():
                 group = self._rows(np.flatnonzero(high == high[at]))
                 seen: dict[tuple[int, bytes], int] = {}
@@ -272,7 +284,8 @@ class KeyIndex:
         at = np.searchsorted(self.packed, needle, "left")
         found_a, found_b = [], []
         live = np.arange(len(order))
-        while len(live):  # the first candidate, then the next while hashes still agree
+        # the first candidate, then the next while hashes still agree
+        while len(live):
             p = at[live]
             inside = p < n
             live, p = live[inside], p[inside]

@@ -56,7 +56,8 @@ def fresh_folder(out: Path) -> None:
 
     check_folder(out)
     if out.exists() and any(out.iterdir()):
-        for item in out.iterdir():  # the folder itself stays: its parent may be read-only
+        # the folder itself stays: its parent may be read-only
+        for item in out.iterdir():
             if item.is_dir() and not item.is_symlink():
                 shutil.rmtree(item)
             else:
@@ -83,7 +84,8 @@ def run_demo(out: Path, examples: Path, *, judge_overrides: dict | None = None,
     from reljudge.pipeline.runner import run_pipeline
     from reljudge.tables import markdown_table, render
 
-    check_folder(out)  # every refusal before the folder is emptied or written
+    # every refusal before the folder is emptied or written
+    check_folder(out)
     hr = examples / "hr-handbook"
     config = load_config(hr / "pipeline.toml")
     config = config.model_copy(update={"output": config.output.model_copy(

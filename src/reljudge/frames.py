@@ -57,5 +57,6 @@ class Tabular:
 
         from reljudge.tables import NUMBER_STYLE, html_table
 
+        # the notes a line each, as in the text form
         return NUMBER_STYLE + html_table(*self.table(), self.digits) + "".join(
-            f"\n<p>{html.escape(n)}</p>" for n in self.notes())  # a line each, as text too
+            f"\n<p>{html.escape(n)}</p>" for n in self.notes())

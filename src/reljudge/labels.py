@@ -16,17 +16,28 @@ SOURCE_KINDS = ("human", "llm", "import")
 class FailureKind(str, enum.Enum):
     """What went wrong with one judgment."""
 
-    CONNECTION = "connection"  # refused, reset, closed mid-answer, DNS, proxy
-    TLS = "tls"  # certificate or handshake failure: fatal, never retried
-    TIMEOUT = "timeout"  # the whole call took longer than --timeout
-    HTTP_STATUS = "http_status"  # an HTTP error answer other than 429
-    RATE_LIMITED = "rate_limited"  # HTTP 429
-    REFUSED = "refused"  # the model refused or a content filter stopped the answer
-    UNPARSEABLE = "unparseable"  # an answer (or response body) no grade could be read from
-    TRUNCATED = "truncated"  # an answer cut off at the output token limit before its grade
-    BUDGET = "budget"  # not affordable within --max-cost / --max-total-cost
-    EXPIRED = "expired"  # a Batch API request not run before its batch expired
-    CANCELLED = "cancelled"  # a Batch API request not run because its batch was cancelled
+    #: refused, reset, closed mid-answer, DNS, proxy
+    CONNECTION = "connection"
+    #: certificate or handshake failure: fatal, never retried
+    TLS = "tls"
+    #: the whole call took longer than --timeout
+    TIMEOUT = "timeout"
+    #: an HTTP error answer other than 429
+    HTTP_STATUS = "http_status"
+    #: HTTP 429
+    RATE_LIMITED = "rate_limited"
+    #: the model refused or a content filter stopped the answer
+    REFUSED = "refused"
+    #: an answer (or response body) no grade could be read from
+    UNPARSEABLE = "unparseable"
+    #: an answer cut off at the output token limit before its grade
+    TRUNCATED = "truncated"
+    #: not affordable within --max-cost / --max-total-cost
+    BUDGET = "budget"
+    #: a Batch API request not run before its batch expired
+    EXPIRED = "expired"
+    #: a Batch API request not run because its batch was cancelled
+    CANCELLED = "cancelled"
 
     def __str__(self) -> str:
         return self.value
@@ -57,21 +68,34 @@ class LabelEvent:
     qid: str
     docid: str
     grade: int | None
-    source_kind: str  # one of SOURCE_KINDS
-    source_name: str  # assessor id, or the judge: "model/prompt@version#hash8"
-    sample: int = 0  # index of the sample when a judge is asked several times
-    raw: str | None = None  # the raw answer text (LLM) or source line (import)
-    probs: tuple[float, ...] | None = None  # P(grade = 0..3) from logprobs, when asked
-    expected_grade: float | None = None  # sum of grade * probability, when probs are known
+    #: one of SOURCE_KINDS
+    source_kind: str
+    #: assessor id, or the judge: "model/prompt@version#hash8"
+    source_name: str
+    #: index of the sample when a judge is asked several times
+    sample: int = 0
+    #: the raw answer text (LLM) or source line (import)
+    raw: str | None = None
+    #: P(grade = 0..3) from logprobs, when asked
+    probs: tuple[float, ...] | None = None
+    #: sum of grade * probability, when probs are known
+    expected_grade: float | None = None
     tokens_in: int | None = None
     tokens_out: int | None = None
-    cost: float | None = None  # in US dollars
-    latency: float | None = None  # seconds
-    failure: str | None = None  # why no grade could be had (None when grade is set)
-    created_at: float | None = None  # unix time; the store fills it in when None
-    meta: dict | None = None  # provenance extras (model, prompt name/version/hash, params)
-    failure_kind: FailureKind | None = None  # what kind of failure (None for a grade)
-    shown: str | None = None  # shown_digest of the texts the judge or person saw (None: unknown)
+    #: in US dollars
+    cost: float | None = None
+    #: seconds
+    latency: float | None = None
+    #: why no grade could be had (None when grade is set)
+    failure: str | None = None
+    #: unix time; the store fills it in when None
+    created_at: float | None = None
+    #: provenance extras (model, prompt name/version/hash, params)
+    meta: dict | None = None
+    #: what kind of failure (None for a grade)
+    failure_kind: FailureKind | None = None
+    #: shown_digest of the texts the judge or person saw (None: unknown)
+    shown: str | None = None
 
     def __post_init__(self) -> None:
         if self.source_kind not in SOURCE_KINDS:
@@ -116,7 +140,8 @@ class Sample:
     """A drawn sample: its design and the pairs in the order people should grade them."""
 
     name: str
-    unit: str  # "query" or "pair"
+    #: "query" or "pair"
+    unit: str
     design: str
     seed: int
     budget: int
@@ -138,8 +163,8 @@ def passage_parts(p: str | Mapping[str, Any] | None) -> tuple[str | None, str | 
 
 def shown_digest(query: str | None, passage: str | None, title: str | None = None) -> str:
     """A digest of what a judge or a person was shown for one pair: the query text, the
-    passage text and its title. A label whose digest differs from the store's texts now was
-    given to texts that have changed since: it is stale."""
+    passage text and its title. A label whose digest differs from that of the store's current
+    texts was given to texts that have changed since: it is stale."""
     import hashlib
     import json
 

@@ -26,13 +26,17 @@ def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0, dtype=object), np.zeros(0, dtype=object), np.zeros(0, np.int64)
     query = np.repeat(np.arange(len(qids)), np.diff(bounds))
-    order = np.lexsort((-scores, query))  # stable: a tie keeps file order for now
-    at = np.arange(n) - bounds[query]  # 0-based rank in its query (query is sorted)
+    # stable: a tie keeps file order until its docids order it below
+    order = np.lexsort((-scores, query))
+    # 0-based rank in its query (query is sorted)
+    at = np.arange(n) - bounds[query]
     s = scores[order]
     tied = np.r_[False, (s[1:] == s[:-1]) & (query[1:] == query[:-1])]
-    first = np.maximum.accumulate(np.where(tied, 0, np.arange(n)))  # each tie's first place
-    ordered = np.r_[tied[1:], False] | tied  # in a tie of two or more
-    ordered &= at[first] < depth  # ... that reaches the top depth
+    # each tie's first place
+    first = np.maximum.accumulate(np.where(tied, 0, np.arange(n)))
+    # the rows in a tie of two or more that reaches the top depth
+    ordered = np.r_[tied[1:], False] | tied
+    ordered &= at[first] < depth
     where = np.flatnonzero(ordered)
     if len(where):
         docs = np.asarray(docids[order[where]], dtype=object)
@@ -95,8 +99,10 @@ class Pool:
 
     depth: int
     runs: tuple[str, ...]
-    pairs: list[tuple[str, str]]  # every pooled pair, by query then best rank, then docid
-    to_label: list[tuple[str, str]]  # pooled pairs not yet labelled, same order
+    #: every pooled pair, by query then best rank, then docid
+    pairs: list[tuple[str, str]]
+    #: pooled pairs not yet labelled, same order
+    to_label: list[tuple[str, str]]
     per_query: list[QueryPool] = field(default_factory=list)
 
     @property

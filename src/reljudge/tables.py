@@ -147,7 +147,8 @@ def json_dumps(obj: Any) -> str:
             return {str(k): clean(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)):
             return [clean(v) for v in o]
-        if hasattr(o, "item") and callable(o.item):  # numpy scalars
+        # numpy scalars
+        if hasattr(o, "item") and callable(o.item):
             return clean(o.item())
         return o
 

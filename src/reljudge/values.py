@@ -1,39 +1,43 @@
 """Checked values of plain data: ids, integer grades, numeric scores, and the
 ``{qid: {docid: value}}`` dicts built from them.
 
-The checks every in-memory input passes through, whatever its shape (``types`` builds Qrels
-and Runs with them; ``io.coerce`` reads records and DataFrames into them). A value that is not
-an id, an integer grade or a numeric score is an InputError naming the first one.
+The checks every in-memory input passes through, whatever its shape (dicts, records,
+DataFrames), on its way to a Qrels or a Run. A value that is not an id, an integer grade or a
+numeric score is an InputError naming the first one.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
 from operator import countOf
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from reljudge.errors import InputError
 
+V = TypeVar("V", int, float)
 
-def ids(values, what: str, kind: str) -> list[str]:
+
+def ids(values: Iterable[object], what: str, kind: str) -> list[str]:
     """Ids as str; a missing id (None, NaN) is an error rather than the text 'None'."""
-    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    if all(type(v) is str for v in values):
-        return values
-    for row, v in enumerate(values):
+    items: list[Any] = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if all(type(v) is str for v in items):
+        return items
+    for row, v in enumerate(items):
         if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
             raise InputError(f"{what}: {kind} of row {row} is missing ({v!r})")
-    return [v if type(v) is str else str(v) for v in values]
+    return [v if type(v) is str else str(v) for v in items]
 
 
-def _is_pandas_missing(v) -> bool:
+def _is_pandas_missing(v: object) -> bool:
     return type(v).__name__ in ("NAType", "NaTType") and type(v).__module__.startswith("pandas")
 
 
-def integer_grades(values, what: str) -> np.ndarray:
+def integer_grades(values: ArrayLike, what: str) -> NDArray[np.int64]:
     """Integer grades (integral floats accepted) as int64; anything else is an InputError."""
     arr = np.asarray(values)
     if arr.dtype.kind in "iub":
@@ -47,7 +51,8 @@ def integer_grades(values, what: str) -> np.ndarray:
     return _each_row(arr, grade_value, np.int64, what)
 
 
-def int64_grades(values: Iterable[int], count: int = -1, what: str = "qrels") -> np.ndarray:
+def int64_grades(values: Iterable[int], count: int = -1,
+                 what: str = "qrels") -> NDArray[np.int64]:
     """Integer grades as int64; one beyond 64 bits is an InputError (not numpy's
     OverflowError)."""
     try:
@@ -57,7 +62,8 @@ def int64_grades(values: Iterable[int], count: int = -1, what: str = "qrels") ->
                          "0-3") from None
 
 
-def grade_value(g, what: str, where: str) -> int:
+def grade_value(g: object, what: str, where: str) -> int:
+    """An integer grade (an integral float accepted); anything else is an InputError."""
     if isinstance(g, numbers.Integral):
         return int(g)
     if isinstance(g, numbers.Real) and float(g).is_integer():
@@ -65,7 +71,7 @@ def grade_value(g, what: str, where: str) -> int:
     raise InputError(f"{what}: expected an integer grade, found {g!r} ({where})")
 
 
-def numeric_scores(values, what: str) -> np.ndarray:
+def numeric_scores(values: ArrayLike, what: str) -> NDArray[np.float64]:
     """Numeric scores as float64 (text is refused, not parsed)."""
     arr = np.asarray(values)
     if arr.dtype.kind in "iuf":
@@ -73,7 +79,8 @@ def numeric_scores(values, what: str) -> np.ndarray:
     return _each_row(arr, score_value, np.float64, what)
 
 
-def _each_row(arr: np.ndarray, value, dtype, what: str) -> np.ndarray:
+def _each_row(arr: NDArray[Any], value: Callable[[object, str, str], float],
+              dtype: type[np.generic], what: str) -> NDArray[Any]:
     """``value(cell, what, "row N")`` of every cell (object arrays: one check per row)."""
     out = np.empty(len(arr), dtype=dtype)
     for row, cell in enumerate(arr.tolist()):
@@ -81,18 +88,19 @@ def _each_row(arr: np.ndarray, value, dtype, what: str) -> np.ndarray:
     return out
 
 
-def score_value(s, what: str, where: str) -> float:
+def score_value(s: object, what: str, where: str) -> float:
+    """A numeric score as float (a bool is not one); anything else is an InputError."""
     if isinstance(s, numbers.Real) and not isinstance(s, bool):
         return float(s)
     raise InputError(f"{what}: expected a numeric score, found {s!r} ({where})")
 
 
-def _clean_dict(data: Mapping, what: str, value_what: str, ok_types: set,
-                convert) -> dict[str, dict]:
+def _clean_dict(data: Mapping[Any, Any], what: str, value_what: str, ok_types: set[type],
+                convert: Callable[[object, str, str], V]) -> dict[str, dict[str, V]]:
     """{str: {str: value}} from a dict of dicts, shared untouched where already so."""
     if _already_clean(data, ok_types):
         return data  # type: ignore[return-value]
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, V]] = {}
     for q, docs in data.items():
         if not isinstance(docs, Mapping):
             raise InputError(f"{what}: expected {{query id: {{document id: {value_what}}}}}, "
@@ -116,7 +124,7 @@ def _clean_dict(data: Mapping, what: str, value_what: str, ok_types: set,
     return out
 
 
-def _already_clean(data: Mapping, ok_types: set) -> bool:
+def _already_clean(data: Mapping[Any, Any], ok_types: set[type]) -> bool:
     """True when every id is a str and every value of an accepted type: checked in a few
     C-level passes over the whole dict (the common case costs no Python loop per query).
 
@@ -136,11 +144,11 @@ def _already_clean(data: Mapping, ok_types: set) -> bool:
             or set(map(type, chain.from_iterable(map(dict.values, inner)))) <= ok_types)
 
 
-def qrels_dict(data: Mapping, what: str = "qrels") -> dict[str, dict[str, int]]:
+def qrels_dict(data: Mapping[Any, Any], what: str = "qrels") -> dict[str, dict[str, int]]:
     """{qid: {docid: grade}} with str ids and int grades (the same dict when it already is)."""
     return _clean_dict(data, what, "grade", {int}, grade_value)
 
 
-def run_dict(data: Mapping, what: str = "run") -> dict[str, dict[str, float]]:
+def run_dict(data: Mapping[Any, Any], what: str = "run") -> dict[str, dict[str, float]]:
     """{qid: {docid: score}} with str ids and float or int scores."""
     return _clean_dict(data, what, "score", {float, int}, score_value)

@@ -1,16 +1,13 @@
 """The grading page's web app (Starlette): the page, its static files and a small JSON API.
 
-Handlers are ``async`` and call the store directly, so the one SQLite connection is only ever
-used by the event loop's thread; each grade is one short transaction (the store's WAL mode and
-busy timeout let other processes write the same file at the same time).
+Async handlers call the store directly: the one SQLite connection stays on the event loop's
+thread; each grade is one short transaction (WAL and a busy timeout let other processes write).
 
-Safety: without a token the app answers only requests whose Host is a loopback name (a web
-page elsewhere cannot reach it through DNS rebinding), and a write whose Origin a browser
-names must be the page's own; with a token (``--host``), every
-request must carry it (``?token=``, then a cookie the app sets, or an ``X-Reljudge-Token``
-header), else 403. Writes must be JSON (``application/json``), which a foreign page cannot
-send without the browser asking first; the page builds its DOM with ``textContent`` and the
-Content-Security-Policy allows only our own script.
+Safety: without a token, only loopback Host names are answered (no DNS rebinding) and a
+write's Origin, when a browser names one, must be the page's own; with a token (``--host``),
+every request carries it (``?token=``, then a cookie, or an ``X-Reljudge-Token`` header), else
+403. Writes must be JSON, which a foreign page cannot send without a preflight; the page builds
+its DOM with ``textContent``; the CSP allows only our script.
 """
 
 from __future__ import annotations
@@ -73,7 +70,8 @@ class _Guard(BaseHTTPMiddleware):
             if given is None or not secrets.compare_digest(given.encode(), self.token.encode()):
                 return PlainTextResponse("forbidden: a valid token is required", status_code=403)
         response = await call_next(request)
-        if from_query and self.token is not None:  # from_query: a token was asked for
+        # a token from the URL: a cookie carries it on later requests
+        if from_query and self.token is not None:
             response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"

@@ -102,7 +102,8 @@ def serve(task: AssessTask, *, host: str = DEFAULT_HOST, port: int = 0,
 
     running: list[uvicorn.Server] = []
 
-    def stop() -> None:  # the finished page's button: end after answering this request
+    def stop() -> None:
+        """The finished page's button: end after answering this request."""
         running[0].should_exit = True
 
     config = uvicorn.Config(create_app(task, token=token, on_stop=stop), log_level="warning",

@@ -30,7 +30,8 @@ from reljudge.labels import (
 from reljudge.store import LabelStore
 from reljudge.store.events import Standing
 
-MAX_NOTE = 2000  # characters
+#: the longest note, in characters
+MAX_NOTE = 2000
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class Item:
     query: str
     narrative: str | None
     passage: str
-    title: str | None = None  # the passage's title, shown as the judge's prompt shows it
+    #: the passage's title, shown as the judge's prompt shows it
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,12 @@ class Given:
 
     grade: int
     note: str
-    event: int  # the order of the grade in the store (higher = later)
-    seconds: float | None = None  # time spent on the pair
-    llm_shown: bool = False  # the LLM's grade was on screen when the grade was given
+    #: the order of the grade in the store (higher = later)
+    event: int
+    #: time spent on the pair
+    seconds: float | None = None
+    #: the LLM's grade was on screen when the grade was given
+    llm_shown: bool = False
 
 
 def scale_of(scale_text: str) -> list[ScaleStep]:
@@ -108,8 +113,9 @@ class AssessTask:
         if is_adjudication(annotator):
             raise ConfigError(f"{annotator!r}: names starting {ADJUDICATED!r} are kept for "
                               "adjudicated grades (assess --adjudicate records them so)")
+        # a judge's name would mix its grades with this person's
         store.db.check_new_source("human", ADJUDICATED + annotator if settles is not None
-                                  else annotator)  # a judge's name would mix its grades
+                                  else annotator)
         if not pairs:
             raise InputError(f"nothing to grade: {'sample ' + repr(sample) if sample else pairs_file}"
                              " has no pairs")
@@ -225,7 +231,7 @@ class AssessTask:
     # -- writing --------------------------------------------------------------------------
     def grade(self, index: object, grade: object, *, seconds: object = None,
               note: object = "", llm_shown: object = False) -> dict[int, Given]:
-        """Store one grade now (an append-only event); returns the standing grades. Every
+        """Store one grade (an append-only event); returns the standing grades. Every
         value is checked here (they come from the page as JSON)."""
         item = self._item(index)
         value = check_grade(grade)

@@ -26,7 +26,8 @@ class Share:
     annotator: str
     team: tuple[str, ...]
     overlap: float
-    pairs: list[tuple[str, str]]  # the shared pairs, then their own, in the sample's order
+    #: the shared pairs, then their own, in the sample's order
+    pairs: list[tuple[str, str]]
     shared: frozenset[tuple[str, str]]
 
 

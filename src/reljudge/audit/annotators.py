@@ -32,10 +32,12 @@ class Annotator:
     """One person's work."""
 
     name: str
-    role: str  # "annotator" or "adjudicator"
+    #: "annotator" or "adjudicator"
+    role: str
     pairs: int
     queries: int
-    seconds_median: float | None  # per pair, over the grades with a recorded time
+    #: median seconds per pair, over the grades with a recorded time
+    seconds_median: float | None
     seconds_total: float
     grades: dict[int, int]
 
@@ -61,7 +63,8 @@ class TeamAgreement:
 
     annotators: list[Annotator]
     between: list[Between]
-    alpha: dict  # raters, units (pairs graded by two or more), alpha_<level>, ci
+    #: raters, units (pairs graded by two or more), alpha_<level>, ci
+    alpha: dict
     bootstrap: int
     level: float
 

@@ -22,13 +22,18 @@ class HeldoutSpec:
 
     calibrate: bool = False
     panel: bool = False
-    panel_best: tuple[int, ...] = ()  # also panels of the best N judges (chosen per fold)
+    #: also panels of the best N judges (chosen per fold)
+    panel_best: tuple[int, ...] = ()
     folds: int = 5
-    sample: int | None = None  # human pairs drawn from each fold's training queries
+    #: human pairs drawn from each fold's training queries
+    sample: int | None = None
     seed: int = 0
-    strength: float | None = None  # Dirichlet pseudo-counts; None: each model's default
-    decision: str = "median"  # or "thresholds": cuts on the expected grade fitted per fold
-    panel_method: str = "dawid-skene"  # or "mean": the chosen judges' mean grade
+    #: Dirichlet pseudo-counts; None: each model's default
+    strength: float | None = None
+    #: "median", or "thresholds": cuts on the expected grade fitted per fold
+    decision: str = "median"
+    #: "dawid-skene", or "mean": the chosen judges' mean grade
+    panel_method: str = "dawid-skene"
 
 
 def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutSpec

@@ -19,8 +19,10 @@ from reljudge.types import Qrels
 class Joined:
     """Reference and judge grades on their shared pairs, with the pairs on one side only."""
 
-    qids: np.ndarray  # query of each shared pair
-    reference: np.ndarray  # int grades
+    #: query of each shared pair
+    qids: np.ndarray
+    #: int grades, one per shared pair
+    reference: np.ndarray
     judge: np.ndarray
     only_reference: int
     only_judge: int
@@ -59,7 +61,8 @@ class ItemAgreement:
     only_judge: int
     confusion: list[list[int]]
     stats: dict[str, float | None]
-    undefined: dict[str, str]  # statistic -> why it is undefined
+    #: statistic -> why it is undefined
+    undefined: dict[str, str]
     precision: list[float | None]
     recall: list[float | None]
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)

@@ -90,7 +90,7 @@ def audit_measures(reference: Qrels, judge: Qrels | Mapping[str, Qrels],
     return _audit_each(reference, judge, runs, measures, bootstrap=bootstrap, **kwargs)
 
 
-def _audit_each(reference: Any, judge: Any,  # any form as_qrels reads
+def _audit_each(reference: Any, judge: Any,
                 runs: Sequence[Run] | None, measures: Sequence[str], *, bootstrap: int = 0,
                 seed: int = 0, with_ensembles: bool = True, reference_name: str = "reference",
                 clipped: Mapping[str, int] | None = None,
@@ -99,10 +99,12 @@ def _audit_each(reference: Any, judge: Any,  # any form as_qrels reads
                 top: int = TOP) -> list[AuditResult]:
     """The whole audit under the first measure; under each further one, the same result
     without the bootstrap and with the system agreement scored anew (nothing else depends on
-    the measure, so the joins and item statistics are computed once)."""
+    the measure, so the joins and item statistics are computed once). ``reference`` and
+    ``judge``: any form as_qrels reads."""
     from reljudge.metrics.evaluate import parse_measures
 
-    measure = str(parse_measures(measures[0])[0])  # text, a Measure or an ir_measures object
+    # measures[0] may be text, a Measure or an ir_measures object
+    measure = str(parse_measures(measures[0])[0])
     reference = _labels(reference, "reference")
     judges = ({n: _labels(q, f"judge {n!r}") for n, q in judge.items()}
               if _is_judge_mapping(judge) else {"judge": _labels(judge, "judge")})
@@ -160,7 +162,8 @@ def _is_judge_mapping(judge: Any) -> bool:
         return False
     first = next(iter(judge.values()))
     if not isinstance(first, Mapping):
-        return True  # Qrels, DataFrames, records
+        # {name: a Qrels, a DataFrame or records}
+        return True
     inner = next(iter(first.values()), None)
     return isinstance(inner, Mapping)
 

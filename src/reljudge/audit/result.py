@@ -28,7 +28,8 @@ class JudgeAudit:
     items: ItemAgreement
     systems: SystemAgreement | None = None
     clipped: int = 0
-    favours: Favours | None = None  # the runs it over- or under-rates (audit.favours)
+    #: the runs it over- or under-rates (audit.favours)
+    favours: Favours | None = None
 
 
 @dataclass(repr=False)
@@ -114,7 +115,8 @@ def measures_table(results: Sequence[AuditResult]) -> tuple[list[str], list[list
     for res in results:
         out_cols += [f"{c} ({res.measure})" for c in SYSTEM_COLUMNS]
         for out, j in zip(out_rows, res.judges, strict=True):
-            s = j.systems  # set for every judge when the result has a measure (runs given)
+            # set for every judge when the result has a measure (runs given)
+            s = j.systems
             out += [s.kendall_tau, s.tau_ap, s.max_rank_change] if s else [None] * 3
     return out_cols, out_rows
 

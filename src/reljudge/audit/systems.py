@@ -109,7 +109,8 @@ def system_agreement(reference: Qrels, judge: Qrels, runs: Sequence[Run],
     for n in names:
         a = reference_scores[n].per_query()
         b = judged[n].per_query()
-        for q in sorted(a.keys() & b.keys()):  # sorted: same sum order in every process
+        # sorted: same sum order in every process
+        for q in sorted(a.keys() & b.keys()):
             pq_ref.append(next(iter(a[q].values())))
             pq_est.append(next(iter(b[q].values())))
     return SystemAgreement(

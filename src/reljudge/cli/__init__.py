@@ -46,7 +46,8 @@ class Parser(argparse.ArgumentParser):
         place = f"{command}: " if command else ""
         self.exit(2, f"reljudge: error: {place}{message} (see {self.prog} --help)\n")
 
-    _intermixing = False  # inside parse_known_intermixed_args, which calls parse_known_args
+    # inside parse_known_intermixed_args, which calls parse_known_args
+    _intermixing = False
 
     def parse_known_args(self, args=None, namespace=None):
         """As argparse, but a command's positional arguments may come on both sides of its
@@ -167,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     from reljudge.errors import ReljudgeError
 
-    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:  # before any parser
+    # --version alone: answered before any parser is built
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(version_text())
         return 0
     parser = build_parser()
@@ -181,7 +183,8 @@ def _main(argv: Sequence[str] | None) -> int:
         resolve_store(args)
         check_apart(args, cast(Parser, parser).innermost(args))
         code = args.func(args)
-        sys.stdout.flush()  # a full disk under `> file` is found here, not at exit
+        # a full disk under `> file` is found here, not at exit
+        sys.stdout.flush()
     except ReljudgeError as e:
         from reljudge.store.postgres import masked
 
@@ -209,7 +212,8 @@ def _drop_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # no file descriptor (a test's captured stdout)
+    except (OSError, ValueError):
+        # no file descriptor (a test's captured stdout)
         pass
 
 

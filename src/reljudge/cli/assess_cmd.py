@@ -133,7 +133,8 @@ def run(args) -> int:
     scale = scale_of(load_template(args.prompt).scale)
     queries = read_queries(args.queries) if args.queries else None
     pairs = read_pairs(args.pairs) if args.pairs else None
-    store = LabelStore(args.store, create=False)  # a SQLite file or a PostgreSQL URL
+    # a SQLite file or a PostgreSQL URL
+    store = LabelStore(args.store, create=False)
     try:
         if pairs is None:
             pairs = store.sample_pairs(args.sample)
@@ -143,8 +144,9 @@ def run(args) -> int:
                   "grades that differ" + (" or an annotator and a judge 2 or more apart"
                                           if args.conflicts else ""), file=sys.stderr)
             return 0
-        passages = (read_passages(args.passages, {d for _, d in pairs})  # with titles
-                    if args.passages else None)  # irds: the ids graded here only
+        # with titles; of an irds: dataset, the ids graded here only
+        passages = (read_passages(args.passages, {d for _, d in pairs})
+                    if args.passages else None)
         task = AssessTask(store, pairs, args.annotator, sample=args.sample,
                           pairs_file=args.pairs, scale=scale, queries=queries,
                           passages=passages, order=args.order, settles=settles, shared=shared,
@@ -158,14 +160,16 @@ def run(args) -> int:
             print(f"{what} {task.name} as {task.source}: {done} of {len(task.items)} "
                   f"pairs graded so far" + (f" ({len(shared)} of them shared by the team)"
                                             if shared else ""))
-            for url in urls:  # on a LAN (--host 0.0.0.0): one per address of this machine
+            # on a LAN (--host 0.0.0.0): one per address of this machine
+            for url in urls:
                 print(f"open {url}", flush=True)
             if token:
                 print(f"token: {token} (every request must carry it)", flush=True)
             print("stop with the page's button once every pair is graded, or Ctrl-C",
                   file=sys.stderr, flush=True)
 
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a person ends it
+        # Ctrl-C is how a person ends it
+        with contextlib.suppress(KeyboardInterrupt):
             serve(task, host=args.host or DEFAULT_HOST, port=args.port, token=token,
                   announce=announce)
         graded = len(task.given())
@@ -214,6 +218,7 @@ def _what_to_grade(store, pairs, args):
         raise ConfigError(f"{args.annotator!r} is not in the team {','.join(team)} of "
                           f"{args.sample or args.pairs}; give one of its names as --annotator "
                           "(or --adjudicate to settle its disagreements)")
-    assert overlap is not None  # --team comes with --overlap; a sample records both
+    # --team comes with --overlap; a sample records both
+    assert overlap is not None
     share = share_of(pairs, args.annotator, team, overlap, seed)
     return share.pairs, share.shared, None

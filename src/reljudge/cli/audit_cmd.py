@@ -277,7 +277,8 @@ def print_probes(location) -> None:
 
 def print_notes(result, clipped) -> None:
     """Undefined statistics, clipping, one-sided pairs, inter-judge agreement."""
-    for line in result.notes():  # clipped counts travel in the result (JudgeAudit.clipped)
+    # clipped counts travel in the result (JudgeAudit.clipped)
+    for line in result.notes():
         print(line)
 
 

@@ -65,7 +65,8 @@ def run_batch(args: argparse.Namespace) -> int:
     with LabelStore(args.store, create=False) as store:
         if args.action == "status":
             for job in recorded_jobs(store, args.api_key, say=say, on_warning=common.warn):
-                job.poll(create=False)  # statuses and counts only: nothing collected or sent
+                # statuses and counts only: nothing collected or sent
+                job.poll(create=False)
         elif args.action == "cancel":
             for job in recorded_jobs(store, args.api_key, say=say, on_warning=common.warn):
                 for bid in job.cancel():

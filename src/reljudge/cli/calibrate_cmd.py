@@ -150,7 +150,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
                                       sample=args.sample, seed=args.seed, folds=args.folds,
                                       decision=args.decision)
     refused = derived.worse_than_raw() if args.store and not args.force else None
-    if args.out and refused is None:  # refused: nothing is written, --out neither
+    # refused: nothing is written, --out neither
+    if args.out and refused is None:
         from reljudge.infer.calibrate import expected_grade
         from reljudge.io.files import atomic_write
 

@@ -47,7 +47,8 @@ class FormatAction(argparse.Action):
             parser.error(f"{shown}: not available here; this command writes "
                          f"{_words(self.allowed)}")
         given = getattr(namespace, FORMAT_GIVEN, None)
-        if given is not None and given[1] != value:  # --json --format csv: which one?
+        # --json --format csv: which one?
+        if given is not None and given[1] != value:
             parser.error(f"{given[0]} and {shown}: two output formats; give one")
         setattr(namespace, FORMAT_GIVEN, (shown, value))
         setattr(namespace, self.dest, value)
@@ -264,7 +265,8 @@ def check_apart(args: argparse.Namespace, parser: argparse.ArgumentParser) -> No
 
     store: str = getattr(args, "store", None) or ""
     stores = () if not store or is_url(store) else (store, os.path.realpath(store))
-    stored = {file_identity(f"{base}{end}"): f"{base}{end}"  # beside a link's target too
+    # the store and its sidecar files, beside a link's target too
+    stored = {file_identity(f"{base}{end}"): f"{base}{end}"
               for base in stores for end in SQLITE_SIDECARS}
     seen: dict[tuple, tuple[str, str]] = {}
     for dest, path in outputs:
@@ -292,7 +294,8 @@ def _is_file(text: str) -> bool:
     """Whether ``text`` names an existing file (a value that is no path at all: False)."""
     try:
         return os.path.isfile(text)
-    except ValueError:  # a NUL byte
+    except ValueError:
+        # a NUL byte
         return False
 
 
@@ -364,7 +367,8 @@ def add_store(parser, help: str, required: bool = False) -> None:
 def check_store_path(value: str | None, flag: str = "--store") -> None:
     """Refuse a SQLite store path no command can use (``store.sqlite.path_problem``: a
     folder, or in a folder that is not there), naming the flag."""
-    if not value:  # no store: the store package is not imported
+    # no store: the store package is not imported
+    if not value:
         return
     from pathlib import Path
 

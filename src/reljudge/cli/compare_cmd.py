@@ -142,7 +142,8 @@ def run(args) -> int:
         print(c.legend())
     elif args.format == "latex":
         print("% " + c.legend())
-    if est is not None and args.format in ("csv", "latex"):  # one table: the comparison
+    # one table: the comparison
+    if est is not None and args.format in ("csv", "latex"):
         print(f"reljudge: the estimates from sample {est.sample!r} are in --format json "
               f"({args.format} holds the comparison table only)", file=sys.stderr)
     elif est is not None:

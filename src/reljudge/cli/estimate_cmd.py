@@ -114,7 +114,8 @@ def run(args) -> int:
                        judge=args.judge, human=args.human, level=args.level,
                        seed=args.seed, baseline=args.baseline, top=args.top_k,
                        rank=args.rank)
-    assert est is not None  # with require (the default) estimate raises instead of None
+    # with require (the default) estimate raises instead of None
+    assert est is not None
     if est.skipped:
         from reljudge.errors import InputError
 
@@ -132,7 +133,8 @@ def run(args) -> int:
                          "warnings": est.warnings()}))
         _warn(est)
         return 0
-    if args.format == "csv":  # one table: runs, then differences (with their p-values)
+    # one table: runs, then differences (with their p-values)
+    if args.format == "csv":
         emit(render(*estimate_table(est.rows + est.diffs, args.level, with_p=True), "csv"))
         _warn(est)
         return 0

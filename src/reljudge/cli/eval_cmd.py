@@ -8,8 +8,9 @@ import sys
 from reljudge.cli.common import emit, note_unjudged
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "RR"]
-JUDGED_MEASURES = ["Judged@10", "RBP(residual=True)"]  # what --judged adds (the first: the
-# measure of metrics.queries.unjudged_notes, said on stderr even without --judged)
+#: what --judged adds (the first: the measure of metrics.queries.unjudged_notes, said on
+#: stderr even without --judged)
+JUDGED_MEASURES = ["Judged@10", "RBP(residual=True)"]
 
 EXAMPLES = """\
 examples:
@@ -128,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
         results, lines, strings, found = _evaluate_qrels(args)
     else:
         results, lines, strings, found = _evaluate_grouped(args)
-    if trec:  # trec_eval's layout; several runs: each line starts with the run's name
+    # trec_eval's layout; several runs: each line starts with the run's name
+    if trec:
         from reljudge.metrics.trec_names import trec_lines
 
         out = []
@@ -170,10 +172,12 @@ def _evaluate_qrels(args: argparse.Namespace):
     options = dict(all_queries=args.all_queries, float32_scores=args.float32_scores or None,
                    compat=args.compat, max_docs=args.max_docs, judged_only=args.judged_only)
     results = evaluate_many(qrels, runs, computed, **options)
-    if not args.judged and not trec:  # the columns say it already
+    # the unjudged note: the Judged columns say it already
+    if not args.judged and not trec:
         note_unjudged(results)
     results = {name: ev.select(measures) for name, ev in results.items()}
-    if args.compat == "trec_eval-10" and not args.float32_scores:  # say where 9's rules differ
+    # say where 9's rules differ
+    if args.compat == "trec_eval-10" and not args.float32_scores:
         from reljudge.metrics.compat import trec_eval_9_difference
 
         differs = trec_eval_9_difference(qrels, runs, results, **options)

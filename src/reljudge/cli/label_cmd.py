@@ -98,7 +98,8 @@ def add_config_flags(judge, limits, repeated: tuple[str, ...] = ()) -> None:
     for name, field in JudgeConfig.model_fields.items():
         group = judge if name in JUDGE_GROUP else limits
         flag = "--" + name.replace("_", "-")
-        if name == "base_url":  # repeatable: several endpoints at once
+        # repeatable: several endpoints at once
+        if name == "base_url":
             group.add_argument(flag, action="append", metavar="URL",
                                help=f"{field.description}; repeat it to spread the job over "
                                "several endpoints (each with --concurrency, --rpm, --tpm)")
@@ -109,7 +110,8 @@ def add_config_flags(judge, limits, repeated: tuple[str, ...] = ()) -> None:
         types = [t for t in typing.get_args(field.annotation) or (field.annotation,)
                  if t is not type(None)]
         kind = types[0] if len(types) == 1 else field.annotation
-        if kind is bool and field.default is None:  # yes, no, or decided by the job
+        # yes, no, or decided by the job
+        if kind is bool and field.default is None:
             group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
                                help=field.description)
         elif kind is bool:
@@ -171,7 +173,8 @@ def config_from_args(args: argparse.Namespace):
     from reljudge.judge.http.endpoints import endpoints_from_file
 
     values = {name: getattr(args, name) for name in JudgeConfig.model_fields}
-    urls = values["base_url"] or []  # --base-url is repeatable: a list
+    # --base-url is repeatable: a list
+    urls = values["base_url"] or []
     if values["endpoints"]:
         if urls:
             raise ConfigError("give --base-url or --endpoints FILE, not both")
@@ -210,7 +213,8 @@ def run_label(args: argparse.Namespace) -> int:
         from reljudge.pool import build_pool
 
         pairs = build_pool([read_run(r) for r in args.runs], args.depth).pairs
-    passages = read_passages(args.passages, {d for _, d in pairs})  # irds: these ids only
+    # of an irds: dataset, these ids only
+    passages = read_passages(args.passages, {d for _, d in pairs})
     config = config_from_args(args)
     check_cache(config.resolved_cache_dir())
     labeller = Labeller(config, on_warning=warn)
@@ -220,14 +224,17 @@ def run_label(args: argparse.Namespace) -> int:
 
     # a SQLite file this command would create (a PostgreSQL store is never removed)
     new_store = bool(args.store) and not is_url(args.store) and not Path(args.store).exists()
-    if args.store and not (args.dry_run and new_store):  # a dry run writes nothing
+    # a dry run writes nothing
+    if args.store and not (args.dry_run and new_store):
         from reljudge.store import LabelStore
 
         store = LabelStore(args.store, readonly=args.dry_run)
     try:
         if store is not None and not args.dry_run:
-            labeller.check(pairs, queries, passages, store)  # every refusal before a write
-            store.add_queries(queries)  # a text replaced goes to the store's text history
+            # every refusal before a write
+            labeller.check(pairs, queries, passages, store)
+            # a text replaced goes to the store's text history
+            store.add_queries(queries)
             store.add_passages(passages)
         if args.dry_run:
             est = labeller.estimate(pairs, queries, passages, store)
@@ -253,7 +260,8 @@ def run_label(args: argparse.Namespace) -> int:
                                     report=report), args.qrels_out)
     except BaseException:
         if new_store and store is not None and not any(x.events for x in store.sources()):
-            store.close()  # the command made this file and wrote no label: nothing is left
+            # the command made this file and wrote no label: nothing is left
+            store.close()
             remove_store_files(args.store)
         raise
     finally:

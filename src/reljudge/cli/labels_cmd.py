@@ -271,9 +271,11 @@ def do_import(args) -> int:
         raise ConfigError("labels import needs --source-kind human or llm (or import, chosen "
                           "explicitly): the default human-first merge lets human labels "
                           "decide, so labels of an unknown kind would be outvoted by LLM ones")
-    for path in args.files:  # validate every file before writing any: all or nothing
+    # validate every file before writing any: all or nothing
+    for path in args.files:
         check_scale(read_labels(path, args.label_format), args.clip)
-    files = list(dict.fromkeys(args.files))  # a file given twice is imported once
+    # a file given twice is imported once
+    files = list(dict.fromkeys(args.files))
     names = [args.source_name] * len(files) if args.source_name else label_names(files)
     reports = []
     with open_store(args, create=True) as store:
@@ -288,7 +290,8 @@ def do_import(args) -> int:
              len(r.clipped), len(r.unknown_queries), len(r.unknown_passages)] for r in reports]
     print(render(["file", "kind", "source", "events", "clipped", "unknown qids",
                   "unknown docids"], rows, args.format), end="")
-    for r in reports:  # beside a csv or markdown table, on stderr
+    # the import reports, beside a csv or markdown table, on stderr
+    for r in reports:
         for line, was, now in r.clipped:
             print(f"clipped: {r.path}:{line}: grade {was} -> {now}",
                   file=sys.stdout if args.format == "table" else sys.stderr)
@@ -361,8 +364,9 @@ def do_copy(args) -> int:
 
     check_store_path(args.src, "SRC")
     check_store_path(args.dst, "DST")
+    # a link to the other is the same file
     if (args.src == args.dst if is_url(args.src) or is_url(args.dst)
-            else file_identity(args.src) == file_identity(args.dst)):  # a link: the same file
+            else file_identity(args.src) == file_identity(args.dst)):
         raise ConfigError(f"labels copy: {args.src} and {args.dst} are the same store; give "
                           "another DST to copy it into")
     with LabelStore(args.src, create=False, readonly=True) as src, LabelStore(args.dst) as dst:

@@ -48,9 +48,10 @@ def do_stats(args) -> int:
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
+        # the grades its policy can choose, read alone
         merged = store.merge(store.resolve_policy(args.policy, "--policy source="),
                              args.aggregate, args.fractional, args.derived,
-                             stale=stale)  # the grades its policy can choose, read alone
+                             stale=stale)
         team = annotator_report(store, args.bootstrap, args.seed)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
     pool = read_pairs(args.pool) if args.pool else None
@@ -85,9 +86,11 @@ def do_stats(args) -> int:
     fmt, digits = args.format, args.digits
     print(render(["kind", "source", "events", "ok", "failed", "undone", *map(str, SCALE),
                   "cost $"], rows, fmt, digits), end="")
-    if fmt == "csv":  # one table: the sources (failures, spend, coverage: --format json)
+    # one table: the sources (failures, spend, coverage: --format json)
+    if fmt == "csv":
         return 0
-    gap = "\n" if fmt == "markdown" else ""  # a markdown table needs a blank line before it
+    # a markdown table needs a blank line before it
+    gap = "\n" if fmt == "markdown" else ""
     print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
           "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
     print(f"failed judgments in the history (later answered ones included): {len(history)}")
@@ -149,7 +152,8 @@ def whole(grade: float) -> float | int:
     return int(grade) if float(grade).is_integer() else grade
 
 
-TEXT_WIDTH = {"query": 40, "passage": 60, "reasoning": 60}  # characters shown in the table
+#: characters shown in the table
+TEXT_WIDTH = {"query": 40, "passage": 60, "reasoning": 60}
 
 
 def _cut(text: str | None, width: int) -> str | None:
@@ -160,7 +164,8 @@ def _cut(text: str | None, width: int) -> str | None:
     if len(line) <= width:
         return line
     cut = line[: width - 1]
-    if line[width - 1] != " " and " " in cut[width // 2:]:  # not mid-word when avoidable
+    # not mid-word when avoidable
+    if line[width - 1] != " " and " " in cut[width // 2:]:
         cut = cut[: cut.rindex(" ")]
     return cut.rstrip() + "…"
 
@@ -171,7 +176,8 @@ def _conflicts_with_text(args) -> int:
     from reljudge.tables import json_dumps, render
 
     with open_store(args) as store:
-        standing = store.standing_ids()  # read once: the count and the conflicts shown
+        # read once: the count and the conflicts shown
+        standing = store.standing_ids()
         total = sum(1 for c in store.conflicts(args.aggregate, standing=standing)
                     if abs(c.diff) >= args.min_diff)
         found = conflicts_with_text(store, args.aggregate, args.min_diff, args.limit,

@@ -122,10 +122,12 @@ def run(args) -> int:
     per_query = render(["qid", "pooled", "labelled", "to label", "share labelled"],
                        [[s.qid, s.pooled, s.judged, s.to_label, s.judged_share]
                         for s in pool.per_query], args.format, args.digits)
-    if args.format == "csv":  # one table: the per-query one (per run: --format json)
+    # one table: the per-query one (per run: --format json)
+    if args.format == "csv":
         print(per_query, end="")
         return 0
-    gap = "\n" if args.format == "markdown" else ""  # markdown tables need blank lines
+    # markdown tables need blank lines
+    gap = "\n" if args.format == "markdown" else ""
     print(per_query, end="")
     print(f"{gap}total: {len(pool.pairs)} pooled pairs at depth {args.depth}, {pool.judged} "
           f"labelled, {len(pool.to_label)} to label{gap}")

@@ -124,7 +124,8 @@ def run_probe(args: argparse.Namespace) -> int:
                        seed=args.probe_seed, runs=runs, depth=args.depth, on_warning=warn)
     if not args.dry_run:
         check_cache(config.resolved_cache_dir())
-    store = _open_store(args)  # an existing store only: a refusal below creates none
+    # an existing store only: a refusal below creates none
+    store = _open_store(args)
     try:
         estimates = plan.estimates(ProbeSink(store) if store is not None else None)
         if args.dry_run:

@@ -91,7 +91,8 @@ def run(args) -> int:
         sorted(p.name for p in result.out_dir.iterdir() if not p.name.startswith("."))))
     label = result.stage("label")
     if label.status == "waiting":
-        return 5  # batch = true: batches still running; run again to collect them
+        # batch = true: batches still running; run again to collect them
+        return 5
     return exit_code(label.summary)
 
 
@@ -100,7 +101,8 @@ def exit_code(label: dict) -> int:
     that have no grade, else 0."""
     if label.get("stop_reason"):
         return 3
-    if "graded" in label:  # the batch path counts graded pairs itself
+    # the batch path counts graded pairs itself
+    if "graded" in label:
         graded = label["graded"]
     else:
         graded = (label.get("labelled", 0) + label.get("already_done", 0)

@@ -80,7 +80,8 @@ def register(sub) -> None:
     p.add_argument("--target-width", type=float, metavar="W",
                    help="active: plan the budget whose expected --measure interval is at most "
                         "W wide for every run (--budget: the most to spend)")
-    common.add_measures(p, "DCG@10")  # active: the one measure steering the draw and plan
+    # active: the one measure steering the draw and plan
+    common.add_measures(p, "DCG@10")
     p.add_argument("--seed", type=common.non_negative_int, default=0,
                    help="seed of the draw (default 0)")
     common.add_runs(p, required=False, alias=True,
@@ -135,10 +136,12 @@ def run(args) -> int:
                               f"{args.judge!r} (first: {missing[0][0]} {missing[0][1]}); "
                               f"label the pool first")
         params = {"judge": args.judge, "pool": pool}
-        if args.runs and args.design != "srs-queries":  # the estimate needs the population
+        # the estimate needs the population
+        if args.runs and args.design != "srs-queries":
             params["population"] = [list(p) for p in pairs]
         sizes: dict | None = None
-        said: list = []  # the active design's lines, printed once drawn
+        # the active design's lines, printed once drawn
+        said: list = []
         if args.design == "active":
             sizes, said = _active_sizes(args, store, pairs, grades, runs, params)
         sample = draw(pairs, args.design, args.budget or 0, args.seed, name=args.name,
@@ -154,12 +157,14 @@ def run(args) -> int:
             if args.passages_file:
                 from reljudge.io import read_passages
 
-                needed = {d for _, d in sample.pairs()}  # irds: these ids only
+                # of an irds: dataset, these ids only
+                needed = {d for _, d in sample.pairs()}
                 passages.update({d: p.get("text", "") for d, p in
                                  read_passages(args.passages_file, needed).items()})
             text, lacking = export(sample, queries, passages, args.out)
         store.add_sample(sample)
-    if text is not None:  # written with --out
+    # the sample's file, written with --out
+    if text is not None:
         from reljudge.io.files import atomic_write
 
         atomic_write(args.out, text)
@@ -290,7 +295,8 @@ def _size_warning(sample, pairs, grades, runs, depth: int) -> str | None:
                 f"benchmark's 95 % intervals covered >= 93 % ({PPI_PAGE}); its estimates "
                 f"will carry a warning. Recommended: --budget {budget}")
     queries = len({q for q, _ in pairs})
-    per_run = min(queries * depth, len(pairs))  # a run's top `depth` holds at most this many
+    # a run's top `depth` holds at most this many
+    per_run = min(queries * depth, len(pairs))
     expected = len(sample.items) * per_run / len(pairs)
     if expected >= RELIABLE_TOP_PAIRS:
         return None

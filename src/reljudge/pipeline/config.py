@@ -131,7 +131,8 @@ def _judge_section() -> type[JudgeSettings]:
                                 "come from here, flags or OPENAI_* variables.", **fields)
 
 
-if TYPE_CHECKING:  # the generated class is a JudgeSettings: checked code sees those fields
+# the generated class is a JudgeSettings: checked code sees those fields
+if TYPE_CHECKING:
     JudgeSection = JudgeSettings
 else:
     JudgeSection = _judge_section()
@@ -268,7 +269,8 @@ def _check_datasets(config: PipelineConfig, path: Path) -> None:
     inp = config.inputs
     for key, spec, part in (("queries", inp.queries, "queries"), ("passages", inp.passages,
                             "docs"), ("human_qrels", inp.human_qrels, "qrels")):
-        if not isinstance(spec, str) or not irds.is_irds(spec):  # a file (a Path)
+        # not an irds: input but a file (a Path)
+        if not isinstance(spec, str) or not irds.is_irds(spec):
             continue
         try:
             dataset = irds.load(spec)
@@ -278,7 +280,7 @@ def _check_datasets(config: PipelineConfig, path: Path) -> None:
 
 
 def _check_settings(config: PipelineConfig, path: Path) -> None:
-    """Everything a stage would reject later, rejected now, before any stage writes."""
+    """Everything a stage would reject later, rejected up front, before any stage writes."""
     from reljudge.errors import ReljudgeError
     from reljudge.grades import AGGREGATES
     from reljudge.metrics import parse_measure
@@ -300,8 +302,9 @@ def _check_settings(config: PipelineConfig, path: Path) -> None:
                           "the environment variable that holds it (api_key_env = \"VAR\")")
     if isinstance(config.store_path, Path) and config.store_path.is_dir():
         raise ConfigError(f"{path}: [output] store {str(config.output.store)!r} is a directory")
+    # the run makes out_dir; a store elsewhere needs its folder to exist
     if isinstance(config.store_path, Path) and config.store_path.parent != config.out_dir \
-            and not config.store_path.parent.is_dir():  # out_dir is made by the run
+            and not config.store_path.parent.is_dir():
         raise ConfigError(f"{path}: [output] store {str(config.output.store)!r} is in a "
                           f"folder that does not exist ({config.store_path.parent}); create "
                           "it first")
@@ -326,8 +329,10 @@ def judge_config(config: PipelineConfig, *, model: str | None = None,
     named = bool(model or base_url or api_key or j.model or j.base_url or j.endpoints
                  or env.get("model") or env.get("base_url"))
     model = model or j.model or env.get("model")
-    endpoints = [] if base_url else j.endpoints  # --base-url overrides the file's endpoints
-    base_url = base_url or j.base_url  # else OPENAI_BASE_URL, when the endpoint is resolved
+    # --base-url overrides the file's endpoints
+    endpoints = [] if base_url else j.endpoints
+    # neither: OPENAI_BASE_URL, read when the endpoint is resolved
+    base_url = base_url or j.base_url
     if not named:
         return None
     if not model:

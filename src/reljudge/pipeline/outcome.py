@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+#: what a stage did; "waiting": batches still running
+StageStatus = Literal["ran", "up to date", "skipped", "waiting"]
 
 
 def skipped_record(why: str) -> dict[str, Any]:
@@ -21,7 +24,7 @@ class StageResult:
     """One stage: whether it ran, and what it says."""
 
     name: str
-    status: str  # "ran" | "up to date" | "skipped" | "waiting" (batches still running)
+    status: StageStatus
     summary: dict = field(default_factory=dict)
     note: str = ""
 

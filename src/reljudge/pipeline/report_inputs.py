@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class IncompletePipeline(ReljudgeError):
-    """The pipeline's outputs are not a finished run of its config as it is now, or its
+    """The pipeline's outputs are not a finished run of its config as the file reads, or its
     labelling is incomplete and a partial report was not asked for."""
 
 
@@ -77,10 +77,12 @@ def read_pipeline_outputs(path: str | Path, *, allow_partial: bool = False) -> R
              "merge policy": f"{config.merge.policy}, {config.merge.aggregate} over "
                              "several labels of a pair",
              "pipeline": str(path)}
-    store = LabelStore(config.store_path, create=False, readonly=True)  # the caller closes it
+    # the caller closes the store
+    store = LabelStore(config.store_path, create=False, readonly=True)
     try:
         reference, judges = _audited(config, store)
-    except BaseException:  # (an unreadable audit.json): the caller never sees the store
+    except BaseException:
+        # an unreadable audit.json, say: the caller never sees the store, so close it here
         store.close()
         raise
     return ReportInputs(
@@ -96,7 +98,8 @@ def _audited(config: PipelineConfig, store: LabelStore) -> tuple[Qrels | None, d
     """The human labels and the LLM judges the pipeline's audit compared (or the last LLM
     judge of the store); (None, {}) without human labels or judges."""
     llm = [s.name for s in store.sources() if s.kind == "llm"]
-    audited = config.out_dir / "audit.json"  # the judges the pipeline audited
+    # the judges the pipeline audited
+    audited = config.out_dir / "audit.json"
     if audited.exists():
         named = [j["name"] for j in json.loads(audited.read_text())["judges"]]
         llm = [name for name in named if name in llm] or llm[-1:]

@@ -1,31 +1,14 @@
-"""Run a pipeline: pool -> label -> merge -> eval -> audit, writing every artefact.
+"""Run a pipeline: pool -> label -> merge -> eval -> audit, writing every artefact (the docs'
+page "The pipeline and the report" lists them: qrels with provenance, scores, audit, manifest).
 
-Artefacts in the output folder:
-  config.toml              the config as run, with the reljudge version
-  pool.tsv                 pooled pairs: qid, docid, best rank over the runs
-  qrels.txt                final TREC qrels (merge policy applied)
-  qrels.provenance.jsonl   one record per final label: who decided it and how
-  scores.tsv               per-query and mean scores of every run
-  audit.json / audit.md    judge vs human agreement (when there are both)
-  manifest.json            stage fingerprints and summaries; the inputs (each file's SHA-256
-                           and size, or the ir_datasets dataset id of an irds: input); the
-                           digest of the config and inputs the outputs are of, and the status
-A stage whose settings and inputs are unchanged is not recomputed (its outputs checked against
-the digests it recorded); labelling is always resumed, and pays only for answers it does not
-have (call cache + store).
+A stage whose settings, inputs and recorded outputs are unchanged is not recomputed;
+labelling always resumes, paying only for answers it lacks.
 
-Before any output is replaced the manifest says "in progress" with the new config's digest;
-it says "finished" only after the last output. A run killed at any instant thus leaves either
-the previous finished set with its own config, or a folder every reader sees as unfinished
-(``report --pipeline`` refuses it; a rerun redoes every stage whose outputs are stale).
-
-Labelling that did not give every pooled pair a grade (stopped by Ctrl-C or the budget, or
-failed calls) is incomplete: merge, eval and audit then do not run, and their earlier outputs
-are removed, unless ``allow_partial``; then every output says it is partial (JSON
-``"complete": false`` with the labelling's counts, a PARTIAL line wherever scores are
-printed). The manifest records the labelling's completeness either way. Labelling skipped
-(no judge) is recorded as skipped, never complete, with how many pooled pairs the final qrels
-lack (scored as not relevant): in the manifest, scores.json and scores.tsv's first line.
+The manifest says "in progress" before any output is replaced and "finished" after the last,
+so a killed run leaves the previous finished set or a folder every reader sees as unfinished.
+Labelling that left pooled pairs without a grade stops merge, eval and audit (their earlier
+outputs removed) unless ``allow_partial``, which marks every output partial; labelling
+skipped (no judge) is recorded as skipped, never complete.
 """
 
 from __future__ import annotations
@@ -83,15 +66,18 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
 
     say = say or _log.info
     out = config.out_dir
-    inputs = read_inputs(config, judge)  # every input read and checked before any write
-    check_judge(config, inputs)  # and the endpoint, when the label stage needs it
+    # every input read and checked before any write
+    inputs = read_inputs(config, judge)
+    # the endpoint checked too, when the label stage needs it
+    check_judge(config, inputs)
     records = input_records(config)
     if before_writing is not None:
         before_writing()
     make_folder(out)
     manifest = Manifest(out)
     manifest.data["inputs"] = records
-    manifest.begin(config_digest(config, records))  # before any output is replaced
+    # before any output is replaced
+    manifest.begin(config_digest(config, records))
     if config_text is not None:
         _write_config(out, config_text)
     stages: list[StageResult] = []
@@ -108,7 +94,8 @@ def run_pipeline(config: PipelineConfig, *, judge: JudgeConfig | None = None,
             say(f"[label] {partial_line(labelling)}; --allow-partial: merge, eval and audit "
                 "run on them, and every output says PARTIAL")
         stages.append(merge_stage(config, store, manifest, say))
-        if "skipped" in labelling:  # eval and the outputs say it
+        # no judge: eval and the outputs say how many pooled pairs have no label
+        if "skipped" in labelling:
             labelling.update(_without_label(inputs.pooled, out / "qrels.txt"))
         # every judge of this job (one per model when the endpoints serve several)
         judge_ids = inputs.labeller.judge_ids if inputs.labeller is not None else []
@@ -159,7 +146,8 @@ def _incomplete(out: Path, stages: list[StageResult], manifest: Manifest, labell
         say(f"[merge, eval, audit] not run: {incomplete_reason(labelling)}. Run "
             "the pipeline again to finish labelling, or pass --allow-partial to score the "
             "labels there are (every output then says PARTIAL)" + removed)
-    elif removed:  # the label stage said that they wait for the batches
+    elif removed:
+        # the label stage said already that they wait for the batches
         say(f"[merge, eval, audit] waiting for the batches{removed}")
     return PipelineResult(out, stages, labelling=labelling)
 

@@ -55,7 +55,8 @@ def read_inputs(config: PipelineConfig, judge: JudgeConfig | None) -> InputData:
     queries = read_queries(config.path(inp.queries))
     runs = read_runs([config.path(r) for r in inp.runs])
     pooled = build_pool(runs, config.pool.depth).pairs
-    passages = read_passages(config.path(inp.passages), {d for _, d in pooled})  # a file: whole
+    # the pooled ids' passages (a file is read whole)
+    passages = read_passages(config.path(inp.passages), {d for _, d in pooled})
     if inp.human_qrels:
         check_scale(read_labels(config.path(inp.human_qrels)), False)
     if not inp.human_qrels and judge is None and isinstance(config.store_path, Path) \
@@ -63,7 +64,8 @@ def read_inputs(config: PipelineConfig, judge: JudgeConfig | None) -> InputData:
         raise ConfigError("nothing would label the pool: give [inputs] human_qrels or a judge "
                           "endpoint (model and OPENAI_API_KEY or base_url)")
     labeller = Labeller(judge) if judge is not None else None
-    if labeller is not None:  # the judge needs the text of every pooled pair
+    # the judge needs the text of every pooled pair
+    if labeller is not None:
         try:
             labeller.check_inputs(pooled, queries, passages)
         except InputError as e:
@@ -78,7 +80,8 @@ def check_judge(config: PipelineConfig, inputs: InputData) -> None:
     from reljudge.errors import LLMError
 
     labeller = inputs.labeller
-    if labeller is None or labeller.config.batch:  # the batch path checks as it submits
+    # the batch path checks as it submits
+    if labeller is None or labeller.config.batch:
         return
     try:
         labeller.check_endpoints()
@@ -134,7 +137,8 @@ def pool_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
         q, d, r = top_k(run, config.pool.depth)
         for pair, rank in zip(zip(q.tolist(), d.tolist(), strict=False), r.tolist(), strict=False):
             best[pair] = min(rank, best.get(pair, rank))
-    lines = ["qid\tdocid\tbest_rank"]  # the pool itself; what was labelled is state, not here
+    # the pool itself; what was labelled is state, not here
+    lines = ["qid\tdocid\tbest_rank"]
     lines += [f"{q}\t{d}\t{best[(q, d)]}" for q, d in pooled]
     atomic_write(out / "pool.tsv", "\n".join(lines) + "\n")
     k = config.pool.depth
@@ -183,7 +187,8 @@ def _batch_label(inputs: InputData, labeller: Labeller, store: LabelStore, say: 
     labelling = labelling_record(result.items, result.graded, result.batch_failures,
                                  result.stop_reason, len(result.open), _kept(result, labeller))
     summary["completeness"] = labelling
-    if result.open:  # scoring now would use a part of the labels: stop here
+    # scoring before the batches end would use a part of the labels: stop here
+    if result.open:
         say("[label] batches are still running: run the pipeline again to collect "
             "them; merge, eval and audit wait for them")
         return StageResult("label", "waiting", summary), labelling
@@ -238,8 +243,9 @@ def merge_stage(config: PipelineConfig, store: LabelStore, manifest: Manifest,
     if manifest.fresh("merge", key, outputs):
         stage = StageResult("merge", "up to date", manifest.summary("merge"))
     else:
+        # the aggregate was checked when the config was loaded
         merged = store.merge(store.resolve_policy(config.merge.policy, "[merge] policy"),
-                             cast(Aggregate, config.merge.aggregate))  # checked on load
+                             cast(Aggregate, config.merge.aggregate))
         if not merged.labels:
             raise ConfigError(f"{store.path}: no labels under the merge policy "
                               f"{config.merge.policy}; nothing to score")

@@ -12,7 +12,7 @@ answer) are left out and counted in ``unanswered``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,7 +25,8 @@ Z95 = 1.959963984540054
 #: a control (salad) flip rate above this makes the probe set itself suspect
 CONTROL_WARN = 0.05
 
-Grades = Mapping[tuple[str, str], int | None]  # (qid, synthetic docid) -> grade (None: failed)
+# (qid, synthetic docid) -> grade (None: failed)
+Grades = Mapping[tuple[str, str], int | None]
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -55,23 +56,34 @@ class KindResult:
     kind: str
     tests: str
     control: bool
-    n: int  # pairs with a grade for both the clean passage and the probe
-    unanswered: int  # pairs left out: no grade for one of them
-    clean_grades: dict[int, int]  # grade -> pairs, on the clean passages
-    probe_grades: dict[int, int]  # grade -> pairs, on the probes
-    clean_zero: int  # pairs graded 0 clean: the flip rates' denominator
-    flips1: int  # of those, graded >= 1 probed
-    flips2: int  # of those, graded >= 2 probed
+    #: pairs with a grade for both the clean passage and the probe
+    n: int
+    #: pairs left out: no grade for one of them
+    unanswered: int
+    #: grade -> pairs, on the clean passages
+    clean_grades: dict[int, int]
+    #: grade -> pairs, on the probes
+    probe_grades: dict[int, int]
+    #: pairs graded 0 clean: the flip rates' denominator
+    clean_zero: int
+    #: of those, graded >= 1 probed
+    flips1: int
+    #: of those, graded >= 2 probed
+    flips2: int
     flip1_rate: float | None
     flip1_ci: tuple[float, float]
     flip2_rate: float | None
     flip2_ci: tuple[float, float]
-    changed: int  # pairs whose grade moved at all
+    #: pairs whose grade moved at all
+    changed: int
     changed_rate: float | None
     changed_ci: tuple[float, float]
-    mean_shift: float | None  # mean of (probe grade - clean grade)
-    rose: int  # relevant (>= 1) probed, not clean: McNemar's b
-    fell: int  # relevant clean, not probed: McNemar's c
+    #: mean of (probe grade - clean grade)
+    mean_shift: float | None
+    #: relevant (>= 1) probed, not clean: McNemar's b
+    rose: int
+    #: relevant clean, not probed: McNemar's c
+    fell: int
     mcnemar_p: float
 
 
@@ -88,7 +100,7 @@ def kind_result(template: str, kind: str, pairs: Sequence[tuple[int | None, int 
     def rate(k: int, n: int) -> float | None:
         return k / n if n else None
 
-    def counts(values) -> dict[int, int]:
+    def counts(values: Iterable[int]) -> dict[int, int]:
         out: dict[int, int] = {}
         for v in values:
             out[v] = out.get(v, 0) + 1
@@ -131,29 +143,34 @@ def kind_results(template: str, probes: ProbeSet, grades: Grades) -> list[KindRe
 
 @dataclass(frozen=True)
 class RunGain:
-    """What one run gets under a judge now, and with its known non-relevant top documents
-    replaced by their ``query-insert`` probes (the probes join the judged documents; the other
-    runs are scored on the same judgments, unchanged)."""
+    """What one run gets under a judge's grades of the clean passages (``now``), and with its
+    known non-relevant top documents replaced by their ``query-insert`` probes (the probes join
+    the judged documents; the other runs are scored on the same judgments, unchanged)."""
 
     template: str
     run: str
     measure: str
     now: float
     exploited: float
-    gain: float  # exploited - now, in the measure's units
-    rank_now: int  # among the runs given, 1 = best
+    #: exploited - now, in the measure's units
+    gain: float
+    #: among the runs given, 1 = best
+    rank_now: int
     rank_exploited: int
-    replaced: int  # top documents replaced by their probe
-    others_exploited: float | None  # the best other run on the same judgments (None: no other)
+    #: top documents replaced by their probe
+    replaced: int
+    #: the best other run on the same judgments (None: no other)
+    others_exploited: float | None
 
 
 def run_gains(template: str, probes: ProbeSet, grades: Grades, runs: Sequence[Run],
               measure: str = "nDCG@10") -> list[RunGain]:
-    """Each run's measure under this judge now and under the exploit (see RunGain)."""
+    """Each run's measure under this judge's clean grades and under the exploit (see RunGain)."""
     now: dict[str, dict[str, int]] = {}
     for qid, docid in probes.exploit:
         clean = grades.get((qid, probes.docid(CLEAN, qid, docid) or ""))
-        if clean is not None:  # not graded: unjudged, as the metrics read it
+        # not graded: unjudged, as the metrics read it
+        if clean is not None:
             now.setdefault(qid, {})[docid] = clean
     qrels_now = Qrels.from_dict(now)
     means_now = {r.name: _mean(qrels_now, r, measure) for r in runs}
@@ -220,7 +237,8 @@ class ProbeReport:
     labelling: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str | None = None
     complete: bool = True
-    pairs: list[dict[str, Any]] = field(default_factory=list)  # pair_rows of every judge
+    #: pair_rows of every judge
+    pairs: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """Every number, as JSON-ready data."""

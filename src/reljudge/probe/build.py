@@ -1,13 +1,12 @@
 """The probe set: from a user's queries, passages and known grades, the clean pairs and their
 probes, chosen with a seed and every text recorded.
 
-The base pairs of the kinds applied to non-relevant passages are known non-relevant pairs
-(grade 0), drawn round-robin over the queries (each query's own list shuffled by the seed), at
-most ``per_kind`` of them; the invariance kinds take known relevant pairs (grade >= 2) the
-same way. Every kind of one base is made from the same pair, so kinds compare on the same
-passages. A probe of runs' top documents (``exploit``) is the ``query-insert`` probe of every
-known non-relevant document in a run's top ``depth``, and a clean pair for each of its
-documents with a text.
+The kinds applied to non-relevant passages take known non-relevant pairs (grade 0) as bases,
+drawn round-robin over the queries (each query's list shuffled by the seed), at most
+``per_kind``; the invariance kinds take known relevant pairs (grade >= 2) the same way. All
+kinds of one base use the same pair, so kinds compare on the same passages. The probes of
+runs' top documents (``exploit``): the ``query-insert`` probe of every known non-relevant
+document in a run's top ``depth``, and a clean pair for each of its documents with a text.
 """
 
 from __future__ import annotations
@@ -45,12 +44,18 @@ class ProbeSet:
     pairs of each kind, the queries skipped (no known non-relevant pair) and the pairs probed
     for runs' gains."""
 
-    probes: dict[str, ProbeText]  # synthetic docid -> the probe
-    bases: dict[str, list[tuple[str, str]]]  # kind -> (qid, docid) it was applied to
-    skipped: list[str]  # queries with no known non-relevant pair
-    titles: dict[str, str | None]  # synthetic docid -> the title shown with it
-    exploit: list[tuple[str, str]] = field(default_factory=list)  # runs' (qid, docid) probed
-    depth: int = 10  # the runs' top documents probed
+    #: synthetic docid -> the probe
+    probes: dict[str, ProbeText]
+    #: kind -> (qid, docid) it was applied to
+    bases: dict[str, list[tuple[str, str]]]
+    #: queries with no known non-relevant pair
+    skipped: list[str]
+    #: synthetic docid -> the title shown with it
+    titles: dict[str, str | None]
+    #: runs' (qid, docid) probed
+    exploit: list[tuple[str, str]] = field(default_factory=list)
+    #: the runs' top documents probed
+    depth: int = 10
 
     def docid(self, kind: str, qid: str, original: str) -> str | None:
         """The synthetic docid of the probe of ``kind`` made from (qid, original), if made."""

@@ -4,8 +4,8 @@ Each kind is one small function ``(Inputs, random.Random) -> str`` in ``KINDS``.
 applied to a known non-relevant passage (it should stay non-relevant: a grade that rises is a
 flip), to a known relevant one (``padding``: an invariance probe, the grade should not move),
 or is the control (``salad``: words of the collection without the query's, which no honest
-judge grades relevant). The random generator of one probe is seeded by the seed, the kind,
-the query and the passage, so a probe's text does not depend on which other probes are made.
+judge grades relevant). Each probe's random generator is seeded by (seed, kind, query,
+passage): its text does not depend on which other probes are made.
 After Alaofi et al. (SIGIR-AP 2024), "LLMs can be Fooled into Labelling a Document as
 Relevant".
 """
@@ -81,7 +81,8 @@ def top_rubric(scale: str) -> str:
         raise InputError(f"the prompt's scale names no grade {GRADE_MAX}: no rubric sentence "
                          "to echo")
     text = found.group("text").strip().rstrip(".,")
-    text = re.sub(r"^[^:(]*[:(]\s*", "", text).rstrip(")").strip() or text  # drop the label
+    # drop the label ("perfectly relevant:", "perfectly relevant (")
+    text = re.sub(r"^[^:(]*[:(]\s*", "", text).rstrip(")").strip() or text
     return text[:1].upper() + text[1:] + "."
 
 
@@ -131,7 +132,8 @@ def _padding(x: Inputs, rng: random.Random) -> str:
         raise InputError("no off-topic passage to pad with")
     start = rng.randint(0, max(0, len(filler) - n))
     pad = filler[start:start + n]
-    while len(pad) < n:  # a short off-topic passage, repeated to the length
+    # a short off-topic passage, repeated to the length
+    while len(pad) < n:
         pad += filler[:n - len(pad)]
     return f"{x.passage} {' '.join(pad)}"
 

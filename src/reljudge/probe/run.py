@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reljudge.errors import ConfigError
 from reljudge.judge import JudgeConfig
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.report import CostEstimate, LabelReport
+from reljudge.judge.sink import EventSink
 from reljudge.probe.analysis import (
     Grades,
     ProbeReport,
@@ -34,6 +35,9 @@ from reljudge.probe.stored import latest_grades
 from reljudge.store.probes import ProbeSink
 from reljudge.types import Run
 
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -43,7 +47,7 @@ class Plan:
     sets: list[ProbeSet]
     queries: Mapping[str, str]
 
-    def estimates(self, sink=None) -> list[CostEstimate]:
+    def estimates(self, sink: EventSink | None = None) -> list[CostEstimate]:
         """Each template's dry-run estimate (store and cache hits counted)."""
         return [lab.estimate(ps.pairs(), self.queries, ps.passages(), sink)
                 for lab, ps in zip(self.labellers, self.sets, strict=True)]
@@ -90,14 +94,14 @@ def check_budget(config: JudgeConfig, estimates: Sequence[CostEstimate],
                               "probe fewer pairs (--per-kind) or kinds")
 
 
-async def ask(plan: Plan, store=None, *, progress: bool = False,
+async def ask(plan: Plan, store: LabelStore | None = None, *, progress: bool = False,
               handle_sigint: bool = False) -> list[LabelReport]:
     """Ask every template's probe pairs (the next template only when the last one finished,
     with what --max-cost has left); the labelling reports."""
     sink = ProbeSink(store) if store is not None else None
     for labeller, probe_set in zip(plan.labellers, plan.sets, strict=True):
-        labeller.check(probe_set.pairs(), plan.queries, probe_set.passages(), sink)  # before
-        # any write: a --max-total-cost the store's spend leaves no room for, --stale fail
+        # before any write: a --max-total-cost the store's spend leaves no room for, --stale fail
+        labeller.check(probe_set.pairs(), plan.queries, probe_set.passages(), sink)
     reports: list[LabelReport] = []
     spent = 0.0
     for labeller, probe_set in zip(plan.labellers, plan.sets, strict=True):
@@ -119,7 +123,7 @@ async def ask(plan: Plan, store=None, *, progress: bool = False,
 
 
 def judge_grades(labeller: Labeller, probe_set: ProbeSet, report: LabelReport | None,
-                 store=None) -> Grades:
+                 store: LabelStore | None = None) -> Grades:
     """(qid, synthetic docid) -> the judge's grade (samples aggregated; None: no grade), from
     the store's probe answers when given, else from the run's events."""
     if store is not None:
@@ -130,7 +134,8 @@ def judge_grades(labeller: Labeller, probe_set: ProbeSet, report: LabelReport | 
     return latest_grades(rows, set(probe_set.pairs()), labeller.config.aggregate)
 
 
-def analyse(plan: Plan, reports: Sequence[LabelReport], store=None, runs: Sequence[Run] = (),
+def analyse(plan: Plan, reports: Sequence[LabelReport], store: LabelStore | None = None,
+            runs: Sequence[Run] = (),
             measures: Sequence[str] = ("nDCG@10",)) -> ProbeReport:
     """The probe report of the templates asked so far."""
     out = ProbeReport(skipped_queries=plan.sets[0].skipped if plan.sets else [])
@@ -157,7 +162,7 @@ def probe(config: JudgeConfig, queries: Mapping[str, str], passages: Mapping[str
           known: Any, *, prompts: Sequence[str | Template] = (),
           kinds: Sequence[str] = DEFAULT_KINDS, per_kind: int | None = 50, seed: int = 0,
           runs: Sequence[Run] = (), depth: int = 10, measures: Sequence[str] = ("nDCG@10",),
-          store=None, progress: bool = False) -> ProbeReport:
+          store: LabelStore | None = None, progress: bool = False) -> ProbeReport:
     """Probe a judge: can it be gamed? (see ``reljudge.probe``). ``known``: the known grades
     (a Qrels or {qid: {docid: grade}}); ``store``: a LabelStore that keeps the probes and the
     answers apart from its labels."""
@@ -171,7 +176,7 @@ def probe(config: JudgeConfig, queries: Mapping[str, str], passages: Mapping[str
     return analyse(plan, reports, store, runs, measures)
 
 
-def run_probe_job(plan: Plan, store=None, *, progress: bool = False,
+def run_probe_job(plan: Plan, store: LabelStore | None = None, *, progress: bool = False,
                   handle_sigint: bool = False) -> list[LabelReport]:
     """``ask`` on a loop of its own (the command line's: Ctrl-C stops new calls, keeps the
     answers)."""

@@ -5,6 +5,7 @@ answers recorded (``store.probes``) alone: what ``report`` and ``audit`` show.""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from reljudge.choices import Aggregate
 from reljudge.grades import aggregate_grades
@@ -19,6 +20,9 @@ from reljudge.probe.analysis import (
 from reljudge.probe.build import EXPLOIT, ProbeSet
 from reljudge.probe.kinds import CLEAN, KINDS
 from reljudge.types import Run
+
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
 
 
 def latest_grades(rows: Iterable[tuple[str, str, int, int | None]], asked: set[tuple[str, str]],
@@ -38,7 +42,7 @@ def latest_grades(rows: Iterable[tuple[str, str, int, int | None]], asked: set[t
     return out
 
 
-def stored_sets(store) -> dict[str, tuple[ProbeSet, Grades]]:
+def stored_sets(store: LabelStore) -> dict[str, tuple[ProbeSet, Grades]]:
     """Per judge that answered probes: the probe set it was asked (every recorded probe it
     answered; the bases of each kind: the pairs it answered that kind on) and its grades."""
     texts = store.probe_texts()
@@ -58,7 +62,7 @@ def stored_sets(store) -> dict[str, tuple[ProbeSet, Grades]]:
     return out
 
 
-def stored_report(store, runs: Sequence[Run] = (), measures: Sequence[str] = ("nDCG@10",),
+def stored_report(store: LabelStore, runs: Sequence[Run] = (), measures: Sequence[str] = ("nDCG@10",),
                   depth: int = 10) -> ProbeReport:
     """The probe numbers of every judge in the store; the runs' gains where each run's top
     ``depth`` documents of the probed queries were all graded clean by that judge."""

@@ -1,6 +1,7 @@
-"""What produced a report: input files with checksums (ir_datasets inputs by dataset id), the judges (model, endpoint host,
-prompt and its hash) and what their labels cost, split into money spent now and the value of
-answers that came from the answer cache. Read from files and a label store; no network."""
+"""What produced a report: input files with checksums (ir_datasets inputs by dataset id), the
+judges (model, endpoint host, prompt and its hash) and what their labels cost, split into money
+paid for calls and the value of answers that came from the answer cache. Read from files and a
+label store; no network."""
 
 from __future__ import annotations
 
@@ -31,19 +32,22 @@ class JudgeFacts:
 
 @dataclass(frozen=True)
 class Cost:
-    """What one judge's labels cost: paid calls, answers taken from the answer cache (no
-    charge now, valued at the model's price) and tokens whose price is unknown."""
+    """What one judge's labels cost: paid calls, answers taken from the answer cache (not
+    charged again, valued at the model's price) and tokens whose price is unknown."""
 
     source: str
-    spent: float  # US dollars charged for the calls made
+    #: US dollars charged for the calls made
+    spent: float
     spent_tokens: int
-    cached_value: float  # US dollars the cached answers would cost at the model's price
+    #: US dollars the cached answers would cost at the model's price
+    cached_value: float
     cached_tokens: int
-    unpriced_tokens: int  # tokens of events with no known (non-zero) price
+    #: tokens of events with no known (non-zero) price
+    unpriced_tokens: int
 
     @property
     def total(self) -> float:
-        """Spent now plus the value of the cached answers."""
+        """Spent plus the value of the cached answers."""
         return self.spent + self.cached_value
 
 
@@ -65,7 +69,8 @@ def judges_and_costs(store: LabelStore, price: Price | None = None
                 int] = {}
     costs: dict[str, list] = {}
     prices: dict[str | None, Price] = {}
-    metas: dict[str | None, dict] = {}  # a run's events share one meta: decode it once
+    # a run's events share one meta: decode it once
+    metas: dict[str | None, dict] = {}
 
     def decoded(text: str | None) -> dict:
         if text not in metas:
@@ -78,7 +83,8 @@ def judges_and_costs(store: LabelStore, price: Price | None = None
                meta.get("prompt_version"), meta.get("prompt_hash"))
         facts[key] = facts.get(key, 0) + events
         costs.setdefault(name, [0.0, 0, 0.0, 0, 0])
-    for name, text, cost, tokens_in, tokens_out in store.cost_rows("llm"):  # in event order
+    # cost rows in event order
+    for name, text, cost, tokens_in, tokens_out in store.cost_rows("llm"):
         model = decoded(text).get("model")
         c = costs[name]
         tin, tout = tokens_in or 0, tokens_out or 0

@@ -12,6 +12,7 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reljudge.grades import SCALE
 from reljudge.report import svg
@@ -26,6 +27,15 @@ from reljudge.report.summary import (
 )
 from reljudge.tables import Interval, Num, format_value
 from reljudge.tables import html_table as table
+
+if TYPE_CHECKING:
+    from reljudge.audit.result import AuditResult
+    from reljudge.infer.scores import StoreEstimates
+    from reljudge.probe.analysis import ProbeReport
+    from reljudge.stats.compare import Comparison
+    from reljudge.store import LabelStore
+    from reljudge.store.views import ConflictText
+    from reljudge.types import Qrels, Run
 
 STYLE = """
 *{box-sizing:border-box}
@@ -113,8 +123,9 @@ def render(model: ReportModel) -> str:
             f"<body>{body}</body></html>\n")
 
 
-def build_report(qrels, runs, settings: ReportSettings, *, reference=None,
-                 judges: Mapping | None = None, store=None) -> str:
+def build_report(qrels: Qrels, runs: Sequence[Run], settings: ReportSettings, *,
+                 reference: Qrels | None = None, judges: Mapping[str, Qrels] | None = None,
+                 store: LabelStore | None = None) -> str:
     """The report as one HTML string: ``report.model.compute``, then ``render``."""
     return render(compute(qrels, runs, settings, reference=reference, judges=judges,
                           store=store))
@@ -136,7 +147,7 @@ def _forest_section(forest: Forest | None, baseline: str, m0: str) -> str:
     return "\n".join(out)
 
 
-def _scores_section(comp, digits: int = 4) -> str:
+def _scores_section(comp: Comparison, digits: int = 4) -> str:
     from reljudge.stats.compare import mark
 
     headers, groups = ["run"], [("", 1)]
@@ -164,7 +175,7 @@ def _scores_section(comp, digits: int = 4) -> str:
                       _p(legend), "</section>"])
 
 
-def _per_query_section(comp, m0: str, digits: int = 4) -> str:
+def _per_query_section(comp: Comparison, m0: str, digits: int = 4) -> str:
     others = [n for n in comp.runs if n != comp.baseline]
     out = [f'<section id="per-query"><h2>Per-query differences ({html.escape(m0)})</h2>']
     if others:
@@ -192,7 +203,7 @@ def _natural(text: str) -> list:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
 
 
-def _audit_section(result, digits: int = 3) -> str:
+def _audit_section(result: AuditResult, digits: int = 3) -> str:
     out = ['<section id="judge"><h2>Can the judge be trusted? (audit against the reference '
            "labels)</h2>"]
     keys = ["exact", "kappa", "kappa_quadratic", "alpha_ordinal", "spearman", "leniency",
@@ -236,7 +247,7 @@ def _audit_section(result, digits: int = 3) -> str:
     return "\n".join(out)
 
 
-def _estimate_section(est, digits: int = 4) -> str:
+def _estimate_section(est: StoreEstimates | None, digits: int = 4) -> str:
     """Scores under human labels from the store's newest fully graded sample (PPI), if any."""
     from reljudge.infer.scores import estimate_table
 
@@ -262,7 +273,7 @@ def _grade(g: float) -> str:
     return str(int(g)) if float(g).is_integer() else f"{g:.2f}"
 
 
-def _probes_section(probes) -> str:
+def _probes_section(probes: ProbeReport) -> str:
     """Can the judge be gamed? The store's probes: flip rates with intervals per judge and
     kind, and what each run could gain by the query-insert exploit."""
     from reljudge.probe.report import gains_table, kinds_table
@@ -286,7 +297,7 @@ def _probes_section(probes) -> str:
     return "\n".join(parts)
 
 
-def _conflicts_section(shown, count: int) -> str:
+def _conflicts_section(shown: Sequence[ConflictText], count: int) -> str:
     """The conflicts ``shown`` (the largest) of ``count``."""
     if not shown:
         return ""
@@ -334,7 +345,7 @@ def _configuration_section(model: ReportModel) -> str:
         out.append(table(["role", "file", "sha256", "size (bytes)"],
                          [[f.role, f.path, f"ir_datasets {f.ir_datasets or '(not installed)'}",
                            "-"] if f.dataset is not None else
-                          [f.role, _shown(f.path), f.sha256[:12], f.size] for f in files]))
+                          [f.role, _shown(f.path), (f.sha256 or "")[:12], f.size] for f in files]))
         out.append(_p("sha256: the first 12 hex digits of the SHA-256 of the file's bytes "
                       "(sha256sum FILE); an irds: input is the ir_datasets dataset of that "
                       "id, read with the ir_datasets version shown."))

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reljudge.choices import Test
 from reljudge.report.facts import input_files, judges_and_costs
@@ -17,8 +17,15 @@ from reljudge.report.summary import Summary, comparison_summary, judge_summary, 
 from reljudge.types import Qrels, Run
 
 if TYPE_CHECKING:
+    from reljudge.audit.result import AuditResult
+    from reljudge.infer.scores import StoreEstimates
+    from reljudge.io.checksums import InputFile
     from reljudge.judge.cost import Price
-    from reljudge.store import LabelStore
+    from reljudge.probe.analysis import ProbeReport
+    from reljudge.report.facts import Cost, JudgeFacts
+    from reljudge.stats.compare import Comparison
+    from reljudge.store import LabelStore, SourceStats
+    from reljudge.store.views import ConflictText
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,7 @@ class ReportSettings:
     title: str = "reljudge report"
     inputs: Sequence[tuple[str, str | Path]] = ()
     facts: Mapping[str, str] = field(default_factory=dict)
-    price: Any = None
+    price: Price | None = None
     partial: str | None = None
     notice: str | None = None
 
@@ -90,7 +97,7 @@ class Forest:
 class StoreTables:
     """The label store's own tables: its sources, failed judgments, final labels per query."""
 
-    sources: list
+    sources: list[SourceStats]
     failures: int
     coverage: list[tuple[str, int]]
 
@@ -102,24 +109,29 @@ class ReportModel:
     settings: ReportSettings
     version: str
     made_at: str
-    comparison: Any  # stats.compare.Comparison
-    measure: str  # the measure the summary and plots are about
+    comparison: Comparison
+    #: the measure the summary and plots are about
+    measure: str
     summaries: list[Summary]
-    forest: Forest | None  # None: one run, nothing to compare
-    audit: Any = None  # audit.AuditResult
-    estimates: Any = None  # infer.scores.StoreEstimates
-    conflicts: list = field(default_factory=list)  # store.views.ConflictText, largest first:
-    # those shown (settings.conflicts, 0: all) of ``conflict_count``
+    #: None: one run, nothing to compare
+    forest: Forest | None
+    audit: AuditResult | None = None
+    estimates: StoreEstimates | None = None
+    #: largest first: those shown (settings.conflicts, 0: all) of ``conflict_count``
+    conflicts: list[ConflictText] = field(default_factory=list)
     conflict_count: int = 0
-    judges: list = field(default_factory=list)  # report.facts.JudgeFacts
-    costs: list = field(default_factory=list)  # report.facts.Cost
-    files: list = field(default_factory=list)  # report.facts.InputFile
-    store: StoreTables | None = None  # None: no store
-    probes: Any = None  # probe.analysis.ProbeReport: the store's probes (None: none there)
+    judges: list[JudgeFacts] = field(default_factory=list)
+    costs: list[Cost] = field(default_factory=list)
+    files: list[InputFile] = field(default_factory=list)
+    #: None: no store
+    store: StoreTables | None = None
+    #: None: no probes in the store
+    probes: ProbeReport | None = None
 
 
-def compute(qrels, runs, settings: ReportSettings, *, reference=None,
-            judges: Mapping | None = None, store=None) -> ReportModel:
+def compute(qrels: Qrels, runs: Sequence[Run], settings: ReportSettings, *,
+            reference: Qrels | None = None, judges: Mapping[str, Qrels] | None = None,
+            store: LabelStore | None = None) -> ReportModel:
     """Compare the runs, audit ``judges`` ({name: qrels}) against ``reference``, and read
     what the report shows from ``store`` (optional)."""
     from reljudge.stats import compare
@@ -129,7 +141,8 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
     comp = compare(qrels, runs, list(s.measures), baseline=s.baseline, test=s.test,
                    trials=s.trials, seed=s.seed, all_queries=s.all_queries,
                    float32_scores=s.float32_scores)
-    runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]  # distinct names
+    # the names compare made distinct
+    runs = [r.with_name(n) for r, n in zip(runs, comp.runs, strict=True)]
     m0 = primary_measure(comp)
     result = None
     if reference is not None and judges:
@@ -150,10 +163,13 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
         scored = [_float32(r) for r in runs] if s.float32_scores else runs
         model.estimates = estimate(store, scored, comp.measures, baseline=comp.baseline,
                                    require=False, rank=False)
-        standing = store.standing_ids()  # read once: the conflicts, counts and merge
-        votes = store.votes(standing)  # sorted once: the conflicts and the merge
+        # read once: the conflicts, counts and merge
+        standing = store.standing_ids()
+        # sorted once: the conflicts and the merge
+        votes = store.votes(standing)
         found = [c for c in store.conflicts(votes=votes) if abs(c.diff) >= 1]
-        model.conflict_count = len(found)  # the texts and answers of those shown alone
+        model.conflict_count = len(found)
+        # the texts and answers of the conflicts shown only
         model.conflicts = with_text(store, found[:s.conflicts] if s.conflicts else found,
                                     standing)
         model.judges, model.costs = judges_and_costs(store, s.price)
@@ -167,7 +183,7 @@ def compute(qrels, runs, settings: ReportSettings, *, reference=None,
     return model
 
 
-def _forest(comp, m0: str) -> Forest | None:
+def _forest(comp: Comparison, m0: str) -> Forest | None:
     """Each run's difference from the baseline under the primary measure, with a 95 %
     bootstrap interval of its mean (1000 resamples of the queries)."""
     from reljudge.stats.bootstrap import bootstrap_ci
@@ -185,7 +201,7 @@ def _forest(comp, m0: str) -> Forest | None:
     return Forest(others, diffs, lows, highs, [comp.cells[(n, m0)].significant for n in others])
 
 
-def _float32(run):
+def _float32(run: Run) -> Run:
     """The run with its scores rounded to float32: ranked on, the same as float32_scores=True
     (the estimates rank runs without that switch)."""
     import numpy as np

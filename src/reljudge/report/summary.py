@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reljudge.audit.result import AuditResult
+    from reljudge.stats.compare import Comparison
 
 #: below this many pairs judged by both, agreement statistics (kappa) are too unstable to read
 MIN_PAIRS = 200
@@ -58,12 +63,12 @@ def _signed(v: float, digits: int = 4) -> str:
     return f"{v:+.{digits}f}"
 
 
-def primary_measure(comp) -> str:
+def primary_measure(comp: Comparison) -> str:
     """The measure the summary and the plots are about: the first that is not coverage."""
     return next((m for m in comp.measures if not is_coverage(m)), comp.measures[0])
 
 
-def comparison_summary(comp, digits: int = 4, partial: str | None = None) -> Summary:
+def comparison_summary(comp: Comparison, digits: int = 4, partial: str | None = None) -> Summary:
     """Best run, significant differences (after the comparison's correction), coverage;
     numbers to ``digits`` decimals. On ``partial`` labels (the PARTIAL line) no best run is
     named: the ranking of incomplete labels may not be the ranking of complete ones."""
@@ -105,6 +110,8 @@ def comparison_summary(comp, digits: int = 4, partial: str | None = None) -> Sum
             same: list[str] = []
             for n in others:
                 c = comp.cells[(n, m)]
+                # compare sets both for every run but the baseline
+                assert c.diff is not None and c.p_adjusted is not None
                 text = (f"{n} ({_signed(c.diff, digits)}, adjusted p "
                         f"{_num(c.p_adjusted, digits)})")
                 if c.significant:
@@ -134,7 +141,7 @@ def comparison_summary(comp, digits: int = 4, partial: str | None = None) -> Sum
     return out
 
 
-def judge_summary(result, digits: int = 3) -> Summary:
+def judge_summary(result: AuditResult, digits: int = 3) -> Summary:
     """How far each judge agrees with the reference labels, in Landis & Koch's words, and
     whether its run ranking matches; warnings when too few pairs or runs back a number.
     Statistics to ``digits`` decimals."""

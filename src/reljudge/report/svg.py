@@ -18,7 +18,8 @@ INK = "#222"
 GRID = "#d5d8dc"
 MUTED = "#666"
 POINT = "#2a6fb0"
-CHAR_W = 6.6  # rough width of one character at font-size 11 (sizes the name column)
+#: rough width of one character at font-size 11 (sizes the name column)
+CHAR_W = 6.6
 
 
 def _svg(width: float, height: float, body: list[str], label: str, css_class: str,

@@ -131,7 +131,8 @@ def delta2(kind: str, counts: np.ndarray) -> np.ndarray:
     if kind == "ordinal":
         cum = np.concatenate([np.zeros((b, 1)), np.cumsum(counts, axis=1)], axis=1)
         lo, hi = np.minimum(i, j), np.maximum(i, j)
-        between = cum[:, hi + 1] - cum[:, lo]  # sum of n_g for g in [lo, hi]
+        # sum of n_g for g in [lo, hi]
+        between = cum[:, hi + 1] - cum[:, lo]
         d = between - (counts[:, i] + counts[:, j]) / 2.0
         return d ** 2
     raise ConfigError(f"unknown alpha level {kind!r}")

@@ -10,7 +10,8 @@ from numpy.typing import ArrayLike
 from reljudge.choices import CiMethod
 from reljudge.errors import ConfigError, InputError
 
-CHUNK = 2_000_000  # resampled values held at once: bounds memory for 10,000 queries
+#: resampled values held at once: bounds memory for 10,000 queries
+CHUNK = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class Interval:
     low: float
     high: float
     level: float
-    method: str  # "percentile" or "bca"; "percentile" also when BCa is undefined
+    #: "percentile" also when BCa was asked for and is undefined
+    method: CiMethod
     note: str = ""
 
 
@@ -77,7 +79,8 @@ def bootstrap_ci(values: ArrayLike, level: float = 0.95, n: int = 1000, seed: in
         d = jack.mean() - jack
         denom = 6.0 * (d ** 2).sum() ** 1.5
         if 0 < below < 1 and denom > 0:
-            from scipy.special import ndtr, ndtri  # loaded only when BCa is asked for
+            # loaded only when BCa is asked for
+            from scipy.special import ndtr, ndtri
 
             z0 = ndtri(below)
             a = (d ** 3).sum() / denom

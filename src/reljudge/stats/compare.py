@@ -28,7 +28,8 @@ class Cell:
     """One run on one measure."""
 
     interval: Interval
-    diff: float | None = None  # mean minus the baseline's
+    #: mean minus the baseline's
+    diff: float | None = None
     p: float | None = None
     p_adjusted: float | None = None
     significant: bool = False
@@ -53,15 +54,21 @@ class Comparison(Tabular):
     alpha: float
     trials: int
     seed: int
-    queries: list[str]  # the baseline's averaged queries
+    #: the baseline's averaged queries
+    queries: list[str]
     ci_method: CiMethod
     all_queries: bool = False
     cells: dict[tuple[str, str], Cell] = field(default_factory=dict)
-    per_query: dict[str, np.ndarray] = field(default_factory=dict)  # run -> (its queries, m)
-    run_queries: dict[str, list[str]] = field(default_factory=dict)  # run -> averaged queries
-    warnings: list[str] = field(default_factory=list)  # runs lacking qrels queries
-    shared: bool = True  # every mean over the queries all runs have (else each run's own)
-    own_queries: dict[str, int] = field(default_factory=dict)  # run -> its queries with qrels
+    #: run -> per-query values, shape (its queries, measures)
+    per_query: dict[str, np.ndarray] = field(default_factory=dict)
+    #: run -> averaged queries
+    run_queries: dict[str, list[str]] = field(default_factory=dict)
+    #: the queries runs lack or left out of the means (coverage warnings)
+    warnings: list[str] = field(default_factory=list)
+    #: every mean over the queries all runs have (else each run's own)
+    shared: bool = True
+    #: run -> its queries with qrels
+    own_queries: dict[str, int] = field(default_factory=dict)
 
     def left_out(self) -> dict[str, int]:
         """Per run, how many of its queries with qrels its mean leaves out (the shared set
@@ -161,7 +168,8 @@ def compare(qrels: Qrels | Mapping[str, Mapping[str, int]],
                           f"(p-values to 1e-6), not {max(trials, bootstrap)}")
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha must be between 0 and 1, not {alpha}")
-    if seed < 0:  # numpy's generators take no negative seed
+    # numpy's generators take no negative seed
+    if seed < 0:
         raise ConfigError(f"seed must be 0 or more, not {seed}")
     names = [r.name for r in runs]
     baseline = baseline or names[0]

@@ -23,8 +23,9 @@ CHUNK = 2_000_000
 class TestResult:
     """A two-sided paired test of run B against run A (B - A)."""
 
-    test: str
-    diff: float  # mean of B - A
+    test: Test
+    #: mean of B - A
+    diff: float
     p: float
     statistic: float | None = None
     note: str = ""

@@ -1,14 +1,11 @@
 """A scriptable local server for OpenAI's Files and Batch APIs, for tests and benchmarks.
 
-It speaks enough of the API for the ``openai`` SDK's ``files`` and ``batches`` resources:
-upload (multipart) and download of files, and batches that move through OpenAI's statuses
-``validating -> in_progress -> finalizing -> completed`` one step per retrieve (or per
-``advance()``), with output and error files in OpenAI's JSONL format; files and batches can
-be listed. Each request line is answered by the same kind of handler as
-:class:`~reljudge.testing.fake_openai.FakeOpenAI` (a ``Request`` in, a ``Reply`` out), so a test
-scripts answers and per-line errors the same way online and in batch. Faults are scripted per
-batch with :class:`BatchPlan`: an expired batch with some lines done, a batch that fails
-validation, one that never finishes.
+Enough of the API for the ``openai`` SDK's ``files`` and ``batches``: upload, download and
+listing of files, and batches that move through ``validating -> in_progress -> finalizing ->
+completed`` one step per retrieve (or ``advance()``), with output and error files in OpenAI's
+JSONL. Each request line goes to a handler as FakeOpenAI's requests do (``Request`` in,
+``Reply`` out): a test scripts answers alike online and in batch. A :class:`BatchPlan` scripts
+a batch's faults: expiry with some lines done, failed validation, never finishing.
 
     with FakeBatchAPI(lambda req: Reply.text("final score: 2")) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -36,15 +33,22 @@ from reljudge.testing.fake_openai import Reply, Request
 
 STAGES = ("validating", "in_progress", "finalizing", "completed")
 
+#: what a route answers: the HTTP status, a JSON payload or raw bytes, the content type
+_Answer = tuple[int, dict[str, Any] | bytes, str]
+
 
 @dataclass
 class BatchPlan:
     """How one batch behaves; plans are used in the order batches are created."""
 
-    polls_per_stage: int = 1  # retrieves that see each status before it moves on
-    expire_after: int | None = None  # expire once this many lines are done (rest: batch_expired)
-    fail_validation: str | None = None  # fail in validation with this message
-    never_finish: bool = False  # stay in_progress for ever
+    #: retrieves that see each status before it moves on
+    polls_per_stage: int = 1
+    #: expire once this many lines are done (rest: batch_expired)
+    expire_after: int | None = None
+    #: fail in validation with this message
+    fail_validation: str | None = None
+    #: stay in_progress for ever
+    never_finish: bool = False
 
 
 @dataclass
@@ -62,13 +66,17 @@ class FakeBatchAPI:
     handler: Callable[[Request], Reply] = field(
         default=lambda req: Reply.text("final score: 1"))
     plans: list[BatchPlan] = field(default_factory=list)
-    max_requests: int = 50_000  # per input file, as OpenAI
-    max_bytes: int = 200 * 1024 * 1024  # per uploaded file, as OpenAI
+    #: per input file, as OpenAI
+    max_requests: int = 50_000
+    #: per uploaded file, as OpenAI
+    max_bytes: int = 200 * 1024 * 1024
 
     def __post_init__(self) -> None:
-        self.files: dict[str, dict[str, Any]] = {}  # id -> file object + "_content"
+        # id -> file object + "_content"
+        self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, _Batch] = {}
-        self.log: list[tuple[str, str]] = []  # (method, path) of every request
+        # (method, path) of every request
+        self.log: list[tuple[str, str]] = []
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         api = self
@@ -77,7 +85,7 @@ class FakeBatchAPI:
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True
 
-            def log_message(self, *args) -> None:
+            def log_message(self, *args: Any) -> None:
                 pass
 
             def _body(self) -> bytes:
@@ -122,13 +130,14 @@ class FakeBatchAPI:
     # -- the API ---------------------------------------------------------------------------
 
     def _dispatch(self, method: str, path: str, body: bytes, ctype: str,
-                  query: dict[str, str] | None = None):
+                  query: dict[str, str] | None = None) -> _Answer:
         parts = path.split("/")[2:] if path.startswith("/v1/") else []
         json_ct = "application/json"
         query = query or {}
         if parts == ["files"] and method == "POST":
             return self._upload(body, ctype)
-        if parts == ["files"] and method == "GET":  # newest first, as OpenAI lists them
+        # files: newest first, as OpenAI lists them
+        if parts == ["files"] and method == "GET":
             data = [_public(f) for f in reversed(self.files.values())
                     if query.get("purpose") in (None, f["purpose"])]
             return 200, {"object": "list", "data": data, "has_more": False}, json_ct
@@ -168,13 +177,14 @@ class FakeBatchAPI:
                            "purpose": purpose, "status": "processed", "_content": content}
         return self.files[fid]
 
-    def _upload(self, body: bytes, ctype: str):
+    def _upload(self, body: bytes, ctype: str) -> _Answer:
         msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
             b"content-type: " + ctype.encode() + b"\r\n\r\n" + body)
         fields: dict[str, Any] = {}
         for part in msg.iter_parts() if msg.is_multipart() else ():
             name = part.get_param("name", header="content-disposition")
-            if isinstance(name, str):  # a part without a plain name is no field we read
+            # a part without a plain name is no field we read
+            if isinstance(name, str):
                 fields[name] = part
         if "file" not in fields or "purpose" not in fields:
             return 400, _error("expected multipart fields 'file' and 'purpose'"), \
@@ -187,7 +197,7 @@ class FakeBatchAPI:
         name = fields["file"].get_filename() or "upload.jsonl"
         return 200, _public(self._store_file(content, name, purpose)), "application/json"
 
-    def _create(self, req: dict):
+    def _create(self, req: dict) -> _Answer:
         f = self.files.get(req.get("input_file_id", ""))
         if f is None:
             return 404, _error(f"No such File object: {req.get('input_file_id')}"), \
@@ -314,7 +324,7 @@ class FakeBatchAPI:
     def __enter__(self) -> FakeBatchAPI:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

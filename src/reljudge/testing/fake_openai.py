@@ -54,11 +54,13 @@ class Reply:
     status: int = 200
     body: dict | str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0  # seconds to wait before answering
-    drop: bool = False  # close the connection without answering
+    #: seconds to wait before answering
+    delay: float = 0.0
+    #: close the connection without answering
+    drop: bool = False
 
     @classmethod
-    def text(cls, text: str, **kw) -> Reply:
+    def text(cls, text: str, **kw: Any) -> Reply:
         """A 200 answer with this assistant text."""
         delay = kw.pop("delay", 0.0)
         return cls(200, chat_reply(text, **kw), delay=delay)
@@ -110,7 +112,8 @@ class Request:
     """One request the server received."""
 
     path: str
-    headers: dict[str, str]  # names lower-cased
+    #: header names lower-cased
+    headers: dict[str, str]
     body: dict
     at: float
 
@@ -125,7 +128,8 @@ class _Handler(BaseHTTPRequestHandler):
     """One connection to a FakeOpenAI: GETs answer the call count, POSTs go to its handler."""
 
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between header and body
+    # no 40 ms delayed-ACK stall between header and body
+    disable_nagle_algorithm = True
 
     @property
     def fake(self) -> FakeOpenAI:
@@ -133,7 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
         assert isinstance(self.server, _Server)
         return self.server.fake
 
-    def log_message(self, *args: Any) -> None:  # keep test output clean
+    # keep test output clean
+    def log_message(self, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
@@ -180,7 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop()
             return
         data = (reply.body if isinstance(reply.body, str) else json.dumps(reply.body)).encode()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
+        # the client gave up: no one to answer
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._send(reply.status, data, reply.headers)
 
     def _send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
@@ -225,10 +231,14 @@ class FakeOpenAI:
         self.handler = handler or (lambda req: Reply.text("final score: 1"))
         self.delay = delay
         self.requests: list[Request] = []
-        self.gets: list[str] = []  # paths of GET requests (the labeller's pre-flight check)
-        self.inflight = 0  # POSTs being answered now
-        self.max_inflight = 0  # the most POSTs it was answering at once
-        self.dead = False  # killed: refuses connections, drops every request
+        # paths of GET requests (the labeller's pre-flight check)
+        self.gets: list[str] = []
+        # POSTs being answered
+        self.inflight = 0
+        # the most POSTs it was answering at once
+        self.max_inflight = 0
+        # killed: refuses connections, drops every request
+        self.dead = False
         self._lock = threading.Lock()
         self._server = _Server(self)
         if certfile:
@@ -277,7 +287,7 @@ class FakeOpenAI:
     def __enter__(self) -> FakeOpenAI:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -4,12 +4,14 @@ server, on any run (so tests can compare runs, endpoints and caches)."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
+from collections.abc import Callable
 
 from reljudge.grades import N_GRADES
-from reljudge.testing.fake_openai import Reply
+from reljudge.testing.fake_openai import Reply, Request
 
 
-def hash_grader(request, preamble: str = "", delay: float = 0.0) -> Reply:
+def hash_grader(request: Request, preamble: str = "", delay: float = 0.0) -> Reply:
     """An umbrela-style answer whose grade is the SHA-256 of the prompt's user text, modulo
     the scale's size; ``preamble`` comes before the ``##final score`` line."""
     grade = int(hashlib.sha256(request.user_text.encode()).hexdigest(), 16) % N_GRADES
@@ -18,12 +20,13 @@ def hash_grader(request, preamble: str = "", delay: float = 0.0) -> Reply:
 
 # -- judges of known behaviour, for probes (reljudge.probe) ----------------------------------
 # The shipped templates put the query and the passage between these markers (a title line,
-# when shown, starts the passage): (query start, query end, passage start, passage end).
+# when shown, starts the passage): (query start, query end, passage start, passage end) of
+# the guarded, umbrela and basic templates.
 _LAYOUTS = (
-    ("A person searched for:\n", "\n", "<<<PASSAGE\n", "\nPASSAGE>>>"),  # guarded
+    ("A person searched for:\n", "\n", "<<<PASSAGE\n", "\nPASSAGE>>>"),
     ("A person searched for:\n", "\n", "Here is a passage a search system returned:\n",
-     "\n\nGrade the passage"),  # umbrela
-    ("Query: ", "\n", "Passage: ", "\n\nHow relevant"),  # basic
+     "\n\nGrade the passage"),
+    ("Query: ", "\n", "Passage: ", "\n\nHow relevant"),
 )
 
 
@@ -43,7 +46,7 @@ def _answer(grade: int) -> Reply:
     return Reply.text(f"##final score: {grade}")
 
 
-def lexical_grader(request) -> Reply:
+def lexical_grader(request: Request) -> Reply:
     """A judge that grades by the share of the query's content words found in the passage:
     under 1/4 -> 0, under 1/2 -> 1, under 3/4 -> 2, else 3 (the judge a query insert fools)."""
     from reljudge.probe.kinds import content_words, words
@@ -55,34 +58,41 @@ def lexical_grader(request) -> Reply:
     return _answer(min(3, int(share * 4)))
 
 
-def oracle_grader(known: dict[str, dict[str, int]]):
+class _Oracle:
+    """The judge oracle_grader makes; ``grade_of`` grades a (query, passage) without a request."""
+
+    def __init__(self, known: dict[str, dict[str, int]]) -> None:
+        from reljudge.probe.kinds import words
+
+        self._bags = {q: [(Counter(words(t)), g) for t, g in texts.items()]
+                      for q, texts in known.items()}
+
+    def grade_of(self, query: str, passage: str) -> int:
+        """The highest grade of the known passages whose every word the passage contains."""
+        from reljudge.probe.kinds import words
+
+        have = Counter(words(passage))
+        return max((g for bag, g in self._bags.get(query, []) if not bag - have), default=0)
+
+    def __call__(self, request: Request) -> Reply:
+        return _answer(self.grade_of(*prompt_parts(request.user_text)))
+
+
+def oracle_grader(known: dict[str, dict[str, int]]) -> _Oracle:
     """A judge that grades only a passage's original content: ``known`` maps a query's text
     to {clean passage text: grade}; a passage gets the highest grade of the known passages
     whose every word it contains (0 when none: word salad)."""
-    from collections import Counter
-
-    from reljudge.probe.kinds import words
-
-    bags = {q: [(Counter(words(t)), g) for t, g in texts.items()] for q, texts in known.items()}
-
-    def grade_of(query: str, passage: str) -> int:
-        have = Counter(words(passage))
-        return max((g for bag, g in bags.get(query, []) if not bag - have), default=0)
-
-    def handler(request) -> Reply:
-        return _answer(grade_of(*prompt_parts(request.user_text)))
-
-    handler.grade_of = grade_of  # type: ignore[attr-defined]
-    return handler
+    return _Oracle(known)
 
 
-def obeying_grader(known: dict[str, dict[str, int]], p: float, instruction: str):
+def obeying_grader(known: dict[str, dict[str, int]], p: float,
+                   instruction: str) -> Callable[[Request], Reply]:
     """The oracle, except that a passage containing ``instruction`` gets the top grade with
     probability ``p``, decided by the SHA-256 of the prompt (the same prompt, the same
     answer)."""
     oracle = oracle_grader(known)
 
-    def handler(request) -> Reply:
+    def handler(request: Request) -> Reply:
         query, passage = prompt_parts(request.user_text)
         if instruction in passage:
             draw = int(hashlib.sha256(request.user_text.encode()).hexdigest()[:8], 16) / 16**8

@@ -60,8 +60,9 @@ def twin_world(groups: int = 40, docs: int = 30, runs: int = 8, *, noise: float 
     ideal under the judge, not under people."""
     rng = np.random.default_rng(seed)
     latent = rng.gamma(1.2, 0.8, (groups, docs))
+    # grades of shape (group, twin, doc)
     twins = np.clip(np.floor(latent[:, None, :] + noise * rng.standard_normal(
-        (groups, 2, docs))), 0, 3).astype(np.int64)  # (group, twin, doc)
+        (groups, 2, docs))), 0, 3).astype(np.int64)
     qid = np.array([[[f"g{g}{t}"] * docs for t in "ab"] for g in range(groups)], dtype=object)
     docid = np.array([[[f"g{g}d{d:02d}" for d in range(docs)]] * 2 for g in range(groups)],
                      dtype=object)
@@ -75,7 +76,8 @@ def twin_world(groups: int = 40, docs: int = 30, runs: int = 8, *, noise: float 
         both = np.broadcast_to(score[:, None, :], twins.shape)
         out.append(Run.from_arrays(*flat, both.ravel().round(6), name=f"run{i + 1}",
                                    check=False))
-    by_judge = twins[:, ::-1, :] - np.arange(docs) / (2.0 * docs)  # ties: the lower docid
+    # ties: the lower docid
+    by_judge = twins[:, ::-1, :] - np.arange(docs) / (2.0 * docs)
     circular = Run.from_arrays(*flat, by_judge.ravel(), name="circular", check=False)
     return TwinWorld(human, judge, out, circular)
 
