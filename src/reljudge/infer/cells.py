@@ -92,6 +92,23 @@ class Design(Protocol):
                  ) -> tuple[ppi.Estimate, int]: ...
 
 
+def estimates(design: Design, cells: Cells, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+    """The estimate of each (i, j) of ``pairs`` (at least one), run names[i] minus
+    names[j] (j None: the run alone), vectorised over them, and each one's sampled units
+    carrying the measure: in one call where the design has one (``batch``: the same
+    numbers), else one ``estimate`` each. The pairs are all runs alone or all pairs of
+    runs."""
+    batch = getattr(design, "batch", None)
+    if batch is not None:
+        return batch(cells, names, m, pairs)
+    key = str(m)
+    each = [design.estimate(cells[(names[i], key)], names[i], m) if j is None else
+            design.estimate(difference_cell(cells[(names[i], key)], cells[(names[j], key)]),
+                            names[i], m, names[j]) for i, j in pairs]
+    return ppi.concatenate([e for e, _ in each]), [k for _, k in each]
+
+
 def difference_cell(cell: dict, other: dict) -> dict:
     """The cell of one run minus another: every value paired on the shared sample."""
     dcell = {k: cell[k] - other[k] for k in cell}

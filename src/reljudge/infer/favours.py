@@ -26,7 +26,8 @@ from reljudge.stats.significance import holm
 from reljudge.tables import Interval
 
 if TYPE_CHECKING:
-    from reljudge.infer.cells import Cells, Design, RunEstimate
+    from reljudge.infer import ppi
+    from reljudge.infer.cells import RunEstimate
     from reljudge.metrics.measures import Measure
 
 #: the top k systems, by the human-based estimate, whose two rankings Kendall's tau compares
@@ -176,16 +177,14 @@ def _flag(r: RunEstimate) -> str | None:
     return UNDER if r.llm - r.ppi_low < -tol else None
 
 
-def judge_bias(design: Design, cells: Cells, rows: Sequence[RunEstimate], m: Measure,
+def judge_bias(estimates: ppi.Estimate, rows: Sequence[RunEstimate], m: Measure,
                level: float, top: int = TOP) -> Favours:
     """The table of measure ``m`` from the runs' estimate rows and, for each run's p-value,
-    its estimate through ``design`` shifted by the judge-only score."""
+    the estimate behind its row (``estimates``, vectorised over the rows of ``m`` in their
+    order) shifted by the judge-only score."""
     mine = [r for r in rows if r.measure == str(m)]
-    p = []
-    for r in mine:
-        e, _ = design.estimate(cells[(r.run, str(m))], r.run, m)
-        p.append(float(replace(e, value=e.value - r.llm).p_value()))
-    return favours_of(str(m), mine, p, level, top)
+    shifted = replace(estimates, value=estimates.value - np.array([r.llm for r in mine]))
+    return favours_of(str(m), mine, shifted.p_value().tolist(), level, top)
 
 
 def _tau(x: np.ndarray, y: np.ndarray) -> float | None:

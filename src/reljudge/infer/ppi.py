@@ -310,6 +310,15 @@ def concatenate(parts: list[Estimate]) -> Estimate:
     return Estimate(**joined)
 
 
+def take(e: Estimate, k: int) -> Estimate:
+    """The k-th of estimates vectorised over one axis (a field held as one number for all
+    is that number)."""
+    taken: dict[str, Any] = {f: e.level if f == "level" else
+                             np.broadcast_to(getattr(e, f), np.shape(e.value))[k]
+                             for f in Estimate.__dataclass_fields__}
+    return Estimate(**taken)
+
+
 def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
     """The estimate e where condition holds, else otherwise (field by field)."""
     if np.ndim(condition) == 0:

@@ -24,7 +24,7 @@ import numpy as np
 
 from reljudge.choices import PPI_PAGE
 from reljudge.infer import ppi
-from reljudge.infer.cells import difference_cell
+from reljudge.infer.cells import estimates
 from reljudge.infer.ranges import difference_range
 from reljudge.metrics.measures import Measure
 from reljudge.stats import holm
@@ -168,15 +168,8 @@ def rank_runs(design: Design, cells: Cells, names: Sequence[str], m: Measure,
 def differences(design: Design, cells: Cells, names: Sequence[str], m: Measure,
                 pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
     """The paired estimate of each pair (i, j) of runs' difference, names[i] minus
-    names[j], vectorised over the pairs: in one call where the design has one
-    (``differences``), else one ``estimate`` of each ``difference_cell``."""
-    batched = getattr(design, "differences", None)
-    if batched is not None:
-        return batched(cells, names, m, pairs)
-    key = str(m)
-    return ppi.concatenate([
-        design.estimate(difference_cell(cells[(names[i], key)], cells[(names[j], key)]),
-                        names[i], m, names[j])[0] for i, j in pairs])
+    names[j], vectorised over the pairs (``infer.cells.estimates``)."""
+    return estimates(design, cells, names, m, pairs)[0]
 
 
 def ranking_note(rankings: Sequence[Ranking]) -> str:

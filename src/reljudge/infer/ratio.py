@@ -109,6 +109,16 @@ class Jackknife:
             var += float(self.factor[self.stratum == h][0] * ((x - x.mean()) ** 2).sum())
         return var ** 0.5
 
+    def sds(self, values: np.ndarray) -> list[float]:
+        """``sd`` of each of K estimates from their values (K, G), bit for bit: each row is
+        reduced along its own contiguous axis as ``sd`` reduces one."""
+        var = np.zeros(len(values))
+        for h in np.unique(self.stratum):
+            x = np.ascontiguousarray(values[:, self.stratum == h])
+            var += self.factor[self.stratum == h][0] * (
+                (x - x.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+        return [v ** 0.5 for v in var.tolist()]
+
 
 def jackknife(frame: PairFrame, seed: int) -> Jackknife:
     """The stratified jackknife of the sample: delete-one up to JACKKNIFE_GROUPS sampled pairs
@@ -301,30 +311,79 @@ def interval(reps: np.ndarray, human: np.ndarray, n: int, population: int, level
     plain estimate): bias-corrected, each standard error at least its floor (the
     jackknife's; see ``bias_corrected``); 'worth': the human-only sample whose variance the
     PPI one matches."""
+    fields = _interval_fields(_moments(reps, exact), _moments(human, exact), n, population,
+                              level, floors)
+    return _estimate(level, exact, *(np.asarray(f) for f in fields))
+
+
+def intervals(reps: np.ndarray, human: np.ndarray, n: int, population: int, level: float,
+              exact: bool, floors: Sequence[tuple[float, float]]) -> ppi.Estimate:
+    """``interval`` of each of K estimates at once from their replicates (B, K), the same
+    numbers estimate by estimate (each column reduced along its own contiguous row)."""
+    ppi_rows, human_rows = (np.ascontiguousarray(np.asarray(x, np.float64).T)
+                            for x in (reps, human))
+    fields = [_interval_fields(a, h, n, population, level, f) for a, h, f in zip(
+        _many_moments(ppi_rows, exact), _many_moments(human_rows, exact), floors, strict=True)]
+    return _estimate(level, exact, *(np.array(f) for f in zip(*fields, strict=True)))
+
+
+def _estimate(level: float, exact: bool, value: np.ndarray, se: np.ndarray, lo: np.ndarray,
+              hi: np.ndarray, hvalue: np.ndarray, hse: np.ndarray, hlo: np.ndarray,
+              hhi: np.ndarray, df: np.ndarray, worth: np.ndarray, n: np.ndarray
+              ) -> ppi.Estimate:
+    """The ppi.Estimate of ``interval``'s fields (lambda is 1: the model is used whole)."""
+    return ppi.Estimate(value, se, lo, hi, np.ones_like(value), hvalue, hse, hlo, hhi, df,
+                        worth, n, level, 0, exact)
+
+
+#: a vector of replicates as ``bias_corrected`` reads it: row 0, the others' mean and sd
+#: (None: too few replicates, or a census)
+Reduced = tuple[float, float | None, float | None]
+
+
+def _moments(r: np.ndarray, exact: bool) -> Reduced:
+    """The numbers ``bias_corrected`` reads from replicates (B,)."""
+    if exact or len(r) < 3:
+        return float(r[0]), None, None
+    return float(r[0]), float(r[1:].mean()), float(np.std(r[1:]))
+
+
+def _many_moments(rows: np.ndarray, exact: bool) -> list[Reduced]:
+    """``_moments`` of each row of replicates (K, B), row by row the same numbers."""
+    if exact or rows.shape[-1] < 3:
+        return [(first, None, None) for first in rows[:, 0].tolist()]
+    rest = rows[:, 1:]
+    return list(zip(rows[:, 0].tolist(), rest.mean(axis=-1).tolist(),
+                    np.std(rest, axis=-1).tolist(), strict=True))
+
+
+def _interval_fields(reps: Reduced, human: Reduced, n: int, population: int, level: float,
+                     floors: tuple[float, float]) -> tuple[float | int, ...]:
+    """``interval``'s numbers: value, se, low, high and the human-only ones, df, worth (as
+    floats) and n."""
     df = float(max(n - 1, 1))
-    value, lo, hi, se = bias_corrected(reps, level, exact, df, floors[0])
-    hvalue, hlo, hhi, hse = bias_corrected(human, level, exact, df, floors[1])
+    value, lo, hi, se = _corrected(*reps, level, df, floors[0])
+    hvalue, hlo, hhi, hse = _corrected(*human, level, df, floors[1])
     worth = population if se == 0 else min(population, n * hse ** 2 / se ** 2)
-    return ppi.Estimate(np.asarray(value), np.asarray(se), np.asarray(lo), np.asarray(hi),
-                        np.asarray(1.0), np.asarray(hvalue), np.asarray(hse),
-                        np.asarray(hlo), np.asarray(hhi), np.asarray(df),
-                        np.asarray(float(worth)), np.asarray(n), level, 0, exact)
+    return value, se, lo, hi, hvalue, hse, hlo, hhi, df, float(worth), n
 
 
 def bias_corrected(r: np.ndarray, level: float, exact: bool, df: float, floor: float = 0.0
                    ) -> tuple[float, float, float, float]:
     """The estimate less the bootstrap estimate of its bias b = mean(replicates) - estimate
-    (Efron, Tibshirani 1993, sec. 10.6: the ideal DCG is concave in the counts and nDCG
-    convex in it, so a noisy normaliser biases the plain ratio up), +- the t quantile on
-    ``df`` degrees of freedom times the standard error: the replicates' sd, at least
-    ``floor`` (the jackknife's: the bootstrap's sd fell short of the spread of the estimates
-    with few sampled pairs per query, docs/ppi.md); the interval the p-value
-    (``ppi.Estimate.p_value``) inverts. The percentile interval moved by 2b, and BCa,
-    covered less on LLMJudge and on simulated runs (docs/ppi.md)."""
-    if exact or len(r) < 3:
-        return float(r[0]), float(r[0]), float(r[0]), 0.0
-    value = 2 * float(r[0]) - float(r[1:].mean())
-    se = max(float(np.std(r[1:])), floor)
+    (Efron, Tibshirani 1993, sec. 10.6), +- the t quantile on ``df`` degrees of freedom
+    times the standard error: the replicates' sd, at least ``floor`` (the jackknife's); the
+    interval the p-value (``ppi.Estimate.p_value``) inverts."""
+    return _corrected(*_moments(r, exact), level, df, floor)
+
+
+def _corrected(first: float, mean: float | None, sd: float | None, level: float, df: float,
+               floor: float) -> tuple[float, float, float, float]:
+    """``bias_corrected`` from the replicates' row 0, mean and sd."""
+    if mean is None or sd is None:
+        return first, first, first, 0.0
+    value = 2 * first - mean
+    se = max(sd, floor)
     half = float(special.stdtrit(df, 0.5 + level / 2)) * se
     return value, value - half, value + half, se
 
@@ -411,6 +470,34 @@ class RatioDesign:
         n = len(self.frame.sampled)
         return interval(a, h, n, len(self.frame.query), self.level, self.frame.census,
                         floors), int(top.sum())
+
+    def batch(self, cells: Mapping, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+        """``estimate`` of each (i, j) of ``pairs`` at once: run names[i] minus names[j]
+        (j None: the run alone); the same numbers, and each one's sampled pairs in the top
+        k. ``cells`` is unused: the replicates hold every run."""
+        r, jk = self.replicates[str(m)], self.jack.get(str(m))
+        first = [self.runs.index(names[i]) for i, _ in pairs]
+        second = [None if j is None else self.runs.index(names[j]) for _, j in pairs]
+        tops = self.in_top[str(m)]
+        counts = [int((tops[i] if j is None else tops[i] | tops[j]).sum())
+                  for i, j in zip(first, second, strict=True)]
+        paired = [j is not None for j in second]
+        if any(paired) and not all(paired):
+            raise ValueError("batch: pairs of runs and runs alone go in separate calls")
+        i = np.array(first, dtype=np.int64)
+        j = np.array([0 if k is None else k for k in second], dtype=np.int64)
+
+        def columns(x: np.ndarray) -> np.ndarray:
+            return x[:, i] - x[:, j] if all(paired) else x[:, i] - 0.0
+
+        floors = [(0.0, 0.0)] * len(pairs)
+        if jk is not None:
+            floors = list(zip(*(self.jackknife.sds(np.ascontiguousarray(columns(x).T))
+                                for x in (jk.ppi, jk.human)), strict=True))
+        e = intervals(columns(r.ppi), columns(r.human), len(self.frame.sampled),
+                      len(self.frame.query), self.level, self.frame.census, floors)
+        return e, counts
 
     def note(self, m: Measure) -> str | None:
         """The warning that holds for every row of ``m`` (said once, in the estimate's

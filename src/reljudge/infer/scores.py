@@ -31,6 +31,7 @@ from reljudge.infer.cells import (
     check_in_pool,
     difference_cell,
     difference_domain,
+    estimates,
     grades_of,
     human_truth,
     outside_pool,
@@ -108,8 +109,8 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         if len(linear) < len(parsed):
             design = _ByMeasure(design, _ratio_design(sample, judge, human, runs, [
                 m for m in parsed if ratio.serves(m)], queries, level, bootstrap, seed))
-    rows, diffs = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
-                                 level=level, bootstrap=bootstrap, seed=seed)
+    rows, diffs, own = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
+                                      level=level, bootstrap=bootstrap, seed=seed)
     if sample.design == "active":
         from reljudge.infer.weighted import warn_unweighed
 
@@ -123,7 +124,7 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
     if favours is not None:
         from reljudge.infer.favours import judge_bias
 
-        favours += [judge_bias(design, cells, rows, m, level, top) for m in parsed]
+        favours += [judge_bias(own[str(m)], rows, m, level, top) for m in parsed]
     return rows, diffs
 
 
@@ -189,10 +190,18 @@ class _PairDesign:
         k = informative if np.ndim(informative) else int(informative)
         return self._in_domain(cell, items, popd, m, bool(other)), k
 
-    def differences(self, cells: Cells, names: Sequence[str], m: Measure,
-                    pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
-        """``estimate`` of each pair (i, j) of runs' difference, names[i] minus names[j],
-        as one estimate vectorised over the pairs (the same numbers, pair by pair)."""
+    def batch(self, cells: Cells, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+        """``estimate`` of each (i, j) of ``pairs`` at once: run names[i] minus names[j]
+        (j None: the run alone), the same numbers; and each one's sampled pairs in the top
+        k (either run's)."""
+        tops = [self.in_top[(n, str(m))] for n in names]
+        counts = [int((tops[i][0] if j is None else tops[i][0] | tops[j][0]).sum())
+                  for i, j in pairs]
+        if all(j is None for _, j in pairs):
+            return self._runs(cells, names, m, [i for i, _ in pairs], tops), counts
+        if any(j is None for _, j in pairs):
+            raise ValueError("batch: pairs of runs and runs alone go in separate calls")
         stacked = {f: np.stack([cells[(n, str(m))][f] for n in names])
                    for f in ("a", "b", "b_total", "spread", "w", "w_pop")}
         first = np.array([i for i, _ in pairs], dtype=np.int64)
@@ -204,7 +213,20 @@ class _PairDesign:
             dcell = {f: v[i] - v[j] for f, v in stacked.items()}
             dcell["spread"] = stacked["spread"][i] + stacked["spread"][j]
             parts.append(self._in_domain(dcell, dcell["w"] != 0, dcell["w_pop"] != 0, m, True))
-        return ppi.concatenate(parts)
+        return ppi.concatenate(parts), counts
+
+    def _runs(self, cells: Cells, names: Sequence[str], m: Measure, which: Sequence[int],
+              tops: Sequence[tuple[np.ndarray, np.ndarray]]) -> ppi.Estimate:
+        """Each run ``names[i]``'s own estimate, i in ``which``, vectorised over the runs (P@k
+        run by run: its proportion interval takes one domain size)."""
+        if m.name == "P":
+            return ppi.concatenate([self.estimate(cells[(names[i], str(m))], names[i], m)[0]
+                                    for i in which])
+        cell = {f: np.stack([cells[(names[i], str(m))][f] for i in which])
+                for f in ("a", "b", "b_total", "spread")}
+        items = np.stack([tops[i][0] for i in which])
+        popd = np.stack([tops[i][1] for i in which])
+        return self._in_domain(cell, items, popd, m, False)
 
     def _in_domain(self, cell: dict, items: np.ndarray, popd: np.ndarray, m: Measure,
                    difference: bool) -> ppi.Estimate:
@@ -270,14 +292,11 @@ class _ByMeasure:
         which = self.ratio if ratio.serves(m) else self.linear
         return which.estimate(cell, run, m, other)
 
-    def differences(self, cells: Cells, names: Sequence[str], m: Measure,
-                    pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
-        """Each pair of runs' difference by the design that serves ``m``
-        (``infer.ranking.differences``)."""
-        from reljudge.infer.ranking import differences
-
-        return differences(self.ratio if ratio.serves(m) else self.linear, cells, names, m,
-                           pairs)
+    def batch(self, cells: Cells, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+        """The estimates of ``pairs`` by the design that serves ``m``
+        (``infer.cells.estimates``)."""
+        return estimates(self.ratio if ratio.serves(m) else self.linear, cells, names, m, pairs)
 
 
 def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
@@ -316,32 +335,42 @@ def ratio_weights(runs: Sequence[Run], pop: Sequence[tuple[str, str]],
 
 def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[Run],
                    parsed: Sequence[Measure], base: str, queries: int, *, level: float,
-                   bootstrap: int, seed: int) -> tuple[list[RunEstimate], list[RunEstimate]]:
-    """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped."""
+                   bootstrap: int, seed: int
+                   ) -> tuple[list[RunEstimate], list[RunEstimate], dict[str, ppi.Estimate]]:
+    """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped; and
+    per measure the runs' estimates behind their rows, vectorised over the runs."""
     from reljudge.stats import bootstrap_ci
 
-    rows, diffs = [], []
+    rows, diffs, by_measure = [], [], {}
+    names = [r.name for r in runs]
+    b = names.index(base)
+    others = [i for i in range(len(names)) if i != b]
+    at = {i: k for k, i in enumerate(others)}
     for m in parsed:
-        for run in runs:
+        by_ratio = isinstance(design, _ByMeasure) and ratio.serves(m)
+        own, own_k = estimates(design, cells, names, m, [(i, None) for i in range(len(names))])
+        by_measure[str(m)] = own
+        de, de_k = (estimates(design, cells, names, m, [(i, b) for i in others]) if others
+                    else (None, []))
+        for i, run in enumerate(runs):
             cell = cells[(run.name, str(m))]
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
-            e, k = design.estimate(cell, run.name, m)
-            by_ratio = isinstance(design, _ByMeasure) and ratio.serves(m)
+            e, k = ppi.take(own, i), own_k[i]
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None, k,
                              _warning(e, _small(sample.unit, k, m.cutoff, queries,
                                                 by_ratio=by_ratio)),
                              measure_range(m)))
-            if run.name == base:
+            if de is None or i == b:
                 continue
             dcell = difference_cell(cell, cells[(base, str(m))])
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
-            de, k = design.estimate(dcell, run.name, m, base)
+            d, k = ppi.take(de, at[i]), de_k[at[i]]
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
-                              dboot.high, de, float(de.p_value()), k,
-                              _warning(de, _small(sample.unit, k, m.cutoff, queries, True,
-                                                  by_ratio)),
+                              dboot.high, d, float(d.p_value()), k,
+                              _warning(d, _small(sample.unit, k, m.cutoff, queries, True,
+                                                 by_ratio)),
                               difference_range(m)))
-    return rows, diffs
+    return rows, diffs, by_measure
 
 
 def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.ndarray:
