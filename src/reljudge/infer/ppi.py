@@ -161,8 +161,12 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
         sums = np.bincount(bins, weights=x.ravel(), minlength=rows.size * strata + 1)
         return sums[:-1].reshape(a.shape[:-1] + (strata,))
 
-    def at_unit(x: np.ndarray) -> np.ndarray:  # each unit's own stratum's value
-        return np.take_along_axis(x, np.maximum(stratum, 0), axis=-1)
+    # each unit's own stratum's value: one flat index for every lookup
+    own = (rows * strata + np.maximum(stratum, 0)).ravel()
+
+    def at_unit(x: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(x, a.shape[:-1] + (strata,))).reshape(
+            -1)[own].reshape(a.shape)
 
     n, sa, sb = per_stratum(np.ones_like(a)), per_stratum(a), per_stratum(b)
     sbb, sab = per_stratum(b * b), per_stratum(a * b)

@@ -188,7 +188,7 @@ class _PairDesign:
             informative = (items | theirs[0]).sum(axis=-1)  # in either run's top k
             items, popd = difference_domain(cell, (items, popd), theirs)
         k = informative if np.ndim(informative) else int(informative)
-        return self._in_domain(cell, items, popd, m, bool(other)), k
+        return self._in_domain(cell, items, self._domain_sizes(popd), m, bool(other)), k
 
     def batch(self, cells: Cells, names: Sequence[str], m: Measure,
               pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
@@ -203,17 +203,38 @@ class _PairDesign:
         if any(j is None for _, j in pairs):
             raise ValueError("batch: pairs of runs and runs alone go in separate calls")
         stacked = {f: np.stack([cells[(n, str(m))][f] for n in names])
-                   for f in ("a", "b", "b_total", "spread", "w", "w_pop")}
+                   for f in ("a", "b", "b_total", "spread", "w")}
+        # a pooled pair is in the difference's domain where the two runs weigh it
+        # differently: compared as the weights' small integer codes, not float differences
+        weights = np.stack([cells[(n, str(m))]["w_pop"] for n in names])
+        codes = np.unique(weights, return_inverse=True)[1].reshape(weights.shape)
+        codes = codes.astype(np.min_scalar_type(int(codes.max(initial=0))))
         first = np.array([i for i, _ in pairs], dtype=np.int64)
         second = np.array([j for _, j in pairs], dtype=np.int64)
-        chunk = max(1, DIFFERENCE_CELLS // max(1, stacked["w_pop"].shape[-1]))
+        chunk = max(1, DIFFERENCE_CELLS // max(1, weights.shape[-1]))
         parts = []
         for at in range(0, len(pairs), chunk):
             i, j = first[at:at + chunk], second[at:at + chunk]
             dcell = {f: v[i] - v[j] for f, v in stacked.items()}
             dcell["spread"] = stacked["spread"][i] + stacked["spread"][j]
-            parts.append(self._in_domain(dcell, dcell["w"] != 0, dcell["w_pop"] != 0, m, True))
+            parts.append(self._in_domain(dcell, dcell["w"] != 0,
+                                         self._strata_counts(codes[i] != codes[j]), m, True))
         return ppi.concatenate(parts), counts
+
+    def _domain_sizes(self, popd: np.ndarray) -> np.ndarray | None:
+        """The pooled pairs of a domain (``popd``, (..., P)) per design stratum, (..., H);
+        None where there are no post-strata."""
+        if self.pop_strata is None:
+            return None
+        pop_onehot = self.pop_strata[:, None] == np.arange(len(self.sizes))[None, :]
+        return popd.astype(np.float64) @ pop_onehot
+
+    def _strata_counts(self, popd: np.ndarray) -> np.ndarray | None:
+        """``_domain_sizes`` by counting (the same whole numbers, without a float copy)."""
+        if self.pop_strata is None:
+            return None
+        return np.stack([np.count_nonzero(popd[:, self.pop_strata == h], axis=-1)
+                         for h in range(len(self.sizes))], axis=-1).astype(np.float64)
 
     def _runs(self, cells: Cells, names: Sequence[str], m: Measure, which: Sequence[int],
               tops: Sequence[tuple[np.ndarray, np.ndarray]]) -> ppi.Estimate:
@@ -225,22 +246,21 @@ class _PairDesign:
         cell = {f: np.stack([cells[(names[i], str(m))][f] for i in which])
                 for f in ("a", "b", "b_total", "spread")}
         items = np.stack([tops[i][0] for i in which])
-        popd = np.stack([tops[i][1] for i in which])
-        return self._in_domain(cell, items, popd, m, False)
+        dsize = self._domain_sizes(np.stack([tops[i][1] for i in which]))
+        return self._in_domain(cell, items, dsize, m, False)
 
-    def _in_domain(self, cell: dict, items: np.ndarray, popd: np.ndarray, m: Measure,
-                   difference: bool) -> ppi.Estimate:
-        """The estimate of a cell over its domain: ``items``, the sampled pairs, and
-        ``popd``, the pooled pairs, in the run's top k (or either run's)."""
-        if self.pop_strata is None:
+    def _in_domain(self, cell: dict, items: np.ndarray, dsize: np.ndarray | None,
+                   m: Measure, difference: bool) -> ppi.Estimate:
+        """The estimate of a cell over its domain: ``items``, the sampled pairs in the run's
+        top k (or either run's), and ``dsize``, the domain's pooled pairs per stratum
+        (``_domain_sizes``)."""
+        if self.pop_strata is None or dsize is None:
             return self._design_based(cell)
         # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
         # are the sampled pairs in the top k
         whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
         onehot = self.item_strata[:, None] == np.arange(len(self.sizes))[None, :]
         dom = replace(whole, n=items.astype(np.float64) @ onehot)
-        pop_onehot = self.pop_strata[:, None] == np.arange(len(self.sizes))[None, :]
-        dsize = popd.astype(np.float64) @ pop_onehot  # the domain's pairs per stratum
         # a P@k difference's pairs are worth -1/k, 0 or 1/k: a post-stratum of a few sampled
         # pairs is often all of one value, whose zero variance would decide the sign
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
