@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
@@ -23,6 +24,11 @@ from scipy import special  # scipy.stats costs 0.5 s to import; these are what i
 from reljudge.errors import InputError
 from reljudge.infer import ppi
 from reljudge.infer.cells import gain, human_truth, pair_weights
+from reljudge.metrics.measures import Measure
+from reljudge.types import Run
+
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
 
 MIX = 0.2  # share of the budget spread evenly: no pair's probability below MIX * n / N
 
@@ -147,7 +153,8 @@ def draw(pairs: Sequence[tuple[str, str]], sizes: Mapping[tuple[str, str], float
     return [(*pairs[i], float(pi[i]), None) for i in chosen[rng.permutation(len(chosen))]]
 
 
-def run_weights(runs, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
+def run_weights(runs: Sequence[Run], pairs: Sequence[tuple[str, str]], measure: Measure
+                ) -> np.ndarray:
     """Each run's rank weight of each pair in ``measure`` (0 outside its top k), (runs,
     pairs)."""
     return np.array([pair_weights(run, pairs, measure) for run in runs]).reshape(
@@ -202,7 +209,8 @@ def plan(signal: Signal, weights: np.ndarray, queries: int, width: float, most: 
 PILOT_MIN = 10  # human-graded pooled pairs a pilot needs to say where the judge errs
 
 
-def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -> Signal:
+def store_signal(store: LabelStore, judge: str, pairs: Sequence[tuple[str, str]],
+                 measure: Measure) -> Signal:
     """The judge's uncertainty on ``pairs`` from the store: its grade distributions (a
     calibrated or panel source has them), else its disagreement with the store's other LLM
     judges, else a pilot of human grades; an InputError naming what to give when none."""
@@ -241,7 +249,7 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
 
 
 def _gains_of(grades: Mapping[tuple[str, str], int], pairs: Sequence[tuple[str, str]],
-              measure) -> np.ndarray:
+              measure: Measure) -> np.ndarray:
     """The gain of each pair's grade in ``grades``, NaN where it has none."""
     g = np.array([grades.get(p, -1) for p in pairs], dtype=np.int64)
     return np.where(g >= 0, gain(np.maximum(g, 0), measure), np.nan)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from reljudge.metrics import gain_kernels, kernels
 from reljudge.metrics.measures import Measure
 from reljudge.pool import PairIndex, top_k
 from reljudge.types import Qrels, Run
+
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
 
@@ -51,7 +54,8 @@ def grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
     return {(q, d): g for q, d, g in qrels}
 
 
-def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure) -> np.ndarray:
+def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure: Measure
+                 ) -> np.ndarray:
     """Weight of each pair in a linear measure of the run (0 outside its top k), divided
     later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1).
     Many runs against one list of pairs: pass it as a ``PairIndex``, indexed once."""
@@ -73,7 +77,7 @@ def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure
     return np.where(ranks > 0, 1.0 / int(k), 0.0)
 
 
-def gain(grades: np.ndarray, measure) -> np.ndarray:
+def gain(grades: np.ndarray, measure: Measure) -> np.ndarray:
     """The gain a linear measure gives each grade (the metrics kernels' own gains)."""
     g = np.asarray(grades)
     if measure.name in ("P", "RBP"):
@@ -128,7 +132,8 @@ def difference_domain(dcell: dict, mine: tuple[np.ndarray, np.ndarray],
     return mine[0] | theirs[0], mine[1] | theirs[1]
 
 
-def population(sample: Sample, judge: Qrels):
+def population(sample: Sample, judge: Qrels
+               ) -> tuple[list[tuple[str, str]], list[str], np.ndarray]:
     """The sampled population (the recorded pool, else every judge-labelled pair), strata
     labels and sizes."""
     graded = grades_of(judge)
@@ -227,7 +232,7 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
     return PairValues(pop, labels, sizes, pop_grades, in_top)
 
 
-def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
+def human_truth(store: LabelStore, pairs: Set[tuple[str, str]], human: str | None = None
                 ) -> dict[tuple[str, str], int]:
     """{pair: human grade} of ``pairs``: the standing human grades (a grade its annotator
     undid does not count), merged as ``labels merge --policy adjudicated-first`` merges them:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.stats.ranks import kendall_tau_b, order_of
 from reljudge.stats.significance import holm
 from reljudge.tables import Interval
@@ -131,7 +131,7 @@ class Favours(Tabular):
         """The flags in words, the tau line, and how the flags were made."""
         return [*self.lines(), self.how()]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame, one row per run, every field of ``RunBias`` as a column."""
         from dataclasses import astuple, fields
 

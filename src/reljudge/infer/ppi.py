@@ -171,7 +171,9 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
     n, sa, sb = per_stratum(np.ones_like(a)), per_stratum(a), per_stratum(b)
     sbb, sab = per_stratum(b * b), per_stratum(a * b)
 
-    def parts(n, sa, sb, sbb, sab, big_n):  # per stratum: c s_ab, c s_b^2, N mean a, N mean b
+    # per stratum: c s_ab, c s_b^2, N mean a, N mean b
+    def parts(n: np.ndarray, sa: np.ndarray, sb: np.ndarray, sbb: np.ndarray, sab: np.ndarray,
+              big_n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         n_safe, d = np.maximum(n, 1), np.maximum(n - 1, 1)
         mean_a, mean_b = sa / n_safe, sb / n_safe
         frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape),

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
@@ -162,7 +163,7 @@ def grade_model(frame: PairFrame, w: np.ndarray) -> np.ndarray:
     return np.where(total > 0, joint / np.maximum(total, 1e-300), overall)
 
 
-def _cells(index: np.ndarray, width: int):
+def _cells(index: np.ndarray, width: int) -> Any:
     """A sparse (units, width) one-hot matrix of each unit's cell."""
     from scipy import sparse
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from reljudge.choices import PPI_PAGE
 from reljudge.errors import InputError
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.infer import ppi, ratio
 from reljudge.infer.cells import (
     PAIR_MEASURES,
@@ -52,6 +52,7 @@ from reljudge.types import Qrels, Run
 if TYPE_CHECKING:
     from reljudge.infer.favours import Favours
     from reljudge.infer.ranking import Ranking
+    from reljudge.store import LabelStore
 
 EXACT = "exact (census)"
 #: values of the pairs-of-runs' cells held at once by ``_PairDesign.differences`` (memory)
@@ -393,7 +394,9 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
     return rows, diffs, by_measure
 
 
-def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.ndarray:
+def _per_query(qrels: Qrels, run: Run, measure: Measure, queries: Sequence[str]
+               ) -> np.ndarray:
+    """The run's value of ``measure`` on each of ``queries`` (0 where it has none)."""
     ev = evaluate(qrels, run, [measure], all_queries=True)
     vals = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
     return np.array([vals.get(q, 0.0) for q in queries])
@@ -452,7 +455,7 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
     """One row, every value and interval end clipped to the measure's range ``bounds`` (a
     clipped interval covers the truth whenever the unclipped one did); an interval wholly
     outside the range (it missed) becomes the whole range, and the warning says so."""
-    def c(v) -> float:
+    def c(v: float | np.ndarray) -> float:
         return float(np.clip(float(v), *bounds))
 
     said = [warning] if warning else []
@@ -529,7 +532,7 @@ class StoreEstimates(Tabular):
         """Where the numbers come from, and the small-sample warnings."""
         return [self.note(), *self.warnings()]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame, one row per run (and difference) and measure, every field of
         ``RunEstimate`` as a column (full precision, interval ends as separate columns)."""
         from dataclasses import astuple, fields
@@ -547,7 +550,7 @@ class StoreEstimates(Tabular):
                 f"the two runs' rows ({PPI_PAGE}){skipped}")
 
 
-def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
+def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | str, *,
              sample: str | None = None, judge: str | None = None, human: str | None = None,
              level: float = 0.95, seed: int = 0, baseline: str | None = None,
              require: bool = True, rank: bool = True, top: int = TOP

@@ -6,6 +6,7 @@ lambda, plus MISS_RULE's unseen misses (docs/ppi.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,10 @@ import numpy as np
 from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
 
 from reljudge.infer import ppi
-from reljudge.infer.cells import difference_domain, pair_cells
+from reljudge.infer.cells import RunEstimate, difference_domain, pair_cells
+from reljudge.labels import Sample
+from reljudge.metrics.measures import Measure
+from reljudge.types import Qrels, Run
 
 #: what the PPI variance of an active sample adds for the judge's misses it did not see
 MISS_RULE = ("(ln(1/alpha) / z)^2 more sampled pairs in the domain (2.34 at 95 %: the rule of "
@@ -226,7 +230,7 @@ class ActiveDesign:
     # the pool, ``pi`` then every pooled pair's); None: every item, one estimate
     mask: np.ndarray | None = None
 
-    def estimate(self, cell: dict, run: str, m, other: str | None = None
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``);
         with a mask, one per draw (arrays (draws,))."""
@@ -246,8 +250,9 @@ class ActiveDesign:
         return _scalar(e), int(items.sum())
 
 
-def active_design(sample, judge, human, runs, parsed, queries: list[str], cells: dict,
-                  level: float) -> ActiveDesign:
+def active_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
+                  parsed: Sequence[Measure], queries: list[str], cells: dict, level: float
+                  ) -> ActiveDesign:
     """Add each cell's weighted gains of the sampled pairs under both labels, the judge's
     total over the pool and the values' spread (as for the other pair designs)."""
     v = pair_cells(sample, judge, human, runs, parsed, cells)
@@ -255,7 +260,8 @@ def active_design(sample, judge, human, runs, parsed, queries: list[str], cells:
     return ActiveDesign(pi, v.in_top, len(v.pop), len(queries), level)
 
 
-def warn_unweighed(sample, rows: list, diffs: list) -> tuple[list, list]:
+def warn_unweighed(sample: Sample, rows: list[RunEstimate], diffs: list[RunEstimate]
+                   ) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """The rows of runs the active draw did not weigh (it weighed ``sample.params["runs"]``)
     with a warning: their top-k pairs may have had small probabilities, and on the benchmark
     such runs' intervals covered 87-92 % (docs/ppi.md)."""
@@ -265,7 +271,7 @@ def warn_unweighed(sample, rows: list, diffs: list) -> tuple[list, list]:
     if not weighed:
         return rows, diffs
 
-    def mark(r):
+    def mark(r: RunEstimate) -> RunEstimate:
         names = [n.strip() for n in r.run.split(" - ")]
         if all(n in weighed for n in names):
             return r
