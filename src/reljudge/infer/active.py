@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
+
+# scipy.stats costs 0.5 s to import; these are what it calls
+from scipy import special
 
 from reljudge.errors import InputError
 from reljudge.infer import ppi
@@ -30,7 +32,8 @@ from reljudge.types import Run
 if TYPE_CHECKING:
     from reljudge.store import LabelStore
 
-MIX = 0.2  # share of the budget spread evenly: no pair's probability below MIX * n / N
+#: share of the budget spread evenly: no pair's probability below MIX * n / N
+MIX = 0.2
 
 
 @dataclass(frozen=True)
@@ -117,10 +120,13 @@ def inclusion_probabilities(size: np.ndarray, budget: int, mix: float = MIX) -> 
         if not over.any():
             pi[free] = p
             break
-        taken = np.flatnonzero(free)[over]  # certain: out of the proportional draw
+        # certain: out of the proportional draw
+        taken = np.flatnonzero(free)[over]
         free[taken] = False
-        left -= len(taken)  # stays > 0 while a pair is free: the free shares summed to more
-    return np.where(pi > 1.0 - 1e-12, 1.0, pi)  # a share of 1 up to rounding is certain
+        # stays > 0 while a pair is free: the free shares summed to more
+        left -= len(taken)
+    # a share of 1 up to rounding is certain
+    return np.where(pi > 1.0 - 1e-12, 1.0, pi)
 
 
 def systematic(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -196,7 +202,8 @@ def plan(signal: Signal, weights: np.ndarray, queries: int, width: float, most: 
     narrowest = widest(most)
     if narrowest > width:
         return None, narrowest
-    low, high = 1, most  # widest(high) <= width; bisect for the smallest such budget
+    # widest(high) <= width; bisect for the smallest such budget
+    low, high = 1, most
     while low < high:
         mid = (low + high) // 2
         if widest(mid) <= width:
@@ -206,7 +213,8 @@ def plan(signal: Signal, weights: np.ndarray, queries: int, width: float, most: 
     return high, widest(high)
 
 
-PILOT_MIN = 10  # human-graded pooled pairs a pilot needs to say where the judge errs
+#: human-graded pooled pairs a pilot needs to say where the judge errs
+PILOT_MIN = 10
 
 
 def store_signal(store: LabelStore, judge: str, pairs: Sequence[tuple[str, str]],
@@ -236,7 +244,8 @@ def store_signal(store: LabelStore, judge: str, pairs: Sequence[tuple[str, str]]
         found = signal_from_judges(gains, judge_gain, others)
         if len(truth) < PILOT_MIN:
             return found
-        pilot = signal_from_pilot(human_gain, judge_gain)  # how much the judge errs
+        # how much the judge errs
+        pilot = signal_from_pilot(human_gain, judge_gain)
         return Signal(f"{found.source}; widths from {pilot.source}", found.u, pilot.u)
     if len(truth) >= PILOT_MIN:
         return signal_from_pilot(human_gain, judge_gain)

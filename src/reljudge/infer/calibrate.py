@@ -32,7 +32,8 @@ from reljudge.grades import (  # noqa: F401 (DECISIONS, decide: the rules' home 
 )
 
 CENTERS = ("judge", "marginal")
-TRUST = 0.9  # weight of the judge's own grade in the "judge" prior centre
+#: weight of the judge's own grade in the "judge" prior centre
+TRUST = 0.9
 
 
 def one_hot(grades: np.ndarray, k: int = N_GRADES) -> np.ndarray:
@@ -44,7 +45,8 @@ def one_hot(grades: np.ndarray, k: int = N_GRADES) -> np.ndarray:
     return out
 
 
-MISSING = -1  # a grade a judge did not give (``missing=True``)
+#: a grade a judge did not give (``missing=True``)
+MISSING = -1
 
 
 def check_grades(grades: np.ndarray, what: str, missing: bool = False) -> np.ndarray:
@@ -78,9 +80,12 @@ def expected_grade(probs: np.ndarray) -> np.ndarray:
 class Calibration:
     """P(human grade | judge grade) fitted on a human sample."""
 
-    table: np.ndarray  # (N_GRADES judge grades, N_GRADES human grades), rows sum to 1
-    counts: np.ndarray  # (N_GRADES, N_GRADES) sample counts, judge grade x human grade (soft with probs)
-    prior: np.ndarray  # (N_GRADES,) the human grade marginal of the sample (add-one)
+    # (N_GRADES judge grades, N_GRADES human grades), rows sum to 1
+    table: np.ndarray
+    # (N_GRADES, N_GRADES) sample counts, judge grade x human grade (soft with probs)
+    counts: np.ndarray
+    # (N_GRADES,) the human grade marginal of the sample (add-one)
+    prior: np.ndarray
     strength: float
     pairs: int
     center: str = "judge"

@@ -43,10 +43,14 @@ class RunEstimate:
     lam: float
     human_labels: int
     effective_labels: float
-    p: float | None = None  # for differences: two-sided p-value of no difference
-    informative: int = 0  # sampled units carrying the measure: queries, or pairs in the top k
-    warning: str | None = None  # set when the sample is below the benchmark's reliable size
-    exact: bool = False  # the sample is a census of every unit the row depends on
+    # for differences: two-sided p-value of no difference
+    p: float | None = None
+    # sampled units carrying the measure: queries, or pairs in the top k
+    informative: int = 0
+    # set when the sample is below the benchmark's reliable size
+    warning: str | None = None
+    # the sample is a census of every unit the row depends on
+    exact: bool = False
 
 
 def grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
@@ -85,7 +89,8 @@ def gain(grades: np.ndarray, measure: Measure) -> np.ndarray:
     return gain_kernels.gains(g, measure.param("dcg"))
 
 
-Cells = dict[tuple[str, str], dict]  # (run, measure) -> the per-query or per-pair values
+# (run, measure) -> the per-query or per-pair values
+Cells = dict[tuple[str, str], dict]
 
 
 class Design(Protocol):
@@ -116,7 +121,8 @@ def estimates(design: Design, cells: Cells, names: Sequence[str], m: Measure,
 def difference_cell(cell: dict, other: dict) -> dict:
     """The cell of one run minus another: every value paired on the shared sample."""
     dcell = {k: cell[k] - other[k] for k in cell}
-    if "spread" in cell:  # a difference ranges over both runs' values
+    # a difference ranges over both runs' values
+    if "spread" in cell:
         dcell["spread"] = cell["spread"] + other["spread"]
     return dcell
 
@@ -173,7 +179,8 @@ def outside_pool(sample: Sample, judge: Qrels, runs: Sequence[Run],
         return {}
     pop = population(sample, judge)[0]
     index = PairIndex(pop)
-    queries = {q for q, _ in pop}  # a run's other queries do not enter the estimate
+    # a run's other queries do not enter the estimate
+    queries = {q for q, _ in pop}
     found = {}
     for run in runs:
         q, d, _ = top_k(run, max(cutoffs))
@@ -223,7 +230,8 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
             cell["a"] = w_items * gain(h_grades, m)
             cell["b"] = w_items * gain(j_grades, m)
             cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
-            cell["w"], cell["w_pop"] = w_items, w_pop  # a difference's domain: w_A != w_B
+            # a difference's domain: w_A != w_B
+            cell["w"], cell["w_pop"] = w_items, w_pop
             # the most a pair's value can differ from another's: its largest weight
             # times the top grade's gain (a difference of two runs: twice that)
             cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))

@@ -21,8 +21,10 @@ from reljudge.grades import N_GRADES
 from reljudge.infer.calibrate import check_grades
 from reljudge.stats import agreement as ag
 
-CANDIDATES = 201  # quantiles of the score tried for each cut
-PASSES = 5  # coordinate-ascent sweeps over the three cuts (usually 2 suffice)
+#: quantiles of the score tried for each cut
+CANDIDATES = 201
+#: coordinate-ascent sweeps over the three cuts (usually 2 suffice)
+PASSES = 5
 
 
 def _quadratic_kappa(human: np.ndarray, grades: np.ndarray) -> np.ndarray:
@@ -38,8 +40,10 @@ class Thresholds:
     """Three cuts on a score: grade = number of cuts the score is at or above."""
 
     cuts: tuple[float, ...]
-    pairs: int  # training pairs the cuts were fitted on
-    kappa_quadratic: float  # on those pairs
+    # training pairs the cuts were fitted on
+    pairs: int
+    # on those pairs
+    kappa_quadratic: float
 
     def apply(self, score: np.ndarray) -> np.ndarray:
         """Grades 0..3 of each score."""

@@ -47,20 +47,29 @@ class RunBias:
 
     run: str
     measure: str
-    judge: float  # the score under the judge's labels alone
-    human: float  # the human-based estimate (PPI; exact for a census)
+    # the score under the judge's labels alone
+    judge: float
+    # the human-based estimate (PPI; exact for a census)
+    human: float
     human_low: float
     human_high: float
-    bias: float  # judge - human: positive where the judge over-rates the run
+    # judge - human: positive where the judge over-rates the run
+    bias: float
     bias_low: float
     bias_high: float
-    p: float  # two-sided p-value of no bias
-    p_holm: float  # Holm-corrected over the runs of the measure
-    flag: str | None  # OVER or UNDER where the bias's interval excludes 0, else None
-    holm: bool  # flagged, and still so after the correction
-    rank_judge: int  # 1 = best
+    # two-sided p-value of no bias
+    p: float
+    # Holm-corrected over the runs of the measure
+    p_holm: float
+    # OVER or UNDER where the bias's interval excludes 0, else None
+    flag: str | None
+    # flagged, and still so after the correction
+    holm: bool
+    # 1 = best
+    rank_judge: int
     rank_human: int
-    exact: bool  # a census: no sampling error
+    # a census: no sampling error
+    exact: bool
 
     def says(self, digits: int = 2) -> str | None:
         """The flag in words: "the judge over-rates RUN by 0.08 nDCG@10 [0.03, 0.13]"."""

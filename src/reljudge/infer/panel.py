@@ -35,11 +35,14 @@ class Panel:
     """A fitted panel: the grade prior and each judge's confusion matrix."""
 
     judges: tuple[str, ...]
-    prior: np.ndarray  # (N_GRADES,) P(true grade)
-    confusion: np.ndarray  # (R, N_GRADES true, N_GRADES judge) P(judge grade | true grade)
+    # (N_GRADES,) P(true grade)
+    prior: np.ndarray
+    # (R, N_GRADES true, N_GRADES judge) P(judge grade | true grade)
+    confusion: np.ndarray
     iterations: int
     converged: bool
-    anchored: int  # pairs with a human label used in the fit
+    # pairs with a human label used in the fit
+    anchored: int
     strength: float
     center: str = "marginal"
 
@@ -99,7 +102,8 @@ def fit_panel(labels: np.ndarray, human: np.ndarray, *, judges: tuple[str, ...] 
     if not anchored.any():
         raise InputError("a panel needs at least one human-labelled pair to anchor it")
     ind = _indicators(labels)
-    marginal = ind.sum(axis=0) + 1.0  # (R, N_GRADES) each judge's grade counts, add-one
+    # (R, N_GRADES) each judge's grade counts, add-one
+    marginal = ind.sum(axis=0) + 1.0
     marginal = marginal / marginal.sum(axis=1, keepdims=True)
     if center == "marginal":
         smooth = strength * np.broadcast_to(marginal[:, None, :], (r, N_GRADES, N_GRADES))

@@ -50,9 +50,12 @@ class PairOrder:
     difference: float
     low: float
     high: float
-    p: float  # two-sided p-value of no difference
-    p_holm: float  # corrected over the family (every pair of runs of the measure)
-    supported: str | None  # "A > B" when the corrected test rejects equality that way
+    # two-sided p-value of no difference
+    p: float
+    # corrected over the family (every pair of runs of the measure)
+    p_holm: float
+    # "A > B" when the corrected test rejects equality that way
+    supported: str | None
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,10 @@ class RankedRun:
     ppi: float
     ppi_low: float
     ppi_high: float
-    above: list[str]  # runs the sample supports this run being better than
-    below: list[str]  # runs the sample supports being better than this one
+    # runs the sample supports this run being better than
+    above: list[str]
+    # runs the sample supports being better than this one
+    below: list[str]
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,8 @@ class Ranking:
     alpha: float
     runs: list[RankedRun]
     pairs: list[PairOrder]
-    conflicts: list[str] = field(default_factory=list)  # supported orders it could not keep
+    # supported orders it could not keep
+    conflicts: list[str] = field(default_factory=list)
     correction: str = CORRECTION
     family: str = FAMILY
 
@@ -110,7 +116,8 @@ def reported_order(llm: Sequence[float], better: np.ndarray,
     n = len(llm)
     by_llm = sorted(range(n), key=lambda i: (-llm[i], -(tiebreak[i] if tiebreak else 0.0), i))
     place = {i: k for k, i in enumerate(by_llm)}
-    waiting = np.asarray(better, dtype=bool).sum(axis=0)  # unplaced superiors of each run
+    # unplaced superiors of each run
+    waiting = np.asarray(better, dtype=bool).sum(axis=0)
     placed: list[int] = []
     left = list(by_llm)
     while left:

@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
+
+# scipy.stats costs 0.5 s to import; these are what it calls
+from scipy import special
 
 from reljudge.grades import N_GRADES
 from reljudge.infer import ppi
@@ -54,12 +56,18 @@ class PairFrame:
     """The pool and the sample as arrays: every pooled pair's query and judge grade; the
     sampled pairs' pool index, design stratum and human grade; the strata's pooled sizes."""
 
-    query: np.ndarray  # (P,) query index of each pooled pair
-    judge: np.ndarray  # (P,) judge grade
-    sizes: np.ndarray  # (H,) pooled pairs per design stratum
-    sampled: np.ndarray  # (n,) pool index of each sampled pair
-    stratum: np.ndarray  # (n,) design stratum of each sampled pair
-    human: np.ndarray  # (n,) human grade of each sampled pair
+    # (P,) query index of each pooled pair
+    query: np.ndarray
+    # (P,) judge grade
+    judge: np.ndarray
+    # (H,) pooled pairs per design stratum
+    sizes: np.ndarray
+    # (n,) pool index of each sampled pair
+    sampled: np.ndarray
+    # (n,) design stratum of each sampled pair
+    stratum: np.ndarray
+    # (n,) human grade of each sampled pair
+    human: np.ndarray
     queries: int
 
     @property
@@ -86,7 +94,8 @@ def replicate_weights(frame: PairFrame, replicates: int, seed: int) -> np.ndarra
         members = np.flatnonzero(s == h)
         n = len(members)
         scale = np.sqrt(max(1.0 - n / frame.sizes[h], 0.0))
-        drawn = rng.integers(0, n, size=(replicates, n - 1))  # n - 1 draws with replacement
+        # n - 1 draws with replacement
+        drawn = rng.integers(0, n, size=(replicates, n - 1))
         counts = np.bincount((rows * n + drawn).ravel(), minlength=replicates * n)
         out[1:, members] = 1.0 - scale + scale * n / (n - 1) * counts.reshape(replicates, n)
     return out * (frame.sizes[s] / n_h[s])
@@ -98,9 +107,9 @@ class Jackknife:
     of a design stratum's sampled pairs (the stratum's others reweighted to its size), and
     each row's share of the variance, (1 - f_h) (G_h - 1) / G_h, and stratum."""
 
-    weights: np.ndarray  # (G, n)
-    factor: np.ndarray  # (G,)
-    stratum: np.ndarray  # (G,)
+    weights: np.ndarray
+    factor: np.ndarray
+    stratum: np.ndarray
 
     def sd(self, values: np.ndarray) -> float:
         """The jackknife standard error of an estimate from its values under the rows (G,)."""
@@ -195,19 +204,19 @@ def totals(frame: PairFrame, w: np.ndarray, pool_values: np.ndarray, gain: np.nd
     """Per query, the estimated total over the pool of pool_values (R, P) times each human
     gain vector (G', G): the difference estimator with the model's predictions p(g | judge
     grade) (B, J, G) (None: Horvitz-Thompson alone). Shaped (B, R, Q, G')."""
-    vs = pool_values[:, frame.sampled].T  # (n, R)
-    hs = gain[:, frame.human].T  # (n, G')
-    js = _onehot(frame.judge[frame.sampled], N_GRADES)  # (n, J)
+    vs = pool_values[:, frame.sampled].T
+    hs = gain[:, frame.human].T
+    js = _onehot(frame.judge[frame.sampled], N_GRADES)
     parts = np.concatenate([hs, js], axis=1) if model is not None else hs
     n, r, g = len(vs), vs.shape[1], hs.shape[1]
     sums = _per_query(w, (vs[:, :, None] * parts[:, None, :]).reshape(n, -1),
                       frame.query[frame.sampled], frame.queries)
-    sums = sums.reshape(len(w), frame.queries, r, -1).transpose(0, 2, 1, 3)  # (B, R, Q, F)
+    sums = sums.reshape(len(w), frame.queries, r, -1).transpose(0, 2, 1, 3)
     ht = sums[..., :g]
     if model is None:
         return ht
-    expected = np.einsum("bjg,kg->bjk", model, gain)  # (B, J, G')
-    pool = _by_query_judge(frame, pool_values)[None]  # (1, R, Q, J)
+    expected = np.einsum("bjg,kg->bjk", model, gain)
+    pool = _by_query_judge(frame, pool_values)[None]
     return ht + np.einsum("brqj,bjk->brqk", pool - sums[..., g:], expected)
 
 
@@ -235,10 +244,14 @@ class RatioReplicates:
     itself), by the PPI (model-assisted) and the human-only estimator; and each query's PPI
     ideal DCG under every replicate."""
 
-    ppi: np.ndarray  # (B, R)
-    human: np.ndarray  # (B, R)
-    ideal: np.ndarray  # (B, Q)
-    relevant: np.ndarray  # (Q,) the PPI estimate of each query's relevant (grade >= 1) pairs
+    # (B, R)
+    ppi: np.ndarray
+    # (B, R)
+    human: np.ndarray
+    # (B, Q)
+    ideal: np.ndarray
+    # (Q,) the PPI estimate of each query's relevant (grade >= 1) pairs
+    relevant: np.ndarray
 
 
 def ndcg_replicates(frame: PairFrame, run_weights: np.ndarray, k: int, dcg: str,
@@ -257,11 +270,12 @@ def ndcg_under(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, k: int,
     out = []
     ideal = relevant = None
     model = grade_model(frame, w)
-    for m in (model, None):  # PPI, then human-only (Horvitz-Thompson counts, no model)
+    # PPI, then human-only (Horvitz-Thompson counts, no model)
+    for m in (model, None):
         counts = (cell_counts(frame, w, m) if m is not None else
                   totals(frame, w, np.ones((1, len(frame.query))), np.eye(N_GRADES),
-                         None)[:, 0])  # (B, Q, G)
-        best = ideal_dcg(counts, k, gains, seen)  # (B, Q)
+                         None)[:, 0])
+        best = ideal_dcg(counts, k, gains, seen)
         out.append(pooled_ratio(frame, w, run_weights, gains, m, best))
         if ideal is None:
             ideal, relevant = best, counts[0, :, 1:].sum(axis=-1)
@@ -275,11 +289,11 @@ def cell_counts(frame: PairFrame, w: np.ndarray, model: np.ndarray) -> np.ndarra
     model where it has none (post-stratification; never negative)."""
     qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
     cell = (qs * N_GRADES + js) * N_GRADES + frame.human
-    one = _cells(cell, frame.queries * N_GRADES ** 2).T  # (QJG, n), sparse
+    one = _cells(cell, frame.queries * N_GRADES ** 2).T
     joint = np.asarray(one @ w.T).T.reshape(len(w), frame.queries, N_GRADES, N_GRADES)
     mass = joint.sum(axis=-1, keepdims=True)
     share = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), model[:, None])
-    pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]  # (Q, J)
+    pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]
     return np.einsum("qj,bqjg->bqg", pooled, share)
 
 
@@ -291,16 +305,17 @@ def pooled_ratio(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, gains
     run's top k and the judge's grade: a pair in the top k of one query borrows from the
     others)."""
     with np.errstate(divide="ignore"):
-        inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)  # (B, Q)
-    e = model @ gains if model is not None else np.zeros((len(w), N_GRADES))  # (B, J)
+        inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)
+    e = model @ gains if model is not None else np.zeros((len(w), N_GRADES))
     qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
-    pool = _by_query_judge(frame, run_weights)  # (R, Q, J)
+    pool = _by_query_judge(frame, run_weights)
     out = np.einsum("rqj,bj,bq->br", pool, e, inv)
-    resid = w * (gains[frame.human][None] - e[:, js]) * inv[:, qs]  # (B, n)
-    top = run_weights[:, frame.sampled, None] * _onehot(js, N_GRADES)  # (R, n, J)
-    num = resid @ np.hstack(list(top))  # (B, R * J): per run and judge grade
+    resid = w * (gains[frame.human][None] - e[:, js]) * inv[:, qs]
+    top = run_weights[:, frame.sampled, None] * _onehot(js, N_GRADES)
+    # (B, R * J): per run and judge grade
+    num = resid @ np.hstack(list(top))
     den = w @ np.hstack(list(top > 0))
-    size = (run_weights > 0).astype(np.float64) @ _onehot(frame.judge, N_GRADES)  # (R, J)
+    size = (run_weights > 0).astype(np.float64) @ _onehot(frame.judge, N_GRADES)
     mean = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
     out += (mean * size.ravel()).reshape(len(w), len(run_weights), N_GRADES).sum(axis=-1)
     return out / frame.queries
@@ -433,12 +448,15 @@ class RatioDesign:
 
     frame: PairFrame
     runs: Sequence[str]
-    replicates: Mapping[str, RatioReplicates]  # by measure
-    in_top: Mapping[str, np.ndarray]  # by measure: (R, n) sampled pair in the run's top k
+    # by measure
+    replicates: Mapping[str, RatioReplicates]
+    # by measure: (R, n) sampled pair in the run's top k
+    in_top: Mapping[str, np.ndarray]
     query_names: Sequence[str]
     level: float
     jackknife: Jackknife
-    jack: Mapping[str, RatioReplicates]  # by measure: every run's nDCG@k under its rows
+    # by measure: every run's nDCG@k under its rows
+    jack: Mapping[str, RatioReplicates]
 
     @classmethod
     def build(cls, frame: PairFrame, runs: Sequence[str], weights: Mapping[Measure, np.ndarray],

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 EXACT = "exact (census)"
 #: values of the pairs-of-runs' cells held at once by ``_PairDesign.differences`` (memory)
-DIFFERENCE_CELLS = 1 << 22  # the interval of a row whose sample is a census of its units
+# the interval of a row whose sample is a census of its units
+DIFFERENCE_CELLS = 1 << 22
 
 
 def check_complete(sample: Sample, human: Qrels) -> None:
@@ -160,7 +161,8 @@ def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Seq
         for run in runs:
             cell = cells[(run.name, str(m))]
             cell["human"] = _per_query(human_sub, run, m, sampled_q)
-            if np.isfinite(high - low):  # a query's value can lie anywhere in the range
+            # a query's value can lie anywhere in the range
+            if np.isfinite(high - low):
                 cell["spread"] = high - low
     return _QueryDesign(idx, level)
 
@@ -170,7 +172,8 @@ class _PairDesign:
     """A pair-level sample: each cell holds the sampled pairs' human (``a``) and judge
     (``b``) values, the judge's population total and the values' spread."""
 
-    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (items, pool) in top k
+    # (items, pool) in top k
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
     item_strata: np.ndarray
     sizes: np.ndarray
     pop_strata: np.ndarray | None
@@ -184,9 +187,11 @@ class _PairDesign:
         leading axes (draws of the same stratum composition, as bench/ppi.py uses)."""
         items, popd = self.in_top[(run, str(m))]
         informative = items.sum(axis=-1)
-        if other:  # a difference is 0 where both runs weigh a pair alike
+        # a difference is 0 where both runs weigh a pair alike
+        if other:
             theirs = self.in_top[(other, str(m))]
-            informative = (items | theirs[0]).sum(axis=-1)  # in either run's top k
+            # in either run's top k
+            informative = (items | theirs[0]).sum(axis=-1)
             items, popd = difference_domain(cell, (items, popd), theirs)
         k = informative if np.ndim(informative) else int(informative)
         return self._in_domain(cell, items, self._domain_sizes(popd), m, bool(other)), k
@@ -274,7 +279,8 @@ class _PairDesign:
         worth = e.effective_n * float(self.sizes.sum()) / np.maximum(in_domain, 1.0)
         e = replace(e, effective_n=worth, n=np.full(np.shape(e.value),
                                                     float(len(self.item_strata))))
-        if m.name == "P" and not difference:  # every value in the top k is 0 or 1/k
+        # every value in the top k is 0 or 1/k
+        if m.name == "P" and not difference:
             units = float(in_domain)
             e = ppi.proportion_interval(e, cell["spread"] * units / self.queries,
                                         dom.n.sum(axis=-1), units)
@@ -437,7 +443,8 @@ def _warning(e: ppi.Estimate, small: str | None) -> str | None:
     all."""
     flat = int(np.sum(e.flat))
     bound = float(np.max(e.range_bound))
-    if bound > 0:  # the t interval's "likely too narrow" no longer holds: say what replaced it
+    # the t interval's "likely too narrow" no longer holds: say what replaced it
+    if bound > 0:
         small = (f"from {int(np.max(e.n))} sampled queries, widened to +-{bound:.4g} around "
                  f"the human-only mean, the Hoeffding-Serfling bound from the measure's range "
                  f"(Bardenet and Maillard 2015): valid however skewed the per-query values, "
@@ -500,11 +507,16 @@ class StoreEstimates(Tabular):
     judge: str
     rows: list[RunEstimate]
     diffs: list[RunEstimate]
-    skipped: list[str]  # measures a pair-level sample cannot estimate
-    rankings: list[Ranking] | None = None  # per measure (infer.ranking); None: not asked for
-    measure_notes: list[str] = field(default_factory=list)  # "MEASURE: ..." for all its rows
-    outside: list[str] = field(default_factory=list)  # runs not estimated: why, one each
-    favours: list[Favours] | None = None  # per measure (infer.favours): the judge's bias
+    # measures a pair-level sample cannot estimate
+    skipped: list[str]
+    # per measure (infer.ranking); None: not asked for
+    rankings: list[Ranking] | None = None
+    # "MEASURE: ..." for all its rows
+    measure_notes: list[str] = field(default_factory=list)
+    # runs not estimated: why, one each
+    outside: list[str] = field(default_factory=list)
+    # per measure (infer.favours): the judge's bias
+    favours: list[Favours] | None = None
 
     def ranking_note(self) -> str:
         """How the rankings were made, or why there are none."""
@@ -585,7 +597,8 @@ def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | s
         wanted = set(s.pairs())
         graded = human_truth(store, wanted, human)
         if len(graded) < len(wanted) and not require and not sample:
-            continue  # not graded yet: try an older sample
+            # not graded yet: try an older sample
+            continue
         jg = store.source_grades(judge_name)
         usable = list(measures)
         skipped: list[str] = []
@@ -608,7 +621,8 @@ def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | s
         judge_q = _qrels(jg)
         outside = {} if require else outside_pool(s, judge_q, runs,
                                                   [parse_measure(m) for m in usable])
-        kept = [r for r in runs if r.name not in outside]  # a report: what the sample serves
+        # a report: what the sample serves
+        kept = [r for r in runs if r.name not in outside]
         rows, diffs = estimate_runs(s, judge_q, _qrels(graded), kept, usable, level=level,
                                     seed=seed, baseline=baseline, rankings=rankings,
                                     notes=notes, favours=favours, top=top

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
+
+# scipy.stats costs 0.5 s to import; these are what it calls
+from scipy import special
 
 from reljudge.infer import ppi
 from reljudge.infer.cells import RunEstimate, difference_domain, pair_cells
@@ -43,10 +45,14 @@ class Sums:
     """Per-cell sums over the sampled pairs, arrays (...): e_a = a / pi, e_b = b / pi and
     c = 1 - pi (0 for a certain pair)."""
 
-    sampled: np.ndarray  # sampled pairs short of certainty
-    inside: np.ndarray  # of them, in the cell's domain (the run's top k)
-    certain_inside: np.ndarray  # sampled with certainty, in the domain
-    ta: np.ndarray  # sum e_a over every sampled pair
+    # sampled pairs short of certainty
+    sampled: np.ndarray
+    # of them, in the cell's domain (the run's top k)
+    inside: np.ndarray
+    # sampled with certainty, in the domain
+    certain_inside: np.ndarray
+    # sum e_a over every sampled pair
+    ta: np.ndarray
     tb: np.ndarray
     c: np.ndarray
     ca: np.ndarray
@@ -54,15 +60,22 @@ class Sums:
     caa: np.ndarray
     cbb: np.ndarray
     cab: np.ndarray
-    poisson: np.ndarray  # sum (1 - pi) / pi^2 over the sampled pairs in the domain
-    dinv: np.ndarray  # sum 1 / pi and 1 / pi^2 over the uncertain sampled pairs in the domain
+    # sum (1 - pi) / pi^2 over the sampled pairs in the domain
+    poisson: np.ndarray
+    # sum 1 / pi and 1 / pi^2 over the uncertain sampled pairs in the domain
+    dinv: np.ndarray
     dinv2: np.ndarray
-    inv: np.ndarray  # sum 1 / pi, sum a^2 / pi: for the population variance of a
+    # sum 1 / pi, sum a^2 / pi: for the population variance of a
+    inv: np.ndarray
     taa: np.ndarray
-    misses: np.ndarray  # sampled pairs in the domain whose judge value is not the human's,
-    miss2: np.ndarray  # and the sum of their squared differences (a - b)^2
-    unseen: np.ndarray  # sum (1 - pi) / pi over the sampled pairs in the domain: the HT
-    unseen_v: np.ndarray  # of sum (1 - pi) over its pairs, and sum (1 - pi)^2 / pi^3
+    # sampled pairs in the domain whose judge value is not the human's,
+    misses: np.ndarray
+    # and the sum of their squared differences (a - b)^2
+    miss2: np.ndarray
+    # sum (1 - pi) / pi over the sampled pairs in the domain: the HT
+    unseen: np.ndarray
+    # of sum (1 - pi) over its pairs, and sum (1 - pi)^2 / pi^3
+    unseen_v: np.ndarray
 
 
 def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
@@ -95,19 +108,23 @@ def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.nd
     (m - 1) / m sum_i c_i (T_(i) - T)^2 with Berger and Skinner's (2005) weights c_i = 1 - pi_i,
     T the c-weighted mean of the T_(i), each T_(i) scaling the other m - 1 pairs' share by
     m / (m - 1); for a fixed lambda it is the Hajek variance of ``estimate_from_sums``."""
-    mask = np.asarray(mask, np.float64)[:, None, :]  # (draws, 1, units)
+    # (draws, 1, units)
+    mask = np.asarray(mask, np.float64)[:, None, :]
     pi = np.asarray(pi, np.float64)
-    a, b = np.asarray(a, np.float64)[None], np.asarray(b, np.float64)[None]  # (1, cells, units)
+    # (1, cells, units)
+    a, b = np.asarray(a, np.float64)[None], np.asarray(b, np.float64)[None]
     c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
     ea, eb = a / pi, b / pi
     short, sure = mask * (c > 0), mask * (c == 0)
-    w = short * c  # each pair's jackknife weight, 0 where not sampled or certain
+    # each pair's jackknife weight, 0 where not sampled or certain
+    w = short * c
 
     def total(weight: np.ndarray, x: np.ndarray | float) -> np.ndarray:
         return (weight * x).sum(axis=-1, keepdims=True)
 
     m = short.sum(axis=-1, keepdims=True)
-    c_i = total(w, 1.0) - c  # every c-weighted sum without pair i
+    # every c-weighted sum without pair i
+    c_i = total(w, 1.0) - c
     ca_i, cb_i = total(w, ea) - c * ea, total(w, eb) - c * eb
     cbb_i, cab_i = total(w, eb * eb) - c * eb * eb, total(w, ea * eb) - c * ea * eb
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -161,11 +178,13 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
     empty = (k == 0) & ~exact
     var_c = factor * np.maximum(saa, 0.0)
     var = factor * np.maximum(saa - 2 * lam_ * sab + lam_ ** 2 * sbb, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):  # Kish's effective sample size
+    # Kish's effective sample size
+    with np.errstate(divide="ignore", invalid="ignore"):
         k_eff = np.minimum(k, np.where(s.dinv2 > 0, s.dinv ** 2 / s.dinv2, 0.0))
     df_c = np.maximum(k_eff - 1, 1)
     df = np.maximum(k_eff - 2, 1) if tuned else df_c
-    var = var * df_c / df  # lambda fitted on the sample, as a regression's residual variance
+    # lambda fitted on the sample, as a regression's residual variance
+    var = var * df_c / df
     if tuned and jackknife is not None:
         var = np.maximum(var, jackknife)
     flat = np.zeros(np.shape(var), dtype=bool)
@@ -179,7 +198,8 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
         # MISS_RULE's unseen misses
         miss2 = np.where(s.misses > 0, s.miss2 / np.maximum(s.misses, 1), spread ** 2)
         unseen = np.where(s.unseen > 0, s.unseen_v / np.where(s.unseen > 0, s.unseen, 1.0),
-                          per_unit)  # the unseen miss sits on a pair the sample left out
+                          # the unseen miss sits on a pair the sample left out
+                          per_unit)
         var = np.where(flat_r, var, var + unseen_misses(level) * miss2 * unseen)
         flat = flat_c | flat_r
     var = np.where(empty, np.inf, np.where(exact, 0.0, var))
@@ -221,8 +241,10 @@ class ActiveDesign:
     (the run's DCG and the ideal's), whose pairs' weights are known too: a note for the
     nDCG-from-pairs construction (issue 35, item 3)."""
 
-    pi: np.ndarray  # each sampled pair's inclusion probability
-    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (items, pool) in top k
+    # each sampled pair's inclusion probability
+    pi: np.ndarray
+    # (items, pool) in top k
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
     population: int
     queries: int
     level: float
@@ -235,7 +257,8 @@ class ActiveDesign:
         """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``);
         with a mask, one per draw (arrays (draws,))."""
         items, pool = self.in_top[(run, str(m))]
-        if other:  # a difference is 0 on the pairs both runs weigh alike
+        # a difference is 0 on the pairs both runs weigh alike
+        if other:
             items, pool = difference_domain(cell, (items, pool), self.in_top[(other, str(m))])
         mask = np.ones((1, len(self.pi))) if self.mask is None else self.mask
         a, b = np.asarray(cell["a"])[None], np.asarray(cell["b"])[None]
