@@ -1,15 +1,11 @@
-"""What an active pair sample draws: inclusion probabilities from the judge's uncertainty
-on each pair and the pair's weight in the runs' measures, a fixed-size draw with them, and
-the budget that reaches a target width (``reljudge sample --design active``).
+"""What an active pair sample draws: inclusion probabilities from the judge's uncertainty on
+each pair and the pair's weight in the runs' measures, a fixed-size draw with them, and the
+budget that reaches a target width (``reljudge sample --design active``).
 
-A pair whose human grade the judge predicts badly, and which weighs much in the runs' scores,
-carries most of an estimate's variance; labelling it with a higher probability buys the most
-width per label (active statistical inference: Zrnic and Candes, ICML 2024; stratified PPI:
-Fisch et al., NeurIPS 2024). The probabilities are Neyman-like, pi_i proportional to
-sqrt(u_i * W_i): u_i the expected squared difference of the human and the judge's gain on
-the pair (``Signal``), W_i its squared rank weights summed over the runs, mixed with the
-uniform n / N so that no pair's probability is near 0 (docs/ppi.md). ``infer.weighted``
-estimates from such a sample.
+The probabilities are Neyman-like, pi_i proportional to sqrt(u_i * W_i): u_i the expected
+squared difference of the human and the judge's gain on the pair (``Signal``), W_i its
+squared rank weights summed over the runs, mixed with the uniform n / N (Zrnic and Candes
+2024). ``infer.weighted`` estimates from such a sample.
 """
 
 from __future__ import annotations

@@ -2,14 +2,10 @@
 the score under human labels, with its interval, a flag where the interval excludes 0, and
 each run's rank under either.
 
-The judge-only score is a fixed number (the judge's labels on every unit of the population),
-so the bias's interval is the human-based estimate's interval turned around it:
-judge - [low, high] = [judge - high, judge - low]. It covers the true bias exactly when the
-estimate's interval covers the true score. The flag is per run at the confidence level (each
-unbiased run is flagged with probability about 1 - level); the p-value of no bias, from the
-estimate's t statistic, is Holm-corrected over the runs of the measure (Holm, Scand. J.
-Statist. 6, 1979, as ``infer.ranking`` corrects its pairs), for a reader who asks whether
-any of many runs is favoured.
+The judge-only score is a fixed number, so the bias's interval is the estimate's turned
+around it: [judge - high, judge - low]. The flag is per run at the confidence level; the
+p-value of no bias is Holm-corrected over the runs of the measure, for a reader who asks
+whether any of many runs is favoured.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """A panel of judges combined by Dawid–Skene EM, anchored by a human sample.
 
-Model (Dawid & Skene 1979): each pair has a true grade z with prior pi; judge r gives grade g
-with probability theta_r[z, g] (its confusion matrix), independently of the other judges given
-z. Pairs with a human label are anchored: their z is the human grade, so the confusion matrices
-are learned mostly from the sample and EM only refines them with the judges' labels of the
-other pairs. A judge that did not grade a pair simply contributes no factor (missing labels
-are native to the model). Each confusion row is smoothed by a Dirichlet prior of ``strength``
-pseudo-counts centred (``center``) on the judge's overall grade distribution (``marginal``,
-default: shrinking toward "this judge's grade says nothing about z") or on the judge being right
-(``judge``: 0.9 on grade z plus 0.1 spread like its grade distribution).
-
-Why Dawid–Skene over a regularised regression on the judges' grades: it needs one 4x4 matrix
-per judge (interpretable, auditable: the matrix is the judge's bias), handles judges that cover
-different pairs without imputation, and uses the unlabelled pairs. Its weakness, judges that
-err together, makes posteriors overconfident; decisions (mode/median) suffer less than the
-probabilities, and the held-out audit measures what is left.
+Each pair has a true grade z with prior pi; judge r gives grade g with probability
+theta_r[z, g], independently given z (Dawid & Skene 1979). A pair with a human label has its
+z fixed to that grade; a judge that did not grade a pair adds no factor. Each confusion row
+is smoothed by a Dirichlet prior of ``strength`` pseudo-counts centred (``center``) on the
+judge's grade distribution (``marginal``) or on the judge being right (``judge``).
 """
 
 from __future__ import annotations

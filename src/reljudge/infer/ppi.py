@@ -1,26 +1,13 @@
 """Prediction-powered estimates: a mean under human labels from judge predictions on every
 unit plus human labels on a random sample, with intervals valid however bad the judge is.
 
-Two estimators share one formula (written out in docs/ppi.md):
+* ``ppi_mean_ci``: PPI++ (Angelopoulos, Duchi, Zrnic 2023) for i.i.d. data, as
+  ``ppi_py.ppi_mean_ci`` computes it.
+* ``estimate`` and ``estimate_from_moments``: the finite-population, stratified form used
+  for retrieval scores: lambda times the predictions' total plus the Horvitz-Thompson
+  estimate of the residuals' total, with a t interval (docs/ppi.md has the derivation).
 
-* ``ppi_mean_ci``: PPI++ (Angelopoulos, Duchi, Zrnic 2023) for i.i.d. labelled and
-  unlabelled data, with the power-tuned lambda clipped to [0, 1] and a normal interval;
-  it reproduces ``ppi_py.ppi_mean_ci`` (the tests check it).
-* ``estimate``: the finite-population form used for retrieval scores. The N units (queries,
-  or pooled pairs) are a fixed population, the target is the total of their human values
-  divided by a normaliser (the number of queries), and the sample is drawn without
-  replacement, optionally stratified, with known inclusion probabilities. The estimate is
-  lambda * (sum of predictions over all units) + the Horvitz-Thompson estimate of the total
-  of (human - lambda * prediction); its variance carries the finite-population correction,
-  lambda minimises that estimated variance (clipped to [0, 1]), and the interval uses
-  Student's t with the Welch-Satterthwaite degrees of freedom of the stratified variance
-  (Satterthwaite 1946; Cochran, Sampling Techniques, 3rd ed. 1977, sec. 5.4), one fewer for a tuned
-  lambda: n - 2 for one stratum, fewer when a few strata carry the variance. A tuned lambda's
-  variance is at least the stratified delete-one jackknife's, which re-fits lambda without each
-  sampled unit (the formula alone treats the fitted lambda as known; docs/ppi.md).
-
-Everything is vectorised over leading axes (systems, draws): ``estimate_from_moments``
-takes per-stratum sums, so the benchmark can compute them for 500 draws with one matmul.
+Everything is vectorised over leading axes (systems, draws).
 """
 
 from __future__ import annotations
@@ -222,21 +209,12 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
                           each_flat: bool = False) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
-    ``population``: units per stratum (H,) or (..., H); ``b_total``: sum of the predictions
-    over all units (...,); ``lam=None`` tunes lambda to minimise the estimated variance;
-    ``check=False`` skips the two-per-stratum check (for callers that mask such cells).
-    ``spread``: the largest difference two units' values can have; when every sampled
-    stratum short of a census has all its sampled values equal (the interval would have zero
-    width), those strata get the conservative variance of FLAT_RULE instead of none, so a
-    sample short of the population never gives a zero-width interval (nor does a PPI
-    interval whose residuals a - lambda b are all flat); ``Estimate.flat`` counts such
-    strata, ``Estimate.exact`` says the sample is a census of every stratum.
-    ``each_flat``: every such stratum gets FLAT_RULE's variance, whether or not the others
-    vary (for values of a few levels, where a small stratum's sampled values are often all
-    equal: P@k's differences, each pair worth -1/k, 0 or 1/k).
-    ``units``: the sampled units behind ``m``; with them a tuned lambda's variance is at
-    least the jackknife's, which re-fits lambda without each unit (the variance formula
-    alone treats the fitted lambda as known, and comes out too small: docs/ppi.md).
+    ``population``: units per stratum (H,) or (..., H); ``b_total``: the predictions' sum over
+    all units (...,); ``lam=None`` tunes lambda; ``check=False`` skips the two-per-stratum
+    check; ``spread``: the largest difference two units' values can have, for FLAT_RULE's
+    variance where the sampled strata are flat (``each_flat``: wherever one is); ``units``: the
+    sampled units, whose jackknife bounds a tuned lambda's variance from below.
+    ``Estimate.flat`` counts the flat strata, ``Estimate.exact`` marks a census.
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
@@ -356,22 +334,15 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     lam: float | np.ndarray | None = None, collapse: str = "adjacent",
                     spread: float | np.ndarray | None = None, units: Units | None = None,
                     each_flat: bool = False) -> tuple[Estimate, np.ndarray]:
-    """The estimate post-stratified by a known domain outside which every a and b is 0 (for
-    a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
+    """The estimate post-stratified by a known domain outside which every a and b is 0 (a run's
+    top k), and where it is usable.
 
-    ``m``: moments of the sampled units in the domain only (n counts them per stratum);
-    ``domain_sizes``: the domain's units per design stratum, (H,) or (..., H). Given how
-    many sampled units fell in the domain, they are a simple random sample of its part of
-    each stratum, so the estimate weights them by N_dh / n_dh (post-stratification:
-    Cochran 1977 sec. 5A.9; Saerndal, Swensson, Wretman 1992 sec. 7.6) and its interval is
-    conditional on that number: few sampled units in the run's top k give a wide interval
-    instead of a narrow wrong one. A post-stratum with fewer than two sampled units is
-    merged into the next one in stratum order (the last into the one before;
-    ``collapse="all"``: every post-stratum into one) (collapsed strata, Cochran 1977
-    sec. 5A.12); where the domain holds fewer than three sampled units the second value is
-    False and the estimate must not be used. ``units``: the sampled units (their stratum -1
-    outside the domain), for the jackknife, and ``each_flat``, as in
-    ``estimate_from_moments``.
+    ``m``: moments of the sampled units in the domain; ``domain_sizes``: the domain's units per
+    design stratum, (H,) or (..., H). The sampled units in the domain are weighted N_dh / n_dh
+    and the interval is conditional on their number (Cochran 1977 sec. 5A.9); a post-stratum of
+    fewer than two sampled units merges into the next (``collapse="all"``: all into one). Not
+    usable where the domain holds fewer than three sampled units. ``units``, ``each_flat``: as
+    in ``estimate_from_moments``.
     """
     if collapse not in ("adjacent", "all"):
         raise InputError(f"collapse must be 'adjacent' or 'all', got {collapse!r}")

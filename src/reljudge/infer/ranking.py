@@ -1,17 +1,11 @@
 """Runs ranked per measure, with the pairwise orders a human sample supports.
 
-For every pair of runs, the paired PPI estimate of their difference on the shared sample (each
-sampled pair enters both runs' values, so their sampling errors largely cancel) and its
-two-sided p-value. The p-values of all pairs of runs of one measure form one family, corrected
-by Holm's step-down method (Holm, Scand. J. Statist. 6, 1979), which holds the family-wise
-error at alpha = 1 - level whatever the dependence between the tests; "A > B" is supported
-when A - B's corrected p-value is at most alpha and the estimate is positive.
-
-The ranking reported starts from the LLM-only order and changes only what the supported orders
-demand: a topological sort of the supported-order graph that takes, at each step, the run with
-the highest LLM-only score among those whose every supported superior is already placed. With
-no supported order it is the LLM-only ranking; the sample overrides the judge only where it
-says the judge's order is wrong.
+Every pair of runs gets the paired PPI estimate of its difference on the shared sample and a
+two-sided p-value; a measure's p-values are Holm-corrected together (Holm 1979), and "A > B"
+is supported where A - B's corrected p-value is at most alpha and the estimate is positive.
+The ranking reported is the LLM-only order changed only where the supported orders demand:
+a topological sort that places, at each step, the highest LLM-scored run whose supported
+superiors are all placed.
 """
 
 from __future__ import annotations

@@ -1,31 +1,12 @@
 """nDCG@k from a pair-level sample: a ratio estimator whose normaliser, each query's ideal
 DCG, is estimated too, with a bootstrap interval over the sample.
 
-Per query q, nDCG@k_q = DCG@k_q / IDCG@k_q, and IDCG@k_q is a function of how many pooled
-pairs of q carry each human grade (C_qg): the ideal ranking puts q's grade-3 pairs first,
-then grade 2, ...
-
-* The model: p(human grade | judge grade), the design-weighted grade shares of the sampled
-  pairs the judge gave each grade (PPI with a recalibrated predictor).
-* The counts C_qg, post-stratified by query and judge grade (Cochran 1977, sec. 5A.9): each
-  cell's pooled pairs times its sampled pairs' weighted grade shares, or the model's where
-  the cell has no sampled pair. Never negative, unlike the difference estimator (judge's
-  counts plus design-weighted residuals of the query's sampled pairs), whose negative counts
-  made ideal DCGs near 0 and ratios explode (docs/ppi.md has the numbers). A query holds at
-  least the pairs seen of each grade. The ideal DCG of fractional counts interpolates the
-  discount between ranks (exact at whole counts).
-* The numerator, the mean over queries of DCG@k_q / IDCG@k_q, is linear in the gains given
-  the ideals: each pooled pair's model-predicted gain over its query's ideal, plus, per judge
-  grade, the run's top-k pairs times the design-weighted mean residual (human minus
-  predicted gain, over the ideal) of the sampled pairs there: post-stratified by the run's
-  top k as the linear measures are (``infer.scores``).
-
-The interval: the Rao-Wu rescaling bootstrap (Rao, Wu, Yue 1992: n_h - 1 draws with
-replacement per stratum, weights rescaled by sqrt(1 - f_h), which carries the
-finite-population correction); every replicate re-fits the model, the counts, the ideal DCGs
-and the ratio; the bias-corrected estimate +- t times the replicates' sd
-(``bias_corrected``). The human-only column: Horvitz-Thompson counts and no model. A census gives every replicate the same value:
-"exact (census)".
+The model p(human grade | judge grade) recalibrates the judge; each query's pooled pairs per
+human grade are post-stratified by query and judge grade (never negative); the numerator is
+linear in the gains given the ideals, post-stratified by the run's top k. The interval: the
+Rao-Wu rescaling bootstrap, each replicate re-fitting the model, counts, ideals and ratio;
+the bias-corrected estimate +- t times the replicates' sd, at least the jackknife's. A
+census is exact. docs/ppi.md derives it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Run scores from a recorded human sample: LLM-only, human-only and PPI, side by side.
 
-Query-level samples (srs-queries) work for every measure: per-query values under the
-judge's labels for every query and under the human labels for the sampled queries. Pair-level
-samples (srs-pairs, stratified-pairs) work for measures linear in the gains with a fixed
-normaliser, DCG@k, P@k and RBP@k: each pooled pair's contribution is its rank weight times its
-gain,
-and the Horvitz-Thompson PPI estimate weights the sampled pairs by 1 / inclusion probability;
-and nDCG@k, whose normaliser is estimated too (``infer.ratio``). AP, RR and R are not
-linear or have a normaliser that estimate does not serve: for them use a query-level sample
-(a pair-level sample is refused with that advice).
+A query-level sample (srs-queries) serves every measure: per-query values under the judge's
+labels for every query and the human labels for the sampled ones. A pair-level sample
+(srs-pairs, stratified-pairs) serves DCG@k, P@k and RBP@k, linear in the gains with a fixed
+normaliser (each sampled pair weighted by 1 / inclusion probability), and nDCG@k by the
+ratio estimator (``infer.ratio``); AP, RR and R are refused with the advice to draw a
+query-level sample.
 """
 
 from __future__ import annotations
@@ -411,7 +408,7 @@ def _per_query(qrels: Qrels, run: Run, measure: Measure, queries: Sequence[str]
 def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray,
                        sizes: np.ndarray) -> np.ndarray | None:
     """Each pooled pair's design stratum (from the judge's grade for stratified-pairs), or
-    None when the judge's grades no longer give the recorded stratum sizes (then only the
+    None when the judge's grades do not give the recorded stratum sizes (then only the
     design-based estimate is possible)."""
     if sample.design == "srs-pairs":
         return np.zeros(len(pop_grades), dtype=np.int64)
@@ -443,7 +440,7 @@ def _warning(e: ppi.Estimate, small: str | None) -> str | None:
     all."""
     flat = int(np.sum(e.flat))
     bound = float(np.max(e.range_bound))
-    # the t interval's "likely too narrow" no longer holds: say what replaced it
+    # a range bound replaced the t interval, whose "likely too narrow" does not hold: say so
     if bound > 0:
         small = (f"from {int(np.max(e.n))} sampled queries, widened to +-{bound:.4g} around "
                  f"the human-only mean, the Hoeffding-Serfling bound from the measure's range "
@@ -569,14 +566,13 @@ def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | s
              ) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
-    name sources as users type them (a model alone, a prefix); an unknown one is an error.
-    ``measures``: one as text (``"DCG@10"``) or several. ``rank``: also rank the runs per
-    measure (``StoreEstimates.rankings``; every pair of runs is estimated). Without
-    ``require`` (a report), a run the sample does not speak for is left out and
-    ``StoreEstimates.outside`` says why, instead of refusing them all. Every result carries
-    ``StoreEstimates.favours``: per measure, each run's judge-only score minus its estimate,
-    flagged where the interval excludes 0, and Kendall's tau of the two rankings over the
-    ``top`` runs and all."""
+    name sources as users type them; an unknown one is an error. ``measures``: one as text
+    (``"DCG@10"``) or several. ``rank``: also rank the runs per measure (every pair of runs is
+    estimated). Without ``require`` (a report), a run the sample does not speak for is left
+    out and ``StoreEstimates.outside`` says why. ``StoreEstimates.favours``: per measure, each
+    run's judge-only score minus its estimate, flagged where the interval excludes 0, and
+    Kendall's tau of the two rankings over the ``top`` runs and all.
+    """
     from reljudge.store.names import resolve_source
 
     if isinstance(measures, str):

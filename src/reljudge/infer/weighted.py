@@ -146,23 +146,13 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
                        domain_size: np.ndarray, labels: int, level: float = 0.95,
                        spread: float | None = None, lam: float | None = None,
                        jackknife: np.ndarray | None = None) -> ppi.Estimate:
-    """Horvitz-Thompson PPI estimate of sum(a over the population) / normaliser from the
-    sums of a fixed-size unequal-probability sample, vectorised over the sums' axes.
-
-    The estimate is lambda * b_total + sum over the sample of (a - lambda b) / pi; its
-    variance Hajek's approximation for fixed-size high-entropy designs (Hajek 1964; Deville
-    1999): m / (m - 1) sum c (e - A)^2, e = (a - lambda b) / pi, c = 1 - pi, A the
-    c-weighted mean of e, over the m sampled pairs short of certainty; lambda minimises it
-    (clipped to [0, 1]) and costs one degree of freedom of the k sampled pairs in the domain
-    (t on k - 2; the human-only interval, lambda = 0, on k - 1). ``domain_size``: the
-    population's pairs in the domain (a census of them: exact); no sampled pair in the
-    domain: an unbounded interval (the caller clips it to the measure's range); residuals
-    all equal short of a census: ppi.FLAT_RULE's variance, spread^2 / (k + 1) per unit.
-    ``jackknife``: ``jackknife_variance`` of the sample; a tuned lambda's variance is at
-    least it (the formula treats the fitted lambda as known, and comes out too small).
-    With ``spread``, the PPI variance also gets MISS_RULE's term: Hajek's variance sees only
-    the judge's sampled misses, and where they are rare and their pairs' pi small, the few
-    seen say little of the unseen (P@10's worst runs covered 0.6-0.7 without it).
+    """Horvitz-Thompson PPI estimate of sum(a over the population) / normaliser from the sums of
+    a fixed-size unequal-probability sample, vectorised over the sums' axes: lambda * b_total
+    plus the sampled (a - lambda b) / pi, with Hajek's variance approximation, lambda tuned
+    (one degree of freedom), FLAT_RULE's variance for flat residuals, and with ``spread``
+    MISS_RULE's term for the judge's unseen misses. ``domain_size``: the population's pairs in
+    the domain (a census of them: exact); ``jackknife``: a lower bound of a tuned lambda's
+    variance.
     """
     m, k = s.sampled, s.inside
     factor = np.divide(m, m - 1, out=np.zeros(np.shape(m)), where=m > 1)
@@ -239,7 +229,7 @@ class ActiveDesign:
     judge (``b``) values, the judge's total over the pool and the values' spread. Measures
     linear in the gains (DCG@k, P@k, RBP@k); nDCG@k would be the ratio of two such totals
     (the run's DCG and the ideal's), whose pairs' weights are known too: a note for the
-    nDCG-from-pairs construction (issue 35, item 3)."""
+    nDCG-from-pairs construction."""
 
     # each sampled pair's inclusion probability
     pi: np.ndarray
