@@ -6,6 +6,7 @@
     python bench/store.py --backends sqlite     # SQLite only
     python bench/store.py --commands            # the commands that read a store vs files
     python bench/store.py --estimate --runs 63  # `estimate` of a track (63 runs, one sample)
+    python bench/store.py --estimate --repeat 5 --against OLD/src --markdown  # two commits
 
 Rows, for each backend:
 - import: two qrels files (human and LLM labels of the same pairs) through ``labels import``'s
@@ -158,7 +159,8 @@ def estimate(args: argparse.Namespace) -> None:
         if src:
             compileall.compile_dir(src, quiet=1)
     counts = [int(n) for n in args.runs.split(",")]
-    print(store_commands.estimate_track(args.llmjudge, counts, args.repeat, args.against))
+    print(store_commands.estimate_track(args.llmjudge, counts, args.repeat, args.against,
+                                        args.markdown))
 
 
 def main() -> None:
@@ -185,6 +187,8 @@ def main() -> None:
     p.add_argument("--against", metavar="SRC",
                    help="with --estimate: also time the reljudge in SRC (another commit's "
                         "src folder), the two taking turns")
+    p.add_argument("--markdown", action="store_true",
+                   help="with --estimate: print the table in markdown")
     p.add_argument("--llmjudge", type=Path, default=ROOT.parent / "shared" / "data" / "llmjudge",
                    help="with --commands: the LLMJudge data folder")
     p.add_argument("--repeat", type=int, default=3,

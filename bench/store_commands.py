@@ -242,9 +242,10 @@ def track_store(data: Path, tmp: Path, count: int) -> tuple[str, list[str], int]
 
 
 def _estimate_seconds(location: str, paths: list[str], measure: str, extra: list[str],
-                      src: str | None) -> float | None:
-    """CPU seconds of one `reljudge estimate` of the track as a whole process, reljudge
-    imported from ``src`` (None: this checkout's); None where that reljudge lacks an option."""
+                      src: str | None) -> tuple[float, float] | None:
+    """CPU and wall seconds of one `reljudge estimate` of the track as a whole process,
+    reljudge imported from ``src`` (None: this checkout's); None where that reljudge lacks an
+    option."""
     env = None if src is None else {**os.environ, "PYTHONPATH": src}
     args = ["-m", "reljudge", "estimate", "--store", location, "--sample", "s", "-m", measure,
             "--format", "json", *extra, *paths]
@@ -252,18 +253,21 @@ def _estimate_seconds(location: str, paths: list[str], measure: str, extra: list
                                                  "--help"], capture_output=True, text=True,
                                                 env=env).stdout:
         return None
-    return _seconds(args, 1, env)
+    return _cpu_wall(args, env)
 
 
-def estimate_track(data: Path, counts: list[int], repeat: int, against: str | None) -> str:
-    """The table: per number of runs and case, the median CPU seconds of ``repeat`` runs of
-    `estimate` from this checkout and, with ``against`` (another checkout's ``src``), from
-    that one, the two taking turns so that a busy machine slows both alike."""
+def estimate_track(data: Path, counts: list[int], repeat: int, against: str | None,
+                   markdown: bool = False) -> str:
+    """The table: per number of runs and case, the median CPU and wall seconds of ``repeat``
+    runs of `estimate` from this checkout and, with ``against`` (another checkout's
+    ``src``), from that one, the two taking turns so that a busy machine slows both alike;
+    and the floor, starting Python and importing what `estimate` imports."""
     import tempfile
 
-    lines = [f"load average at start: {os.getloadavg()[0]:.1f}"]
-    head = f"{'runs':>4} {'pairs':>6} {'sampled':>7} {'case':<22} {'this s':>7}"
-    lines.append(head + (f" {'against s':>9} {'ratio':>6}" if against else ""))
+    head = ["runs", "pairs", "sampled", "case", "this CPU s", "this wall s"]
+    if against:
+        head += ["against CPU s", "against wall s", "CPU ratio"]
+    rows = []
     for count in counts:
         with tempfile.TemporaryDirectory() as tmp:
             location, paths, budget = track_store(data, Path(tmp), count)
@@ -275,19 +279,61 @@ def estimate_track(data: Path, counts: list[int], repeat: int, against: str | No
                     if against:
                         theirs.append(_estimate_seconds(location, paths, measure, extra,
                                                         against))
-                row = f"{count:>4} {pairs:>6} {budget:>7} {label:<22} {_median(mine):>7}"
+                rows.append([str(count), str(pairs), str(budget), label, *_medians(mine)])
                 if against:
-                    ratio = (f"{statistics.median(theirs) / statistics.median(mine):.1f}x"
-                             if None not in theirs + mine else "")  # type: ignore[operator]
-                    row += f" {_median(theirs):>9} {ratio:>6}"
-                lines.append(row)
-                print(row, file=sys.stderr)
-    lines.append(f"load average at end: {os.getloadavg()[0]:.1f}")
-    return "\n".join(lines)
+                    rows[-1] += [*_medians(theirs), _ratio(theirs, mine)]
+                print("  ".join(rows[-1]), file=sys.stderr)
+    floor = [_cpu_wall(["-c", ESTIMATE_IMPORTS], None) for _ in range(repeat)]
+    rows.append(["", "", "", "floor: start + imports", *_medians(floor)]
+                + (["", "", ""] if against else []))
+    note = (f"medians of {repeat}; load average {os.getloadavg()[0]:.1f} at the end; "
+            f"`estimate --format json` of a store's pair sample")
+    return _markdown(head, rows, note) if markdown else _text(head, rows, note)
 
 
-def _median(times: list[float | None]) -> str:
-    """The median as printed, '-' where the option was missing."""
+#: what `reljudge estimate` imports before it reads anything: the floor of its time
+ESTIMATE_IMPORTS = ("import reljudge.cli, reljudge.infer.scores, reljudge.infer.ranking, "
+                    "reljudge.store, reljudge.io.trec, reljudge.tables")
+
+
+def _cpu_wall(args: list[str], env: dict | None) -> tuple[float, float]:
+    """CPU (user + system) and wall seconds of ``python ARGS`` as a whole process."""
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        sys.exit(f"bench/store_commands.py: {' '.join(args)} failed:\n{done.stderr}")
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
+
+
+def _medians(times: list[tuple[float, float] | None]) -> list[str]:
+    """The median CPU and wall seconds as printed, '-' where the option was missing."""
     if not times or None in times:
-        return "-"
-    return f"{statistics.median(t for t in times if t is not None):.2f}"
+        return ["-", "-"]
+    return [f"{statistics.median(t[k] for t in times if t is not None):.2f}" for k in (0, 1)]
+
+
+def _ratio(theirs: list[tuple[float, float] | None], mine: list[tuple[float, float] | None]
+           ) -> str:
+    """Their median CPU seconds over mine, '' where either lacked the option."""
+    if None in theirs + mine:
+        return ""
+    cpu = [statistics.median(t[0] for t in times if t is not None) for times in (theirs, mine)]
+    return f"{cpu[0] / cpu[1]:.1f}x"
+
+
+def _text(head: list[str], rows: list[list[str]], note: str) -> str:
+    """The table as aligned text, the note last."""
+    widths = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+    line = lambda r: "  ".join(v.ljust(w) if k == 3 else v.rjust(w)  # noqa: E731
+                               for k, (v, w) in enumerate(zip(r, widths, strict=True)))
+    return "\n".join([line(head), *map(line, rows), note])
+
+
+def _markdown(head: list[str], rows: list[list[str]], note: str) -> str:
+    """The table in markdown, the note below it."""
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" if k == 3 else "---:" for k in range(len(head))) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join([*out, "", note])

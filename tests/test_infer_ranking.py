@@ -128,6 +128,85 @@ def test_all_pairs_at_once_equal_each_pair_alone_to_the_bit(seed, design, budget
         scores.DIFFERENCE_CELLS = saved
 
 
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["srs-pairs", "stratified-pairs"]),
+       st.sampled_from([40, 90, 160]))
+def test_every_run_at_once_equals_each_run_alone_to_the_bit(seed, design, budget):
+    """``estimates`` of every run's own row and of every run minus a baseline, in one call
+    each, give bit for bit each run's estimate and each difference cell's, with the same
+    counts of sampled pairs in the top k (DCG@k and RBP@k vectorised, P@k run by run)."""
+    from reljudge.infer import scores
+    from reljudge.infer.cells import difference_cell, estimates
+    from reljudge.metrics import parse_measure
+
+    truth, judge, runs = _many_runs(seed)
+    s = draw(sorted(truth), design, budget, seed, grades=judge)
+    parsed = [parse_measure(m) for m in ("DCG@5", "P@5", "RBP(p=0.8)@5")]
+    cells: dict = {(r.name, str(m)): {} for m in parsed for r in runs}
+    d = scores._pair_design(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
+                            parsed, sorted({q for q, _ in truth}), cells, 0.95)
+    names = [r.name for r in runs]
+    for m in parsed:
+        own, counts = estimates(d, cells, names, m, [(i, None) for i in range(len(names))])
+        minus, dcounts = estimates(d, cells, names, m, [(i, 0) for i in range(1, len(names))])
+        for i, n in enumerate(names):
+            one, k = d.estimate(cells[(n, str(m))], n, m)
+            _same(one, own, i, (str(m), n))
+            assert counts[i] == k
+            if i:
+                one, k = d.estimate(difference_cell(cells[(n, str(m))],
+                                                    cells[(names[0], str(m))]), n, m, names[0])
+                _same(one, minus, i - 1, (str(m), n, names[0]))
+                assert dcounts[i - 1] == k
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([40, 90, 160]), st.sampled_from([0, 3, 40]))
+def test_ratio_estimates_at_once_equal_each_alone_to_the_bit(seed, budget, replicates):
+    """The ratio estimator's (nDCG@k) ``estimates`` of every run, every run minus the first
+    and every pair of runs in one call each give bit for bit each one's ``estimate`` (the
+    bootstrap's and the jackknife's spreads reduced row by row), and the same counts."""
+    from reljudge.infer import scores
+    from reljudge.infer.cells import estimates
+    from reljudge.metrics import parse_measure
+
+    truth, judge, runs = _many_runs(seed, count=5)
+    s = draw(sorted(truth), "stratified-pairs", budget, seed, grades=judge)
+    queries = sorted({q for q, _ in truth})
+    m = parse_measure("nDCG@5")
+    d = scores._ratio_design(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
+                             [m], queries, 0.95, replicates, seed)
+    names = [r.name for r in runs]
+    n = len(names)
+    for pairs in ([(i, None) for i in range(n)], [(i, 0) for i in range(1, n)],
+                  [(i, j) for i in range(n) for j in range(i + 1, n)]):
+        many, counts = estimates(d, {}, names, m, pairs)
+        for k, (i, j) in enumerate(pairs):
+            one, count = d.estimate({}, names[i], m, None if j is None else names[j])
+            _same(one, many, k, (names[i], j))
+            assert counts[k] == count
+
+
+def test_jackknife_sds_of_many_estimates_equal_each_sd_to_the_bit():
+    """``Jackknife.sds`` of K estimates' values is ``sd`` of each, bit for bit."""
+    from reljudge.infer.ratio import Jackknife
+
+    rng = np.random.default_rng(3)
+    stratum = np.repeat(np.arange(3), [7, 30, 2])
+    jk = Jackknife(np.ones((len(stratum), 5)), rng.uniform(0, 1, len(stratum)), stratum)
+    values = rng.normal(size=(50, len(stratum))) * 10.0 ** rng.integers(-8, 8, (50, 1))
+    assert jk.sds(values) == [jk.sd(v) for v in values]
+
+
+def _same(one, many, k, where) -> None:
+    """Every field of the estimate ``one`` equals the k-th of ``many`` bit for bit."""
+    for f in ppi_fields():
+        want = np.asarray(getattr(one, f))
+        got = np.broadcast_to(getattr(many, f), np.shape(many.value))[k]
+        assert np.array_equal(want, got) and want.dtype.kind == np.asarray(got).dtype.kind, (
+            *where, f)
+
+
 def ppi_fields() -> list[str]:
     """The fields of an estimate that vary by estimate (all but the level)."""
     from reljudge.infer.ppi import Estimate

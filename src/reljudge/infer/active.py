@@ -1,30 +1,35 @@
-"""What an active pair sample draws: inclusion probabilities from the judge's uncertainty
-on each pair and the pair's weight in the runs' measures, a fixed-size draw with them, and
-the budget that reaches a target width (``reljudge sample --design active``).
+"""What an active pair sample draws: inclusion probabilities from the judge's uncertainty on
+each pair and the pair's weight in the runs' measures, a fixed-size draw with them, and the
+budget that reaches a target width (``reljudge sample --design active``).
 
-A pair whose human grade the judge predicts badly, and which weighs much in the runs' scores,
-carries most of an estimate's variance; labelling it with a higher probability buys the most
-width per label (active statistical inference: Zrnic and Candes, ICML 2024; stratified PPI:
-Fisch et al., NeurIPS 2024). The probabilities are Neyman-like, pi_i proportional to
-sqrt(u_i * W_i): u_i the expected squared difference of the human and the judge's gain on
-the pair (``Signal``), W_i its squared rank weights summed over the runs, mixed with the
-uniform n / N so that no pair's probability is near 0 (docs/ppi.md). ``infer.weighted``
-estimates from such a sample.
+The probabilities are Neyman-like, pi_i proportional to sqrt(u_i * W_i): u_i the expected
+squared difference of the human and the judge's gain on the pair (``Signal``), W_i its
+squared rank weights summed over the runs, mixed with the uniform n / N (Zrnic and Candes
+2024). ``infer.weighted`` estimates from such a sample.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
+
+# scipy.stats costs 0.5 s to import; these are what it calls
+from scipy import special
 
 from reljudge.errors import InputError
 from reljudge.infer import ppi
 from reljudge.infer.cells import gain, human_truth, pair_weights
+from reljudge.metrics.measures import Measure
+from reljudge.types import Run
 
-MIX = 0.2  # share of the budget spread evenly: no pair's probability below MIX * n / N
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
+
+#: share of the budget spread evenly: no pair's probability below MIX * n / N
+MIX = 0.2
 
 
 @dataclass(frozen=True)
@@ -111,10 +116,13 @@ def inclusion_probabilities(size: np.ndarray, budget: int, mix: float = MIX) -> 
         if not over.any():
             pi[free] = p
             break
-        taken = np.flatnonzero(free)[over]  # certain: out of the proportional draw
+        # certain: out of the proportional draw
+        taken = np.flatnonzero(free)[over]
         free[taken] = False
-        left -= len(taken)  # stays > 0 while a pair is free: the free shares summed to more
-    return np.where(pi > 1.0 - 1e-12, 1.0, pi)  # a share of 1 up to rounding is certain
+        # stays > 0 while a pair is free: the free shares summed to more
+        left -= len(taken)
+    # a share of 1 up to rounding is certain
+    return np.where(pi > 1.0 - 1e-12, 1.0, pi)
 
 
 def systematic(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -147,7 +155,8 @@ def draw(pairs: Sequence[tuple[str, str]], sizes: Mapping[tuple[str, str], float
     return [(*pairs[i], float(pi[i]), None) for i in chosen[rng.permutation(len(chosen))]]
 
 
-def run_weights(runs, pairs: Sequence[tuple[str, str]], measure) -> np.ndarray:
+def run_weights(runs: Sequence[Run], pairs: Sequence[tuple[str, str]], measure: Measure
+                ) -> np.ndarray:
     """Each run's rank weight of each pair in ``measure`` (0 outside its top k), (runs,
     pairs)."""
     return np.array([pair_weights(run, pairs, measure) for run in runs]).reshape(
@@ -189,7 +198,8 @@ def plan(signal: Signal, weights: np.ndarray, queries: int, width: float, most: 
     narrowest = widest(most)
     if narrowest > width:
         return None, narrowest
-    low, high = 1, most  # widest(high) <= width; bisect for the smallest such budget
+    # widest(high) <= width; bisect for the smallest such budget
+    low, high = 1, most
     while low < high:
         mid = (low + high) // 2
         if widest(mid) <= width:
@@ -199,10 +209,12 @@ def plan(signal: Signal, weights: np.ndarray, queries: int, width: float, most: 
     return high, widest(high)
 
 
-PILOT_MIN = 10  # human-graded pooled pairs a pilot needs to say where the judge errs
+#: human-graded pooled pairs a pilot needs to say where the judge errs
+PILOT_MIN = 10
 
 
-def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -> Signal:
+def store_signal(store: LabelStore, judge: str, pairs: Sequence[tuple[str, str]],
+                 measure: Measure) -> Signal:
     """The judge's uncertainty on ``pairs`` from the store: its grade distributions (a
     calibrated or panel source has them), else its disagreement with the store's other LLM
     judges, else a pilot of human grades; an InputError naming what to give when none."""
@@ -228,7 +240,8 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
         found = signal_from_judges(gains, judge_gain, others)
         if len(truth) < PILOT_MIN:
             return found
-        pilot = signal_from_pilot(human_gain, judge_gain)  # how much the judge errs
+        # how much the judge errs
+        pilot = signal_from_pilot(human_gain, judge_gain)
         return Signal(f"{found.source}; widths from {pilot.source}", found.u, pilot.u)
     if len(truth) >= PILOT_MIN:
         return signal_from_pilot(human_gain, judge_gain)
@@ -241,7 +254,7 @@ def store_signal(store, judge: str, pairs: Sequence[tuple[str, str]], measure) -
 
 
 def _gains_of(grades: Mapping[tuple[str, str], int], pairs: Sequence[tuple[str, str]],
-              measure) -> np.ndarray:
+              measure: Measure) -> np.ndarray:
     """The gain of each pair's grade in ``grades``, NaN where it has none."""
     g = np.array([grades.get(p, -1) for p in pairs], dtype=np.int64)
     return np.where(g >= 0, gain(np.maximum(g, 0), measure), np.nan)

@@ -1,17 +1,11 @@
 """One judge calibrated on a human sample: P(human grade | judge grade), smoothed.
 
-The model is a table with one row per judge grade: row j is the distribution of the human
-grade among the sampled pairs the judge graded j, smoothed by a Dirichlet prior of ``strength``
-pseudo-counts. The prior's centre (``center``) is either the judge itself (``judge``, default:
-0.9 on grade j plus 0.1 spread like the human marginal, i.e. "trust the judge until the sample
-says otherwise", so a small sample cannot make a judge much worse) or the human grade marginal
-(``marginal``: a judge grade seen rarely falls back to the marginal). When the judge's own grade distribution is
-known (logprobs), each sampled pair adds its probabilities as soft counts, and a label's
-calibrated distribution is the mixture of rows weighted by them.
-
-Decisions turn a distribution into one grade: ``mode`` (the most probable grade: best exact
-agreement), ``median`` (least expected absolute error), ``expected`` (the expected grade,
-rounded half up: least expected squared error among integers, near enough).
+Row j of the table is the distribution of the human grade among the sampled pairs the judge
+graded j, smoothed by a Dirichlet prior of ``strength`` pseudo-counts centred (``center``)
+on the judge itself (``judge``: 0.9 on grade j) or on the human grade marginal
+(``marginal``). With the judge's own grade distributions (logprobs), each sampled pair adds
+soft counts. Decisions turn a distribution into one grade: ``mode``, ``median`` or
+``expected`` (rounded half up).
 """
 
 from __future__ import annotations
@@ -32,7 +26,8 @@ from reljudge.grades import (  # noqa: F401 (DECISIONS, decide: the rules' home 
 )
 
 CENTERS = ("judge", "marginal")
-TRUST = 0.9  # weight of the judge's own grade in the "judge" prior centre
+#: weight of the judge's own grade in the "judge" prior centre
+TRUST = 0.9
 
 
 def one_hot(grades: np.ndarray, k: int = N_GRADES) -> np.ndarray:
@@ -44,7 +39,8 @@ def one_hot(grades: np.ndarray, k: int = N_GRADES) -> np.ndarray:
     return out
 
 
-MISSING = -1  # a grade a judge did not give (``missing=True``)
+#: a grade a judge did not give (``missing=True``)
+MISSING = -1
 
 
 def check_grades(grades: np.ndarray, what: str, missing: bool = False) -> np.ndarray:
@@ -78,9 +74,12 @@ def expected_grade(probs: np.ndarray) -> np.ndarray:
 class Calibration:
     """P(human grade | judge grade) fitted on a human sample."""
 
-    table: np.ndarray  # (N_GRADES judge grades, N_GRADES human grades), rows sum to 1
-    counts: np.ndarray  # (N_GRADES, N_GRADES) sample counts, judge grade x human grade (soft with probs)
-    prior: np.ndarray  # (N_GRADES,) the human grade marginal of the sample (add-one)
+    # (N_GRADES judge grades, N_GRADES human grades), rows sum to 1
+    table: np.ndarray
+    # (N_GRADES, N_GRADES) sample counts, judge grade x human grade (soft with probs)
+    counts: np.ndarray
+    # (N_GRADES,) the human grade marginal of the sample (add-one)
+    prior: np.ndarray
     strength: float
     pairs: int
     center: str = "judge"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from reljudge.metrics import gain_kernels, kernels
 from reljudge.metrics.measures import Measure
 from reljudge.pool import PairIndex, top_k
 from reljudge.types import Qrels, Run
+
+if TYPE_CHECKING:
+    from reljudge.store import LabelStore
 
 PAIR_MEASURES = ("DCG", "P", "RBP")
 
@@ -40,10 +43,14 @@ class RunEstimate:
     lam: float
     human_labels: int
     effective_labels: float
-    p: float | None = None  # for differences: two-sided p-value of no difference
-    informative: int = 0  # sampled units carrying the measure: queries, or pairs in the top k
-    warning: str | None = None  # set when the sample is below the benchmark's reliable size
-    exact: bool = False  # the sample is a census of every unit the row depends on
+    # for differences: two-sided p-value of no difference
+    p: float | None = None
+    # sampled units carrying the measure: queries, or pairs in the top k
+    informative: int = 0
+    # set when the sample is below the benchmark's reliable size
+    warning: str | None = None
+    # the sample is a census of every unit the row depends on
+    exact: bool = False
 
 
 def grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
@@ -51,7 +58,8 @@ def grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
     return {(q, d): g for q, d, g in qrels}
 
 
-def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure) -> np.ndarray:
+def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure: Measure
+                 ) -> np.ndarray:
     """Weight of each pair in a linear measure of the run (0 outside its top k), divided
     later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1).
     Many runs against one list of pairs: pass it as a ``PairIndex``, indexed once."""
@@ -73,7 +81,7 @@ def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure
     return np.where(ranks > 0, 1.0 / int(k), 0.0)
 
 
-def gain(grades: np.ndarray, measure) -> np.ndarray:
+def gain(grades: np.ndarray, measure: Measure) -> np.ndarray:
     """The gain a linear measure gives each grade (the metrics kernels' own gains)."""
     g = np.asarray(grades)
     if measure.name in ("P", "RBP"):
@@ -81,7 +89,8 @@ def gain(grades: np.ndarray, measure) -> np.ndarray:
     return gain_kernels.gains(g, measure.param("dcg"))
 
 
-Cells = dict[tuple[str, str], dict]  # (run, measure) -> the per-query or per-pair values
+# (run, measure) -> the per-query or per-pair values
+Cells = dict[tuple[str, str], dict]
 
 
 class Design(Protocol):
@@ -92,10 +101,28 @@ class Design(Protocol):
                  ) -> tuple[ppi.Estimate, int]: ...
 
 
+def estimates(design: Design, cells: Cells, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+    """The estimate of each (i, j) of ``pairs`` (at least one), run names[i] minus
+    names[j] (j None: the run alone), vectorised over them, and each one's sampled units
+    carrying the measure: in one call where the design has one (``batch``: the same
+    numbers), else one ``estimate`` each. The pairs are all runs alone or all pairs of
+    runs."""
+    batch = getattr(design, "batch", None)
+    if batch is not None:
+        return batch(cells, names, m, pairs)
+    key = str(m)
+    each = [design.estimate(cells[(names[i], key)], names[i], m) if j is None else
+            design.estimate(difference_cell(cells[(names[i], key)], cells[(names[j], key)]),
+                            names[i], m, names[j]) for i, j in pairs]
+    return ppi.concatenate([e for e, _ in each]), [k for _, k in each]
+
+
 def difference_cell(cell: dict, other: dict) -> dict:
     """The cell of one run minus another: every value paired on the shared sample."""
     dcell = {k: cell[k] - other[k] for k in cell}
-    if "spread" in cell:  # a difference ranges over both runs' values
+    # a difference ranges over both runs' values
+    if "spread" in cell:
         dcell["spread"] = cell["spread"] + other["spread"]
     return dcell
 
@@ -111,7 +138,8 @@ def difference_domain(dcell: dict, mine: tuple[np.ndarray, np.ndarray],
     return mine[0] | theirs[0], mine[1] | theirs[1]
 
 
-def population(sample: Sample, judge: Qrels):
+def population(sample: Sample, judge: Qrels
+               ) -> tuple[list[tuple[str, str]], list[str], np.ndarray]:
     """The sampled population (the recorded pool, else every judge-labelled pair), strata
     labels and sizes."""
     graded = grades_of(judge)
@@ -151,7 +179,8 @@ def outside_pool(sample: Sample, judge: Qrels, runs: Sequence[Run],
         return {}
     pop = population(sample, judge)[0]
     index = PairIndex(pop)
-    queries = {q for q, _ in pop}  # a run's other queries do not enter the estimate
+    # a run's other queries do not enter the estimate
+    queries = {q for q, _ in pop}
     found = {}
     for run in runs:
         q, d, _ = top_k(run, max(cutoffs))
@@ -201,7 +230,8 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
             cell["a"] = w_items * gain(h_grades, m)
             cell["b"] = w_items * gain(j_grades, m)
             cell["b_total"] = float((w_pop * gain(pop_grades, m)).sum())
-            cell["w"], cell["w_pop"] = w_items, w_pop  # a difference's domain: w_A != w_B
+            # a difference's domain: w_A != w_B
+            cell["w"], cell["w_pop"] = w_items, w_pop
             # the most a pair's value can differ from another's: its largest weight
             # times the top grade's gain (a difference of two runs: twice that)
             cell["spread"] = float(max(w_pop.max(initial=0), w_items.max(initial=0))
@@ -210,7 +240,7 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
     return PairValues(pop, labels, sizes, pop_grades, in_top)
 
 
-def human_truth(store, pairs: Set[tuple[str, str]], human: str | None = None
+def human_truth(store: LabelStore, pairs: Set[tuple[str, str]], human: str | None = None
                 ) -> dict[tuple[str, str], int]:
     """{pair: human grade} of ``pairs``: the standing human grades (a grade its annotator
     undid does not count), merged as ``labels merge --policy adjudicated-first`` merges them:

@@ -1,13 +1,10 @@
 """A decision rule fitted on the human sample: thresholds on the expected grade.
 
-The fixed rules (``mode``, ``median``, ``expected``) minimise an expected error, which pulls
-grades toward the middle; kappa-type statistics reward spread, so a calibrated judge or a panel
-decided that way loses quadratic kappa. ``thresholds`` instead cuts a continuous score (the
-expected grade of a distribution, or a panel's mean grade) at three points fitted on the
-training sample to maximise quadratic kappa against its human grades: the score orders pairs,
-the cuts decide how many land on each grade. The search is coordinate ascent over the score's
-quantiles, started at the cuts that match the sample's human grade marginal, so it is
-deterministic and a fit never scores below that start on the sample.
+``thresholds`` cuts a continuous score (a distribution's expected grade, or a panel's mean
+grade) at three points fitted on the training sample to maximise quadratic kappa against its
+human grades, where the fixed rules (``mode``, ``median``, ``expected``) pull grades toward
+the middle. The search is coordinate ascent over the score's quantiles from the cuts that
+match the sample's human grade marginal: deterministic, and never below that start.
 """
 
 from __future__ import annotations
@@ -21,8 +18,10 @@ from reljudge.grades import N_GRADES
 from reljudge.infer.calibrate import check_grades
 from reljudge.stats import agreement as ag
 
-CANDIDATES = 201  # quantiles of the score tried for each cut
-PASSES = 5  # coordinate-ascent sweeps over the three cuts (usually 2 suffice)
+#: quantiles of the score tried for each cut
+CANDIDATES = 201
+#: coordinate-ascent sweeps over the three cuts (usually 2 suffice)
+PASSES = 5
 
 
 def _quadratic_kappa(human: np.ndarray, grades: np.ndarray) -> np.ndarray:
@@ -38,8 +37,10 @@ class Thresholds:
     """Three cuts on a score: grade = number of cuts the score is at or above."""
 
     cuts: tuple[float, ...]
-    pairs: int  # training pairs the cuts were fitted on
-    kappa_quadratic: float  # on those pairs
+    # training pairs the cuts were fitted on
+    pairs: int
+    # on those pairs
+    kappa_quadratic: float
 
     def apply(self, score: np.ndarray) -> np.ndarray:
         """Grades 0..3 of each score."""

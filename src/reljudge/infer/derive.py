@@ -47,14 +47,18 @@ class Derived:
     name: str
     method: str
     pairs: list[tuple[str, str]]
-    probs: np.ndarray  # (n, N_GRADES)
-    model: Calibration | Panel | None  # None: a mean panel (nothing fitted but the cuts)
+    # (n, N_GRADES)
+    probs: np.ndarray
+    # None: a mean panel (nothing fitted but the cuts)
+    model: Calibration | Panel | None
     fitted_on: dict
     heldout: dict[str, dict[str, float | None]] | None = None
-    decision: str = "median"  # how a grade is read off each distribution (grades.DECISIONS,
+    # how a grade is read off each distribution (grades.DECISIONS,
+    decision: str = "median"
     # or "thresholds": the distributions are then the cut grades, certain)
 
-    def __repr__(self) -> str:  # a summary: the pairs and distributions can be millions
+    # a summary: the pairs and distributions can be millions
+    def __repr__(self) -> str:
         return (f"Derived(name={self.name!r}, method={self.method!r}, {len(self.pairs)} pairs, "
                 f"decision={self.decision!r})")
 
@@ -71,14 +75,16 @@ class Derived:
         if not self.heldout:
             return "they were never checked on held-out queries (--folds 0)"
         stat = "kappa_quadratic" if self.decision == "thresholds" else "mae"
-        lower = stat == "mae"  # MAE: lower is better
+        # MAE: lower is better
+        lower = stat == "mae"
         mine = self.heldout[self.name][stat]
         pairs = self.heldout[self.name]["pairs"] or 0
         raw: dict[str, float] = {}
         for k, v in self.heldout.items():
             value, judged = v[stat], v["pairs"]
+            # a judge of (nearly) as many pairs as this one
             if k != self.name and value is not None and judged is not None \
-                    and judged >= 0.9 * pairs:  # judged alike
+                    and judged >= 0.9 * pairs:
                 raw[k] = value
         if not raw:
             return None
@@ -141,7 +147,8 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
         soft = np.array([probs.get((q, d), (np.nan,) * N_GRADES)
                          for q, d in zip(data.qids.tolist(), data.docids.tolist(), strict=True)])
         if np.isnan(soft).any():
-            soft = None  # some labels have no distribution: calibrate the grades alone
+            # some labels have no distribution: calibrate the grades alone
+            soft = None
     _check_sample(sample, int((data.human >= 0).sum()))
     used = _sample(data.human >= 0, sample, seed)
     if not used.any():

@@ -1,13 +1,10 @@
 """DCG and nDCG over expected gains, for labels that are grade distributions.
 
-A calibrated judge or a panel gives each pair a distribution over grades rather than one
-grade. Its expected gain is sum_g P(g) * gain(g), with trec_eval's gains: ``linear`` gain(g) = g
-(nDCG's default) or ``exp`` gain(g) = 2^g - 1. DCG@k sums expected gains discounted by
-log2(rank + 1) over the run's top k (ties broken as trec_eval: docid descending); the ideal
-DCG@k sorts the query's expected gains. Since DCG is linear in the gains, expected DCG is the
-DCG's expectation under the distributions; nDCG's ratio of expectations is not an expectation,
-but it reduces to trec_eval's nDCG@k when every distribution is certain (tested).
-Documents without a distribution gain 0; queries are those of the run with distributions.
+A pair's expected gain is sum_g P(g) * gain(g), with trec_eval's ``linear`` or ``exp``
+gains. DCG@k sums expected gains discounted by log2(rank + 1) over the run's top k (ties
+broken as trec_eval's); the ideal DCG@k sorts the query's expected gains. nDCG@k is their
+ratio, trec_eval's nDCG@k when every distribution is certain. Documents without a
+distribution gain 0; the queries are the run's that have distributions.
 """
 
 from __future__ import annotations

@@ -2,14 +2,10 @@
 the score under human labels, with its interval, a flag where the interval excludes 0, and
 each run's rank under either.
 
-The judge-only score is a fixed number (the judge's labels on every unit of the population),
-so the bias's interval is the human-based estimate's interval turned around it:
-judge - [low, high] = [judge - high, judge - low]. It covers the true bias exactly when the
-estimate's interval covers the true score. The flag is per run at the confidence level (each
-unbiased run is flagged with probability about 1 - level); the p-value of no bias, from the
-estimate's t statistic, is Holm-corrected over the runs of the measure (Holm, Scand. J.
-Statist. 6, 1979, as ``infer.ranking`` corrects its pairs), for a reader who asks whether
-any of many runs is favoured.
+The judge-only score is a fixed number, so the bias's interval is the estimate's turned
+around it: [judge - high, judge - low]. The flag is per run at the confidence level; the
+p-value of no bias is Holm-corrected over the runs of the measure, for a reader who asks
+whether any of many runs is favoured.
 """
 
 from __future__ import annotations
@@ -20,13 +16,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.stats.ranks import kendall_tau_b, order_of
 from reljudge.stats.significance import holm
 from reljudge.tables import Interval
 
 if TYPE_CHECKING:
-    from reljudge.infer.cells import Cells, Design, RunEstimate
+    from reljudge.infer import ppi
+    from reljudge.infer.cells import RunEstimate
     from reljudge.metrics.measures import Measure
 
 #: the top k systems, by the human-based estimate, whose two rankings Kendall's tau compares
@@ -46,20 +43,29 @@ class RunBias:
 
     run: str
     measure: str
-    judge: float  # the score under the judge's labels alone
-    human: float  # the human-based estimate (PPI; exact for a census)
+    # the score under the judge's labels alone
+    judge: float
+    # the human-based estimate (PPI; exact for a census)
+    human: float
     human_low: float
     human_high: float
-    bias: float  # judge - human: positive where the judge over-rates the run
+    # judge - human: positive where the judge over-rates the run
+    bias: float
     bias_low: float
     bias_high: float
-    p: float  # two-sided p-value of no bias
-    p_holm: float  # Holm-corrected over the runs of the measure
-    flag: str | None  # OVER or UNDER where the bias's interval excludes 0, else None
-    holm: bool  # flagged, and still so after the correction
-    rank_judge: int  # 1 = best
+    # two-sided p-value of no bias
+    p: float
+    # Holm-corrected over the runs of the measure
+    p_holm: float
+    # OVER or UNDER where the bias's interval excludes 0, else None
+    flag: str | None
+    # flagged, and still so after the correction
+    holm: bool
+    # 1 = best
+    rank_judge: int
     rank_human: int
-    exact: bool  # a census: no sampling error
+    # a census: no sampling error
+    exact: bool
 
     def says(self, digits: int = 2) -> str | None:
         """The flag in words: "the judge over-rates RUN by 0.08 nDCG@10 [0.03, 0.13]"."""
@@ -130,7 +136,7 @@ class Favours(Tabular):
         """The flags in words, the tau line, and how the flags were made."""
         return [*self.lines(), self.how()]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame, one row per run, every field of ``RunBias`` as a column."""
         from dataclasses import astuple, fields
 
@@ -176,16 +182,14 @@ def _flag(r: RunEstimate) -> str | None:
     return UNDER if r.llm - r.ppi_low < -tol else None
 
 
-def judge_bias(design: Design, cells: Cells, rows: Sequence[RunEstimate], m: Measure,
+def judge_bias(estimates: ppi.Estimate, rows: Sequence[RunEstimate], m: Measure,
                level: float, top: int = TOP) -> Favours:
     """The table of measure ``m`` from the runs' estimate rows and, for each run's p-value,
-    its estimate through ``design`` shifted by the judge-only score."""
+    the estimate behind its row (``estimates``, vectorised over the rows of ``m`` in their
+    order) shifted by the judge-only score."""
     mine = [r for r in rows if r.measure == str(m)]
-    p = []
-    for r in mine:
-        e, _ = design.estimate(cells[(r.run, str(m))], r.run, m)
-        p.append(float(replace(e, value=e.value - r.llm).p_value()))
-    return favours_of(str(m), mine, p, level, top)
+    shifted = replace(estimates, value=estimates.value - np.array([r.llm for r in mine]))
+    return favours_of(str(m), mine, shifted.p_value().tolist(), level, top)
 
 
 def _tau(x: np.ndarray, y: np.ndarray) -> float | None:

@@ -30,10 +30,14 @@ class FoldLeak(AssertionError):
 class Aligned:
     """Pairs of several label sets side by side (-1 where a set has no label)."""
 
-    qids: np.ndarray  # (n,) object
-    docids: np.ndarray  # (n,) object
-    human: np.ndarray  # (n,) int, -1 missing
-    labels: np.ndarray  # (n, R) int, -1 missing
+    # (n,) object
+    qids: np.ndarray
+    # (n,) object
+    docids: np.ndarray
+    # (n,) int, -1 missing
+    human: np.ndarray
+    # (n, R) int, -1 missing
+    labels: np.ndarray
     judges: tuple[str, ...]
 
 
@@ -70,7 +74,8 @@ def query_folds(qids: Sequence[str] | np.ndarray, k: int = 5, seed: int = 0) -> 
         raise InputError(f"{len(uq)} queries cannot fill {k} folds by query; use fewer folds")
     order = np.random.default_rng(seed).permutation(len(uq))
     fold_of_query = np.empty(len(uq), dtype=np.int64)
-    fold_of_query[order] = np.arange(len(uq)) % k  # balanced: sizes differ by at most one
+    # balanced: sizes differ by at most one
+    fold_of_query[order] = np.arange(len(uq)) % k
     return fold_of_query[inv.reshape(-1)]
 
 
@@ -81,8 +86,10 @@ def assert_no_leak(qids: np.ndarray, train: np.ndarray, test: np.ndarray) -> Non
         raise FoldLeak(f"queries in both training and test folds: {sorted(shared)[:5]}")
 
 
-FitPredict = Callable[[np.ndarray], np.ndarray]  # training mask (n,) -> (n, N_GRADES) predictions
-PANEL_METHODS = ("dawid-skene", "mean")  # how a panel combines its judges
+# training mask (n,) -> (n, N_GRADES) predictions
+FitPredict = Callable[[np.ndarray], np.ndarray]
+#: how a panel combines its judges
+PANEL_METHODS = ("dawid-skene", "mean")
 
 
 def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: int = 0,
@@ -236,7 +243,8 @@ class Selection:
     """What an inner cross-validation chose, and every candidate's inner score."""
 
     chosen: str
-    scores: dict[str, float]  # candidate -> quadratic kappa over the inner held-out pairs
+    # candidate -> quadratic kappa over the inner held-out pairs
+    scores: dict[str, float]
 
 
 def select_by_inner_cv(data: Aligned, candidates: Mapping[str, FitPredict], train: np.ndarray,

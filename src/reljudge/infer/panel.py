@@ -1,20 +1,10 @@
 """A panel of judges combined by Dawid–Skene EM, anchored by a human sample.
 
-Model (Dawid & Skene 1979): each pair has a true grade z with prior pi; judge r gives grade g
-with probability theta_r[z, g] (its confusion matrix), independently of the other judges given
-z. Pairs with a human label are anchored: their z is the human grade, so the confusion matrices
-are learned mostly from the sample and EM only refines them with the judges' labels of the
-other pairs. A judge that did not grade a pair simply contributes no factor (missing labels
-are native to the model). Each confusion row is smoothed by a Dirichlet prior of ``strength``
-pseudo-counts centred (``center``) on the judge's overall grade distribution (``marginal``,
-default: shrinking toward "this judge's grade says nothing about z") or on the judge being right
-(``judge``: 0.9 on grade z plus 0.1 spread like its grade distribution).
-
-Why Dawid–Skene over a regularised regression on the judges' grades: it needs one 4x4 matrix
-per judge (interpretable, auditable: the matrix is the judge's bias), handles judges that cover
-different pairs without imputation, and uses the unlabelled pairs. Its weakness, judges that
-err together, makes posteriors overconfident; decisions (mode/median) suffer less than the
-probabilities, and the held-out audit measures what is left.
+Each pair has a true grade z with prior pi; judge r gives grade g with probability
+theta_r[z, g], independently given z (Dawid & Skene 1979). A pair with a human label has its
+z fixed to that grade; a judge that did not grade a pair adds no factor. Each confusion row
+is smoothed by a Dirichlet prior of ``strength`` pseudo-counts centred (``center``) on the
+judge's grade distribution (``marginal``) or on the judge being right (``judge``).
 """
 
 from __future__ import annotations
@@ -35,11 +25,14 @@ class Panel:
     """A fitted panel: the grade prior and each judge's confusion matrix."""
 
     judges: tuple[str, ...]
-    prior: np.ndarray  # (N_GRADES,) P(true grade)
-    confusion: np.ndarray  # (R, N_GRADES true, N_GRADES judge) P(judge grade | true grade)
+    # (N_GRADES,) P(true grade)
+    prior: np.ndarray
+    # (R, N_GRADES true, N_GRADES judge) P(judge grade | true grade)
+    confusion: np.ndarray
     iterations: int
     converged: bool
-    anchored: int  # pairs with a human label used in the fit
+    # pairs with a human label used in the fit
+    anchored: int
     strength: float
     center: str = "marginal"
 
@@ -99,7 +92,8 @@ def fit_panel(labels: np.ndarray, human: np.ndarray, *, judges: tuple[str, ...] 
     if not anchored.any():
         raise InputError("a panel needs at least one human-labelled pair to anchor it")
     ind = _indicators(labels)
-    marginal = ind.sum(axis=0) + 1.0  # (R, N_GRADES) each judge's grade counts, add-one
+    # (R, N_GRADES) each judge's grade counts, add-one
+    marginal = ind.sum(axis=0) + 1.0
     marginal = marginal / marginal.sum(axis=1, keepdims=True)
     if center == "marginal":
         smooth = strength * np.broadcast_to(marginal[:, None, :], (r, N_GRADES, N_GRADES))

@@ -1,26 +1,13 @@
 """Prediction-powered estimates: a mean under human labels from judge predictions on every
 unit plus human labels on a random sample, with intervals valid however bad the judge is.
 
-Two estimators share one formula (written out in docs/ppi.md):
+* ``ppi_mean_ci``: PPI++ (Angelopoulos, Duchi, Zrnic 2023) for i.i.d. data, as
+  ``ppi_py.ppi_mean_ci`` computes it.
+* ``estimate`` and ``estimate_from_moments``: the finite-population, stratified form used
+  for retrieval scores: lambda times the predictions' total plus the Horvitz-Thompson
+  estimate of the residuals' total, with a t interval (docs/ppi.md has the derivation).
 
-* ``ppi_mean_ci``: PPI++ (Angelopoulos, Duchi, Zrnic 2023) for i.i.d. labelled and
-  unlabelled data, with the power-tuned lambda clipped to [0, 1] and a normal interval;
-  it reproduces ``ppi_py.ppi_mean_ci`` (the tests check it).
-* ``estimate``: the finite-population form used for retrieval scores. The N units (queries,
-  or pooled pairs) are a fixed population, the target is the total of their human values
-  divided by a normaliser (the number of queries), and the sample is drawn without
-  replacement, optionally stratified, with known inclusion probabilities. The estimate is
-  lambda * (sum of predictions over all units) + the Horvitz-Thompson estimate of the total
-  of (human - lambda * prediction); its variance carries the finite-population correction,
-  lambda minimises that estimated variance (clipped to [0, 1]), and the interval uses
-  Student's t with the Welch-Satterthwaite degrees of freedom of the stratified variance
-  (Satterthwaite 1946; Cochran, Sampling Techniques, 3rd ed. 1977, sec. 5.4), one fewer for a tuned
-  lambda: n - 2 for one stratum, fewer when a few strata carry the variance. A tuned lambda's
-  variance is at least the stratified delete-one jackknife's, which re-fits lambda without each
-  sampled unit (the formula alone treats the fitted lambda as known; docs/ppi.md).
-
-Everything is vectorised over leading axes (systems, draws): ``estimate_from_moments``
-takes per-stratum sums, so the benchmark can compute them for 500 draws with one matmul.
+Everything is vectorised over leading axes (systems, draws).
 """
 
 from __future__ import annotations
@@ -29,11 +16,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy import special  # t.ppf, t.sf, norm.ppf of scipy.stats, without importing it
+
+# t.ppf, t.sf, norm.ppf of scipy.stats, without importing it
+from scipy import special
 
 from reljudge.errors import InputError
 
-MIN_PER_STRATUM = 2  # a variance needs two values; below that an interval is a guess
+#: a variance needs two values; below that an interval is a guess
+MIN_PER_STRATUM = 2
 
 
 @dataclass(frozen=True)
@@ -53,22 +43,30 @@ class Moments:
 class Estimate:
     """PPI and human-only estimates of one target (arrays when vectorised)."""
 
-    value: np.ndarray  # PPI estimate
+    value: np.ndarray
     se: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    lam: np.ndarray  # the power-tuning parameter used
-    classical: np.ndarray  # human-sample-only estimate (lambda = 0)
+    # the power-tuning parameter used
+    lam: np.ndarray
+    # human-sample-only estimate (lambda = 0)
+    classical: np.ndarray
     classical_se: np.ndarray
     classical_low: np.ndarray
     classical_high: np.ndarray
-    df: np.ndarray  # degrees of freedom of the PPI interval
-    effective_n: np.ndarray  # human labels a human-only estimate would need for the same se
-    n: np.ndarray  # human-labelled units
+    # degrees of freedom of the PPI interval
+    df: np.ndarray
+    # human labels a human-only estimate would need for the same se
+    effective_n: np.ndarray
+    # human-labelled units
+    n: np.ndarray
     level: float
-    flat: np.ndarray | int = 0  # sampled strata whose values were all equal (see FLAT_RULE)
-    exact: np.ndarray | bool = False  # a census of every unit: no sampling error at all
-    range_bound: np.ndarray | float = 0.0  # half-width of a range-based bound it was widened to
+    # sampled strata whose values were all equal (see FLAT_RULE)
+    flat: np.ndarray | int = 0
+    # a census of every unit: no sampling error at all
+    exact: np.ndarray | bool = False
+    # half-width of a range-based bound it was widened to
+    range_bound: np.ndarray | float = 0.0
 
     def p_value(self) -> np.ndarray:
         """Two-sided p-value of value == 0 (for a paired difference: no difference)."""
@@ -161,13 +159,19 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
         sums = np.bincount(bins, weights=x.ravel(), minlength=rows.size * strata + 1)
         return sums[:-1].reshape(a.shape[:-1] + (strata,))
 
-    def at_unit(x: np.ndarray) -> np.ndarray:  # each unit's own stratum's value
-        return np.take_along_axis(x, np.maximum(stratum, 0), axis=-1)
+    # each unit's own stratum's value: one flat index for every lookup
+    own = (rows * strata + np.maximum(stratum, 0)).ravel()
+
+    def at_unit(x: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(x, a.shape[:-1] + (strata,))).reshape(
+            -1)[own].reshape(a.shape)
 
     n, sa, sb = per_stratum(np.ones_like(a)), per_stratum(a), per_stratum(b)
     sbb, sab = per_stratum(b * b), per_stratum(a * b)
 
-    def parts(n, sa, sb, sbb, sab, big_n):  # per stratum: c s_ab, c s_b^2, N mean a, N mean b
+    # per stratum: c s_ab, c s_b^2, N mean a, N mean b
+    def parts(n: np.ndarray, sa: np.ndarray, sb: np.ndarray, sbb: np.ndarray, sab: np.ndarray,
+              big_n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         n_safe, d = np.maximum(n, 1), np.maximum(n - 1, 1)
         mean_a, mean_b = sa / n_safe, sb / n_safe
         frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape),
@@ -179,12 +183,13 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
 
     whole = parts(n, sa, sb, sbb, sab, big_n)
     left = parts(at_unit(n) - 1, at_unit(sa) - a, at_unit(sb) - b, at_unit(sbb) - b * b,
-                 at_unit(sab) - a * b, at_unit(big_n))  # each unit's stratum without it
+                 # each unit's stratum without it
+                 at_unit(sab) - a * b, at_unit(big_n))
     num, den, ta, tb = (w.sum(axis=-1, keepdims=True) - at_unit(w) + lw
                         for w, lw in zip(whole, left, strict=True))
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.clip(np.where(den > 0, num / den, 0.0), 0.0, 1.0)
-    t_i = lam * (np.asarray(b_total, np.float64)[..., None] - tb) + ta  # (..., n)
+    t_i = lam * (np.asarray(b_total, np.float64)[..., None] - tb) + ta
     mean_h = per_stratum(t_i) / np.maximum(n, 1)
     dev2 = per_stratum(t_i ** 2) - n * mean_h ** 2
     frac = np.divide(n, big_n, out=np.ones(n.shape), where=big_n > 0)
@@ -204,38 +209,32 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
                           each_flat: bool = False) -> Estimate:
     """Stratified Horvitz-Thompson PPI estimate of sum(a over all units) / normaliser.
 
-    ``population``: units per stratum (H,) or (..., H); ``b_total``: sum of the predictions
-    over all units (...,); ``lam=None`` tunes lambda to minimise the estimated variance;
-    ``check=False`` skips the two-per-stratum check (for callers that mask such cells).
-    ``spread``: the largest difference two units' values can have; when every sampled
-    stratum short of a census has all its sampled values equal (the interval would have zero
-    width), those strata get the conservative variance of FLAT_RULE instead of none, so a
-    sample short of the population never gives a zero-width interval (nor does a PPI
-    interval whose residuals a - lambda b are all flat); ``Estimate.flat`` counts such
-    strata, ``Estimate.exact`` says the sample is a census of every stratum.
-    ``each_flat``: every such stratum gets FLAT_RULE's variance, whether or not the others
-    vary (for values of a few levels, where a small stratum's sampled values are often all
-    equal: P@k's differences, each pair worth -1/k, 0 or 1/k).
-    ``units``: the sampled units behind ``m``; with them a tuned lambda's variance is at
-    least the jackknife's, which re-fits lambda without each unit (the variance formula
-    alone treats the fitted lambda as known, and comes out too small: docs/ppi.md).
+    ``population``: units per stratum (H,) or (..., H); ``b_total``: the predictions' sum over
+    all units (...,); ``lam=None`` tunes lambda; ``check=False`` skips the two-per-stratum
+    check; ``spread``: the largest difference two units' values can have, for FLAT_RULE's
+    variance where the sampled strata are flat (``each_flat``: wherever one is); ``units``: the
+    sampled units, whose jackknife bounds a tuned lambda's variance from below.
+    ``Estimate.flat`` counts the flat strata, ``Estimate.exact`` marks a census.
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
-    census = n >= big_n  # a stratum taken whole has no sampling variance
+    # a stratum taken whole has no sampling variance
+    census = n >= big_n
     if check and np.any((n < MIN_PER_STRATUM) & ~census):
         raise InputError(f"each sampled stratum needs at least {MIN_PER_STRATUM} "
                          f"human-labelled units for an interval; got {int(np.min(n))}")
     n_safe = np.maximum(n, 1)
     d = np.maximum(n - 1, 1)
     mean_a, mean_b = m.sa / n_safe, m.sb / n_safe
-    ssa = (m.saa - n * mean_a ** 2) / d  # sample variances and covariance per stratum
+    # sample variances and covariance per stratum
+    ssa = (m.saa - n * mean_a ** 2) / d
     ssb = (m.sbb - n * mean_b ** 2) / d
     sab = (m.sab - n * mean_a * mean_b) / d
     ssa = np.maximum(ssa, 0.0)
     ssb, sab = prediction_spread(ssb, sab, m.sbb / n_safe)
     frac = np.divide(n, big_n, out=np.ones(np.broadcast(n, big_n).shape), where=big_n > 0)
-    c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)  # var = sum c s^2
+    # var = sum c s^2
+    c = np.where(census, 0.0, big_n ** 2 * (1.0 - frac) / n_safe)
     # a sample short of the population whose every sampled stratum varied not at all would
     # give a zero-width interval: its flat strata get FLAT_RULE's variance instead
     flat = _flat(ssa, m.saa / n_safe, census, n, each_flat)
@@ -249,8 +248,9 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     lam_h = lam[..., None]
     total = lam * b_total + (big_n * (mean_a - lam_h * mean_b)).sum(axis=-1)
     resid = np.maximum(ssa - 2 * lam_h * sab + lam_h ** 2 * ssb, 0.0)
-    if spread_h is not None:  # the residuals a - lambda b can be flat where a is not (a judge
-        # that agreed with every sampled grade): FLAT_RULE again, over their range (1 + lambda) S
+    # the residuals a - lambda b can be flat where a is not (a judge
+    # that agreed with every sampled grade): FLAT_RULE again, over their range (1 + lambda) S
+    if spread_h is not None:
         rflat = _flat(resid, (m.saa + lam_h ** 2 * m.sbb) / n_safe, census, n)
         resid = np.where(rflat, ((1.0 + lam_h) * spread_h) ** 2 / (n + 1.0), resid)
         flat = flat | rflat
@@ -263,7 +263,8 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     df_pooled = np.maximum(sampled - strata, 1)
     df_c = satterthwaite_df(c * ssa, d, df_pooled)
     df = satterthwaite_df(parts, d, df_pooled)
-    if tuned:  # lambda fitted on the sample: one degree of freedom fewer, as in regression
+    # lambda fitted on the sample: one degree of freedom fewer, as in regression
+    if tuned:
         var = var * df_pooled / np.maximum(sampled - strata - 1, 1)
         df = np.maximum(df - 1, 1)
         if units is not None:
@@ -310,6 +311,15 @@ def concatenate(parts: list[Estimate]) -> Estimate:
     return Estimate(**joined)
 
 
+def take(e: Estimate, k: int) -> Estimate:
+    """The k-th of estimates vectorised over one axis (a field held as one number for all
+    is that number)."""
+    taken: dict[str, Any] = {f: e.level if f == "level" else
+                             np.broadcast_to(getattr(e, f), np.shape(e.value))[k]
+                             for f in Estimate.__dataclass_fields__}
+    return Estimate(**taken)
+
+
 def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
     """The estimate e where condition holds, else otherwise (field by field)."""
     if np.ndim(condition) == 0:
@@ -324,34 +334,29 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
                     lam: float | np.ndarray | None = None, collapse: str = "adjacent",
                     spread: float | np.ndarray | None = None, units: Units | None = None,
                     each_flat: bool = False) -> tuple[Estimate, np.ndarray]:
-    """The estimate post-stratified by a known domain outside which every a and b is 0 (for
-    a run's DCG@k or P@k: the pooled pairs in its top k), and where it is usable.
+    """The estimate post-stratified by a known domain outside which every a and b is 0 (a run's
+    top k), and where it is usable.
 
-    ``m``: moments of the sampled units in the domain only (n counts them per stratum);
-    ``domain_sizes``: the domain's units per design stratum, (H,) or (..., H). Given how
-    many sampled units fell in the domain, they are a simple random sample of its part of
-    each stratum, so the estimate weights them by N_dh / n_dh (post-stratification:
-    Cochran 1977 sec. 5A.9; Saerndal, Swensson, Wretman 1992 sec. 7.6) and its interval is
-    conditional on that number: few sampled units in the run's top k give a wide interval
-    instead of a narrow wrong one. A post-stratum with fewer than two sampled units is
-    merged into the next one in stratum order (the last into the one before;
-    ``collapse="all"``: every post-stratum into one) (collapsed strata, Cochran 1977
-    sec. 5A.12); where the domain holds fewer than three sampled units the second value is
-    False and the estimate must not be used. ``units``: the sampled units (their stratum -1
-    outside the domain), for the jackknife, and ``each_flat``, as in
-    ``estimate_from_moments``.
+    ``m``: moments of the sampled units in the domain; ``domain_sizes``: the domain's units per
+    design stratum, (H,) or (..., H). The sampled units in the domain are weighted N_dh / n_dh
+    and the interval is conditional on their number (Cochran 1977 sec. 5A.9); a post-stratum of
+    fewer than two sampled units merges into the next (``collapse="all"``: all into one). Not
+    usable where the domain holds fewer than three sampled units. ``units``, ``each_flat``: as
+    in ``estimate_from_moments``.
     """
     if collapse not in ("adjacent", "all"):
         raise InputError(f"collapse must be 'adjacent' or 'all', got {collapse!r}")
     big_n = np.broadcast_to(np.asarray(domain_sizes, np.float64), m.n.shape)
     parts = np.stack(np.broadcast_arrays(m.n, m.sa, m.sb, m.saa, m.sbb, m.sab, big_n))
 
-    def short(h: int) -> np.ndarray:  # sampled, or not, too thinly for a variance
+    # sampled, or not, too thinly for a variance
+    def short(h: int) -> np.ndarray:
         n_h, size = parts[0][..., h], parts[6][..., h]
         return (size > 0) & (n_h < MIN_PER_STRATUM) & (n_h < size)
 
     strata = parts.shape[-1]
-    into = np.broadcast_to(np.arange(strata), big_n.shape).copy()  # where each one went
+    # where each one went
+    into = np.broadcast_to(np.arange(strata), big_n.shape).copy()
     if collapse == "all":
         any_short = np.any([short(h) for h in range(strata)], axis=0)
         total = parts.sum(axis=-1)
@@ -366,7 +371,8 @@ def post_stratified(m: Moments, domain_sizes: np.ndarray, b_total: np.ndarray,
             parts[..., to] += np.where(s_h, parts[..., h], 0.0)
             parts[..., h] = np.where(s_h, 0.0, parts[..., h])
             into = np.where(s_h[..., None] & (into == h), to, into)
-    if units is not None:  # each unit into its post-stratum's merged one
+    # each unit into its post-stratum's merged one
+    if units is not None:
         stratum = np.broadcast_to(units.stratum, np.shape(units.a))
         moved = np.take_along_axis(into, np.maximum(stratum, 0), axis=-1)
         units = replace(units, stratum=np.where(stratum >= 0, moved, -1))
@@ -435,7 +441,8 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
     of queries (``sampled``: their indices into ``predicted_all``; ``spread``: as in
     ``estimate_from_moments``)."""
     f = np.asarray(predicted_all, np.float64)
-    idx = np.asarray(sampled, np.int64)  # (n,), or (draws, n) with a 1-d predicted_all
+    # (n,), or (draws, n) with a 1-d predicted_all
+    idx = np.asarray(sampled, np.int64)
     if np.any(np.diff(np.sort(idx, axis=-1), axis=-1) == 0):
         raise InputError("a query-level sample lists a query twice")
     n_all = f.shape[-1]
@@ -485,17 +492,20 @@ def proportion_interval(e: Estimate, top: float, sampled: np.ndarray, units: flo
     / ``units``; ``sampled`` of them sampled) with Wilson score intervals at the effective
     sample size p(1 - p) / var, df-adjusted (Korn and Graubard 1998), in place of its t
     intervals, which are too narrow on the side of the sampled proportion nearer 0 or 1."""
-    if units <= 0 or top <= 0:  # nothing to estimate: the estimate is a census of nothing
+    # nothing to estimate: the estimate is a census of nothing
+    if units <= 0 or top <= 0:
         return e
     frac = np.minimum(np.asarray(sampled, np.float64) / units, 1.0)
-    with np.errstate(divide="ignore"):  # a proportion of 0 or 1: the units sampled, fpc'd
+    # a proportion of 0 or 1: the units sampled, fpc'd
+    with np.errstate(divide="ignore"):
         at_edge = np.asarray(sampled, np.float64) / (1.0 - frac)
     q = special.stdtrit(e.df, 0.5 + e.level / 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         q_c = np.where(e.classical_se > 0, (e.classical_high - e.classical) / e.classical_se, q)
     low, high = _wilson(e.value, e.se, q, top, at_edge)
     c_low, c_high = _wilson(e.classical, e.classical_se, q_c, top, at_edge)
-    keep = np.asarray(e.exact, bool)  # a census keeps its zero width
+    # a census keeps its zero width
+    keep = np.asarray(e.exact, bool)
     return replace(e, low=np.where(keep, e.low, low), high=np.where(keep, e.high, high),
                    classical_low=np.where(keep, e.classical_low, c_low),
                    classical_high=np.where(keep, e.classical_high, c_high))
@@ -511,7 +521,8 @@ def _wilson(value: np.ndarray, se: np.ndarray, q: np.ndarray, top: float,
     p = np.where(edge, np.round(p), p)
     with np.errstate(divide="ignore", invalid="ignore"):
         n = np.where(edge, at_edge, p * (1.0 - p) / np.where(edge, 1.0, v))
-        r = q * q / n  # q^2 / n: 0 for an infinite n
+        # q^2 / n: 0 for an infinite n
+        r = q * q / n
         centre = (p + r / 2) / (1 + r)
         half = np.sqrt(r * p * (1.0 - p) + r * r / 4) / (1 + r)
     low = np.where(p <= 0, 0.0, centre - half)
@@ -529,7 +540,8 @@ def ppi_mean_ci(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
     if n < MIN_PER_STRATUM:
         raise InputError(f"PPI needs at least {MIN_PER_STRATUM} labelled values; got {n}")
     if lam is None:
-        first = u.mean() + (y - yhat).mean()  # lambda = 1 estimate centres the gradients
+        # lambda = 1 estimate centres the gradients
+        first = u.mean() + (y - yhat).mean()
         gy, gh = y - first, yhat - first
         cov = 2 * ((gy - gy.mean()) * (gh - gh.mean())).sum() / n
         var = np.var(np.concatenate([gh, u - first]), ddof=1)

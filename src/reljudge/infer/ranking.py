@@ -1,17 +1,11 @@
 """Runs ranked per measure, with the pairwise orders a human sample supports.
 
-For every pair of runs, the paired PPI estimate of their difference on the shared sample (each
-sampled pair enters both runs' values, so their sampling errors largely cancel) and its
-two-sided p-value. The p-values of all pairs of runs of one measure form one family, corrected
-by Holm's step-down method (Holm, Scand. J. Statist. 6, 1979), which holds the family-wise
-error at alpha = 1 - level whatever the dependence between the tests; "A > B" is supported
-when A - B's corrected p-value is at most alpha and the estimate is positive.
-
-The ranking reported starts from the LLM-only order and changes only what the supported orders
-demand: a topological sort of the supported-order graph that takes, at each step, the run with
-the highest LLM-only score among those whose every supported superior is already placed. With
-no supported order it is the LLM-only ranking; the sample overrides the judge only where it
-says the judge's order is wrong.
+Every pair of runs gets the paired PPI estimate of its difference on the shared sample and a
+two-sided p-value; a measure's p-values are Holm-corrected together (Holm 1979), and "A > B"
+is supported where A - B's corrected p-value is at most alpha and the estimate is positive.
+The ranking reported is the LLM-only order changed only where the supported orders demand:
+a topological sort that places, at each step, the highest LLM-scored run whose supported
+superiors are all placed.
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ import numpy as np
 
 from reljudge.choices import PPI_PAGE
 from reljudge.infer import ppi
-from reljudge.infer.cells import difference_cell
+from reljudge.infer.cells import estimates
 from reljudge.infer.ranges import difference_range
 from reljudge.metrics.measures import Measure
 from reljudge.stats import holm
@@ -50,9 +44,12 @@ class PairOrder:
     difference: float
     low: float
     high: float
-    p: float  # two-sided p-value of no difference
-    p_holm: float  # corrected over the family (every pair of runs of the measure)
-    supported: str | None  # "A > B" when the corrected test rejects equality that way
+    # two-sided p-value of no difference
+    p: float
+    # corrected over the family (every pair of runs of the measure)
+    p_holm: float
+    # "A > B" when the corrected test rejects equality that way
+    supported: str | None
 
 
 @dataclass(frozen=True)
@@ -65,8 +62,10 @@ class RankedRun:
     ppi: float
     ppi_low: float
     ppi_high: float
-    above: list[str]  # runs the sample supports this run being better than
-    below: list[str]  # runs the sample supports being better than this one
+    # runs the sample supports this run being better than
+    above: list[str]
+    # runs the sample supports being better than this one
+    below: list[str]
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,8 @@ class Ranking:
     alpha: float
     runs: list[RankedRun]
     pairs: list[PairOrder]
-    conflicts: list[str] = field(default_factory=list)  # supported orders it could not keep
+    # supported orders it could not keep
+    conflicts: list[str] = field(default_factory=list)
     correction: str = CORRECTION
     family: str = FAMILY
 
@@ -110,7 +110,8 @@ def reported_order(llm: Sequence[float], better: np.ndarray,
     n = len(llm)
     by_llm = sorted(range(n), key=lambda i: (-llm[i], -(tiebreak[i] if tiebreak else 0.0), i))
     place = {i: k for k, i in enumerate(by_llm)}
-    waiting = np.asarray(better, dtype=bool).sum(axis=0)  # unplaced superiors of each run
+    # unplaced superiors of each run
+    waiting = np.asarray(better, dtype=bool).sum(axis=0)
     placed: list[int] = []
     left = list(by_llm)
     while left:
@@ -168,15 +169,8 @@ def rank_runs(design: Design, cells: Cells, names: Sequence[str], m: Measure,
 def differences(design: Design, cells: Cells, names: Sequence[str], m: Measure,
                 pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
     """The paired estimate of each pair (i, j) of runs' difference, names[i] minus
-    names[j], vectorised over the pairs: in one call where the design has one
-    (``differences``), else one ``estimate`` of each ``difference_cell``."""
-    batched = getattr(design, "differences", None)
-    if batched is not None:
-        return batched(cells, names, m, pairs)
-    key = str(m)
-    return ppi.concatenate([
-        design.estimate(difference_cell(cells[(names[i], key)], cells[(names[j], key)]),
-                        names[i], m, names[j])[0] for i, j in pairs])
+    names[j], vectorised over the pairs (``infer.cells.estimates``)."""
+    return estimates(design, cells, names, m, pairs)[0]
 
 
 def ranking_note(rankings: Sequence[Ranking]) -> str:

@@ -1,40 +1,24 @@
 """nDCG@k from a pair-level sample: a ratio estimator whose normaliser, each query's ideal
 DCG, is estimated too, with a bootstrap interval over the sample.
 
-Per query q, nDCG@k_q = DCG@k_q / IDCG@k_q, and IDCG@k_q is a function of how many pooled
-pairs of q carry each human grade (C_qg): the ideal ranking puts q's grade-3 pairs first,
-then grade 2, ...
-
-* The model: p(human grade | judge grade), the design-weighted grade shares of the sampled
-  pairs the judge gave each grade (PPI with a recalibrated predictor).
-* The counts C_qg, post-stratified by query and judge grade (Cochran 1977, sec. 5A.9): each
-  cell's pooled pairs times its sampled pairs' weighted grade shares, or the model's where
-  the cell has no sampled pair. Never negative, unlike the difference estimator (judge's
-  counts plus design-weighted residuals of the query's sampled pairs), whose negative counts
-  made ideal DCGs near 0 and ratios explode (docs/ppi.md has the numbers). A query holds at
-  least the pairs seen of each grade. The ideal DCG of fractional counts interpolates the
-  discount between ranks (exact at whole counts).
-* The numerator, the mean over queries of DCG@k_q / IDCG@k_q, is linear in the gains given
-  the ideals: each pooled pair's model-predicted gain over its query's ideal, plus, per judge
-  grade, the run's top-k pairs times the design-weighted mean residual (human minus
-  predicted gain, over the ideal) of the sampled pairs there: post-stratified by the run's
-  top k as the linear measures are (``infer.scores``).
-
-The interval: the Rao-Wu rescaling bootstrap (Rao, Wu, Yue 1992: n_h - 1 draws with
-replacement per stratum, weights rescaled by sqrt(1 - f_h), which carries the
-finite-population correction); every replicate re-fits the model, the counts, the ideal DCGs
-and the ratio; the bias-corrected estimate +- t times the replicates' sd
-(``bias_corrected``). The human-only column: Horvitz-Thompson counts and no model. A census gives every replicate the same value:
-"exact (census)".
+The model p(human grade | judge grade) recalibrates the judge; each query's pooled pairs per
+human grade are post-stratified by query and judge grade (never negative); the numerator is
+linear in the gains given the ideals, post-stratified by the run's top k. The interval: the
+Rao-Wu rescaling bootstrap, each replicate re-fitting the model, counts, ideals and ratio;
+the bias-corrected estimate +- t times the replicates' sd, at least the jackknife's. A
+census is exact. docs/ppi.md derives it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
+
+# scipy.stats costs 0.5 s to import; these are what it calls
+from scipy import special
 
 from reljudge.grades import N_GRADES
 from reljudge.infer import ppi
@@ -53,12 +37,18 @@ class PairFrame:
     """The pool and the sample as arrays: every pooled pair's query and judge grade; the
     sampled pairs' pool index, design stratum and human grade; the strata's pooled sizes."""
 
-    query: np.ndarray  # (P,) query index of each pooled pair
-    judge: np.ndarray  # (P,) judge grade
-    sizes: np.ndarray  # (H,) pooled pairs per design stratum
-    sampled: np.ndarray  # (n,) pool index of each sampled pair
-    stratum: np.ndarray  # (n,) design stratum of each sampled pair
-    human: np.ndarray  # (n,) human grade of each sampled pair
+    # (P,) query index of each pooled pair
+    query: np.ndarray
+    # (P,) judge grade
+    judge: np.ndarray
+    # (H,) pooled pairs per design stratum
+    sizes: np.ndarray
+    # (n,) pool index of each sampled pair
+    sampled: np.ndarray
+    # (n,) design stratum of each sampled pair
+    stratum: np.ndarray
+    # (n,) human grade of each sampled pair
+    human: np.ndarray
     queries: int
 
     @property
@@ -85,7 +75,8 @@ def replicate_weights(frame: PairFrame, replicates: int, seed: int) -> np.ndarra
         members = np.flatnonzero(s == h)
         n = len(members)
         scale = np.sqrt(max(1.0 - n / frame.sizes[h], 0.0))
-        drawn = rng.integers(0, n, size=(replicates, n - 1))  # n - 1 draws with replacement
+        # n - 1 draws with replacement
+        drawn = rng.integers(0, n, size=(replicates, n - 1))
         counts = np.bincount((rows * n + drawn).ravel(), minlength=replicates * n)
         out[1:, members] = 1.0 - scale + scale * n / (n - 1) * counts.reshape(replicates, n)
     return out * (frame.sizes[s] / n_h[s])
@@ -97,9 +88,9 @@ class Jackknife:
     of a design stratum's sampled pairs (the stratum's others reweighted to its size), and
     each row's share of the variance, (1 - f_h) (G_h - 1) / G_h, and stratum."""
 
-    weights: np.ndarray  # (G, n)
-    factor: np.ndarray  # (G,)
-    stratum: np.ndarray  # (G,)
+    weights: np.ndarray
+    factor: np.ndarray
+    stratum: np.ndarray
 
     def sd(self, values: np.ndarray) -> float:
         """The jackknife standard error of an estimate from its values under the rows (G,)."""
@@ -108,6 +99,16 @@ class Jackknife:
             x = values[self.stratum == h]
             var += float(self.factor[self.stratum == h][0] * ((x - x.mean()) ** 2).sum())
         return var ** 0.5
+
+    def sds(self, values: np.ndarray) -> list[float]:
+        """``sd`` of each of K estimates from their values (K, G), bit for bit: each row is
+        reduced along its own contiguous axis as ``sd`` reduces one."""
+        var = np.zeros(len(values))
+        for h in np.unique(self.stratum):
+            x = np.ascontiguousarray(values[:, self.stratum == h])
+            var += self.factor[self.stratum == h][0] * (
+                (x - x.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+        return [v ** 0.5 for v in var.tolist()]
 
 
 def jackknife(frame: PairFrame, seed: int) -> Jackknife:
@@ -152,7 +153,7 @@ def grade_model(frame: PairFrame, w: np.ndarray) -> np.ndarray:
     return np.where(total > 0, joint / np.maximum(total, 1e-300), overall)
 
 
-def _cells(index: np.ndarray, width: int):
+def _cells(index: np.ndarray, width: int) -> Any:
     """A sparse (units, width) one-hot matrix of each unit's cell."""
     from scipy import sparse
 
@@ -184,19 +185,19 @@ def totals(frame: PairFrame, w: np.ndarray, pool_values: np.ndarray, gain: np.nd
     """Per query, the estimated total over the pool of pool_values (R, P) times each human
     gain vector (G', G): the difference estimator with the model's predictions p(g | judge
     grade) (B, J, G) (None: Horvitz-Thompson alone). Shaped (B, R, Q, G')."""
-    vs = pool_values[:, frame.sampled].T  # (n, R)
-    hs = gain[:, frame.human].T  # (n, G')
-    js = _onehot(frame.judge[frame.sampled], N_GRADES)  # (n, J)
+    vs = pool_values[:, frame.sampled].T
+    hs = gain[:, frame.human].T
+    js = _onehot(frame.judge[frame.sampled], N_GRADES)
     parts = np.concatenate([hs, js], axis=1) if model is not None else hs
     n, r, g = len(vs), vs.shape[1], hs.shape[1]
     sums = _per_query(w, (vs[:, :, None] * parts[:, None, :]).reshape(n, -1),
                       frame.query[frame.sampled], frame.queries)
-    sums = sums.reshape(len(w), frame.queries, r, -1).transpose(0, 2, 1, 3)  # (B, R, Q, F)
+    sums = sums.reshape(len(w), frame.queries, r, -1).transpose(0, 2, 1, 3)
     ht = sums[..., :g]
     if model is None:
         return ht
-    expected = np.einsum("bjg,kg->bjk", model, gain)  # (B, J, G')
-    pool = _by_query_judge(frame, pool_values)[None]  # (1, R, Q, J)
+    expected = np.einsum("bjg,kg->bjk", model, gain)
+    pool = _by_query_judge(frame, pool_values)[None]
     return ht + np.einsum("brqj,bjk->brqk", pool - sums[..., g:], expected)
 
 
@@ -224,10 +225,14 @@ class RatioReplicates:
     itself), by the PPI (model-assisted) and the human-only estimator; and each query's PPI
     ideal DCG under every replicate."""
 
-    ppi: np.ndarray  # (B, R)
-    human: np.ndarray  # (B, R)
-    ideal: np.ndarray  # (B, Q)
-    relevant: np.ndarray  # (Q,) the PPI estimate of each query's relevant (grade >= 1) pairs
+    # (B, R)
+    ppi: np.ndarray
+    # (B, R)
+    human: np.ndarray
+    # (B, Q)
+    ideal: np.ndarray
+    # (Q,) the PPI estimate of each query's relevant (grade >= 1) pairs
+    relevant: np.ndarray
 
 
 def ndcg_replicates(frame: PairFrame, run_weights: np.ndarray, k: int, dcg: str,
@@ -246,11 +251,12 @@ def ndcg_under(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, k: int,
     out = []
     ideal = relevant = None
     model = grade_model(frame, w)
-    for m in (model, None):  # PPI, then human-only (Horvitz-Thompson counts, no model)
+    # PPI, then human-only (Horvitz-Thompson counts, no model)
+    for m in (model, None):
         counts = (cell_counts(frame, w, m) if m is not None else
                   totals(frame, w, np.ones((1, len(frame.query))), np.eye(N_GRADES),
-                         None)[:, 0])  # (B, Q, G)
-        best = ideal_dcg(counts, k, gains, seen)  # (B, Q)
+                         None)[:, 0])
+        best = ideal_dcg(counts, k, gains, seen)
         out.append(pooled_ratio(frame, w, run_weights, gains, m, best))
         if ideal is None:
             ideal, relevant = best, counts[0, :, 1:].sum(axis=-1)
@@ -264,11 +270,11 @@ def cell_counts(frame: PairFrame, w: np.ndarray, model: np.ndarray) -> np.ndarra
     model where it has none (post-stratification; never negative)."""
     qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
     cell = (qs * N_GRADES + js) * N_GRADES + frame.human
-    one = _cells(cell, frame.queries * N_GRADES ** 2).T  # (QJG, n), sparse
+    one = _cells(cell, frame.queries * N_GRADES ** 2).T
     joint = np.asarray(one @ w.T).T.reshape(len(w), frame.queries, N_GRADES, N_GRADES)
     mass = joint.sum(axis=-1, keepdims=True)
     share = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), model[:, None])
-    pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]  # (Q, J)
+    pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]
     return np.einsum("qj,bqjg->bqg", pooled, share)
 
 
@@ -280,16 +286,17 @@ def pooled_ratio(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, gains
     run's top k and the judge's grade: a pair in the top k of one query borrows from the
     others)."""
     with np.errstate(divide="ignore"):
-        inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)  # (B, Q)
-    e = model @ gains if model is not None else np.zeros((len(w), N_GRADES))  # (B, J)
+        inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)
+    e = model @ gains if model is not None else np.zeros((len(w), N_GRADES))
     qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
-    pool = _by_query_judge(frame, run_weights)  # (R, Q, J)
+    pool = _by_query_judge(frame, run_weights)
     out = np.einsum("rqj,bj,bq->br", pool, e, inv)
-    resid = w * (gains[frame.human][None] - e[:, js]) * inv[:, qs]  # (B, n)
-    top = run_weights[:, frame.sampled, None] * _onehot(js, N_GRADES)  # (R, n, J)
-    num = resid @ np.hstack(list(top))  # (B, R * J): per run and judge grade
+    resid = w * (gains[frame.human][None] - e[:, js]) * inv[:, qs]
+    top = run_weights[:, frame.sampled, None] * _onehot(js, N_GRADES)
+    # (B, R * J): per run and judge grade
+    num = resid @ np.hstack(list(top))
     den = w @ np.hstack(list(top > 0))
-    size = (run_weights > 0).astype(np.float64) @ _onehot(frame.judge, N_GRADES)  # (R, J)
+    size = (run_weights > 0).astype(np.float64) @ _onehot(frame.judge, N_GRADES)
     mean = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
     out += (mean * size.ravel()).reshape(len(w), len(run_weights), N_GRADES).sum(axis=-1)
     return out / frame.queries
@@ -301,30 +308,79 @@ def interval(reps: np.ndarray, human: np.ndarray, n: int, population: int, level
     plain estimate): bias-corrected, each standard error at least its floor (the
     jackknife's; see ``bias_corrected``); 'worth': the human-only sample whose variance the
     PPI one matches."""
+    fields = _interval_fields(_moments(reps, exact), _moments(human, exact), n, population,
+                              level, floors)
+    return _estimate(level, exact, *(np.asarray(f) for f in fields))
+
+
+def intervals(reps: np.ndarray, human: np.ndarray, n: int, population: int, level: float,
+              exact: bool, floors: Sequence[tuple[float, float]]) -> ppi.Estimate:
+    """``interval`` of each of K estimates at once from their replicates (B, K), the same
+    numbers estimate by estimate (each column reduced along its own contiguous row)."""
+    ppi_rows, human_rows = (np.ascontiguousarray(np.asarray(x, np.float64).T)
+                            for x in (reps, human))
+    fields = [_interval_fields(a, h, n, population, level, f) for a, h, f in zip(
+        _many_moments(ppi_rows, exact), _many_moments(human_rows, exact), floors, strict=True)]
+    return _estimate(level, exact, *(np.array(f) for f in zip(*fields, strict=True)))
+
+
+def _estimate(level: float, exact: bool, value: np.ndarray, se: np.ndarray, lo: np.ndarray,
+              hi: np.ndarray, hvalue: np.ndarray, hse: np.ndarray, hlo: np.ndarray,
+              hhi: np.ndarray, df: np.ndarray, worth: np.ndarray, n: np.ndarray
+              ) -> ppi.Estimate:
+    """The ppi.Estimate of ``interval``'s fields (lambda is 1: the model is used whole)."""
+    return ppi.Estimate(value, se, lo, hi, np.ones_like(value), hvalue, hse, hlo, hhi, df,
+                        worth, n, level, 0, exact)
+
+
+#: a vector of replicates as ``bias_corrected`` reads it: row 0, the others' mean and sd
+#: (None: too few replicates, or a census)
+Reduced = tuple[float, float | None, float | None]
+
+
+def _moments(r: np.ndarray, exact: bool) -> Reduced:
+    """The numbers ``bias_corrected`` reads from replicates (B,)."""
+    if exact or len(r) < 3:
+        return float(r[0]), None, None
+    return float(r[0]), float(r[1:].mean()), float(np.std(r[1:]))
+
+
+def _many_moments(rows: np.ndarray, exact: bool) -> list[Reduced]:
+    """``_moments`` of each row of replicates (K, B), row by row the same numbers."""
+    if exact or rows.shape[-1] < 3:
+        return [(first, None, None) for first in rows[:, 0].tolist()]
+    rest = rows[:, 1:]
+    return list(zip(rows[:, 0].tolist(), rest.mean(axis=-1).tolist(),
+                    np.std(rest, axis=-1).tolist(), strict=True))
+
+
+def _interval_fields(reps: Reduced, human: Reduced, n: int, population: int, level: float,
+                     floors: tuple[float, float]) -> tuple[float | int, ...]:
+    """``interval``'s numbers: value, se, low, high and the human-only ones, df, worth (as
+    floats) and n."""
     df = float(max(n - 1, 1))
-    value, lo, hi, se = bias_corrected(reps, level, exact, df, floors[0])
-    hvalue, hlo, hhi, hse = bias_corrected(human, level, exact, df, floors[1])
+    value, lo, hi, se = _corrected(*reps, level, df, floors[0])
+    hvalue, hlo, hhi, hse = _corrected(*human, level, df, floors[1])
     worth = population if se == 0 else min(population, n * hse ** 2 / se ** 2)
-    return ppi.Estimate(np.asarray(value), np.asarray(se), np.asarray(lo), np.asarray(hi),
-                        np.asarray(1.0), np.asarray(hvalue), np.asarray(hse),
-                        np.asarray(hlo), np.asarray(hhi), np.asarray(df),
-                        np.asarray(float(worth)), np.asarray(n), level, 0, exact)
+    return value, se, lo, hi, hvalue, hse, hlo, hhi, df, float(worth), n
 
 
 def bias_corrected(r: np.ndarray, level: float, exact: bool, df: float, floor: float = 0.0
                    ) -> tuple[float, float, float, float]:
     """The estimate less the bootstrap estimate of its bias b = mean(replicates) - estimate
-    (Efron, Tibshirani 1993, sec. 10.6: the ideal DCG is concave in the counts and nDCG
-    convex in it, so a noisy normaliser biases the plain ratio up), +- the t quantile on
-    ``df`` degrees of freedom times the standard error: the replicates' sd, at least
-    ``floor`` (the jackknife's: the bootstrap's sd fell short of the spread of the estimates
-    with few sampled pairs per query, docs/ppi.md); the interval the p-value
-    (``ppi.Estimate.p_value``) inverts. The percentile interval moved by 2b, and BCa,
-    covered less on LLMJudge and on simulated runs (docs/ppi.md)."""
-    if exact or len(r) < 3:
-        return float(r[0]), float(r[0]), float(r[0]), 0.0
-    value = 2 * float(r[0]) - float(r[1:].mean())
-    se = max(float(np.std(r[1:])), floor)
+    (Efron, Tibshirani 1993, sec. 10.6), +- the t quantile on ``df`` degrees of freedom
+    times the standard error: the replicates' sd, at least ``floor`` (the jackknife's); the
+    interval the p-value (``ppi.Estimate.p_value``) inverts."""
+    return _corrected(*_moments(r, exact), level, df, floor)
+
+
+def _corrected(first: float, mean: float | None, sd: float | None, level: float, df: float,
+               floor: float) -> tuple[float, float, float, float]:
+    """``bias_corrected`` from the replicates' row 0, mean and sd."""
+    if mean is None or sd is None:
+        return first, first, first, 0.0
+    value = 2 * first - mean
+    se = max(sd, floor)
     half = float(special.stdtrit(df, 0.5 + level / 2)) * se
     return value, value - half, value + half, se
 
@@ -373,12 +429,15 @@ class RatioDesign:
 
     frame: PairFrame
     runs: Sequence[str]
-    replicates: Mapping[str, RatioReplicates]  # by measure
-    in_top: Mapping[str, np.ndarray]  # by measure: (R, n) sampled pair in the run's top k
+    # by measure
+    replicates: Mapping[str, RatioReplicates]
+    # by measure: (R, n) sampled pair in the run's top k
+    in_top: Mapping[str, np.ndarray]
     query_names: Sequence[str]
     level: float
     jackknife: Jackknife
-    jack: Mapping[str, RatioReplicates]  # by measure: every run's nDCG@k under its rows
+    # by measure: every run's nDCG@k under its rows
+    jack: Mapping[str, RatioReplicates]
 
     @classmethod
     def build(cls, frame: PairFrame, runs: Sequence[str], weights: Mapping[Measure, np.ndarray],
@@ -411,6 +470,34 @@ class RatioDesign:
         n = len(self.frame.sampled)
         return interval(a, h, n, len(self.frame.query), self.level, self.frame.census,
                         floors), int(top.sum())
+
+    def batch(self, cells: Mapping, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+        """``estimate`` of each (i, j) of ``pairs`` at once: run names[i] minus names[j]
+        (j None: the run alone); the same numbers, and each one's sampled pairs in the top
+        k. ``cells`` is unused: the replicates hold every run."""
+        r, jk = self.replicates[str(m)], self.jack.get(str(m))
+        first = [self.runs.index(names[i]) for i, _ in pairs]
+        second = [None if j is None else self.runs.index(names[j]) for _, j in pairs]
+        tops = self.in_top[str(m)]
+        counts = [int((tops[i] if j is None else tops[i] | tops[j]).sum())
+                  for i, j in zip(first, second, strict=True)]
+        paired = [j is not None for j in second]
+        if any(paired) and not all(paired):
+            raise ValueError("batch: pairs of runs and runs alone go in separate calls")
+        i = np.array(first, dtype=np.int64)
+        j = np.array([0 if k is None else k for k in second], dtype=np.int64)
+
+        def columns(x: np.ndarray) -> np.ndarray:
+            return x[:, i] - x[:, j] if all(paired) else x[:, i] - 0.0
+
+        floors = [(0.0, 0.0)] * len(pairs)
+        if jk is not None:
+            floors = list(zip(*(self.jackknife.sds(np.ascontiguousarray(columns(x).T))
+                                for x in (jk.ppi, jk.human)), strict=True))
+        e = intervals(columns(r.ppi), columns(r.human), len(self.frame.sampled),
+                      len(self.frame.query), self.level, self.frame.census, floors)
+        return e, counts
 
     def note(self, m: Measure) -> str | None:
         """The warning that holds for every row of ``m`` (said once, in the estimate's

@@ -23,7 +23,8 @@ from reljudge.labels import Sample, SampleItem
 from reljudge.pool import Pool
 
 MIN_PER_STRATUM = 2
-MIN_QUERIES = 3  # infer.ppi.query_level needs 3: two for a variance, one for lambda
+#: infer.ppi.query_level needs 3: two for a variance, one for lambda
+MIN_QUERIES = 3
 # From bench/ppi.py (33 LLMJudge judges, 32 systems, 500 draws; docs/ppi.md). Pair samples:
 # the DCG@10 intervals from at least this many sampled pairs in the system's top 10 covered
 # >= 93 % for every judge at every pair budget (with >= 100 such intervals), and 10 % of the
@@ -43,7 +44,8 @@ def small_sample_warning(unit: str, informative: int, cutoff: float | None = Non
     for a difference, or sampled queries of ``population``); None otherwise."""
     if unit == "query":
         if population is not None and informative >= population:
-            return None  # every query graded: no sampling error
+            # every query graded: no sampling error
+            return None
         size, low = next(((q, c) for q, c in reversed(QUERY_COVERAGE) if q <= informative),
                          QUERY_COVERAGE[0])
         return (f"from {informative} sampled queries; in the benchmark no query sample up to "
@@ -87,7 +89,8 @@ def allocate(budget: int, sizes: np.ndarray) -> np.ndarray:
         raise InputError(f"a budget of {budget} pairs exceeds the {int(sizes.sum())} pairs "
                          f"in the pool")
     take = floor.copy()
-    while take.sum() < budget:  # proportional share of what is left, by largest remainder
+    # proportional share of what is left, by largest remainder
+    while take.sum() < budget:
         left = budget - take.sum()
         room = sizes - take
         want = left * room / room.sum()
@@ -104,7 +107,8 @@ def _distinct_pairs(pool: Sequence[tuple[str, str]] | Pool) -> list[tuple[str, s
     items = pool.pairs if isinstance(pool, Pool) else pool
     try:
         pairs = list(dict.fromkeys((q, d) for q, d in items))
-    except (TypeError, ValueError):  # not iterable, not hashable, or not two values each
+    # not iterable, not hashable, or not two values each
+    except (TypeError, ValueError):
         raise InputError(f"expected the pooled pairs: a Pool (build_pool) or (qid, docid) "
                          f"tuples, found {type(pool).__name__}") from None
     return pairs

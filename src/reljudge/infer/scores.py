@@ -1,14 +1,11 @@
 """Run scores from a recorded human sample: LLM-only, human-only and PPI, side by side.
 
-Query-level samples (srs-queries) work for every measure: per-query values under the
-judge's labels for every query and under the human labels for the sampled queries. Pair-level
-samples (srs-pairs, stratified-pairs) work for measures linear in the gains with a fixed
-normaliser, DCG@k, P@k and RBP@k: each pooled pair's contribution is its rank weight times its
-gain,
-and the Horvitz-Thompson PPI estimate weights the sampled pairs by 1 / inclusion probability;
-and nDCG@k, whose normaliser is estimated too (``infer.ratio``). AP, RR and R are not
-linear or have a normaliser that estimate does not serve: for them use a query-level sample
-(a pair-level sample is refused with that advice).
+A query-level sample (srs-queries) serves every measure: per-query values under the judge's
+labels for every query and the human labels for the sampled ones. A pair-level sample
+(srs-pairs, stratified-pairs) serves DCG@k, P@k and RBP@k, linear in the gains with a fixed
+normaliser (each sampled pair weighted by 1 / inclusion probability), and nDCG@k by the
+ratio estimator (``infer.ratio``); AP, RR and R are refused with the advice to draw a
+query-level sample.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ import numpy as np
 
 from reljudge.choices import PPI_PAGE
 from reljudge.errors import InputError
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.infer import ppi, ratio
 from reljudge.infer.cells import (
     PAIR_MEASURES,
@@ -31,6 +28,7 @@ from reljudge.infer.cells import (
     check_in_pool,
     difference_cell,
     difference_domain,
+    estimates,
     grades_of,
     human_truth,
     outside_pool,
@@ -51,10 +49,12 @@ from reljudge.types import Qrels, Run
 if TYPE_CHECKING:
     from reljudge.infer.favours import Favours
     from reljudge.infer.ranking import Ranking
+    from reljudge.store import LabelStore
 
 EXACT = "exact (census)"
 #: values of the pairs-of-runs' cells held at once by ``_PairDesign.differences`` (memory)
-DIFFERENCE_CELLS = 1 << 22  # the interval of a row whose sample is a census of its units
+# the interval of a row whose sample is a census of its units
+DIFFERENCE_CELLS = 1 << 22
 
 
 def check_complete(sample: Sample, human: Qrels) -> None:
@@ -108,8 +108,8 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
         if len(linear) < len(parsed):
             design = _ByMeasure(design, _ratio_design(sample, judge, human, runs, [
                 m for m in parsed if ratio.serves(m)], queries, level, bootstrap, seed))
-    rows, diffs = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
-                                 level=level, bootstrap=bootstrap, seed=seed)
+    rows, diffs, own = _estimate_rows(design, cells, sample, runs, parsed, base, len(queries),
+                                      level=level, bootstrap=bootstrap, seed=seed)
     if sample.design == "active":
         from reljudge.infer.weighted import warn_unweighed
 
@@ -123,7 +123,7 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
     if favours is not None:
         from reljudge.infer.favours import judge_bias
 
-        favours += [judge_bias(design, cells, rows, m, level, top) for m in parsed]
+        favours += [judge_bias(own[str(m)], rows, m, level, top) for m in parsed]
     return rows, diffs
 
 
@@ -158,7 +158,8 @@ def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Seq
         for run in runs:
             cell = cells[(run.name, str(m))]
             cell["human"] = _per_query(human_sub, run, m, sampled_q)
-            if np.isfinite(high - low):  # a query's value can lie anywhere in the range
+            # a query's value can lie anywhere in the range
+            if np.isfinite(high - low):
                 cell["spread"] = high - low
     return _QueryDesign(idx, level)
 
@@ -168,7 +169,8 @@ class _PairDesign:
     """A pair-level sample: each cell holds the sampled pairs' human (``a``) and judge
     (``b``) values, the judge's population total and the values' spread."""
 
-    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (items, pool) in top k
+    # (items, pool) in top k
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
     item_strata: np.ndarray
     sizes: np.ndarray
     pop_strata: np.ndarray | None
@@ -182,43 +184,86 @@ class _PairDesign:
         leading axes (draws of the same stratum composition, as bench/ppi.py uses)."""
         items, popd = self.in_top[(run, str(m))]
         informative = items.sum(axis=-1)
-        if other:  # a difference is 0 where both runs weigh a pair alike
+        # a difference is 0 where both runs weigh a pair alike
+        if other:
             theirs = self.in_top[(other, str(m))]
-            informative = (items | theirs[0]).sum(axis=-1)  # in either run's top k
+            # in either run's top k
+            informative = (items | theirs[0]).sum(axis=-1)
             items, popd = difference_domain(cell, (items, popd), theirs)
         k = informative if np.ndim(informative) else int(informative)
-        return self._in_domain(cell, items, popd, m, bool(other)), k
+        return self._in_domain(cell, items, self._domain_sizes(popd), m, bool(other)), k
 
-    def differences(self, cells: Cells, names: Sequence[str], m: Measure,
-                    pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
-        """``estimate`` of each pair (i, j) of runs' difference, names[i] minus names[j],
-        as one estimate vectorised over the pairs (the same numbers, pair by pair)."""
+    def batch(self, cells: Cells, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+        """``estimate`` of each (i, j) of ``pairs`` at once: run names[i] minus names[j]
+        (j None: the run alone), the same numbers; and each one's sampled pairs in the top
+        k (either run's)."""
+        tops = [self.in_top[(n, str(m))] for n in names]
+        counts = [int((tops[i][0] if j is None else tops[i][0] | tops[j][0]).sum())
+                  for i, j in pairs]
+        if all(j is None for _, j in pairs):
+            return self._runs(cells, names, m, [i for i, _ in pairs], tops), counts
+        if any(j is None for _, j in pairs):
+            raise ValueError("batch: pairs of runs and runs alone go in separate calls")
         stacked = {f: np.stack([cells[(n, str(m))][f] for n in names])
-                   for f in ("a", "b", "b_total", "spread", "w", "w_pop")}
+                   for f in ("a", "b", "b_total", "spread", "w")}
+        # a pooled pair is in the difference's domain where the two runs weigh it
+        # differently: compared as the weights' small integer codes, not float differences
+        weights = np.stack([cells[(n, str(m))]["w_pop"] for n in names])
+        codes = np.unique(weights, return_inverse=True)[1].reshape(weights.shape)
+        codes = codes.astype(np.min_scalar_type(int(codes.max(initial=0))))
         first = np.array([i for i, _ in pairs], dtype=np.int64)
         second = np.array([j for _, j in pairs], dtype=np.int64)
-        chunk = max(1, DIFFERENCE_CELLS // max(1, stacked["w_pop"].shape[-1]))
+        chunk = max(1, DIFFERENCE_CELLS // max(1, weights.shape[-1]))
         parts = []
         for at in range(0, len(pairs), chunk):
             i, j = first[at:at + chunk], second[at:at + chunk]
             dcell = {f: v[i] - v[j] for f, v in stacked.items()}
             dcell["spread"] = stacked["spread"][i] + stacked["spread"][j]
-            parts.append(self._in_domain(dcell, dcell["w"] != 0, dcell["w_pop"] != 0, m, True))
-        return ppi.concatenate(parts)
+            parts.append(self._in_domain(dcell, dcell["w"] != 0,
+                                         self._strata_counts(codes[i] != codes[j]), m, True))
+        return ppi.concatenate(parts), counts
 
-    def _in_domain(self, cell: dict, items: np.ndarray, popd: np.ndarray, m: Measure,
-                   difference: bool) -> ppi.Estimate:
-        """The estimate of a cell over its domain: ``items``, the sampled pairs, and
-        ``popd``, the pooled pairs, in the run's top k (or either run's)."""
+    def _domain_sizes(self, popd: np.ndarray) -> np.ndarray | None:
+        """The pooled pairs of a domain (``popd``, (..., P)) per design stratum, (..., H);
+        None where there are no post-strata."""
         if self.pop_strata is None:
+            return None
+        pop_onehot = self.pop_strata[:, None] == np.arange(len(self.sizes))[None, :]
+        return popd.astype(np.float64) @ pop_onehot
+
+    def _strata_counts(self, popd: np.ndarray) -> np.ndarray | None:
+        """``_domain_sizes`` by counting (the same whole numbers, without a float copy)."""
+        if self.pop_strata is None:
+            return None
+        return np.stack([np.count_nonzero(popd[:, self.pop_strata == h], axis=-1)
+                         for h in range(len(self.sizes))], axis=-1).astype(np.float64)
+
+    def _runs(self, cells: Cells, names: Sequence[str], m: Measure, which: Sequence[int],
+              tops: Sequence[tuple[np.ndarray, np.ndarray]]) -> ppi.Estimate:
+        """Each run ``names[i]``'s own estimate, i in ``which``, vectorised over the runs (P@k
+        run by run: its proportion interval takes one domain size)."""
+        if m.name == "P":
+            return ppi.concatenate([self.estimate(cells[(names[i], str(m))], names[i], m)[0]
+                                    for i in which])
+        cell = {f: np.stack([cells[(names[i], str(m))][f] for i in which])
+                for f in ("a", "b", "b_total", "spread")}
+        items = np.stack([tops[i][0] for i in which])
+        dsize = self._domain_sizes(np.stack([tops[i][1] for i in which]))
+        return self._in_domain(cell, items, dsize, m, False)
+
+    def _in_domain(self, cell: dict, items: np.ndarray, dsize: np.ndarray | None,
+                   m: Measure, difference: bool) -> ppi.Estimate:
+        """The estimate of a cell over its domain: ``items``, the sampled pairs in the run's
+        top k (or either run's), and ``dsize``, the domain's pooled pairs per stratum
+        (``_domain_sizes``)."""
+        if self.pop_strata is None or dsize is None:
             return self._design_based(cell)
         # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
         # are the sampled pairs in the top k
         whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
         onehot = self.item_strata[:, None] == np.arange(len(self.sizes))[None, :]
         dom = replace(whole, n=items.astype(np.float64) @ onehot)
-        pop_onehot = self.pop_strata[:, None] == np.arange(len(self.sizes))[None, :]
-        dsize = popd.astype(np.float64) @ pop_onehot  # the domain's pairs per stratum
         # a P@k difference's pairs are worth -1/k, 0 or 1/k: a post-stratum of a few sampled
         # pairs is often all of one value, whose zero variance would decide the sign
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
@@ -231,7 +276,8 @@ class _PairDesign:
         worth = e.effective_n * float(self.sizes.sum()) / np.maximum(in_domain, 1.0)
         e = replace(e, effective_n=worth, n=np.full(np.shape(e.value),
                                                     float(len(self.item_strata))))
-        if m.name == "P" and not difference:  # every value in the top k is 0 or 1/k
+        # every value in the top k is 0 or 1/k
+        if m.name == "P" and not difference:
             units = float(in_domain)
             e = ppi.proportion_interval(e, cell["spread"] * units / self.queries,
                                         dom.n.sum(axis=-1), units)
@@ -270,14 +316,11 @@ class _ByMeasure:
         which = self.ratio if ratio.serves(m) else self.linear
         return which.estimate(cell, run, m, other)
 
-    def differences(self, cells: Cells, names: Sequence[str], m: Measure,
-                    pairs: Sequence[tuple[int, int]]) -> ppi.Estimate:
-        """Each pair of runs' difference by the design that serves ``m``
-        (``infer.ranking.differences``)."""
-        from reljudge.infer.ranking import differences
-
-        return differences(self.ratio if ratio.serves(m) else self.linear, cells, names, m,
-                           pairs)
+    def batch(self, cells: Cells, names: Sequence[str], m: Measure,
+              pairs: Sequence[tuple[int, int | None]]) -> tuple[ppi.Estimate, list[int]]:
+        """The estimates of ``pairs`` by the design that serves ``m``
+        (``infer.cells.estimates``)."""
+        return estimates(self.ratio if ratio.serves(m) else self.linear, cells, names, m, pairs)
 
 
 def _ratio_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
@@ -316,35 +359,47 @@ def ratio_weights(runs: Sequence[Run], pop: Sequence[tuple[str, str]],
 
 def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[Run],
                    parsed: Sequence[Measure], base: str, queries: int, *, level: float,
-                   bootstrap: int, seed: int) -> tuple[list[RunEstimate], list[RunEstimate]]:
-    """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped."""
+                   bootstrap: int, seed: int
+                   ) -> tuple[list[RunEstimate], list[RunEstimate], dict[str, ppi.Estimate]]:
+    """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped; and
+    per measure the runs' estimates behind their rows, vectorised over the runs."""
     from reljudge.stats import bootstrap_ci
 
-    rows, diffs = [], []
+    rows, diffs, by_measure = [], [], {}
+    names = [r.name for r in runs]
+    b = names.index(base)
+    others = [i for i in range(len(names)) if i != b]
+    at = {i: k for k, i in enumerate(others)}
     for m in parsed:
-        for run in runs:
+        by_ratio = isinstance(design, _ByMeasure) and ratio.serves(m)
+        own, own_k = estimates(design, cells, names, m, [(i, None) for i in range(len(names))])
+        by_measure[str(m)] = own
+        de, de_k = (estimates(design, cells, names, m, [(i, b) for i in others]) if others
+                    else (None, []))
+        for i, run in enumerate(runs):
             cell = cells[(run.name, str(m))]
             boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
-            e, k = design.estimate(cell, run.name, m)
-            by_ratio = isinstance(design, _ByMeasure) and ratio.serves(m)
+            e, k = ppi.take(own, i), own_k[i]
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None, k,
                              _warning(e, _small(sample.unit, k, m.cutoff, queries,
                                                 by_ratio=by_ratio)),
                              measure_range(m)))
-            if run.name == base:
+            if de is None or i == b:
                 continue
             dcell = difference_cell(cell, cells[(base, str(m))])
             dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
-            de, k = design.estimate(dcell, run.name, m, base)
+            d, k = ppi.take(de, at[i]), de_k[at[i]]
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
-                              dboot.high, de, float(de.p_value()), k,
-                              _warning(de, _small(sample.unit, k, m.cutoff, queries, True,
-                                                  by_ratio)),
+                              dboot.high, d, float(d.p_value()), k,
+                              _warning(d, _small(sample.unit, k, m.cutoff, queries, True,
+                                                 by_ratio)),
                               difference_range(m)))
-    return rows, diffs
+    return rows, diffs, by_measure
 
 
-def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.ndarray:
+def _per_query(qrels: Qrels, run: Run, measure: Measure, queries: Sequence[str]
+               ) -> np.ndarray:
+    """The run's value of ``measure`` on each of ``queries`` (0 where it has none)."""
     ev = evaluate(qrels, run, [measure], all_queries=True)
     vals = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
     return np.array([vals.get(q, 0.0) for q in queries])
@@ -353,7 +408,7 @@ def _per_query(qrels: Qrels, run: Run, measure, queries: Sequence[str]) -> np.nd
 def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray,
                        sizes: np.ndarray) -> np.ndarray | None:
     """Each pooled pair's design stratum (from the judge's grade for stratified-pairs), or
-    None when the judge's grades no longer give the recorded stratum sizes (then only the
+    None when the judge's grades do not give the recorded stratum sizes (then only the
     design-based estimate is possible)."""
     if sample.design == "srs-pairs":
         return np.zeros(len(pop_grades), dtype=np.int64)
@@ -385,7 +440,8 @@ def _warning(e: ppi.Estimate, small: str | None) -> str | None:
     all."""
     flat = int(np.sum(e.flat))
     bound = float(np.max(e.range_bound))
-    if bound > 0:  # the t interval's "likely too narrow" no longer holds: say what replaced it
+    # a range bound replaced the t interval, whose "likely too narrow" does not hold: say so
+    if bound > 0:
         small = (f"from {int(np.max(e.n))} sampled queries, widened to +-{bound:.4g} around "
                  f"the human-only mean, the Hoeffding-Serfling bound from the measure's range "
                  f"(Bardenet and Maillard 2015): valid however skewed the per-query values, "
@@ -403,7 +459,7 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
     """One row, every value and interval end clipped to the measure's range ``bounds`` (a
     clipped interval covers the truth whenever the unclipped one did); an interval wholly
     outside the range (it missed) becomes the whole range, and the warning says so."""
-    def c(v) -> float:
+    def c(v: float | np.ndarray) -> float:
         return float(np.clip(float(v), *bounds))
 
     said = [warning] if warning else []
@@ -448,11 +504,16 @@ class StoreEstimates(Tabular):
     judge: str
     rows: list[RunEstimate]
     diffs: list[RunEstimate]
-    skipped: list[str]  # measures a pair-level sample cannot estimate
-    rankings: list[Ranking] | None = None  # per measure (infer.ranking); None: not asked for
-    measure_notes: list[str] = field(default_factory=list)  # "MEASURE: ..." for all its rows
-    outside: list[str] = field(default_factory=list)  # runs not estimated: why, one each
-    favours: list[Favours] | None = None  # per measure (infer.favours): the judge's bias
+    # measures a pair-level sample cannot estimate
+    skipped: list[str]
+    # per measure (infer.ranking); None: not asked for
+    rankings: list[Ranking] | None = None
+    # "MEASURE: ..." for all its rows
+    measure_notes: list[str] = field(default_factory=list)
+    # runs not estimated: why, one each
+    outside: list[str] = field(default_factory=list)
+    # per measure (infer.favours): the judge's bias
+    favours: list[Favours] | None = None
 
     def ranking_note(self) -> str:
         """How the rankings were made, or why there are none."""
@@ -480,7 +541,7 @@ class StoreEstimates(Tabular):
         """Where the numbers come from, and the small-sample warnings."""
         return [self.note(), *self.warnings()]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame, one row per run (and difference) and measure, every field of
         ``RunEstimate`` as a column (full precision, interval ends as separate columns)."""
         from dataclasses import astuple, fields
@@ -498,21 +559,20 @@ class StoreEstimates(Tabular):
                 f"the two runs' rows ({PPI_PAGE}){skipped}")
 
 
-def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
+def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | str, *,
              sample: str | None = None, judge: str | None = None, human: str | None = None,
              level: float = 0.95, seed: int = 0, baseline: str | None = None,
              require: bool = True, rank: bool = True, top: int = TOP
              ) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
     ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
-    name sources as users type them (a model alone, a prefix); an unknown one is an error.
-    ``measures``: one as text (``"DCG@10"``) or several. ``rank``: also rank the runs per
-    measure (``StoreEstimates.rankings``; every pair of runs is estimated). Without
-    ``require`` (a report), a run the sample does not speak for is left out and
-    ``StoreEstimates.outside`` says why, instead of refusing them all. Every result carries
-    ``StoreEstimates.favours``: per measure, each run's judge-only score minus its estimate,
-    flagged where the interval excludes 0, and Kendall's tau of the two rankings over the
-    ``top`` runs and all."""
+    name sources as users type them; an unknown one is an error. ``measures``: one as text
+    (``"DCG@10"``) or several. ``rank``: also rank the runs per measure (every pair of runs is
+    estimated). Without ``require`` (a report), a run the sample does not speak for is left
+    out and ``StoreEstimates.outside`` says why. ``StoreEstimates.favours``: per measure, each
+    run's judge-only score minus its estimate, flagged where the interval excludes 0, and
+    Kendall's tau of the two rankings over the ``top`` runs and all.
+    """
     from reljudge.store.names import resolve_source
 
     if isinstance(measures, str):
@@ -533,7 +593,8 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
         wanted = set(s.pairs())
         graded = human_truth(store, wanted, human)
         if len(graded) < len(wanted) and not require and not sample:
-            continue  # not graded yet: try an older sample
+            # not graded yet: try an older sample
+            continue
         jg = store.source_grades(judge_name)
         usable = list(measures)
         skipped: list[str] = []
@@ -556,7 +617,8 @@ def estimate(store, runs: Sequence[Run], measures: Sequence[str] | str, *,
         judge_q = _qrels(jg)
         outside = {} if require else outside_pool(s, judge_q, runs,
                                                   [parse_measure(m) for m in usable])
-        kept = [r for r in runs if r.name not in outside]  # a report: what the sample serves
+        # a report: what the sample serves
+        kept = [r for r in runs if r.name not in outside]
         rows, diffs = estimate_runs(s, judge_q, _qrels(graded), kept, usable, level=level,
                                     seed=seed, baseline=baseline, rankings=rankings,
                                     notes=notes, favours=favours, top=top

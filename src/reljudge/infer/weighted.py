@@ -6,14 +6,20 @@ lambda, plus MISS_RULE's unseen misses (docs/ppi.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special  # scipy.stats costs 0.5 s to import; these are what it calls
+
+# scipy.stats costs 0.5 s to import; these are what it calls
+from scipy import special
 
 from reljudge.infer import ppi
-from reljudge.infer.cells import difference_domain, pair_cells
+from reljudge.infer.cells import RunEstimate, difference_domain, pair_cells
+from reljudge.labels import Sample
+from reljudge.metrics.measures import Measure
+from reljudge.types import Qrels, Run
 
 #: what the PPI variance of an active sample adds for the judge's misses it did not see
 MISS_RULE = ("(ln(1/alpha) / z)^2 more sampled pairs in the domain (2.34 at 95 %: the rule of "
@@ -39,10 +45,14 @@ class Sums:
     """Per-cell sums over the sampled pairs, arrays (...): e_a = a / pi, e_b = b / pi and
     c = 1 - pi (0 for a certain pair)."""
 
-    sampled: np.ndarray  # sampled pairs short of certainty
-    inside: np.ndarray  # of them, in the cell's domain (the run's top k)
-    certain_inside: np.ndarray  # sampled with certainty, in the domain
-    ta: np.ndarray  # sum e_a over every sampled pair
+    # sampled pairs short of certainty
+    sampled: np.ndarray
+    # of them, in the cell's domain (the run's top k)
+    inside: np.ndarray
+    # sampled with certainty, in the domain
+    certain_inside: np.ndarray
+    # sum e_a over every sampled pair
+    ta: np.ndarray
     tb: np.ndarray
     c: np.ndarray
     ca: np.ndarray
@@ -50,15 +60,22 @@ class Sums:
     caa: np.ndarray
     cbb: np.ndarray
     cab: np.ndarray
-    poisson: np.ndarray  # sum (1 - pi) / pi^2 over the sampled pairs in the domain
-    dinv: np.ndarray  # sum 1 / pi and 1 / pi^2 over the uncertain sampled pairs in the domain
+    # sum (1 - pi) / pi^2 over the sampled pairs in the domain
+    poisson: np.ndarray
+    # sum 1 / pi and 1 / pi^2 over the uncertain sampled pairs in the domain
+    dinv: np.ndarray
     dinv2: np.ndarray
-    inv: np.ndarray  # sum 1 / pi, sum a^2 / pi: for the population variance of a
+    # sum 1 / pi, sum a^2 / pi: for the population variance of a
+    inv: np.ndarray
     taa: np.ndarray
-    misses: np.ndarray  # sampled pairs in the domain whose judge value is not the human's,
-    miss2: np.ndarray  # and the sum of their squared differences (a - b)^2
-    unseen: np.ndarray  # sum (1 - pi) / pi over the sampled pairs in the domain: the HT
-    unseen_v: np.ndarray  # of sum (1 - pi) over its pairs, and sum (1 - pi)^2 / pi^3
+    # sampled pairs in the domain whose judge value is not the human's,
+    misses: np.ndarray
+    # and the sum of their squared differences (a - b)^2
+    miss2: np.ndarray
+    # sum (1 - pi) / pi over the sampled pairs in the domain: the HT
+    unseen: np.ndarray
+    # of sum (1 - pi) over its pairs, and sum (1 - pi)^2 / pi^3
+    unseen_v: np.ndarray
 
 
 def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
@@ -91,19 +108,23 @@ def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.nd
     (m - 1) / m sum_i c_i (T_(i) - T)^2 with Berger and Skinner's (2005) weights c_i = 1 - pi_i,
     T the c-weighted mean of the T_(i), each T_(i) scaling the other m - 1 pairs' share by
     m / (m - 1); for a fixed lambda it is the Hajek variance of ``estimate_from_sums``."""
-    mask = np.asarray(mask, np.float64)[:, None, :]  # (draws, 1, units)
+    # (draws, 1, units)
+    mask = np.asarray(mask, np.float64)[:, None, :]
     pi = np.asarray(pi, np.float64)
-    a, b = np.asarray(a, np.float64)[None], np.asarray(b, np.float64)[None]  # (1, cells, units)
+    # (1, cells, units)
+    a, b = np.asarray(a, np.float64)[None], np.asarray(b, np.float64)[None]
     c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
     ea, eb = a / pi, b / pi
     short, sure = mask * (c > 0), mask * (c == 0)
-    w = short * c  # each pair's jackknife weight, 0 where not sampled or certain
+    # each pair's jackknife weight, 0 where not sampled or certain
+    w = short * c
 
     def total(weight: np.ndarray, x: np.ndarray | float) -> np.ndarray:
         return (weight * x).sum(axis=-1, keepdims=True)
 
     m = short.sum(axis=-1, keepdims=True)
-    c_i = total(w, 1.0) - c  # every c-weighted sum without pair i
+    # every c-weighted sum without pair i
+    c_i = total(w, 1.0) - c
     ca_i, cb_i = total(w, ea) - c * ea, total(w, eb) - c * eb
     cbb_i, cab_i = total(w, eb * eb) - c * eb * eb, total(w, ea * eb) - c * ea * eb
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -125,23 +146,13 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
                        domain_size: np.ndarray, labels: int, level: float = 0.95,
                        spread: float | None = None, lam: float | None = None,
                        jackknife: np.ndarray | None = None) -> ppi.Estimate:
-    """Horvitz-Thompson PPI estimate of sum(a over the population) / normaliser from the
-    sums of a fixed-size unequal-probability sample, vectorised over the sums' axes.
-
-    The estimate is lambda * b_total + sum over the sample of (a - lambda b) / pi; its
-    variance Hajek's approximation for fixed-size high-entropy designs (Hajek 1964; Deville
-    1999): m / (m - 1) sum c (e - A)^2, e = (a - lambda b) / pi, c = 1 - pi, A the
-    c-weighted mean of e, over the m sampled pairs short of certainty; lambda minimises it
-    (clipped to [0, 1]) and costs one degree of freedom of the k sampled pairs in the domain
-    (t on k - 2; the human-only interval, lambda = 0, on k - 1). ``domain_size``: the
-    population's pairs in the domain (a census of them: exact); no sampled pair in the
-    domain: an unbounded interval (the caller clips it to the measure's range); residuals
-    all equal short of a census: ppi.FLAT_RULE's variance, spread^2 / (k + 1) per unit.
-    ``jackknife``: ``jackknife_variance`` of the sample; a tuned lambda's variance is at
-    least it (the formula treats the fitted lambda as known, and comes out too small).
-    With ``spread``, the PPI variance also gets MISS_RULE's term: Hajek's variance sees only
-    the judge's sampled misses, and where they are rare and their pairs' pi small, the few
-    seen say little of the unseen (P@10's worst runs covered 0.6-0.7 without it).
+    """Horvitz-Thompson PPI estimate of sum(a over the population) / normaliser from the sums of
+    a fixed-size unequal-probability sample, vectorised over the sums' axes: lambda * b_total
+    plus the sampled (a - lambda b) / pi, with Hajek's variance approximation, lambda tuned
+    (one degree of freedom), FLAT_RULE's variance for flat residuals, and with ``spread``
+    MISS_RULE's term for the judge's unseen misses. ``domain_size``: the population's pairs in
+    the domain (a census of them: exact); ``jackknife``: a lower bound of a tuned lambda's
+    variance.
     """
     m, k = s.sampled, s.inside
     factor = np.divide(m, m - 1, out=np.zeros(np.shape(m)), where=m > 1)
@@ -157,11 +168,13 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
     empty = (k == 0) & ~exact
     var_c = factor * np.maximum(saa, 0.0)
     var = factor * np.maximum(saa - 2 * lam_ * sab + lam_ ** 2 * sbb, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):  # Kish's effective sample size
+    # Kish's effective sample size
+    with np.errstate(divide="ignore", invalid="ignore"):
         k_eff = np.minimum(k, np.where(s.dinv2 > 0, s.dinv ** 2 / s.dinv2, 0.0))
     df_c = np.maximum(k_eff - 1, 1)
     df = np.maximum(k_eff - 2, 1) if tuned else df_c
-    var = var * df_c / df  # lambda fitted on the sample, as a regression's residual variance
+    # lambda fitted on the sample, as a regression's residual variance
+    var = var * df_c / df
     if tuned and jackknife is not None:
         var = np.maximum(var, jackknife)
     flat = np.zeros(np.shape(var), dtype=bool)
@@ -175,7 +188,8 @@ def estimate_from_sums(s: Sums, b_total: np.ndarray, normaliser: float, populati
         # MISS_RULE's unseen misses
         miss2 = np.where(s.misses > 0, s.miss2 / np.maximum(s.misses, 1), spread ** 2)
         unseen = np.where(s.unseen > 0, s.unseen_v / np.where(s.unseen > 0, s.unseen, 1.0),
-                          per_unit)  # the unseen miss sits on a pair the sample left out
+                          # the unseen miss sits on a pair the sample left out
+                          per_unit)
         var = np.where(flat_r, var, var + unseen_misses(level) * miss2 * unseen)
         flat = flat_c | flat_r
     var = np.where(empty, np.inf, np.where(exact, 0.0, var))
@@ -215,10 +229,12 @@ class ActiveDesign:
     judge (``b``) values, the judge's total over the pool and the values' spread. Measures
     linear in the gains (DCG@k, P@k, RBP@k); nDCG@k would be the ratio of two such totals
     (the run's DCG and the ideal's), whose pairs' weights are known too: a note for the
-    nDCG-from-pairs construction (issue 35, item 3)."""
+    nDCG-from-pairs construction."""
 
-    pi: np.ndarray  # each sampled pair's inclusion probability
-    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (items, pool) in top k
+    # each sampled pair's inclusion probability
+    pi: np.ndarray
+    # (items, pool) in top k
+    in_top: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
     population: int
     queries: int
     level: float
@@ -226,12 +242,13 @@ class ActiveDesign:
     # the pool, ``pi`` then every pooled pair's); None: every item, one estimate
     mask: np.ndarray | None = None
 
-    def estimate(self, cell: dict, run: str, m, other: str | None = None
+    def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``);
         with a mask, one per draw (arrays (draws,))."""
         items, pool = self.in_top[(run, str(m))]
-        if other:  # a difference is 0 on the pairs both runs weigh alike
+        # a difference is 0 on the pairs both runs weigh alike
+        if other:
             items, pool = difference_domain(cell, (items, pool), self.in_top[(other, str(m))])
         mask = np.ones((1, len(self.pi))) if self.mask is None else self.mask
         a, b = np.asarray(cell["a"])[None], np.asarray(cell["b"])[None]
@@ -246,8 +263,9 @@ class ActiveDesign:
         return _scalar(e), int(items.sum())
 
 
-def active_design(sample, judge, human, runs, parsed, queries: list[str], cells: dict,
-                  level: float) -> ActiveDesign:
+def active_design(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
+                  parsed: Sequence[Measure], queries: list[str], cells: dict, level: float
+                  ) -> ActiveDesign:
     """Add each cell's weighted gains of the sampled pairs under both labels, the judge's
     total over the pool and the values' spread (as for the other pair designs)."""
     v = pair_cells(sample, judge, human, runs, parsed, cells)
@@ -255,7 +273,8 @@ def active_design(sample, judge, human, runs, parsed, queries: list[str], cells:
     return ActiveDesign(pi, v.in_top, len(v.pop), len(queries), level)
 
 
-def warn_unweighed(sample, rows: list, diffs: list) -> tuple[list, list]:
+def warn_unweighed(sample: Sample, rows: list[RunEstimate], diffs: list[RunEstimate]
+                   ) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """The rows of runs the active draw did not weigh (it weighed ``sample.params["runs"]``)
     with a warning: their top-k pairs may have had small probabilities, and on the benchmark
     such runs' intervals covered 87-92 % (docs/ppi.md)."""
@@ -265,7 +284,7 @@ def warn_unweighed(sample, rows: list, diffs: list) -> tuple[list, list]:
     if not weighed:
         return rows, diffs
 
-    def mark(r):
+    def mark(r: RunEstimate) -> RunEstimate:
         names = [n.strip() for n in r.run.split(" - ")]
         if all(n in weighed for n in names):
             return r
