@@ -346,7 +346,8 @@ def test_backoff_grows_between_attempts_without_retry_after(tmp_path):
 
 
 def test_progress_bar_shows_every_item_though_it_redraws_at_most_20_times_a_second():
-    from reljudge.judge.labeller import LabelReport, _Progress
+    from reljudge.judge.progress import Progress as _Progress
+    from reljudge.judge.report import LabelReport
 
     report = LabelReport("j", pairs=500)
     bar = _Progress(500, enabled=True)

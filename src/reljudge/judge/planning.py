@@ -3,17 +3,15 @@ send and cost (a dry run)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from reljudge.errors import InputError
 from reljudge.judge.cost import estimate_tokens
 from reljudge.judge.failures import asked_again
-from reljudge.judge.prompter import Prompter
 from reljudge.judge.report import CostEstimate
+from reljudge.judge.role import Item, Judge, Settled
 from reljudge.judge.sink import JudgmentSink
-
-Item = tuple[str, str, int]  # (qid, docid, sample)
 
 
 def check_inputs(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
@@ -62,7 +60,7 @@ def stale_note(count: int, stale: str) -> str:
 
 def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
             current: Mapping[tuple[str, str], str] | None = None, stale: str = "relabel"
-            ) -> tuple[set[Item], set[Item], set[Item]]:
+            ) -> Settled:
     """Items already settled in the sink for these judges: graded, or a failure of the answer
     (refused, unparseable) unless ``retry_failed``; the settled ones that are such failures
     (they still have no grade); and the stale ones: graded on texts other than ``current``
@@ -103,26 +101,15 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-class Plans(Prompter, Protocol):
-    """What a dry run needs of its labeller (the Labeller is one)."""
-
-    def settled(self, sink: object = None, current: Mapping[tuple[str, str], str] | None = None
-                ) -> tuple[set[Item], set[Item]]: ...
-
-    def cache(self) -> Container[str]: ...
-
-    def keys(self, messages: list[dict], sample: int) -> list[str]: ...
-
-
-def estimate(labeller: Plans, pairs: Sequence[tuple[str, str]],
+def estimate(labeller: Judge, pairs: Sequence[tuple[str, str]],
              queries: Mapping[str, str], passages: Mapping[str, Any],
              sink: object = None) -> CostEstimate:
     """What a run of this labeller would send after store and cache hits, and its rough cost
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
     config, template, price = labeller.config, labeller.template, labeller.price
-    todo, done, _ = plan(pairs, config.samples,
-                         *labeller.settled(sink, shown_now(pairs, queries, passages)))
+    done, failed, _ = labeller.settled(sink, shown_now(pairs, queries, passages))
+    todo, n_done, _ = plan(pairs, config.samples, done, failed)
     cache = labeller.cache()
     cached = tin = 0
     seen: set[str] = set()
@@ -138,5 +125,5 @@ def estimate(labeller: Plans, pairs: Sequence[tuple[str, str]],
     out_each = 150 if template.output == "text" and "M (match)" in template.user else 40
     tout = to_send * out_each
     paid = price.scaled(config.batch_discount) if config.batch else price
-    return CostEstimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
+    return CostEstimate(labeller.judge_id, len(todo) + n_done, n_done, cached, to_send, tin, tout,
                         paid.cost(tin, tout), price.known)

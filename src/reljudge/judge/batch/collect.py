@@ -20,8 +20,8 @@ from reljudge.io.files import text_lines
 from reljudge.judge.batch.files import Item, answer_fields, read_lines
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.http.client import Answer
+from reljudge.judge.labeller import Labeller
 from reljudge.judge.planning import shown_now
-from reljudge.judge.prompter import Prompter
 from reljudge.judge.report import BatchResult
 from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import BatchLog, BatchRecord
@@ -32,23 +32,11 @@ if TYPE_CHECKING:  # pragma: no cover
 Texts = tuple[Mapping[str, str], Mapping[str, Any]]  # a run's queries and passages
 
 
-class Grades(Prompter, Protocol):
-    """What turning a batch's answers into events needs of the labeller (a Labeller)."""
-
-    def params(self) -> dict[str, Any]: ...
-
-    def event_meta(self, params: dict) -> dict[str, Any]: ...
-
-    def request_key(self, messages: list[dict], sample: int) -> str: ...
-
-    def cache(self) -> Any: ...  # a diskcache.Cache (an untyped library)
-
-
 class Collects(Protocol):
     """What collecting a batch needs of its job (a BatchJob)."""
 
     @property
-    def labeller(self) -> Grades: ...
+    def labeller(self) -> Labeller: ...
 
     @property
     def log(self) -> BatchLog: ...
@@ -151,7 +139,7 @@ def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
     return out
 
 
-def answer_events(lab: Grades, answers: Mapping[str, Answer],
+def answer_events(lab: Labeller, answers: Mapping[str, Answer],
                   items: Mapping[str, list[Item]], settled: set[Item],
                   out: Collected, texts: Texts = ({}, {})) -> list[LabelEvent]:
     """The events of a batch's answers, as the online labeller records a cached answer;
@@ -175,7 +163,7 @@ def answer_events(lab: Grades, answers: Mapping[str, Answer],
     return events
 
 
-def _shown(lab: Grades, item: Item, cid: str, queries: Mapping[str, str],
+def _shown(lab: Labeller, item: Item, cid: str, queries: Mapping[str, str],
            passages: Mapping[str, Any]) -> str | None:
     """The digest of the texts this item's request was built from, when these texts rebuild
     it exactly (same cache key as the batch line's custom_id); else None."""

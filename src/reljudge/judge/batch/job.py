@@ -40,6 +40,7 @@ from reljudge.judge.labeller import Labeller
 from reljudge.judge.planning import shown_now, stale_note
 from reljudge.judge.progress import BatchProgress
 from reljudge.judge.report import BatchResult
+from reljudge.judge.role import Settled
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -93,7 +94,7 @@ class BatchJob:
         self._say = say if say is not None else _log.warning
         self._on_step = on_step
         self._client: openai.OpenAI | None = None
-        self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
+        self._seen: tuple[str, Settled] | None = None  # store mark, settled
         self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
         self.texts: Texts = ({}, {})  # the run's queries and passages
         self.current: dict | None = None  # digests of the run's texts (stale labels)
@@ -267,9 +268,9 @@ class BatchJob:
         result = BatchResult(lab.judge_id)
         items = self._items(pairs)
         result.items = len(items)
-        self._settled()  # finds the stale items (--stale fail: an error before anything)
-        if lab.stale:
-            result.stale = len(lab.stale)
+        stale = self._settled()[2]  # --stale fail: an error before anything
+        if stale:
+            result.stale = len(stale)
             self._tell(stale_note(result.stale, self.config.stale))
         watched: set[int] = set()  # our ids of the batches this run waits for
         with BatchProgress(progress and wait) as bar:
@@ -334,7 +335,7 @@ class BatchJob:
         return list(dict.fromkeys((q, d, s) for q, d in pairs
                                   for s in range(self.config.samples)))
 
-    def _settled(self) -> tuple[set[Item], set[Item]]:
+    def _settled(self) -> Settled:
         """The labeller's settled items (and failed ones among them) in the store, read again
         only when the store has changed since the last look."""
         mark = self.store.fingerprint()
@@ -344,7 +345,7 @@ class BatchJob:
 
     def _plan(self, items: list[Item]) -> tuple[list[Item], int]:
         """Those of these items still to ask, and how many are settled as failures."""
-        done, failed = self._settled()
+        done, failed, _ = self._settled()
         return [it for it in items if it not in done], sum(1 for it in items if it in failed)
 
     def _rebuildable(self, items: dict[Item, str], queries, passages, what: str) -> set[Item]:
