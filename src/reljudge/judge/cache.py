@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reljudge.errors import CacheError
+
+T = TypeVar("T")
 
 # json.dumps(..., sort_keys=True, ensure_ascii=False), without building an encoder per call
 _KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
@@ -74,15 +77,15 @@ class AnswerCache:
     def __init__(self, folder: Path):
         self.folder = folder
         self.inflight: dict[str, asyncio.Future] = {}
-        self._cache = None
+        self._cache: Any = None  # a diskcache.Cache (an untyped library)
         self._io: ThreadPoolExecutor | None = None  # the writer thread during a run
 
-    def store(self):
+    def store(self) -> Any:
         """The diskcache (opened on first use)."""
         if self._cache is None:
             import diskcache
 
-            def open_cache():
+            def open_cache() -> Any:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 # paid answers are never evicted nor expire, and no eviction bookkeeping (nor
                 # the look for expired keys diskcache makes on every set) is paid for per call
@@ -91,7 +94,7 @@ class AnswerCache:
             self._cache = self._guarded("opened", open_cache)
         return self._cache
 
-    def _guarded(self, what: str, call, *args):
+    def _guarded(self, what: str, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)``; a failure of the disk (full, read-only) as one CacheError."""
         import sqlite3
 

@@ -126,6 +126,7 @@ def _failed(answer: Answer, template: Template) -> bool:
             or parse_answer(answer.text, template.output, answer.cut_off).grade is None)
 
 
-def _event(base: dict, params: dict, **kw) -> LabelEvent:
+def _event(base: dict, params: dict, **kw: Any) -> LabelEvent:
+    """An event of ``base``'s pair with the parameters sent in its provenance."""
     base = dict(base)
     return LabelEvent(meta={**base.pop("meta"), "params": params}, **base, **kw)

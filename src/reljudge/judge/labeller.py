@@ -121,7 +121,7 @@ class Labeller:
         """The request's cache key at every endpoint (one for replicas)."""
         return list(dict.fromkeys(self.key(messages, sample, spec=s) for s in self.specs))
 
-    def cache(self):
+    def cache(self) -> Any:
         """The diskcache of answers (opened on first use)."""
         return self.answers.store()
 
@@ -138,7 +138,7 @@ class Labeller:
                        self.config.stale)
 
     def check(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-              passages: Mapping[str, Any], sink=None) -> None:
+              passages: Mapping[str, Any], sink: object = None) -> None:
         """Raise what ``label`` refuses before its first call (pairs without texts, a budget
         it cannot enforce, labels on changed texts under --stale fail), reading the sink only:
         a caller that writes for the run (its texts to the store) checks this first."""
@@ -148,7 +148,7 @@ class Labeller:
             self.settled(sink, shown_now(pairs, queries, passages))
 
     def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                 passages: Mapping[str, Any], sink=None) -> CostEstimate:
+                 passages: Mapping[str, Any], sink: object = None) -> CostEstimate:
         """What a run would send after store and cache hits, and its rough cost (at the batch
         price with ``config.batch``)."""
         return estimate(self, pairs, queries, passages, sink)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from reljudge.grades import SCALE, SCALE_TEXT, in_scale
 from reljudge.labels import FailureKind
@@ -45,7 +46,7 @@ def _unread(reason: str) -> Parsed:
 CUT = "truncated: the answer was cut off before it gave a grade"
 
 
-def _check(value, where: str) -> Parsed:
+def _check(value: Any, where: str) -> Parsed:
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -78,6 +78,9 @@ class NotebookDisplay:
             self.handle.update(self.render(), raw=True)
 
 
+B = TypeVar("B", bound="_Bar")
+
+
 class _Bar:
     """A rich progress bar (``self.bar``, None when off) used as a context manager: live in a
     terminal, a display updated in place in a notebook."""
@@ -94,14 +97,14 @@ class _Bar:
         if self.notebook is not None:
             self.notebook.show()
 
-    def __enter__(self):
+    def __enter__(self: B) -> B:
         if self.notebook is not None:
             self.notebook.show(force=True)
         elif self.bar is not None:
             self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         if self.notebook is not None:
             self.notebook.show(force=True)
         elif self.bar is not None:
@@ -166,7 +169,7 @@ class Progress(_Bar):
         self.pending, self.shown = 0, now
         self._refresh()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         if self.bar is not None and self.pending:
             self._show()
         super().__exit__(*exc)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reljudge.choices import Aggregate
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.labels import LabelEvent
 from reljudge.store.batches import BatchRecord
 from reljudge.types import Qrels
@@ -104,7 +104,7 @@ class LabelReport(Tabular):
                        "continue; nothing already answered will be paid for again")
         return out
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame of this run's events: qid, docid, sample, grade, failure kind,
         failure, raw answer, tokens, cost, latency."""
         cols = ["qid", "docid", "sample", "grade", "failure_kind", "failure", "raw",

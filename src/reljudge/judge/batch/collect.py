@@ -58,7 +58,7 @@ class Collects(Protocol):
 __all__ = ["Collected", "answer_events", "collect_batch"]
 
 
-def _cache_all(cache, feed: queue.SimpleQueue) -> None:
+def _cache_all(cache: Any, feed: queue.SimpleQueue) -> None:
     """Lists of (custom_id, answer) from ``feed`` into the answer cache, until None, in one
     transaction (all or none, if killed)."""
     with cache.transact():

@@ -20,6 +20,7 @@ from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.cache import RequestKeys
 from reljudge.judge.failures import CallFailed, error_object, status_kind
 from reljudge.judge.http.client import Answer, answer_from_response, grade_fields, refusal_failure
+from reljudge.judge.labeller import Labeller
 from reljudge.judge.parse import parse_answer
 from reljudge.labels import FailureKind
 
@@ -41,7 +42,7 @@ class BatchLine:
     tokens: int = 0  # the most tokens it can enqueue: the prompt's bound plus the output limit
 
 
-def build_lines(labeller, items: Sequence[Item], queries: Mapping[str, str],
+def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str, str],
                 passages: Mapping[str, Any], discount: float = 0.5) -> list[BatchLine]:
     """The batch request lines of these items (identical requests once, in item order), with
     the online path's messages, parameters, body and cache key."""

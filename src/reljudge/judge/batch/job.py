@@ -41,6 +41,7 @@ from reljudge.judge.planning import shown_now, stale_note
 from reljudge.judge.progress import BatchProgress
 from reljudge.judge.report import BatchResult
 from reljudge.judge.role import Settled
+from reljudge.store import LabelStore
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +51,7 @@ __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "s
            "upload_name"]
 
 COMPLETION_WINDOW: Final = "24h"
+Pairs = Sequence[tuple[str, str]]
 
 #: the steps a job tells ``on_step`` it has just taken (each one recorded before the next)
 STEPS = ("recorded", "uploading", "uploaded", "creating", "created", "collecting")
@@ -62,7 +64,7 @@ def upload_name(intent: str) -> str:
     return f"reljudge-batch-{intent}.jsonl"
 
 
-def failure_reason(batch) -> str:
+def failure_reason(batch: Any) -> str:
     """What the provider says made a batch fail (its ``errors.data``: code, message, line)."""
     data = getattr(getattr(batch, "errors", None), "data", None) or []
     parts = [f"{e.code}: {e.message}" + (f" (line {e.line})" if getattr(e, "line", None) else "")
@@ -79,7 +81,7 @@ def new_intent(data: bytes) -> str:
 class BatchJob:
     """One judge's Batch API labelling over a label store."""
 
-    def __init__(self, labeller: Labeller, store, *, say: Callable[[str], None] | None = None,
+    def __init__(self, labeller: Labeller, store: LabelStore, *, say: Callable[[str], None] | None = None,
                  on_step: Callable[[str], None] | None = None):
         """``say``: where the job's progress lines go (the CLI prints them; by default they
         are logged on this module's logger at WARNING, so that unconfigured logging still
@@ -192,7 +194,7 @@ class BatchJob:
         return next((f.id for f in self.client.files.list(purpose="batch")
                      if f.filename == name), None)
 
-    def _created(self, rec: BatchRecord):
+    def _created(self, rec: BatchRecord) -> Any:
         """The provider's batch a killed run created for this record but did not record (by
         its intent in the metadata, or for records without one, by its input file), or None."""
         return next((b for b in self.client.batches.list()
@@ -292,8 +294,9 @@ class BatchJob:
         result.without_grade = len(todo) + failed - len(set(todo) & pending)
         return result
 
-    async def _loop(self, pairs, items: list[Item], queries, passages, result, submitted,
-                    watched, bar, wait, progress) -> None:
+    async def _loop(self, pairs: Pairs, items: list[Item], queries: Mapping[str, str],
+                    passages: Mapping[str, Any], result: BatchResult, submitted: bool,
+                    watched: set[int], bar: BatchProgress, wait: bool, progress: bool) -> None:
         """Poll, collect, re-ask, submit; again every poll_interval while waiting (``items``:
         the pairs' items)."""
         lab = self.labeller
@@ -348,7 +351,8 @@ class BatchJob:
         done, failed, _ = self._settled()
         return [it for it in items if it not in done], sum(1 for it in items if it in failed)
 
-    def _rebuildable(self, items: dict[Item, str], queries, passages, what: str) -> set[Item]:
+    def _rebuildable(self, items: dict[Item, str], queries: Mapping[str, str],
+                     passages: Mapping[str, Any], what: str) -> set[Item]:
         """The items whose request these texts rebuild exactly (same cache key as the batch
         line's custom_id); the others are left, with a message, for a run with the original
         inputs (e.g. a store from before passage titles were kept)."""
@@ -361,7 +365,8 @@ class BatchJob:
                       "with the original inputs")
         return ok
 
-    async def _online(self, pairs, queries, passages, only: set[Item], result: BatchResult,
+    async def _online(self, pairs: Pairs, queries: Mapping[str, str],
+                      passages: Mapping[str, Any], only: set[Item], result: BatchResult,
                       progress: bool) -> None:
         """These items through the online labeller (cached answers are taken from the cache)."""
         if not only:
@@ -373,8 +378,9 @@ class BatchJob:
         if report.stop_reason:
             result.stop_reason = report.stop_reason
 
-    async def _submit_rest(self, pairs, items: list[Item], queries, passages,
-                           result: BatchResult, progress: bool) -> None:
+    async def _submit_rest(self, pairs: Pairs, items: list[Item], queries: Mapping[str, str],
+                           passages: Mapping[str, Any], result: BatchResult,
+                           progress: bool) -> None:
         """Batch every unsettled item no open batch holds; those whose answer is cached already
         (an online run's, or one a killed run collected) are graded from the cache instead."""
         lab = self.labeller
