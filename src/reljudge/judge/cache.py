@@ -78,7 +78,8 @@ class AnswerCache:
         self.folder = folder
         self.inflight: dict[str, asyncio.Future] = {}
         self._cache: Any = None  # a diskcache.Cache (an untyped library)
-        self._io: ThreadPoolExecutor | None = None  # the writer thread during a run
+        #: the writer thread during a job
+        self._io: ThreadPoolExecutor | None = None
 
     def store(self) -> Any:
         """The diskcache (opened on first use)."""

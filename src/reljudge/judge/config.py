@@ -266,7 +266,8 @@ class JudgeConfig(BaseModel):
             raise ConfigError("no model given: pass --model or set OPENAI_MODEL")
         try:
             return cls(**given)
-        except InvalidSettings as e:  # the command line's flags are named as flags
+        except InvalidSettings as e:
+            # the command line's flags are named as flags
             raise InvalidSettings(e.validation, flags=True) from None
 
     def resolved_cache_dir(self) -> Path:

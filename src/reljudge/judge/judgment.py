@@ -51,7 +51,8 @@ async def judgment(job: Asks, lane: Lane, item: tuple[str, str, int],
     base = dict(qid=qid, docid=docid, source_kind="llm", source_name=lane.judge_id,
                 sample=sample, meta=meta, shown=job.shown.get((qid, docid)))
     t0 = time.perf_counter()
-    fresh = False  # asked again past the cache (--retry-failed: a cached answer that failed)
+    # asked again past the cache (--retry-failed: a cached answer that failed)
+    fresh = False
     try:
         answer, cached, params = await job.ask(lane, messages, sample, requeue)
         if cached and lab.config.retry_failed and _failed(answer, lab.template):
@@ -60,7 +61,8 @@ async def judgment(job: Asks, lane: Lane, item: tuple[str, str, int],
     except CallFailed as e:
         return _event(base, job.params(), grade=None, failure=e.describe(),
                            failure_kind=e.kind.value)
-    if lab.config.endpoints:  # which endpoint answered (or the cache: one did before)
+    # which endpoint answered (or the cache: one did before)
+    if lab.config.endpoints:
         base["meta"] = {**meta, "answered_by": "cache" if cached else lane.display}
     report.cached += cached
     tin, tout = answer.tokens_in, answer.tokens_out
@@ -75,12 +77,14 @@ async def judgment(job: Asks, lane: Lane, item: tuple[str, str, int],
     parsed = parse_answer(answer.text, output, answer.cut_off)
     final = answer
     grade = parsed.grade
-    if parsed.kind is FailureKind.TRUNCATED:  # never re-asked: see the module doc
+    # never re-asked: see the module doc
+    if parsed.kind is FailureKind.TRUNCATED:
         return _event(base, params, grade=None,
                       failure=f"{cut_detail(params)}; not re-asked: the same limit would cut "
                               "it again", failure_kind=parsed.kind.value, raw=raw,
                       tokens_in=tin, tokens_out=tout, cost=cost, latency=answer.latency)
-    if grade is None:  # one re-ask with a short repair message
+    # one re-ask with a short repair message
+    if grade is None:
         repair = messages + [{"role": "assistant", "content": answer.text or ""},
                              {"role": "user", "content": REPAIR[output]}]
         try:

@@ -60,9 +60,11 @@ class LabelJob:
         self.caps = lab.new_caps()
         self.dispatch = Dispatch(lab.open_lanes(self.store), self.warn)
         self.pending: list[LabelEvent] = []
-        self.stored: list[Item] = []  # stored items whose claims can go
+        #: stored items whose claims can go
+        self.stored: list[Item] = []
         self.bar = Progress(len(self.todo), progress)
-        self.retrying: dict[str, str] = {}  # key -> failure kind
+        #: calls waiting for a retry: key -> failure kind
+        self.retrying: dict[str, str] = {}
         self.claims = self._claims(since)
 
     def _plan(self, pairs: Sequence[tuple[str, str]], only: Collection[Item] | None
@@ -100,7 +102,7 @@ class LabelJob:
         return self.lab.messages(qid, docid, self.queries, self.passages)
 
     def params(self) -> dict[str, Any]:
-        """Decoding parameters sent now (after any capability fall-back)."""
+        """Decoding parameters this job sends (after any capability fall-back)."""
         return self.caps.params
 
     # -- the job's course ------------------------------------------------------------------
@@ -118,7 +120,8 @@ class LabelJob:
                                         len(self.todo), self.judge, self.record, self.report)
         finally:
             self.report.not_sent += self.dispatch.left()
-            try:  # the store may have failed: the rest must happen even so
+            try:
+                # the store may have failed: the rest must happen even so
                 self._wind_up(tasks)
             finally:
                 await self._close(interrupted)
@@ -166,7 +169,8 @@ class LabelJob:
             await asyncio.sleep(FLUSH_SECONDS)
             try:
                 self.flush()
-            except Exception:  # the store failed: the job's next or last flush says so
+            except Exception:
+                # the store failed: the job's next or last flush says so
                 return
 
     def _background(self) -> list[asyncio.Task]:
@@ -226,14 +230,17 @@ class LabelJob:
             if key in self.lab.answers.inflight:
                 answer = await self._identical(lane, key, params)
                 if answer is None:
-                    continue  # it failed in a way this call may avoid: look again
+                    # it failed in a way this call may avoid: look again
+                    continue
                 return answer, True, params
             self._may_send(lane)
             first = await self._turn(lane, prober)
             if first is None:
-                continue  # the first call is done: the request may change
+                # the first call is done: the request may change
+                continue
             answer = await self._send(lane, key, messages, params, first, requeue)
-            if answer is None:  # a feature was rejected and dropped: send again
+            # a feature was rejected and dropped: send again
+            if answer is None:
                 prober = first
                 continue
             return answer, False, params
@@ -259,7 +266,7 @@ class LabelJob:
 
     async def _turn(self, lane: Lane, prober: bool) -> bool | None:
         """Whether this call is the endpoint's first (it opens the gate when done); None when
-        it waited for that first call, which is done now."""
+        it waited for that first call, which is done."""
         if lane.gate is not None and lane.gate.is_set():
             return False
         return True if await self.dispatch.ready(lane, prober) else None
@@ -275,7 +282,8 @@ class LabelJob:
         try:
             held = await self._reserve(lane, messages, params)
             await lane.limiter.acquire(estimate_tokens(messages))
-            if self.dispatch.interrupted:  # Ctrl-C while this call waited for its turn
+            # Ctrl-C while this call waited for its turn
+            if self.dispatch.interrupted:
                 raise NotSent
             answer = await self._call(lane, key, messages, params)
         except BaseException as e:
@@ -308,9 +316,11 @@ class LabelJob:
         answers = self.lab.answers
         try:
             cost = lane.price.cost(answer.tokens_in, answer.tokens_out)
-            try:  # a cached answer is never an uncounted one
+            try:
+                # a cached answer is never an uncounted one
                 lane.paid(answer, cost, self.report)
-            finally:  # cached even when the ledger failed
+            finally:
+                # cached even when the ledger failed
                 await answers.put(key, answer.to_cache())
             await self.budget.settle(held, cost)
             lane.breaker.success()

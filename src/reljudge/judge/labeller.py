@@ -1,18 +1,13 @@
 """The labeller: grade (query, passage) pairs with an LLM, paying for each answer once.
 
-For each pair (and sample) not already settled by this judge in the sink (the label store):
-render the prompt, look the exact request up in the answer cache, otherwise send it (after a
-free pre-flight check of the endpoint, rate limited, retried by policy, within the budget)
-and cache the answer at once; parse it, re-ask once with a repair message if it cannot be
-read, and record a LabelEvent: a grade, or a failure with its kind and detail. A paid
-answer is in the sink's spend ledger before it is cached, and a label store gets its event as
-soon as it is read (a machine killed mid-run re-pays only its calls in flight); another sink
-gets events in small batches (64, or what came in the last second). A job whose calls keep failing the
-same way, or cannot reach the endpoint at all, stops with one line naming the URL and the
-cause. Spread over several endpoints (``reljudge.judge.dispatch``), a pair goes to an
-endpoint with a free worker, and an endpoint that keeps failing is drained while the others
-go on. What a run would do, and what is settled already, is ``reljudge.judge.planning``; how
-an answer becomes an event, ``reljudge.judge.judgment``.
+A ``Labeller`` is one judge: its settings, prompt, endpoints, request shape and answer cache.
+``label`` runs one ``LabelJob`` (``reljudge.judge.label_job``) over the pairs not yet settled
+in the sink: each request is looked up in the answer cache, else sent (pre-flight checked,
+rate limited, retried, within the budget) and cached at once, and its answer becomes a grade
+or a failure with its kind (``reljudge.judge.judgment``). A paid answer is in the spend ledger
+before it is cached, and a label store gets each event as soon as it is read. What a job would
+do, and what is settled already, is ``reljudge.judge.planning``; several endpoints,
+``reljudge.judge.dispatch``.
 """
 
 from __future__ import annotations
@@ -57,9 +52,10 @@ class Labeller:
         self.on_warning = on_warning
         self.template = template or load_template(config.prompt)
         self.price: Price = price_for(config.model, override=(config.price_in, config.price_out))
-        #: where calls go: one endpoint (today's job), or several (config.endpoints)
+        #: where calls go: one endpoint, or several (config.endpoints)
         self.specs: list[Endpoint] = resolve_endpoints(config)
-        self.endpoint = self.specs[0]  # the first: the report and batch files name it
+        #: the first: the report and batch files name it
+        self.endpoint = self.specs[0]
         self.answers = AnswerCache(config.resolved_cache_dir())
         self.caps = self.new_caps()
         self._judge_id = f"{self.specs[0].model}/{self.template.label}"
@@ -80,8 +76,8 @@ class Labeller:
         return list(dict.fromkeys(f"{s.model}/{self.template.label}" for s in self.specs))
 
     def params(self) -> dict[str, Any]:
-        """Decoding parameters sent with requests now (after any capability fall-back; part
-        of the cache key; shared: do not mutate)."""
+        """Decoding parameters of the requests sent (after the last job's capability
+        fall-backs; part of the cache key; shared: do not mutate)."""
         return self.caps.params
 
     def new_caps(self) -> Capabilities:
@@ -99,18 +95,18 @@ class Labeller:
                  passages: Mapping[str, Any]) -> list[dict[str, str]]:
         """The rendered prompt of one pair."""
         text, title = passage_parts(passages[docid])
-        # str(): a passage given as None renders as it always did ("None")
+        # str(): a passage given as None renders as "None"
         return self.template.render(queries[qid], str(text), title)
 
     def request_key(self, messages: list[dict], sample: int) -> str:
-        """The cache key of a request sent now (a Batch API line's custom_id; the first
-        endpoint's with several)."""
+        """The cache key of a request with the current parameters (a Batch API line's
+        custom_id; the first endpoint's with several)."""
         return self.key(messages, sample)
 
     def key(self, messages: list[dict], sample: int, params: dict | None = None,
              spec: Endpoint | None = None) -> str:
         """The cache key of a request to an endpoint (default: the first): without its URL
-        when it is one of several replicas, else today's key."""
+        when it is one of several replicas, else with it."""
         spec = spec or self.specs[0]
         params = self.params() if params is None else params
         if spec.replica:
@@ -132,7 +128,7 @@ class Labeller:
                 current: Mapping[tuple[str, str], str] | None = None) -> Settled:
         """(qid, docid, sample) already settled in the sink for this judge (graded, or a
         failure of the answer unless --retry-failed), the failures among them, and the stale
-        ones: with ``current`` (digests of the texts now), labels given to other texts,
+        ones: with ``current`` (digests of the current texts), labels given to other texts,
         handled by ``config.stale``."""
         return settled(self.judge_ids, self.config.retry_failed, sink, current,
                        self.config.stale)
@@ -187,7 +183,8 @@ class Labeller:
         """Tell a warning as it happens (``on_warning``, else logged)."""
         if self.on_warning is not None:
             self.on_warning(note)
-        else:  # unconfigured logging shows it on stderr as "warning: ..."
+        else:
+            # unconfigured logging shows it on stderr as "warning: ..."
             _log.warning("warning: %s", note)
 
     def open_lanes(self, store: JudgmentSink | None = None) -> list[Lane]:
@@ -196,7 +193,7 @@ class Labeller:
                           self._lane_meta(spec), store) for spec in self.specs]
 
     def _lane_meta(self, spec: Endpoint) -> dict[str, Any]:
-        """An endpoint's provenance (one endpoint: exactly what it always was)."""
+        """An endpoint's provenance (with one endpoint: the judge's own)."""
         if not self.config.endpoints:
             return self._meta
         return {**self._meta, "model": spec.model, "endpoint": spec.display,
@@ -217,7 +214,8 @@ class Labeller:
         first Ctrl-C stops new calls and saves what was answered (the CLI asks for it; off, the
         process's SIGINT handling is left as it is)."""
         job = LabelJob(self, pairs, queries, passages, sink, progress=progress, only=only)
-        self.caps = job.caps  # what follows (a batch built next) sends what the job learnt
+        # what follows (a batch built next) sends what the job learnt
+        self.caps = job.caps
         return await job.run(handle_sigint)
 
 

@@ -35,16 +35,17 @@ def check_inputs(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
 
 
 def _has_text(text: object) -> bool:
-    """Whether a text holds something to read (None renders as "None", as it always did)."""
+    """Whether a text holds something to read (None renders as "None")."""
     return not isinstance(text, str) or bool(text.strip())
 
 
-STALE = ("relabel", "keep", "fail")  # what a run does with labels given to changed texts
+#: what a job does with labels given to changed texts
+STALE = ("relabel", "keep", "fail")
 
 
 def shown_now(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
               passages: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-    """{(qid, docid): the digest of what a judge is shown now} from a run's input texts."""
+    """{(qid, docid): the digest of what a judge is shown} from a job's input texts."""
     from reljudge.labels import passage_parts, shown_digest
 
     return {(q, d): shown_digest(queries.get(q), *passage_parts(passages.get(d)))
@@ -64,16 +65,20 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
     """Items already settled in the sink for these judges: graded, or a failure of the answer
     (refused, unparseable) unless ``retry_failed``; the settled ones that are such failures
     (they still have no grade); and the stale ones: graded on texts other than ``current``
-    (digests of the texts now). Stale items are not settled when ``stale`` is "relabel"; with
+    (digests of the current texts). Stale items are not settled when ``stale`` is "relabel"; with
     "fail" they are an InputError; with "keep" they stay settled."""
-    if not isinstance(sink, JudgmentSink):  # a sink that only takes events settles nothing
+    # a sink that only takes events settles nothing
+    if not isinstance(sink, JudgmentSink):
         return set(), set(), set()
     latest: dict[Item, Any] = {}
-    for judge in judge_ids:  # several models: a pair graded by any of them is done
-        for e in sink.outcomes(judge):  # every event of this judge, lean
+    # several models: a pair graded by any of them is done
+    for judge in judge_ids:
+        # every event of this judge, lean
+        for e in sink.outcomes(judge):
             key = (e.qid, e.docid, e.sample)
             if e.grade is not None or key not in latest or latest[key].grade is None:
-                latest[key] = e  # a grade, once given, settles the item
+                # a grade, once given, settles the item
+                latest[key] = e
     done = {k for k, e in latest.items()
             if e.grade is not None or not asked_again(e.failure_kind, retry_failed)}
     old = set()

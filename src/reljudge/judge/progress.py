@@ -50,7 +50,8 @@ class NotebookDisplay:
             display = shown_by_ipython
         self.bar, self.interval = bar, interval
         self.display: Callable[..., Any] = display
-        self.handle: Any = None  # IPython's DisplayHandle, once shown
+        #: IPython's DisplayHandle, once shown
+        self.handle: Any = None
         self.shown = 0.0
 
     def render(self) -> dict[str, str]:
@@ -139,7 +140,8 @@ class Progress(_Bar):
                                           retrying="")
             self._place()
             self.start = self.shown = time.perf_counter()
-            self.pending = 0  # advanced but not yet shown
+            #: advanced but not yet shown
+            self.pending = 0
             self.report: LabelReport | None = None
 
     def advance(self, report: LabelReport) -> None:
@@ -152,7 +154,7 @@ class Progress(_Bar):
             self._show()
 
     def retrying(self, kinds: Iterable[str]) -> None:
-        """Show the calls waiting for a retry now, by the failure kind of their last attempt:
+        """Show the calls waiting for a retry, by the failure kind of their last attempt:
         "retrying 3 (timeout)"."""
         if self.bar is None:
             return

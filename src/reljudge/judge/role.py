@@ -17,7 +17,8 @@ from reljudge.judge.prompts import Template
 from reljudge.judge.sink import JudgmentSink
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
-Settled = tuple[set[Item], set[Item], set[Item]]  # done, failed among them, stale
+#: done, failed among them, stale
+Settled = tuple[set[Item], set[Item], set[Item]]
 
 
 class Judge(Protocol):

@@ -29,7 +29,8 @@ from reljudge.store.batches import BatchLog, BatchRecord
 if TYPE_CHECKING:  # pragma: no cover
     import openai
 
-Texts = tuple[Mapping[str, str], Mapping[str, Any]]  # a run's queries and passages
+#: a job's queries and passages
+Texts = tuple[Mapping[str, str], Mapping[str, Any]]
 
 
 class Collects(Protocol):
@@ -64,7 +65,8 @@ def _cache_all(cache: Any, feed: queue.SimpleQueue) -> None:
     with cache.transact():
         while (chunk := feed.get()) is not None:
             for cid, answer in chunk:
-                cache.set(cid, answer.to_cache())  # the same request's answer: either will do
+                # the same request's answer: either will do
+                cache.set(cid, answer.to_cache())
 
 
 @dataclass
@@ -111,7 +113,7 @@ def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
     job.step("collecting")
     never_run = {"expired": FailureKind.EXPIRED, "cancelled": FailureKind.CANCELLED}
     reason = job.reasons.get(rec.id)
-    for cid in items.keys() - answers.keys() - failed.keys():  # never run
+    for cid in items.keys() - answers.keys() - failed.keys():
         kind = never_run.get(rec.status, FailureKind.HTTP_STATUS)
         failed[cid] = (kind, f"batch {rec.status} before this request ran"
                        + (f": {reason}" if reason else ""))
@@ -120,7 +122,7 @@ def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
     for cid, (kind, why) in failed.items():
         result.batch_failures[kind.value] += 1
         for item in items[cid]:
-            if item not in settled:  # else: settled meanwhile
+            if item not in settled:
                 out.missed[item] = cid
                 events.append(LabelEvent(
                     qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
@@ -147,7 +149,8 @@ def answer_events(lab: Labeller, answers: Mapping[str, Answer],
     the texts (``texts``: the run's queries and passages) when they rebuild the very request
     the batch answered (its custom_id), else none (the texts it answered are not known)."""
     events: list[LabelEvent] = []
-    meta = lab.event_meta(lab.params())  # one dict shared by the batch's events
+    # one dict shared by the batch's events
+    meta = lab.event_meta(lab.params())
     output, judge = lab.template.output, lab.judge_id
     for cid, answer in answers.items():
         fields = answer_fields(answer, output)

@@ -36,10 +36,13 @@ class BatchLine:
     """One request line of a batch input file and the items it answers."""
 
     custom_id: str
-    data: bytes  # the JSONL line, newline included
+    #: the JSONL line, newline included
+    data: bytes
     items: tuple[Item, ...]
-    worst_case: float  # the most this request can cost at the batch price
-    tokens: int = 0  # the most tokens it can enqueue: the prompt's bound plus the output limit
+    #: the most this request can cost at the batch price
+    worst_case: float
+    #: the most tokens it can enqueue: the prompt's bound plus the output limit
+    tokens: int = 0
 
 
 def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str, str],
@@ -50,8 +53,9 @@ def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str,
     model = labeller.config.model
     out_limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
     price = labeller.price.scaled(discount)
+    # the online path's key
     keys = RequestKeys(labeller.endpoint.base_url, model, params,
-                       replica=labeller.specs[0].replica)  # the online path's key
+                       replica=labeller.specs[0].replica)
     # the body is {"model", "messages", **params} (client.request_body), keys in that order
     head = f', "method": "POST", "url": "{ENDPOINT}", "body": {{"model": {_JSON.encode(model)}' \
            ', "messages": '

@@ -52,7 +52,8 @@ async def collect_recorded(store: LabelStore, api_key: str | None = None, *, wai
             raise ConfigError(f"{store.path}: no text for {len(missing)} query/passage id(s) "
                               f"of the recorded batches (e.g. {missing[:3]}): collect with "
                               "reljudge label --batch and the original inputs")
-        texts = cast(dict[str, str], queries)  # none is None: checked above
+        # none is None: checked above
+        texts = cast(dict[str, str], queries)
         results.append(await job.run(pairs, texts, passages, wait=wait, submit=False,
                                      handle_sigint=handle_sigint))
     return results
