@@ -80,6 +80,8 @@ class AnswerCache:
         self._cache: Any = None  # a diskcache.Cache (an untyped library)
         #: the writer thread during a job
         self._io: ThreadPoolExecutor | None = None
+        #: jobs between start and close
+        self._jobs = 0
 
     def store(self) -> Any:
         """The diskcache (opened on first use)."""
@@ -114,8 +116,10 @@ class AnswerCache:
         return key in self.store()
 
     def start(self) -> None:
-        """Open the writer thread for a run."""
-        self._io = ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache")
+        """Open the writer thread for a job (one thread for the jobs running at once)."""
+        self._jobs += 1
+        if self._io is None:
+            self._io = ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache")
 
     async def put(self, key: str, value: dict[str, Any]) -> None:
         """Cache a paid answer. SQLite's work runs on the run's cache thread (it releases the
@@ -124,7 +128,11 @@ class AnswerCache:
             self._io, self._guarded, "written", self.store().set, key, value)
 
     async def close(self) -> None:
-        """Close the cache (from its writer thread too) and stop that thread."""
+        """A job is done: the last one running closes the cache (from its writer thread too)
+        and stops that thread."""
+        self._jobs = max(0, self._jobs - 1)
+        if self._jobs:
+            return
         if self._cache is not None:
             if self._io is not None:
                 await asyncio.get_running_loop().run_in_executor(self._io, self._cache.close)

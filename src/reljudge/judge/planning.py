@@ -69,7 +69,7 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
     "fail" they are an InputError; with "keep" they stay settled."""
     # a sink that only takes events settles nothing
     if not isinstance(sink, JudgmentSink):
-        return set(), set(), set()
+        return Settled(set(), set(), set())
     latest: dict[Item, Any] = {}
     # several models: a pair graded by any of them is done
     for judge in judge_ids:
@@ -93,7 +93,7 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
                          "--stale keep keeps the old labels")
     if stale == "relabel":
         done -= old
-    return done, {k for k in done if latest[k].grade is None}, old
+    return Settled(done, {k for k in done if latest[k].grade is None}, old)
 
 
 def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed: set[Item],

@@ -4,7 +4,7 @@ is one; this seam keeps those modules from importing the labeller that imports t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from reljudge.judge.budget import Budget
 from reljudge.judge.cache import AnswerCache
@@ -17,8 +17,17 @@ from reljudge.judge.prompts import Template
 from reljudge.judge.sink import JudgmentSink
 
 Item = tuple[str, str, int]  # (qid, docid, sample)
-#: done, failed among them, stale
-Settled = tuple[set[Item], set[Item], set[Item]]
+
+
+class Settled(NamedTuple):
+    """What a sink settles already for a judge."""
+
+    #: graded, or failed in a way not asked again
+    done: set[Item]
+    #: the done items whose answer failed (no grade)
+    failed: set[Item]
+    #: items graded on texts that have changed since
+    stale: set[Item]
 
 
 class Judge(Protocol):

@@ -270,7 +270,7 @@ class BatchJob:
         items = self._items(pairs)
         result.items = len(items)
         # --stale fail: an error before anything
-        stale = self._settled()[2]
+        stale = self._settled().stale
         if stale:
             result.stale = len(stale)
             self._tell(stale_note(result.stale, self.config.stale))
@@ -309,7 +309,7 @@ class BatchJob:
             watched |= {r.id for r in self.log.batches(lab.judge_id, open_only=True)}
             finished = self.poll()
             if finished:
-                settled = self._settled()[0]
+                settled = self._settled().done
                 left = Collected()
                 for rec in finished:
                     got = self.collect(rec, result, settled)
