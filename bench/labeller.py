@@ -248,7 +248,7 @@ def _child(step: str, url: str, cache: Path, n: int) -> None:
                   "tokens_in": 60, "tokens_out": 4, "latency": 0.2, "logprobs": None}
         c = labeller.cache()
         for q, d in pairs:
-            c.set(labeller._key(labeller.messages(q, d, queries, passages), 0), answer)
+            c.set(labeller.key(labeller.messages(q, d, queries, passages), 0), answer)
         c.close()
         print(json.dumps({"seconds": time.perf_counter() - t}))
         return

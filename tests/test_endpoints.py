@@ -321,7 +321,7 @@ def test_different_models_are_different_judges_with_their_own_keys(tmp_path):
     assert all(e.meta["model"] == e.source_name.split("/")[0] for e in events)
     assert {r.body["model"] for r in fleet[0].requests} == {"m-one"}
     assert {r.body["model"] for r in fleet[1].requests} == {"m-two"}
-    keys = [lab._key(msgs, 0, spec=s) for s in lab.specs]
+    keys = [lab.key(msgs, 0, spec=s) for s in lab.specs]
     assert keys[0] != keys[1]
     # each is the key one endpoint alone would use: a single-endpoint run's cache is reused
     single = Labeller(JudgeConfig(model="m-one", base_url=fleet[0].base_url, api_key="k",

@@ -346,7 +346,8 @@ def test_backoff_grows_between_attempts_without_retry_after(tmp_path):
 
 
 def test_progress_bar_shows_every_item_though_it_redraws_at_most_20_times_a_second():
-    from reljudge.judge.labeller import LabelReport, _Progress
+    from reljudge.judge.progress import Progress as _Progress
+    from reljudge.judge.report import LabelReport
 
     report = LabelReport("j", pairs=500)
     bar = _Progress(500, enabled=True)
@@ -357,3 +358,23 @@ def test_progress_bar_shows_every_item_though_it_redraws_at_most_20_times_a_seco
             bar.advance(report)
     task = bar.bar.tasks[0]
     assert task.completed == 500 and task.fields["spend"] == 4.99
+
+
+def test_two_jobs_of_one_labeller_at_once_each_record_the_texts_it_was_shown(tmp_path):
+    import asyncio
+
+    from reljudge.labels import shown_digest
+
+    texts = {which: {d: {"text": f"{which} text of {d}"} for d in PASSAGES}
+             for which in ("first", "second")}
+    with FakeOpenAI(lambda r: Reply.text("final score: 2", delay=0.2)) as s:
+        lab = Labeller(config(s, tmp_path))
+
+        async def both():
+            return await asyncio.gather(*(lab.label(PAIRS, QUERIES, texts[w]) for w in texts))
+
+        reports = asyncio.run(both())
+    assert s.calls == 2 * len(PAIRS)
+    for which, report in zip(texts, reports, strict=True):
+        assert {(e.qid, e.docid): e.shown for e in report.events} == {
+            (q, d): shown_digest(QUERIES[q], texts[which][d]["text"]) for q, d in PAIRS}

@@ -39,8 +39,10 @@ class Budget:
         limits = [x for x in (max_cost, None if max_total is None else max_total - spent_before)
                   if x is not None]
         self.limit = max(0.0, min(limits)) if limits else None
-        self.spent = 0.0  # settled cost of this run
-        self.reserved = 0.0  # worst cases of the calls in flight
+        #: settled cost of this job
+        self.spent = 0.0
+        #: worst cases of the calls in flight
+        self.reserved = 0.0
         self._changed: asyncio.Condition | None = None
 
     async def reserve(self, amount: float) -> float:

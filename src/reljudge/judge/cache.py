@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reljudge.errors import CacheError
+
+T = TypeVar("T")
 
 # json.dumps(..., sort_keys=True, ensure_ascii=False), without building an encoder per call
 _KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
@@ -74,15 +77,18 @@ class AnswerCache:
     def __init__(self, folder: Path):
         self.folder = folder
         self.inflight: dict[str, asyncio.Future] = {}
-        self._cache = None
-        self._io: ThreadPoolExecutor | None = None  # the writer thread during a run
+        self._cache: Any = None  # a diskcache.Cache (an untyped library)
+        #: the writer thread during a job
+        self._io: ThreadPoolExecutor | None = None
+        #: jobs between start and close
+        self._jobs = 0
 
-    def store(self):
+    def store(self) -> Any:
         """The diskcache (opened on first use)."""
         if self._cache is None:
             import diskcache
 
-            def open_cache():
+            def open_cache() -> Any:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 # paid answers are never evicted nor expire, and no eviction bookkeeping (nor
                 # the look for expired keys diskcache makes on every set) is paid for per call
@@ -91,7 +97,7 @@ class AnswerCache:
             self._cache = self._guarded("opened", open_cache)
         return self._cache
 
-    def _guarded(self, what: str, call, *args):
+    def _guarded(self, what: str, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)``; a failure of the disk (full, read-only) as one CacheError."""
         import sqlite3
 
@@ -110,8 +116,10 @@ class AnswerCache:
         return key in self.store()
 
     def start(self) -> None:
-        """Open the writer thread for a run."""
-        self._io = ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache")
+        """Open the writer thread for a job (one thread for the jobs running at once)."""
+        self._jobs += 1
+        if self._io is None:
+            self._io = ThreadPoolExecutor(1, thread_name_prefix="reljudge-cache")
 
     async def put(self, key: str, value: dict[str, Any]) -> None:
         """Cache a paid answer. SQLite's work runs on the run's cache thread (it releases the
@@ -120,7 +128,11 @@ class AnswerCache:
             self._io, self._guarded, "written", self.store().set, key, value)
 
     async def close(self) -> None:
-        """Close the cache (from its writer thread too) and stop that thread."""
+        """A job is done: the last one running closes the cache (from its writer thread too)
+        and stops that thread."""
+        self._jobs = max(0, self._jobs - 1)
+        if self._jobs:
+            return
         if self._cache is not None:
             if self._io is not None:
                 await asyncio.get_running_loop().run_in_executor(self._io, self._cache.close)

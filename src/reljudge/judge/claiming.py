@@ -39,7 +39,7 @@ def new_owner() -> str:
 
 
 def owner_gone(owner: str) -> bool:
-    """Whether a claim's owner was a process of this machine that no longer runs (its claims
+    """Whether a claim's owner was a process of this machine that has exited (its claims
     are taken over at once, without waiting for its lease to run out)."""
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
@@ -49,7 +49,8 @@ def owner_gone(owner: str) -> bool:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return True
-    except OSError:  # it runs (as another user) or cannot be asked: keep its claims
+    except OSError:
+        # it runs (as another user) or cannot be asked: keep its claims
         return False
     return False
 
@@ -64,13 +65,18 @@ class ClaimedItems:
         self.store, self.judge, self.lease, self.chunk, self.poll = store, judge, lease, chunk, poll
         self.owner = new_owner()
         self.since = time.time() if since is None else since
-        self.pending: deque[Item] = deque(todo)  # never claimed yet
-        self.ready: deque[Item] = deque()  # claimed, not handed out yet
-        self.held: list[Item] = []  # held by another process when last asked
+        #: never claimed yet
+        self.pending: deque[Item] = deque(todo)
+        #: claimed, not handed out yet
+        self.ready: deque[Item] = deque()
+        #: held by another process when last asked
+        self.held: list[Item] = []
         self.next_look = 0.0
-        self.graded_elsewhere = 0  # settled by another process during this run
+        #: settled by another process during this job
+        self.graded_elsewhere = 0
         self.failed_elsewhere = 0
-        self.on_wait: Callable[[], None] = lambda: None  # before WAIT (the run flushes)
+        #: called before WAIT is yielded (the job flushes its events)
+        self.on_wait: Callable[[], None] = lambda: None
 
     def __iter__(self) -> ClaimedItems:
         return self

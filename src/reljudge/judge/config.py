@@ -255,7 +255,7 @@ class JudgeConfig(BaseModel):
         return self
 
     @classmethod
-    def from_env(cls, **values) -> JudgeConfig:
+    def from_env(cls, **values: Any) -> JudgeConfig:
         """The settings given (None values count as not given), the model from OPENAI_MODEL
         when not given, errors naming flags; the endpoint's URL and key fall back to
         OPENAI_BASE_URL / OPENAI_API_KEY when it is resolved (``resolve_endpoints``)."""
@@ -266,7 +266,8 @@ class JudgeConfig(BaseModel):
             raise ConfigError("no model given: pass --model or set OPENAI_MODEL")
         try:
             return cls(**given)
-        except InvalidSettings as e:  # the command line's flags are named as flags
+        except InvalidSettings as e:
+            # the command line's flags are named as flags
             raise InvalidSettings(e.validation, flags=True) from None
 
     def resolved_cache_dir(self) -> Path:

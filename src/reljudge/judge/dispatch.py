@@ -1,12 +1,11 @@
-"""Endpoint failover: a run's pairs sent to its endpoints, and an endpoint that fails drained.
+"""Endpoint failover: a job's pairs sent to its endpoints, and an endpoint that fails drained.
 
-Each endpoint is a lane with its own client, concurrency (its workers), rate limiter and
-circuit breaker; a pair goes to whichever lane has a free worker. Before a lane's first paid
-call comes its free pre-flight check, then that first call goes alone (an endpoint that
-refuses every call costs one call, not one per worker). A lane whose breaker opens (or that
-fails fatally: bad key, unknown model, TLS) is drained: it takes no new pairs, and its pairs
-whose calls failed go back to the queue for the others. Only when every lane is drained does
-the job stop, with one line naming the URL and the cause, as a job on one endpoint does.
+Each endpoint is a lane with its own client, workers, rate limiter and circuit breaker; a pair
+goes to whichever lane has a free worker. A lane's free pre-flight check comes first, then its
+first paid call goes alone (an endpoint that refuses every call costs one call, not one per
+worker). A lane whose breaker opens, or that fails fatally (bad key, unknown model, TLS), is
+drained: its pairs whose calls failed go back to the queue for the others. Only when every lane is drained does the job stop, with one line naming the URL and
+the cause.
 """
 
 from __future__ import annotations
@@ -38,7 +37,8 @@ __all__ = ["HAND_BACK_KINDS", "Dispatch", "HandBack", "Lane", "NotSent", "WorkQu
 HAND_BACK_KINDS = ENDPOINT_KINDS | {FailureKind.TIMEOUT}
 
 Item = tuple[str, str, int]
-WAIT_SECONDS = 0.2  # a worker's pause while another process holds the items left
+#: a worker's pause while another process holds the items left
+WAIT_SECONDS = 0.2
 
 
 class NotSent(Exception):
@@ -56,25 +56,36 @@ class Lane:
 
     spec: Endpoint
     judge_id: str
-    price: Price  # of its model
+    #: the price of its model
+    price: Price
     client: ChatClient
     limiter: RateLimiter
     breaker: CircuitBreaker
     preflight: asyncio.Future | None = None
     gate: asyncio.Event | None = None
-    drained: str | None = None  # why no more pairs go here
-    pairs: int = 0  # judgments recorded by this lane's workers (cached answers included)
-    calls: int = 0  # paid answers it gave
+    #: why no more pairs go here
+    drained: str | None = None
+    #: judgments recorded by this lane's workers (cached answers included)
+    pairs: int = 0
+    #: paid answers it gave
+    calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float = 0.0
-    handed_back: int = 0  # pairs whose call failed here and went to another endpoint
-    in_flight: int = 0  # calls sent and not yet ended
-    timeouts: int = 0  # attempts that timed out (retried or not)
-    told_slow: bool = False  # warned that most of its calls time out
-    spend_run: int | None = None  # its line in the store's spend ledger
-    ledger: JudgmentSink | None = None  # the store holding that line
-    meta: dict = field(default_factory=dict)  # provenance of its labels
+    #: pairs whose call failed here and went to another endpoint
+    handed_back: int = 0
+    #: calls sent and not yet ended
+    in_flight: int = 0
+    #: attempts that timed out (retried or not)
+    timeouts: int = 0
+    #: warned that most of its calls time out
+    told_slow: bool = False
+    #: its line in the store's spend ledger
+    spend_run: int | None = None
+    #: the store holding that line
+    ledger: JudgmentSink | None = None
+    #: provenance of its labels
+    meta: dict = field(default_factory=dict)
 
     @property
     def display(self) -> str:
@@ -107,14 +118,17 @@ class WorkQueue:
     first (never to one whose call of it failed already, while another could take it), then
     fresh ones in order."""
 
-    items: Iterator[Item | Wait]  # ClaimedItems yields WAIT while others hold the rest
+    #: ClaimedItems yields WAIT while others hold the rest
+    items: Iterator[Item | Wait]
     back: deque[Item] = field(default_factory=deque)
-    tried: dict[Item, set[Lane]] = field(default_factory=dict)  # the lanes that handed it back
-    busy: int = 0  # items being judged now (any of them may be handed back)
+    #: the lanes that handed it back
+    tried: dict[Item, set[Lane]] = field(default_factory=dict)
+    #: items being judged (any of them may be handed back)
+    busy: int = 0
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def take(self, lane: Lane, lanes: list[Lane]) -> Item | Wait | None:
-        """The next item for this lane, or None when there is none for it now."""
+        """The next item for this lane, or None when none is free for it."""
         for i, item in enumerate(self.back):
             if lane not in self.tried[item] or not self.elsewhere(item, lane, lanes):
                 del self.back[i]
@@ -134,7 +148,7 @@ class WorkQueue:
         self.back.append(item)
 
     async def wait(self) -> bool:
-        """Nothing to take now: wait until an item in flight ends; False when none is in
+        """Nothing to take: wait until an item in flight ends; False when none is in
         flight (the queue is done)."""
         if self.busy == 0:
             return False
@@ -149,7 +163,8 @@ class WorkQueue:
 
     def left(self) -> int:
         """Items never judged (counted as not sent when the job stops)."""
-        if isinstance(self.items, ClaimedItems):  # those held elsewhere count too
+        # those held elsewhere count too
+        if isinstance(self.items, ClaimedItems):
             return len(self.back) + self.items.left()
         return len(self.back) + sum(1 for _ in self.items)
 
@@ -177,11 +192,13 @@ class Dispatch:
 
     def __init__(self, lanes: list[Lane], warn: Callable[[str], None]):
         self.lanes = lanes
-        self.warn = warn  # told when an endpoint is drained while others go on
+        #: told when an endpoint is drained while others go on
+        self.warn = warn
         self.stop: str | None = None
         self.fatal: str | None = None
         self.queue: WorkQueue | None = None
-        self.abandoned: int | None = None  # a second Ctrl-C: the calls in flight it ended
+        #: a second Ctrl-C: the calls in flight it ended
+        self.abandoned: int | None = None
         self._workers: asyncio.Future | None = None
 
     @property
@@ -190,7 +207,7 @@ class Dispatch:
         return self.stop == "interrupted"
 
     def interrupt(self) -> str:
-        """The first Ctrl-C: stop starting calls and retries; what the run now waits for."""
+        """The first Ctrl-C: stop starting calls and retries; what the job waits for."""
         self.stop = "interrupted"
         busy = [lane for lane in self.lanes if lane.in_flight]
         if not busy:
@@ -204,7 +221,7 @@ class Dispatch:
                 "without their answers")
 
     def abandon(self) -> str:
-        """The second Ctrl-C: stop now, abandoning the calls in flight; what was abandoned."""
+        """The second Ctrl-C: stop at once, abandoning the calls in flight; what was abandoned."""
         self.stop = "interrupted"
         self.abandoned = sum(lane.in_flight for lane in self.lanes)
         if self._workers is not None:
@@ -238,7 +255,8 @@ class Dispatch:
 
     def halt(self, e: CallFailed, client: ChatClient) -> None:
         """Stop the job for good: one line naming the URL and the cause."""
-        if self.fatal is None and not self.interrupted:  # Ctrl-C: it stops as asked
+        # after Ctrl-C the job stops as asked, not as failed
+        if self.fatal is None and not self.interrupted:
             self.fatal = f"{e.url or client.url}: {e.kind}: {e.describe()}"
             self.stop = "fatal"
 
@@ -249,7 +267,8 @@ class Dispatch:
             return
         lane.drained = f"{e.kind}: {e.describe()}"
         if lane.gate is not None:
-            lane.gate.set()  # its workers waiting for the first call see the drain
+            # its workers waiting for the first call see the drain
+            lane.gate.set()
         if not any(other.drained is None for other in self.lanes):
             self.halt(e, lane.client)
         else:
@@ -284,12 +303,13 @@ class Dispatch:
         ``judge(lane, item, requeue)`` makes an event, ``record`` keeps it; items not asked
         are counted in ``report.not_sent`` (those never taken: call ``left()`` after)."""
         lanes = self.lanes
-        queue = self.queue = WorkQueue(iter(todo))  # shared by every lane's workers
+        queue = self.queue = WorkQueue(iter(todo))
 
         async def worker(lane: Lane) -> None:
             while not self.stop and lane.drained is None:
                 item = queue.take(lane, lanes)
-                if isinstance(item, Wait):  # the items left are another process's: ask soon
+                # the items left are another process's: ask soon
+                if isinstance(item, Wait):
                     await asyncio.sleep(WAIT_SECONDS)
                     continue
                 if item is None:
@@ -311,7 +331,8 @@ class Dispatch:
                     queue.hand_back(item, lane)
                     continue
                 except asyncio.CancelledError:
-                    report.not_sent += 1  # abandoned by a second Ctrl-C
+                    # abandoned by a second Ctrl-C
+                    report.not_sent += 1
                     raise
                 finally:
                     queue.done_one()
@@ -326,7 +347,8 @@ class Dispatch:
             task = asyncio.current_task()
             cancelling = getattr(task, "cancelling", None)  # Python 3.11+
             if self.abandoned is None or (cancelling is not None and cancelling()):
-                raise  # cancelled from outside, not by a second Ctrl-C
+                # cancelled from outside, not by a second Ctrl-C
+                raise
 
     def left(self) -> int:
         """Items never judged (counted as not sent when the job stops)."""

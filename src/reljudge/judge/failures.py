@@ -1,7 +1,7 @@
 """Why a judgment failed, as data: the failure kinds and the rules that follow from them.
 
 A failed judgment is recorded with a kind (its own store column) and a detail text. Every
-decision about a failure (retry it now, ask it again on resume, stop the job) reads the kind,
+decision about a failure (retry it at once, ask it again on resume, stop the job) reads the kind,
 never the wording of the detail.
 """
 
@@ -53,7 +53,8 @@ class CallFailed(Exception):
         self.headers: Mapping[str, str] = headers or {}
         self.feature = feature
         self.fatal = fatal or kind is FailureKind.TLS or status in FATAL_STATUSES
-        self.gave_up = False  # set by the retry policy: retryable, but attempts ran out
+        #: set by the retry policy: retryable, but attempts ran out
+        self.gave_up = False
 
     @property
     def signature(self) -> tuple[Any, ...]:

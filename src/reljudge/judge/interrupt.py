@@ -18,7 +18,8 @@ class OnSigint:
                  second: Callable[[], None]):
         self.loop = loop
         self.first, self.second = first, second
-        self.count = 0  # Ctrl-Cs seen
+        #: Ctrl-Cs seen
+        self.count = 0
         self.active = False
         self.before = signal.getsignal(signal.SIGINT)
         try:

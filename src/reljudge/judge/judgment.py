@@ -14,46 +14,55 @@ from reljudge.judge.budget import BudgetReached
 from reljudge.judge.dispatch import Lane, NotSent
 from reljudge.judge.http.client import Answer, CallFailed, grade_fields, refusal_failure
 from reljudge.judge.parse import REPAIR, parse_answer
-from reljudge.judge.prompter import Prompter
 from reljudge.judge.prompts import Template
 from reljudge.judge.report import LabelReport
+from reljudge.judge.role import Judge
 from reljudge.labels import FailureKind, LabelEvent
 
 
-class Asks(Prompter, Protocol):
-    """What a judgment needs of its labeller (the Labeller is one)."""
+class Asks(Protocol):
+    """What a judgment needs of its labelling job (a LabelJob is one)."""
+
+    @property
+    def lab(self) -> Judge: ...
+
+    @property
+    def report(self) -> LabelReport: ...
 
     @property
     def shown(self) -> dict[tuple[str, str], str]: ...
 
+    def messages(self, qid: str, docid: str) -> list[dict[str, str]]: ...
+
     def params(self) -> dict[str, Any]: ...
 
-    async def ask(self, lane: Lane, messages: list[dict], sample: int, report: LabelReport,
-                  requeue: bool = False, fresh: bool = False) -> tuple[Answer, bool, dict]: ...
+    async def ask(self, lane: Lane, messages: list[dict], sample: int, requeue: bool = False,
+                  fresh: bool = False) -> tuple[Answer, bool, dict]: ...
 
 
-async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
-                   queries: Mapping[str, str], passages: Mapping[str, Any],
-                   report: LabelReport, requeue: bool = False) -> LabelEvent:
-    """One item's event from the answer ``lab`` gets on ``lane``: a grade, or
+async def judgment(job: Asks, lane: Lane, item: tuple[str, str, int],
+                   requeue: bool = False) -> LabelEvent:
+    """One item's event from the answer ``job`` gets on ``lane``: a grade, or
     a failure of the call, a refusal, or an answer unreadable even when re-asked once."""
     qid, docid, sample = item
-    messages = lab.messages(qid, docid, queries, passages)
+    lab, report = job.lab, job.report
+    messages = job.messages(qid, docid)
     meta = lane.meta
     base = dict(qid=qid, docid=docid, source_kind="llm", source_name=lane.judge_id,
-                sample=sample, meta=meta, shown=lab.shown.get((qid, docid)))
+                sample=sample, meta=meta, shown=job.shown.get((qid, docid)))
     t0 = time.perf_counter()
-    fresh = False  # asked again past the cache (--retry-failed: a cached answer that failed)
+    # asked again past the cache (--retry-failed: a cached answer that failed)
+    fresh = False
     try:
-        answer, cached, params = await lab.ask(lane, messages, sample, report, requeue)
+        answer, cached, params = await job.ask(lane, messages, sample, requeue)
         if cached and lab.config.retry_failed and _failed(answer, lab.template):
             fresh = True
-            answer, cached, params = await lab.ask(lane, messages, sample, report, requeue,
-                                                   fresh=True)
+            answer, cached, params = await job.ask(lane, messages, sample, requeue, fresh=True)
     except CallFailed as e:
-        return _event(base, lab.params(), grade=None, failure=e.describe(),
+        return _event(base, job.params(), grade=None, failure=e.describe(),
                            failure_kind=e.kind.value)
-    if lab.config.endpoints:  # which endpoint answered (or the cache: one did before)
+    # which endpoint answered (or the cache: one did before)
+    if lab.config.endpoints:
         base["meta"] = {**meta, "answered_by": "cache" if cached else lane.display}
     report.cached += cached
     tin, tout = answer.tokens_in, answer.tokens_out
@@ -68,17 +77,18 @@ async def judgment(lab: Asks, lane: Lane, item: tuple[str, str, int],
     parsed = parse_answer(answer.text, output, answer.cut_off)
     final = answer
     grade = parsed.grade
-    if parsed.kind is FailureKind.TRUNCATED:  # never re-asked: see the module doc
+    # never re-asked: see the module doc
+    if parsed.kind is FailureKind.TRUNCATED:
         return _event(base, params, grade=None,
                       failure=f"{cut_detail(params)}; not re-asked: the same limit would cut "
                               "it again", failure_kind=parsed.kind.value, raw=raw,
                       tokens_in=tin, tokens_out=tout, cost=cost, latency=answer.latency)
-    if grade is None:  # one re-ask with a short repair message
+    # one re-ask with a short repair message
+    if grade is None:
         repair = messages + [{"role": "assistant", "content": answer.text or ""},
                              {"role": "user", "content": REPAIR[output]}]
         try:
-            final, cached2, params = await lab.ask(lane, repair, sample, report,
-                                                     requeue, fresh=fresh)
+            final, cached2, params = await job.ask(lane, repair, sample, requeue, fresh=fresh)
         except (CallFailed, BudgetReached, NotSent) as e:
             kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
                          (FailureKind.BUDGET, "not re-asked: the job is stopping"))
@@ -120,6 +130,7 @@ def _failed(answer: Answer, template: Template) -> bool:
             or parse_answer(answer.text, template.output, answer.cut_off).grade is None)
 
 
-def _event(base: dict, params: dict, **kw) -> LabelEvent:
+def _event(base: dict, params: dict, **kw: Any) -> LabelEvent:
+    """An event of ``base``'s pair with the parameters sent in its provenance."""
     base = dict(base)
     return LabelEvent(meta={**base.pop("meta"), "params": params}, **base, **kw)

@@ -3,13 +3,9 @@
 JSON first; otherwise only an explicit final marker decides (the last ``final score: N`` /
 ``final grade: N`` / ``O: N`` line, else the last ``score: N`` / ``grade: N``), or an answer
 that is nothing but one digit. A digit anywhere else in the reasoning never counts. Anything
-else is a failure with a reason, never a grade.
-
-An answer cut off at the output token limit gives a grade only when its verdict was written
-in full before the cut: the grade field of a complete JSON object, a final marker, or an
-answer that is one digit. A JSON object cut open is never read further (a marker inside its
-unfinished reason is not a verdict), nor is a plain ``score: N`` (the final one may be what
-was cut). Any other cut answer is a failure of kind ``truncated``.
+else is a failure with a reason, never a grade. An answer cut off at the output token limit
+gives a grade only when its verdict was written in full before the cut (docs/labelling.md, "A
+cut answer is said to be cut"); any other cut answer is a failure of kind ``truncated``.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from reljudge.grades import SCALE, SCALE_TEXT, in_scale
 from reljudge.labels import FailureKind
@@ -35,7 +32,8 @@ class Parsed:
 
     grade: int | None
     reason: str | None = None
-    kind: FailureKind | None = None  # unparseable or truncated when there is no grade
+    #: unparseable or truncated when there is no grade
+    kind: FailureKind | None = None
 
 
 def _unread(reason: str) -> Parsed:
@@ -45,7 +43,7 @@ def _unread(reason: str) -> Parsed:
 CUT = "truncated: the answer was cut off before it gave a grade"
 
 
-def _check(value, where: str) -> Parsed:
+def _check(value: Any, where: str) -> Parsed:
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -68,7 +66,8 @@ def _json_object(text: str) -> dict | None:
     except json.JSONDecodeError:
         pass
     starts = [m.start() for m in re.finditer(r"\{", text)]
-    for start in reversed(starts):  # the last complete JSON object in the text
+    # the last complete JSON object in the text
+    for start in reversed(starts):
         try:
             obj, _ = json.JSONDecoder().raw_decode(text[start:])
         except json.JSONDecodeError:
@@ -91,7 +90,8 @@ def parse_answer(text: str | None, mode: str = "text", cut: bool = False) -> Par
         if mode == "json":
             return _unread(f"unparseable: JSON without a grade field (keys {sorted(obj)})")
     elif "{" in text and cut:
-        return Parsed(None, CUT, FailureKind.TRUNCATED)  # a JSON object cut open
+        # a JSON object cut open
+        return Parsed(None, CUT, FailureKind.TRUNCATED)
     # invalid JSON in JSON mode: the text markers below may still rescue it
     finals = _FINAL.findall(text)
     if finals:

@@ -3,17 +3,15 @@ send and cost (a dry run)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from reljudge.errors import InputError
 from reljudge.judge.cost import estimate_tokens
 from reljudge.judge.failures import asked_again
-from reljudge.judge.prompter import Prompter
 from reljudge.judge.report import CostEstimate
+from reljudge.judge.role import Item, Judge, Settled
 from reljudge.judge.sink import JudgmentSink
-
-Item = tuple[str, str, int]  # (qid, docid, sample)
 
 
 def check_inputs(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
@@ -37,16 +35,17 @@ def check_inputs(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
 
 
 def _has_text(text: object) -> bool:
-    """Whether a text holds something to read (None renders as "None", as it always did)."""
+    """Whether a text holds something to read (None renders as "None")."""
     return not isinstance(text, str) or bool(text.strip())
 
 
-STALE = ("relabel", "keep", "fail")  # what a run does with labels given to changed texts
+#: what a job does with labels given to changed texts
+STALE = ("relabel", "keep", "fail")
 
 
 def shown_now(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
               passages: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-    """{(qid, docid): the digest of what a judge is shown now} from a run's input texts."""
+    """{(qid, docid): the digest of what a judge is shown} from a job's input texts."""
     from reljudge.labels import passage_parts, shown_digest
 
     return {(q, d): shown_digest(queries.get(q), *passage_parts(passages.get(d)))
@@ -62,20 +61,24 @@ def stale_note(count: int, stale: str) -> str:
 
 def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
             current: Mapping[tuple[str, str], str] | None = None, stale: str = "relabel"
-            ) -> tuple[set[Item], set[Item], set[Item]]:
+            ) -> Settled:
     """Items already settled in the sink for these judges: graded, or a failure of the answer
     (refused, unparseable) unless ``retry_failed``; the settled ones that are such failures
     (they still have no grade); and the stale ones: graded on texts other than ``current``
-    (digests of the texts now). Stale items are not settled when ``stale`` is "relabel"; with
+    (digests of the current texts). Stale items are not settled when ``stale`` is "relabel"; with
     "fail" they are an InputError; with "keep" they stay settled."""
-    if not isinstance(sink, JudgmentSink):  # a sink that only takes events settles nothing
-        return set(), set(), set()
+    # a sink that only takes events settles nothing
+    if not isinstance(sink, JudgmentSink):
+        return Settled(set(), set(), set())
     latest: dict[Item, Any] = {}
-    for judge in judge_ids:  # several models: a pair graded by any of them is done
-        for e in sink.outcomes(judge):  # every event of this judge, lean
+    # several models: a pair graded by any of them is done
+    for judge in judge_ids:
+        # every event of this judge, lean
+        for e in sink.outcomes(judge):
             key = (e.qid, e.docid, e.sample)
             if e.grade is not None or key not in latest or latest[key].grade is None:
-                latest[key] = e  # a grade, once given, settles the item
+                # a grade, once given, settles the item
+                latest[key] = e
     done = {k for k, e in latest.items()
             if e.grade is not None or not asked_again(e.failure_kind, retry_failed)}
     old = set()
@@ -90,7 +93,7 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
                          "--stale keep keeps the old labels")
     if stale == "relabel":
         done -= old
-    return done, {k for k in done if latest[k].grade is None}, old
+    return Settled(done, {k for k in done if latest[k].grade is None}, old)
 
 
 def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed: set[Item],
@@ -103,26 +106,15 @@ def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-class Plans(Prompter, Protocol):
-    """What a dry run needs of its labeller (the Labeller is one)."""
-
-    def settled(self, sink: object = None, current: Mapping[tuple[str, str], str] | None = None
-                ) -> tuple[set[Item], set[Item]]: ...
-
-    def cache(self) -> Container[str]: ...
-
-    def keys(self, messages: list[dict], sample: int) -> list[str]: ...
-
-
-def estimate(labeller: Plans, pairs: Sequence[tuple[str, str]],
+def estimate(labeller: Judge, pairs: Sequence[tuple[str, str]],
              queries: Mapping[str, str], passages: Mapping[str, Any],
              sink: object = None) -> CostEstimate:
     """What a run of this labeller would send after store and cache hits, and its rough cost
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
     config, template, price = labeller.config, labeller.template, labeller.price
-    todo, done, _ = plan(pairs, config.samples,
-                         *labeller.settled(sink, shown_now(pairs, queries, passages)))
+    done, failed, _ = labeller.settled(sink, shown_now(pairs, queries, passages))
+    todo, n_done, _ = plan(pairs, config.samples, done, failed)
     cache = labeller.cache()
     cached = tin = 0
     seen: set[str] = set()
@@ -138,5 +130,5 @@ def estimate(labeller: Plans, pairs: Sequence[tuple[str, str]],
     out_each = 150 if template.output == "text" and "M (match)" in template.user else 40
     tout = to_send * out_each
     paid = price.scaled(config.batch_discount) if config.batch else price
-    return CostEstimate(labeller.judge_id, len(todo) + done, done, cached, to_send, tin, tout,
+    return CostEstimate(labeller.judge_id, len(todo) + n_done, n_done, cached, to_send, tin, tout,
                         paid.cost(tin, tout), price.known)

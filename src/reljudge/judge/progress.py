@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -50,7 +50,8 @@ class NotebookDisplay:
             display = shown_by_ipython
         self.bar, self.interval = bar, interval
         self.display: Callable[..., Any] = display
-        self.handle: Any = None  # IPython's DisplayHandle, once shown
+        #: IPython's DisplayHandle, once shown
+        self.handle: Any = None
         self.shown = 0.0
 
     def render(self) -> dict[str, str]:
@@ -78,6 +79,9 @@ class NotebookDisplay:
             self.handle.update(self.render(), raw=True)
 
 
+B = TypeVar("B", bound="_Bar")
+
+
 class _Bar:
     """A rich progress bar (``self.bar``, None when off) used as a context manager: live in a
     terminal, a display updated in place in a notebook."""
@@ -94,14 +98,14 @@ class _Bar:
         if self.notebook is not None:
             self.notebook.show()
 
-    def __enter__(self):
+    def __enter__(self: B) -> B:
         if self.notebook is not None:
             self.notebook.show(force=True)
         elif self.bar is not None:
             self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         if self.notebook is not None:
             self.notebook.show(force=True)
         elif self.bar is not None:
@@ -136,7 +140,8 @@ class Progress(_Bar):
                                           retrying="")
             self._place()
             self.start = self.shown = time.perf_counter()
-            self.pending = 0  # advanced but not yet shown
+            #: advanced but not yet shown
+            self.pending = 0
             self.report: LabelReport | None = None
 
     def advance(self, report: LabelReport) -> None:
@@ -149,7 +154,7 @@ class Progress(_Bar):
             self._show()
 
     def retrying(self, kinds: Iterable[str]) -> None:
-        """Show the calls waiting for a retry now, by the failure kind of their last attempt:
+        """Show the calls waiting for a retry, by the failure kind of their last attempt:
         "retrying 3 (timeout)"."""
         if self.bar is None:
             return
@@ -166,7 +171,7 @@ class Progress(_Bar):
         self.pending, self.shown = 0, now
         self._refresh()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         if self.bar is not None and self.pending:
             self._show()
         super().__exit__(*exc)

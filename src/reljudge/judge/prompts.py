@@ -27,7 +27,8 @@ else:  # pragma: no cover
 PLACEHOLDERS = ("query", "passage", "title", "narrative", "scale")
 
 
-_BLANK_RUNS = re.compile(r"\n{3,}")  # left where optional fields rendered as nothing
+#: left where optional fields rendered as nothing
+_BLANK_RUNS = re.compile(r"\n{3,}")
 
 
 class Template(BaseModel):

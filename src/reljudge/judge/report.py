@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reljudge.choices import Aggregate
-from reljudge.frames import Tabular, dataframe
+from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.labels import LabelEvent
 from reljudge.store.batches import BatchRecord
 from reljudge.types import Qrels
@@ -28,23 +28,34 @@ class LabelReport(Tabular):
 
     judge: str
     pairs: int = 0
-    items: int = 0  # pairs x samples asked for
-    already_done: int = 0  # in the sink from an earlier run
-    already_failed: int = 0  # of those, answers that failed (asked again with retry_failed)
-    cached: int = 0  # answers taken from the call cache
-    calls: int = 0  # paid answers received (re-asks included)
+    #: pairs x samples asked for
+    items: int = 0
+    #: in the sink from an earlier job
+    already_done: int = 0
+    #: of those, answers that failed (asked again with retry_failed)
+    already_failed: int = 0
+    #: answers taken from the call cache
+    cached: int = 0
+    #: paid answers received (re-asks included)
+    calls: int = 0
     labelled: int = 0
     failed: int = 0
-    failure_reasons: Counter = field(default_factory=Counter)  # failure kind -> count
-    failure_examples: dict[str, str] = field(default_factory=dict)  # kind -> "qid docid: why"
-    not_sent: int = 0  # stopped by budget, breaker or interrupt before being asked
-    stale: int = 0  # labelled before on texts that have changed since (see --stale)
+    #: failure kind -> count
+    failure_reasons: Counter = field(default_factory=Counter)
+    #: kind -> "qid docid: why"
+    failure_examples: dict[str, str] = field(default_factory=dict)
+    #: stopped by budget, breaker or interrupt before being asked
+    not_sent: int = 0
+    #: labelled before on texts that have changed since (see --stale)
+    stale: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float = 0.0
     price_known: bool = True
-    endpoint: str = ""  # the resolved base URL (no credentials)
-    warnings: list[str] = field(default_factory=list)  # capability fall-backs, once each
+    #: the resolved base URL (no credentials)
+    endpoint: str = ""
+    #: capability fall-backs, once each
+    warnings: list[str] = field(default_factory=list)
     stop_reason: str | None = None
     elapsed: float = 0.0
     events: list[LabelEvent] = field(default_factory=list)
@@ -104,7 +115,7 @@ class LabelReport(Tabular):
                        "continue; nothing already answered will be paid for again")
         return out
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame of this run's events: qid, docid, sample, grade, failure kind,
         failure, raw answer, tokens, cost, latency."""
         cols = ["qid", "docid", "sample", "grade", "failure_kind", "failure", "raw",
@@ -149,21 +160,32 @@ class BatchResult:
     """What a ``--batch`` run did, and where the job stands."""
 
     judge: str
-    items: int = 0  # pairs x samples asked for
-    submitted_batches: int = 0  # batches created by this run
-    submitted_requests: int = 0  # request lines in them
+    #: pairs x samples asked for
+    items: int = 0
+    #: batches created by this job
+    submitted_batches: int = 0
+    #: request lines in them
+    submitted_requests: int = 0
     collected_batches: int = 0
-    collected_answers: int = 0  # answers put in the cache by this run
-    batch_failures: Counter = field(default_factory=Counter)  # kind -> lines
+    #: answers put in the cache by this job
+    collected_answers: int = 0
+    #: kind -> lines
+    batch_failures: Counter = field(default_factory=Counter)
     tokens_in: int = 0
     tokens_out: int = 0
-    cost: float = 0.0  # at the batch price
-    open: list[BatchRecord] = field(default_factory=list)  # still running at the end
-    graded: int = 0  # items with a grade at the end
-    without_grade: int = 0  # items that have none and are in no open batch
-    stale: int = 0  # labelled before on texts that have changed since (see --stale)
+    #: at the batch price
+    cost: float = 0.0
+    #: still running at the end
+    open: list[BatchRecord] = field(default_factory=list)
+    #: items with a grade at the end
+    graded: int = 0
+    #: items that have none and are in no open batch
+    without_grade: int = 0
+    #: labelled before on texts that have changed since (see --stale)
+    stale: int = 0
     stop_reason: str | None = None
-    reports: list[LabelReport] = field(default_factory=list)  # cache -> grades, fallback
+    #: the online steps: answers already cached, re-asks, --batch-fallback online
+    reports: list[LabelReport] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -199,7 +221,8 @@ def judge_qrels(judges: Sequence[str], aggregate: Aggregate = "majority", *,
             found = report.grades(aggregate, judge)
         else:
             raise ValueError("judge_qrels needs a store or a report")
-        for pair, grade in found.items():  # a pair keeps its first judge's grade
+        # a pair keeps its first judge's grade
+        for pair, grade in found.items():
             grades.setdefault(pair, grade)
     return Qrels.from_arrays([q for q, _ in grades], [d for _, d in grades],
                              np.array(list(grades.values()), dtype=np.int64))

@@ -20,8 +20,8 @@ from reljudge.io.files import text_lines
 from reljudge.judge.batch.files import Item, answer_fields, read_lines
 from reljudge.judge.config import JudgeConfig
 from reljudge.judge.http.client import Answer
+from reljudge.judge.labeller import Labeller
 from reljudge.judge.planning import shown_now
-from reljudge.judge.prompter import Prompter
 from reljudge.judge.report import BatchResult
 from reljudge.labels import FailureKind, LabelEvent
 from reljudge.store.batches import BatchLog, BatchRecord
@@ -29,26 +29,15 @@ from reljudge.store.batches import BatchLog, BatchRecord
 if TYPE_CHECKING:  # pragma: no cover
     import openai
 
-Texts = tuple[Mapping[str, str], Mapping[str, Any]]  # a run's queries and passages
-
-
-class Grades(Prompter, Protocol):
-    """What turning a batch's answers into events needs of the labeller (a Labeller)."""
-
-    def params(self) -> dict[str, Any]: ...
-
-    def event_meta(self, params: dict) -> dict[str, Any]: ...
-
-    def request_key(self, messages: list[dict], sample: int) -> str: ...
-
-    def cache(self) -> Any: ...  # a diskcache.Cache (an untyped library)
+#: a job's queries and passages
+Texts = tuple[Mapping[str, str], Mapping[str, Any]]
 
 
 class Collects(Protocol):
     """What collecting a batch needs of its job (a BatchJob)."""
 
     @property
-    def labeller(self) -> Grades: ...
+    def labeller(self) -> Labeller: ...
 
     @property
     def log(self) -> BatchLog: ...
@@ -70,13 +59,14 @@ class Collects(Protocol):
 __all__ = ["Collected", "answer_events", "collect_batch"]
 
 
-def _cache_all(cache, feed: queue.SimpleQueue) -> None:
+def _cache_all(cache: Any, feed: queue.SimpleQueue) -> None:
     """Lists of (custom_id, answer) from ``feed`` into the answer cache, until None, in one
     transaction (all or none, if killed)."""
     with cache.transact():
         while (chunk := feed.get()) is not None:
             for cid, answer in chunk:
-                cache.set(cid, answer.to_cache())  # the same request's answer: either will do
+                # the same request's answer: either will do
+                cache.set(cid, answer.to_cache())
 
 
 @dataclass
@@ -123,7 +113,7 @@ def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
     job.step("collecting")
     never_run = {"expired": FailureKind.EXPIRED, "cancelled": FailureKind.CANCELLED}
     reason = job.reasons.get(rec.id)
-    for cid in items.keys() - answers.keys() - failed.keys():  # never run
+    for cid in items.keys() - answers.keys() - failed.keys():
         kind = never_run.get(rec.status, FailureKind.HTTP_STATUS)
         failed[cid] = (kind, f"batch {rec.status} before this request ran"
                        + (f": {reason}" if reason else ""))
@@ -132,7 +122,7 @@ def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
     for cid, (kind, why) in failed.items():
         result.batch_failures[kind.value] += 1
         for item in items[cid]:
-            if item not in settled:  # else: settled meanwhile
+            if item not in settled:
                 out.missed[item] = cid
                 events.append(LabelEvent(
                     qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
@@ -151,7 +141,7 @@ def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
     return out
 
 
-def answer_events(lab: Grades, answers: Mapping[str, Answer],
+def answer_events(lab: Labeller, answers: Mapping[str, Answer],
                   items: Mapping[str, list[Item]], settled: set[Item],
                   out: Collected, texts: Texts = ({}, {})) -> list[LabelEvent]:
     """The events of a batch's answers, as the online labeller records a cached answer;
@@ -159,7 +149,8 @@ def answer_events(lab: Grades, answers: Mapping[str, Answer],
     the texts (``texts``: the run's queries and passages) when they rebuild the very request
     the batch answered (its custom_id), else none (the texts it answered are not known)."""
     events: list[LabelEvent] = []
-    meta = lab.event_meta(lab.params())  # one dict shared by the batch's events
+    # one dict shared by the batch's events
+    meta = lab.event_meta(lab.params())
     output, judge = lab.template.output, lab.judge_id
     for cid, answer in answers.items():
         fields = answer_fields(answer, output)
@@ -175,7 +166,7 @@ def answer_events(lab: Grades, answers: Mapping[str, Answer],
     return events
 
 
-def _shown(lab: Grades, item: Item, cid: str, queries: Mapping[str, str],
+def _shown(lab: Labeller, item: Item, cid: str, queries: Mapping[str, str],
            passages: Mapping[str, Any]) -> str | None:
     """The digest of the texts this item's request was built from, when these texts rebuild
     it exactly (same cache key as the batch line's custom_id); else None."""

@@ -20,6 +20,7 @@ from reljudge.judge.budget import prompt_tokens_bound
 from reljudge.judge.cache import RequestKeys
 from reljudge.judge.failures import CallFailed, error_object, status_kind
 from reljudge.judge.http.client import Answer, answer_from_response, grade_fields, refusal_failure
+from reljudge.judge.labeller import Labeller
 from reljudge.judge.parse import parse_answer
 from reljudge.labels import FailureKind
 
@@ -35,13 +36,16 @@ class BatchLine:
     """One request line of a batch input file and the items it answers."""
 
     custom_id: str
-    data: bytes  # the JSONL line, newline included
+    #: the JSONL line, newline included
+    data: bytes
     items: tuple[Item, ...]
-    worst_case: float  # the most this request can cost at the batch price
-    tokens: int = 0  # the most tokens it can enqueue: the prompt's bound plus the output limit
+    #: the most this request can cost at the batch price
+    worst_case: float
+    #: the most tokens it can enqueue: the prompt's bound plus the output limit
+    tokens: int = 0
 
 
-def build_lines(labeller, items: Sequence[Item], queries: Mapping[str, str],
+def build_lines(labeller: Labeller, items: Sequence[Item], queries: Mapping[str, str],
                 passages: Mapping[str, Any], discount: float = 0.5) -> list[BatchLine]:
     """The batch request lines of these items (identical requests once, in item order), with
     the online path's messages, parameters, body and cache key."""
@@ -49,8 +53,9 @@ def build_lines(labeller, items: Sequence[Item], queries: Mapping[str, str],
     model = labeller.config.model
     out_limit = params.get("max_tokens") or params.get("max_completion_tokens") or 0
     price = labeller.price.scaled(discount)
+    # the online path's key
     keys = RequestKeys(labeller.endpoint.base_url, model, params,
-                       replica=labeller.specs[0].replica)  # the online path's key
+                       replica=labeller.specs[0].replica)
     # the body is {"model", "messages", **params} (client.request_body), keys in that order
     head = f', "method": "POST", "url": "{ENDPOINT}", "body": {{"model": {_JSON.encode(model)}' \
            ', "messages": '

@@ -1,19 +1,12 @@
 """Labelling through the OpenAI Batch API: the same requests as online, at the batch price.
 
-Each request line is built from exactly the online path's prompt, parameters and body, and its
-``custom_id`` is the answer cache key, so a batch answer and an online answer of the same
-request are one cache entry (``reljudge.judge.batch.files``). Every step is recorded in the
-label store before the next one happens: the batch row, its items and its intent (the name its
-input file and batch will carry) before the upload, the input file id after it, the batch id
-after creation. A run (``label --batch`` again, or ``reljudge batch collect``) resumes from
-those records: a file or batch a killed run made but did not record is found at the provider by
-its intent, never made again; open batches are polled, and a finished batch is collected in
-bulk: its answers go into the answer cache in one transaction, and its events (grades and
-refusals graded by the online path's rules, failed lines as failures by kind) into the store in
-one transaction that also marks it collected. An unreadable answer gets the online path's one
-re-ask. Pairs settled in the store, already cached, or held by an open batch are never put in a
-new batch; so a process killed at any point and run again submits no pair twice and loses no
-answer.
+Each request line is the online path's request, and its ``custom_id`` is the answer cache key,
+so a batch answer and an online answer of the same request are one cache entry
+(``reljudge.judge.batch.files``). Every step is recorded in the label store before the next
+one happens: a job resumed after a kill finds what it made at the provider by its intent, never
+makes it again, and collects finished batches in bulk (``reljudge.judge.batch.collect``).
+Pairs settled in the store, already cached, or held by an open batch never go in a new batch:
+no pair is submitted twice, no answer lost (docs/endpoints.md, "The Batch API").
 """
 
 from __future__ import annotations
@@ -40,6 +33,8 @@ from reljudge.judge.labeller import Labeller
 from reljudge.judge.planning import shown_now, stale_note
 from reljudge.judge.progress import BatchProgress
 from reljudge.judge.report import BatchResult
+from reljudge.judge.role import Settled
+from reljudge.store import LabelStore
 from reljudge.store.batches import TERMINAL, BatchLog, BatchRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,6 +44,7 @@ __all__ = ["ENDPOINT", "BatchJob", "BatchLine", "BatchResult", "build_lines", "s
            "upload_name"]
 
 COMPLETION_WINDOW: Final = "24h"
+Pairs = Sequence[tuple[str, str]]
 
 #: the steps a job tells ``on_step`` it has just taken (each one recorded before the next)
 STEPS = ("recorded", "uploading", "uploaded", "creating", "created", "collecting")
@@ -61,7 +57,7 @@ def upload_name(intent: str) -> str:
     return f"reljudge-batch-{intent}.jsonl"
 
 
-def failure_reason(batch) -> str:
+def failure_reason(batch: Any) -> str:
     """What the provider says made a batch fail (its ``errors.data``: code, message, line)."""
     data = getattr(getattr(batch, "errors", None), "data", None) or []
     parts = [f"{e.code}: {e.message}" + (f" (line {e.line})" if getattr(e, "line", None) else "")
@@ -78,7 +74,7 @@ def new_intent(data: bytes) -> str:
 class BatchJob:
     """One judge's Batch API labelling over a label store."""
 
-    def __init__(self, labeller: Labeller, store, *, say: Callable[[str], None] | None = None,
+    def __init__(self, labeller: Labeller, store: LabelStore, *, say: Callable[[str], None] | None = None,
                  on_step: Callable[[str], None] | None = None):
         """``say``: where the job's progress lines go (the CLI prints them; by default they
         are logged on this module's logger at WARNING, so that unconfigured logging still
@@ -93,11 +89,16 @@ class BatchJob:
         self._say = say if say is not None else _log.warning
         self._on_step = on_step
         self._client: openai.OpenAI | None = None
-        self._seen: tuple[str, tuple[set[Item], set[Item]]] | None = None  # store mark, settled
-        self.reasons: dict[int, str] = {}  # our batch id -> why the provider failed it
-        self.texts: Texts = ({}, {})  # the run's queries and passages
-        self.current: dict | None = None  # digests of the run's texts (stale labels)
-        self.handle_sigint = False  # the run's online steps catch Ctrl-C (run's option)
+        #: the store's mark when last read, and what was settled then
+        self._seen: tuple[str, Settled] | None = None
+        #: our batch id -> why the provider failed it
+        self.reasons: dict[int, str] = {}
+        #: the job's queries and passages
+        self.texts: Texts = ({}, {})
+        #: digests of the job's texts (stale labels)
+        self.current: dict | None = None
+        #: the job's online steps catch Ctrl-C (an option of ``run``)
+        self.handle_sigint = False
 
     def _tell(self, note: str) -> None:
         """A warning the user must see whatever --quiet says (the labeller's ``on_warning``,
@@ -128,7 +129,7 @@ class BatchJob:
 
     def _config_record(self) -> dict:
         """The settings a later ``reljudge batch collect`` rebuilds this judge from (never
-        the key; the endpoint and cache folder as resolved now, so the keys match)."""
+        the key; the endpoint and cache folder as resolved for this job, so the keys match)."""
         record = self.config.model_dump(mode="json", exclude={"api_key"})
         record.update(base_url=self.labeller.endpoint.base_url,
                       batch_url=self.config.batch_url or self.labeller.endpoint.base_url,
@@ -191,7 +192,7 @@ class BatchJob:
         return next((f.id for f in self.client.files.list(purpose="batch")
                      if f.filename == name), None)
 
-    def _created(self, rec: BatchRecord):
+    def _created(self, rec: BatchRecord) -> Any:
         """The provider's batch a killed run created for this record but did not record (by
         its intent in the metadata, or for records without one, by its input file), or None."""
         return next((b for b in self.client.batches.list()
@@ -262,21 +263,25 @@ class BatchJob:
         lab = self.labeller
         lab.check_inputs(pairs, queries, passages)
         self.handle_sigint = handle_sigint
-        self.texts = (queries, passages)  # what a collected answer's texts are checked against
+        # what a collected answer's texts are checked against
+        self.texts = (queries, passages)
         self.current = shown_now(pairs, queries, passages)
         result = BatchResult(lab.judge_id)
         items = self._items(pairs)
         result.items = len(items)
-        self._settled()  # finds the stale items (--stale fail: an error before anything)
-        if lab.stale:
-            result.stale = len(lab.stale)
+        # --stale fail: an error before anything
+        stale = self._settled().stale
+        if stale:
+            result.stale = len(stale)
             self._tell(stale_note(result.stale, self.config.stale))
-        watched: set[int] = set()  # our ids of the batches this run waits for
+        #: our ids of the batches this job waits for
+        watched: set[int] = set()
         with BatchProgress(progress and wait) as bar:
             try:
                 await self._loop(pairs, items, queries, passages, result, not submit, watched,
                                  bar, wait, progress)
-            except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the main task)
+            except asyncio.CancelledError:
+                # Ctrl-C (asyncio.run cancels the main task)
                 task = asyncio.current_task()
                 # Python 3.10's asyncio.run raises KeyboardInterrupt instead: not Ctrl-C here
                 if sys.version_info < (3, 11) or task is None or task.uncancel() > 0:
@@ -291,18 +296,20 @@ class BatchJob:
         result.without_grade = len(todo) + failed - len(set(todo) & pending)
         return result
 
-    async def _loop(self, pairs, items: list[Item], queries, passages, result, submitted,
-                    watched, bar, wait, progress) -> None:
+    async def _loop(self, pairs: Pairs, items: list[Item], queries: Mapping[str, str],
+                    passages: Mapping[str, Any], result: BatchResult, submitted: bool,
+                    watched: set[int], bar: BatchProgress, wait: bool, progress: bool) -> None:
         """Poll, collect, re-ask, submit; again every poll_interval while waiting (``items``:
         the pairs' items)."""
         lab = self.labeller
-        progress = progress and bar.bar is None  # one live display at a time
+        # one live display at a time
+        progress = progress and bar.bar is None
         wanted = set(items)
         while True:
             watched |= {r.id for r in self.log.batches(lab.judge_id, open_only=True)}
             finished = self.poll()
             if finished:
-                settled = self._settled()[0]
+                settled = self._settled().done
                 left = Collected()
                 for rec in finished:
                     got = self.collect(rec, result, settled)
@@ -310,7 +317,8 @@ class BatchJob:
                     left.missed.update(got.missed)
                 reask = self._rebuildable({it: c for it, c in left.reask.items()
                                            if it in wanted}, queries, passages, "re-asked")
-                if reask:  # the online path's one re-ask, the first answer from the cache
+                # the online path's one re-ask, the first answer from the cache
+                if reask:
                     await self._online(pairs, queries, passages, reask, result, progress)
                 missed = {it: c for it, c in left.missed.items() if it in wanted}
                 if missed and self.config.batch_fallback == "online":
@@ -321,20 +329,22 @@ class BatchJob:
                                        result, progress)
             if not submitted and not result.stop_reason:
                 await self._submit_rest(pairs, items, queries, passages, result, progress)
-                submitted = True  # re-batching happens on the next run, never twice in one
+                # re-batching happens on the next job, never twice in one
+                submitted = True
             result.open = self.log.batches(lab.judge_id, open_only=True)
             watched |= {r.id for r in result.open}
             bar.update([r for r in self.log.batches(lab.judge_id) if r.id in watched])
             if not wait or not result.open or result.stop_reason:
                 return
-            await asyncio.sleep(self.config.poll_interval)  # Ctrl-C lands here at the latest
+            # Ctrl-C lands here at the latest
+            await asyncio.sleep(self.config.poll_interval)
 
     def _items(self, pairs: Sequence[tuple[str, str]]) -> list[Item]:
         """The (qid, docid, sample) items of these pairs, once each, in order."""
         return list(dict.fromkeys((q, d, s) for q, d in pairs
                                   for s in range(self.config.samples)))
 
-    def _settled(self) -> tuple[set[Item], set[Item]]:
+    def _settled(self) -> Settled:
         """The labeller's settled items (and failed ones among them) in the store, read again
         only when the store has changed since the last look."""
         mark = self.store.fingerprint()
@@ -344,10 +354,11 @@ class BatchJob:
 
     def _plan(self, items: list[Item]) -> tuple[list[Item], int]:
         """Those of these items still to ask, and how many are settled as failures."""
-        done, failed = self._settled()
+        done, failed, _ = self._settled()
         return [it for it in items if it not in done], sum(1 for it in items if it in failed)
 
-    def _rebuildable(self, items: dict[Item, str], queries, passages, what: str) -> set[Item]:
+    def _rebuildable(self, items: dict[Item, str], queries: Mapping[str, str],
+                     passages: Mapping[str, Any], what: str) -> set[Item]:
         """The items whose request these texts rebuild exactly (same cache key as the batch
         line's custom_id); the others are left, with a message, for a run with the original
         inputs (e.g. a store from before passage titles were kept)."""
@@ -360,7 +371,8 @@ class BatchJob:
                       "with the original inputs")
         return ok
 
-    async def _online(self, pairs, queries, passages, only: set[Item], result: BatchResult,
+    async def _online(self, pairs: Pairs, queries: Mapping[str, str],
+                      passages: Mapping[str, Any], only: set[Item], result: BatchResult,
                       progress: bool) -> None:
         """These items through the online labeller (cached answers are taken from the cache)."""
         if not only:
@@ -372,8 +384,9 @@ class BatchJob:
         if report.stop_reason:
             result.stop_reason = report.stop_reason
 
-    async def _submit_rest(self, pairs, items: list[Item], queries, passages,
-                           result: BatchResult, progress: bool) -> None:
+    async def _submit_rest(self, pairs: Pairs, items: list[Item], queries: Mapping[str, str],
+                           passages: Mapping[str, Any], result: BatchResult,
+                           progress: bool) -> None:
         """Batch every unsettled item no open batch holds; those whose answer is cached already
         (an online run's, or one a killed run collected) are graded from the cache instead."""
         lab = self.labeller

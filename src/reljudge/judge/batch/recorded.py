@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import cast
 
 from reljudge.errors import ConfigError
 from reljudge.judge.batch.job import BatchJob
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.report import BatchResult
+from reljudge.store import LabelStore
 from reljudge.store.batches import BatchLog
 
 
-def recorded_jobs(store, api_key: str | None = None, *, say: Callable[[str], None] | None = None,
+def recorded_jobs(store: LabelStore, api_key: str | None = None, *, say: Callable[[str], None] | None = None,
                   on_warning: Callable[[str], None] | None = None,
                   open_only: bool = True) -> list[BatchJob]:
     """One BatchJob per judge settings recorded with the store's (open) batches, rebuilt
@@ -30,7 +32,7 @@ def recorded_jobs(store, api_key: str | None = None, *, say: Callable[[str], Non
             for cfg in configs.values()]
 
 
-async def collect_recorded(store, api_key: str | None = None, *, wait: bool = False,
+async def collect_recorded(store: LabelStore, api_key: str | None = None, *, wait: bool = False,
                            say: Callable[[str], None] | None = None,
                            on_warning: Callable[[str], None] | None = None,
                            handle_sigint: bool = False) -> list[BatchResult]:
@@ -50,6 +52,8 @@ async def collect_recorded(store, api_key: str | None = None, *, wait: bool = Fa
             raise ConfigError(f"{store.path}: no text for {len(missing)} query/passage id(s) "
                               f"of the recorded batches (e.g. {missing[:3]}): collect with "
                               "reljudge label --batch and the original inputs")
-        results.append(await job.run(pairs, queries, passages, wait=wait, submit=False,
-                                       handle_sigint=handle_sigint))
+        # none is None: checked above
+        texts = cast(dict[str, str], queries)
+        results.append(await job.run(pairs, texts, passages, wait=wait, submit=False,
+                                     handle_sigint=handle_sigint))
     return results

@@ -19,7 +19,8 @@ class CircuitBreaker:
         self.threshold = threshold
         self.streak = 0
         self.last: CallFailed | None = None
-        self.answered = False  # some call of this run got an answer
+        #: some call of this job got an answer
+        self.answered = False
         self.tripped = False
 
     def success(self) -> None:
@@ -46,5 +47,6 @@ class CircuitBreaker:
     def call_failed(self, exc: CallFailed) -> bool:
         """A call whose attempts ended in failure; True when the job must stop."""
         if self.tripped or (not self.answered and exc.feature is None):
-            return self.tripped  # before the first answer its attempts were counted already
+            # before the first answer its attempts were counted already
+            return self.tripped
         return self.failure(exc)

@@ -1,18 +1,15 @@
 """What an endpoint accepts, and the ladder we step down when it rejects a request feature.
 
-Endpoints differ: llama-cpp-python's server rejects ``response_format: json_schema`` (HTTP 500
-with a validation error; llama.cpp's own server takes it: tests/test_llama_server.py), some
-reject ``logprobs``/``top_logprobs`` or ``seed``, reasoning models want
-``max_completion_tokens`` where others want ``max_tokens``. When an error names a feature the
-request used (any status), the run steps that feature down once and sends again:
+When an error names a feature the request used (any status), the job steps that feature down
+once, warns once and sends again (docs/labelling.md, "Endpoints differ", says which servers
+need it):
 
 - response_format: json_schema -> json_object -> none (the prompt alone asks for JSON)
 - logprobs (and top_logprobs): on -> off
 - seed: sent -> not sent
-- token limit field: max_tokens <-> max_completion_tokens (one switch per run)
+- token limit field: max_tokens <-> max_completion_tokens (one switch per job)
 
-Each step is warned about once; the parameters actually sent are part of the cache key and of
-each label's provenance.
+The parameters actually sent are part of the cache key and of each label's provenance.
 """
 
 from __future__ import annotations
@@ -33,13 +30,15 @@ class Capabilities:
 
     def __init__(self, base: dict[str, Any], *, json_schema: dict | None, logprobs: bool,
                  token_field: str = "max_tokens"):
-        self.base = base  # temperature, the token limit value, seed when given
+        #: temperature, the token limit value, seed when given
+        self.base = base
         self.json_schema = json_schema
         self.state = {"response_format": "json_schema" if json_schema else "none",
                       "logprobs": "on" if logprobs else "off",
                       "seed": "sent" if "seed" in base else "not sent",
                       "token_limit": token_field}
-        self.switched: set[str] = set()  # features already stepped this run
+        #: features already stepped down in this job
+        self.switched: set[str] = set()
         self.params = self._build()
 
     def _build(self) -> dict[str, Any]:
@@ -63,7 +62,8 @@ class Capabilities:
         again, nothing to say), or None when there is no step left (the failure stands).
         """
         if sent is not self.params and sent != self.params:
-            return ""  # the request was built before an earlier fall-back: just resend
+            # the request was built before an earlier fall-back: just resend
+            return ""
         ladder = LADDER[feature]
         now = self.state[feature]
         i = ladder.index(now)

@@ -51,7 +51,8 @@ class Answer:
     tokens_in: int
     tokens_out: int
     latency: float
-    logprobs: list[dict] | None = None  # [{"token": t, "top": {token: logprob}}]
+    #: [{"token": t, "top": {token: logprob}}]
+    logprobs: list[dict] | None = None
 
     @property
     def cut_off(self) -> bool:
@@ -72,7 +73,8 @@ _FEATURE_RES = [(re.compile(rf"(?<![A-Za-z_]){name}(?![A-Za-z_])"), name, featur
                 for name, feature in _FEATURE_NAMES]
 
 
-GRADE_TOKENS = {str(g): g for g in SCALE}  # the answer tokens that state a grade
+#: the answer tokens that state a grade
+GRADE_TOKENS = {str(g): g for g in SCALE}
 
 
 def rejected_feature(message: str, params: dict[str, Any]) -> str | None:

@@ -2,14 +2,11 @@
 
 A job's calls go to ``base_url`` (or OPENAI_BASE_URL, else OpenAI), or are spread over the
 ``endpoints`` given (``--base-url`` repeated, ``--endpoints FILE``), each with its own model,
-key, concurrency and rate limits; ``reljudge.judge.dispatch`` sends a run's pairs to them.
+key, concurrency and rate limits; ``reljudge.judge.dispatch`` sends a job's pairs to them.
 ``resolve_endpoints`` reads the settings and the environment once; the clients
 (``reljudge.judge.http.client``, the Batch API's) are given the resolved ``Endpoint``.
-
-Endpoints serving one model are replicas (unless ``replicas = false``): their answers are
-cached under one key without the URL, so any replica's answer is a hit for all. Endpoints
-serving different models are different judges (``model/prompt``), each with the key of one
-endpoint. One endpoint keeps its URL in the key unless ``replicas = true`` is said.
+Endpoints serving one model are replicas unless said otherwise: one cache key without the URL
+serves them all (docs/endpoints.md, "Many endpoints at once").
 """
 
 from __future__ import annotations
@@ -50,16 +47,19 @@ class Endpoint:
     the headers it gets, its limits, its cache scope. Nothing downstream reads the settings or
     the environment again. ``EndpointConfig`` is an endpoint as the settings write it."""
 
-    base_url: str  # without a trailing "/", query kept (Azure's api-version)
+    #: without a trailing "/", query kept (Azure's api-version)
+    base_url: str
     api_key: str | None = field(repr=False)
     model: str
     concurrency: int = 16
     rpm: float | None = None
     tpm: float | None = None
-    replica: bool = False  # cached without its URL, shared with the other replicas
+    #: cached without its URL, shared with the other replicas
+    replica: bool = False
     organization: str | None = None  # OPENAI_ORG_ID
     project: str | None = None  # OPENAI_PROJECT_ID
-    proxy_tls: bool = False  # a proxy variable names an https: proxy: TLS may be spoken
+    #: a proxy variable names an https: proxy: TLS may be spoken
+    proxy_tls: bool = False
 
     @classmethod
     def resolve(cls, base_url: str | None, api_key: str | None, model: str, *,

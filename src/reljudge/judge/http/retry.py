@@ -128,7 +128,8 @@ class RetryPolicy:
         try:
             async for attempt in retrying:
                 if failures and halted is not None and halted():
-                    raise failures[-1]  # halted while waiting: no further attempt
+                    # halted while waiting: no further attempt
+                    raise failures[-1]
                 with attempt:
                     attempt_number = attempt.retry_state.attempt_number
                     return await call()

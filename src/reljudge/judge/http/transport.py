@@ -1,20 +1,12 @@
 """How a chat-completions request travels: one JSON POST, answered by (status, headers, body).
 
 A transport only carries bytes; the client (``reljudge.judge.http.client``) decides the URL, the
-headers and what an answer means. Two transports, one behaviour:
-
-- ``aiohttp`` (the default): one ``aiohttp`` session with a pool as large as the concurrency.
-  At 128 concurrent calls the SDK's own request path (option models, httpx request and
-  response objects) cost 1-2.5 ms of CPU per call and capped a labelling run at 55-75 % of
-  the endpoint's capacity; this path costs a fraction of that (``bench/labeller.py``).
-- ``httpx``: the openai SDK's own HTTP client class (``openai.DefaultAsyncHttpxClient``), for
-  environments where aiohttp is unwelcome.
-
-Both use one SSL context (the system trust store, plus ``--ca-bundle`` and an optional client
-certificate), the same proxy settings (``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` /
-``NO_PROXY``), and fail the same way: a ``CallFailed`` of kind ``connection`` (refused, reset,
-closed mid-answer), ``tls`` (certificate or handshake: the detail says which) or ``timeout``
-(the whole call took longer than the timeout).
+headers and what an answer means. Two transports, one behaviour: ``aiohttp`` (the default: one
+session, its pool as large as the concurrency; the SDK's own request path costs more CPU per
+call than a busy job can spare, docs/endpoints.md) and ``httpx`` (the openai SDK's own HTTP
+client class, for environments where aiohttp is unwelcome). Both use one SSL context and the
+same proxy settings, and fail the same way: a ``CallFailed`` of kind ``connection`` (refused,
+reset, closed mid-answer), ``tls`` (the detail says which) or ``timeout`` (the whole call).
 """
 
 from __future__ import annotations
@@ -28,7 +20,8 @@ from reljudge.errors import ConfigError
 from reljudge.judge.failures import CallFailed
 from reljudge.labels import FailureKind
 
-try:  # imported with the judge, not inside the first call (it takes a while)
+try:
+    # imported with the judge, not inside the first call (it takes a while)
     import aiohttp
 
     HAS_AIOHTTP = True
@@ -203,7 +196,8 @@ class HttpxTransport:
             limits=limits, timeout=timeout, verify=ssl_ctx or True)  # True: httpx's default
 
     async def post(self, body: bytes) -> tuple[int, Any, bytes]:
-        try:  # httpx bounds each read and write; the whole call is bounded here
+        try:
+            # httpx bounds each read and write; the whole call is bounded here
             r = await asyncio.wait_for(self._client.post(self.url, content=body,
                                                          headers=self.headers), self.timeout)
         except (asyncio.TimeoutError, self._httpx.TimeoutException):
