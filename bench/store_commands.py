@@ -41,6 +41,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script
+from bench import common  # noqa: E402
+
 JUDGE = "Olz-gpt4o"  # the judge of calibrate, sample and estimate
 
 
@@ -170,16 +173,17 @@ def commands(location: str, data: Path, tmp: Path, repeat: int, server=None
             for name, from_store, from_files in cases(location, data, tmp)]
 
 
-def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
+def table(results: dict[str, list[tuple[str, float, float]]], markdown: bool = False) -> str:
     """The rows printed: backend, command, seconds from the store and from files, ratio."""
-    lines = [f"{'backend':<11} {'command':<18} {'store s':>8} {'files s':>8} {'ratio':>6}"]
-    for backend, rows in results.items():
-        lines += [f"{backend:<11} {name:<18} {s:>8.2f} {f:>8.2f} {s / f:>5.2f}x"
-                  for name, s, f in rows]
-    return "\n".join(lines)
+    rows = [[backend, name, f"{s:.2f}", f"{f:.2f}", f"{s / f:.2f}x"]
+            for backend, rows in results.items() for name, s, f in rows]
+    return common.table(["backend", "command", "store s", "files s", "ratio"], rows, markdown,
+                        left=2, caption="CPU seconds of whole processes (on PostgreSQL with the "
+                                        "server's share), median of each command's runs")
 
 
-def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -> None:
+def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None,
+        markdown: bool = False) -> None:
     """Each backend's rows, then the table; ``pg_seconds``: the PostgreSQL server's CPU
     seconds so far (None: a server of the user's, not counted)."""
     import compileall
@@ -202,7 +206,7 @@ def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -
                                         None if backend == "sqlite" else pg_seconds)
             print(f"{backend}: done", file=sys.stderr)
             shutil.rmtree(folder)
-    print(table(results))
+    print(table(results, markdown))
 
 
 # --- `estimate` of a track: many runs, one pair sample ----------------------------------------
@@ -255,15 +259,16 @@ def _estimate_seconds(location: str, paths: list[str], measure: str, extra: list
     return _seconds(args, 1, env)
 
 
-def estimate_track(data: Path, counts: list[int], repeat: int, against: str | None) -> str:
+def estimate_track(data: Path, counts: list[int], repeat: int, against: str | None,
+                   markdown: bool = False) -> str:
     """The table: per number of runs and case, the median CPU seconds of ``repeat`` runs of
     `estimate` from this checkout and, with ``against`` (another checkout's ``src``), from
     that one, the two taking turns so that a busy machine slows both alike."""
     import tempfile
 
-    lines = [f"load average at start: {os.getloadavg()[0]:.1f}"]
-    head = f"{'runs':>4} {'pairs':>6} {'sampled':>7} {'case':<22} {'this s':>7}"
-    lines.append(head + (f" {'against s':>9} {'ratio':>6}" if against else ""))
+    header = ["runs", "pairs of runs", "sampled", "case", "this s",
+              *(["against s", "ratio"] if against else [])]
+    rows = []
     for count in counts:
         with tempfile.TemporaryDirectory() as tmp:
             location, paths, budget = track_store(data, Path(tmp), count)
@@ -275,15 +280,16 @@ def estimate_track(data: Path, counts: list[int], repeat: int, against: str | No
                     if against:
                         theirs.append(_estimate_seconds(location, paths, measure, extra,
                                                         against))
-                row = f"{count:>4} {pairs:>6} {budget:>7} {label:<22} {_median(mine):>7}"
+                row = [str(count), str(pairs), str(budget), label, _median(mine)]
                 if against:
                     ratio = (f"{statistics.median(theirs) / statistics.median(mine):.1f}x"
                              if None not in theirs + mine else "")  # type: ignore[operator]
-                    row += f" {_median(theirs):>9} {ratio:>6}"
-                lines.append(row)
-                print(row, file=sys.stderr)
-    lines.append(f"load average at end: {os.getloadavg()[0]:.1f}")
-    return "\n".join(lines)
+                    row += [_median(theirs), ratio]
+                rows.append(row)
+                print(" ".join(row), file=sys.stderr)
+    return common.table(header, rows, markdown, left=0, caption=(
+        f"`reljudge estimate` of a track: CPU seconds of the whole process, median of {repeat}; "
+        f"a stratified sample of 10 % of the runs' top-10 pool"))
 
 
 def _median(times: list[float | None]) -> str:
