@@ -45,12 +45,14 @@ def cpu_model() -> str:
 
 
 def commit() -> str:
-    """The checkout's short commit, with ``+changes`` when its tracked files differ from it."""
+    """The checkout's short commit, with ``+changes`` when the code measured (src/, bench/)
+    differs from it; the pages bench/tables.py writes do not count."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
                               text=True).stdout.strip()
     head = git("rev-parse", "--short=7", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", "src", "bench")
+    return head + ("+changes" if changed else "")
 
 
 def heading(argv: list[str] | None = None) -> str:

@@ -8,8 +8,8 @@ intervals (1,000 resamples per run) and the Holm correction, not the evaluation 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 import time
+from pathlib import Path
 
 import numpy as np
 

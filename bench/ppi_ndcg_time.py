@@ -13,7 +13,6 @@ grade or query made it 5-8x DCG's on this machine's kind.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path

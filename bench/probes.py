@@ -21,8 +21,8 @@ Wilson 95 % interval, and McNemar's exact p: the figures of docs/probes.md.
 from __future__ import annotations
 
 import platform
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 
