@@ -8,7 +8,7 @@ width per label (active statistical inference: Zrnic and Candes, ICML 2024; stra
 Fisch et al., NeurIPS 2024). The probabilities are Neyman-like, pi_i proportional to
 sqrt(u_i * W_i): u_i the expected squared difference of the human and the judge's gain on
 the pair (``Signal``), W_i its squared rank weights summed over the runs, mixed with the
-uniform n / N so that no pair's probability is near 0 (docs/ppi.md). ``infer.weighted``
+uniform n / N so that no pair's probability is near 0 (docs/ppi-method.md). ``infer.weighted``
 estimates from such a sample.
 """
 
@@ -159,7 +159,7 @@ def sizes(signal: Signal, weights: np.ndarray) -> np.ndarray:
     the runs (``weights``: (runs, pairs); without runs every pair weighs 1), u_i the
     signal's plus its mean: a signal is noisy, and a pair it calls certain is not (judges
     that agree on 85 % of the pairs gave 0.07 correlation with the human residual; alone,
-    their u made intervals wider and cover 72 %, docs/ppi.md)."""
+    their u made intervals wider and cover 72 %, docs/ppi-validation.md)."""
     spread = (weights ** 2).sum(axis=0) if len(weights) else np.ones(len(signal.u))
     u = np.maximum(signal.u, 0.0)
     return np.sqrt((u + u.mean()) * spread)

@@ -1,7 +1,7 @@
 """Prediction-powered estimates: a mean under human labels from judge predictions on every
 unit plus human labels on a random sample, with intervals valid however bad the judge is.
 
-Two estimators share one formula (written out in docs/ppi.md):
+Two estimators share one formula (written out in docs/ppi-method.md):
 
 * ``ppi_mean_ci``: PPI++ (Angelopoulos, Duchi, Zrnic 2023) for i.i.d. labelled and
   unlabelled data, with the power-tuned lambda clipped to [0, 1] and a normal interval;
@@ -17,7 +17,7 @@ Two estimators share one formula (written out in docs/ppi.md):
   (Satterthwaite 1946; Cochran, Sampling Techniques, 3rd ed. 1977, sec. 5.4), one fewer for a tuned
   lambda: n - 2 for one stratum, fewer when a few strata carry the variance. A tuned lambda's
   variance is at least the stratified delete-one jackknife's, which re-fits lambda without each
-  sampled unit (the formula alone treats the fitted lambda as known; docs/ppi.md).
+  sampled unit (the formula alone treats the fitted lambda as known; docs/ppi-method.md).
 
 Everything is vectorised over leading axes (systems, draws): ``estimate_from_moments``
 takes per-stratum sums, so the benchmark can compute them for 500 draws with one matmul.
@@ -218,7 +218,7 @@ def estimate_from_moments(m: Moments, population: np.ndarray, b_total: np.ndarra
     equal: P@k's differences, each pair worth -1/k, 0 or 1/k).
     ``units``: the sampled units behind ``m``; with them a tuned lambda's variance is at
     least the jackknife's, which re-fits lambda without each unit (the variance formula
-    alone treats the fitted lambda as known, and comes out too small: docs/ppi.md).
+    alone treats the fitted lambda as known, and comes out too small: docs/ppi-method.md).
     """
     big_n = np.asarray(population, np.float64)
     n = m.n
@@ -450,7 +450,7 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
 
 
 #: below this many sampled queries a t interval can miss a skewed population's few large
-#: values altogether (docs/ppi.md): the interval is widened to a range-based bound
+#: values altogether (docs/ppi-method.md): the interval is widened to a range-based bound
 SMALL_QUERY_SAMPLE = 30
 
 

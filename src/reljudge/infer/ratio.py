@@ -11,8 +11,8 @@ then grade 2, ...
   cell's pooled pairs times its sampled pairs' weighted grade shares, or the model's where
   the cell has no sampled pair. Never negative, unlike the difference estimator (judge's
   counts plus design-weighted residuals of the query's sampled pairs), whose negative counts
-  made ideal DCGs near 0 and ratios explode (docs/ppi.md has the numbers). A query holds at
-  least the pairs seen of each grade. The ideal DCG of fractional counts interpolates the
+  made ideal DCGs near 0 and ratios explode (docs/ppi-validation.md has the numbers). A query
+  holds at least the pairs seen of each grade. The ideal DCG of fractional counts interpolates the
   discount between ranks (exact at whole counts).
 * The numerator, the mean over queries of DCG@k_q / IDCG@k_q, is linear in the gains given
   the ideals: each pooled pair's model-predicted gain over its query's ideal, plus, per judge
@@ -318,9 +318,9 @@ def bias_corrected(r: np.ndarray, level: float, exact: bool, df: float, floor: f
     convex in it, so a noisy normaliser biases the plain ratio up), +- the t quantile on
     ``df`` degrees of freedom times the standard error: the replicates' sd, at least
     ``floor`` (the jackknife's: the bootstrap's sd fell short of the spread of the estimates
-    with few sampled pairs per query, docs/ppi.md); the interval the p-value
+    with few sampled pairs per query, docs/ppi-validation.md); the interval the p-value
     (``ppi.Estimate.p_value``) inverts. The percentile interval moved by 2b, and BCa,
-    covered less on LLMJudge and on simulated runs (docs/ppi.md)."""
+    covered less on LLMJudge and on simulated runs (docs/ppi-validation.md)."""
     if exact or len(r) < 3:
         return float(r[0]), float(r[0]), float(r[0]), 0.0
     value = 2 * float(r[0]) - float(r[1:].mean())
