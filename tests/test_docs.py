@@ -349,6 +349,26 @@ def test_the_benchmark_check_finds_each_kind_of_problem():
                                                                         "docs/benchmarks.md"))
 
 
+def test_the_tables_runner_takes_the_table_and_writes_between_the_markers_only():
+    """bench/tables.py takes a script's heading line and table (not its other output) and
+    replaces what stands between one benchmark's markers, nothing else."""
+    from bench.tables import block, merged, replace
+
+    printed = ("1,000 pairs\nMeasured on X, 2 cores, Python 3.11.7, load average 1.0; 2026-01-01, "
+               "commit abcdef0: `python bench/x.py --markdown`\ncaption\n\n| a |\n| --- |\n"
+               "| 1 |\n\ntotal 3 s")
+    table = block(printed)
+    assert table == "\n".join(printed.splitlines()[1:7])
+    page = ("intro\n<!-- bench: x -->\nold\n<!-- /bench: x -->\nmiddle\n"
+            "<!-- bench: y -->\nkept\n<!-- /bench: y -->\nend\n")
+    assert replace(page, "x", table) == page.replace("old", table)
+    with pytest.raises(SystemExit, match="no markers"):
+        replace(page, "z", table)
+    assert block("no table here\n") is None
+    assert merged(["s.py", "--repeat", "5"], ["--repeat", "1", "--runs", "4"]) == [
+        "s.py", "--repeat", "1", "--runs", "4"]
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_resolves(doc):
     """Links between README.md and docs/ (files and #anchors) lead somewhere, with or without
