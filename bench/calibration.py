@@ -26,7 +26,7 @@ interval from resampling the 25 queries: with so few queries, that is the noise 
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -45,6 +45,9 @@ from reljudge.infer.heldout import (
 )
 from reljudge.io import read_judge
 from reljudge.stats import agreement as ag
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import parser  # noqa: E402
 
 STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")
 BEST_RAW = {"kappa": 0.2863, "kappa_quadratic": 0.5069, "alpha_ordinal": 0.5020}
@@ -115,8 +118,7 @@ def baseline_fit_predict(data, best: int | None, rule: str):
 
 def main() -> None:
     """Load, cross-fit every judge and panel at each sample size, print the tables."""
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__, markdown=False)
     p.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" /
                                          "data" / "llmjudge"))
     p.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])

@@ -7,12 +7,16 @@ intervals (1,000 resamples per run) and the Holm correction, not the evaluation 
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from reljudge.stats import bootstrap_ci, holm, randomization
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import parser  # noqa: E402
 
 
 def make_runs(nq: int, nruns: int):
@@ -32,7 +36,7 @@ def make_runs(nq: int, nruns: int):
 
 def main() -> None:
     """Time the statistics of one comparison table."""
-    p = argparse.ArgumentParser(description=__doc__)
+    p = parser(__doc__, markdown=False)
     p.add_argument("--queries", type=int, default=10_000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--trials", type=int, default=10_000)

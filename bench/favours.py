@@ -26,7 +26,6 @@ over-rates by more than --material, and how often a draw flagged them.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections import Counter
@@ -40,6 +39,9 @@ from reljudge.infer.sample import draw
 from reljudge.infer.scores import estimate_runs
 from reljudge.testing.synthetic import twin_world
 from reljudge.types import Qrels, Run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import heading, parser  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ppi import DATA, load, qrels  # noqa: E402  (bench/ppi.py: the LLMJudge world)
@@ -147,8 +149,7 @@ def real(w, judges: list[str], args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The twins' table, then one row per real judge."""
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--trials", type=int, default=200, help="samples of the twin world")
     p.add_argument("--judges", type=int, default=33, help="the first N judges by name")
@@ -164,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
+    if args.markdown:
+        print(heading(), end="\n\n")
     if args.trials:
         print("| world | design | trials | unbiased runs | flagged | after Holm | circular "
               "flagged |\n|---|---|---|---|---|---|---|")

@@ -37,6 +37,9 @@ from pathlib import Path
 
 from reljudge.judge import JudgeConfig, Labeller
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import parser  # noqa: E402
+
 
 @contextmanager
 def server_process(delay: float):
@@ -84,7 +87,7 @@ def timed(server, cache: Path, n: int, concurrency: int, tag: str, transport: st
 
 def main() -> None:
     """Run the three measurements and print tables."""
-    p = argparse.ArgumentParser(description=__doc__)
+    p = parser(__doc__, markdown=False)
     p.add_argument("--delay", type=float, default=0.2)
     p.add_argument("--cached", type=int, default=100_000)
     p.add_argument("--seconds", type=float, default=10.0,

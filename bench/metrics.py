@@ -39,6 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import parser, table  # noqa: E402
+
 MEASURES = ["nDCG@10", "nDCG@100", "P@10", "R@100", "RR", "AP"]
 PTE = {"ndcg_cut.10,100", "P.10", "recall.100", "recip_rank", "map"}
 #: --set all_trec: every per-query measure of trec_eval's -m all_trec (in trec_eval's words),
@@ -251,15 +254,9 @@ def track(args) -> None:
           f"repeats, median; {os.cpu_count()} cores; load average {load[0]:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after")
     header = ["workload", "command", "wall s", "CPU s", "script/ours (wall / CPU)", "peak MB"]
-    if args.markdown:
-        print("\n".join("| " + " | ".join(r) + " |"
-                        for r in [header, ["---"] * len(header), *rows]))
-    else:
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        for r in [header, *rows]:
-            print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                            for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-    print("; ".join(notes))
+    print(table(header, rows, args.markdown, left=2, caption=(
+        f"{args.runs} runs, 5 measures, whole processes, median of {args.repeats} alternating; "
+        + "; ".join(notes))))
     print("script/ours: the script's median over reljudge's; the floor: start Python, import "
           "numpy, one pass over each run file's bytes (fields and line ends found)")
 
@@ -403,24 +400,35 @@ def _first_result(files: tuple[Path, Path], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _table(workload: str, tools: list[str], paths: list[str], results: dict) -> None:
-    """Print one workload's rows: median time, ratio to reljudge, peak memory."""
-    header = (f"{'workload':<8} {'path':<6} {'tool':<12} {'median s':>9} {'vs reljudge':>11} "
-              f"{'peak MB':>8}  notes")
-    print(header)
-    print("-" * len(header))
+def _rows(workload: str, tools: list[str], paths: list[str], results: dict,
+          floor: dict | None) -> list[list[str]]:
+    """One workload's rows, a path each: each tool's median time (its ratio to reljudge's), the
+    peak memories, the dict path's floor, notes."""
+    rows = []
     for path in paths:
         ours = statistics.median(results.get(("reljudge", path), {}).get("times", [float("nan")]))
+        row, peaks, notes = [workload, path], [], []
         for t in tools:
             r = results[(t, path)]
             if "error" in r:
-                print(f"{workload:<8} {path:<6} {t:<12} {'-':>9} {'-':>11} {'-':>8}  "
-                      f"error: {r['error']}")
+                row.append("-")
+                peaks.append("-")
+                notes.append(f"{t}: error: {r['error']}")
                 continue
             med = statistics.median(r["times"])
-            note = f"numba compile {r['compile']:.1f} s (not in median)" if "compile" in r else ""
-            print(f"{workload:<8} {path:<6} {t:<12} {med:>9.2f} {med / ours:>10.1f}x "
-                  f"{r['peak_mb']:>8.0f}  {note}")
+            row.append(f"{med:.2f}" + (f" ({med / ours:.1f}x)" if t != "reljudge" else ""))
+            peaks.append(f"{r['peak_mb']:.0f}")
+            if "compile" in r:
+                notes.append(f"{t}: numba compile {r['compile']:.1f} s (not in median)")
+        below = (f"{sum(floor.values()):.2f}" if floor and "error" not in floor
+                 and path == "dicts" else "")
+        rows.append([*row, " / ".join(peaks), below, "; ".join(notes)])
+    return rows
+
+
+def _header(tools: list[str]) -> list[str]:
+    """The columns of ``_rows``."""
+    return ["workload", "path", *(f"{t} s" for t in tools), "peak MB", "floor s", "notes"]
 
 
 def _print_floor(floor: dict, pytrec: dict, ours: dict) -> None:
@@ -440,7 +448,7 @@ def _print_floor(floor: dict, pytrec: dict, ours: dict) -> None:
 
 def main() -> None:
     """Parse flags; as parent, run every tool on both paths of each workload; print tables."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = parser(__doc__, argparse.RawTextHelpFormatter)
     p.add_argument("--queries", type=int, default=10_000)
     p.add_argument("--docs", type=int, default=1_000)
     p.add_argument("--judged", type=int, default=100)
@@ -466,8 +474,6 @@ def main() -> None:
                         "--track-queries x --depth; then as distributed, --unjudged more\n"
                         "queries x --distributed-depth), `reljudge eval` against a\n"
                         "pytrec_eval script and the floor, whole processes")
-    p.add_argument("--markdown", action="store_true",
-                   help="--track's table in Markdown (as docs/benchmarks.md shows it)")
     p.add_argument("--runs", type=int, default=63)
     p.add_argument("--track-queries", type=int, default=53)
     p.add_argument("--depth", type=int, default=100)
@@ -506,6 +512,7 @@ def main() -> None:
             p.error(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
     print(f"{args.queries:,} queries x {args.docs:,} docs, ~{args.judged} judgments per query, "
           f"seed {args.seed}; {args.repeats} repeats, median; {os.cpu_count()} cores")
+    every: list[list[str]] = []
     for workload in workloads:
         with tempfile.TemporaryDirectory() as tmp:
             qrels, run = make_data(args.queries, args.docs, args.judged, args.seed, workload)
@@ -516,8 +523,11 @@ def main() -> None:
             fresh = (_first_result(files, args.repeats)
                      if args.fresh and "reljudge" in tools else None)
             floor = (_spawn("floor", "dicts", workload, args, files) if args.floor else None)
-        print()
-        _table(workload, tools, paths, results)
+        rows = _rows(workload, tools, paths, results, floor)
+        every += rows
+        if not args.markdown:
+            print()
+            print(table(_header(tools), rows, False, left=2))
         ref = results.get(("reljudge", "dicts"), {}).get("aggregate", {})
         if ref:
             print("reljudge aggregates: " + ", ".join(f"{k}={v:.4f}" for k, v in ref.items()))
@@ -529,6 +539,13 @@ def main() -> None:
             print(f"fresh process (`reljudge eval` on the files, imports included, median of "
                   f"{args.repeats}): {fresh:.2f} s; steady-state files path: {steady:.2f} s; "
                   f"difference {fresh - steady:+.2f} s")
+    if args.markdown:
+        print(table(_header(tools), every, True, left=2, caption=(
+            f"{args.queries:,} queries x {args.docs:,} documents, ~{args.judged} judged a "
+            f"query, {len(MEASURES)} measures; each tool in its own process, median of "
+            f"{args.repeats} (in brackets: its time over reljudge's); peak MB in the tools' "
+            f"order; floor: the passes over the dicts that any reader checking them must "
+            f"make, before any ranking")))
 
 
 if __name__ == "__main__":

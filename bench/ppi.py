@@ -11,7 +11,7 @@ Systems (--systems):
   judges     real models: each OTHER judge's grades as retrieval scores (ties broken by a
              second judge's grade, then by docid as trec_eval does), ranking each query's
              pool: real, tied, correlated score distributions (no TREC DL run files are
-             reachable from here; docs/ppi.md)
+             reachable from here; docs/ppi-validation.md)
 Designs x budgets: srs-pairs and stratified-pairs draw that share of the pool's pairs;
 srs-queries that share of the queries (at least 3). Every draw is estimated through the
 library's own path (`reljudge.infer.scores`: the cells `reljudge estimate` builds and the
@@ -51,6 +51,9 @@ from reljudge.io.trec import read_qrels
 from reljudge.labels import Sample, SampleItem
 from reljudge.metrics import parse_measure
 from reljudge.types import Qrels, Run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import heading, parser  # noqa: E402
 
 # ../shared beside the checkout (a worktree under wt/ looks one level further up)
 DATA = next((up / "shared" / "data" / "llmjudge" for up in Path(__file__).resolve().parents[1:4]
@@ -555,8 +558,7 @@ def one_cell(w, judge, kind, design, frac, measure, args, check: bool) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Every design x budget x measure for each system kind; one markdown table."""
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=DESIGNS)
     p.add_argument("--budgets", nargs="+", type=float, default=[0.05, 0.1, 0.2, 0.4])
@@ -590,6 +592,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.count} systems per kind, {args.draws} draws (the worst run and difference "
           f"re-measured on {args.recheck} fresh ones; rankings from {args.rank_draws}); "
           f"95 % intervals")
+    if args.markdown:
+        print(heading(), end="\n\n")
     print(HEADER)
     checked: set[str] = set()
     again = argparse.Namespace(**{**vars(args), "draw_seed": args.seed + 1_000_003,

@@ -18,7 +18,6 @@ human-only interval's coverage and width.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import zlib
@@ -45,6 +44,9 @@ from reljudge.types import Qrels, Run
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from bench import ppi  # noqa: E402
 from bench.ppi import DATA  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import parser  # noqa: E402
 
 K = 10
 
@@ -140,8 +142,7 @@ def cover(reps: np.ndarray, t: np.ndarray, df: float, level: float = 0.95):
 
 def main() -> int:
     """Coverage and width per judge, budget and kind of system."""
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__, markdown=False)
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--draws", type=int, default=100)
     p.add_argument("--judges", type=int, default=5)

@@ -13,15 +13,18 @@ grade or query made it 5-8x DCG's on this machine's kind.
 
 from __future__ import annotations
 
-import argparse
-import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from reljudge.infer.sample import draw
 from reljudge.infer.scores import estimate_runs
 from reljudge.types import Qrels, Run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import parser, table  # noqa: E402
 
 MEASURES = ("DCG@10", "nDCG@10")
 
@@ -40,7 +43,7 @@ def world(queries: int, docs: int, seed: int) -> tuple[Qrels, Qrels, list[Run]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = parser(__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--docs", type=int, default=100)
     ap.add_argument("--sample", type=int, default=2000)
@@ -57,12 +60,12 @@ def main() -> None:
             start = time.process_time()
             estimate_runs(sample, judge, human, runs, [m], bootstrap=args.bootstrap)
             took[m].append(time.process_time() - start)
-    print(f"{args.queries} queries x {args.docs} pairs, {args.sample} sampled, "
-          f"{len(runs)} runs, {args.bootstrap} replicates; load {os.getloadavg()[0]:.1f}")
-    print(f"{'measure':<9} {'CPU s (least)':>13}  rounds")
-    for m in MEASURES:
-        print(f"{m:<9} {min(took[m]):>13.3f}  " + " ".join(f"{t:.3f}" for t in took[m]))
-    print(f"nDCG / DCG: {min(took['nDCG@10']) / min(took['DCG@10']):.1f}x")
+    least = {m: min(took[m]) for m in MEASURES}
+    rows = [[m, f"{least[m]:.3f}", f"{least[m] / least['DCG@10']:.1f}x",
+             " ".join(f"{t:.3f}" for t in took[m])] for m in MEASURES]
+    print(table(["measure", "CPU s (least)", "vs DCG@10", "rounds"], rows, args.markdown,
+                caption=f"{args.queries} queries x {args.docs} pairs, {args.sample} sampled, "
+                        f"{len(runs)} runs, {args.bootstrap} bootstrap replicates"))
 
 
 if __name__ == "__main__":

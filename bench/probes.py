@@ -20,8 +20,8 @@ Wilson 95 % interval, and McNemar's exact p: the figures of docs/probes.md.
 
 from __future__ import annotations
 
-import argparse
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,12 +35,15 @@ from reljudge.testing import FakeOpenAI
 from reljudge.testing.graders import lexical_grader, obeying_grader, oracle_grader
 from reljudge.testing.synthetic import with_other_topics
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+from bench.common import parser as common_parser  # noqa: E402
+
 HR = Path(__file__).resolve().parents[1] / "examples" / "hr-handbook"
 
 
 def main() -> None:
     """Probe the scripted judges and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common_parser(__doc__.splitlines()[0], markdown=False)
     parser.add_argument("--per-kind", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -11,7 +11,6 @@ time, median of the same runs) moves less and says where the time goes.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -25,6 +24,9 @@ from pathlib import Path
 from reljudge.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script
+from bench.common import parser, table  # noqa: E402
+
 CASES = (("--version",), ("--help",), ("eval", "--help"))
 
 
@@ -60,34 +62,35 @@ def medians(argv: list[str], src: Path | None, repeats: int) -> tuple[float, flo
     return statistics.median(walls), statistics.median(imports)
 
 
-def cells(times: list[tuple[float, float]]) -> str:
-    """``wall / imports`` for each tree, in columns."""
-    return "".join(f"{f'{wall:.3f} / {imports:.3f}':>24}" for wall, imports in times)
+def cells(times: list[tuple[float, float]]) -> list[str]:
+    """``wall / imports`` for each tree."""
+    return [f"{wall:.3f} / {imports:.3f}" for wall, imports in times]
 
 
 def main() -> None:
     """Print the startup table."""
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument("--before", metavar="REF", help="a commit to time beside this tree")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--every-command", action="store_true",
                    help="add a row for each command's --help")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"after": ROOT / "src"}
+        trees = {"this tree": ROOT / "src"}
         if args.before:
             trees = {f"before ({args.before})": source_of(args.before, Path(tmp)), **trees}
         floor = medians(["-c", "pass"], None, args.repeats)
-        print(f"median of {args.repeats} runs, seconds: wall clock / -X importtime total")
-        print(f"{'command':<26}" + "".join(f"{name:>24}" for name in trees))
-        print(f"{'python -c pass':<26}" + cells([floor] * len(trees)))
+        rows = [["python -c pass", *cells([floor] * len(trees))]]
         cases = CASES + tuple((name, "--help") for name in COMMANDS if args.every_command
                               and (name, "--help") not in CASES)
         for case in cases:
             times = [medians(["-m", "reljudge", *case], src, args.repeats)
                      for src in trees.values()]
-            print(f"{'reljudge ' + ' '.join(case):<26}" + cells(times))
+            rows.append(["reljudge " + " ".join(case), *cells(times)])
+    print(table(["command", *trees], rows, args.markdown,
+                caption=f"median of {args.repeats} runs, seconds: wall clock / -X importtime "
+                        f"total"))
+
 
 if __name__ == "__main__":
     main()

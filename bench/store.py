@@ -40,6 +40,8 @@ from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore, import_labels
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script
+from bench.common import parser, table  # noqa: E402
 
 
 def _write(location: str, writer: int, n: int, batch: int, start, done) -> None:
@@ -138,7 +140,8 @@ def commands(args: argparse.Namespace, backends: list[str]) -> None:
         return 0.0 if server is None else store_commands.postmaster_seconds(server.data)
 
     try:
-        store_commands.run(backends, args.llmjudge, args.repeat, pg_url, pg_seconds)
+        store_commands.run(backends, args.llmjudge, args.repeat, pg_url, pg_seconds,
+                           args.markdown)
     finally:
         if server is not None:
             server.stop()
@@ -165,8 +168,7 @@ def estimate(args: argparse.Namespace) -> None:
 
 def main() -> None:
     """Generate the files, run each backend, print one table."""
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser(__doc__)
     p.add_argument("--events", type=int, default=1_000_000, help="events imported (default 1M)")
     p.add_argument("--queries", type=int, default=5_000)
     p.add_argument("--writer-events", type=int, default=2_500,
@@ -240,15 +242,15 @@ def main() -> None:
         finally:
             if server is not None:
                 server.stop()
-    print(f"{'backend':<11} {'step':<28} {'events':>10} {'seconds':>8} {'events/s':>10} "
-          f"{'time vs sqlite':>15}")
-    for backend, rows in results.items():
-        for step, (n, seconds) in rows.items():
+    rows = []
+    for backend, steps in results.items():
+        for step, (n, seconds) in steps.items():
             base = results.get("sqlite", {}).get(step)
-            ratio = f"{seconds / base[1]:.2f}x" if base and backend != "sqlite" else ""
-            print(f"{backend:<11} {step:<28} {n:>10,} {seconds:>8.2f} {n / seconds:>10,.0f} "
-                  f"{ratio:>15}")
-
+            rows.append([backend, step, f"{n:,}", f"{seconds:.2f}", f"{n / seconds:,.0f}",
+                         f"{seconds / base[1]:.2f}x" if base and backend != "sqlite" else ""])
+    print(table(["backend", "step", "events", "seconds", "events/s", "time vs sqlite"], rows,
+                args.markdown, left=2, caption=f"median of {args.repeat} runs of each writers "
+                                               f"row, the backends taking turns"))
 
 if __name__ == "__main__":
     main()

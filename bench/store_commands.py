@@ -41,6 +41,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script
+from bench import common  # noqa: E402
+
 JUDGE = "Olz-gpt4o"  # the judge of calibrate, sample and estimate
 
 
@@ -170,16 +173,17 @@ def commands(location: str, data: Path, tmp: Path, repeat: int, server=None
             for name, from_store, from_files in cases(location, data, tmp)]
 
 
-def table(results: dict[str, list[tuple[str, float, float]]]) -> str:
+def table(results: dict[str, list[tuple[str, float, float]]], markdown: bool = False) -> str:
     """The rows printed: backend, command, seconds from the store and from files, ratio."""
-    lines = [f"{'backend':<11} {'command':<18} {'store s':>8} {'files s':>8} {'ratio':>6}"]
-    for backend, rows in results.items():
-        lines += [f"{backend:<11} {name:<18} {s:>8.2f} {f:>8.2f} {s / f:>5.2f}x"
-                  for name, s, f in rows]
-    return "\n".join(lines)
+    rows = [[backend, name, f"{s:.2f}", f"{f:.2f}", f"{s / f:.2f}x"]
+            for backend, rows in results.items() for name, s, f in rows]
+    return common.table(["backend", "command", "store s", "files s", "ratio"], rows, markdown,
+                        left=2, caption="CPU seconds of whole processes (on PostgreSQL with the "
+                                        "server's share), median of each command's runs")
 
 
-def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -> None:
+def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None,
+        markdown: bool = False) -> None:
     """Each backend's rows, then the table; ``pg_seconds``: the PostgreSQL server's CPU
     seconds so far (None: a server of the user's, not counted)."""
     import compileall
@@ -202,7 +206,7 @@ def run(backends: list[str], data: Path, repeat: int, pg_url, pg_seconds=None) -
                                         None if backend == "sqlite" else pg_seconds)
             print(f"{backend}: done", file=sys.stderr)
             shutil.rmtree(folder)
-    print(table(results))
+    print(table(results, markdown))
 
 
 # --- `estimate` of a track: many runs, one pair sample ----------------------------------------
@@ -288,7 +292,7 @@ def estimate_track(data: Path, counts: list[int], repeat: int, against: str | No
                 + (["", "", ""] if against else []))
     note = (f"medians of {repeat}; load average {os.getloadavg()[0]:.1f} at the end; "
             f"`estimate --format json` of a store's pair sample")
-    return _markdown(head, rows, note) if markdown else _text(head, rows, note)
+    return common.table(head, rows, markdown, caption=note, left=0)
 
 
 #: what `reljudge estimate` imports before it reads anything: the floor of its time
@@ -322,18 +326,3 @@ def _ratio(theirs: list[tuple[float, float] | None], mine: list[tuple[float, flo
     cpu = [statistics.median(t[0] for t in times if t is not None) for times in (theirs, mine)]
     return f"{cpu[0] / cpu[1]:.1f}x"
 
-
-def _text(head: list[str], rows: list[list[str]], note: str) -> str:
-    """The table as aligned text, the note last."""
-    widths = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
-    line = lambda r: "  ".join(v.ljust(w) if k == 3 else v.rjust(w)  # noqa: E731
-                               for k, (v, w) in enumerate(zip(r, widths, strict=True)))
-    return "\n".join([line(head), *map(line, rows), note])
-
-
-def _markdown(head: list[str], rows: list[list[str]], note: str) -> str:
-    """The table in markdown, the note below it."""
-    out = ["| " + " | ".join(head) + " |",
-           "|" + "|".join("---" if k == 3 else "---:" for k in range(len(head))) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join([*out, "", note])

@@ -71,7 +71,7 @@ def test_readme_fits_on_a_page_and_leaves_the_reference_to_docs():
     text = (ROOT / "README.md").read_text()
     assert len(text.splitlines()) <= 250
     assert "shared/" not in text
-    linked = set(re.findall(r"\]\(docs/(\w+)\.md", text))
+    linked = set(re.findall(r"\]\(docs/([\w-]+)\.md", text))
     assert linked == {p.stem for p in (ROOT / "docs").glob("*.md")}
 
 
@@ -285,6 +285,88 @@ def broken_links(doc: Path) -> list[str]:
             if anchor not in {slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}:
                 broken.append(target)
     return broken
+
+
+# --- the benchmark tables: written by bench/tables.py, never by hand -------------------------
+
+BENCH_BLOCK = re.compile(r"<!-- bench: ([\w-]+) -->\n(.*?)<!-- /bench: \1 -->", flags=re.S)
+MEASURED_ON = re.compile(r"Measured on .+, \d+ cores, Python \d+\.\d+\.\d+, load average "
+                         r"[\d.]+; \d{4}-\d{2}-\d{2}, commit [0-9a-f]{7}(\+changes)?: "
+                         r"`python bench/\w+\.py[^`]*`$")
+#: a measured quantity: seconds, megabytes, a ratio
+MEASURED = re.compile(r"\b\d+(?:\.\d+)?(?: ?(?:s|ms|MB|GB)\b|x\b)")
+
+
+def bench_problems(text: str, page: str) -> list[str]:
+    """What is wrong with a page's benchmark tables: a block of bench/tables.py's without its
+    machine and date line or without a table, a block missing or unknown to it, and (on
+    docs/benchmarks.md) a table or a measured number outside the blocks."""
+    from bench.tables import BENCHES
+
+    problems, names = [], []
+    for m in BENCH_BLOCK.finditer(text):
+        name, lines = m.group(1), m.group(2).strip().splitlines()
+        names.append(name)
+        if not lines or not MEASURED_ON.match(lines[0]):
+            problems.append(f"{name}: the table is not headed by its machine, date and commit")
+        if not any(line.startswith("| ") for line in lines):
+            problems.append(f"{name}: no table between the markers")
+    expected = [n for n, (_, _, pages) in BENCHES.items() if page in pages]
+    if sorted(names) != sorted(expected):
+        problems.append(f"the blocks {sorted(names)} are not bench/tables.py's {expected}")
+    if page == "docs/benchmarks.md":
+        outside = re.sub(r"```.*?```", "", BENCH_BLOCK.sub("", text), flags=re.S)
+        for line in outside.splitlines():
+            if line.startswith("|"):
+                problems.append(f"a table outside the markers: {line[:60]}")
+            problems += [f"a measured number outside the markers: {n!r} in {line[:60]}"
+                         for n in MEASURED.findall(line)]
+    return problems
+
+
+@pytest.mark.parametrize("page", ["docs/benchmarks.md", "README.md"])
+def test_benchmark_tables_are_the_scripts_output_with_their_machine_and_date(page):
+    """Every benchmark table is bench/tables.py's, between its markers, headed by the machine,
+    the date and the commit; docs/benchmarks.md states no measured number outside them."""
+    assert bench_problems((ROOT / page).read_text(), page) == []
+
+
+def test_the_benchmark_check_finds_each_kind_of_problem():
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    block = BENCH_BLOCK.search(text)
+    assert block
+    headless = text.replace(block.group(2), "\n".join(block.group(2).splitlines()[1:]))
+    by_hand = text + "\nOn the idle machine `eval` took 0.81 s (1.2x the script).\n"
+    outside = text + "\n| command | s |\n|---|---|\n| eval | 3 |\n"
+    gone = text.replace(block.group(0), "")
+    assert any("not headed" in p for p in bench_problems(headless, "docs/benchmarks.md"))
+    assert [p for p in bench_problems(by_hand, "docs/benchmarks.md") if "number" in p] == [
+        "a measured number outside the markers: '0.81 s' in On the idle machine `eval` took "
+        "0.81 s (1.2x the script).", "a measured number outside the markers: '1.2x' in On the "
+        "idle machine `eval` took 0.81 s (1.2x the script)."]
+    assert any("a table outside" in p for p in bench_problems(outside, "docs/benchmarks.md"))
+    assert any("are not bench/tables.py's" in p for p in bench_problems(gone,
+                                                                        "docs/benchmarks.md"))
+
+
+def test_the_tables_runner_takes_the_table_and_writes_between_the_markers_only():
+    """bench/tables.py takes a script's heading line and table (not its other output) and
+    replaces what stands between one benchmark's markers, nothing else."""
+    from bench.tables import block, merged, replace
+
+    printed = ("1,000 pairs\nMeasured on X, 2 cores, Python 3.11.7, load average 1.0; 2026-01-01, "
+               "commit abcdef0: `python bench/x.py --markdown`\ncaption\n\n| a |\n| --- |\n"
+               "| 1 |\n\ntotal 3 s")
+    table = block(printed)
+    assert table == "\n".join(printed.splitlines()[1:7])
+    page = ("intro\n<!-- bench: x -->\nold\n<!-- /bench: x -->\nmiddle\n"
+            "<!-- bench: y -->\nkept\n<!-- /bench: y -->\nend\n")
+    assert replace(page, "x", table) == page.replace("old", table)
+    with pytest.raises(SystemExit, match="no markers"):
+        replace(page, "z", table)
+    assert block("no table here\n") is None
+    assert merged(["s.py", "--repeat", "5"], ["--repeat", "1", "--runs", "4"]) == [
+        "s.py", "--repeat", "1", "--runs", "4"]
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))

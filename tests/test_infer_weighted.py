@@ -397,7 +397,7 @@ def test_active_p_at_10_on_the_llmjudge_data_covers_every_run():
     """The judge's misses the sample left out sit on pairs of smaller pi than the sampled
     ones: MISS_RULE's unseen miss sized at the sampled pairs' mean (1 - pi) / pi^2 left the
     worst of 32 simulated systems at 20 % of pairs covered 0.910 on these 400 draws; sized
-    at the unsampled pairs' mean, 0.940 (docs/ppi.md has the bench's table)."""
+    at the unsampled pairs' mean, 0.940 (docs/ppi-validation.md has the bench's table)."""
     ppi_bench, w, judge, runs = _llmjudge_simulated()
     got = ppi_bench.measure_one(w, judge, runs, "active", 0.2, "P@10", 400, 1_000_003)
     cover = got["run"].mean(axis=0)

@@ -270,7 +270,7 @@ def test_messages_name_docs_pages_an_installed_user_can_find():
     from pathlib import Path
 
     nav = Path(__file__).resolve().parent.parent / "mkdocs.yml"
-    titles = re.findall(r"^  - (.+?): \w+\.md$", nav.read_text(), re.M)
+    titles = re.findall(r"^  - (.+?): [\w-]+\.md$", nav.read_text(), re.M)
     strings = list(_message_strings())
     assert not [(at, text) for at, text in strings if re.search(r"docs/\w+\.md", text)]
     named = [(at, text.split("the reljudge docs: ", 1)[1]) for at, text in strings

@@ -124,7 +124,7 @@ def test_fixed_seed_coverage_is_inside_monte_carlo_bounds():
     """60 stratified samples of half of 600 pairs: the 95 % intervals of two runs' nDCG@10
     cover the truth at a rate inside the Monte-Carlo bounds of a 0.925 rate over 120
     intervals (three sd: 0.85). At a quarter of the pairs the same world gave 0.80-0.85
-    (docs/ppi.md: the small-budget shortfall)."""
+    (docs/ppi-validation.md: the small-budget shortfall)."""
     truth, judge, runs = _world(seed=7)
     want = [_truth(truth, run) for run in runs]
     hits = []
@@ -156,7 +156,7 @@ def test_few_sampled_pairs_per_query_cover_every_run_and_difference():
     """10 % of 1,500 mostly non-relevant pairs (6 per query), 100 stratified draws: every run's
     and difference's 95 % interval covers nDCG@10 at >= 0.90, pooled over the runs >= 0.925
     (0.95 less two Monte-Carlo sd of 300 intervals). The bootstrap sd alone gave 0.907 pooled,
-    the near-perfect run 0.89; with the jackknife floor 0.98 (docs/ppi.md)."""
+    the near-perfect run 0.89; with the jackknife floor 0.98 (docs/ppi-validation.md)."""
     truth, judge, runs = _sparse_world()
     want = np.array([_truth(truth, run) for run in runs])
     hits, diff_hits = [], []

@@ -168,7 +168,7 @@ def sizes(signal: Signal, weights: np.ndarray) -> np.ndarray:
     the runs (``weights``: (runs, pairs); without runs every pair weighs 1), u_i the
     signal's plus its mean: a signal is noisy, and a pair it calls certain is not (judges
     that agree on 85 % of the pairs gave 0.07 correlation with the human residual; alone,
-    their u made intervals wider and cover 72 %, docs/ppi.md)."""
+    their u made intervals wider and cover 72 %, docs/ppi-validation.md)."""
     spread = (weights ** 2).sum(axis=0) if len(weights) else np.ones(len(signal.u))
     u = np.maximum(signal.u, 0.0)
     return np.sqrt((u + u.mean()) * spread)

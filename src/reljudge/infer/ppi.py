@@ -5,7 +5,7 @@ unit plus human labels on a random sample, with intervals valid however bad the 
   ``ppi_py.ppi_mean_ci`` computes it.
 * ``estimate`` and ``estimate_from_moments``: the finite-population, stratified form used
   for retrieval scores: lambda times the predictions' total plus the Horvitz-Thompson
-  estimate of the residuals' total, with a t interval (docs/ppi.md has the derivation).
+  estimate of the residuals' total, with a t interval (docs/ppi-method.md has the derivation).
 
 Everything is vectorised over leading axes (systems, draws).
 """
@@ -457,7 +457,7 @@ def query_level(human_sampled: np.ndarray, predicted_all: np.ndarray, sampled: n
 
 
 #: below this many sampled queries a t interval can miss a skewed population's few large
-#: values altogether (docs/ppi.md): the interval is widened to a range-based bound
+#: values altogether (docs/ppi-method.md): the interval is widened to a range-based bound
 SMALL_QUERY_SAMPLE = 30
 
 

@@ -6,7 +6,7 @@ human grade are post-stratified by query and judge grade (never negative); the n
 linear in the gains given the ideals, post-stratified by the run's top k. The interval: the
 Rao-Wu rescaling bootstrap, each replicate re-fitting the model, counts, ideals and ratio;
 the bias-corrected estimate +- t times the replicates' sd, at least the jackknife's. A
-census is exact. docs/ppi.md derives it.
+census is exact. docs/ppi-method.md derives it.
 """
 
 from __future__ import annotations

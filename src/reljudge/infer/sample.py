@@ -25,7 +25,7 @@ from reljudge.pool import Pool
 MIN_PER_STRATUM = 2
 #: infer.ppi.query_level needs 3: two for a variance, one for lambda
 MIN_QUERIES = 3
-# From bench/ppi.py (33 LLMJudge judges, 32 systems, 500 draws; docs/ppi.md). Pair samples:
+# From bench/ppi.py (33 LLMJudge judges, 32 systems, 500 draws; docs/ppi-validation.md). Pair samples:
 # the DCG@10 intervals from at least this many sampled pairs in the system's top 10 covered
 # >= 93 % for every judge at every pair budget (with >= 100 such intervals), and 10 % of the
 # pairs, about this many per system's top 10, was the smallest budget at which every judge

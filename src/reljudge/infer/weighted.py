@@ -1,7 +1,7 @@
 """Estimates from an active pair sample (``infer.active``): the Horvitz-Thompson PPI
 estimate that weights each human label by 1 / its inclusion probability, with Hajek's
 variance for fixed-size unequal-probability designs, at least the jackknife's that re-fits
-lambda, plus MISS_RULE's unseen misses (docs/ppi.md).
+lambda, plus MISS_RULE's unseen misses (docs/ppi-method.md).
 """
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def warn_unweighed(sample: Sample, rows: list[RunEstimate], diffs: list[RunEstim
                    ) -> tuple[list[RunEstimate], list[RunEstimate]]:
     """The rows of runs the active draw did not weigh (it weighed ``sample.params["runs"]``)
     with a warning: their top-k pairs may have had small probabilities, and on the benchmark
-    such runs' intervals covered 87-92 % (docs/ppi.md)."""
+    such runs' intervals covered 87-92 % (docs/ppi-validation.md)."""
     from dataclasses import replace
 
     weighed = set(sample.params.get("runs") or [])
