@@ -28,13 +28,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from reljudge.choices import AGGREGATES, Aggregate
 from reljudge.errors import StoreError
 from reljudge.grades import aggregate_grades
-from reljudge.labels import is_adjudication
+from reljudge.labels import SOURCE_KINDS, is_adjudication
 from reljudge.types import Qrels
 
 #: (kind, source, grade): one source's label of a pair, a candidate vote of the merge
@@ -57,32 +58,108 @@ class FinalLabel:
 
 
 @dataclass(frozen=True)
+class FinalColumns:
+    """Merged labels column by column: label ``i`` is ``qid[i]``, ``docid[i]``, ``grade[i]``,
+    ``decided_by[i]``, ``stale[i]``, and its votes are ``vote_grades[starts[i]:starts[i + 1]]``
+    given by the sources ``vote_names`` of the same slice."""
+
+    qid: np.ndarray  # object arrays of str
+    docid: np.ndarray
+    grade: np.ndarray  # float64
+    decided_by: np.ndarray
+    stale: np.ndarray  # bool
+    starts: np.ndarray  # int64, one more than the labels
+    vote_grades: list  # int, or float where a derived source votes with a rule applied now
+    vote_names: list[str]
+
+    def __len__(self) -> int:
+        return len(self.grade)
+
+    @classmethod
+    def of(cls, labels: Sequence[FinalLabel]) -> FinalColumns:
+        """The columns of a list of final labels."""
+        def column(values: list, dtype: type = object) -> np.ndarray:
+            out: np.ndarray = np.empty(len(values), dtype=dtype)
+            out[:] = values
+            return out
+
+        sizes = [len(lab.votes) for lab in labels]
+        names = [s for lab in labels for s in _vote_sources(lab)]
+        return cls(column([lab.qid for lab in labels]), column([lab.docid for lab in labels]),
+                   np.array([lab.grade for lab in labels], dtype=np.float64),
+                   column([lab.decided_by for lab in labels]),
+                   np.array([lab.stale for lab in labels], dtype=bool),
+                   np.r_[0, np.cumsum(sizes, dtype=np.int64)].astype(np.int64),
+                   [g for lab in labels for g in lab.votes], names)
+
+    def labels(self) -> list[FinalLabel]:
+        """One FinalLabel a row."""
+        starts = self.starts.tolist()
+        grades, names = self.vote_grades, self.vote_names
+        return [FinalLabel(q, d, g, by, tuple(sorted(set(names[i:j]))), tuple(grades[i:j]), st)
+                for q, d, g, by, st, i, j in zip(
+                    self.qid.tolist(), self.docid.tolist(), self.grade.tolist(),
+                    self.decided_by.tolist(), self.stale.tolist(), starts[:-1], starts[1:],
+                    strict=True)]
+
+
+def _vote_sources(lab: FinalLabel) -> list[str]:
+    """A source name per vote of ``lab``, for ``FinalColumns.of``: the names sorted, the
+    first repeated, which gives back ``lab.sources`` (only the set of names is kept)."""
+    return [*lab.sources, *[lab.sources[0]] * (len(lab.votes) - len(lab.sources))]
+
+
+@dataclass(frozen=True, eq=False)
 class Merged:
-    """Merged labels with provenance, under a named policy and aggregation."""
+    """Merged labels with provenance, under a named policy and aggregation: ``final`` holds
+    them column by column, ``labels`` one FinalLabel each (made when first read)."""
 
     policy: str
     aggregate: Aggregate
     fractional: bool
-    labels: list[FinalLabel]
+    final: FinalColumns
+
+    @classmethod
+    def of(cls, policy: str, aggregate: Aggregate, fractional: bool,
+           labels: list[FinalLabel]) -> Merged:
+        """The merge whose labels are ``labels``."""
+        merged = cls(policy, aggregate, fractional, FinalColumns.of(labels))
+        merged.__dict__["labels"] = labels
+        return merged
+
+    @cached_property
+    def labels(self) -> list[FinalLabel]:
+        """The final labels, in (qid, docid) order."""
+        return self.final.labels()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Merged) and (self.policy, self.aggregate, self.fractional,
+                                              self.labels) == (other.policy, other.aggregate,
+                                                               other.fractional, other.labels)
+
+    __hash__ = None  # type: ignore[assignment]  # equal merges hold equal labels
 
     def __repr__(self) -> str:  # a summary: the labels themselves can be millions
         return (f"Merged(policy={self.policy!r}, aggregate={self.aggregate!r}, "
-                f"fractional={self.fractional}, {len(self.labels)} labels)")
+                f"fractional={self.fractional}, {len(self.final)} labels)")
 
     @property
     def qrels(self) -> Qrels:
         """The final labels as integer-graded qrels."""
-        if self.fractional and any(lab.grade != int(lab.grade) for lab in self.labels):
+        grade = self.final.grade
+        if self.fractional and np.any(grade != np.trunc(grade)):
             raise StoreError("fractional grades cannot be written as TREC qrels; merge without "
                              "--fractional, or export the provenance file instead")
-        return Qrels.from_arrays([lab.qid for lab in self.labels],
-                                 [lab.docid for lab in self.labels],
-                                 np.array([int(lab.grade) for lab in self.labels],
-                                          dtype=np.int64), check=False)
+        return Qrels.from_arrays(self.final.qid, self.final.docid, grade.astype(np.int64),
+                                 check=False)
+
+    def decided_counts(self) -> Counter[str]:
+        """{decided_by: final labels}."""
+        return Counter(self.final.decided_by.tolist())
 
     def stale_counts(self) -> dict[str, int]:
         """{decided_by: final labels resting on a grade given to texts changed since}."""
-        return dict(Counter(lab.decided_by for lab in self.labels if lab.stale))
+        return dict(Counter(self.final.decided_by[self.final.stale].tolist()))
 
     def stale_note(self) -> str | None:
         """The warning for stale final labels (None when there are none)."""
@@ -156,7 +233,7 @@ def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: A
                                  tuple(sorted({s for _, s, _ in chosen})), votes,
                                  bool(stale) and any((qid, docid, k, s) in stale
                                                      for k, s, _ in chosen)))
-    return Merged(policy, aggregate, fractional, labels)
+    return Merged.of(policy, aggregate, fractional, labels)
 
 
 def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[str, str]],
@@ -213,7 +290,7 @@ def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
     _check_aggregate(aggregate)
     votes = candidates.rows
     if not len(votes):
-        return Merged(policy, aggregate, fractional, [])
+        return Merged.of(policy, aggregate, fractional, [])
     known = sorted(sources)
     kind, name = (np.array([sources[i][j] for i in known], dtype=object) for j in (0, 1))
     settled = (kind == "human") & np.array([is_adjudication(n) for n in name], dtype=bool)
@@ -221,25 +298,72 @@ def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
     keep = _chosen(votes[:, 1:3], kind[at], name[at], settled[at], policy)
     votes, at = votes[keep], at[keep]
     if not len(votes):
-        return Merged(policy, aggregate, fractional, [])
-    bounds = np.flatnonzero(_ends(votes[:, 1:3])) + 1
-    starts = np.r_[0, bounds[:-1]]
-    grade = votes[:, 5].tolist()
+        return Merged.of(policy, aggregate, fractional, [])
+    starts = np.r_[0, np.flatnonzero(_ends(votes[:, 1:3])) + 1]
+    grade: list = votes[:, 5].tolist()
     if grades:
         grade = [grades.get(e, g) for e, g in zip(votes[:, 4].tolist(), grade, strict=True)]
-    kinds, names = kind[at].tolist(), name[at].tolist()
-    labels = []
-    for i, j, q, d in zip(starts.tolist(), bounds.tolist(),
-                          candidates.qtext[votes[starts, 1]].tolist(),
-                          candidates.dtext[votes[starts, 2]].tolist(), strict=True):
-        vs = tuple(grade[i:j])
-        ks = set(kinds[i:j])
-        labels.append(FinalLabel(q, d, _aggregate(vs, aggregate, fractional),
-                                 ks.pop() if len(ks) == 1 else "mixed",
-                                 tuple(sorted(set(names[i:j]))), vs,
-                                 bool(stale) and any((q, d, k, s) in stale for k, s in
-                                                     zip(kinds[i:j], names[i:j], strict=True))))
-    return Merged(policy, aggregate, fractional, labels)
+    kind_code = np.searchsorted(_KINDS, kind[at])
+    low, high = (f.reduceat(kind_code, starts[:-1]) for f in (np.minimum, np.maximum))
+    decided = np.where(low == high, _KINDS[low], "mixed").astype(object)
+    qtext, dtext = candidates.qtext[votes[starts[:-1], 1]], candidates.dtext[votes[starts[:-1], 2]]
+    return Merged(policy, aggregate, fractional, FinalColumns(
+        qtext, dtext, _aggregated(grade, starts, aggregate, fractional, bool(grades)), decided,
+        _stale(stale, qtext, dtext, kind[at], name[at], starts), starts, grade,
+        name[at].tolist()))
+
+
+#: the source kinds, sorted (``merge_votes`` codes a vote's kind by its place here)
+_KINDS = np.array(sorted(SOURCE_KINDS), dtype=object)
+
+
+def _aggregated(grade: list, starts: np.ndarray, aggregate: Aggregate, fractional: bool,
+                derived: bool) -> np.ndarray:
+    """``_aggregate`` of each label's votes ``grade[starts[i]:starts[i + 1]]``, vectorised over
+    the labels whose votes are all integers; a label with a float vote (``derived``: some
+    votes are a derived source's rule applied now, such as an expected grade) goes through
+    ``_aggregate``."""
+    sizes = np.diff(starts)
+    label = np.repeat(np.arange(len(sizes)), sizes)
+    whole = np.fromiter((type(g) is int for g in grade), dtype=bool, count=len(grade)) \
+        if derived else np.ones(len(grade), dtype=bool)
+    stored = np.array([g if w else 0 for g, w in zip(grade, whole.tolist(), strict=True)]
+                      if not whole.all() else grade, dtype=np.int64)
+    if aggregate == "majority":
+        low = int(stored.min())
+        span = int(stored.max()) - low + 1
+        tally = np.bincount(label * span + stored - low, minlength=len(sizes) * span)
+        out = (tally.reshape(-1, span).argmax(axis=1) + low).astype(np.float64)
+    elif aggregate == "mean":
+        out = np.add.reduceat(stored, starts[:-1]) / sizes
+    else:
+        order = np.lexsort((stored, label))
+        ranked = stored[order]
+        mid = starts[:-1] + sizes // 2
+        even = sizes % 2 == 0
+        out = np.where(even, (ranked[mid - even] + ranked[mid]) / 2, ranked[mid])
+    if aggregate != "majority" and not fractional:
+        out = np.floor(out + 0.5)
+    for i in np.unique(label[~whole]).tolist():
+        out[i] = _aggregate(tuple(grade[starts[i]:starts[i + 1]]), aggregate, fractional)
+    return out
+
+
+def _stale(stale: Set[tuple[str, str, str, str]], qtext: np.ndarray, dtext: np.ndarray,
+           kind: np.ndarray, name: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Whether each label (its votes ``kind[starts[i]:starts[i + 1]]``, ``name`` likewise) has
+    a vote in ``stale``, the (qid, docid, kind, source) labels given to texts changed since."""
+    out = np.zeros(len(qtext), dtype=bool)
+    if not stale:
+        return out
+    pairs = {(q, d) for q, d, _, _ in stale}
+    bounds = starts.tolist()
+    for i, (q, d) in enumerate(zip(qtext.tolist(), dtext.tolist(), strict=True)):
+        if (q, d) in pairs:
+            out[i] = any((q, d, k, s) in stale for k, s in zip(
+                kind[bounds[i]:bounds[i + 1]].tolist(), name[bounds[i]:bounds[i + 1]].tolist(),
+                strict=True))
+    return out
 
 
 def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.ndarray,
@@ -394,10 +518,11 @@ def conflicts_between(human: Merged, llm: Merged) -> list[Conflict]:
 def coverage(merged: Merged, pool: Sequence[tuple[str, str]] | None = None
              ) -> list[tuple[str, int, int | None]]:
     """Per query: (qid, labelled pairs, pooled pairs or None when no pool is given)."""
-    labelled = Counter(lab.qid for lab in merged.labels)
+    qids = merged.final.qid.tolist()
+    labelled = Counter(qids)
     if pool is None:
         return [(q, n, None) for q, n in sorted(labelled.items())]
-    final = {(lab.qid, lab.docid) for lab in merged.labels}
+    final = set(zip(qids, merged.final.docid.tolist(), strict=True))
     pooled = Counter(q for q, _ in pool)
     judged = Counter(q for q, d in pool if (q, d) in final)
     return [(q, judged.get(q, 0), n) for q, n in sorted(pooled.items())]

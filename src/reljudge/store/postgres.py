@@ -132,15 +132,17 @@ _CACHE: dict[str, str] = {}
 def pg_sql(sql: str) -> str:
     """A statement of the store's dialect in PostgreSQL's: ``?`` placeholders to ``%s`` (a
     literal ``%`` doubled), ``INSERT OR IGNORE`` to ``ON CONFLICT DO NOTHING``, ``BEGIN
-    IMMEDIATE`` to ``BEGIN``, ``group_concat(X)`` to ``string_agg((X)::text, ',')``. Quoted
+    IMMEDIATE`` to ``BEGIN``, ``group_concat(X)`` to ``string_agg((X)::text, ',')`` (and
+    ``group_concat(X, ?)`` to ``string_agg((X)::text, %s)``). Quoted
     strings are left alone."""
     out = _CACHE.get(sql)
     if out is not None:
         return out
     pieces = re.split(r"('(?:[^']|'')*')", sql)  # odd pieces are quoted literals
     for k in range(0, len(pieces), 2):
-        pieces[k] = re.sub(r"\bgroup_concat\(([^()]*)\)", r"string_agg((\1)::text, ',')",
-                           pieces[k].replace("%", "%%").replace("?", "%s"))
+        piece = re.sub(r"\bgroup_concat\(([^(),]*), %s\)", r"string_agg((\1)::text, %s)",
+                       pieces[k].replace("%", "%%").replace("?", "%s"))
+        pieces[k] = re.sub(r"\bgroup_concat\(([^()]*)\)", r"string_agg((\1)::text, ',')", piece)
     for k in range(1, len(pieces), 2):
         pieces[k] = pieces[k].replace("%", "%%")
     out = "".join(pieces)
