@@ -86,7 +86,7 @@ class BatchLog:
                                   ((bid, *it) for it in items))
         return bid
 
-    def update(self, bid: int, **fields) -> None:
+    def update(self, bid: int, **fields: Any) -> None:
         """Set provider ids, status or counts of a recorded batch (committed at once)."""
         cols = ", ".join(f"{k} = ?" for k in fields)
         self.conn.execute(f"UPDATE batches SET {cols}, updated_at = ? WHERE id = ?",

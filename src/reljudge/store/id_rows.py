@@ -12,11 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reljudge.store.backend import Connection
+
 #: the (source, query id, passage id, sample, event id, grade) columns of events ``e``
 COLUMNS = "e.source, e.q, e.d, e.sample, e.id, e.grade"
 
 
-def id_rows(conn, sql: str, args: Sequence = ()) -> np.ndarray:
+def id_rows(conn: Connection, sql: str, args: Sequence = ()) -> np.ndarray:
     """The rows (source, query id, passage id, sample, event id, grade) of ``sql``, a
     ``SELECT {COLUMNS} FROM events e ...`` whose rows have no NULL in them, as an (n, 6)
     int64 array, in no order."""

@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -172,7 +173,7 @@ class Merged:
                 "(stale in the provenance file): reljudge label asks an LLM judge again, a "
                 "person grades the pair again")
 
-    def write_provenance(self, path) -> None:
+    def write_provenance(self, path: str | Path) -> None:
         """The provenance side file: JSONL, or TSV when the name ends in .tsv (atomic)."""
         import json
 

@@ -26,6 +26,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from reljudge.errors import ConfigError, StoreError
@@ -116,7 +117,7 @@ def _unsplit(parts: urllib.parse.SplitResult, query: str) -> str:
                                                     else "")
 
 
-def _psycopg():
+def _psycopg() -> ModuleType:
     try:
         import psycopg
     except ImportError:
@@ -318,13 +319,13 @@ class PgConnection:
         self._conn.close()
 
 
-def _numeric_loader(psycopg):
+def _numeric_loader(psycopg: ModuleType) -> type:
     """PostgreSQL's ``sum`` of integers is NUMERIC; read a whole one as int, any other as
     float, as SQLite returns them (never Decimal)."""
     from psycopg.adapt import Loader
 
     class NumericLoader(Loader):
-        def load(self, data):
+        def load(self, data: Any) -> int | float:
             text = bytes(data).decode()
             return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
 
@@ -372,7 +373,7 @@ class PostgresBackend(Backend):
             raw.close()
             raise
 
-    def _connect(self, psycopg, timeout: float) -> psycopg.Connection[TupleRow]:
+    def _connect(self, psycopg: ModuleType, timeout: float) -> psycopg.Connection[TupleRow]:
         """The connection: one StoreError line when there is none, a server that never
         answers given up on after CONNECT_TIMEOUT seconds (the URL's ``connect_timeout``, or
         ``PGCONNECT_TIMEOUT``, when given)."""
@@ -442,7 +443,7 @@ class PostgresBackend(Backend):
                           f"(SELECT coalesce(max({column}), 0) + 1 FROM {table}), false)")
 
 
-def _given_connect_timeout(psycopg, conninfo: str) -> str | None:
+def _given_connect_timeout(psycopg: ModuleType, conninfo: str) -> str | None:
     """The connect timeout the user gave: the URL's or keyword string's ``connect_timeout``,
     else libpq's own default (``PGCONNECT_TIMEOUT``, read by libpq, not by us)."""
     given = psycopg.conninfo.conninfo_to_dict(conninfo).get("connect_timeout")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reljudge.choices import Aggregate
-from reljudge.frames import dataframe
+from reljudge.frames import DataFrame, dataframe
 from reljudge.labels import LabelEvent
 
 if TYPE_CHECKING:  # the store's parts call these views with themselves
@@ -95,7 +95,7 @@ def _llm_answers(store: EventLog, standing: np.ndarray, pairs: set[tuple[str, st
     return answers
 
 
-def conflicts_frame(found: list[ConflictText]):
+def conflicts_frame(found: list[ConflictText]) -> DataFrame:
     """Conflicts as a pandas DataFrame (sources joined by commas, the answers as one text)."""
     return dataframe(CONFLICT_COLUMNS, [conflict_row(c) for c in found])
 
@@ -110,7 +110,7 @@ def conflict_row(c: ConflictText) -> list:
             ",".join(c.llm_sources), c.diff, c.reasoning()]
 
 
-def events_frame(store: EventLog):
+def events_frame(store: EventLog) -> DataFrame:
     """Every event of the store (grades, failures, undos), one row each, LabelEvent's fields
     as columns, in the order they were added."""
     cols = [f.name for f in fields(LabelEvent)]
