@@ -26,7 +26,8 @@ def id_rows(conn: Connection, sql: str, args: Sequence = ()) -> np.ndarray:
     texts = conn.execute(sql.replace(COLUMNS, joined, 1), args).fetchone()
     try:
         columns = [np.fromstring(t or "", dtype=np.int64, sep=",") for t in texts]
-    except ValueError:  # a value that is not a whole number (a grade of 2.5 written by hand)
+    # a value that is not a whole number (a grade of 2.5 written by hand)
+    except ValueError:
         columns = []
     if columns and len({len(c) for c in columns}) == 1:
         return np.column_stack(columns)

@@ -52,25 +52,30 @@ class FinalLabel:
     qid: str
     docid: str
     grade: float
-    decided_by: str  # the kind that decided (human / llm / import / mixed)
+    #: the kind that decided (human / llm / import / mixed)
+    decided_by: str
     sources: tuple[str, ...]
-    votes: tuple[int, ...]  # the grades that were aggregated
-    stale: bool = False  # one of its grades was given to texts that have changed since
+    #: the grades that were aggregated
+    votes: tuple[int, ...]
+    #: one of its grades was given to texts that have changed since
+    stale: bool = False
 
 
 @dataclass(frozen=True)
 class FinalColumns:
-    """Merged labels column by column: label ``i`` is ``qid[i]``, ``docid[i]``, ``grade[i]``,
-    ``decided_by[i]``, ``stale[i]``, and its votes are ``vote_grades[starts[i]:starts[i + 1]]``
-    given by the sources ``vote_names`` of the same slice."""
+    """Merged labels column by column: label ``i`` is ``qid[i]``, ``docid[i]``, ``grade[i]``
+    (float), ``decided_by[i]``, ``stale[i]`` (bool), and its votes are
+    ``vote_grades[starts[i]:starts[i + 1]]`` given by the sources ``vote_names`` of the same
+    slice (``starts`` has one entry more than the labels). The texts are object arrays of str;
+    a vote is an int, or a float where a derived source votes with its expected grade."""
 
-    qid: np.ndarray  # object arrays of str
+    qid: np.ndarray
     docid: np.ndarray
-    grade: np.ndarray  # float64
+    grade: np.ndarray
     decided_by: np.ndarray
-    stale: np.ndarray  # bool
-    starts: np.ndarray  # int64, one more than the labels
-    vote_grades: list  # int, or float where a derived source votes with a rule applied now
+    stale: np.ndarray
+    starts: np.ndarray
+    vote_grades: list
     vote_names: list[str]
 
     def __len__(self) -> int:
@@ -140,7 +145,8 @@ class Merged:
 
     __hash__ = None  # type: ignore[assignment]  # equal merges hold equal labels
 
-    def __repr__(self) -> str:  # a summary: the labels themselves can be millions
+    # a summary: the labels themselves can be millions
+    def __repr__(self) -> str:
         return (f"Merged(policy={self.policy!r}, aggregate={self.aggregate!r}, "
                 f"fractional={self.fractional}, {len(self.final)} labels)")
 
@@ -248,7 +254,8 @@ def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[st
     {event id: the grade it votes with instead} (a derived source's rule applied now). A
     pair's votes come in the order their (source, sample) first graded it, as ``merge_rows``
     gives them from rows in event order."""
-    check_policy(policy)  # before the sort
+    # before the sort
+    check_policy(policy)
     _check_aggregate(aggregate)
     return merge_votes(latest_votes(rows, queries, passages), sources, policy, aggregate,
                        fractional, stale, grades)
@@ -277,7 +284,8 @@ def latest_votes(rows: Sequence[tuple] | np.ndarray, queries: Sequence[tuple],
     ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))]
     last = _ends(ids[:, :4])
     first = np.r_[True, last[:-1]]
-    votes = np.column_stack([ids[last], ids[first, 4]])  # + the first event's id
+    # + the first event's id
+    votes = np.column_stack([ids[last], ids[first, 4]])
     votes = votes[np.lexsort((votes[:, 6], drank[votes[:, 2]], qrank[votes[:, 1]]))]
     return Votes(votes, qtext, dtext)
 
@@ -380,7 +388,8 @@ def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.n
         return name == policy[len("source="):]
     group = np.cumsum(np.r_[True, (pairs[1:] != pairs[:-1]).any(axis=1)]) - 1
 
-    def anywhere(mask: np.ndarray) -> np.ndarray:  # the mask holds somewhere in the pair
+    # the mask holds somewhere in the pair
+    def anywhere(mask: np.ndarray) -> np.ndarray:
         return np.bincount(group, mask, minlength=group[-1] + 1)[group] > 0
 
     keep = human | ~anywhere(human)
@@ -410,11 +419,13 @@ def source_qrels(rows: Sequence[tuple] | np.ndarray, names: Mapping[int, str],
     ids, name = ids[sort], name[sort]
     latest = _ends(np.column_stack([name, ids[:, :4]]))
     ids, name = ids[latest], name[latest]
-    ends = _ends(np.column_stack([name, ids[:, 1:3]]))  # the last vote of each pair
+    # the last vote of each pair
+    ends = _ends(np.column_stack([name, ids[:, 1:3]]))
     first = np.r_[0, np.flatnonzero(ends[:-1]) + 1][:len(ends)]
     votes = np.diff(np.r_[first, len(ids)])
     grades = ids[first, 5]
-    for i in np.flatnonzero(votes > 1):  # a source's samples (or kinds): aggregated
+    # a source's samples (or kinds): aggregated
+    for i in np.flatnonzero(votes > 1):
         grades[i] = int(aggregate_grades(ids[first[i]:first[i] + votes[i], 5].tolist(),
                                          aggregate))
     name, q, d = name[first], ids[first, 1], ids[first, 2]
@@ -489,7 +500,8 @@ class Conflict:
     docid: str
     human: float
     llm: float
-    human_sources: tuple[str, ...] = ()  # the sources whose labels made each side's grade
+    #: the sources whose labels made each side's grade
+    human_sources: tuple[str, ...] = ()
     llm_sources: tuple[str, ...] = ()
 
     @property
@@ -501,7 +513,8 @@ class Conflict:
 def conflicts(rows: Sequence[tuple], aggregate: Aggregate = "majority") -> list[Conflict]:
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
     _check_aggregate(aggregate)
-    votes = _votes(rows)  # once for both sides
+    # once for both sides
+    votes = _votes(rows)
     return conflicts_between(_merge(votes, "human-only", aggregate, False, frozenset()),
                              _merge(votes, "llm-only", aggregate, False, frozenset()))
 

@@ -159,7 +159,8 @@ def use_statement_checks(db: Backend) -> None:
     try:
         with db.transaction() as conn:
             db.lock("migrate")
-            names = [r[0] for r in conn.execute(_KEYS).fetchall()]  # another may have done it
+            # another may have done it
+            names = [r[0] for r in conn.execute(_KEYS).fetchall()]
             if names:
                 conn.execute("ALTER TABLE events " + ", ".join(
                     f'DROP CONSTRAINT "{name}"' for name in names))

@@ -86,9 +86,11 @@ def _masked_url(url: str) -> str:
 class Location:
     """Where a PostgreSQL store is: libpq's connection string and the schema."""
 
-    conninfo: str  # the URL without our own ``schema`` parameter (may hold a password)
+    #: the URL without our own ``schema`` parameter (may hold a password)
+    conninfo: str
     schema: str
-    shown: str  # the URL as we show it: password masked, schema named
+    #: the URL as we show it: password masked, schema named
+    shown: str
 
     def __str__(self) -> str:
         return self.shown
@@ -139,7 +141,8 @@ def pg_sql(sql: str) -> str:
     out = _CACHE.get(sql)
     if out is not None:
         return out
-    pieces = re.split(r"('(?:[^']|'')*')", sql)  # odd pieces are quoted literals
+    # odd pieces are quoted literals
+    pieces = re.split(r"('(?:[^']|'')*')", sql)
     for k in range(0, len(pieces), 2):
         piece = re.sub(r"\bgroup_concat\(([^(),]*), %s\)", r"string_agg((\1)::text, %s)",
                        pieces[k].replace("%", "%%").replace("?", "%s"))
@@ -198,9 +201,12 @@ class PgConnection:
 
     def __init__(self, conn: psycopg.Connection[TupleRow], name: str) -> None:
         self._conn = conn
-        self._name = name  # the store, as messages name it (password masked)
-        self._begin = False  # a BEGIN waiting for the next statement
-        self._types: dict[str, dict[str, int]] = {}  # {table: {column: type oid}}
+        # the store, as messages name it (password masked)
+        self._name = name
+        # a BEGIN waiting for the next statement
+        self._begin = False
+        # {table: {column: type oid}}
+        self._types: dict[str, dict[str, int]] = {}
 
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
@@ -225,7 +231,8 @@ class PgConnection:
         if statement == "BEGIN":
             self._begin = True
             return self._conn.cursor()
-        if self._begin and statement in ("COMMIT", "ROLLBACK"):  # nothing was done
+        # nothing was done
+        if self._begin and statement in ("COMMIT", "ROLLBACK"):
             self._begin = False
             return self._conn.cursor()
         self._send_begin()
@@ -239,7 +246,8 @@ class PgConnection:
         a psycopg statement; a failure raised as psycopg raises it (OperationalError when the
         connection is lost)."""
         psycopg = _psycopg()
-        with self._conn.lock:  # as psycopg's own statements take it
+        # as psycopg's own statements take it
+        with self._conn.lock:
             result = self._conn.pgconn.exec_(command.encode())
         if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
             error = psycopg.errors.error_from_result(result, encoding=self._conn.info.encoding)
@@ -272,7 +280,8 @@ class PgConnection:
         self._send_begin()
         cur = self._conn.cursor()
         target = table if on_conflict is None else f"reljudge_new_{table}"
-        if on_conflict is not None:  # its columns, none of its constraints; gone at COMMIT
+        # its columns, none of its constraints; gone at COMMIT
+        if on_conflict is not None:
             cur.execute(f"CREATE TEMPORARY TABLE {target} ON COMMIT DROP AS SELECT {columns} "
                         f"FROM {table} WITH NO DATA")
         types = self._binary_types(table, columns, rows)
@@ -341,8 +350,10 @@ class PostgresBackend(Backend):
         super().__init__()
         psycopg = _psycopg()
         self.location = location
-        self.path = location.shown  # what messages name (the password masked)
-        self.backup = None  # a migration is one transaction: nothing to keep aside
+        # what messages name (the password masked)
+        self.path = location.shown
+        # a migration is one transaction: nothing to keep aside
+        self.backup = None
         raw = self._connect(psycopg, timeout)
         raw.adapters.register_loader("numeric", _numeric_loader(psycopg))
         self.conn = PgConnection(raw, self.path)
@@ -357,7 +368,8 @@ class PostgresBackend(Backend):
                     f"reads version {current}; a command that only reads never "
                     f"upgrades it: run `reljudge labels upgrade --store URL` once")
             if old < current:
-                with raw.transaction():  # processes creating it at one instant take turns
+                # processes creating it at one instant take turns
+                with raw.transaction():
                     raw.execute("SELECT pg_advisory_xact_lock(%s)", (self._key("schema"),))
                     raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
             raw.execute(f'SET search_path TO "{location.schema}"')
@@ -417,12 +429,14 @@ class PostgresBackend(Backend):
         missing = [k for k in dict.fromkeys(keys) if k not in cache]
         insert = (f"INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
                   "ON CONFLICT DO NOTHING")
-        if len(missing) > 20_000:  # as on SQLite: one scan beats a look-up per key
+        # as on SQLite: one scan beats a look-up per key
+        if len(missing) > 20_000:
             self.conn.execute(insert, (missing,))
             cache.update(self.conn.execute(f"SELECT {column}, id FROM {table}"))
         elif missing:
             cache.update(self.conn.execute(f"{insert} RETURNING {column}, id",
-                                           (missing,)).fetchall())  # fetchall: in C
+                                           # fetchall: in C
+                                           (missing,)).fetchall())
             there = [k for k in missing if k not in cache]
             if there:
                 cache.update(self.conn.execute(

@@ -22,7 +22,8 @@ from reljudge.store.claims import partition
 from reljudge.store.events import Outcome
 from reljudge.store.part import StorePart
 
-Item = tuple[str, str, int]  # (qid, docid, sample)
+#: (qid, docid, sample)
+Item = tuple[str, str, int]
 
 
 class ProbeText(NamedTuple):

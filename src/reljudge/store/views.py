@@ -12,7 +12,8 @@ from reljudge.choices import Aggregate
 from reljudge.frames import DataFrame, dataframe
 from reljudge.labels import LabelEvent
 
-if TYPE_CHECKING:  # the store's parts call these views with themselves
+# the store's parts call these views with themselves
+if TYPE_CHECKING:
     from reljudge.store.events import EventLog
     from reljudge.store.merge import Conflict
 
@@ -24,13 +25,15 @@ class ConflictText:
 
     qid: str
     docid: str
-    query: str | None  # None when the store holds no text for it
+    #: None when the store holds no text for it
+    query: str | None
     passage: str | None
     human: float
     human_sources: tuple[str, ...]
     llm: float
     llm_sources: tuple[str, ...]
-    answers: tuple[dict, ...]  # {source, sample, grade, raw} of each LLM label that voted
+    #: {source, sample, grade, raw} of each LLM label that voted
+    answers: tuple[dict, ...]
 
     @property
     def diff(self) -> float:
