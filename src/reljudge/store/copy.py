@@ -1,13 +1,12 @@
 """``reljudge labels copy SRC DST``: a whole store from SQLite to PostgreSQL and back.
 
-Every table is copied row for row, ids kept, so the copy holds the same events (with their
-times, provenance, failures and undos), texts and text history, samples and team assignments,
-derivations, imports, spend ledger, Batch API records and probes (``store.probes``); claims (leases of running
-processes) are not copied. The copy is one transaction of the destination: all of it or none.
-Running it again adds only what the source gained since (append-only tables), and brings the
-rows that change in place (texts, the spend ledger, batch statuses) up to date; a destination
-whose events are not the source's (another store's, or diverged) is refused, naming the first
-event that differs.
+Every table is copied row for row, ids kept: the same events (with their times, provenance,
+failures and undos), texts and text history, samples and team assignments, derivations,
+imports, spend ledger, Batch API records and probes; claims (leases of running processes) are
+not. The copy is one transaction of the destination: all of it or none. Copying again adds
+what the source gained since (append-only tables) and brings rows that change in place
+(texts, the spend ledger, batch statuses) up to date; a destination whose events are not the
+source's is refused, naming the first event that differs.
 """
 
 from __future__ import annotations

@@ -234,7 +234,7 @@ class EventLog(Texts):
             qids = self.db.intern("queries", "qid", (r[0] for r in rows))
             docids = self.db.intern("passages", "docid", (r[1] for r in rows))
             raws = raw if raw is not None else [None] * len(rows)
-            # the texts held now, if any
+            # the texts the store holds, if any
             shown = self.shown_now((q, d) for q, d, _ in rows)
             self.conn.executemany(
                 "INSERT INTO events (q, d, source, grade, raw, created_at, batch, shown) "

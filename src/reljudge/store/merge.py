@@ -1,26 +1,14 @@
-"""Merge policies: the stated, reproducible rule that turns many labels into final qrels.
+"""Merge policies: the stated, reproducible rule that turns many labels into final qrels
+(docs/store.md).
 
-Steps, for every (query, document) pair:
-1. Corrections: of several labels from one source with one sample index, the latest wins;
-   a label its source retracted since (an undo, ``labels.RETRACTED``) never reaches the
-   merge: ``LabelStore.label_rows`` leaves it out.
-2. Policy picks which labels decide:
-   - ``human-first`` (default): the human labels when there are any, else all others
-     (LLM and imported);
-   - ``adjudicated-first``: an adjudicated grade (``assess --adjudicate``, source
-     ``adjudicated:NAME``) where there is one, else as ``human-first``;
-   - ``human-only`` / ``llm-only``: only labels of that kind (pairs without any are holes);
-   - ``source=NAME``: only the labels of that one source.
-3. Aggregation of the deciding labels (several assessors, or several samples of a judge):
-   - ``majority``: the most frequent grade; a tie goes to the LOWER grade (conservative);
-   - ``mean``: the arithmetic mean;  ``median``: the median (mean of the middle two).
-   Unless ``fractional``, a non-integer result is rounded half up (1.5 -> 2).
-Failed judgments never decide anything: a pair with only failures has no final label.
-A derived source (a calibrated judge or a panel, see ``LabelStore.add_derived``) votes with the
-grade its derivation's decision rule gave (``derived="recorded"``), or with a rule applied now
-(``mode``, ``median``, ``expected``).
-A final label is *stale* when one of its deciding grades was given to query or passage texts
-that have changed since (``LabelStore.stale_labels``): it is kept, and flagged.
+For every (query, document) pair, each source's latest standing grade per sample index is a
+vote (a grade its source retracted is none). The policy picks the deciding votes
+(``human-first`` by default, ``adjudicated-first``, ``human-only``, ``llm-only``,
+``source=NAME``); the aggregation makes them one grade: ``majority`` (a tie goes to the lower
+grade), ``mean`` or ``median``, rounded half up unless ``fractional``. Failures never decide.
+A derived source votes with the grade its decision rule recorded, or with a rule chosen at
+merge time (``mode``, ``median``, ``expected``). A final label is *stale* when one of its
+deciding grades was given to texts changed since: kept, and flagged.
 """
 
 from __future__ import annotations
@@ -251,7 +239,7 @@ def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[st
     """``merge_rows`` from the store's ids, column by column: ``rows`` (source id, query id,
     passage id, sample, event id, grade) of the standing grades in any order, ``sources``
     {source id: (kind, name)}, ``queries`` and ``passages`` (id, qid or docid); ``grades``
-    {event id: the grade it votes with instead} (a derived source's rule applied now). A
+    {event id: the grade it votes with instead} (a derived source's rule chosen at merge time). A
     pair's votes come in the order their (source, sample) first graded it, as ``merge_rows``
     gives them from rows in event order."""
     # before the sort
@@ -330,7 +318,7 @@ def _aggregated(grade: list, starts: np.ndarray, aggregate: Aggregate, fractiona
                 derived: bool) -> np.ndarray:
     """``_aggregate`` of each label's votes ``grade[starts[i]:starts[i + 1]]``, vectorised over
     the labels whose votes are all integers; a label with a float vote (``derived``: some
-    votes are a derived source's rule applied now, such as an expected grade) goes through
+    votes are a derived source's rule chosen at merge time, such as an expected grade) goes through
     ``_aggregate``."""
     sizes = np.diff(starts)
     label = np.repeat(np.arange(len(sizes)), sizes)

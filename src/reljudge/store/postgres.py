@@ -1,21 +1,14 @@
 """A label store on PostgreSQL: the same store, for a team (``--store postgresql://...``).
 
 ``LabelStore("postgresql://USER@HOST:PORT/DB?schema=NAME")`` opens a store kept in one schema
-of a PostgreSQL database (``schema`` defaults to ``reljudge``; one per project): the
-``store.backend.Backend`` that ``PostgresBackend`` implements. Everything above the backend is
-the same code for both engines: the store modules write portable SQL with ``?``
-placeholders, and ``PgConnection`` speaks it to psycopg 3 (``?`` becomes ``%s``,
-``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``), so one code path serves both
-engines. The schema is the same versioned migrations, their column types translated
-(``pg_ddl``), run by writing commands only, in one transaction, one process at a time (an
-advisory lock).
+of a database (default ``reljudge``). ``PostgresBackend`` implements ``store.backend.Backend``;
+everything above it is one code path for both engines, its portable SQL spoken to psycopg 3 by
+``PgConnection`` (``pg_sql``). The schema is the same migrations, column types translated
+(``pg_ddl``), run by writing commands only, one process at a time (an advisory lock).
 
-The password is never written anywhere by us: it comes from the URL, ``PGPASSWORD``,
-``~/.pgpass`` or a service file (libpq reads them), and every text we show names the store
-by ``masked(url)`` (each form of password libpq reads masked). Other libpq settings in the
-URL (``sslmode``, ``connect_timeout``, ``service``, ...) are passed through as they are; without
-a ``connect_timeout`` a server that does not answer a new connection is given up on after
-``CONNECT_TIMEOUT`` seconds (libpq would wait for ever).
+We never write the password: libpq reads it from the URL, ``PGPASSWORD``, ``~/.pgpass`` or a
+service file; every text we show names the store by ``masked(url)``. Without ``connect_timeout`` an unanswered connection is given up on
+after ``CONNECT_TIMEOUT`` seconds (libpq would wait for ever).
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 tables of their own (``probes``, ``probe_events``, ``probe_claims``, ``probe_spend``).
 
 No reader of labels (merge, qrels, export, samples, estimates, calibration, audits) looks at
-these tables, and nothing here writes a query, a passage, a source or a label event: a probe
-cannot reach real labels by a filter someone forgot, since there is no filter to forget.
-``ProbeSink`` is the labeller's sink for a probe run (``judge.sink.JudgmentSink``): it settles,
-claims and records spend in the probe tables, so a probe run resumes, shares its work between
-processes and counts its money like any labelling run. What probing spent counts towards
-``total_spend`` (--max-total-cost caps money, whatever it bought).
+these tables, and nothing here writes a query, a passage, a source or a label event: there is
+no filter to forget. ``ProbeSink`` is the labeller's sink for a probe run
+(``judge.sink.JudgmentSink``): it settles, claims and records spend in the probe tables, so a
+probe run resumes, shares its work between processes and counts its money like any labelling
+run. What probing spent counts towards ``total_spend`` (--max-total-cost caps money, whatever
+it bought).
 """
 
 from __future__ import annotations
