@@ -1,7 +1,7 @@
 """On PostgreSQL, what label events refer to (query, passage, source, import) is checked
 once per statement over the new rows, not once per row.
 
-A foreign key checks each row (an import took 3.5x SQLite's time); the
+A foreign key checks each row (an import in 3.5x SQLite's time); the
 triggers of ``use_statement_checks`` keep its rules once per statement (``REFERENCING NEW
 TABLE``): a reference to a missing row fails as a foreign key does; a referenced row cannot
 be deleted, renumbered or truncated; a delete waits for the transactions writing events

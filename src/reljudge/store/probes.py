@@ -21,6 +21,7 @@ from reljudge.labels import LabelEvent
 from reljudge.store.claims import partition
 from reljudge.store.events import Outcome
 from reljudge.store.part import StorePart
+from reljudge.store.spend import open_line, update_line
 
 #: (qid, docid, sample)
 Item = tuple[str, str, int]
@@ -146,19 +147,12 @@ class Probes(StorePart):
 
     def open_probe_spend(self, judge: str, endpoint: str) -> int:
         """Start a probe run's line in the probe spend ledger; returns its id."""
-        now = time.time()
-        with self.db.transaction() as conn:
-            cur = conn.execute("INSERT INTO probe_spend (judge, endpoint, started_at, "
-                               "updated_at) VALUES (?,?,?,?) RETURNING id",
-                               (judge, endpoint, now, now))
-            return int(cur.fetchone()[0])
+        return open_line(self.db, "probe_spend", "judge", judge, endpoint)
 
     def update_probe_spend(self, run: int, calls: int, tokens_in: int, tokens_out: int,
                            cost: float) -> None:
         """What a probe run has spent so far (its totals, not an increment)."""
-        self.conn.execute("UPDATE probe_spend SET calls = ?, tokens_in = ?, tokens_out = ?, "
-                          "cost = ?, updated_at = ? WHERE id = ?",
-                          (calls, tokens_in, tokens_out, cost, time.time(), run))
+        update_line(self.db, "probe_spend", run, calls, tokens_in, tokens_out, cost)
 
     def probe_spend(self) -> float:
         """USD spent by every probe run recorded in this store."""
