@@ -7,11 +7,15 @@
     python bench/store.py --commands            # the commands that read a store vs files
     python bench/store.py --estimate --runs 63  # `estimate` of a track (63 runs, one sample)
     python bench/store.py --estimate --repeat 5 --against OLD/src --markdown  # two commits
+    python bench/store.py --writer-events 0 --against /tmp/old/src --markdown
 
 Rows, for each backend:
 - import: two qrels files (human and LLM labels of the same pairs) through ``labels import``'s
   code path, one writer, one transaction per file;
 - merge + export: ``merge("human-first")`` over every event and the merged qrels written out;
+- labels stats, labels merge --out: the commands as a user runs them (``python -m reljudge``,
+  a whole process each), median of ``--repeat``; ``--against SRC``: the same commands with
+  reljudge imported from SRC (another commit's src folder) beside them, taking turns;
 - 1 writer and 4 writers: separate processes appending LLM label events, all started at once,
   each committing ``--writer-batch`` events a transaction: 64 by default, the batches a labeller
   commits its answers in (every 64 answers, or every second when fewer came); 1 is a person
@@ -22,12 +26,20 @@ Without ``--pg`` a PostgreSQL server is started for the run (Debian's binaries, 
 do; the ``test`` and ``postgres`` extras) with fsync on and ``synchronous_commit=off``: the
 durability of a SQLite store, which runs in WAL mode with ``synchronous=NORMAL`` (a commit is
 never torn; the last ones may be lost on power failure, in both).
+
+Each row gives wall seconds and CPU seconds (this process's or the command's, with the
+PostgreSQL server's share when the run started the server): on a machine others share, the
+CPU seconds are the steadier measure. ``--markdown`` prints the table as Markdown.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
+import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -76,27 +88,76 @@ def writers(location: str, count: int, n: int, batch: int) -> float:
     return max(ends) - t0
 
 
-def run(location: str, files: list[Path], out: Path) -> dict[str, tuple]:
-    """Import, merge and export on one backend; {step: (events, seconds)}."""
+def run(location: str, files: list[Path], out: Path, server_cpu) -> dict[str, tuple]:
+    """Import, merge and export on one backend; {step: (events, wall s, CPU s)}
+    (``server_cpu()``: the database server's CPU seconds so far, 0 when not ours)."""
     rows: dict[str, tuple] = {}
     store = LabelStore(location)
-    t = time.perf_counter()
+    own = server_cpu
+    if "://" in location:  # the server process serving this connection: its CPU too
+        pid = store.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+
+        def server_cpu() -> float:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return own() + sum(int(x) for x in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+    t, cpu = time.perf_counter(), time.process_time() + server_cpu()
     for f in files:
         import_labels(store, f, f.stem, f.stem)
     n = store.count()
-    rows["import (2 files, 1 writer)"] = (n, time.perf_counter() - t)
-    t = time.perf_counter()
+    rows["import (2 files, 1 writer)"] = (n, time.perf_counter() - t,
+                                          time.process_time() + server_cpu() - cpu)
+    t, cpu = time.perf_counter(), time.process_time() + server_cpu()
     merged = store.merge("human-first")
     write_qrels(merged.qrels, out)
-    rows["merge human-first + export"] = (n, time.perf_counter() - t)
+    rows["merge human-first + export"] = (n, time.perf_counter() - t,
+                                          time.process_time() + server_cpu() - cpu)
     store.close()
     return rows
 
 
+#: the commands timed as whole processes: (step, arguments after ``--store LOCATION``)
+COMMANDS = [("labels stats", ["labels", "stats"]),
+            ("labels merge --out", ["labels", "merge", "--out", "{tmp}/merged.qrels"])]
+
+
+def command_rows(location: str, n: int, tmp: Path, repeat: int, against: str | None,
+                 server_cpu) -> dict[str, tuple]:
+    """{step: (events, median wall s, median CPU s)} of each of COMMANDS on the store at
+    ``location``, with reljudge from SRC beside (``against``), taking turns."""
+    sources = {"": None} | ({" (against)": against} if against else {})
+    times: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(repeat):
+        for step, args in COMMANDS:
+            command = [a.replace("{tmp}", str(tmp)) for a in args[:2]] + \
+                ["--store", location] + [a.replace("{tmp}", str(tmp)) for a in args[2:]]
+            for tag, src in sources.items():
+                env = dict(os.environ, PYTHONPATH=src) if src else None
+                times.setdefault(step + tag, []).append(_process(command, env, server_cpu))
+    return {step: (n, statistics.median(w for w, _ in got), statistics.median(c for _, c in got))
+            for step, got in times.items()}
+
+
+def _process(args: list[str], env: dict | None, server_cpu) -> tuple[float, float]:
+    """(wall s, CPU s) of ``python -m reljudge ARGS`` as a whole process, the server's share
+    of the CPU added."""
+    before, served = resource.getrusage(resource.RUSAGE_CHILDREN), server_cpu()
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "reljudge", *args], capture_output=True,
+                          env=env)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if server_cpu() != served:
+        time.sleep(0.1)  # the server reaps the command's backend process
+    if done.returncode:
+        sys.exit(f"bench/store.py: {' '.join(args)} failed:\n{done.stderr.decode()}")
+    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                  + server_cpu() - served)
+
+
 def writer_rows(locations: dict[str, str], writer_events: int, batch: int, repeat: int
                 ) -> dict[str, dict[str, tuple]]:
-    """The writers rows of each backend, {backend: {step: (events, median seconds)}}: the
-    backends take turns, ``repeat`` times."""
+    """The writers rows of each backend, {backend: {step: (events, median wall s, None)}}:
+    the backends take turns, ``repeat`` times."""
     seconds: dict[str, dict[str, list[float]]] = {b: {} for b in locations}
     for _ in range(repeat):
         for backend, location in locations.items():
@@ -104,8 +165,9 @@ def writer_rows(locations: dict[str, str], writer_events: int, batch: int, repea
                 step = f"{count} writer{'s' * (count > 1)}, {batch} events/commit"
                 seconds[backend].setdefault(step, []).append(
                     writers(location, count, writer_events, batch))
-    return {backend: {step: (int(step.split()[0]) * writer_events, float(np.median(times)))
-                      for step, times in steps.items()} for backend, steps in seconds.items()}
+    return {backend: {step: (int(step.split()[0]) * writer_events, float(np.median(times)),
+                             None) for step, times in steps.items()}
+            for backend, steps in seconds.items()}
 
 
 def fresh_pg_database(url: str) -> str:
@@ -129,7 +191,7 @@ def commands(args: argparse.Namespace, backends: list[str]) -> None:
         nonlocal server
         url = args.pg
         if url is None:
-            sys.path.insert(0, str(ROOT / "tests"))
+            sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
             from pg import PostgresServer
 
             server = PostgresServer(durable=True)
@@ -172,7 +234,8 @@ def main() -> None:
     p.add_argument("--events", type=int, default=1_000_000, help="events imported (default 1M)")
     p.add_argument("--queries", type=int, default=5_000)
     p.add_argument("--writer-events", type=int, default=2_500,
-                   help="events each concurrent writer appends (default 2,500)")
+                   help="events each concurrent writer appends (default 2,500; 0: no writers "
+                        "rows)")
     p.add_argument("--writer-batch", type=int, default=64,
                    help="events a writer commits at once (default 64, as a labeller does)")
     p.add_argument("--backends", default="sqlite,postgresql")
@@ -187,10 +250,8 @@ def main() -> None:
     p.add_argument("--runs", default="63",
                    help="with --estimate: the numbers of runs, comma-separated (default 63)")
     p.add_argument("--against", metavar="SRC",
-                   help="with --estimate: also time the reljudge in SRC (another commit's "
+                   help="also time the commands with the reljudge in SRC (another commit's "
                         "src folder), the two taking turns")
-    p.add_argument("--markdown", action="store_true",
-                   help="with --estimate: print the table in markdown")
     p.add_argument("--llmjudge", type=Path, default=ROOT.parent / "shared" / "data" / "llmjudge",
                    help="with --commands: the LLMJudge data folder")
     p.add_argument("--repeat", type=int, default=3,
@@ -207,6 +268,12 @@ def main() -> None:
     server = None
     results: dict[str, dict[str, tuple]] = {}
     locations: dict[str, str] = {}
+
+    def server_cpu() -> float:
+        return 0.0 if server is None else store_commands.postmaster_seconds(server.data)
+
+    import store_commands
+
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         files = [tmp / "human.qrels", tmp / "llm.qrels"]
@@ -222,7 +289,7 @@ def main() -> None:
                 elif backend == "postgresql":
                     url = args.pg
                     if url is None:
-                        sys.path.insert(0, str(ROOT / "tests"))
+                        sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
                         from pg import PostgresServer
 
                         server = PostgresServer(durable=True)
@@ -230,12 +297,15 @@ def main() -> None:
                     location = fresh_pg_database(url)
                 else:
                     sys.exit(f"bench/store.py: unknown backend {backend!r}")
-                results[backend] = run(location, files, tmp / f"{backend}.qrels")
+                results[backend] = run(location, files, tmp / f"{backend}.qrels", server_cpu)
                 locations[backend] = location
                 print(f"{backend}: imported", file=sys.stderr)
-            for backend, rows in writer_rows(locations, args.writer_events, args.writer_batch,
-                                             args.repeat).items():
-                results[backend].update(rows)
+                results[backend].update(command_rows(location, args.events, tmp, args.repeat,
+                                                     args.against, server_cpu))
+            if args.writer_events:
+                for backend, rows in writer_rows(locations, args.writer_events,
+                                                 args.writer_batch, args.repeat).items():
+                    results[backend].update(rows)
             if len(results) == 2:
                 same = (tmp / "sqlite.qrels").read_bytes() == (tmp / "postgresql.qrels").read_bytes()
                 print(f"exported qrels byte-identical across backends: {same}")
@@ -244,13 +314,14 @@ def main() -> None:
                 server.stop()
     rows = []
     for backend, steps in results.items():
-        for step, (n, seconds) in steps.items():
+        for step, (n, seconds, cpu) in steps.items():
             base = results.get("sqlite", {}).get(step)
-            rows.append([backend, step, f"{n:,}", f"{seconds:.2f}", f"{n / seconds:,.0f}",
+            rows.append([backend, step, f"{n:,}", f"{seconds:.2f}",
+                         "" if cpu is None else f"{cpu:.2f}", f"{n / seconds:,.0f}",
                          f"{seconds / base[1]:.2f}x" if base and backend != "sqlite" else ""])
-    print(table(["backend", "step", "events", "seconds", "events/s", "time vs sqlite"], rows,
-                args.markdown, left=2, caption=f"median of {args.repeat} runs of each writers "
-                                               f"row, the backends taking turns"))
+    print(table(["backend", "step", "events", "wall s", "CPU s", "events/s", "time vs sqlite"],
+                rows, args.markdown, left=2, caption=f"median of {args.repeat} runs of each "
+                                                     f"row, the backends taking turns"))
 
 if __name__ == "__main__":
     main()

@@ -7,11 +7,14 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn import metrics
 
 from reljudge.audit.annotators import team_agreement
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
+from tests.strategies import event
 
 NAMES = ("alice", "bob", "carol")
 
@@ -135,3 +138,23 @@ def test_labels_stats_and_audit_give_the_annotator_report_in_one_shape(tmp_path,
         assert stats == audit, extra
         assert stats["bootstrap"] == (int(extra[1]) if extra else 1000)
         assert set(stats) == {"annotators", "between", "alpha", "bootstrap", "level"}
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5))
+def test_the_report_from_the_stores_ids_equals_the_report_from_standing_rows(tmp_path_factory,
+                                                                             batches):
+    """Two paths, one answer: the annotator report of ``labels stats`` (the standing human
+    grades column by column, from the store's ids) is ``team_agreement`` of
+    ``store.standing("human")`` row by row, undos, samples and adjudications included."""
+    from reljudge.audit.annotators import team_agreement_of
+
+    with LabelStore(tmp_path_factory.mktemp("t") / "s.sqlite") as store:
+        for batch in batches:
+            store.add_events(batch)
+        rows = store.standing("human")
+        columns = store.standing_columns("human")
+        assert len(columns.event) == len(rows)
+        assert team_agreement_of(columns, bootstrap=20, seed=3) == \
+            team_agreement(rows, bootstrap=20, seed=3)

@@ -141,3 +141,37 @@ def test_labels_stats_summarises_coverage_and_shows_every_query_with_all(tmp_pat
     assert data["coverage_summary"]["labelled"] == {"min": 1.0, "median": 4.0, "max": 7.0}
     assert main(["labels", "stats", "--store", str(path), "--json", "--all"]) == 0
     assert len(json.loads(capsys.readouterr().out)["coverage"]) == 300
+
+
+@pytest.mark.parametrize("command", [["stats"], ["merge", "--out", "m.qrels"]])
+def test_labels_stats_and_merge_draw_their_steps_once_past_the_delay(tmp_path, monkeypatch,
+                                                                     command):
+    """A million-label store takes seconds: a bar of the steps on stderr once the command has
+    run ``STEPS_AFTER`` seconds, none before that nor with --quiet."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    import reljudge.cli.common as common
+    import reljudge.judge.progress as progress
+    from reljudge.store.events import EventLog
+
+    path = str(tmp_path / "s.sqlite")
+    with LabelStore(path) as store:
+        store.add_events(EVENTS)
+    real = EventLog.standing_ids
+    monkeypatch.setattr(EventLog, "standing_ids",
+                        lambda self, *a: time.sleep(0.5) or real(self, *a))  # a slow step
+    monkeypatch.setattr(common, "show_progress", lambda quiet: not quiet)
+    drawn = {}
+    for after, quiet in ((0.05, []), (60.0, []), (0.05, ["--quiet"])):
+        shown = io.StringIO()
+        monkeypatch.setattr(progress, "stderr_console",
+                            lambda shown=shown: Console(file=shown, force_terminal=True))
+        monkeypatch.setattr(common, "STEPS_AFTER", after)
+        monkeypatch.chdir(tmp_path)
+        assert main(["labels", *command, "--store", path, *quiet]) == 0
+        drawn[(after, bool(quiet))] = shown.getvalue()
+    assert "reading the grades" in drawn[(0.05, False)]
+    assert drawn[(60.0, False)] == drawn[(0.05, True)] == ""

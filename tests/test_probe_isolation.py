@@ -43,7 +43,8 @@ def reader_calls(store: LabelStore) -> dict[str, list[tuple]]:
         "count": [()], "fingerprint": [()], "labelled_pairs": [(), (["judge-a"],)],
         "events": [()], "cost_rows": [("llm",), ("human",)], "meta_counts": [("llm",)],
         "outcomes": [("judge-a",), ("ann1",)], "label_rows": [()],
-        "standing": [("human",), ("llm",)], "stale_labels": [()], "source_list": [()],
+        "standing": [("human",), ("llm",)], "standing_columns": [("human",), ("llm",)],
+        "stale_labels": [()], "source_list": [()],
         "standing_ids": [(p,) for p in policies], "sources": [()], "failures": [()],
         "current_failures": [()], "source_grades": [("judge-a",), ("ann1",)],
         "merge": [(p,) for p in policies], "conflicts": [()], "votes": [()],
@@ -66,8 +67,8 @@ def canon(x):
     """A value as plain, comparable data."""
     if hasattr(x, "to_dict") and hasattr(x, "columns"):  # a DataFrame
         return canon(x.to_dict("list"))
-    if isinstance(x, np.ndarray):
-        return x.tolist()
+    if isinstance(x, np.ndarray):  # NaN (a grade without seconds) equal to itself
+        return canon(x.tolist())
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return canon(dataclasses.asdict(x))
     if isinstance(x, dict):

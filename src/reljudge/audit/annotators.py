@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from reljudge.audit.items import clean
-from reljudge.grades import N_GRADES, SCALE
+from reljudge.grades import GRADE_MIN, N_GRADES, SCALE
 from reljudge.labels import is_adjudication
 from reljudge.stats import agreement as ag
 from reljudge.stats.bootstrap import percentile_ci, resample_weights
-from reljudge.store.events import Standing
+from reljudge.store.events import Standing, StandingColumns
 
 KAPPAS = {"kappa": None, "kappa_linear": "linear", "kappa_quadratic": "quadratic"}
 ALPHAS = ("ordinal", "interval", "nominal")
@@ -83,27 +83,58 @@ def team_agreement(standing: Sequence[Standing], *, bootstrap: int = 1000, seed:
                    level: float = 0.95) -> TeamAgreement:
     """The annotator report of standing human grades (other kinds are ignored)."""
     human = [s for s in standing if s.kind == "human"]
-    people = [_annotator(name, [s for s in human if s.source == name])
-              for name in sorted({s.source for s in human})]
-    graders = [s for s in human if not is_adjudication(s.source)]
-    # one grade per (annotator, pair): the latest standing one of any sample index
+    _, q = np.unique([s.qid for s in human], return_inverse=True)
+    _, d = np.unique([s.docid for s in human], return_inverse=True)
+
+    def column(values: list, dtype: type = object) -> np.ndarray:
+        out: np.ndarray = np.empty(len(values), dtype=dtype)
+        out[:] = values
+        return out
+
+    return team_agreement_of(StandingColumns(
+        column([s.source for s in human]), column([s.qid for s in human]),
+        column([s.docid for s in human]), q.astype(np.int64), d.astype(np.int64),
+        np.array([s.grade for s in human], dtype=np.int64),
+        np.array([np.nan if s.seconds is None else s.seconds for s in human], dtype=np.float64),
+        np.array([s.event for s in human], dtype=np.int64)), bootstrap=bootstrap, seed=seed,
+        level=level)
+
+
+def team_agreement_of(human: StandingColumns, *, bootstrap: int = 1000, seed: int = 0,
+                      level: float = 0.95) -> TeamAgreement:
+    """``team_agreement`` of the standing human grades column by column
+    (``LabelStore.standing_columns``)."""
+    source = human.source.tolist()
+    names = sorted(set(source))
+    people = [_annotator(name, human, human.source == name) for name in names]
+    graders = [n for n in names if not is_adjudication(n)]
+    # one grade per (annotator, pair): the latest standing one of any sample index; only two
+    # or more annotators can agree
     grade: dict[tuple[str, str], dict[str, int]] = {}
-    for s in sorted(graders, key=lambda s: s.event):
-        grade.setdefault((s.qid, s.docid), {})[s.source] = s.grade
-    names = sorted({s.source for s in graders})
+    if len(graders) > 1:
+        order = np.argsort(human.event, kind="stable")
+        for name, qid, docid, g in zip(human.source[order].tolist(), human.qid[order].tolist(),
+                                       human.docid[order].tolist(), human.grade[order].tolist(),
+                                       strict=True):
+            if not is_adjudication(name):
+                grade.setdefault((qid, docid), {})[name] = g
     between = [_between(a, b, grade, bootstrap, seed, level)
-               for k, a in enumerate(names) for b in names[k + 1:]]
-    return TeamAgreement(people, [x for x in between if x.pairs], _alpha(names, grade,
+               for k, a in enumerate(graders) for b in graders[k + 1:]]
+    return TeamAgreement(people, [x for x in between if x.pairs], _alpha(graders, grade,
                                                                          bootstrap, seed, level),
                          bootstrap, level)
 
 
-def _annotator(name: str, grades: list[Standing]) -> Annotator:
-    seconds = [s.seconds for s in grades if s.seconds is not None]
+def _annotator(name: str, human: StandingColumns, mine: np.ndarray) -> Annotator:
+    """One person's work: ``mine`` marks their grades among ``human``."""
+    seconds = human.seconds[mine]
+    seconds = seconds[~np.isnan(seconds)].tolist()
+    q, d = human.q[mine], human.d[mine]
+    tally = np.bincount(human.grade[mine] - GRADE_MIN, minlength=N_GRADES)
     return Annotator(name, "adjudicator" if is_adjudication(name) else "annotator",
-                     len({(s.qid, s.docid) for s in grades}), len({s.qid for s in grades}),
+                     len(np.unique(q * (int(d.max(initial=0)) + 1) + d)), len(np.unique(q)),
                      float(np.median(seconds)) if seconds else None, float(sum(seconds)),
-                     {g: sum(s.grade == g for s in grades) for g in SCALE})
+                     {g: int(tally[g - GRADE_MIN]) for g in SCALE})
 
 
 def _between(a: str, b: str, grade: dict, bootstrap: int, seed: int, level: float) -> Between:

@@ -9,23 +9,29 @@ from reljudge.audit.annotators import ALPHAS, TeamAgreement
 from reljudge.grades import SCALE
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from reljudge.store import LabelStore
+    from reljudge.store.merge import Votes
 
 #: query resamples for the report's agreement intervals unless --bootstrap says otherwise
 BOOTSTRAP = 1000
 
 
-def annotator_report(store: LabelStore, bootstrap: int | None = None, seed: int = 0
+def annotator_report(store: LabelStore, bootstrap: int | None = None, seed: int = 0, *,
+                     standing: np.ndarray | None = None, votes: Votes | None = None
                      ) -> TeamAgreement | None:
     """The annotator report of the store's standing human grades (None when it holds none),
-    with ``bootstrap`` query resamples (default ``BOOTSTRAP``) for its intervals."""
-    from reljudge.audit.annotators import team_agreement
+    with ``bootstrap`` query resamples (default ``BOOTSTRAP``) for its intervals;
+    ``standing`` and ``votes``: ``store.standing_ids()`` and ``store.votes()`` when the
+    caller has them already."""
+    from reljudge.audit.annotators import team_agreement_of
 
-    standing = store.standing("human")
-    if not standing:
+    human = store.standing_columns("human", standing, votes)
+    if not len(human.event):
         return None
-    return team_agreement(standing, bootstrap=BOOTSTRAP if bootstrap is None else bootstrap,
-                          seed=seed)
+    return team_agreement_of(human, bootstrap=BOOTSTRAP if bootstrap is None else bootstrap,
+                             seed=seed)
 
 
 def annotator_text(report: TeamAgreement, fmt: str = "table", digits: int = 3) -> str:

@@ -176,6 +176,53 @@ def working(text: str, quiet: bool) -> Iterator[None]:
         yield
 
 
+#: seconds a command runs before its steps' progress bar is drawn (a quick one draws none)
+STEPS_AFTER = 2.0
+
+
+@contextlib.contextmanager
+def steps(total: int, quiet: bool, after: float | None = None
+          ) -> Iterator[Callable[[str], None]]:
+    """A progress bar of a command's ``total`` steps on stderr, drawn once the command has
+    run ``after`` seconds (default ``STEPS_AFTER``; a terminal only, none with --quiet).
+    Yields ``step(text)``, called as each step starts."""
+    if not show_progress(quiet):
+        yield lambda text: None
+        return
+    import threading
+
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichProgress
+
+    from reljudge.judge.progress import stderr_console
+
+    bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), console=stderr_console(), transient=True)
+    task = bar.add_task("", total=total)
+    begun = [0]  # steps begun so far
+    lock, ended = threading.Lock(), [False]
+
+    def step(text: str) -> None:
+        bar.update(task, description=text, completed=begun[0])
+        begun[0] += 1
+
+    def draw() -> None:
+        with lock:
+            if not ended[0]:  # the timer may fire as the command ends
+                bar.start()
+
+    timer = threading.Timer(STEPS_AFTER if after is None else after, draw)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield step
+    finally:
+        timer.cancel()
+        with lock:
+            ended[0] = True
+            bar.stop()
+
+
 def non_negative_int(text: str, least: int = 0) -> int:
     """An argparse type: an integer of 0 (``least``) or more."""
     try:

@@ -146,6 +146,7 @@ def register(sub) -> None:
     v.add_argument("--provenance", type=output_file,
                    help="write one record per final label here (.jsonl or .tsv)")
     add_format(v, ("table", "json", "csv", "markdown"))
+    add_quiet(v)
     v.set_defaults(func=do_merge)
 
     v = verb("export", "export the labels of one source (or kind) alone as qrels")
@@ -300,33 +301,36 @@ def do_import(args) -> int:
 
 def do_merge(args) -> int:
     """Merge and write."""
-    from collections import Counter
-
-    from reljudge.cli.common import check_outputs, warn
+    from reljudge.cli.common import check_outputs, steps, warn
     from reljudge.io.trec import write_qrels
     from reljudge.tables import json_dumps, render
 
     check_outputs(args.out, args.provenance)
-    with open_store(args) as store:
+    with open_store(args) as store, steps(3, args.quiet) as step:
         policy = store.resolve_policy(args.policy, "--policy source=")
-        merged = store.merge(policy, args.aggregate, args.fractional, args.derived)
-    if not merged.labels and (args.out or args.provenance):
-        from reljudge.errors import StoreError
+        step("reading the grades")
+        standing = store.standing_ids(policy)
+        step(f"merging under {policy}")
+        merged = store.merge(policy, args.aggregate, args.fractional, args.derived,
+                             standing=standing)
+        if not len(merged.final) and (args.out or args.provenance):
+            from reljudge.errors import StoreError
 
-        raise StoreError(f"{args.store}: no labels under {merged.policy}; nothing written")
-    if args.out:
-        write_qrels(merged.qrels, args.out)
-    if args.provenance:
-        merged.write_provenance(args.provenance)
-    by = Counter(lab.decided_by for lab in merged.labels)
+            raise StoreError(f"{args.store}: no labels under {merged.policy}; nothing written")
+        step("writing")
+        if args.out:
+            write_qrels(merged.qrels, args.out)
+        if args.provenance:
+            merged.write_provenance(args.provenance)
+    by = merged.decided_counts()
     if args.format == "json":
         print(json_dumps({"policy": merged.policy, "aggregate": merged.aggregate,
-                          "labels": len(merged.labels), "decided_by": dict(by),
+                          "labels": len(merged.final), "decided_by": dict(by),
                           "stale": merged.stale_counts(), "out": args.out,
                           "provenance": args.provenance}), end="")
     else:
         print(render(["policy", "aggregate", "final labels", *[f"by {k}" for k in sorted(by)]],
-                     [[merged.policy, merged.aggregate, len(merged.labels),
+                     [[merged.policy, merged.aggregate, len(merged.final),
                        *[by[k] for k in sorted(by)]]], args.format), end="")
     if merged.stale_note():
         warn(merged.stale_note())
@@ -343,12 +347,12 @@ def do_export(args) -> int:
         policy = (store.resolve_policy(f"source={args.source}", "--source") if args.source
                   else f"{args.kind}-only")
         merged = store.merge(policy, args.aggregate)
-    if not merged.labels:
+    if not len(merged.final):
         from reljudge.errors import StoreError
 
         raise StoreError(f"{args.store}: no labels for {policy}")
     write_qrels(merged.qrels, args.out)
-    print(f"wrote {len(merged.labels)} labels ({policy}) to {args.out}")
+    print(f"wrote {len(merged.final)} labels ({policy}) to {args.out}")
     return 0
 
 

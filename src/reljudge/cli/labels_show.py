@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reljudge.cli.common import open_store, working
+from reljudge.cli.common import open_store, steps
 
 #: coverage rows ``labels stats`` shows without --all (the least covered queries)
 COVERAGE_ROWS = 20
@@ -41,22 +41,30 @@ def do_stats(args) -> int:
     from reljudge.store import coverage, coverage_summary
     from reljudge.tables import json_dumps, render
 
-    with open_store(args) as store, working("reading the label store", args.quiet):
-        sources = store.sources()
+    with open_store(args) as store, steps(5, args.quiet) as step:
+        policy = store.resolve_policy(args.policy, "--policy source=")
+        step("reading the grades")
+        standing = store.standing_ids()  # read once for the counts, the merge and the team
+        step("counting each source's labels")
+        sources = store.sources(standing)
         history = store.failures()
         current = store.current_failures()
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
-        # the grades its policy can choose, read alone
-        merged = store.merge(store.resolve_policy(args.policy, "--policy source="),
-                             args.aggregate, args.fractional, args.derived,
-                             stale=stale)
-        team = annotator_report(store, args.bootstrap, args.seed)
+        step(f"merging under {policy}")
+        votes = store.votes(standing)
+        merged = store.merge(policy, args.aggregate, args.fractional, args.derived,
+                             stale=stale, votes=votes)
+        step("the annotators' agreement")
+        team = annotator_report(store, args.bootstrap, args.seed, standing=standing,
+                                votes=votes)
+        step("coverage")
+        pool = read_pairs(args.pool) if args.pool else None
+        cov_summary, cov = coverage_summary(coverage(merged, pool),
+                                            None if args.all_rows else COVERAGE_ROWS)
     stale_by_kind = dict(Counter(kind for _, _, kind, _ in stale))
-    pool = read_pairs(args.pool) if args.pool else None
-    cov_summary, cov = coverage_summary(coverage(merged, pool),
-                                        None if args.all_rows else COVERAGE_ROWS)
+
     cov_rows = ("all" if len(cov) == cov_summary["queries"] else
                 f"the {len(cov)} least covered of {cov_summary['queries']} queries (--all: "
                 "every query)")
@@ -106,7 +114,7 @@ def do_stats(args) -> int:
                      [list(r) for r in spend], fmt, digits), end="")
     if team is not None:
         print("\n" + annotator_text(team, fmt, min(digits, 3)), end="")
-    print(f"\ncoverage per query under {merged.policy} ({len(merged.labels)} final labels):"
+    print(f"\ncoverage per query under {merged.policy} ({len(merged.final)} final labels):"
           + _coverage_line(cov_summary, cov_rows, digits) + gap)
     print(render(["qid", "labelled", "pooled", "share"],
                  [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")

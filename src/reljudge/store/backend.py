@@ -78,9 +78,12 @@ class Backend(ABC):
     chunked look-ups, and the dialect's part of schema migrations (``store.schema.migrate``)."""
 
     conn: Connection
-    path: Path | str  # what messages name: the SQLite file, or the URL (password masked)
-    backup: Path | None  # the file as it was before a migration (SQLite only)
-    migrated_from: int  # the schema version found when opened (0: a new store)
+    #: what messages name: the SQLite file, or the URL (password masked)
+    path: Path | str
+    #: the file as it was before a migration (SQLite only)
+    backup: Path | None
+    #: the schema version found when opened (0: a new store)
+    migrated_from: int
     #: the driver's errors of a failed write (a full disk, a lock held too long) that
     #: ``transaction`` reports as a StoreError naming the store
     write_errors: tuple[type[Exception], ...] = ()
@@ -130,8 +133,10 @@ class Backend(ABC):
             yield self.conn
             self.conn.execute("COMMIT")
         except BaseException as error:
-            with contextlib.suppress(Exception):  # the first error is the one that says why
-                if self.conn.in_transaction:  # SQLite ends it itself on a full disk
+            # the first error is the one that says why
+            with contextlib.suppress(Exception):
+                # SQLite ends it itself on a full disk
+                if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
             self.forget()
             if self.no_room(error):
@@ -177,7 +182,8 @@ class Backend(ABC):
             found = self.conn.execute("SELECT id FROM sources WHERE kind = ? AND name = ?",
                                       key).fetchone()
             if found is None:
-                self.lock("sources")  # PostgreSQL: one process adds a source at a time
+                # PostgreSQL: one process adds a source at a time
+                self.lock("sources")
                 self.check_new_source(kind, name)
                 self.conn.execute("INSERT OR IGNORE INTO sources (kind, name) VALUES (?, ?)",
                                   key)

@@ -21,7 +21,8 @@ TERMINAL = ("completed", "expired", "failed", "cancelled")
 
 _COLS = ("id, provider_id, input_file_id, output_file_id, error_file_id, endpoint, status, "
          "total, completed, failed, reserved, config, collected, created_at, updated_at, intent")
-_NAMES = [c.strip() for c in _COLS.split(",")]  # BatchRecord's fields of the same names
+#: BatchRecord's fields of the same names
+_NAMES = [c.strip() for c in _COLS.split(",")]
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ class BatchRecord:
     created_at: float
     updated_at: float
     source: str = ""
-    intent: str | None = None  # names the input file and batch metadata (recorded first)
+    #: names the input file and batch metadata (recorded first)
+    intent: str | None = None
 
     @property
     def open(self) -> bool:
@@ -86,7 +88,7 @@ class BatchLog:
                                   ((bid, *it) for it in items))
         return bid
 
-    def update(self, bid: int, **fields) -> None:
+    def update(self, bid: int, **fields: Any) -> None:
         """Set provider ids, status or counts of a recorded batch (committed at once)."""
         cols = ", ".join(f"{k} = ?" for k in fields)
         self.conn.execute(f"UPDATE batches SET {cols}, updated_at = ? WHERE id = ?",
@@ -97,7 +99,8 @@ class BatchLog:
         """Append a batch's events, mark it collected and record its spend (judge, endpoint,
         calls, tokens in, tokens out, cost), in one transaction."""
         now = time.time()
-        with self.store.db.transaction():  # add_events joins it
+        # add_events joins it
+        with self.store.db.transaction():
             statements: list[tuple[str, tuple[object, ...]]] = [("UPDATE batches SET collected = 1, updated_at = ? WHERE id = ?",
                            (now, bid))]
             if spend is not None:

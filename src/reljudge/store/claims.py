@@ -17,8 +17,10 @@ from typing import TypeVar
 from reljudge.store.events import _STANDING, _UNDONE
 from reljudge.store.part import StorePart
 
-Item = tuple[str, str, int]  # (qid, docid, sample)
-K = TypeVar("K", bound=Hashable)  # an item's key in a claims table
+#: (qid, docid, sample)
+Item = tuple[str, str, int]
+#: an item's key in a claims table
+K = TypeVar("K", bound=Hashable)
 
 
 def partition(items: Mapping[K, Item], done: Mapping[K, bool], others: Set[K]
@@ -56,7 +58,8 @@ class Claims(StorePart):
         if not items:
             return [], [], []
         with self.db.transaction():
-            self.db.lock(f"claims:{judge}")  # PostgreSQL: one claimer of a judge at a time
+            # PostgreSQL: one claimer of a judge at a time
+            self.db.lock(f"claims:{judge}")
             source = self.db.source_id("llm", judge)
             qids = self.db.intern("queries", "qid", (q for q, _, _ in items))
             docids = self.db.intern("passages", "docid", (d for _, d, _ in items))

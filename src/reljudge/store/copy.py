@@ -1,13 +1,12 @@
 """``reljudge labels copy SRC DST``: a whole store from SQLite to PostgreSQL and back.
 
-Every table is copied row for row, ids kept, so the copy holds the same events (with their
-times, provenance, failures and undos), texts and text history, samples and team assignments,
-derivations, imports, spend ledger, Batch API records and probes (``store.probes``); claims (leases of running
-processes) are not copied. The copy is one transaction of the destination: all of it or none.
-Running it again adds only what the source gained since (append-only tables), and brings the
-rows that change in place (texts, the spend ledger, batch statuses) up to date; a destination
-whose events are not the source's (another store's, or diverged) is refused, naming the first
-event that differs.
+Every table is copied row for row, ids kept: the same events (with their times, provenance,
+failures and undos), texts and text history, samples and team assignments, derivations,
+imports, spend ledger, Batch API records and probes; claims (leases of running processes) are
+not. The copy is one transaction of the destination: all of it or none. Copying again adds
+what the source gained since (append-only tables) and brings rows that change in place
+(texts, the spend ledger, batch statuses) up to date; a destination whose events are not the
+source's is refused, naming the first event that differs.
 """
 
 from __future__ import annotations
@@ -52,7 +51,8 @@ def copy_store(src: LabelStore, dst: LabelStore) -> CopyReport:
     written: dict[str, int] = {}
     try:
         _copy(src, dst, written)
-    except _integrity_errors() as e:  # a row the destination refuses: the stores diverged
+    # a row the destination refuses: the stores diverged
+    except _integrity_errors() as e:
         raise StoreError(f"{dst.path} holds rows that conflict with {src.path}'s ({e}); "
                          "nothing was copied: copy into an empty store, or into an earlier "
                          "copy of this one") from None
@@ -94,7 +94,8 @@ def _integrity_errors() -> tuple[type[Exception], ...]:
 def _columns(store: LabelStore, table: str) -> list[str]:
     cols = store.db.columns(table)
     if table == "text_history" and "rowid" not in cols:
-        cols = ["rowid", *cols]  # SQLite's implicit row id: the order of replacement
+        # SQLite's implicit row id: the order of replacement
+        cols = ["rowid", *cols]
     return cols
 
 
@@ -114,7 +115,8 @@ def _check_same_history(src: LabelStore, dst: LabelStore) -> None:
         return
     theirs = dst.conn.execute(f"SELECT {_SAME} FROM events ORDER BY id")
     ours = src.conn.execute(f"SELECT {_SAME} FROM events ORDER BY id")
-    for k, (a, b) in enumerate(zip(theirs, ours, strict=False)):  # dst: a prefix
+    # dst: a prefix
+    for k, (a, b) in enumerate(zip(theirs, ours, strict=False)):
         if tuple(a) != tuple(b):
             raise StoreError(f"{dst.path} holds events that are not {src.path}'s (event "
                              f"{a[0]} differs; the {ordinal(k + 1)} of {n}): copy into an empty "

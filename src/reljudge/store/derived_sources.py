@@ -27,7 +27,8 @@ class DerivedSources(StorePart):
         if len(rows) != len(pairs):
             raise StoreError(f"{len(pairs)} pairs but {len(rows)} grade distributions")
         if not all(len(p) == N_GRADES and all(0.0 <= x <= 1.0 for x in p)
-                   and abs(sum(p) - 1.0) <= 1e-6 for p in rows):  # nan fails every one
+                   # nan fails every one
+                   and abs(sum(p) - 1.0) <= 1e-6 for p in rows):
             raise StoreError(f"each derived label needs {N_GRADES} grade probabilities "
                              "(finite, >= 0) summing to 1")
         chosen = [most_probable(p) for p in rows] if grades is None else \

@@ -41,24 +41,49 @@ class Outcome(NamedTuple):
     grade: int | None
     failure_kind: str | None
     failure: str | None
-    shown: str | None  # the digest of the texts the judge saw (None: not recorded)
+    #: the digest of the texts the judge saw (None: not recorded)
+    shown: str | None
 
 
 class Standing(NamedTuple):
     """A source's standing grade of a pair (``EventLog.standing``)."""
 
-    event: int  # the event's id: what an adjudication links to
-    kind: str  # the source's kind
+    #: the event's id: what an adjudication links to
+    event: int
+    kind: str
     qid: str
     docid: str
     source: str
     sample: int
     grade: int
-    seconds: float | None  # the latency recorded with it (a person's time on the pair)
+    #: the latency recorded with it (a person's time on the pair)
+    seconds: float | None
     meta: dict
-    raw: str | None  # an LLM's answer text (its reasoning), an import's source line
+    #: an LLM's answer text (its reasoning), an import's source line
+    raw: str | None
     created_at: float
 
+
+@dataclass(frozen=True)
+class StandingColumns:
+    """``EventLog.standing`` column by column, in event order, without metadata and raw
+    texts (``EventLog.standing_columns``): what the annotator report reads."""
+
+    #: the source's name (object arrays of str)
+    source: np.ndarray
+    qid: np.ndarray
+    docid: np.ndarray
+    #: the query's and passage's ids in the store
+    q: np.ndarray
+    d: np.ndarray
+    grade: np.ndarray
+    #: the latency recorded with it; NaN where none was
+    seconds: np.ndarray
+    event: np.ndarray
+
+
+#: what joins the texts of ``EventLog._id_texts`` (the ASCII unit separator)
+_SEPARATOR = "\x1f"
 
 _EVENT_COLS = ("q, d, source, sample, grade, failure, raw, probs, expected, tokens_in, "
                "tokens_out, cost, latency, created_at, meta, batch, failure_kind, shown")
@@ -75,17 +100,6 @@ def _undone(e: str = "e", r: str = "r") -> str:
 
 _UNDONE = _undone()
 _STANDING = "(r.rid IS NULL OR r.rid < e.id)"
-_HUMAN = "(SELECT id FROM sources WHERE kind = 'human')"
-# The standing grades a policy can choose (``EventLog.standing_ids``): the human-first
-# policies choose among a pair's human grades when it has one (adjudicated grades are human).
-_DECIDING = {
-    "human-only": f"e.source IN {_HUMAN}",
-    "llm-only": "e.source IN (SELECT id FROM sources WHERE kind = 'llm')",
-    "human-first": f"(e.source IN {_HUMAN} OR (e.q, e.d) NOT IN (SELECT h.q, h.d FROM events h "
-                   f"{_undone('h', 'hr')} WHERE h.source IN {_HUMAN} AND h.grade IS NOT NULL "
-                   "AND (hr.rid IS NULL OR hr.rid < h.id)))",
-}
-_DECIDING["adjudicated-first"] = _DECIDING["human-first"]
 # A source's counts (``EventLog.sources``; its one argument: RETRACTED).
 _SOURCE_COUNTS = ("count(*), count(grade), count(*) FILTER (WHERE failure != ?), "
                   "coalesce(sum(cost), 0), coalesce(sum(tokens_in), 0), "
@@ -112,7 +126,8 @@ class SourceStats:
     cost: float
     tokens_in: int
     tokens_out: int
-    retracted: int = 0  # grades taken back by an undo (counted in events, not in ok/grades)
+    #: grades taken back by an undo (counted in events, not in ok/grades)
+    retracted: int = 0
 
 
 def _named(value: object) -> bool:
@@ -146,7 +161,8 @@ def check_rows(rows: Sequence[tuple[str, str, int]], name: str) -> None:
     for i, row in enumerate(rows):
         if len(row) == 3 and type(row[2]) is int and in_scale(row[2]) \
                 and _named(row[0]) and _named(row[1]):
-            continue  # the usual row, checked without building a message
+            # the usual row, checked without building a message
+            continue
         where = f"row {i} {tuple(row)!r}"
         if len(row) != 3:
             raise InputError(f"{where}: expected (qid, docid, grade)")
@@ -164,7 +180,8 @@ class EventLog(Texts):
         """Append label events in one transaction; returns how many were written.
         ``commit_with``: more (sql, args) statements run in the same transaction."""
         events = list(events)
-        for i, e in enumerate(events):  # every one checked before any is written
+        # every one checked before any is written
+        for i, e in enumerate(events):
             check_event(e, f"label event {i} ({e.qid!r}, {e.docid!r})")
         if not events and not commit_with:
             return 0
@@ -172,7 +189,8 @@ class EventLog(Texts):
         with self.db.transaction():
             qids = self.db.intern("queries", "qid", (e.qid for e in events))
             docids = self.db.intern("passages", "docid", (e.docid for e in events))
-            metas: dict[int, str] = {}  # events often share one meta dict: encode it once
+            # events often share one meta dict: encode it once
+            metas: dict[int, str] = {}
 
             def meta(m: dict) -> str:
                 text = metas.get(id(m))
@@ -216,7 +234,8 @@ class EventLog(Texts):
             qids = self.db.intern("queries", "qid", (r[0] for r in rows))
             docids = self.db.intern("passages", "docid", (r[1] for r in rows))
             raws = raw if raw is not None else [None] * len(rows)
-            shown = self.shown_now((q, d) for q, d, _ in rows)  # the texts held now, if any
+            # the texts the store holds, if any
+            shown = self.shown_now((q, d) for q, d, _ in rows)
             self.conn.executemany(
                 "INSERT INTO events (q, d, source, grade, raw, created_at, batch, shown) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -292,7 +311,8 @@ class EventLog(Texts):
     def meta_counts(self, kind: str) -> list[tuple[str, str | None, int]]:
         """(source, meta as stored, events) of the sources of one kind, in the order of each
         (source, meta)'s first event."""
-        return self.conn.execute(  # grouped by the source's id: no name joined to each event
+        # grouped by the source's id: no name joined to each event
+        return self.conn.execute(
             "SELECT s.name, m.meta, m.n FROM (SELECT source, meta, count(*) AS n, min(id) AS "
             "first FROM events GROUP BY source, meta) m JOIN sources s ON s.id = m.source "
             "WHERE s.kind = ? ORDER BY m.first", (kind,)).fetchall()
@@ -332,12 +352,46 @@ class EventLog(Texts):
                 json.loads(meta) if meta else {}, raw, created)
         return sorted(latest.values(), key=lambda s: s.event)
 
+    def standing_columns(self, kind: str = "human", standing: np.ndarray | None = None,
+                         votes: Votes | None = None) -> StandingColumns:
+        """``standing(kind)`` column by column (no metadata nor raw text), from the store's ids;
+        ``standing`` and ``votes``: ``standing_ids()`` and ``votes()`` when the caller has
+        them already (the votes name the ids)."""
+        ids = self.standing_ids() if standing is None else standing
+        sources = {i: name for i, (k, name) in self.source_kinds().items() if k == kind}
+        ids = ids[np.isin(ids[:, 0], list(sources))]
+        ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))]
+        ids = ids[np.r_[(ids[1:, :4] != ids[:-1, :4]).any(axis=1), True]] if len(ids) else ids
+        ids = ids[np.argsort(ids[:, 4])]
+        seconds = np.full(len(ids), np.nan)
+        if len(ids):
+            timed = np.array(self.conn.execute(
+                "SELECT id, latency FROM events WHERE latency IS NOT NULL AND grade IS NOT NULL "
+                f"AND source IN ({','.join('?' * len(sources))})", list(sources)).fetchall(),
+                dtype=np.float64).reshape(-1, 2)
+            at = np.searchsorted(ids[:, 4], timed[:, 0])
+            found = at < len(ids)
+            found[found] = ids[at[found], 4] == timed[found, 0]
+            seconds[at[found]] = timed[found, 1]
+        if votes is None:
+            queries, passages = self.pair_ids()
+            qtext, dtext = _texts(queries), _texts(passages)
+        else:
+            qtext, dtext = votes.qtext, votes.dtext
+        name = np.array([sources.get(i, "") for i in range(max(sources, default=0) + 1)],
+                        dtype=object)
+        return StandingColumns(name[ids[:, 0]], qtext[ids[:, 1]], dtext[ids[:, 2]], ids[:, 1],
+                               ids[:, 2], ids[:, 5], seconds, ids[:, 4])
+
     def stale_labels(self) -> set[tuple[str, str, str, str]]:
         """(qid, docid, kind, source) of each standing label (a source's latest grade of a
         pair) given to texts that have changed since: its ``shown`` digest is not that of the
         texts the store holds now. Only a pair whose query or passage text was replaced (the
         text history) can be stale; a label without a digest (imported before the store held
         its texts, or older than digests) cannot be told stale."""
+        if not self.conn.execute("SELECT 1 FROM text_history LIMIT 1").fetchone():
+            # no text was ever replaced: no label can be stale
+            return set()
         latest: dict[tuple, str | None] = {}
         for q, d, kind, src, sample, shown in self.conn.execute(
                 "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.shown FROM events e "
@@ -362,14 +416,39 @@ class EventLog(Texts):
         query id, passage id, sample, event id, grade), in no order (``merge`` and
         ``sources`` can share one read); with ``policy``, only those the merge policy can
         choose (``merge`` under it gives the same labels from them)."""
-        sql = f"SELECT {COLUMNS} FROM events e {_UNDONE} WHERE e.grade IS NOT NULL AND {_STANDING}"
+        sql = f"SELECT {COLUMNS} FROM events e WHERE e.grade IS NOT NULL"
         args: tuple = ()
         if policy is not None and policy.startswith("source="):
             sql += " AND e.source IN (SELECT id FROM sources WHERE name = ?)"
             args = (policy[len("source="):],)
-        elif policy is not None:
-            sql += f" AND {_DECIDING[policy]}"
-        return id_rows(self.conn, sql, args)
+        elif policy in ("human-only", "llm-only"):
+            sql += " AND e.source IN (SELECT id FROM sources WHERE kind = ?)"
+            args = (policy[:-len("-only")],)
+        rows = self._not_undone(id_rows(self.conn, sql, args))
+        # a pair with a human grade: those
+        if policy in ("human-first", "adjudicated-first"):
+            human = np.isin(rows[:, 0], [i for i, (kind, _) in self.source_kinds().items()
+                                         if kind == "human"])
+            pair = rows[:, 1] * (int(rows[:, 2].max(initial=0)) + 1) + rows[:, 2]
+            rows = rows[human | ~np.isin(pair, pair[human])]
+        return rows
+
+    def _not_undone(self, rows: np.ndarray) -> np.ndarray:
+        """The ``standing_ids`` rows whose source has not retracted the pair since (an undo:
+        a later event of the same source, pair and sample, ``RETRACTED``)."""
+        undos = self.conn.execute(
+            "SELECT source, q, d, sample, max(id) FROM events WHERE failure = ? "
+            "GROUP BY source, q, d, sample", (RETRACTED,)).fetchall()
+        if not undos:
+            return rows
+        undone = {tuple(u[:4]): u[4] for u in undos}
+        width = int(max(rows[:, 2].max(initial=0), max(u[2] for u in undos))) + 1
+        pair = rows[:, 1] * width + rows[:, 2]
+        maybe = np.flatnonzero(np.isin(pair, [u[1] * width + u[2] for u in undos]))
+        gone = [i for i, (*key, eid) in zip(maybe.tolist(), rows[maybe, :5].tolist(),
+                                            strict=True)
+                if undone.get(tuple(key), -1) > eid]
+        return np.delete(rows, gone, axis=0)
 
     def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
         """Counts, grade distribution, tokens and cost of every source (retracted grades and
@@ -383,7 +462,8 @@ class EventLog(Texts):
                 f"SELECT e.source, e.grade, count(*) FROM events e {_UNDONE} WHERE "
                 f"e.grade IS NOT NULL AND {_STANDING} GROUP BY e.source, e.grade "
                 "ORDER BY e.source, e.grade").fetchall()
-        else:  # the same counts from the rows read
+        # the same counts from the rows read
+        else:
             ids = np.asarray(standing, dtype=np.int64).reshape(-1, 6)
             low = int(ids[:, 5].min()) if len(ids) else 0
             span = int(ids[:, 5].max()) - low + 1 if len(ids) else 1
@@ -395,7 +475,8 @@ class EventLog(Texts):
         out = []
         for sid, kind, name in self.conn.execute("SELECT id, kind, name FROM sources ORDER BY id"):
             n, ok, failed, cost, tin, tout = counts.get(sid) or self.conn.execute(
-                f"SELECT {_SOURCE_COUNTS} FROM events WHERE source = ?",  # no event: its zeros
+                # no event: its zeros
+                f"SELECT {_SOURCE_COUNTS} FROM events WHERE source = ?",
                 (RETRACTED, sid)).fetchone()
             mine = grades.get(sid, {})
             held = sum(mine.values())
@@ -417,7 +498,8 @@ class EventLog(Texts):
         failure written without one (``LabelEvent.failure_kind``)."""
         if not self.conn.execute("SELECT 1 FROM events WHERE failure IS NOT NULL LIMIT 1"
                                  ).fetchone():
-            return []  # no failure nor undo at all: spare the grouping of every event
+            # no failure nor undo at all: spare the grouping of every event
+            return []
         return self.conn.execute(
             "SELECT q.qid, p.docid, s.name, e.sample, e.failure_kind, e.failure FROM events e "
             "JOIN (SELECT max(id) AS id, max(CASE WHEN grade IS NOT NULL THEN 1 ELSE 0 END) "
@@ -434,7 +516,8 @@ class EventLog(Texts):
         of = "SELECT id FROM sources WHERE name = ?" + (" AND kind = ?" if kind else "")
         sql = ("SELECT q.qid, p.docid, e.grade FROM events e JOIN queries q ON q.id = e.q "
                f"JOIN passages p ON p.id = e.d {_UNDONE} WHERE e.grade IS NOT NULL AND "
-               f"{_STANDING} AND e.source IN ({of}) ORDER BY e.id")  # its events alone
+               # its events alone
+               f"{_STANDING} AND e.source IN ({of}) ORDER BY e.id")
         out = {(q, d): g for q, d, g in self.conn.execute(sql, [name, kind] if kind else [name])}
         if not out and not self.conn.execute("SELECT 1 FROM sources WHERE name = ?",
                                              (name,)).fetchone():
@@ -462,7 +545,8 @@ class EventLog(Texts):
         if derived not in DERIVED:
             raise StoreError(f"unknown derived-label choice {derived!r}; expected one of "
                              f"{', '.join(DERIVED)}")
-        by_id: dict = {}  # event id: the grade a derived source votes with under ``derived``
+        # event id: the grade a derived source votes with under ``derived``
+        by_id: dict = {}
         if derived == "expected":
             by_id = dict(self.conn.execute(
                 "SELECT id, expected FROM events WHERE expected IS NOT NULL AND source IN "
@@ -480,7 +564,8 @@ class EventLog(Texts):
         if rows is not None:
             rows = [r if r[6] not in by_id else (*r[:5], by_id[r[6]], r[6]) for r in rows]
             return merge_rows(rows, policy, aggregate, fractional, stale)
-        check_policy(policy)  # before reading every event
+        # before reading every event
+        check_policy(policy)
         if votes is not None:
             return merge_votes(votes, self.source_kinds(), policy, aggregate, fractional, stale,
                                by_id)
@@ -498,7 +583,8 @@ class EventLog(Texts):
             return policy
         name = policy[len("source="):]
         known = self.source_list()
-        if any(s.name == name for s in known):  # a full name (of two kinds in an old store)
+        # a full name (of two kinds in an old store)
+        if any(s.name == name for s in known):
             return policy
         return "source=" + resolve_source(known, name, where=str(self.path),
                                           option=option).name
@@ -508,7 +594,8 @@ class EventLog(Texts):
         """``merge.conflicts`` of the standing labels, merged from the store's ids;
         ``standing`` and ``votes``: ``standing_ids()`` and ``votes()`` when the caller has
         them already."""
-        votes = self.votes(standing) if votes is None else votes  # sorted once for both sides
+        # sorted once for both sides
+        votes = self.votes(standing) if votes is None else votes
         sources = self.source_kinds()
         return conflicts_between(*(merge_votes(votes, sources, policy, aggregate)
                                    for policy in ("human-only", "llm-only")))
@@ -527,8 +614,19 @@ class EventLog(Texts):
     def pair_ids(self) -> tuple[list[tuple], list[tuple]]:
         """(id, qid) of each query and (id, docid) of each passage (``id_names``' last parts;
         read after the events they name, so that every id the events hold is in them)."""
-        return (self.conn.execute("SELECT id, qid FROM queries").fetchall(),
-                self.conn.execute("SELECT id, docid FROM passages").fetchall())
+        return self._id_texts("queries", "qid"), self._id_texts("passages", "docid")
+
+    def _id_texts(self, table: str, column: str) -> list[tuple[int, str]]:
+        """(id, text) of each row of ``table``: read as two joined texts (a Python tuple a row
+        took 0.7 s for 500k passages), or a row at a time when a text holds the separator."""
+        n, ids, texts = self.conn.execute(f"SELECT count(*), group_concat(id), "
+                                          f"group_concat({column}, ?) FROM {table}",
+                                          (_SEPARATOR,)).fetchone()
+        parts = texts.split(_SEPARATOR) if n else []
+        if len(parts) != n:
+            return self.conn.execute(f"SELECT id, {column} FROM {table}").fetchall()
+        return list(zip(np.fromstring(ids or "", dtype=np.int64, sep=",").tolist(), parts,
+                        strict=True))
 
     def source_kinds(self) -> dict[int, tuple[str, str]]:
         """{source id: (kind, name)} (``id_names``' first part, without the queries and
@@ -549,5 +647,14 @@ class EventLog(Texts):
                        f"NOT NULL AND {_STANDING} AND e.source IN ({','.join('?' * len(names))})",
                        list(names)) if names else np.zeros((0, 6), np.int64)
         found = source_qrels(rows, names, *self.pair_ids(), aggregate)
-        none = Qrels.from_arrays([], [], np.zeros(0, np.int64))  # a name no source has
+        # a name no source has
+        none = Qrels.from_arrays([], [], np.zeros(0, np.int64))
         return {name: found.get(name, none) for name in sources}
+
+
+def _texts(pairs: list[tuple]) -> np.ndarray:
+    """{id: text} of (id, text) pairs as an object array indexed by id."""
+    out = np.empty(max((i for i, _ in pairs), default=0) + 1, dtype=object)
+    for i, text in pairs:
+        out[i] = text
+    return out

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reljudge.store.backend import Connection
+
 #: the (source, query id, passage id, sample, event id, grade) columns of events ``e``
 COLUMNS = "e.source, e.q, e.d, e.sample, e.id, e.grade"
 
 
-def id_rows(conn, sql: str, args: Sequence = ()) -> np.ndarray:
+def id_rows(conn: Connection, sql: str, args: Sequence = ()) -> np.ndarray:
     """The rows (source, query id, passage id, sample, event id, grade) of ``sql``, a
     ``SELECT {COLUMNS} FROM events e ...`` whose rows have no NULL in them, as an (n, 6)
     int64 array, in no order."""
@@ -24,7 +26,8 @@ def id_rows(conn, sql: str, args: Sequence = ()) -> np.ndarray:
     texts = conn.execute(sql.replace(COLUMNS, joined, 1), args).fetchone()
     try:
         columns = [np.fromstring(t or "", dtype=np.int64, sep=",") for t in texts]
-    except ValueError:  # a value that is not a whole number (a grade of 2.5 written by hand)
+    # a value that is not a whole number (a grade of 2.5 written by hand)
+    except ValueError:
         columns = []
     if columns and len({len(c) for c in columns}) == 1:
         return np.column_stack(columns)

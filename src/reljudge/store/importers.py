@@ -18,8 +18,10 @@ class ImportReport:
     kind: str
     name: str
     events: int = 0
-    skipped: bool = False  # the same file was already imported into this source
-    clipped: list[tuple[int, int, int]] = field(default_factory=list)  # (line, was, now)
+    #: the same file was already imported into this source
+    skipped: bool = False
+    #: (line, was, now)
+    clipped: list[tuple[int, int, int]] = field(default_factory=list)
     unknown_queries: list[str] = field(default_factory=list)
     unknown_passages: list[str] = field(default_factory=list)
 
@@ -33,15 +35,18 @@ def import_labels(store: LabelStore, path: str | Path, kind: str, name: str | No
     """
     from reljudge.io import irds
 
-    dataset = irds.is_irds(path)  # irds:DATASET_ID: named by the id, hashed by its labels
+    #: irds:DATASET_ID: named by the id, hashed by its labels
+    dataset = irds.is_irds(path)
     name = name or label_name(path)
     report = ImportReport(str(path), kind, name)
     labels = read_labels(path, fmt)
     rows, report.clipped = check_scale(labels, clip)
     digest = hashlib.sha256("".join(f"{q} {d} {g}\n" for q, d, g in rows).encode()
                             if dataset else Path(path).read_bytes()).hexdigest()
-    with store.db.transaction():  # the check and the write at once: another process
-        store.db.lock("import")  # importing the same file waits, then finds it imported
+    # the check and the write at once: another process
+    with store.db.transaction():
+        # importing the same file waits, then finds it imported
+        store.db.lock("import")
         if not force and store.find_import(digest, kind, name) is not None:
             report.skipped = True
             return report

@@ -1,26 +1,14 @@
-"""Merge policies: the stated, reproducible rule that turns many labels into final qrels.
+"""Merge policies: the stated, reproducible rule that turns many labels into final qrels
+(docs/store.md).
 
-Steps, for every (query, document) pair:
-1. Corrections: of several labels from one source with one sample index, the latest wins;
-   a label its source retracted since (an undo, ``labels.RETRACTED``) never reaches the
-   merge: ``LabelStore.label_rows`` leaves it out.
-2. Policy picks which labels decide:
-   - ``human-first`` (default): the human labels when there are any, else all others
-     (LLM and imported);
-   - ``adjudicated-first``: an adjudicated grade (``assess --adjudicate``, source
-     ``adjudicated:NAME``) where there is one, else as ``human-first``;
-   - ``human-only`` / ``llm-only``: only labels of that kind (pairs without any are holes);
-   - ``source=NAME``: only the labels of that one source.
-3. Aggregation of the deciding labels (several assessors, or several samples of a judge):
-   - ``majority``: the most frequent grade; a tie goes to the LOWER grade (conservative);
-   - ``mean``: the arithmetic mean;  ``median``: the median (mean of the middle two).
-   Unless ``fractional``, a non-integer result is rounded half up (1.5 -> 2).
-Failed judgments never decide anything: a pair with only failures has no final label.
-A derived source (a calibrated judge or a panel, see ``LabelStore.add_derived``) votes with the
-grade its derivation's decision rule gave (``derived="recorded"``), or with a rule applied now
-(``mode``, ``median``, ``expected``).
-A final label is *stale* when one of its deciding grades was given to query or passage texts
-that have changed since (``LabelStore.stale_labels``): it is kept, and flagged.
+For every (query, document) pair, each source's latest standing grade per sample index is a
+vote (a grade its source retracted is none). The policy picks the deciding votes
+(``human-first`` by default, ``adjudicated-first``, ``human-only``, ``llm-only``,
+``source=NAME``); the aggregation makes them one grade: ``majority`` (a tie goes to the lower
+grade), ``mean`` or ``median``, rounded half up unless ``fractional``. Failures never decide.
+A derived source votes with the grade its decision rule recorded, or with a rule chosen at
+merge time (``mode``, ``median``, ``expected``). A final label is *stale* when one of its
+deciding grades was given to texts changed since: kept, and flagged.
 """
 
 from __future__ import annotations
@@ -28,13 +16,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
 from reljudge.choices import AGGREGATES, Aggregate
 from reljudge.errors import StoreError
 from reljudge.grades import aggregate_grades
-from reljudge.labels import is_adjudication
+from reljudge.labels import SOURCE_KINDS, is_adjudication
 from reljudge.types import Qrels
 
 #: (kind, source, grade): one source's label of a pair, a candidate vote of the merge
@@ -50,39 +40,121 @@ class FinalLabel:
     qid: str
     docid: str
     grade: float
-    decided_by: str  # the kind that decided (human / llm / import / mixed)
+    #: the kind that decided (human / llm / import / mixed)
+    decided_by: str
     sources: tuple[str, ...]
-    votes: tuple[int, ...]  # the grades that were aggregated
-    stale: bool = False  # one of its grades was given to texts that have changed since
+    #: the grades that were aggregated
+    votes: tuple[int, ...]
+    #: one of its grades was given to texts that have changed since
+    stale: bool = False
 
 
 @dataclass(frozen=True)
+class FinalColumns:
+    """Merged labels column by column: label ``i`` is ``qid[i]``, ``docid[i]``, ``grade[i]``
+    (float), ``decided_by[i]``, ``stale[i]`` (bool), and its votes are
+    ``vote_grades[starts[i]:starts[i + 1]]`` given by the sources ``vote_names`` of the same
+    slice (``starts`` has one entry more than the labels). The texts are object arrays of str;
+    a vote is an int, or a float where a derived source votes with its expected grade."""
+
+    qid: np.ndarray
+    docid: np.ndarray
+    grade: np.ndarray
+    decided_by: np.ndarray
+    stale: np.ndarray
+    starts: np.ndarray
+    vote_grades: list
+    vote_names: list[str]
+
+    def __len__(self) -> int:
+        return len(self.grade)
+
+    @classmethod
+    def of(cls, labels: Sequence[FinalLabel]) -> FinalColumns:
+        """The columns of a list of final labels."""
+        def column(values: list, dtype: type = object) -> np.ndarray:
+            out: np.ndarray = np.empty(len(values), dtype=dtype)
+            out[:] = values
+            return out
+
+        sizes = [len(lab.votes) for lab in labels]
+        names = [s for lab in labels for s in _vote_sources(lab)]
+        return cls(column([lab.qid for lab in labels]), column([lab.docid for lab in labels]),
+                   np.array([lab.grade for lab in labels], dtype=np.float64),
+                   column([lab.decided_by for lab in labels]),
+                   np.array([lab.stale for lab in labels], dtype=bool),
+                   np.r_[0, np.cumsum(sizes, dtype=np.int64)].astype(np.int64),
+                   [g for lab in labels for g in lab.votes], names)
+
+    def labels(self) -> list[FinalLabel]:
+        """One FinalLabel a row."""
+        starts = self.starts.tolist()
+        grades, names = self.vote_grades, self.vote_names
+        return [FinalLabel(q, d, g, by, tuple(sorted(set(names[i:j]))), tuple(grades[i:j]), st)
+                for q, d, g, by, st, i, j in zip(
+                    self.qid.tolist(), self.docid.tolist(), self.grade.tolist(),
+                    self.decided_by.tolist(), self.stale.tolist(), starts[:-1], starts[1:],
+                    strict=True)]
+
+
+def _vote_sources(lab: FinalLabel) -> list[str]:
+    """A source name per vote of ``lab``, for ``FinalColumns.of``: the names sorted, the
+    first repeated, which gives back ``lab.sources`` (only the set of names is kept)."""
+    return [*lab.sources, *[lab.sources[0]] * (len(lab.votes) - len(lab.sources))]
+
+
+@dataclass(frozen=True, eq=False)
 class Merged:
-    """Merged labels with provenance, under a named policy and aggregation."""
+    """Merged labels with provenance, under a named policy and aggregation: ``final`` holds
+    them column by column, ``labels`` one FinalLabel each (made when first read)."""
 
     policy: str
     aggregate: Aggregate
     fractional: bool
-    labels: list[FinalLabel]
+    final: FinalColumns
 
-    def __repr__(self) -> str:  # a summary: the labels themselves can be millions
+    @classmethod
+    def of(cls, policy: str, aggregate: Aggregate, fractional: bool,
+           labels: list[FinalLabel]) -> Merged:
+        """The merge whose labels are ``labels``."""
+        merged = cls(policy, aggregate, fractional, FinalColumns.of(labels))
+        merged.__dict__["labels"] = labels
+        return merged
+
+    @cached_property
+    def labels(self) -> list[FinalLabel]:
+        """The final labels, in (qid, docid) order."""
+        return self.final.labels()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Merged) and (self.policy, self.aggregate, self.fractional,
+                                              self.labels) == (other.policy, other.aggregate,
+                                                               other.fractional, other.labels)
+
+    __hash__ = None  # type: ignore[assignment]  # equal merges hold equal labels
+
+    # a summary: the labels themselves can be millions
+    def __repr__(self) -> str:
         return (f"Merged(policy={self.policy!r}, aggregate={self.aggregate!r}, "
-                f"fractional={self.fractional}, {len(self.labels)} labels)")
+                f"fractional={self.fractional}, {len(self.final)} labels)")
 
     @property
     def qrels(self) -> Qrels:
         """The final labels as integer-graded qrels."""
-        if self.fractional and any(lab.grade != int(lab.grade) for lab in self.labels):
+        grade = self.final.grade
+        if self.fractional and np.any(grade != np.trunc(grade)):
             raise StoreError("fractional grades cannot be written as TREC qrels; merge without "
                              "--fractional, or export the provenance file instead")
-        return Qrels.from_arrays([lab.qid for lab in self.labels],
-                                 [lab.docid for lab in self.labels],
-                                 np.array([int(lab.grade) for lab in self.labels],
-                                          dtype=np.int64), check=False)
+        return Qrels.from_arrays(self.final.qid, self.final.docid, grade.astype(np.int64),
+                                 check=False)
+
+    def decided_counts(self) -> Counter[str]:
+        """{decided_by: final labels}."""
+        return Counter(self.final.decided_by.tolist())
 
     def stale_counts(self) -> dict[str, int]:
         """{decided_by: final labels resting on a grade given to texts changed since}."""
-        return dict(Counter(lab.decided_by for lab in self.labels if lab.stale))
+        return dict(Counter(self.final.decided_by[self.final.stale].tolist()))
 
     def stale_note(self) -> str | None:
         """The warning for stale final labels (None when there are none)."""
@@ -95,7 +167,7 @@ class Merged:
                 "(stale in the provenance file): reljudge label asks an LLM judge again, a "
                 "person grades the pair again")
 
-    def write_provenance(self, path) -> None:
+    def write_provenance(self, path: str | Path) -> None:
         """The provenance side file: JSONL, or TSV when the name ends in .tsv (atomic)."""
         import json
 
@@ -156,7 +228,7 @@ def _merge(by_pair: dict[tuple[str, str], list[Vote]], policy: str, aggregate: A
                                  tuple(sorted({s for _, s, _ in chosen})), votes,
                                  bool(stale) and any((qid, docid, k, s) in stale
                                                      for k, s, _ in chosen)))
-    return Merged(policy, aggregate, fractional, labels)
+    return Merged.of(policy, aggregate, fractional, labels)
 
 
 def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[str, str]],
@@ -167,10 +239,11 @@ def merge_ids(rows: Sequence[tuple] | np.ndarray, sources: Mapping[int, tuple[st
     """``merge_rows`` from the store's ids, column by column: ``rows`` (source id, query id,
     passage id, sample, event id, grade) of the standing grades in any order, ``sources``
     {source id: (kind, name)}, ``queries`` and ``passages`` (id, qid or docid); ``grades``
-    {event id: the grade it votes with instead} (a derived source's rule applied now). A
+    {event id: the grade it votes with instead} (a derived source's rule chosen at merge time). A
     pair's votes come in the order their (source, sample) first graded it, as ``merge_rows``
     gives them from rows in event order."""
-    check_policy(policy)  # before the sort
+    # before the sort
+    check_policy(policy)
     _check_aggregate(aggregate)
     return merge_votes(latest_votes(rows, queries, passages), sources, policy, aggregate,
                        fractional, stale, grades)
@@ -199,7 +272,8 @@ def latest_votes(rows: Sequence[tuple] | np.ndarray, queries: Sequence[tuple],
     ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))]
     last = _ends(ids[:, :4])
     first = np.r_[True, last[:-1]]
-    votes = np.column_stack([ids[last], ids[first, 4]])  # + the first event's id
+    # + the first event's id
+    votes = np.column_stack([ids[last], ids[first, 4]])
     votes = votes[np.lexsort((votes[:, 6], drank[votes[:, 2]], qrank[votes[:, 1]]))]
     return Votes(votes, qtext, dtext)
 
@@ -213,7 +287,7 @@ def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
     _check_aggregate(aggregate)
     votes = candidates.rows
     if not len(votes):
-        return Merged(policy, aggregate, fractional, [])
+        return Merged.of(policy, aggregate, fractional, [])
     known = sorted(sources)
     kind, name = (np.array([sources[i][j] for i in known], dtype=object) for j in (0, 1))
     settled = (kind == "human") & np.array([is_adjudication(n) for n in name], dtype=bool)
@@ -221,25 +295,72 @@ def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
     keep = _chosen(votes[:, 1:3], kind[at], name[at], settled[at], policy)
     votes, at = votes[keep], at[keep]
     if not len(votes):
-        return Merged(policy, aggregate, fractional, [])
-    bounds = np.flatnonzero(_ends(votes[:, 1:3])) + 1
-    starts = np.r_[0, bounds[:-1]]
-    grade = votes[:, 5].tolist()
+        return Merged.of(policy, aggregate, fractional, [])
+    starts = np.r_[0, np.flatnonzero(_ends(votes[:, 1:3])) + 1]
+    grade: list = votes[:, 5].tolist()
     if grades:
         grade = [grades.get(e, g) for e, g in zip(votes[:, 4].tolist(), grade, strict=True)]
-    kinds, names = kind[at].tolist(), name[at].tolist()
-    labels = []
-    for i, j, q, d in zip(starts.tolist(), bounds.tolist(),
-                          candidates.qtext[votes[starts, 1]].tolist(),
-                          candidates.dtext[votes[starts, 2]].tolist(), strict=True):
-        vs = tuple(grade[i:j])
-        ks = set(kinds[i:j])
-        labels.append(FinalLabel(q, d, _aggregate(vs, aggregate, fractional),
-                                 ks.pop() if len(ks) == 1 else "mixed",
-                                 tuple(sorted(set(names[i:j]))), vs,
-                                 bool(stale) and any((q, d, k, s) in stale for k, s in
-                                                     zip(kinds[i:j], names[i:j], strict=True))))
-    return Merged(policy, aggregate, fractional, labels)
+    kind_code = np.searchsorted(_KINDS, kind[at])
+    low, high = (f.reduceat(kind_code, starts[:-1]) for f in (np.minimum, np.maximum))
+    decided = np.where(low == high, _KINDS[low], "mixed").astype(object)
+    qtext, dtext = candidates.qtext[votes[starts[:-1], 1]], candidates.dtext[votes[starts[:-1], 2]]
+    return Merged(policy, aggregate, fractional, FinalColumns(
+        qtext, dtext, _aggregated(grade, starts, aggregate, fractional, bool(grades)), decided,
+        _stale(stale, qtext, dtext, kind[at], name[at], starts), starts, grade,
+        name[at].tolist()))
+
+
+#: the source kinds, sorted (``merge_votes`` codes a vote's kind by its place here)
+_KINDS = np.array(sorted(SOURCE_KINDS), dtype=object)
+
+
+def _aggregated(grade: list, starts: np.ndarray, aggregate: Aggregate, fractional: bool,
+                derived: bool) -> np.ndarray:
+    """``_aggregate`` of each label's votes ``grade[starts[i]:starts[i + 1]]``, vectorised over
+    the labels whose votes are all integers; a label with a float vote (``derived``: some
+    votes are a derived source's rule chosen at merge time, such as an expected grade) goes through
+    ``_aggregate``."""
+    sizes = np.diff(starts)
+    label = np.repeat(np.arange(len(sizes)), sizes)
+    whole = np.fromiter((type(g) is int for g in grade), dtype=bool, count=len(grade)) \
+        if derived else np.ones(len(grade), dtype=bool)
+    stored = np.array([g if w else 0 for g, w in zip(grade, whole.tolist(), strict=True)]
+                      if not whole.all() else grade, dtype=np.int64)
+    if aggregate == "majority":
+        low = int(stored.min())
+        span = int(stored.max()) - low + 1
+        tally = np.bincount(label * span + stored - low, minlength=len(sizes) * span)
+        out = (tally.reshape(-1, span).argmax(axis=1) + low).astype(np.float64)
+    elif aggregate == "mean":
+        out = np.add.reduceat(stored, starts[:-1]) / sizes
+    else:
+        order = np.lexsort((stored, label))
+        ranked = stored[order]
+        mid = starts[:-1] + sizes // 2
+        even = sizes % 2 == 0
+        out = np.where(even, (ranked[mid - even] + ranked[mid]) / 2, ranked[mid])
+    if aggregate != "majority" and not fractional:
+        out = np.floor(out + 0.5)
+    for i in np.unique(label[~whole]).tolist():
+        out[i] = _aggregate(tuple(grade[starts[i]:starts[i + 1]]), aggregate, fractional)
+    return out
+
+
+def _stale(stale: Set[tuple[str, str, str, str]], qtext: np.ndarray, dtext: np.ndarray,
+           kind: np.ndarray, name: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Whether each label (its votes ``kind[starts[i]:starts[i + 1]]``, ``name`` likewise) has
+    a vote in ``stale``, the (qid, docid, kind, source) labels given to texts changed since."""
+    out = np.zeros(len(qtext), dtype=bool)
+    if not stale:
+        return out
+    pairs = {(q, d) for q, d, _, _ in stale}
+    bounds = starts.tolist()
+    for i, (q, d) in enumerate(zip(qtext.tolist(), dtext.tolist(), strict=True)):
+        if (q, d) in pairs:
+            out[i] = any((q, d, k, s) in stale for k, s in zip(
+                kind[bounds[i]:bounds[i + 1]].tolist(), name[bounds[i]:bounds[i + 1]].tolist(),
+                strict=True))
+    return out
 
 
 def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.ndarray,
@@ -255,7 +376,8 @@ def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.n
         return name == policy[len("source="):]
     group = np.cumsum(np.r_[True, (pairs[1:] != pairs[:-1]).any(axis=1)]) - 1
 
-    def anywhere(mask: np.ndarray) -> np.ndarray:  # the mask holds somewhere in the pair
+    # the mask holds somewhere in the pair
+    def anywhere(mask: np.ndarray) -> np.ndarray:
         return np.bincount(group, mask, minlength=group[-1] + 1)[group] > 0
 
     keep = human | ~anywhere(human)
@@ -285,11 +407,13 @@ def source_qrels(rows: Sequence[tuple] | np.ndarray, names: Mapping[int, str],
     ids, name = ids[sort], name[sort]
     latest = _ends(np.column_stack([name, ids[:, :4]]))
     ids, name = ids[latest], name[latest]
-    ends = _ends(np.column_stack([name, ids[:, 1:3]]))  # the last vote of each pair
+    # the last vote of each pair
+    ends = _ends(np.column_stack([name, ids[:, 1:3]]))
     first = np.r_[0, np.flatnonzero(ends[:-1]) + 1][:len(ends)]
     votes = np.diff(np.r_[first, len(ids)])
     grades = ids[first, 5]
-    for i in np.flatnonzero(votes > 1):  # a source's samples (or kinds): aggregated
+    # a source's samples (or kinds): aggregated
+    for i in np.flatnonzero(votes > 1):
         grades[i] = int(aggregate_grades(ids[first[i]:first[i] + votes[i], 5].tolist(),
                                          aggregate))
     name, q, d = name[first], ids[first, 1], ids[first, 2]
@@ -364,7 +488,8 @@ class Conflict:
     docid: str
     human: float
     llm: float
-    human_sources: tuple[str, ...] = ()  # the sources whose labels made each side's grade
+    #: the sources whose labels made each side's grade
+    human_sources: tuple[str, ...] = ()
     llm_sources: tuple[str, ...] = ()
 
     @property
@@ -376,7 +501,8 @@ class Conflict:
 def conflicts(rows: Sequence[tuple], aggregate: Aggregate = "majority") -> list[Conflict]:
     """Pairs labelled by humans and by LLMs whose aggregated grades differ, largest first."""
     _check_aggregate(aggregate)
-    votes = _votes(rows)  # once for both sides
+    # once for both sides
+    votes = _votes(rows)
     return conflicts_between(_merge(votes, "human-only", aggregate, False, frozenset()),
                              _merge(votes, "llm-only", aggregate, False, frozenset()))
 
@@ -394,10 +520,11 @@ def conflicts_between(human: Merged, llm: Merged) -> list[Conflict]:
 def coverage(merged: Merged, pool: Sequence[tuple[str, str]] | None = None
              ) -> list[tuple[str, int, int | None]]:
     """Per query: (qid, labelled pairs, pooled pairs or None when no pool is given)."""
-    labelled = Counter(lab.qid for lab in merged.labels)
+    qids = merged.final.qid.tolist()
+    labelled = Counter(qids)
     if pool is None:
         return [(q, n, None) for q, n in sorted(labelled.items())]
-    final = {(lab.qid, lab.docid) for lab in merged.labels}
+    final = set(zip(qids, merged.final.docid.tolist(), strict=True))
     pooled = Counter(q for q, _ in pool)
     judged = Counter(q for q, d in pool if (q, d) in final)
     return [(q, judged.get(q, 0), n) for q, n in sorted(pooled.items())]

@@ -13,7 +13,8 @@ class StorePart:
     its connection ``conn`` for reads, and ``path``, the store as messages name it."""
 
     db: Backend
-    path: Path | str  # the SQLite file, or the PostgreSQL URL with its password masked
+    #: the SQLite file, or the PostgreSQL URL with its password masked
+    path: Path | str
 
     @property
     def conn(self) -> Connection:

@@ -1,27 +1,13 @@
-"""On PostgreSQL, what each label event refers to (its query, passage, source and import) is
-checked once per statement over the new rows, not once per row.
+"""On PostgreSQL, what label events refer to (query, passage, source, import) is checked
+once per statement over the new rows, not once per row.
 
-The schema's migrations give ``events`` four foreign keys, as on SQLite. PostgreSQL checks a
-foreign key with a trigger per row and per key: four queries for each event, which made an
-import of 1,000,000 events 3.5x SQLite's time. ``use_statement_checks`` replaces those four
-with the same rules kept by triggers once per statement (``REFERENCING NEW TABLE``):
-
-- one anti-join finds any reference of the new events to a row that is not there: the whole
-  statement fails with ``foreign_key_violation`` and the message a foreign key gives;
-- a query, passage, source or import that events refer to cannot be deleted, renumbered or
-  truncated (a trigger per deleted row: the store never deletes them);
-- no row is deleted under events being written: a foreign key locks each row an event names
-  (``FOR KEY SHARE``, a write to the row: a labeller's batch of 64 events locked some 115
-  rows, and concurrent labellers sharing a source each locked it again), here a delete waits
-  instead for every transaction writing events (``LOCK TABLE events IN SHARE MODE``) and
-  then sees their events. That takes READ COMMITTED, where each statement sees what was
-  committed before it (PostgreSQL's default, and the store's): in a transaction of another
-  isolation level the new events' rows are locked as a foreign key locks them, and a delete
-  is refused.
-
-A small statement's checks run with plans kept by the function, each reference looked up by
-the parent's primary key; a large one's are planned for its size each time (``EXECUTE``), so
-an import's plan is never reused for a labeller's few rows, nor the reverse.
+A foreign key checks each row (an import in 3.5x SQLite's time); the
+triggers of ``use_statement_checks`` keep its rules once per statement (``REFERENCING NEW
+TABLE``): a reference to a missing row fails as a foreign key does; a referenced row cannot
+be deleted, renumbered or truncated; a delete waits for the transactions writing events
+(``LOCK TABLE events IN SHARE MODE``) instead of each event locking its rows. That takes READ
+COMMITTED (the default; other levels lock rows as a foreign key does). Small statements
+reuse the function's plans; large ones are planned for their size.
 """
 
 from __future__ import annotations
@@ -159,7 +145,8 @@ def use_statement_checks(db: Backend) -> None:
     try:
         with db.transaction() as conn:
             db.lock("migrate")
-            names = [r[0] for r in conn.execute(_KEYS).fetchall()]  # another may have done it
+            # another may have done it
+            names = [r[0] for r in conn.execute(_KEYS).fetchall()]
             if names:
                 conn.execute("ALTER TABLE events " + ", ".join(
                     f'DROP CONSTRAINT "{name}"' for name in names))

@@ -1,21 +1,14 @@
 """A label store on PostgreSQL: the same store, for a team (``--store postgresql://...``).
 
 ``LabelStore("postgresql://USER@HOST:PORT/DB?schema=NAME")`` opens a store kept in one schema
-of a PostgreSQL database (``schema`` defaults to ``reljudge``; one per project): the
-``store.backend.Backend`` that ``PostgresBackend`` implements. Everything above the backend is
-the same code for both engines: the store modules write portable SQL with ``?``
-placeholders, and ``PgConnection`` speaks it to psycopg 3 (``?`` becomes ``%s``,
-``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``), so one code path serves both
-engines. The schema is the same versioned migrations, their column types translated
-(``pg_ddl``), run by writing commands only, in one transaction, one process at a time (an
-advisory lock).
+of a database (default ``reljudge``). ``PostgresBackend`` implements ``store.backend.Backend``;
+everything above it is one code path for both engines, its portable SQL spoken to psycopg 3 by
+``PgConnection`` (``pg_sql``). The schema is the same migrations, column types translated
+(``pg_ddl``), run by writing commands only, one process at a time (an advisory lock).
 
-The password is never written anywhere by us: it comes from the URL, ``PGPASSWORD``,
-``~/.pgpass`` or a service file (libpq reads them), and every text we show names the store
-by ``masked(url)`` (each form of password libpq reads masked). Other libpq settings in the
-URL (``sslmode``, ``connect_timeout``, ``service``, ...) are passed through as they are; without
-a ``connect_timeout`` a server that does not answer a new connection is given up on after
-``CONNECT_TIMEOUT`` seconds (libpq would wait for ever).
+We never write the password: libpq reads it from the URL, ``PGPASSWORD``, ``~/.pgpass`` or a
+service file; every text we show names the store by ``masked(url)``. Without ``connect_timeout`` an unanswered connection is given up on
+after ``CONNECT_TIMEOUT`` seconds (libpq would wait for ever).
 """
 
 from __future__ import annotations
@@ -26,6 +19,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from reljudge.errors import ConfigError, StoreError
@@ -85,9 +79,11 @@ def _masked_url(url: str) -> str:
 class Location:
     """Where a PostgreSQL store is: libpq's connection string and the schema."""
 
-    conninfo: str  # the URL without our own ``schema`` parameter (may hold a password)
+    #: the URL without our own ``schema`` parameter (may hold a password)
+    conninfo: str
     schema: str
-    shown: str  # the URL as we show it: password masked, schema named
+    #: the URL as we show it: password masked, schema named
+    shown: str
 
     def __str__(self) -> str:
         return self.shown
@@ -116,7 +112,7 @@ def _unsplit(parts: urllib.parse.SplitResult, query: str) -> str:
                                                     else "")
 
 
-def _psycopg():
+def _psycopg() -> ModuleType:
     try:
         import psycopg
     except ImportError:
@@ -132,15 +128,18 @@ _CACHE: dict[str, str] = {}
 def pg_sql(sql: str) -> str:
     """A statement of the store's dialect in PostgreSQL's: ``?`` placeholders to ``%s`` (a
     literal ``%`` doubled), ``INSERT OR IGNORE`` to ``ON CONFLICT DO NOTHING``, ``BEGIN
-    IMMEDIATE`` to ``BEGIN``, ``group_concat(X)`` to ``string_agg((X)::text, ',')``. Quoted
+    IMMEDIATE`` to ``BEGIN``, ``group_concat(X)`` to ``string_agg((X)::text, ',')`` (and
+    ``group_concat(X, ?)`` to ``string_agg((X)::text, %s)``). Quoted
     strings are left alone."""
     out = _CACHE.get(sql)
     if out is not None:
         return out
-    pieces = re.split(r"('(?:[^']|'')*')", sql)  # odd pieces are quoted literals
+    # odd pieces are quoted literals
+    pieces = re.split(r"('(?:[^']|'')*')", sql)
     for k in range(0, len(pieces), 2):
-        pieces[k] = re.sub(r"\bgroup_concat\(([^()]*)\)", r"string_agg((\1)::text, ',')",
-                           pieces[k].replace("%", "%%").replace("?", "%s"))
+        piece = re.sub(r"\bgroup_concat\(([^(),]*), %s\)", r"string_agg((\1)::text, %s)",
+                       pieces[k].replace("%", "%%").replace("?", "%s"))
+        pieces[k] = re.sub(r"\bgroup_concat\(([^()]*)\)", r"string_agg((\1)::text, ',')", piece)
     for k in range(1, len(pieces), 2):
         pieces[k] = pieces[k].replace("%", "%%")
     out = "".join(pieces)
@@ -195,9 +194,12 @@ class PgConnection:
 
     def __init__(self, conn: psycopg.Connection[TupleRow], name: str) -> None:
         self._conn = conn
-        self._name = name  # the store, as messages name it (password masked)
-        self._begin = False  # a BEGIN waiting for the next statement
-        self._types: dict[str, dict[str, int]] = {}  # {table: {column: type oid}}
+        # the store, as messages name it (password masked)
+        self._name = name
+        # a BEGIN waiting for the next statement
+        self._begin = False
+        # {table: {column: type oid}}
+        self._types: dict[str, dict[str, int]] = {}
 
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
@@ -222,7 +224,8 @@ class PgConnection:
         if statement == "BEGIN":
             self._begin = True
             return self._conn.cursor()
-        if self._begin and statement in ("COMMIT", "ROLLBACK"):  # nothing was done
+        # nothing was done
+        if self._begin and statement in ("COMMIT", "ROLLBACK"):
             self._begin = False
             return self._conn.cursor()
         self._send_begin()
@@ -236,7 +239,8 @@ class PgConnection:
         a psycopg statement; a failure raised as psycopg raises it (OperationalError when the
         connection is lost)."""
         psycopg = _psycopg()
-        with self._conn.lock:  # as psycopg's own statements take it
+        # as psycopg's own statements take it
+        with self._conn.lock:
             result = self._conn.pgconn.exec_(command.encode())
         if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
             error = psycopg.errors.error_from_result(result, encoding=self._conn.info.encoding)
@@ -269,7 +273,8 @@ class PgConnection:
         self._send_begin()
         cur = self._conn.cursor()
         target = table if on_conflict is None else f"reljudge_new_{table}"
-        if on_conflict is not None:  # its columns, none of its constraints; gone at COMMIT
+        # its columns, none of its constraints; gone at COMMIT
+        if on_conflict is not None:
             cur.execute(f"CREATE TEMPORARY TABLE {target} ON COMMIT DROP AS SELECT {columns} "
                         f"FROM {table} WITH NO DATA")
         types = self._binary_types(table, columns, rows)
@@ -316,13 +321,13 @@ class PgConnection:
         self._conn.close()
 
 
-def _numeric_loader(psycopg):
+def _numeric_loader(psycopg: ModuleType) -> type:
     """PostgreSQL's ``sum`` of integers is NUMERIC; read a whole one as int, any other as
     float, as SQLite returns them (never Decimal)."""
     from psycopg.adapt import Loader
 
     class NumericLoader(Loader):
-        def load(self, data):
+        def load(self, data: Any) -> int | float:
             text = bytes(data).decode()
             return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
 
@@ -338,8 +343,10 @@ class PostgresBackend(Backend):
         super().__init__()
         psycopg = _psycopg()
         self.location = location
-        self.path = location.shown  # what messages name (the password masked)
-        self.backup = None  # a migration is one transaction: nothing to keep aside
+        # what messages name (the password masked)
+        self.path = location.shown
+        # a migration is one transaction: nothing to keep aside
+        self.backup = None
         raw = self._connect(psycopg, timeout)
         raw.adapters.register_loader("numeric", _numeric_loader(psycopg))
         self.conn = PgConnection(raw, self.path)
@@ -354,7 +361,8 @@ class PostgresBackend(Backend):
                     f"reads version {current}; a command that only reads never "
                     f"upgrades it: run `reljudge labels upgrade --store URL` once")
             if old < current:
-                with raw.transaction():  # processes creating it at one instant take turns
+                # processes creating it at one instant take turns
+                with raw.transaction():
                     raw.execute("SELECT pg_advisory_xact_lock(%s)", (self._key("schema"),))
                     raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
             raw.execute(f'SET search_path TO "{location.schema}"')
@@ -370,7 +378,7 @@ class PostgresBackend(Backend):
             raw.close()
             raise
 
-    def _connect(self, psycopg, timeout: float) -> psycopg.Connection[TupleRow]:
+    def _connect(self, psycopg: ModuleType, timeout: float) -> psycopg.Connection[TupleRow]:
         """The connection: one StoreError line when there is none, a server that never
         answers given up on after CONNECT_TIMEOUT seconds (the URL's ``connect_timeout``, or
         ``PGCONNECT_TIMEOUT``, when given)."""
@@ -414,12 +422,14 @@ class PostgresBackend(Backend):
         missing = [k for k in dict.fromkeys(keys) if k not in cache]
         insert = (f"INSERT INTO {table} ({column}) SELECT unnest(?::text[]) "
                   "ON CONFLICT DO NOTHING")
-        if len(missing) > 20_000:  # as on SQLite: one scan beats a look-up per key
+        # as on SQLite: one scan beats a look-up per key
+        if len(missing) > 20_000:
             self.conn.execute(insert, (missing,))
             cache.update(self.conn.execute(f"SELECT {column}, id FROM {table}"))
         elif missing:
             cache.update(self.conn.execute(f"{insert} RETURNING {column}, id",
-                                           (missing,)).fetchall())  # fetchall: in C
+                                           # fetchall: in C
+                                           (missing,)).fetchall())
             there = [k for k in missing if k not in cache]
             if there:
                 cache.update(self.conn.execute(
@@ -440,7 +450,7 @@ class PostgresBackend(Backend):
                           f"(SELECT coalesce(max({column}), 0) + 1 FROM {table}), false)")
 
 
-def _given_connect_timeout(psycopg, conninfo: str) -> str | None:
+def _given_connect_timeout(psycopg: ModuleType, conninfo: str) -> str | None:
     """The connect timeout the user gave: the URL's or keyword string's ``connect_timeout``,
     else libpq's own default (``PGCONNECT_TIMEOUT``, read by libpq, not by us)."""
     given = psycopg.conninfo.conninfo_to_dict(conninfo).get("connect_timeout")

@@ -2,12 +2,12 @@
 tables of their own (``probes``, ``probe_events``, ``probe_claims``, ``probe_spend``).
 
 No reader of labels (merge, qrels, export, samples, estimates, calibration, audits) looks at
-these tables, and nothing here writes a query, a passage, a source or a label event: a probe
-cannot reach real labels by a filter someone forgot, since there is no filter to forget.
-``ProbeSink`` is the labeller's sink for a probe run (``judge.sink.JudgmentSink``): it settles,
-claims and records spend in the probe tables, so a probe run resumes, shares its work between
-processes and counts its money like any labelling run. What probing spent counts towards
-``total_spend`` (--max-total-cost caps money, whatever it bought).
+these tables, and nothing here writes a query, a passage, a source or a label event: there is
+no filter to forget. ``ProbeSink`` is the labeller's sink for a probe run
+(``judge.sink.JudgmentSink``): it settles, claims and records spend in the probe tables, so a
+probe run resumes, shares its work between processes and counts its money like any labelling
+run. What probing spent counts towards ``total_spend`` (--max-total-cost caps money, whatever
+it bought).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from reljudge.labels import LabelEvent
 from reljudge.store.claims import partition
 from reljudge.store.events import Outcome
 from reljudge.store.part import StorePart
+from reljudge.store.spend import open_line, update_line
 
-Item = tuple[str, str, int]  # (qid, docid, sample)
+#: (qid, docid, sample)
+Item = tuple[str, str, int]
 
 
 class ProbeText(NamedTuple):
@@ -145,19 +147,12 @@ class Probes(StorePart):
 
     def open_probe_spend(self, judge: str, endpoint: str) -> int:
         """Start a probe run's line in the probe spend ledger; returns its id."""
-        now = time.time()
-        with self.db.transaction() as conn:
-            cur = conn.execute("INSERT INTO probe_spend (judge, endpoint, started_at, "
-                               "updated_at) VALUES (?,?,?,?) RETURNING id",
-                               (judge, endpoint, now, now))
-            return int(cur.fetchone()[0])
+        return open_line(self.db, "probe_spend", "judge", judge, endpoint)
 
     def update_probe_spend(self, run: int, calls: int, tokens_in: int, tokens_out: int,
                            cost: float) -> None:
         """What a probe run has spent so far (its totals, not an increment)."""
-        self.conn.execute("UPDATE probe_spend SET calls = ?, tokens_in = ?, tokens_out = ?, "
-                          "cost = ?, updated_at = ? WHERE id = ?",
-                          (calls, tokens_in, tokens_out, cost, time.time(), run))
+        update_line(self.db, "probe_spend", run, calls, tokens_in, tokens_out, cost)
 
     def probe_spend(self) -> float:
         """USD spent by every probe run recorded in this store."""

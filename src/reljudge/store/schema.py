@@ -191,7 +191,8 @@ CREATE TABLE probe_spend (id INTEGER PRIMARY KEY, judge TEXT NOT NULL, endpoint 
 """
 
 MIGRATIONS = {1: V1_TO_V2, 2: V2_TO_V3, 3: V3_TO_V4, 4: V4_TO_V5, 5: V5_TO_V6,
-              6: V6_TO_V7, 7: V7_TO_V8, 8: V8_TO_V9, 9: V9_TO_V10}  # from version -> the next
+              # from version -> the next
+              6: V6_TO_V7, 7: V7_TO_V8, 8: V8_TO_V9, 9: V9_TO_V10}
 
 
 def migrate(db: Backend) -> int:
@@ -205,8 +206,10 @@ def migrate(db: Backend) -> int:
     if old == SCHEMA_VERSION:
         return old
     with db.transaction() as conn:
-        db.lock("migrate")  # one migrating process at a time
-        version = db.version()  # another process may have migrated meanwhile
+        # one migrating process at a time
+        db.lock("migrate")
+        # another process may have migrated meanwhile
+        version = db.version()
         if version == 0:
             db.run_ddl(V1)
             conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")

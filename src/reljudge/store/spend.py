@@ -4,7 +4,28 @@ from __future__ import annotations
 
 import time
 
+from reljudge.store.backend import Backend
 from reljudge.store.part import StorePart
+
+
+def open_line(db: Backend, ledger: str, judge_column: str, judge: int | str,
+              endpoint: str) -> int:
+    """Start a run's line in a ledger (``spend``, a labelling run's by source id, or
+    ``probe_spend``, a probe run's by judge name); returns its id."""
+    now = time.time()
+    with db.transaction() as conn:
+        cur = conn.execute(f"INSERT INTO {ledger} ({judge_column}, endpoint, started_at, "
+                           "updated_at) VALUES (?,?,?,?) RETURNING id",
+                           (judge, endpoint, now, now))
+        return int(cur.fetchone()[0])
+
+
+def update_line(db: Backend, ledger: str, run: int, calls: int, tokens_in: int,
+                tokens_out: int, cost: float) -> None:
+    """What the run of line ``run`` of a ledger has spent so far (its totals)."""
+    db.execute(f"UPDATE {ledger} SET calls = ?, tokens_in = ?, tokens_out = ?, cost = ?, "
+               "updated_at = ? WHERE id = ?",
+               (calls, tokens_in, tokens_out, cost, time.time(), run))
 
 
 class Spend(StorePart):
@@ -12,20 +33,14 @@ class Spend(StorePart):
 
     def open_spend(self, judge: str, endpoint: str) -> int:
         """Start a labelling run's line in the spend ledger; returns its id."""
-        now = time.time()
         with self.db.transaction():
-            cur = self.conn.execute(
-                "INSERT INTO spend (source, endpoint, started_at, updated_at) VALUES (?,?,?,?) "
-                "RETURNING id", (self.db.source_id("llm", judge), endpoint, now, now))
-            run = int(cur.fetchone()[0])
-        return run
+            return open_line(self.db, "spend", "source", self.db.source_id("llm", judge),
+                             endpoint)
 
     def update_spend(self, run: int, calls: int, tokens_in: int, tokens_out: int,
                      cost: float) -> None:
         """What a run has spent so far (its totals, not an increment)."""
-        self.conn.execute("UPDATE spend SET calls = ?, tokens_in = ?, tokens_out = ?, cost = ?, "
-                          "updated_at = ? WHERE id = ?",
-                          (calls, tokens_in, tokens_out, cost, time.time(), run))
+        update_line(self.db, "spend", run, calls, tokens_in, tokens_out, cost)
 
     def total_spend(self) -> float:
         """USD spent by every labelling and probe run recorded in this store (what

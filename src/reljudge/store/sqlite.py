@@ -12,7 +12,8 @@ from reljudge.errors import StoreError
 from reljudge.store import schema
 from reljudge.store.backend import Backend
 
-SQLITE_FULL = 13  # SQLite's result code of a full disk (sqlite3 names it from Python 3.11)
+#: SQLite's result code of a full disk (sqlite3 names it from Python 3.11)
+SQLITE_FULL = 13
 
 
 def path_problem(path: Path) -> str | None:
@@ -80,7 +81,8 @@ class SQLiteBackend(Backend):
             self.conn = self.sqlite
             self.sqlite.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             old, current = self.version(), schema.SCHEMA_VERSION
-            if readonly and old == 0:  # an empty file: no store to read, nor to upgrade
+            # an empty file: no store to read, nor to upgrade
+            if readonly and old == 0:
                 raise StoreError(f"{path}: no label store in it (an empty file of "
                                  f"{path.stat().st_size} bytes, no tables); label, labels "
                                  "import and run create one")
@@ -96,10 +98,12 @@ class SQLiteBackend(Backend):
                     self.backup = self._copy_aside(old)
             self.sqlite.execute("PRAGMA foreign_keys = ON")
             self.sqlite.execute("PRAGMA synchronous = NORMAL")
-            self.sqlite.execute("PRAGMA cache_size = -262144")  # 256 MB: fast bulk inserts
+            # 256 MB: fast bulk inserts
+            self.sqlite.execute("PRAGMA cache_size = -262144")
             self.migrated_from = schema.migrate(self)
         except sqlite3.DatabaseError as e:
-            if made:  # a store half made (a full disk) is no store: nothing is left behind
+            # a store half made (a full disk) is no store: nothing is left behind
+            if made:
                 self._remove()
             raise StoreError(f"{path}: cannot {'create' if made else 'open'} the label store: "
                              f"{e}") from None
@@ -115,7 +119,8 @@ class SQLiteBackend(Backend):
         """Whether ``error`` is SQLite's full disk (SQLITE_FULL)."""
         if not isinstance(error, sqlite3.OperationalError):
             return False
-        code = getattr(error, "sqlite_errorcode", None)  # Python 3.11 and later
+        # Python 3.11 and later
+        code = getattr(error, "sqlite_errorcode", None)
         return code == SQLITE_FULL if code is not None else "disk is full" in str(error)
 
     def _copy_aside(self, version: int) -> Path:
@@ -168,7 +173,8 @@ class SQLiteBackend(Backend):
         if missing:
             self.sqlite.executemany(f"INSERT OR IGNORE INTO {table} ({column}) VALUES (?)",
                                     ((k,) for k in missing))
-            if len(missing) > 20_000:  # one scan beats thousands of IN (...) look-ups
+            # one scan beats thousands of IN (...) look-ups
+            if len(missing) > 20_000:
                 cache.update(self.sqlite.execute(f"SELECT {column}, id FROM {table}"))
                 return cache
             for i in range(0, len(missing), 900):

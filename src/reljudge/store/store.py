@@ -2,14 +2,12 @@
 a PostgreSQL database.
 
 Appends only: a correction is a new event. Each write is one transaction
-(``Backend.transaction``), so a killed process leaves either the whole batch or none of it;
-WAL mode and a busy timeout (SQLite), or the server itself (PostgreSQL), let several
-processes append at once. The store's ideas live in their own modules, which
-``LabelStore`` puts together: the event log (``events``), texts (``texts``), derived sources
-(``derived_sources``), samples (``samples``), the spend ledger (``spend``), claims of
-concurrent labellers (``claims``), DataFrame views (``dataframes``) and probes of a judge,
-apart from every label (``probes``), each a ``StorePart``
-(``part``) over one backend (``backend``: ``sqlite`` or ``postgres``).
+(``Backend.transaction``), so a killed process leaves the whole batch or none of it; WAL mode
+and a busy timeout (SQLite), or the server (PostgreSQL), let several processes append at once.
+``LabelStore`` puts together the store's parts, each a ``StorePart`` over one backend
+(``sqlite`` or ``postgres``): the event log (``events``), texts, derived sources, samples, the
+spend ledger, claims of concurrent labellers, DataFrame views (``dataframes``) and probes of
+a judge, apart from every label (``probes``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ class Texts(StorePart):
         rows = []
         for docid, p in passages.items():
             text, title = passage_parts(p)
-            if text is None:  # a None among the passages of an untyped caller
+            # a None among the passages of an untyped caller
+            if text is None:
                 raise StoreError(f"passage {docid!r}: expected a text or a record, found None")
             rows.append((docid, text, hashlib.sha256(text.encode()).hexdigest()[:16], title))
         with self.db.transaction():
@@ -65,7 +66,8 @@ class Texts(StorePart):
         """{(qid, docid): the digest of the texts the store holds now} (``labels.shown_digest``)
         of those of these pairs whose query and passage texts it holds."""
         pairs = list(pairs)
-        if not pairs or self.conn.execute(  # no passage text at all: nothing to look up
+        # no passage text at all: nothing to look up
+        if not pairs or self.conn.execute(
                 "SELECT NOT EXISTS (SELECT 1 FROM passages WHERE text IS NOT NULL)").fetchone()[0]:
             return {}
         queries = {q: t for q, t in self.db.select_in("SELECT qid, text FROM queries", "qid",

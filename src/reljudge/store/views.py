@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reljudge.choices import Aggregate
-from reljudge.frames import dataframe
+from reljudge.frames import DataFrame, dataframe
 from reljudge.labels import LabelEvent
 
-if TYPE_CHECKING:  # the store's parts call these views with themselves
+# the store's parts call these views with themselves
+if TYPE_CHECKING:
     from reljudge.store.events import EventLog
     from reljudge.store.merge import Conflict
 
@@ -24,13 +25,15 @@ class ConflictText:
 
     qid: str
     docid: str
-    query: str | None  # None when the store holds no text for it
+    #: None when the store holds no text for it
+    query: str | None
     passage: str | None
     human: float
     human_sources: tuple[str, ...]
     llm: float
     llm_sources: tuple[str, ...]
-    answers: tuple[dict, ...]  # {source, sample, grade, raw} of each LLM label that voted
+    #: {source, sample, grade, raw} of each LLM label that voted
+    answers: tuple[dict, ...]
 
     @property
     def diff(self) -> float:
@@ -95,7 +98,7 @@ def _llm_answers(store: EventLog, standing: np.ndarray, pairs: set[tuple[str, st
     return answers
 
 
-def conflicts_frame(found: list[ConflictText]):
+def conflicts_frame(found: list[ConflictText]) -> DataFrame:
     """Conflicts as a pandas DataFrame (sources joined by commas, the answers as one text)."""
     return dataframe(CONFLICT_COLUMNS, [conflict_row(c) for c in found])
 
@@ -110,7 +113,7 @@ def conflict_row(c: ConflictText) -> list:
             ",".join(c.llm_sources), c.diff, c.reasoning()]
 
 
-def events_frame(store: EventLog):
+def events_frame(store: EventLog) -> DataFrame:
     """Every event of the store (grades, failures, undos), one row each, LabelEvent's fields
     as columns, in the order they were added."""
     cols = [f.name for f in fields(LabelEvent)]
