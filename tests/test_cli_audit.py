@@ -24,7 +24,7 @@ def test_audit_table_json_sort_and_runs(tmp_path, capsys):
     run = tmp_path / "r.run"
     run.write_text("".join(f"q{i % 3} Q0 d{i} 1 {10 - i} sys\n" for i in range(10)))
     base = ["audit", "--reference", str(ref), "--judge", str(a), "--judge", str(b)]
-    assert main([*base, "--sort", "kappa", "--runs", str(run)]) == 0
+    assert main([*base, "--sort", "kappa", str(run)]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["judge", "pairs", "exact"] and "tau_ap" in lines[0]

@@ -60,7 +60,7 @@ def test_panel_from_files_writes_the_distributions(tmp_path, capsys):
     paths = write_sets(tmp_path, seed=1)
     out_tsv = tmp_path / "panel.tsv"
     args = ["calibrate", "--reference", str(paths["human"]), "--panel", "three",
-            "--output", str(out_tsv), "--folds", "0"]
+            "--out", str(out_tsv), "--folds", "0"]
     for j in ("lenient", "noisy", "partial"):
         args += ["--judge", str(paths[j])]
     assert main(args) == 0

@@ -50,7 +50,7 @@ def test_pair_sample_estimate_for_dcg_and_refusal_for_ap(world, capsys):
                  "--design", "stratified-pairs", "--budget", "120"]) == 0
     _grade(store_path, truth, "p")
     assert main(["estimate", "--store", str(store_path), "--sample", "p", *map(str, runs),
-                 "-m", "DCG@10", "-m", "P@5", "--csv"]) == 0
+                 "-m", "DCG@10", "-m", "P@5", "--format", "csv"]) == 0
     assert capsys.readouterr().out.count("\n") >= 5
     assert main(["estimate", "--store", str(store_path), "--sample", "p", str(runs[0]),
                  "-m", "AP"]) == 2  # nDCG@10 is served since issue 35, item 3
@@ -126,7 +126,7 @@ def test_pair_sample_from_a_run_pool_estimates_the_pool_score(world, capsys):
                                 for _, d in truth))
     out = tmp / "pool.tsv"
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "pool",
-                 "--runs", *map(str, runs), "--depth", "5", "--design", "srs-pairs",
+                 *map(str, runs), "--depth", "5", "--design", "srs-pairs",
                  "--budget", "150", "--seed", "2", "--out", str(out),
                  "--queries-file", str(queries), "--passages-file", str(passages)]) == 0
     assert "no query or passage text" not in capsys.readouterr().err
@@ -174,7 +174,7 @@ def test_small_query_sample_warns_at_draw_time_and_on_every_estimate(world, caps
 
 def test_small_pair_sample_warns_with_a_budget_that_clears_the_warning(world, capsys):
     tmp, store_path, truth, runs = world
-    common = ["sample", "--store", str(store_path), "--judge", "judge-a", "--runs",
+    common = ["sample", "--store", str(store_path), "--judge", "judge-a",
               *map(str, runs), "--depth", "10", "--design", "stratified-pairs"]
     assert main([*common, "--name", "small", "--budget", "16"]) == 0
     err = capsys.readouterr().err
@@ -414,7 +414,7 @@ def test_report_leaves_out_a_run_the_sample_does_not_speak_for_and_says_so(world
     sample serves and names each one left out; `estimate` itself still refuses."""
     tmp, store_path, truth, runs = world
     assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "one",
-                 "--runs", str(runs[0]), "--depth", "5", "--design", "srs-pairs",
+                 str(runs[0]), "--depth", "5", "--design", "srs-pairs",
                  "--budget", "60", "--seed", "1"]) == 0
     _grade(store_path, truth, "one")
     capsys.readouterr()

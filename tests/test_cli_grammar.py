@@ -1,5 +1,5 @@
-"""One CLI grammar: every command's parser, walked, uses the shared flags the same way; the
-old spellings still work as hidden aliases and give the same output as the new ones."""
+"""One CLI grammar: every command's parser, walked, uses the shared flags the same way; each
+flag has one spelling, and the old spellings are refused."""
 
 from __future__ import annotations
 
@@ -20,8 +20,22 @@ RUNS = [str(HR / "runs" / "bm25.run"), str(HR / "runs" / "trigram.run")]
 DL_RUNS = sorted(str(p) for p in (DL / "runs").glob("*.run"))
 DL_JUDGES = sorted(str(p) for p in (DL / "judges").iterdir())[:2]
 
-#: the option strings hidden from --help on purpose (old spellings kept for one release)
-HIDDEN = {"--csv", "--latex", "--runs", "--output", "--out", "--sources", "--queries"}
+#: spellings that were never released and are gone: (argv that typed one, the flag refused)
+REMOVED = [
+    (["eval", "q.qrels", "a.run", "--csv"], "--csv"),
+    (["compare", "q.qrels", "a.run", "b.run", "--latex"], "--latex"),
+    (["audit", "--reference", "h.qrels", "--runs", "a.run"], "--runs"),
+    (["label", "--queries", "q", "--passages", "p", "--runs", "a.run"], "--runs"),
+    (["sample", "--store", "s", "--judge", "j", "--name", "n", "--runs", "a.run"], "--runs"),
+    (["calibrate", "--reference", "h.qrels", "--judge", "j", "--output", "o.tsv"], "--output"),
+    (["demo", "--out", "x"], "--out"),
+    (["pool", "a.run", "--sources", "x"], "--sources"),
+    (["sample", "--store", "s", "--judge", "j", "--name", "n", "--queries", "5"], "--queries"),
+]
+
+#: prefixes of a flag, refused: a flag is typed in full
+ABBREVIATED = [(["pool", "a.run", "--dep", "5"], "--dep"),
+               (["labels", "stats", "--store", "s", "--al"], "--al")]
 
 
 def commands() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
@@ -94,20 +108,17 @@ def test_every_flag_and_argument_has_help_text(path, parser):
     for a in parser._actions:
         if isinstance(a, argparse._SubParsersAction):
             continue
-        assert a.help, (path, a.option_strings or a.dest)
-        if a.help == argparse.SUPPRESS:  # hidden: an old spelling of a visible flag
-            assert set(a.option_strings) <= HIDDEN, (path, a.option_strings)
-            visible = [b for b in parser._actions if b.dest == a.dest
-                       and b.help != argparse.SUPPRESS]
-            assert visible, (path, a.option_strings)
+        assert a.help and a.help != argparse.SUPPRESS, (path, a.option_strings or a.dest)
 
 
-def test_hidden_aliases_lists_exactly_the_hidden_flags_the_parsers_register():
-    registered = {s for _, parser in COMMANDS for a in parser._actions
-                  if a.help == argparse.SUPPRESS for s in a.option_strings}
-    named = {next(w for w in key.split() if w.startswith("--"))
-             for key in common.HIDDEN_ALIASES}
-    assert registered == named == HIDDEN
+@pytest.mark.parametrize(("argv", "flag"), REMOVED + ABBREVIATED,
+                         ids=[" ".join((a[0], f)) for a, f in REMOVED + ABBREVIATED])
+def test_removed_spellings_are_refused(argv, flag, capsys):
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"unrecognized arguments: {flag}" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(("path", "parser"), COMMANDS, ids=IDS)
@@ -120,11 +131,8 @@ def test_no_option_swallows_the_positional_arguments(path, parser):
 @pytest.mark.parametrize(("path", "parser"), COMMANDS, ids=IDS)
 def test_runs_are_positional_wherever_a_command_takes_runs(path, parser):
     runs = [a for a in parser._actions if a.dest == "runs"]
-    for a in runs:
-        if a.option_strings:
-            assert a.help == argparse.SUPPRESS and a.nargs == 1, path  # the old --runs alias
-    if runs:
-        assert [a.metavar for a in runs if not a.option_strings] == ["RUN"], path
+    assert [a.metavar for a in runs] in ([], ["RUN"]), path
+    assert not any(a.option_strings for a in runs), path
 
 
 @pytest.mark.parametrize(("path", "parser"), COMMANDS, ids=IDS)
@@ -142,7 +150,7 @@ def test_format_takes_every_name_and_refuses_what_the_command_cannot_write(path,
                                                                            capsys):
     flags = options(parser)
     if "--format" not in flags:
-        assert not {"--json", "--csv", "--latex"} & set(flags), path
+        assert "--json" not in flags, path
         return
     allowed = flags["--format"].allowed
     assert "table" in allowed and "json" in allowed
@@ -150,11 +158,10 @@ def test_format_takes_every_name_and_refuses_what_the_command_cannot_write(path,
         argv = minimal_argv(path, parser) + ["--format", fmt]
         if fmt in allowed:
             assert build_parser().parse_args(argv).format == fmt
-            alias = f"--{fmt}"
-            if fmt != "table" and fmt in ("json", "csv", "latex"):
-                assert alias in flags, (path, alias)  # its shorthand exists, and agrees
+            if fmt == "json":
+                assert "--json" in flags, path  # its shorthand exists, and agrees
                 assert build_parser().parse_args(minimal_argv(path, parser)
-                                                 + [alias]).format == fmt
+                                                 + ["--json"]).format == fmt
         else:
             with pytest.raises(SystemExit) as e:
                 build_parser().parse_args(argv)
@@ -167,7 +174,6 @@ def test_format_takes_every_name_and_refuses_what_the_command_cannot_write(path,
 def test_help_lists_only_the_formats_a_command_accepts():
     text = dict(COMMANDS)[("pool",)].format_help()
     assert "--format {table,json,csv,markdown}" in text and "latex" not in text
-    assert "--csv" not in text and "--sources" not in text  # hidden aliases
 
 
 def test_the_store_help_names_both_backends():
@@ -187,7 +193,7 @@ def test_each_labels_verb_help_shows_its_own_examples_only(verb):
         assert f"reljudge labels {other} " not in text, other
 
 
-# ----- behaviour: the aliases and the formats, end to end -----
+# ----- behaviour: the formats, end to end -----
 
 
 def run_cli(capsys, argv) -> str:
@@ -221,7 +227,7 @@ def store(tmp_path, capsys):
 
 
 def csv_cases(tmp_path, store) -> dict[str, list]:
-    """argv (without the format flag) of each command that advertises --csv."""
+    """argv (without the format flag) of each command that writes --format csv."""
     fresh = tmp_path / "fresh.sqlite"
     return {
         "eval": ["eval", HR / "human.qrels", *RUNS, "-m", "nDCG@10", "-m", "RR"],
@@ -247,16 +253,15 @@ CSV_COMMANDS = ["eval", "compare", "pool", "audit", "calibrate", "labels import"
 
 
 def test_every_command_that_offers_csv_is_in_the_behaviour_test():
-    offered = {" ".join(path) for path, p in COMMANDS if "--csv" in options(p)}
+    offered = {" ".join(path) for path, p in COMMANDS
+               if "--format" in options(p) and "csv" in options(p)["--format"].allowed}
     assert offered == set(CSV_COMMANDS) | {"estimate"}  # estimate: test_estimate_csv_...
 
 
 @pytest.mark.parametrize("name", CSV_COMMANDS)
-def test_csv_alias_and_format_csv_give_the_same_csv(name, tmp_path, store, capsys):
+def test_format_csv_writes_one_csv_table(name, tmp_path, store, capsys):
     argv = csv_cases(tmp_path, store)[name]
     new = run_cli(capsys, [*argv, "--format", "csv"])
-    old = run_cli(capsys, [*argv, "--csv"])
-    assert old == new
     assert_csv(new)
     table = run_cli(capsys, argv)
     assert table != new  # the flag is not ignored
@@ -279,25 +284,8 @@ def test_estimate_csv_is_one_table_of_runs_and_differences(tmp_path, capsys):
                       for q, d in s.sample_pairs("all")])
     argv = ["estimate", *RUNS, "--store", path, "--sample", "all", "-m", "DCG@10"]
     new = run_cli(capsys, [*argv, "--format", "csv"])
-    assert new == run_cli(capsys, [*argv, "--csv"])
     assert_csv(new)
     assert len(new.splitlines()) == 1 + 2 + 1  # header, two runs, one difference
-
-
-def test_old_runs_flag_gives_the_same_output_as_positional_runs(capsys):
-    args = ["--reference", DL / "human.qrels", "--judge", DL_JUDGES[0], "--clip"]
-    new = run_cli(capsys, ["audit", *args, *DL_RUNS, "--json"])
-    old = run_cli(capsys, ["audit", *args, "--runs", *DL_RUNS, "--json"])
-    assert old == new and json.loads(new)["measure"] == "nDCG@10"
-
-
-def test_label_accepts_old_runs_flag_and_positional_runs_alike(tmp_path, capsys):
-    common_args = ["--queries", HR / "queries.tsv", "--passages", HR / "passages.jsonl",
-                   "--depth", "3", "--model", "gpt-4o-mini", "--dry-run", "--cache-dir",
-                   tmp_path / "cache", "--json"]
-    new = run_cli(capsys, ["label", *RUNS, *common_args])
-    old = run_cli(capsys, ["label", "--runs", *RUNS, *common_args])
-    assert old == new and json.loads(new)["items"] > 0
 
 
 def test_label_needs_runs_or_pairs_but_not_both(tmp_path, capsys):
@@ -313,8 +301,6 @@ def test_pool_source_is_repeatable_and_never_swallows_the_runs(store, capsys):
                                       "--source", "c"])
     assert args.runs == RUNS and common.flatten(args.sources) == ["a", "b", "c"]
     new = run_cli(capsys, ["pool", "--store", store, "--source", "team", *RUNS, "--json"])
-    old = run_cli(capsys, ["pool", *RUNS, "--store", store, "--sources", "team", "--json"])
-    assert old == new
     everything = json.loads(run_cli(capsys, ["pool", *RUNS, "--store", store, "--json"]))
     team = json.loads(new)
     assert team["labelled"] < everything["labelled"]  # the judge's labels did not count
@@ -333,25 +319,9 @@ def test_audit_measures_are_repeatable_with_columns_per_measure(capsys):
     assert set(data["systems_by_measure"]) == {"nDCG@10", "AP"}
 
 
-def test_calibrate_old_output_flag_writes_the_same_file_as_out(tmp_path, capsys):
-    args = ["calibrate", "--reference", DL / "human.qrels", "--judge", DL_JUDGES[0], "--clip",
-            "--folds", "0"]
-    run_cli(capsys, [*args, "--out", tmp_path / "new.tsv"])
-    run_cli(capsys, [*args, "--output", tmp_path / "old.tsv"])
-    new = (tmp_path / "new.tsv").read_text()
-    assert new == (tmp_path / "old.tsv").read_text() and new.startswith("qid\tdocid\tp0")
-
-
-def test_demo_old_out_flag_is_the_output_folder():
-    assert build_parser().parse_args(["demo", "--out", "x"]).out_dir == "x"
-    assert build_parser().parse_args(["demo", "--out-dir", "y"]).out_dir == "y"
-    assert build_parser().parse_args(["demo"]).out_dir == "reljudge-demo"
-
-
-def test_compare_latex_alias_equals_format_latex(capsys):
+def test_compare_format_latex_writes_a_tabular(capsys):
     argv = ["compare", HR / "human.qrels", *RUNS, "--trials", "200"]
-    new = run_cli(capsys, [*argv, "--format", "latex"])
-    assert new == run_cli(capsys, [*argv, "--latex"]) and r"\begin{tabular}" in new
+    assert r"\begin{tabular}" in run_cli(capsys, [*argv, "--format", "latex"])
 
 
 def test_digits_sets_the_decimals_printed(capsys):
@@ -391,7 +361,7 @@ def test_the_grammar_table_in_the_docs_matches_every_parser():
     assert set(rows) == {" ".join(path) for path, _ in leaves}
     for path, parser in leaves:
         row, flags = rows[" ".join(path)], options(parser)
-        visible = {f for f, a in flags.items() if a.help != argparse.SUPPRESS}
+        visible = set(flags)
         runs = any(a.dest == "runs" and not a.option_strings for a in parser._actions)
         assert row["RUN..."].startswith("yes") == runs, path
         fmt = flags.get("--format")
@@ -436,35 +406,12 @@ def test_audit_scores_runs_by_the_same_query_rule_as_eval(tmp_path, capsys):
 @pytest.mark.parametrize("head", [["sample", "--store", "s", "--judge", "j", "--name", "n"],
                                   ["audit", "--reference", "h"],
                                   ["label", "--queries", "q", "--passages", "p"]])
-def test_old_runs_flag_and_positional_runs_fill_one_list_in_order(head):
-    parse = build_parser().parse_args
-    assert parse([*head, "--runs", "a.run", "b.run", "--depth", "5"] if head[0] != "audit"
-                 else [*head, "--runs", "a.run", "b.run"]).runs == ["a.run", "b.run"]
-    assert parse([*head, "a.run", "b.run"]).runs == ["a.run", "b.run"]
+def test_positional_runs_fill_one_list_in_order(head):
+    assert build_parser().parse_args([*head, "a.run", "b.run"]).runs == ["a.run", "b.run"]
 
 
 @pytest.mark.parametrize(("path", "parser"), COMMANDS, ids=IDS)
 def test_visible_queries_flag_is_always_a_file(path, parser):
     a = options(parser).get("--queries")
-    if a is not None and a.help != argparse.SUPPRESS:
+    if a is not None:
         assert a.type is None and a.dest == "queries", path  # a file name (or irds:), no count
-
-
-def test_sample_query_count_and_its_old_spelling_draw_the_same_queries(tmp_path, capsys):
-    from reljudge.store import LabelStore
-
-    grades = [(q, d, int(g)) for q, _, d, g in
-              (x.split() for x in (HR / "human.qrels").read_text().splitlines())]
-    drawn = {}
-    for flag in ("--query-count", "--queries"):
-        path = tmp_path / f"{flag.strip('-')}.sqlite"
-        with LabelStore(path) as s:
-            s.add_grades(grades, "llm", "judge")
-        run_cli(capsys, ["sample", "--store", path, "--judge", "judge", "--name", "q",
-                         "--design", "srs-queries", flag, "5", "--seed", "4"])
-        with LabelStore(path) as s:
-            drawn[flag] = s.sample_pairs("q")
-    assert drawn["--queries"] == drawn["--query-count"]
-    assert len({q for q, _ in drawn["--query-count"]}) == 5
-    text = dict(COMMANDS)[("sample",)].format_help()
-    assert "--query-count N" in text and "--queries " not in text and "--queries-file" in text

@@ -235,7 +235,7 @@ def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
 @pytest.mark.slow  # the demo (also run by the README's commands)
 def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out",
+    proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out-dir",
                            str(tmp_path / "demo"), "--examples", str(ROOT / "examples")],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -249,7 +249,7 @@ def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path):
 def test_demo_refuses_to_wipe_a_folder_it_did_not_make(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("precious")
-    proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out",
+    proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out-dir",
                            str(tmp_path / "mine")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "was not made by `reljudge demo`" in proc.stderr
     assert (tmp_path / "mine" / "thesis.tex").read_text() == "precious"

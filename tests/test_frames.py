@@ -72,7 +72,7 @@ def test_comparison_frame_equals_compare_json(capsys):
 
 def test_audit_frame_equals_audit_json(capsys):
     got = cli_json(capsys, "audit", "--reference", QRELS, "--judge", JUDGE, "--clip",
-                   "--runs", *RUNS)
+                   *RUNS)
     judge, clipped = read_judge(JUDGE, clip=True)
     result = audit(read_qrels(QRELS), {"Olz-gpt4o": judge}, read_runs(RUNS),
                    clipped={"Olz-gpt4o": clipped})
@@ -128,7 +128,7 @@ def test_audit_prints_its_cli_table_and_notes(capsys):
     result = audit(read_qrels(QRELS), {"Olz-gpt4o": judge}, read_runs(RUNS),
                    clipped={"Olz-gpt4o": clipped})
     capsys.readouterr()
-    assert main(["audit", "--reference", QRELS, "--judge", JUDGE, "--clip", "--runs", *RUNS]) == 0
+    assert main(["audit", "--reference", QRELS, "--judge", JUDGE, "--clip", *RUNS]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(str(result))
     assert "Olz-gpt4o" in result._repr_html_() and "array(" not in repr(result)

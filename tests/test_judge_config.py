@@ -49,7 +49,7 @@ def test_the_cli_names_the_flag(tmp_path, monkeypatch, capsys):
         shutil.copy(EXAMPLE / name, tmp_path / name)
     shutil.copy(EXAMPLE / "runs" / "bm25.run", tmp_path / "a.run")
     code = main(["label", "--queries", str(tmp_path / "queries.tsv"), "--passages",
-                 str(tmp_path / "passages.jsonl"), "--runs", str(tmp_path / "a.run"),
+                 str(tmp_path / "passages.jsonl"), str(tmp_path / "a.run"),
                  "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--max-cost", "-1",
                  "--store", str(tmp_path / "s.sqlite")])
     err = capsys.readouterr().err

@@ -37,7 +37,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, like every other reljudge error."""
+    """An argument parser whose errors are one line, like every other reljudge error, and
+    whose flags are typed in full: a prefix (``--out`` for ``--out-dir``) is refused, so no
+    flag has a second spelling and a new flag never changes what a prefix meant."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         """Print ``reljudge: error: COMMAND: message (see reljudge COMMAND --help)`` and exit 2:

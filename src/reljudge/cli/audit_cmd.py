@@ -73,7 +73,7 @@ def register(sub) -> None:
                         "seconds per pair and grades; Cohen's kappa (unweighted, linear, "
                         "quadratic) of every two over the pairs both graded; Krippendorff's "
                         "alpha over all; --bootstrap intervals resample queries")
-    common.add_runs(p, required=False, alias=True,
+    common.add_runs(p, required=False,
                     help="TREC runs: system agreement (each run scored under both label sets)")
     common.add_measures(p, "nDCG@10")
     common.add_all_queries(p)

@@ -85,7 +85,6 @@ def register(sub) -> None:
                         "at three points fitted on the sample to maximise quadratic kappa")
     p.add_argument("--out", type=common.output_file,
                    help="write the distributions to this TSV file")
-    p.add_argument("--output", dest="out", type=common.output_file, help=argparse.SUPPRESS)
     common.add_format(p, ("table", "json", "csv", "markdown", "latex"))
     common.add_digits(p, 3)
     common.add_quiet(p)

@@ -3,8 +3,7 @@ query rule, score precision, digits; and writing results.
 
 One grammar for all commands: runs are positional, ``-m/--measure`` is repeatable,
 ``--format`` takes the same names everywhere (each command refusing those it cannot write),
-``--out`` is always a file and ``--out-dir`` a folder. Old spellings stay as hidden aliases
-for one release; ``HIDDEN_ALIASES`` lists them.
+``--out`` is always a file and ``--out-dir`` a folder. Each flag has one spelling.
 """
 
 from __future__ import annotations
@@ -19,18 +18,6 @@ from reljudge.tables import FORMATS
 
 #: every output format a command may accept, in the order --help lists them
 ALL_FORMATS = ("table", "json", "csv", "markdown", "trec", "latex")
-
-#: the old spellings kept working (hidden from --help) for one release: flag -> new spelling
-HIDDEN_ALIASES = {
-    "--csv": "--format csv",
-    "--latex": "--format latex",
-    "--runs": "RUN files as positional arguments",
-    "--output": "--out",
-    "--out (a folder)": "--out-dir",
-    "--sources": "--source (repeatable or a comma list)",
-    "sample --queries N": "sample --query-count N (everywhere else --queries is a file)",
-}
-
 
 class FormatAction(argparse.Action):
     """Stores an output format, refusing (exit 2) the formats this command cannot write."""
@@ -65,7 +52,7 @@ def _words(items: Sequence[str]) -> str:
 def add_format(parser: argparse.ArgumentParser, allowed: Sequence[str] = FORMATS,
                default: str = "table") -> None:
     """--format with every format name as a choice, refusing those not in ``allowed``; the
-    --json shorthand, and the hidden --csv / --latex aliases where those formats are allowed."""
+    --json shorthand where json is allowed."""
     unknown = set(allowed) - set(ALL_FORMATS)
     assert not unknown and default in allowed, (allowed, default)
     parser.add_argument("--format", action=FormatAction, allowed=allowed, choices=ALL_FORMATS,
@@ -74,10 +61,6 @@ def add_format(parser: argparse.ArgumentParser, allowed: Sequence[str] = FORMATS
     if "json" in allowed:
         parser.add_argument("--json", dest="format", action=FormatAction, allowed=allowed,
                             nargs=0, const="json", help="same as --format json")
-    for name in ("csv", "latex"):
-        if name in allowed:
-            parser.add_argument(f"--{name}", dest="format", action=FormatAction,
-                                allowed=allowed, nargs=0, const=name, help=argparse.SUPPRESS)
 
 
 def add_measures(parser: argparse.ArgumentParser, default: Sequence[str] | str) -> None:
@@ -88,25 +71,10 @@ def add_measures(parser: argparse.ArgumentParser, default: Sequence[str] | str) 
                              f"(repeatable; default: {text})")
 
 
-class ExtendAction(argparse.Action):
-    """Adds values to a list (so a positional and a hidden alias can fill one list)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        items = list(getattr(namespace, self.dest, None) or [])
-        items += values if isinstance(values, list) else [values]
-        setattr(namespace, self.dest, items)
-
-
-def add_runs(parser: argparse.ArgumentParser, required: bool = True, alias: bool = False,
+def add_runs(parser: argparse.ArgumentParser, required: bool = True,
              help: str = "TREC run file(s): QID Q0 DOCID RANK SCORE TAG") -> None:
-    """Run files as positional arguments (``args.runs``, a list); with ``alias``, the old
-    ``--runs FILE`` flag still fills the same list (hidden; it takes one file, the rest stay
-    positional, so ``--runs a.run b.run`` keeps working)."""
-    parser.add_argument("runs", nargs="+" if required else "*", metavar="RUN",
-                        action=ExtendAction, default=None, help=help)
-    if alias:
-        parser.add_argument("--runs", dest="runs", action=ExtendAction, nargs=1,
-                            metavar="RUN", help=argparse.SUPPRESS)
+    """Run files as positional arguments (``args.runs``, a list)."""
+    parser.add_argument("runs", nargs="+" if required else "*", metavar="RUN", help=help)
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
@@ -140,9 +108,8 @@ def add_digits(parser: argparse.ArgumentParser, default: int = 4,
 
 
 def add_out_dir(parser: argparse.ArgumentParser, default: str, help: str) -> None:
-    """--out-dir FOLDER (the old --out spelling of a folder stays as a hidden alias)."""
+    """--out-dir FOLDER."""
     parser.add_argument("--out-dir", default=default, metavar="DIR", help=help)
-    parser.add_argument("--out", dest="out_dir", metavar="DIR", help=argparse.SUPPRESS)
 
 
 def comma_list(text: str) -> list[str]:
@@ -376,7 +343,7 @@ def note_unjudged(results) -> None:
 
 
 def emit(text: str, output: str | None = None) -> None:
-    """Print text, or write it to a file when --output is given."""
+    """Print text, or write it to a file (``output``, the --out of a command) when given."""
     if output:
         from reljudge.io.files import atomic_write
 

@@ -149,7 +149,7 @@ def register(sub) -> None:
                           "or irds:DATASET_ID (the pooled ids only)")
     src.add_argument("--pairs", help="pairs file: QID DOCID, QID 0 DOCID, qrels or JSONL "
                                      "(instead of RUN files)")
-    common.add_runs(src, required=False, alias=True,
+    common.add_runs(src, required=False,
                     help="TREC runs to pool from, to depth --depth (or give --pairs)")
     src.add_argument("--depth", type=int, default=10, help="pool depth with RUN files (default 10)")
     out = p.add_argument_group("where labels go")

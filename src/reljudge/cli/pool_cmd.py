@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 EXAMPLES = """\
 examples:
   reljudge pool runs/bm25.run runs/dense.run --depth 10
@@ -31,8 +29,6 @@ def register(sub) -> None:
     p.add_argument("--source", action="append", type=common.comma_list, dest="sources",
                    metavar="NAME", help="count only labels of this source as done "
                                         "(repeatable, or NAME,NAME,...; default: every source)")
-    p.add_argument("--sources", action="append", type=common.comma_list, dest="sources",
-                   help=argparse.SUPPRESS)
     p.add_argument("--out", type=common.output_file,
                    help="write the pairs still to label to this file (QID DOCID)")
     p.add_argument("--allow-empty", action="store_true",

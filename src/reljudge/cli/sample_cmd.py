@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 EXAMPLES = """\
 examples:
   reljudge sample --store labels.sqlite --judge gpt-4o-mini --name week1 \\
@@ -74,9 +72,6 @@ def register(sub) -> None:
                    "srs-queries: queries = budget / mean pooled pairs per query)")
     p.add_argument("--query-count", type=int, metavar="N",
                    help="srs-queries: number of queries to draw")
-    # the old spelling, hidden for one release: everywhere else --queries is a file
-    p.add_argument("--queries", dest="query_count", type=int, metavar="N",
-                   help=argparse.SUPPRESS)
     p.add_argument("--target-width", type=float, metavar="W",
                    help="active: plan the budget whose expected --measure interval is at most "
                         "W wide for every run (--budget: the most to spend)")
@@ -84,7 +79,7 @@ def register(sub) -> None:
     common.add_measures(p, "DCG@10")
     p.add_argument("--seed", type=common.non_negative_int, default=0,
                    help="seed of the draw (default 0)")
-    common.add_runs(p, required=False, alias=True,
+    common.add_runs(p, required=False,
                     help="TREC runs whose pool is the population (default: every pair the "
                          "judge labelled)")
     p.add_argument("--depth", type=int, default=10, help="pool depth with RUN files (default 10)")
