@@ -9,10 +9,9 @@ Accepted for qrels and runs alike:
   and ``ScoredDoc(query_id, doc_id, score)`` or ir_datasets' ``TrecQrel``, or dicts;
 - pandas DataFrames.
 
-Records and DataFrames name their columns with any of ``*_NAMES`` below (the label CSV and
-JSONL readers accept the same names). pandas and ir_measures are never imported here: their
-objects are recognised by their attributes. Values that are not ids, integer grades or
-numeric scores are an InputError naming the first one.
+Records and DataFrames name their columns with any of ``*_COLUMNS`` below. pandas and
+ir_measures are never imported here (their objects are recognised by attributes). A
+value that is not an id, an integer grade or a numeric score is an InputError.
 """
 
 from __future__ import annotations
@@ -74,7 +73,7 @@ def _columns_of(obj, value_names: tuple[str, ...], value_what: str, what: str) -
     if isinstance(first, Mapping):
         keys = list(first)
         get = _get_item
-    elif hasattr(first, "_fields"):  # a namedtuple (ir_measures, ir_datasets)
+    elif hasattr(first, "_fields"):
         keys = list(first._fields)
         get = getattr
     else:
@@ -110,7 +109,7 @@ def as_qrels(obj, what: str = "qrels") -> Qrels:
     if isinstance(obj, Run):
         raise InputError(f"expected {what}, found a Run ({obj.name!r})")
     if isinstance(obj, Mapping):
-        return Qrels.from_dict(qrels_dict(obj, what))  # the second clean finds nothing to do
+        return Qrels.from_dict(qrels_dict(obj, what))
     if not (_is_dataframe(obj) or isinstance(obj, Iterable)) or isinstance(obj, (str, bytes)):
         raise _refuse(obj, "qrels", "{qid: {docid: grade}}")
     q, d, g = _columns(obj, GRADE_COLUMNS, "grade", what)

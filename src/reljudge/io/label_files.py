@@ -100,7 +100,8 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
             raise InputError(f"duplicate label for query {q!r}, document {d!r} (first on line "
                              f"{seen[(q, d)]})", path, n)
         seen[(q, d)] = n
-    if not rows:  # a CSV with only its header, or blank JSONL: nothing to import is a mistake
+    # a CSV with only its header, or blank JSONL: nothing to import is a mistake
+    if not rows:
         raise InputError(f"no labels, expected {fmt} lines of qid, docid and grade", path)
     return Labels(str(path), rows, lines)
 

@@ -130,7 +130,8 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
             _add_pair(pairs, first, pair, path, lineno)
         return _not_empty(pairs, path, "JSONL pair objects")
     for lineno, line in enumerate(text_lines(read_text(path)), 1):
-        if "\0" in line:  # not whitespace to str.split: it would hide inside an id
+        # not whitespace to str.split: it would hide inside an id
+        if "\0" in line:
             raise InputError("NUL byte (a binary or corrupt file?)", path, lineno)
         fields = line.split()
         if not fields:
