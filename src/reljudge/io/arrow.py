@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class Col(enum.Enum):
     FLOAT = "a float64 array of finite values"
 
 
-def _arrow_type(pa, kind: Col):
+def _arrow_type(pa: Any, kind: Col) -> Any:
     """The Arrow type a column of ``kind`` is read as."""
     if kind in (Col.INT, Col.CHECK_INT):
         return pa.int64()
@@ -75,7 +76,7 @@ def read_columns(content: Content, spec: Sequence[Col]) -> list | None:
         pa.default_memory_pool().release_unused()
 
 
-def _columns_of(table, names: list[str], spec: Sequence[Col]) -> list | None:
+def _columns_of(table: Any, names: list[str], spec: Sequence[Col]) -> list | None:
     """``read_columns``' result from the table pyarrow read (copies: no Arrow buffer kept)."""
     if table.num_rows == 0:
         return None
@@ -111,21 +112,21 @@ def _columns_of(table, names: list[str], spec: Sequence[Col]) -> list | None:
     return out
 
 
-def _arrow_bytes(chunk) -> tuple[np.ndarray, np.ndarray]:
+def _arrow_bytes(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets from 0, data) of one Arrow binary chunk, without copying."""
     offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
     data = np.frombuffer(chunk.buffers()[2], np.uint8)[offsets[0]: offsets[-1]]
     return offsets - offsets[0], data
 
 
-def _numbers(chunk) -> np.ndarray:
+def _numbers(chunk: Any) -> np.ndarray:
     """The values of a null-free Arrow int or float chunk, without copying (``to_numpy``
     would import pandas, a quarter of a second on a fresh process)."""
     dtype = np.dtype(str(chunk.type))
     return np.frombuffer(chunk.buffers()[1], dtype)[chunk.offset: chunk.offset + len(chunk)]
 
 
-def _fixed(parts, n: int, width: int) -> np.ndarray:
+def _fixed(parts: list[tuple[np.ndarray, np.ndarray]], n: int, width: int) -> np.ndarray:
     col = np.zeros(n, dtype=f"S{width}")
     row = 0
     for offsets, data in parts:
@@ -135,7 +136,7 @@ def _fixed(parts, n: int, width: int) -> np.ndarray:
     return col
 
 
-def _segments(column) -> tuple[list[bytes], np.ndarray]:
+def _segments(column: Any) -> tuple[list[bytes], np.ndarray]:
     """(distinct values in order of first appearance, code of each row) of a
     dictionary-encoded text column, one dict lookup per distinct value and chunk (each
     chunk's dictionary lists its values as they first come)."""

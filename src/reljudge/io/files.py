@@ -17,7 +17,7 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from reljudge.errors import InputError
 
@@ -56,7 +56,7 @@ def content_stem(path: str | Path) -> str:
     return p.stem
 
 
-def _open_error(path, e: OSError) -> InputError:
+def _open_error(path: str | Path, e: OSError) -> InputError:
     if isinstance(e, FileNotFoundError):
         return InputError("no such file", path)
     if isinstance(e, IsADirectoryError):
@@ -164,7 +164,7 @@ class LineCheck:
                 self.open = len(part) - part.rfind(b"\n") - 1
 
 
-def _read_checked(f, path: str | Path, keep: bool) -> bytes:
+def _read_checked(f: BinaryIO, path: str | Path, keep: bool) -> bytes:
     """The rest of an open binary file, its lines checked (``LineCheck``) as it is read;
     with ``keep`` False only checked (and b"" returned)."""
     check = LineCheck(path)
@@ -182,7 +182,7 @@ def _read_checked(f, path: str | Path, keep: bool) -> bytes:
 _READ_ONCE: dict[tuple[int, int], bytes] = {}
 
 
-def _read_once(f, path: str | Path) -> bytes | None:
+def _read_once(f: BinaryIO, path: str | Path) -> bytes | None:
     """The bytes of an open file that is not a regular file (read whole, lines checked, once
     per process); None for a regular file, which is read when needed."""
     st = os.fstat(f.fileno())

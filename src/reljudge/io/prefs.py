@@ -13,6 +13,7 @@ where trec_eval reads 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +50,7 @@ class Prefs:
         return np.flatnonzero(self.qid == qid)
 
     @classmethod
-    def from_rows(cls, rows, kind: Kind = "prefs") -> Prefs:
+    def from_rows(cls, rows: Iterable[Sequence[object]], kind: Kind = "prefs") -> Prefs:
         """From (qid, jg, jsg, docid, level) tuples."""
         rows = list(rows)
         if not rows:

@@ -13,7 +13,7 @@ parser down a line-by-line path that finds and names the first bad line.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +59,7 @@ def _run_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
-def _commented(ids) -> bool:
+def _commented(ids: Iterable[str | bytes]) -> bool:
     """Whether a fast path's query ids include one that starts with ``#`` (a comment line taken
     for data: the line-by-line path decides)."""
     return any(q[:1] in ("#", b"#") for q in ids)
@@ -75,7 +75,8 @@ def _columns(text: str, ncols: int) -> list[list[str]] | None:
     return [tokens[i::ncols] for i in range(ncols)]
 
 
-def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: bool = False):
+def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: bool = False
+                ) -> Iterator[tuple[int, str, list[str]]]:
     """(line number, line, fields) of each data line: blank lines and comments skipped (refused when
     ``strict``); a run line's fields after its tag dropped (refused when ``strict``)."""
     comment = _run_comment if ncols == 6 else _qrels_comment
@@ -139,7 +140,8 @@ def first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None:
     return None  # pragma: no cover - unreachable when the set is smaller
 
 
-def parse_columns(text: str, path, ncols: int, form: str, checks, strict: bool = False
+def parse_columns(text: str, path: str | Path, ncols: int, form: str,
+                  checks: dict[int, tuple[Callable, str]], strict: bool = False
                   ) -> list[list[str]]:
     """The columns of a whitespace-separated TREC-style file of ``ncols`` fields: comment and
     blank lines skipped as trec_eval skips them (refused when ``strict``); ``checks`` maps a
@@ -172,7 +174,7 @@ def _column_ok(tokens: list[str], ok: Callable) -> bool:
         return False
 
 
-def _duplicate_error(path, text: str, kind: str, first: int, row: int, q: str,
+def _duplicate_error(path: str | Path, text: str, kind: str, first: int, row: int, q: str,
                      d: str) -> InputError:
     """The error for a (query, document) pair repeated at data row ``row`` (first at
     ``first``), naming both lines of ``text``."""

@@ -2,7 +2,6 @@
 
 from reljudge.metrics.evaluate import Evaluation, evaluate, evaluate_many, rank
 from reljudge.metrics.measures import SPECS, Measure
-# reads a measure in either syntax (ours or trec_eval's)
 from reljudge.metrics.trec_names import read_measure as parse_measure
 
 __all__ = ["SPECS", "Evaluation", "Measure", "evaluate", "evaluate_many", "parse_measure", "rank"]
