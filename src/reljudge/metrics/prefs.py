@@ -1,6 +1,6 @@
 """trec_eval's preference measures (``-R prefs`` or ``-R qrels_prefs`` with ``-m all_prefs``),
-computed as trec_eval 10 computes them (``form_prefs_counts.c``, ``m_prefs_*.c``); each
-measure's definition is in docs/measures.md (preference judgments and judgment groups).
+computed as trec_eval 10 computes them (``form_prefs_counts.c``, ``m_prefs_*.c``; the
+definitions: docs/measures.md).
 
 A query's judged documents are numbered: those the run retrieves first, by rank (ties by
 document id ascending, trec_eval's rule here), then the others in byte order of their ids. A judgment group with one sub-group counts each preference once per pair

@@ -1,17 +1,12 @@
 """Build the (queries x depth) matrices every kernel reads, from dicts or from columns.
 
 Only judged documents need a place: each one's rank is the number of documents of its query
-scoring higher (a binary search in the query's sorted scores), plus the documents of its tie
-(equal score) whose docid is greater in byte order (trec_eval's order). Ties are broken by one
-routine for both inputs, ``metrics.ties.tie_break``, never a Python loop over tied documents;
-the queries holding ties are handled a chunk at a time (``TIE_CHUNK``) so that memory stays
-bounded, several chunks at once on several cores (``TIE_WORKERS``). Unjudged documents are
-counted, not placed. Two inputs, one method, the same matrices (tested):
+scoring higher, plus the documents of its tie (equal score) whose docid is greater in byte
+order (trec_eval's order), counted by ``metrics.ties.tie_break`` for both inputs. Unjudged documents are counted, not placed. Two inputs, one
+method, the same matrices (tested):
 
 - ``{qid: {docid: score}}`` dicts: each query's judged documents are looked up in its run dict
-  with C-level ``map``s, a query at a time right after its scores for long runs (the dict is
-  still in cache), chained over all queries for short ones (one numpy conversion per column,
-  not one per query);
+  with C-level ``map``s (``_read_scores``);
 - ``Run`` / ``Qrels`` columns (large files): (query, document) pairs are joined by 64-bit keys
   confirmed on the bytes (``reljudge.columns.KeyIndex``).
 """

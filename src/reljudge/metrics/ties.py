@@ -92,20 +92,16 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
               docids: Docids,
               judged_docs: np.ndarray, *, chunk: int, pairs: int,
               workers: int = 1) -> np.ndarray:
-    """For each tied judged document, how many documents of its tie have a greater docid.
+    """For each tied judged document, how many documents of its tie have a greater docid
+    (in byte order: ``bytes``, or ``str`` by their UTF-8).
 
-    The tie of judged document i is the ranks ``lo[i]:hi[i]`` (by score descending) of the
-    query on row ``rows[i]``, whose scores are ``score[bounds[b]:bounds[b+1]]`` for
-    ``b = block_of_row[row]``; ``judged_docs[i]`` is its own docid, and
-    ``docids(blocks, flat, take)`` gives the docids at the indices ``flat[take]`` into
-    ``score``, where ``flat`` covers exactly ``blocks`` in order. Docids compare in byte order
-    (``bytes``, or ``str`` by their UTF-8). Only the queries holding a tie are visited, a
-    chunk of them at a time (``chunk`` documents) so that temporaries stay small; ``pairs``
-    bounds the docid comparisons per tie member before members are placed by search. Chunks
-    are independent: with ``workers`` > 1 and several chunks, that many threads take them, each
-    chunk ``chunk // workers`` documents so that about as many are held at once as alone (the
-    numpy passes that fill most of a chunk's time release the GIL; each chunk writes only its
-    own documents' counts, so the answer is the same).
+    The tie of judged document i (docid ``judged_docs[i]``) is the ranks ``lo[i]:hi[i]`` of
+    the query on row ``rows[i]``, whose scores are ``score[bounds[b]:bounds[b+1]]`` for
+    ``b = block_of_row[row]``; ``docids(blocks, flat, take)`` gives the docids at the indices
+    ``flat[take]`` into ``score``, ``flat`` covering exactly ``blocks`` in order. The queries
+    holding a tie are visited ``chunk`` documents at a time; ``pairs`` bounds the docid
+    comparisons per tie member before members are placed by search. ``workers`` threads take
+    chunks of ``chunk // workers`` documents (each writes only its own documents' counts).
     """
     out = np.empty(len(rows), dtype=np.int64)
     affected, local_row = np.unique(rows, return_inverse=True)
