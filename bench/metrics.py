@@ -5,6 +5,7 @@ of them among the retrieved), with scores shaped like real runs:
 
     untied   random floats rounded to 6 decimals (almost no ties)
     heavy    a few dozen distinct scores (32 levels: quantised, BM25 on short queries)
+    coarse   21 distinct scores (a 0-1 score to two decimals in steps of 0.05, a 0-20 rating)
     equal    every document of a query has the same score (one tie per query)
     binary   two scores (a yes/no classifier)
 
@@ -57,7 +58,7 @@ def _use_set(name: str) -> None:
         MEASURES, PTE = plain_measures(["all_trec"]), set(pytrec_eval.supported_measures)
 
 
-WORKLOADS = ("untied", "heavy", "equal", "binary")
+WORKLOADS = ("untied", "heavy", "coarse", "equal", "binary")
 
 
 def _scores(rng: np.random.Generator, nd: int, workload: str) -> np.ndarray:
@@ -66,6 +67,8 @@ def _scores(rng: np.random.Generator, nd: int, workload: str) -> np.ndarray:
         return rng.random(nd).round(6)
     if workload == "heavy":
         return rng.integers(0, 32, nd) / 4.0
+    if workload == "coarse":
+        return rng.integers(0, 21, nd) / 20.0
     if workload == "equal":
         return np.full(nd, round(float(rng.random()), 6))
     if workload == "binary":
@@ -315,8 +318,8 @@ TOOLS = {"reljudge": _reljudge, "pytrec_eval": _pytrec, "ir_measures": _ir_measu
 
 
 def _floor(qrels, run, tied: bool, repeats: int) -> dict[str, float]:
-    """Median time of each pass over the Python objects that any reader of the dicts must make
-    when it validates its input (issue 12) and uses numpy, not compiled code, for the rest:
+    """Median CPU time of each pass over the Python objects that any reader of the dicts must make
+    when it validates its input and uses numpy, not compiled code, for the rest:
     the type checks, reading the scores, looking up the judged documents, and (tied runs
     only) one pass over the docids' text to break ties in byte order. Nothing is ranked."""
     from itertools import chain, repeat
@@ -342,9 +345,9 @@ def _floor(qrels, run, tied: bool, repeats: int) -> dict[str, float]:
     for name, step in steps.items():
         times = []
         for _ in range(repeats):
-            t = time.perf_counter()
+            t = time.process_time()
             step()
-            times.append(time.perf_counter() - t)
+            times.append(time.process_time() - t)
         out[name] = statistics.median(times)
     return out
 
@@ -365,13 +368,14 @@ def _child(args) -> None:
         qrels, run = make_data(args.queries, args.docs, args.judged, args.seed, args.workload)
     else:
         qrels, run = Path(args.qrels_file), Path(args.run_file)
-    times, first = [], None
+    times, cpu, first = [], [], None
     for _ in range(args.repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         agg, _per_query = fn(qrels, run, args.path == "files")
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
         first = first or agg
-    out.update(times=times, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    out.update(times=times, cpu=cpu, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                aggregate={str(k): float(v) for k, v in first.items()})
     print(json.dumps(out))
 
@@ -402,11 +406,12 @@ def _first_result(files: tuple[Path, Path], repeats: int) -> float:
 
 def _rows(workload: str, tools: list[str], paths: list[str], results: dict,
           floor: dict | None) -> list[list[str]]:
-    """One workload's rows, a path each: each tool's median time (its ratio to reljudge's), the
-    peak memories, the dict path's floor, notes."""
+    """One workload's rows, a path each: each tool's median wall and CPU seconds (its CPU time
+    over reljudge's), the peak memories, the dict path's floor in CPU seconds, notes."""
     rows = []
+    nan = [float("nan")]
     for path in paths:
-        ours = statistics.median(results.get(("reljudge", path), {}).get("times", [float("nan")]))
+        ours = statistics.median(results.get(("reljudge", path), {}).get("cpu", nan))
         row, peaks, notes = [workload, path], [], []
         for t in tools:
             r = results[(t, path)]
@@ -415,8 +420,9 @@ def _rows(workload: str, tools: list[str], paths: list[str], results: dict,
                 peaks.append("-")
                 notes.append(f"{t}: error: {r['error']}")
                 continue
-            med = statistics.median(r["times"])
-            row.append(f"{med:.2f}" + (f" ({med / ours:.1f}x)" if t != "reljudge" else ""))
+            wall, cpu = statistics.median(r["times"]), statistics.median(r["cpu"])
+            row.append(f"{wall:.2f} / {cpu:.2f}"
+                       + (f" ({cpu / ours:.1f}x)" if t != "reljudge" else ""))
             peaks.append(f"{r['peak_mb']:.0f}")
             if "compile" in r:
                 notes.append(f"{t}: numba compile {r['compile']:.1f} s (not in median)")
@@ -428,21 +434,25 @@ def _rows(workload: str, tools: list[str], paths: list[str], results: dict,
 
 def _header(tools: list[str]) -> list[str]:
     """The columns of ``_rows``."""
-    return ["workload", "path", *(f"{t} s" for t in tools), "peak MB", "floor s", "notes"]
+    return ["workload", "path", *(f"{t} wall / CPU s" for t in tools), "peak MB",
+            "floor CPU s", "notes"]
 
 
 def _print_floor(floor: dict, pytrec: dict, ours: dict) -> None:
-    """The dict path's floor, step by step, beside reljudge's time and the time 3x
-    pytrec_eval allows."""
+    """The dict path's floor, step by step, beside reljudge's time and the CPU time that
+    1.5x pytrec_eval's allows."""
     if "error" in floor:
         print(f"floor: error: {floor['error']}")
         return
     steps = ", ".join(f"{k} {v:.2f} s" for k, v in floor.items())
-    line = f"dict-path floor, before any ranking: {steps}; total {sum(floor.values()):.2f} s"
+    line = (f"dict-path floor (CPU), before any ranking: {steps}; "
+            f"total {sum(floor.values()):.2f} s")
     if "times" in ours:
-        line += f"; reljudge {statistics.median(ours['times']):.2f} s"
+        line += (f"; reljudge {statistics.median(ours['times']):.2f} s "
+                 f"(CPU {statistics.median(ours['cpu']):.2f} s)")
     if "times" in pytrec:
-        line += f"; 3x pytrec_eval allows {statistics.median(pytrec['times']) / 3:.2f} s"
+        line += (f"; 1.5x pytrec_eval allows {statistics.median(pytrec['cpu']) / 1.5:.2f} s "
+                 "CPU")
     print(line)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,12 +29,13 @@ class Col(enum.Enum):
     FLOAT = "a float64 array of finite values"
 
 
-def _arrow_type(pa, kind: Col):
+def _arrow_type(pa: Any, kind: Col) -> Any:
     """The Arrow type a column of ``kind`` is read as."""
     if kind in (Col.INT, Col.CHECK_INT):
         return pa.int64()
-    if kind in (Col.CODES, Col.FIRST):  # few distinct values (query ids, Q0, a run's tag):
-        return pa.dictionary(pa.int32(), pa.binary())  # each kept once, rows as codes
+    if kind in (Col.CODES, Col.FIRST):
+        # few distinct values (query ids, Q0, a run's tag): each kept once, rows as codes
+        return pa.dictionary(pa.int32(), pa.binary())
     return pa.float64() if kind is Col.FLOAT else pa.binary()
 
 
@@ -67,12 +69,14 @@ def read_columns(content: Content, spec: Sequence[Col]) -> list | None:
         return None
     try:
         return _columns_of(table, names, spec)
-    finally:  # the table's memory back to the system: pyarrow's pool keeps it otherwise, and
-        del table  # evaluation's peak would stack on it (measured: 357 -> 290 MB peak, 1M rows)
+    finally:
+        # the table's memory back to the system: pyarrow's pool keeps it otherwise, and
+        # evaluation's peak would stack on it (measured: 357 -> 290 MB peak, 1M rows)
+        del table
         pa.default_memory_pool().release_unused()
 
 
-def _columns_of(table, names: list[str], spec: Sequence[Col]) -> list | None:
+def _columns_of(table: Any, names: list[str], spec: Sequence[Col]) -> list | None:
     """``read_columns``' result from the table pyarrow read (copies: no Arrow buffer kept)."""
     if table.num_rows == 0:
         return None
@@ -80,7 +84,7 @@ def _columns_of(table, names: list[str], spec: Sequence[Col]) -> list | None:
     for name, kind in zip(names, spec, strict=True):
         column = table.column(name)
         if column.null_count:
-            return None  # cannot happen with these options; stay on the safe side
+            return None
         if kind is Col.CHECK_INT:
             out.append(None)
         elif kind in (Col.INT, Col.FLOAT):
@@ -89,13 +93,15 @@ def _columns_of(table, names: list[str], spec: Sequence[Col]) -> list | None:
                 return None
             out.append(col)
         else:
-            encoded = kind in (Col.CODES, Col.FIRST)  # checked on their distinct values
+            encoded = kind in (Col.CODES, Col.FIRST)
             parts = [_arrow_bytes(c.dictionary if encoded else c) for c in column.chunks]
             lengths = [np.diff(offsets) for offsets, _ in parts if len(offsets) > 1]
+            # an empty field (two spaces in a row, a trailing space), other whitespace or
+            # non-ASCII: the Python path decides
             if min(x.min() for x in lengths) == 0:
-                return None  # an empty field: two spaces in a row, or a trailing space
+                return None
             if any(len(d) and (d.min() < 0x21 or d.max() > 0x7E) for _, d in parts):
-                return None  # other whitespace or non-ASCII: the Python path decides
+                return None
             if kind is Col.FIRST:
                 first = column.chunks[0]
                 out.append(first.dictionary[first.indices[0].as_py()].as_py())
@@ -106,21 +112,21 @@ def _columns_of(table, names: list[str], spec: Sequence[Col]) -> list | None:
     return out
 
 
-def _arrow_bytes(chunk) -> tuple[np.ndarray, np.ndarray]:
+def _arrow_bytes(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets from 0, data) of one Arrow binary chunk, without copying."""
     offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
     data = np.frombuffer(chunk.buffers()[2], np.uint8)[offsets[0]: offsets[-1]]
     return offsets - offsets[0], data
 
 
-def _numbers(chunk) -> np.ndarray:
+def _numbers(chunk: Any) -> np.ndarray:
     """The values of a null-free Arrow int or float chunk, without copying (``to_numpy``
     would import pandas, a quarter of a second on a fresh process)."""
-    dtype = np.dtype(str(chunk.type))  # 'int32', 'int64', 'double'
+    dtype = np.dtype(str(chunk.type))
     return np.frombuffer(chunk.buffers()[1], dtype)[chunk.offset: chunk.offset + len(chunk)]
 
 
-def _fixed(parts, n: int, width: int) -> np.ndarray:
+def _fixed(parts: list[tuple[np.ndarray, np.ndarray]], n: int, width: int) -> np.ndarray:
     col = np.zeros(n, dtype=f"S{width}")
     row = 0
     for offsets, data in parts:
@@ -130,12 +136,13 @@ def _fixed(parts, n: int, width: int) -> np.ndarray:
     return col
 
 
-def _segments(column) -> tuple[list[bytes], np.ndarray]:
+def _segments(column: Any) -> tuple[list[bytes], np.ndarray]:
     """(distinct values in order of first appearance, code of each row) of a
-    dictionary-encoded text column, one dict lookup per distinct value and chunk."""
+    dictionary-encoded text column, one dict lookup per distinct value and chunk (each
+    chunk's dictionary lists its values as they first come)."""
     table: dict[bytes, int] = {}
     codes = []
-    for chunk in column.chunks:  # each chunk's dictionary lists its values as they first come
+    for chunk in column.chunks:
         known = np.fromiter((table.setdefault(v, len(table))
                              for v in chunk.dictionary.to_pylist()), np.int64)
         codes.append(known[_numbers(chunk.indices)])

@@ -19,8 +19,8 @@ class InputFile:
     path: str
     sha256: str | None
     size: int | None
-    dataset: str | None = None  # the ir_datasets dataset id of an irds: input
-    ir_datasets: str | None = None  # the ir_datasets version that read it
+    dataset: str | None = None
+    ir_datasets: str | None = None
 
     def record(self) -> dict:
         """The JSON record of this input (the pipeline manifest's ``inputs``)."""

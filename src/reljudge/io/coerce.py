@@ -9,16 +9,16 @@ Accepted for qrels and runs alike:
   and ``ScoredDoc(query_id, doc_id, score)`` or ir_datasets' ``TrecQrel``, or dicts;
 - pandas DataFrames.
 
-Records and DataFrames name their columns with any of ``*_NAMES`` below (the label CSV and
-JSONL readers accept the same names). pandas and ir_measures are never imported here: their
-objects are recognised by their attributes. Values that are not ids, integer grades or
-numeric scores are an InputError naming the first one.
+Records and DataFrames name their columns with any of ``*_COLUMNS`` below. pandas and
+ir_measures are never imported here (their objects are recognised by attributes). A
+value that is not an id, an integer grade or a numeric score is an InputError.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from reljudge.errors import InputError
 from reljudge.types import Qrels, Run, distinct_runs
@@ -45,11 +45,11 @@ def pick_column(names: Iterable[str], choices: tuple[str, ...], what: str,
                      f"keep one", path, line)
 
 
-def _is_dataframe(obj) -> bool:
+def _is_dataframe(obj: object) -> bool:
     return type(obj).__module__.startswith("pandas") and hasattr(obj, "columns")
 
 
-def _columns(obj, value_names: tuple[str, ...], value_what: str, what: str) -> tuple:
+def _columns(obj: Any, value_names: tuple[str, ...], value_what: str, what: str) -> tuple:
     """(qid, docid, value) columns of a DataFrame or an iterable of records."""
     try:
         return _columns_of(obj, value_names, value_what, what)
@@ -59,7 +59,7 @@ def _columns(obj, value_names: tuple[str, ...], value_what: str, what: str) -> t
         raise InputError(f"{what}: {e.detail}") from None
 
 
-def _columns_of(obj, value_names: tuple[str, ...], value_what: str, what: str) -> tuple:
+def _columns_of(obj: Any, value_names: tuple[str, ...], value_what: str, what: str) -> tuple:
     if _is_dataframe(obj):
         cols = [str(c) for c in obj.columns]
         by_name = dict(zip(cols, obj.columns, strict=True))
@@ -71,10 +71,11 @@ def _columns_of(obj, value_names: tuple[str, ...], value_what: str, what: str) -
     if not rows:
         return [], [], []
     first = rows[0]
+    get: Callable[..., Any]
     if isinstance(first, Mapping):
         keys = list(first)
         get = _get_item
-    elif hasattr(first, "_fields"):  # a namedtuple (ir_measures, ir_datasets)
+    elif hasattr(first, "_fields"):
         keys = list(first._fields)
         get = getattr
     else:
@@ -90,11 +91,11 @@ def _columns_of(obj, value_names: tuple[str, ...], value_what: str, what: str) -
                          f"{', '.join(names)}") from None
 
 
-def _get_item(record, key):
+def _get_item(record: Any, key: str) -> Any:
     return record[key]
 
 
-def _refuse(obj, what: str, shape: str) -> InputError:
+def _refuse(obj: object, what: str, shape: str) -> InputError:
     if isinstance(obj, (str, Path)):
         reader = "reljudge.read_qrels" if what == "qrels" else "reljudge.read_run"
         return InputError(f"expected {what} in memory, found a path {str(obj)!r}; read the "
@@ -103,14 +104,14 @@ def _refuse(obj, what: str, shape: str) -> InputError:
                       f"{'Qrels' if what == 'qrels' else 'Run'}, found {type(obj).__name__}")
 
 
-def as_qrels(obj, what: str = "qrels") -> Qrels:
+def as_qrels(obj: Any, what: str = "qrels") -> Qrels:
     """A Qrels from any accepted in-memory form (see the module docstring)."""
     if isinstance(obj, Qrels):
         return obj
     if isinstance(obj, Run):
         raise InputError(f"expected {what}, found a Run ({obj.name!r})")
     if isinstance(obj, Mapping):
-        return Qrels.from_dict(qrels_dict(obj, what))  # the second clean finds nothing to do
+        return Qrels.from_dict(qrels_dict(obj, what))
     if not (_is_dataframe(obj) or isinstance(obj, Iterable)) or isinstance(obj, (str, bytes)):
         raise _refuse(obj, "qrels", "{qid: {docid: grade}}")
     q, d, g = _columns(obj, GRADE_COLUMNS, "grade", what)
@@ -118,7 +119,7 @@ def as_qrels(obj, what: str = "qrels") -> Qrels:
                              integer_grades(g, what))
 
 
-def as_run(obj, name: str | None = None, what: str = "run") -> Run:
+def as_run(obj: Any, name: str | None = None, what: str = "run") -> Run:
     """A Run from any accepted in-memory form, named ``name`` (default: its own, or "run")."""
     if isinstance(obj, Run):
         return obj if name is None or name == obj.name else obj.with_name(name)
@@ -133,7 +134,7 @@ def as_run(obj, name: str | None = None, what: str = "run") -> Run:
                            numeric_scores(s, what), name=name or "run")
 
 
-def as_runs(runs) -> list[Run]:
+def as_runs(runs: Any) -> list[Run]:
     """Runs as a list of Run: a sequence of runs in any accepted form (named "run1", "run2",
     ... unless Run objects), or a mapping {name: run}; runs sharing a name are numbered
     (``name#1``, ``name#2``; ``trec.read_runs`` names them by file instead)."""
@@ -148,7 +149,7 @@ def as_runs(runs) -> list[Run]:
                           for i, r in enumerate(runs, 1)])
 
 
-def qrels_like(obj, what: str = "qrels") -> Qrels | dict[str, dict[str, int]]:
+def qrels_like(obj: Any, what: str = "qrels") -> Qrels | dict[str, dict[str, int]]:
     """For evaluation: a Qrels as it is, a dict cleaned (``qrels_dict``), anything else
     converted (``as_qrels``). Keeps dicts on the dict path."""
     if isinstance(obj, Mapping):
@@ -156,14 +157,14 @@ def qrels_like(obj, what: str = "qrels") -> Qrels | dict[str, dict[str, int]]:
     return as_qrels(obj, what)
 
 
-def run_like(obj, what: str = "run") -> Run | dict[str, dict[str, float]]:
+def run_like(obj: Any, what: str = "run") -> Run | dict[str, dict[str, float]]:
     """For evaluation: a Run as it is, a dict cleaned (``run_dict``), anything else a Run."""
     if isinstance(obj, Mapping):
         return run_dict(obj, what)
     return as_run(obj, what=what)
 
 
-def measure_list(measures) -> list:
+def measure_list(measures: Any) -> list:
     """One measure (text or object) or an iterable of them, as a list (not yet parsed)."""
     if isinstance(measures, str) or not isinstance(measures, Iterable):
         return [measures]

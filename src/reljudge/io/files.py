@@ -17,12 +17,12 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from reljudge.errors import InputError
 
 BOM = b"\xef\xbb\xbf"
-_BZ2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")  # bzip2 block and end-of-stream magic
+_BZ2_BLOCK = (b"1AY&SY", b"\x17rE8P\x90")
 EXTENSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd"}
 
 
@@ -56,7 +56,7 @@ def content_stem(path: str | Path) -> str:
     return p.stem
 
 
-def _open_error(path, e: OSError) -> InputError:
+def _open_error(path: str | Path, e: OSError) -> InputError:
     if isinstance(e, FileNotFoundError):
         return InputError("no such file", path)
     if isinstance(e, IsADirectoryError):
@@ -72,7 +72,8 @@ def _zstd_blocks(data: bytes) -> Iterator[bytes]:
     except ImportError:
         raise InputError("is zstd-compressed; install the 'zstandard' package to read it, "
                          "or decompress it first (zstd -d)") from None
-    while True:  # frame by frame: a truncated frame must not pass for a short file
+    # frame by frame: a truncated frame must not pass for a short file
+    while True:
         d = zstandard.ZstdDecompressor().decompressobj()
         # fed in pieces: a piece's output is bounded (zstd's densest block, a 128 KB run of
         # one byte, takes 4 bytes: 32 MB from 1 KB), so a long line is refused early
@@ -90,7 +91,7 @@ def _zstd_blocks(data: bytes) -> Iterator[bytes]:
             return
 
 
-_ZSTD_PIECE = 1024  # compressed bytes given to zstd at a time
+_ZSTD_PIECE = 1024
 
 
 def _stream_blocks(kind: str, data: bytes) -> Iterator[bytes]:
@@ -111,8 +112,9 @@ def _stream_blocks(kind: str, data: bytes) -> Iterator[bytes]:
             except (OSError, lzma.LZMAError):
                 if first:
                     raise
-                return  # bytes after a whole stream that are no stream: ignored, as by
+                # bytes after a whole stream that are no stream: ignored, as by
                 # bz2.decompress and lzma.decompress
+                return
             while not d.eof and not d.needs_input:
                 yield d.decompress(b"", BLOCK)
         first = False
@@ -133,7 +135,7 @@ def _decompress(kind: str, data: bytes, check: LineCheck) -> bytes:
 #: the longest line any reader takes, in bytes: a longer one is refused at that line, read
 #: in blocks (a binary file, /dev/zero, a file of one huge line never held whole)
 MAX_LINE = 1 << 20
-BLOCK = 1 << 20  # bytes read at a time while lines are checked
+BLOCK = 1 << 20
 
 
 class LineCheck:
@@ -143,8 +145,8 @@ class LineCheck:
 
     def __init__(self, path: str | Path) -> None:
         self.path = path
-        self.lines = 0  # line ends seen
-        self.open = 0  # bytes of the line not ended yet
+        self.lines = 0
+        self.open = 0
 
     def feed(self, block: bytes) -> None:
         """Check the next bytes (a block longer than MAX_LINE is checked in parts)."""
@@ -162,7 +164,7 @@ class LineCheck:
                 self.open = len(part) - part.rfind(b"\n") - 1
 
 
-def _read_checked(f, path: str | Path, keep: bool) -> bytes:
+def _read_checked(f: BinaryIO, path: str | Path, keep: bool) -> bytes:
     """The rest of an open binary file, its lines checked (``LineCheck``) as it is read;
     with ``keep`` False only checked (and b"" returned)."""
     check = LineCheck(path)
@@ -180,7 +182,7 @@ def _read_checked(f, path: str | Path, keep: bool) -> bytes:
 _READ_ONCE: dict[tuple[int, int], bytes] = {}
 
 
-def _read_once(f, path: str | Path) -> bytes | None:
+def _read_once(f: BinaryIO, path: str | Path) -> bytes | None:
     """The bytes of an open file that is not a regular file (read whole, lines checked, once
     per process); None for a regular file, which is read when needed."""
     st = os.fstat(f.fileno())
@@ -201,7 +203,7 @@ class Content:
 
     def __init__(self, path: str | Path) -> None:
         self.path = path
-        self._raw: bytes | None = None  # the bytes of a file that can be read only once
+        self._raw: bytes | None = None
         self._checked = False
         try:
             with open(path, "rb") as f:
@@ -283,7 +285,7 @@ class Content:
         data = self.data()
         skip = len(BOM) if data.startswith(BOM) else 0
         try:
-            return str(memoryview(data)[skip:], "utf-8")  # no copy of the bytes
+            return str(memoryview(data)[skip:], "utf-8")
         except UnicodeDecodeError as e:
             start = e.start + skip
             line = data[:start].count(b"\n") + 1
@@ -317,7 +319,8 @@ def file_sha256(path: str | Path) -> tuple[str, int]:
     size = 0
     with open(path, "rb") as f:
         once = _read_once(f, path)
-        if once is not None:  # a pipe: its bytes as every reader of it sees them
+        # a pipe: its bytes as every reader of it sees them
+        if once is not None:
             return hashlib.sha256(once).hexdigest(), len(once)
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
@@ -330,7 +333,8 @@ def file_identity(path: str | Path) -> tuple[str | int, ...]:
     and inode of a file that exists (a link followed), else the real path it would have."""
     try:
         st = os.stat(path)
-    except (OSError, ValueError):  # absent, a dangling link, a name too long, a NUL byte
+    except (OSError, ValueError):
+        # absent, a dangling link, a name too long, a NUL byte
         return ("path", os.path.realpath(path))
     return ("inode", st.st_dev, st.st_ino)
 
@@ -343,7 +347,7 @@ def check_writable(path: str | Path, *, folder: bool = False) -> None:
     path = Path(path)
     try:
         exists = path.exists()
-    except OSError as e:  # a name too long, a loop of links
+    except OSError as e:
         raise InputError(f"cannot be written ({e.strerror or e})", path) from None
     if exists and path.is_dir() != folder:
         raise InputError("is a file, expected a folder" if folder else
@@ -397,7 +401,8 @@ def atomic_write(path: str | Path, text: str, *, allow_empty: bool = False) -> N
         os.replace(tmp, path)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, OSError):  # a full disk, a file made read-only meanwhile
+        # a full disk, a file made read-only meanwhile
+        if isinstance(e, OSError):
             raise InputError(f"cannot be written ({e.strerror or e})", path) from None
         raise
 

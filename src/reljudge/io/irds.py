@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from reljudge.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from reljudge.types import Qrels
 
 PREFIX = "irds:"
 INSTALL = "pip install 'reljudge[irds]'"
@@ -128,7 +131,7 @@ def qrels_columns(spec: str) -> tuple[list[str], list[str], list[int]]:
     return q, d, g
 
 
-def read_qrels(spec: str):
+def read_qrels(spec: str) -> Qrels:
     """The dataset's qrels as a ``Qrels`` (a repeated pair is an error, as in a file)."""
     from reljudge.types import Qrels
 

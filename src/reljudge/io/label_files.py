@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,8 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
             raise InputError(f"duplicate label for query {q!r}, document {d!r} (first on line "
                              f"{seen[(q, d)]})", path, n)
         seen[(q, d)] = n
-    if not rows:  # a CSV with only its header, or blank JSONL: nothing to import is a mistake
+    # a CSV with only its header, or blank JSONL: nothing to import is a mistake
+    if not rows:
         raise InputError(f"no labels, expected {fmt} lines of qid, docid and grade", path)
     return Labels(str(path), rows, lines)
 
@@ -108,13 +110,13 @@ def read_labels(path: str | Path, fmt: str | None = None) -> Labels:
 _FIELDS = ((QID_COLUMNS, "query id"), (DOCID_COLUMNS, "document id"), (GRADE_COLUMNS, "grade"))
 
 
-def _id(value, what: str, path, line: int) -> str:
+def _id(value: object, what: str, path: str | Path, line: int) -> str:
     if value is None or isinstance(value, (dict, list, bool)) or value == "":
         raise InputError(f"expected a {what} (text or number), found {value!r}", path, line)
     return str(value)
 
 
-def _grade(value, path, line: int) -> int:
+def _grade(value: Any, path: str | Path, line: int) -> int:
     try:
         g = int(value) if not isinstance(value, float) or value.is_integer() else None
     except (TypeError, ValueError):

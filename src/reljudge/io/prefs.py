@@ -1,21 +1,19 @@
 """Read judgments in trec_eval's other forms (its ``-R``): preference files, qrels read as
-preferences, and qrels with judgment groups.
+preferences, and qrels with judgment groups (the forms are described in docs/measures.md):
 
-- ``prefs``: ``QID JG JSG DOCID LEVEL``. Within a judgment sub-group (JSG) a document with a
-  higher level is preferred to each with a lower one; a judgment group (JG, say one user)
-  gathers sub-groups whose preferences must agree. Level 0 means not relevant.
+- ``prefs``: ``QID JG JSG DOCID LEVEL``, a judgment group (JG) of sub-groups (JSG);
 - ``qrels_prefs``: a qrels file ``QID JG DOCID GRADE`` read as preferences, the second column
-  naming the judgment group (one sub-group each).
-- ``qrels_jg``: the same four columns read as one set of graded judgments per judgment group
-  (trec_eval's ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg`` average over them).
+  naming the judgment group (one sub-group each);
+- ``qrels_jg``: the same four columns read as one set of graded judgments per judgment group.
 
-Lines are read as trec_eval reads them: ``#`` in the first column starts a comment line (refused
-with ``strict``), a ``#`` inside a field is data. Unlike trec_eval, which reads an unreadable
-level as 0, a level that is not a number is an error naming the line.
+Lines are read as trec_eval reads them (``#`` in the first column starts a comment line,
+refused with ``strict``), but a level that is not a number is an error naming the line
+where trec_eval reads 0.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +34,11 @@ class Prefs:
     the form has none), document and level (a float for preferences, a whole grade for
     ``qrels_jg``). ``kind`` says which form they were read from."""
 
-    qid: np.ndarray  # str
+    qid: np.ndarray
     jg: np.ndarray
     jsg: np.ndarray
     docid: np.ndarray
-    level: np.ndarray  # float64
+    level: np.ndarray
     kind: Kind = "prefs"
 
     def query_ids(self) -> list[str]:
@@ -52,7 +50,7 @@ class Prefs:
         return np.flatnonzero(self.qid == qid)
 
     @classmethod
-    def from_rows(cls, rows, kind: Kind = "prefs") -> Prefs:
+    def from_rows(cls, rows: Iterable[Sequence[object]], kind: Kind = "prefs") -> Prefs:
         """From (qid, jg, jsg, docid, level) tuples."""
         rows = list(rows)
         if not rows:
@@ -75,7 +73,8 @@ def read_prefs(path: str | Path, kind: Kind = "prefs", *, strict: bool = False) 
             (is_float, "a numeric grade")
         q, g, d, v = parse_columns(text, path, 4, GROUPS_FORM, {3: check}, strict)
         s = ["0"] * len(q)
-        if kind == "qrels_jg":  # one qrels per group: a document judged twice in one is wrong
+        # one qrels per group: a document judged twice in one is wrong
+        if kind == "qrels_jg":
             dup = first_duplicate([a + "\x00" + b for a, b in zip(q, g, strict=True)], d)
             if dup is not None:
                 first, again = (line_of(text, 4, row) for row in dup)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 from reljudge.errors import InputError
 from reljudge.io import irds
@@ -14,9 +15,10 @@ _QID_KEYS = ("qid", "query_id", "id", "_id")
 _QTEXT_KEYS = ("query", "text", "title")
 _DOCID_KEYS = ("docid", "doc_id", "pid", "id", "_id")
 _DTEXT_KEYS = ("text", "passage", "contents", "body")
+_T = TypeVar("_T")
 
 
-def _pick(obj: dict, keys: tuple[str, ...], what: str, path, lineno: int) -> str:
+def _pick(obj: dict, keys: tuple[str, ...], what: str, path: str | Path, lineno: int) -> str:
     for k in keys:
         if k in obj and obj[k] is not None:
             return str(obj[k])
@@ -24,7 +26,7 @@ def _pick(obj: dict, keys: tuple[str, ...], what: str, path, lineno: int) -> str
                      f"found keys {sorted(obj)}", path, lineno)
 
 
-def iter_jsonl(path: str | Path):
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of each non-blank line of a JSONL file; strict."""
     for lineno, line in enumerate(text_lines(read_text(path)), 1):
         if not line.strip():
@@ -39,7 +41,7 @@ def iter_jsonl(path: str | Path):
         yield lineno, obj
 
 
-def _not_empty(found, path, form: str):
+def _not_empty(found: _T, path: str | Path, form: str) -> _T:
     """What a reader found; nothing at all is an InputError (an empty file is a mistake)."""
     if not found:
         raise InputError(f"empty file, expected {form}", path)
@@ -50,14 +52,15 @@ def _is_jsonl(path: str | Path) -> bool:
     return content_suffix(path) in (".jsonl", ".json", ".ndjson")
 
 
-def _add_unique(out: dict, key: str, value, what: str, path, lineno: int, first: dict) -> None:
+def _add_unique(out: dict, key: str, value: object, what: str, path: str | Path, lineno: int,
+                first: dict) -> None:
     if key in out:
         raise InputError(f"duplicate {what} {key!r} (first on line {first[key]})", path, lineno)
     out[key] = value
     first[key] = lineno
 
 
-def _tsv(path: str | Path, form: str, text_required: bool):
+def _tsv(path: str | Path, form: str, text_required: bool) -> Iterator[tuple[int, str, str]]:
     """(line number, id, text) of each non-blank ``ID<TAB>TEXT`` line; a line without a tab or
     an id (or, when ``text_required``, a text) is an InputError naming ``form``."""
     for lineno, line in enumerate(text_lines(read_text(path)), 1):
@@ -130,7 +133,8 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
             _add_pair(pairs, first, pair, path, lineno)
         return _not_empty(pairs, path, "JSONL pair objects")
     for lineno, line in enumerate(text_lines(read_text(path)), 1):
-        if "\0" in line:  # not whitespace to str.split: it would hide inside an id
+        # not whitespace to str.split: it would hide inside an id
+        if "\0" in line:
             raise InputError("NUL byte (a binary or corrupt file?)", path, lineno)
         fields = line.split()
         if not fields:
@@ -160,7 +164,8 @@ def _iteration(field: str) -> bool:
     return _integer(field) or field.upper() == "Q0"
 
 
-def _add_pair(pairs, first, pair, path, lineno) -> None:
+def _add_pair(pairs: list[tuple[str, str]], first: dict[tuple[str, str], int],
+              pair: tuple[str, str], path: str | Path, lineno: int) -> None:
     if pair in first:
         raise InputError(f"duplicate pair {pair[0]} {pair[1]} (first on line {first[pair]})",
                          path, lineno)

@@ -13,7 +13,7 @@ parser down a line-by-line path that finds and names the first bad line.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +59,7 @@ def _run_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
-def _commented(ids) -> bool:
+def _commented(ids: Iterable[str | bytes]) -> bool:
     """Whether a fast path's query ids include one that starts with ``#`` (a comment line taken
     for data: the line-by-line path decides)."""
     return any(q[:1] in ("#", b"#") for q in ids)
@@ -75,7 +75,8 @@ def _columns(text: str, ncols: int) -> list[list[str]] | None:
     return [tokens[i::ncols] for i in range(ncols)]
 
 
-def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: bool = False):
+def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: bool = False
+                ) -> Iterator[tuple[int, str, list[str]]]:
     """(line number, line, fields) of each data line: blank lines and comments skipped (refused when
     ``strict``); a run line's fields after its tag dropped (refused when ``strict``)."""
     comment = _run_comment if ncols == 6 else _qrels_comment
@@ -88,7 +89,8 @@ def _data_lines(text: str, ncols: int, path: str | Path | None = None, strict: b
         fields = line.split()
         if not fields:
             continue
-        if ncols == 6 and len(fields) > ncols:  # trec_eval ignores what follows the tag
+        # trec_eval ignores what follows the tag
+        if ncols == 6 and len(fields) > ncols:
             if strict:
                 raise InputError(f"expected {RUN_FORM}, found {len(fields)} fields (trec_eval "
                                  f"ignores text after the tag; strict reading refuses it): "
@@ -112,7 +114,7 @@ def _slow_columns(
                 raise InputError(f"expected {expected}, found {fields[i]!r}", path, lineno)
         for i, f in enumerate(fields):
             cols[i].append(f)
-    if not cols[0]:  # only comments: nothing to score is a mistake, as for an empty file
+    if not cols[0]:
         raise InputError(f"no data lines, only comments: expected lines of {form}", path)
     return cols
 
@@ -138,15 +140,17 @@ def first_duplicate(qid: list[str], docid: list[str]) -> tuple[int, int] | None:
     return None  # pragma: no cover - unreachable when the set is smaller
 
 
-def parse_columns(text: str, path, ncols: int, form: str, checks, strict: bool = False
+def parse_columns(text: str, path: str | Path, ncols: int, form: str,
+                  checks: dict[int, tuple[Callable, str]], strict: bool = False
                   ) -> list[list[str]]:
     """The columns of a whitespace-separated TREC-style file of ``ncols`` fields: comment and
     blank lines skipped as trec_eval skips them (refused when ``strict``); ``checks`` maps a
     column to (test, what it should hold); the first bad line raises, named."""
-    if not text.strip():  # nothing to score is a mistake, never a mean over 0 queries
+    if not text.strip():
         raise InputError(f"empty file, expected lines of {form}", path)
     nul = text.find("\0")
-    if nul >= 0:  # not whitespace to str.split: it would hide inside an id
+    # not whitespace to str.split: it would hide inside an id
+    if nul >= 0:
         raise InputError("NUL byte (a binary or corrupt file?)", path,
                          text.count("\n", 0, nul) + 1)
     cols = _columns(text, ncols)
@@ -170,7 +174,7 @@ def _column_ok(tokens: list[str], ok: Callable) -> bool:
         return False
 
 
-def _duplicate_error(path, text: str, kind: str, first: int, row: int, q: str,
+def _duplicate_error(path: str | Path, text: str, kind: str, first: int, row: int, q: str,
                      d: str) -> InputError:
     """The error for a (query, document) pair repeated at data row ``row`` (first at
     ``first``), naming both lines of ``text``."""
@@ -229,7 +233,8 @@ def _grades(grades: list[str], text: str, path: str | Path) -> np.ndarray:
                          "such as 0-3", path, line_of(text, 4, row)) from None
 
 
-_CHUNK = 8 << 20  # bytes of run file tokenised at a time: bounds memory on huge runs
+# bytes of run file tokenised at a time: bounds memory on huge runs
+_CHUNK = 8 << 20
 
 
 def _run_fast(text: str) -> tuple | None:
@@ -238,7 +243,8 @@ def _run_fast(text: str) -> tuple | None:
     Columns are converted at C speed; query ids are interned so that a million lines of one
     query hold one string.
     """
-    if not text or "\0" in text:  # the line-by-line path names the problem
+    # the line-by-line path names the problem
+    if not text or "\0" in text:
         return None
     qcol: list[str] = []
     dcol: list[str] = []
@@ -258,8 +264,9 @@ def _run_fast(text: str) -> tuple | None:
         try:
             scores.append(np.fromiter(map(float, tokens[4::6]), np.float64, nlines))
             ranks = tokens[3::6]
-            if not "".join(ranks).isdigit():  # plain ranks pass in one C-level check
-                deque(map(int, ranks), maxlen=0)  # others must still be integers
+            # ranks must be integers: plain ones pass in one C-level check
+            if not "".join(ranks).isdigit():
+                deque(map(int, ranks), maxlen=0)
         except ValueError:
             return None
         qcol.extend(map(intern.setdefault, tokens[0::6], tokens[0::6]))
@@ -277,7 +284,7 @@ def _duplicate_in_groups(qid: np.ndarray, docid: list[str]) -> tuple[int, int] |
         return None
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
     firsts = qid[starts].tolist()
-    if len(set(firsts)) != len(firsts):  # a query's lines are not contiguous
+    if len(set(firsts)) != len(firsts):
         return first_duplicate(qid.tolist(), docid)
     for a, b in zip(starts.tolist(), np.r_[starts[1:], len(qid)].tolist(), strict=False):
         chunk = docid[a:b]
@@ -352,7 +359,8 @@ def read_runs(paths: Sequence[str | Path], *, strict: bool = False,
     ``queries`` as in ``read_run``."""
     from reljudge.types import distinct_runs
 
-    if isinstance(paths, (str, Path)):  # a str is a sequence too: of one-letter paths
+    # a str is a sequence too: of one-letter paths
+    if isinstance(paths, (str, Path)):
         raise InputError(f"read_runs takes a list of paths, found one path {str(paths)!r}; "
                          "use read_run(path) or read_runs([path])")
     return distinct_runs([read_run(p, strict=strict, queries=queries) for p in paths],
@@ -382,7 +390,7 @@ def _read_run_bytes(content: Content, name: str | None,
     if cols is None:
         return None
     qid, docid, rank, score_text = cols
-    tag = data.split(b"\n", 1)[0].split()[5]  # the first line's: six fields, checked
+    tag = data.split(b"\n", 1)[0].split()[5]
     qcodes = columns.segment_codes(qid)
     keep = _wanted(qcodes[0], queries)
     rows = None if keep is None else keep[qcodes[1]]
@@ -405,8 +413,9 @@ def _compact_run(content: Content, qcodes: tuple[list[bytes], np.ndarray], docid
     uniq, codes = qcodes
     whole = Run.from_codes(qcodes, docid, score, name=name) if keep is None else None
     if whole is not None and not np.any(codes[1:] < codes[:-1]):
-        keys = whole.key_index()  # its rows are the file's: kept for the evaluation
-    else:  # the file's rows, whether regrouped or some left out
+        # its rows are the file's: kept for the evaluation
+        keys = whole.key_index()
+    else:
         keys = columns.KeyIndex(codes, docid, columns.hash_bytes(docid))
     dup = keys.first_duplicate()
     if dup is not None:
@@ -419,7 +428,8 @@ def _compact_run(content: Content, qcodes: tuple[list[bytes], np.ndarray], docid
     return Run.from_codes(kept, docid[rows], score, name=name)
 
 
-FAST_MIN_BYTES = 1 << 20  # smaller contents take the Python path (no pyarrow start-up cost)
+# smaller contents take the Python path (no pyarrow start-up cost)
+FAST_MIN_BYTES = 1 << 20
 
 
 def _big(content: Content) -> bool:

@@ -90,10 +90,14 @@ def _descending(codes: np.ndarray, bits: np.ndarray) -> bool:
 class RuleDifference:
     """How the values of an evaluation change under trec_eval 9's rules."""
 
-    changed: int  # per-query values that differ
-    values: int  # per-query values compared
-    largest: float  # the largest change of a run's mean
-    causes: tuple[str, ...]  # which of trec_eval 9's rules apply to the input
+    #: per-query values that differ
+    changed: int
+    #: per-query values compared
+    values: int
+    #: the largest change of a run's mean
+    largest: float
+    #: which of trec_eval 9's rules apply to the input
+    causes: tuple[str, ...]
 
     def note(self) -> str:
         """The stderr line ``eval`` prints."""
@@ -127,7 +131,8 @@ def trec_eval_9_difference(qrels: Qrels, runs: list[Run], results: Mapping, **op
     parts = [_tied_part(r, t) for r, t in zip(runs, tied, strict=True) if t.any()]
     if ruled:
         _splice(nine, results, evaluate_many(qrels, runs, ruled, **options))
-    if parts:  # the run's own queries only: with -c, the others would score 0 here
+    # the run's own queries only: with -c, the others would score 0 here
+    if parts:
         _splice(nine, results, evaluate_many(qrels, parts, measures,
                                              **{**options, "all_queries": False}))
     changed = values = 0

@@ -37,8 +37,10 @@ class Evaluation(Tabular):
     run: str
     measures: list[str]
     query_ids: list[str]
-    scores: np.ndarray  # float64 (len(query_ids), len(measures))
-    compat: Compat = "trec_eval-10"  # whose rules where trec_eval's versions differ
+    #: float64 (len(query_ids), len(measures))
+    scores: np.ndarray
+    #: whose rules where trec_eval's versions differ
+    compat: Compat = "trec_eval-10"
     #: the rankings the values come from (a row per query), for what reads them again
     #: (trec_eval's relstring) without ranking the run a second time
     ranking: Ranked | None = field(default=None, compare=False)
@@ -48,7 +50,7 @@ class Evaluation(Tabular):
         return self.scores[:, self._index(measure)]
 
     def _index(self, measure: str | Measure) -> int:
-        if isinstance(measure, str) and measure in self.measures:  # as evaluated
+        if isinstance(measure, str) and measure in self.measures:
             return self.measures.index(measure)
         name = str(read_measure(measure))
         try:
@@ -128,18 +130,15 @@ def evaluate(qrels: QrelsLike, run: RunLike, measures: Sequence[str | Measure] |
              judged_only: bool = False) -> Evaluation:
     """Per-query and mean values of ``measures`` for one run (trec_eval semantics).
 
-    By default the queries are those of the run that have qrels (trec_eval); with
-    ``all_queries`` every qrels query counts and one the run lacks scores 0 on every measure
-    but those read from the qrels alone (``NumRel``) (``trec_eval -c``). ``compat``: the rules
-    of trec_eval 10 (default: scores as float64, ``IPrec`` cut-off ``lround(r x R)``) or of
-    trec_eval 9.0.8 (``"trec_eval-9"``: scores rounded to float32, cut-off
-    ``int(r x R + 0.9)``), as pytrec_eval and ir_measures; ``float32_scores`` overrides the
-    score rounding. ``max_docs``: only the first documents of each ranking count
+    The queries are the run's that have qrels; with ``all_queries`` every qrels query, one
+    the run lacks scoring 0 but on measures of the qrels alone (``NumRel``) (``trec_eval -c``). ``compat``: the rules
+    of trec_eval 10 (default) or of trec_eval 9.0.8 (``"trec_eval-9"``, as pytrec_eval and
+    ir_measures: scores rounded to float32; docs/measures.md, conventions); ``float32_scores``
+    overrides the score rounding. ``max_docs``: only the first documents of each ranking count
     (``trec_eval -M``). ``judged_only``: every measure over the condensed lists, unjudged
-    documents removed (``trec_eval -J``). qrels and run may be in any form
-    ``reljudge.io.coerce`` accepts (dicts with any ids, records, DataFrames); measures one or
-    several, as text or ir_measures objects. Empty inputs, or a run and qrels with no query
-    in common, are an InputError.
+    documents removed (``trec_eval -J``). qrels and run: any form ``reljudge.io.coerce``
+    accepts; measures: one or several, text or ir_measures objects. Empty inputs, or no
+    query in common, are an InputError.
     """
     parsed = parse_measures(measures)
     name, qids, ranked = rankings(qrels, run, all_queries=all_queries,
@@ -160,7 +159,8 @@ def scored(measures: Sequence[Measure], ranked: Ranked, compat: Compat,
     rows of several runs stacked would change the order of a few floating-point sums (numpy
     sums a matrix's rows in blocks that depend on its shape), so the last bit of a value."""
     scores = compute_all(measures, ranked, compat)
-    if all_queries:  # trec_eval -c: a query the run lacks scores 0 but on the qrels alone
+    # trec_eval -c: a query the run lacks scores 0 but on the qrels alone
+    if all_queries:
         missing = ranked.length == 0
         for j, m in enumerate(measures):
             if m.name not in QRELS_ONLY:
@@ -185,11 +185,12 @@ def evaluate_many(qrels: QrelsLike, runs: Sequence[Run] | Mapping[str, RunLike],
     if not runs:
         raise InputError("no runs to evaluate; give at least one")
     measures = parse_measures(measures)
-    qrels = coerce.as_qrels(qrels)  # once, not once per run
+    # once, not once per run
+    qrels = coerce.as_qrels(qrels)
     twice = [name for name, k in Counter(run.name for run in runs).items() if k > 1]
     if twice:
         raise InputError(f"two runs are named {twice[0]!r}; rename one (Run.with_name)")
-    ranked = rankings_many(qrels, runs, **kwargs)  # all runs in one pass
+    ranked = rankings_many(qrels, runs, **kwargs)
     compat, all_queries = kwargs.get("compat", "trec_eval-10"), kwargs.get("all_queries", False)
     names = [str(m) for m in measures]
     return {run.name: Evaluation(run.name, names, qids, scored(measures, r, compat, all_queries),

@@ -23,7 +23,7 @@ def evaluation_json(results: Mapping[str, Evaluation], measures: Sequence[str], 
     return {
         **said, "measures": list(measures), "all_queries": all_queries,
         "conventions": CONVENTIONS,
-        "compat": next((ev.compat for ev in results.values()), "trec_eval-10"),  # whose rules
+        "compat": next((ev.compat for ev in results.values()), "trec_eval-10"),
         "rule": rule_name(all_queries),
         "rule_text": rule_text(all_queries), "warnings": list(warnings),
         "runs": {name: {"queries": len(ev.query_ids), "mean": ev.mean(),

@@ -34,7 +34,8 @@ def level_gains(text: str) -> dict[int, float]:
                                f"commas, e.g. '1=3,2=9', found {part!r}") from None
         if not eq:
             raise MeasureError(f"gains {text!r}: expected GRADE=GAIN, found {part!r}")
-        if not 0.0 <= out[int(level)] < math.inf:  # a negative gain puts nDCG outside [0, 1]
+        # a negative gain puts nDCG outside [0, 1]
+        if not 0.0 <= out[int(level)] < math.inf:
             raise MeasureError(f"gains {text!r}: a gain must be a number >= 0 (nDCG would "
                                f"leave [0, 1]), found {part!r}")
     return out
@@ -136,19 +137,27 @@ class GainCurves:
     (the longer ranking, and the rank past both), whose rows the row sums keep."""
 
     width: int
-    rows: np.ndarray  # the row of each of the run's gains, row-major
-    cols: np.ndarray  # its rank (0-based)
-    gain: np.ndarray  # its gain (float64)
-    run_dcg: np.ndarray  # (n, most gains of a row): the run's DCG at each row's i-th gain
-    first: np.ndarray  # (n,) where each row's gains start in ``rows``
-    best: np.ndarray  # (n, ideal width + 1) the ideal gains, 0 after them
-    ideal_dcg: np.ndarray  # (n, ideal width) the ideal DCG at each rank
+    #: the row of each of the run's gains, row-major
+    rows: np.ndarray
+    #: its rank (0-based)
+    cols: np.ndarray
+    #: its gain (float64)
+    gain: np.ndarray
+    #: (n, most gains of a row): the run's DCG at each row's i-th gain
+    run_dcg: np.ndarray
+    #: (n,) where each row's gains start in ``rows``
+    first: np.ndarray
+    #: (n, ideal width + 1) the ideal gains, 0 after them
+    best: np.ndarray
+    #: (n, ideal width) the ideal DCG at each rank
+    ideal_dcg: np.ndarray
 
     def run_dcg_to(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The run's DCG over the ranks 0..cols[i] of row rows[i]."""
         span = self.width + 1
         at = np.searchsorted(self.rows * span + self.cols, rows * span + cols, "right")
-        j = at - self.first[rows]  # the row's gains up to that rank
+        # the row's gains up to that rank
+        j = at - self.first[rows]
         out = np.zeros(len(rows))
         has = j > 0
         out[has] = self.run_dcg[rows[has], j[has] - 1]
@@ -171,7 +180,7 @@ class GainCurves:
 def _gain_curves(r: Ranked) -> GainCurves:
     """``GainCurves`` of a ranking."""
     n, m = r.grades.shape[0], r.ideal.shape[1]
-    width = max(r.grades.shape[1], m) + 1  # and the rank past both
+    width = max(r.grades.shape[1], m) + 1
     disc = discount(width)
     rows, cols = np.nonzero(r.grades > 0)
     gain = r.grades[rows, cols].astype(np.float64)
@@ -218,7 +227,7 @@ def r_ndcg(r: Ranked, rel: int) -> np.ndarray:
     c = _curves(r)
     n, best = len(c.first), c.best
     length = r.length
-    t = (best > 0).sum(axis=1)  # ranks with an ideal gain
+    t = (best > 0).sum(axis=1)
     # ranks i (1-based, column i - 1) where the ideal gain drops: within the ideal gains
     m = best.shape[1] - 1
     i = np.arange(1, m + 1)
@@ -244,14 +253,16 @@ def gain_g(r: Ranked) -> np.ndarray:
     cost the ideal gains so far (each at least 1), gained the run's gains so far; divided by
     the sum of the ideal gains."""
     c = _curves(r)
-    rows, cols = c.rows, c.cols  # only ranks with a gain add a term
+    # only ranks with a gain add a term
+    rows, cols = c.rows, c.cols
     # each row's running sum of its gains (whole grades, summed as integers: exact) is the
     # running sum over every row less that of the rows before it
     grades = r.grades[rows, cols]
     so_far = np.cumsum(grades)
     gained = (so_far - (so_far - grades)[c.first[rows]]).astype(np.float64) if len(rows) \
         else np.zeros(0)
-    m = c.best.shape[1] - 1  # the ideal gains end there: the cost's running sum stops growing
+    # the ideal gains end there: the cost's running sum stops growing
+    m = c.best.shape[1] - 1
     cost = cols + 1.0
     if m:
         cost += np.cumsum(np.maximum(c.best[:, :m] - 1.0, 0.0), axis=1)[

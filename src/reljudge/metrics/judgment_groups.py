@@ -45,11 +45,13 @@ def group_measures(texts: Sequence[str], rel: int = 1) -> list[tuple[str, Measur
                                f"judgments: qrels_jg or {', '.join(GROUP_MEASURES)}")
     try:
         found = trec_measures(plain, rel) or []
-    except MeasureError as e:  # in the words the user gave, not the measure it averages
+    except MeasureError as e:
+        # in the words the user gave, not the measure it averages
         raise MeasureError(f"cannot read {', '.join(texts)}: {e}") from None
     out = []
     for tm in found:
-        if not isinstance(tm.measure, Measure):  # runid and num_q compute nothing
+        # runid and num_q compute nothing
+        if not isinstance(tm.measure, Measure):
             continue
         base = next(b for b in GROUP_MEASURES.values() if tm.name.startswith(b))
         out.append((base + _SUFFIX + tm.name[len(base):], tm.measure))
@@ -74,7 +76,8 @@ def evaluate_groups(judgments: Prefs, run: RunLike, measures: Sequence[str] | st
     keys = np.char.add(np.char.add(judgments.qid.astype(str), "\t"),
                        judgments.jg.astype(str))
     qrels = Qrels.from_arrays(keys, judgments.docid, judgments.level.astype(np.int64))
-    groups: dict[str, list[str]] = {}  # query -> its groups' keys ("QID\tJG"), byte order
+    # query -> its groups' keys ("QID\tJG"), byte order
+    groups: dict[str, list[str]] = {}
     for key in sorted(set(keys.tolist()), key=str.encode):
         groups.setdefault(key.split("\t", 1)[0], []).append(key)
     qids, bounds, docid, score = run.groups()
@@ -82,7 +85,8 @@ def evaluate_groups(judgments: Prefs, run: RunLike, measures: Sequence[str] | st
     ranked = [(key, where[q]) for q, keys_q in groups.items() if q in where for key in keys_q]
     if not ranked:
         raise InputError(f"run {run.name!r} has no query with judgments")
-    rows = np.concatenate([r for _, r in ranked])  # each group ranks its query's documents
+    # each group ranks its query's documents
+    rows = np.concatenate([r for _, r in ranked])
     copies = np.repeat(np.array([k for k, _ in ranked], dtype=object), [len(r) for _, r in ranked])
     per_group = Run.from_arrays(copies, np.asarray(docid, dtype=object)[rows],
                                 np.asarray(score)[rows], name=run.name)
@@ -94,7 +98,8 @@ def evaluate_groups(judgments: Prefs, run: RunLike, measures: Sequence[str] | st
     for i, q in enumerate(wanted):
         mine = [by_key[k] for k in groups[q] if k in by_key]
         total = np.zeros(len(named))
-        for row in mine:  # trec_eval adds group by group, then divides
+        # trec_eval adds group by group, then divides
+        for row in mine:
             total += row
         scores[i] = total / len(mine)
     return Evaluation(run.name, [name for name, _ in named], wanted, scores, compat)

@@ -19,17 +19,22 @@ import numpy as np
 from reljudge.choices import Compat
 from reljudge.errors import MeasureError
 
-PAD = np.iinfo(np.int64).min  # beyond the end of a ranking / of a query's judgments
-UNJUDGED = PAD + 1  # a retrieved document with no judgment
+#: beyond the end of a ranking / of a query's judgments
+PAD = np.iinfo(np.int64).min
+#: a retrieved document with no judgment
+UNJUDGED = PAD + 1
 
 
 @dataclass(frozen=True)
 class Ranked:
     """The per-query matrices every kernel reads."""
 
-    grades: np.ndarray  # int64 (n, L): grade at each rank, UNJUDGED, or PAD
-    length: np.ndarray  # int64 (n,): documents retrieved per query
-    ideal: np.ndarray  # int64 (n, M): the query's judged grades, descending, PAD-padded
+    #: int64 (n, L): grade at each rank, UNJUDGED, or PAD
+    grades: np.ndarray
+    #: int64 (n,): documents retrieved per query
+    length: np.ndarray
+    #: int64 (n, M): the query's judged grades, descending, PAD-padded
+    ideal: np.ndarray
     #: intermediate results several kernels share (see ``memo``), never compared or shown
     shared: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -52,7 +57,8 @@ class Ranked:
         return (self.grades < 0) & (self.grades != PAD)
 
 
-GM_EPSILON = 0.00001  # trec_eval's MIN_GEO_MEAN
+#: trec_eval's MIN_GEO_MEAN
+GM_EPSILON = 0.00001
 
 
 def geometric_mean(values: np.ndarray) -> np.ndarray | float:
@@ -175,13 +181,14 @@ def average_precision(r: Ranked, k: int | None, rel: int) -> np.ndarray:
     the whole (queries x depth) matrix: the i-th relevant document of a row, at 0-based
     position p, contributes i / (p + 1).
     """
-    rows, cols, ith = relevant_positions(r, rel)  # row-major: cols ascending
+    rows, cols, ith = relevant_positions(r, rel)
     if k is not None:
         top = cols < k
         rows, cols, ith = rows[top], cols[top], ith[top]
     n = r.grades.shape[0]
     total: np.ndarray = np.zeros(n)
-    if len(rows):  # summed in rank order, as trec_eval does
+    # summed in rank order, as trec_eval does
+    if len(rows):
         total = np.bincount(rows, weights=ith / (cols + 1.0), minlength=n)
     nr = num_rel(r, rel)
     out = np.zeros(n)
@@ -216,7 +223,8 @@ def r_precision(r: Ranked, rel: int) -> np.ndarray:
     if width == 0:
         return out
     cum = relevant_so_far(r, rel)
-    at = np.minimum(nr, width)  # past the run's end: nothing more is relevant
+    # past the run's end: nothing more is relevant
+    at = np.minimum(nr, width)
     rows = np.flatnonzero(nr > 0)
     out[rows] = cum[rows, at[rows]] / nr[rows]
     return out
@@ -240,7 +248,8 @@ def bpref(r: Ranked, rel: int) -> np.ndarray:
     return out
 
 
-INFAP_EPSILON = 0.00001  # trec_eval's, in the estimate of the precision above a document
+#: trec_eval's, in the estimate of the precision above a document
+INFAP_EPSILON = 0.00001
 
 
 def inf_ap(r: Ranked, rel: int) -> np.ndarray:
@@ -266,7 +275,8 @@ def inf_ap(r: Ranked, rel: int) -> np.ndarray:
     return out
 
 
-ELEVEN_LEVELS = tuple(i / 10 for i in range(11))  # trec_eval's 11pt_avg recall levels
+#: trec_eval's 11pt_avg recall levels
+ELEVEN_LEVELS = tuple(i / 10 for i in range(11))
 
 
 def recall_levels(text: str) -> tuple[float, ...]:
@@ -300,7 +310,8 @@ def interpolated_precision(r: Ranked, recall_level: float, rel: int,
     out = np.zeros(r.grades.shape[0])
     need = np.maximum(recall_cutoff(recall_level, num_rel(r, rel), compat), 1)
     rows = np.flatnonzero(need <= best_after.shape[1])
-    values = best_after[rows, need[rows] - 1]  # 0 where the row has fewer relevant
+    # 0 where the row has fewer relevant
+    values = best_after[rows, need[rows] - 1]
     out[rows] = values
     return out
 

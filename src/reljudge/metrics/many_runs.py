@@ -34,7 +34,8 @@ from reljudge.metrics.ranking import (
 from reljudge.metrics.ties import tie_spans
 from reljudge.types import Qrels, Run
 
-BATCH_ROWS = 1 << 16  # run rows ranked in one pass at most (more: no faster, peak grows)
+#: run rows ranked in one pass at most (more: no faster, peak grows)
+BATCH_ROWS = 1 << 16
 
 
 def rankings_many(qrels: QrelsLike, runs: Sequence[Run], *, all_queries: bool = False,
@@ -68,7 +69,7 @@ def _query_of(run: Run) -> Callable[[int], str]:
 def _counts(run: Run) -> np.ndarray:
     """Rows of each query of a compact run (in ``query_codes`` order)."""
     bounds = run.query_bounds()
-    assert bounds is not None  # a compact run's rows are grouped by query
+    assert bounds is not None
     return np.diff(bounds)
 
 
@@ -106,7 +107,8 @@ def _rank_batch(qrels: Qrels, runs: Sequence[Run], all_queries: bool,
     qrels_names = [u.decode() for u in q_uniq]
     qrels_code = {q: i for i, q in enumerate(qrels_names)}
     qids_of: list[list[str]] = []
-    seg_row, seg_code = [], []  # per query segment of every run: its row, its qrels code
+    # per query segment of every run: its row, its qrels code
+    seg_row, seg_code = [], []
     for run in runs:
         names = [u.decode() for u in run.query_codes()[0]]
         counts = _counts(run).tolist()
@@ -136,7 +138,8 @@ def _rank_batch(qrels: Qrels, runs: Sequence[Run], all_queries: bool,
     a = sel[found]
     rows = np.repeat(rows_of_seg, counts)[a]
     lo, hi = tie_spans(neg, rows, -score[a], length)
-    del neg  # before the grade matrix of the same size is made
+    # freed before the grade matrix of the same size is made
+    del neg
     grades = placed(score, bounds, rows_of_seg, evaluated, docs, a, rows, lo, hi, length,
                     width, qrels.grade[b])
 

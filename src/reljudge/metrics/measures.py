@@ -71,10 +71,14 @@ Kernel = Callable[["Measure", Ranked, Compat], np.ndarray]
 class TrecName:
     """One of trec_eval's names for a measure and how trec_eval prints it."""
 
-    name: str  # as trec_eval spells it, e.g. "ndcg_cut"; one of trec_names.TREC_EVAL_NAMES
-    cutoffs: tuple[float, ...] = ()  # its cut-offs when named alone (P: P_5 ... P_1000)
-    summary: str = "mean"  # its summary line: mean | sum (the counts) | gmean (gm_map)
-    params: str = ""  # parameters fixed under this name, e.g. "p=0.9, graded=True"
+    #: as trec_eval spells it, e.g. "ndcg_cut"; one of trec_names.TREC_EVAL_NAMES
+    name: str
+    #: its cut-offs when named alone (P: P_5 ... P_1000)
+    cutoffs: tuple[float, ...] = ()
+    #: its summary line: mean | sum (the counts) | gmean (gm_map)
+    summary: str = "mean"
+    #: parameters fixed under this name, e.g. "p=0.9, graded=True"
+    params: str = ""
     #: its NAME.PARAMS form (utility.1,-1,0,0) as our measure's text, given trec_eval's -l
     #: and -N; None when the text is not of that form
     spelled: Callable[[str, int, int], str | None] | None = None
@@ -89,9 +93,12 @@ class MeasureSpec:
     doc: str
     params: dict[str, Any] = field(default_factory=dict)
     choices: dict[str, tuple] = field(default_factory=dict)
-    cutoff: str = "optional"  # optional | required | none | recall (in [0, 1]) | factor (> 0)
-    bounds: tuple[float, float] = (0.0, 1.0)  # every value lies in it, whatever the parameters
-    aliases: tuple[str, ...] = ()  # other spellings parse_measure reads (lower case)
+    #: optional | required | none | recall (in [0, 1]) | factor (> 0)
+    cutoff: str = "optional"
+    #: every value lies in it, whatever the parameters
+    bounds: tuple[float, float] = (0.0, 1.0)
+    #: other spellings parse_measure reads (lower case)
+    aliases: tuple[str, ...] = ()
     kernel: Kernel = field(kw_only=True)
     #: trec_eval's names for it (None: trec_eval has no such measure)
     trec_eval: tuple[TrecName, ...] | None = field(kw_only=True)
@@ -139,9 +146,12 @@ def _utility_spelled(params: str, rel: int, num_docs: int) -> str:
     return f"Utility(rel={rel}, a={a}, b={b}, c={c}, d={d}, num_docs={num_docs})"
 
 
-_STRING_FORMS = {"gains": level_gains, "levels": recall_levels}  # str params read further
-COUNT = (0.0, math.inf)  # the bounds of DCG and the counting measures
-CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)  # trec_eval's cut-offs of P, recall, ndcg_cut
+#: str params read further
+_STRING_FORMS = {"gains": level_gains, "levels": recall_levels}
+#: the bounds of DCG and the counting measures
+COUNT = (0.0, math.inf)
+#: trec_eval's cut-offs of P, recall, ndcg_cut
+CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _REL = {"rel": 1}
 _CONDENSED = {"rel": 1, "judged_only": False}
 _JUDGED_ONLY = ("judged_only=True ranks only judged documents (condensed list, Sakai 2007; "
@@ -324,7 +334,8 @@ class Measure:
 
     name: str
     params: tuple[tuple[str, Any], ...] = ()
-    cutoff: int | float | None = None  # a rank; for IPrec, a recall level
+    #: a rank; for IPrec, a recall level
+    cutoff: int | float | None = None
 
     def param(self, key: str) -> Any:
         """A parameter's value, falling back to the measure's default."""
@@ -365,7 +376,8 @@ def from_specs(build: Callable[[], T]) -> Callable[[], T]:
 
     def current() -> T:
         specs = tuple(SPECS.values())
-        if not seen or seen[0][0] != specs:  # equal specs (the same ones): the same table
+        # equal specs (the same ones): the same table
+        if not seen or seen[0][0] != specs:
             seen[:] = [(specs, build())]
         return seen[0][1]
     return current
@@ -390,7 +402,7 @@ def _parse_params(text: str, original: str) -> dict[str, Any]:
         raise MeasureError(f"parameters of {original!r} must be name=value pairs")
     out = {}
     for kw in call.keywords:
-        if kw.arg is None:  # f(**x)
+        if kw.arg is None:
             raise MeasureError(f"parameters of {original!r} must be name=value pairs")
         try:
             out[kw.arg] = ast.literal_eval(kw.value)
@@ -410,7 +422,8 @@ def parse_measure(text: str | Measure) -> Measure:
         if not type(text).__module__.startswith("ir_measures"):
             raise MeasureError(f"expected a measure as text, e.g. 'nDCG@10', found "
                                f"{type(text).__name__} {text!r}")
-        text = str(text)  # ir_measures objects print in the syntax parsed here
+        # ir_measures objects print in the syntax parsed here
+        text = str(text)
     m = _SYNTAX.match(text)
     if not m:
         raise MeasureError(f"cannot parse measure {text!r}: expected NAME, NAME@K or "
@@ -433,7 +446,8 @@ def parse_measure(text: str | Measure) -> Measure:
                 raise MeasureError(f"{name}({key}=...) must be True or False, found {value!r}")
         elif isinstance(default, int) and (not isinstance(value, int) or isinstance(value, bool)):
             raise MeasureError(f"{name}({key}=...) must be an integer, found {value!r}")
-        elif key == "rel" and value < 1:  # grade 0 is not relevant; negative: not judged
+        # grade 0 is not relevant; negative: not judged
+        elif key == "rel" and value < 1:
             raise MeasureError(f"{name}(rel=...) must be 1 or more (grade 0 is not relevant, "
                                f"a negative grade marks an unjudged document), found {value!r}")
         elif isinstance(default, float):

@@ -1,24 +1,14 @@
 """trec_eval's preference measures (``-R prefs`` or ``-R qrels_prefs`` with ``-m all_prefs``),
-computed as trec_eval 10 computes them (``form_prefs_counts.c``, ``m_prefs_*.c``).
+computed as trec_eval 10 computes them (``form_prefs_counts.c``, ``m_prefs_*.c``; the
+definitions: docs/measures.md).
 
-A query's judged documents are numbered: those the run retrieves first, in rank order (score
-descending, ties by document id ascending, trec_eval's rule here), then the others in byte
-order of their ids. Each judgment group (JG) holds preferences "i over j":
-- a group with one sub-group (JSG): every document over each with a lower level, counted once
-  per pair of lines (trec_eval's equivalence classes);
-- a group with several sub-groups: the union of each sub-group's preferences, closed under
-  transitivity (a > b in one, b > c in another gives a > c); a cycle is an error.
-A preference i over j is *fulfilled* when i ranks above j; it is *retrieved* when both are
-retrieved, *implied* when one is (fulfilled when that one is i), and counts as possible but
-never fulfilled when neither is. The measures are ratios of fulfilled to possible
-preferences: over all of them (``simp``), per document pair (``pair``: a pair preferred both
-ways by different groups scores its share), per group (``avgjg``), and ``avgjg_Rnonrel``,
-where each group's non-relevant documents (level 0) count as many as its relevant ones.
-Suffix ``_ret``: both documents retrieved; ``_imp``: at least one.
-
-trec_eval's own rules are kept where they surprise: in ``avgjg_Rnonrel`` the kept
-non-relevant documents are also compared with each other, and ``avgjg_Rnonrel_ret`` takes
-the first ``num_rel`` (not retrieved-relevant) non-relevant documents of the ranking.
+A query's judged documents are numbered: those the run retrieves first, by rank (ties by
+document id ascending, trec_eval's rule here), then the others in byte order of their ids. A judgment group with one sub-group counts each preference once per pair
+of lines; one with several, the union of their preferences closed under transitivity (a
+cycle is an error). trec_eval's own rules are kept where they
+surprise: in ``avgjg_Rnonrel`` the kept non-relevant documents are also compared with each
+other, and ``avgjg_Rnonrel_ret`` takes the first ``num_rel`` (not retrieved-relevant)
+non-relevant documents of the ranking.
 """
 
 from __future__ import annotations
@@ -54,14 +44,18 @@ PREFS_SUMMED = PREFS_MEASURES[:3]
 class _Group:
     """One judgment group's preferences over a query's numbered judged documents."""
 
-    prefs: np.ndarray  # (nj, nj) int: how many of the group's lines prefer i over j
-    areas: tuple[int, int, int, int, int]  # fulfilled/unfulfilled retrieved, implied, neither
+    #: (nj, nj) int: how many of the group's lines prefer i over j
+    prefs: np.ndarray
+    #: fulfilled/unfulfilled retrieved, implied, neither
+    areas: tuple[int, int, int, int, int]
     num_rel: int
     num_rel_ret: int
     num_nonrel: int
     num_nonrel_ret: int
-    classes: list[np.ndarray] | None  # one sub-group: numbers per level, levels descending
-    levels: np.ndarray | None  # several: each document's level (-1 where not judged here)
+    #: one sub-group: numbers per level, levels descending
+    classes: list[np.ndarray] | None
+    #: several: each document's level (-1 where not judged here)
+    levels: np.ndarray | None
 
     @property
     def ful_ret(self) -> int:
@@ -99,7 +93,8 @@ def _areas(w: np.ndarray, njr: int) -> tuple[int, int, int, int, int]:
 def _numbers(docid: np.ndarray, ranking: np.ndarray) -> tuple[np.ndarray, int, int]:
     """Each line's document number (retrieved judged documents first, in rank order, then the
     others by id), the number of judged documents and of those retrieved."""
-    judged = np.unique(docid)  # sorted by code point, i.e. by UTF-8 bytes as trec_eval
+    # sorted by code point, i.e. by UTF-8 bytes as trec_eval
+    judged = np.unique(docid)
     retrieved = ranking[np.isin(ranking, judged)]
     order = np.concatenate([retrieved, judged[~np.isin(judged, retrieved)]])
     number = np.empty(len(judged), dtype=np.int64)
@@ -120,7 +115,8 @@ def _classes_group(r: np.ndarray, lv: np.ndarray, docs: np.ndarray, nj: int, njr
     w = np.zeros((nj, nj), dtype=np.int64)
     if len(np.unique(r)) == len(r):
         w[np.ix_(r, r)] = above
-    else:  # a line repeated: trec_eval counts its preferences again
+    else:
+        # a line repeated: trec_eval counts its preferences again
         np.add.at(w, (np.broadcast_to(r[:, None], above.shape),
                       np.broadcast_to(r[None, :], above.shape)), above.astype(np.int64))
     rel, ret = lv > 0, r < njr
@@ -139,7 +135,8 @@ def _array_group(r: np.ndarray, lv: np.ndarray, jsg: np.ndarray, docs: np.ndarra
         both = np.argmax(pos & zero)
         raise InputError(f"{where}: document {str(docs[np.argmax(r == both)])!r} has level 0 "
                          "and a level above 0 in one judgment group")
-    order = np.lexsort((r, -lv, jsg))  # trec_eval keeps each document's last level
+    # trec_eval keeps each document's last level
+    order = np.lexsort((r, -lv, jsg))
     last_r, last_lv = r[order][::-1], lv[order][::-1]
     levels = np.full(nj, -1.0)
     uniq, first = np.unique(last_r, return_index=True)
@@ -148,7 +145,8 @@ def _array_group(r: np.ndarray, lv: np.ndarray, jsg: np.ndarray, docs: np.ndarra
     i, j = np.nonzero((jsg[:, None] == jsg[None, :]) & (lv[:, None] > lv[None, :]))
     closed = np.eye(len(uniq), dtype=bool)
     closed[local[i], local[j]] = True
-    while True:  # transitive closure by squaring
+    # transitive closure by squaring
+    while True:
         step = (closed.astype(np.float32) @ closed.astype(np.float32)) > 0
         if (step == closed).all():
             break
@@ -167,7 +165,8 @@ def _array_group(r: np.ndarray, lv: np.ndarray, jsg: np.ndarray, docs: np.ndarra
 @dataclass
 class _Query:
     groups: list[_Group]
-    counts: np.ndarray  # (nj, nj): groups preferring i over j
+    #: (nj, nj): groups preferring i over j
+    counts: np.ndarray
     njr: int
 
 
@@ -227,7 +226,8 @@ def _pairs(a: np.ndarray, b: np.ndarray, njr: int | None, among: np.ndarray | No
 def _rnonrel(g: _Group, njr: int, retrieved: bool) -> float:
     """avgjg_Rnonrel's ratio for one group (``retrieved``: the _ret variant)."""
     rel, nonrel = (g.num_rel_ret, g.num_nonrel_ret) if retrieved else (g.num_rel, g.num_nonrel)
-    if rel >= nonrel:  # as many non-relevant as relevant: add the missing ones as fulfilled
+    # as many non-relevant as relevant: add the missing ones as fulfilled
+    if rel >= nonrel:
         ful = (g.ful_ret if retrieved else g.ful) + g.num_rel_ret * (rel - nonrel)
         poss = (g.poss_ret if retrieved else g.poss) + g.num_rel * (rel - nonrel)
         return _ratio(ful, poss)
@@ -241,7 +241,7 @@ def _rnonrel(g: _Group, njr: int, retrieved: bool) -> float:
         ful1, all1 = _pairs(inner, inner, limit, which[:, None] < which[None, :])
         ful2, all2 = _pairs(np.concatenate(classes), kept, limit)
         return _ratio(ful1 + ful2, all1 + all2)
-    assert g.levels is not None  # a group holds either classes or levels
+    assert g.levels is not None
     upto = njr if retrieved else len(g.levels)
     keep = _kept_nonrel(g.levels, upto, g.num_rel)
     a = _areas(g.prefs * (keep[:, None] & keep[None, :]), njr)

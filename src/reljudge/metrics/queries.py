@@ -39,10 +39,13 @@ class Coverage:
 
     run: str
     qrels_queries: int
-    scored: int  # run queries that have qrels
-    missing: int  # qrels queries the run lacks
-    what: str = "qrels"  # the judged queries' name in messages: "qrels", or "judged" for
-    # judgments in another form (preferences, judgment groups)
+    #: run queries that have qrels
+    scored: int
+    #: qrels queries the run lacks
+    missing: int
+    #: the judged queries' name in messages: "qrels", or "judged" for judgments in another
+    #: form (preferences, judgment groups)
+    what: str = "qrels"
 
     def warning(self, all_queries: bool) -> str | None:
         """A one-line warning when the run lacks qrels queries, else None."""

@@ -1,17 +1,12 @@
 """Build the (queries x depth) matrices every kernel reads, from dicts or from columns.
 
 Only judged documents need a place: each one's rank is the number of documents of its query
-scoring higher (a binary search in the query's sorted scores), plus the documents of its tie
-(equal score) whose docid is greater in byte order (trec_eval's order). Ties are broken by one
-routine for both inputs, ``metrics.ties.tie_break``, never a Python loop over tied documents;
-the queries holding ties are handled a chunk at a time (``TIE_CHUNK``) so that memory stays
-bounded, several chunks at once on several cores (``TIE_WORKERS``). Unjudged documents are
-counted, not placed. Two inputs, one method, the same matrices (tested):
+scoring higher, plus the documents of its tie (equal score) whose docid is greater in byte
+order (trec_eval's order), counted by ``metrics.ties.tie_break`` for both inputs. Unjudged documents are counted, not placed. Two inputs, one
+method, the same matrices (tested):
 
 - ``{qid: {docid: score}}`` dicts: each query's judged documents are looked up in its run dict
-  with C-level ``map``s, a query at a time right after its scores for long runs (the dict is
-  still in cache), chained over all queries for short ones (one numpy conversion per column,
-  not one per query);
+  with C-level ``map``s (``_read_scores``);
 - ``Run`` / ``Qrels`` columns (large files): (query, document) pairs are joined by 64-bit keys
   confirmed on the bytes (``reljudge.columns.KeyIndex``).
 """
@@ -35,9 +30,12 @@ from reljudge.values import int64_grades
 
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]]
 RunLike = Run | Mapping[str, Mapping[str, float]]
-TIE_CHUNK = 1 << 18  # documents of tied queries handled at a time: bounds the temporaries
-PER_QUERY = 256  # mean run length from which _read_scores reads a query at a time
-TIE_PAIRS = 2  # docid comparisons allowed per tie member before placing members by search
+#: documents of tied queries handled at a time: bounds the temporaries
+TIE_CHUNK = 1 << 18
+#: mean run length from which _read_scores reads a query at a time
+PER_QUERY = 256
+#: docid comparisons allowed per tie member before placing members by search
+TIE_PAIRS = 2
 #: threads breaking ties when the tied queries fill several chunks: the usable cores, at most
 #: 4, each taking chunks of ``TIE_CHUNK // TIE_WORKERS`` documents (measured on 2 cores,
 #: 10,000 x 1,000 heavy ties from dicts, one process: evaluate 2.93 -> 2.57 s, peak +22 MB)
@@ -90,7 +88,7 @@ def refuse_non_finite(score: np.ndarray, query_of: Callable[[int], str]) -> None
 def _unplaced(length: np.ndarray, width: int) -> np.ndarray:
     """The grades matrix before judged documents are placed: UNJUDGED within each ranking,
     PAD beyond its end."""
-    if len(length) and (length == width).all():  # a fixed depth: no padding
+    if len(length) and (length == width).all():
         return np.full((len(length), width), UNJUDGED, dtype=np.int64)
     return np.where(np.arange(width)[None, :] < length[:, None], UNJUDGED, PAD)
 
@@ -125,9 +123,11 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     key = -(float32_rounded(jscore[hit]) if float32_scores else jscore[hit])
     r = rows[jrow[hit]]
     lo, hi = tie_spans(neg, r, key, length)
+    # freed before the grade matrix of the same size is made
     del neg
     tied = np.flatnonzero(hi - lo > 1)
-    if len(tied):  # docids only now, and only those of the queries with a tied judged document
+    # docids are read only here, and only those of the queries with a tied judged document
+    if len(tied):
         block_of_row = np.full(n, -1, dtype=np.int64)
         block_of_row[rows] = np.arange(len(rows))
 
@@ -143,7 +143,8 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     grades = _unplaced(length, width)
     grades[r, lo] = jgrade[hit]
 
-    if len(rows) == n:  # every query evaluated is ranked: its judgments are read already
+    # every query evaluated is ranked: its judgments are read already
+    if len(rows) == n:
         icounts, igrade = jcounts, jgrade
     else:
         icounts = np.fromiter((len(qrels[q]) for q in qids), np.int64, n)
@@ -163,7 +164,7 @@ def _judged_docids(judged: list[Mapping[str, int]], jcounts: np.ndarray, jrow: n
     sizes = jcounts[affected]
     docs = np.fromiter(chain.from_iterable(judged[b] for b in affected.tolist()), object,
                        int(sizes.sum()))
-    first = np.cumsum(jcounts) - jcounts  # each query's first position
+    first = np.cumsum(jcounts) - jcounts
     return docs[(np.cumsum(sizes) - sizes)[local.ravel()] + at - first[block]]
 
 
@@ -195,7 +196,7 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     """``rank`` for a compact run (read from a large file, or ``Run.compacted``)."""
     r_uniq, r_codes = run.query_codes()
     bounds = run.query_bounds()
-    assert bounds is not None  # a compact run's rows are grouped by query
+    assert bounds is not None
     q_uniq, q_codes = qrels.query_codes()
     run_names = [u.decode() for u in r_uniq]
     qrels_names = [u.decode() for u in q_uniq]
@@ -215,7 +216,8 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
     rows = run_row[r_codes[a]]
     lo, hi = tie_spans(neg, rows, -score[a], length)
-    del neg  # before the grade matrix of the same size is made
+    # freed before the grade matrix of the same size is made
+    del neg
     grades = placed(score, bounds, run_row, evaluated, run.docid_bytes(), a, rows, lo, hi,
                     length, width, qrels.grade[b])
 
@@ -270,11 +272,11 @@ def neg_scores(score: np.ndarray, bounds: np.ndarray, rows: np.ndarray, n: int,
     """
     counts = np.diff(bounds)
     if len(counts) == n and np.all(counts == width) and np.all(rows == np.arange(n)):
-        neg = np.negative(score.reshape(n, width))  # every row in order, a fixed depth
+        neg = np.negative(score.reshape(n, width))
         neg.sort(axis=1)
         return neg
     neg = np.full((n, width), np.inf)
-    if len(counts) and np.all(counts == width):  # a fixed depth: whole rows at once
+    if len(counts) and np.all(counts == width):
         neg[rows] = -score.reshape(len(counts), width)
     elif len(counts):
         row = np.repeat(rows, counts)
@@ -303,12 +305,14 @@ def ideal_matrix(grade: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
     depth = int(counts.max()) if n else 0
     ideal = np.full((n, depth), PAD, dtype=np.int64)
     if len(r):
-        if (r[1:] < r[:-1]).any():  # rows out of order (a file's): group them
+        # rows out of order (a file's): group them
+        if (r[1:] < r[:-1]).any():
             order = np.argsort(r, kind="stable")
             r, g = r[order], g[order]
         first = np.r_[0, np.cumsum(counts)[:-1]]
         ideal[r, np.arange(len(r)) - first[r]] = g
-        ideal = np.sort(ideal, axis=1)[:, ::-1].copy()  # PAD (the minimum) ends up last
+        # PAD (the minimum) ends up last
+        ideal = np.sort(ideal, axis=1)[:, ::-1].copy()
     return ideal
 
 

@@ -38,14 +38,17 @@ def tie_spans(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
     shared = (lo + 1 < length[rows]) & (neg[rows, nxt] == keys)
     hi = lo + 1
     if shared.any():
-        sel = order[shared[order]]  # the tied ones, still grouped by row
+        sel = order[shared[order]]
         hi[sel] = _row_search(neg, rows[sel], keys[sel], "right")
-    np.minimum(hi, length[rows], out=hi)  # padding is +inf: a score of -inf must not reach it
+    # padding is +inf: a score of -inf must not reach it
+    np.minimum(hi, length[rows], out=hi)
     return lo, hi
 
 
-SEARCH_CELLS = 1 << 18  # cells of ``neg`` searched at a time by ``_row_search``
-ROW_KEYS = 16  # keys a row on average from which ``_row_search`` searches each row on its own
+#: cells of ``neg`` searched at a time by ``_row_search``
+SEARCH_CELLS = 1 << 18
+#: keys a row on average from which ``_row_search`` searches each row on its own
+ROW_KEYS = 16
 
 
 def _row_search(neg: np.ndarray, rows: np.ndarray, keys: np.ndarray,
@@ -89,29 +92,27 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
               docids: Docids,
               judged_docs: np.ndarray, *, chunk: int, pairs: int,
               workers: int = 1) -> np.ndarray:
-    """For each tied judged document, how many documents of its tie have a greater docid.
+    """For each tied judged document, how many documents of its tie have a greater docid
+    (in byte order: ``bytes``, or ``str`` by their UTF-8).
 
-    The tie of judged document i is the ranks ``lo[i]:hi[i]`` (by score descending) of the
-    query on row ``rows[i]``, whose scores are ``score[bounds[b]:bounds[b+1]]`` for
-    ``b = block_of_row[row]``; ``judged_docs[i]`` is its own docid, and
-    ``docids(blocks, flat, take)`` gives the docids at the indices ``flat[take]`` into
-    ``score``, where ``flat`` covers exactly ``blocks`` in order. Docids compare in byte order
-    (``bytes``, or ``str`` by their UTF-8). Only the queries holding a tie are visited, a
-    chunk of them at a time (``chunk`` documents) so that temporaries stay small; ``pairs``
-    bounds the docid comparisons per tie member before members are placed by search. Chunks
-    are independent: with ``workers`` > 1 and several chunks, that many threads take them, each
-    chunk ``chunk // workers`` documents so that about as many are held at once as alone (the
-    numpy passes that fill most of a chunk's time release the GIL; each chunk writes only its
-    own documents' counts, so the answer is the same).
+    The tie of judged document i (docid ``judged_docs[i]``) is the ranks ``lo[i]:hi[i]`` of
+    the query on row ``rows[i]``, whose scores are ``score[bounds[b]:bounds[b+1]]`` for
+    ``b = block_of_row[row]``; ``docids(blocks, flat, take)`` gives the docids at the indices
+    ``flat[take]`` into ``score``, ``flat`` covering exactly ``blocks`` in order. The queries
+    holding a tie are visited ``chunk`` documents at a time; ``pairs`` bounds the docid
+    comparisons per tie member before members are placed by search. ``workers`` threads take
+    chunks of ``chunk // workers`` documents (each writes only its own documents' counts).
     """
     out = np.empty(len(rows), dtype=np.int64)
     affected, local_row = np.unique(rows, return_inverse=True)
     local_row = local_row.ravel()
     blocks = block_of_row[affected]
     sizes = bounds[blocks + 1] - bounds[blocks]
-    if workers > 1 and int(sizes.sum()) > chunk:  # about as many held at once as alone
+    # about as many held at once as alone
+    if workers > 1 and int(sizes.sum()) > chunk:
         chunk = max(1, chunk // workers)
-    part = (np.cumsum(sizes) - sizes) // chunk  # a query wider than a chunk is one
+    # a query wider than a chunk is one
+    part = (np.cumsum(sizes) - sizes) // chunk
     edges = np.flatnonzero(np.r_[True, part[1:] != part[:-1], True])
     by_row = np.argsort(local_row, kind="stable")
     row_edges = np.searchsorted(local_row[by_row], edges)
@@ -128,7 +129,8 @@ def tie_break(score: np.ndarray, bounds: np.ndarray, block_of_row: np.ndarray,
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(workers, len(spans))) as pool:
-            for _ in pool.map(one_chunk, spans):  # a chunk's error (or Ctrl-C) cancels the rest
+            # a chunk's error (or Ctrl-C) cancels the rest
+            for _ in pool.map(one_chunk, spans):
                 pass
     else:
         for span in spans:
@@ -146,18 +148,20 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
     counts = bounds[blocks + 1] - bounds[blocks]
     starts = np.cumsum(counts) - counts
     width = int(counts.max())
-    if (np.diff(blocks) == 1).all():  # consecutive queries: one slice of the scores
+    if (np.diff(blocks) == 1).all():
         flat = np.arange(bounds[blocks[0]], bounds[blocks[-1] + 1])
     else:
         flat = np.arange(int(counts.sum())) + np.repeat(bounds[blocks] - starts, counts)
-    if (counts == width).all():  # a fixed depth: whole rows at once
+    if (counts == width).all():
         neg = -score[flat].reshape(len(blocks), width)
     else:
-        neg = np.full((len(blocks), width), np.nan)  # nan sorts after every score, inf too
+        # nan sorts after every score, inf too
+        neg = np.full((len(blocks), width), np.nan)
         at = np.arange(len(flat)) + np.repeat(np.arange(len(blocks)) * width - starts, counts)
         neg.ravel()[at] = -score[flat]
         del at
-    order = np.argsort(neg, axis=1)  # ties in any order: only their extent matters
+    # ties in any order: only their extent matters
+    order = np.argsort(neg, axis=1)
     del neg
 
     cell, tie = np.unique(rows * width + lo, return_inverse=True)
@@ -169,7 +173,8 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
     # member k of tie t is at rank cell[t] + k of the chunk's (row-major) rank matrix
     members = order.ravel()[np.arange(len(m_tie)) + np.repeat(cell - (np.cumsum(t_len) - t_len),
                                                                t_len)]
-    members += np.repeat(starts[cell // width], t_len)  # column in its row -> index in flat
+    # column in its row -> index in flat
+    members += np.repeat(starts[cell // width], t_len)
     del order
     m_docs = docids(blocks, flat, members)
     m_words, j_words = columns.order_words(
@@ -184,7 +189,8 @@ def _greater_in_tie(score: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
     j_tie = tie[by]
     m_key, j_key = _tie_keys(m_words, j_words, m_tie, j_tie, n_ties)
     greater = _greater_by_sort(m_key, j_key, m_words, j_words, j_tie, t_len, pairs)
-    if greater is None:  # keys collide a lot: place every member by a search instead
+    # keys collide a lot: place every member by a search instead
+    if greater is None:
         greater = _greater_by_search(m_key, j_key, m_words, j_words, m_tie, j_tie, n_ties)
     out = np.empty(len(tie), dtype=np.int64)
     out[by] = greater
@@ -199,20 +205,23 @@ def _greater_by_sort(m_key: np.ndarray, j_key: np.ndarray, m_words: list[np.ndar
     ``np.sort``, no member identity kept), plus those with an equal key and a greater docid
     (compared in full). None when equal keys would make more than ``pairs`` x members
     pairs to compare."""
-    m_end = np.cumsum(t_len)  # tie t's keys end there once sorted (the tie is the high bits)
+    # tie t's keys end there once sorted (the tie is the high bits)
+    m_end = np.cumsum(t_len)
     m_sorted = np.sort(m_key)
     left = np.searchsorted(m_sorted, j_key, "left")
     right = np.searchsorted(m_sorted, j_key, "right")
     greater = m_end[j_tie] - right
-    shared = np.flatnonzero(right - left > 1)  # another member has the judged one's key
+    # another member has the judged one's key
+    shared = np.flatnonzero(right - left > 1)
     if not len(shared):
         return greater
     if int((right - left)[shared].sum()) > pairs * len(m_key):
         return None
     ties = np.unique(j_tie[shared])
     size = t_len[ties]
+    # the members of those ties
     cand = np.arange(int(size.sum())) + np.repeat(m_end[ties] - size - (np.cumsum(size) - size),
-                                                  size)  # the members of those ties
+                                                  size)
     keys = np.unique(j_key[shared])
     at = np.minimum(np.searchsorted(keys, m_key[cand]), len(keys) - 1)
     cand = cand[keys[at] == m_key[cand]]
@@ -273,7 +282,8 @@ def _tie_keys(m_words: list[np.ndarray], j_words: list[np.ndarray], m_tie: np.nd
             nxt = words[1] if len(words) > 1 else np.zeros_like(words[0])
             shift = np.minimum(skip, 63).astype(np.uint64)
             lead = (words[0] << shift) | ((nxt >> (np.uint64(63) - shift)) >> np.uint64(1))
-            lead = np.where(skip == 64, nxt, lead)  # one first word for the whole tie
+            # one first word for the whole tie
+            lead = np.where(skip == 64, nxt, lead)
             key |= lead >> np.uint64(tie_bits)
         keys.append(key)
     return keys[0], keys[1]

@@ -36,16 +36,18 @@ TREC_EVAL_NAMES = (
     "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
     "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
 )
-_INDEX = {name: i for i, name in enumerate(TREC_EVAL_NAMES)}  # printing order
+_INDEX = {name: i for i, name in enumerate(TREC_EVAL_NAMES)}
 
 
 @dataclass(frozen=True)
 class _Offered:
     """A trec_eval name that one of our measures computes."""
 
-    measure: str  # our measure, with the parameters fixed under this name
+    #: our measure, with the parameters fixed under this name
+    measure: str
     trec: TrecName
-    spec: MeasureSpec | None = None  # None: relstring
+    #: None: relstring
+    spec: MeasureSpec | None = None
 
 
 def _read_offered() -> dict[str, _Offered]:
@@ -73,11 +75,16 @@ class TrecMeasure:
     """One line of trec_eval's output: its name, what computes it (None for ``runid`` and
     ``num_q``), and how the summary line aggregates it over queries."""
 
-    name: str  # as trec_eval prints it, e.g. "P_10"
-    measure: Measure | str | None  # str: a measure evaluated under this name (prefs_simp)
-    summary: str  # mean | sum | gmean | count (num_q) | runid | string (relstring)
-    order: tuple[int, float]  # trec_eval's printing order
-    length: int = 0  # relstring: how many of each ranking's first documents
+    #: as trec_eval prints it, e.g. "P_10"
+    name: str
+    #: str: a measure evaluated under this name (prefs_simp)
+    measure: Measure | str | None
+    #: mean | sum | gmean | count (num_q) | runid | string (relstring)
+    summary: str
+    #: trec_eval's printing order
+    order: tuple[int, float]
+    #: relstring: how many of each ranking's first documents
+    length: int = 0
 
     @property
     def per_query(self) -> bool:
@@ -120,12 +127,13 @@ def _one(base: str, value: float | None, rel: int, num_docs: int = 0) -> TrecMea
     found = _offered().get(base)
     if found is None:
         raise MeasureError(f"trec_eval's {base} is not offered by reljudge yet")
-    if found.spec is None:  # relstring: each ranking's first grades as text, not a number
+    # relstring: each ranking's first grades as text, not a number
+    if found.spec is None:
         length = 10 if value is None else int(value)
         return TrecMeasure(base if value is None else f"{base}_{length}", None, "string",
                            (index, 0.0), length)
     summary = found.trec.summary
-    if found.trec.params:  # fixed parameters (trec_eval's rbp)
+    if found.trec.params:
         return TrecMeasure(base, parse_measure(found.measure), summary, (index, 0.0))
     params: dict[str, int] = {"rel": rel} if rel != 1 and "rel" in found.spec.params else {}
     if num_docs and "num_docs" in found.spec.params:
@@ -169,11 +177,12 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
     None when a text is not in trec_eval's words. ``rel``: trec_eval's ``-l``, the least
     grade that counts as relevant; ``num_docs``: its ``-N``, the documents in the collection
     (for ``utility``)."""
-    out: dict[str, dict[str, TrecMeasure]] = {}  # by trec_eval measure, its lines
+    out: dict[str, dict[str, TrecMeasure]] = {}
     offered = _offered()
     for text in texts:
         text = text.strip()
-        replace = False  # a measure given again with parameters takes those (trec_eval)
+        # a measure given again with parameters takes those (trec_eval)
+        replace = False
         bases: list[tuple[str, float | None]]
         if text in ("official", "all_trec"):
             bases = [(b, None) for b in (ALL_TREC if text == "all_trec" else OFFICIAL)]
@@ -201,7 +210,8 @@ def trec_measures(texts: Sequence[str], rel: int = 1,
             group = out.setdefault(base, {})
             cutoffs = offered[base].trec.cutoffs if base in offered else ()
             if value is None and cutoffs:
-                for v in cutoffs:  # a cut-off measure alone: its default cut-offs
+                # a cut-off measure alone: its default cut-offs
+                for v in cutoffs:
                     tm = _one(base, v, rel, num_docs)
                     group.setdefault(tm.name, tm)
             else:
@@ -238,7 +248,8 @@ def trec_lines(measures: Sequence[TrecMeasure], run_id: str, query_ids: Sequence
         if tm.summary == "runid":
             lines.append(f"{'runid':<22}\tall\t{run_id}")
             continue
-        if tm.summary == "string":  # trec_eval prints relstring per query only
+        # trec_eval prints relstring per query only
+        if tm.summary == "string":
             continue
         if tm.summary == "count":
             value = float(n)
@@ -274,7 +285,8 @@ def named_lines(texts: Sequence[str], names: Sequence[str], summed: Sequence[str
                   for i, n in enumerate(names)]
 
 
-MISSING_Z = -1000000.0  # trec_eval's MISSING_ZSCORE_VALUE
+#: trec_eval's MISSING_ZSCORE_VALUE
+MISSING_Z = -1000000.0
 
 
 def _z(tm: TrecMeasure, query_ids: Sequence[str], col: np.ndarray,
@@ -301,7 +313,7 @@ def as_trec(measures: Sequence[str | Measure], rel: int = 1,
     and order; a measure in ir_measures syntax is printed under trec_eval's name when it has
     one (``P@10`` as ``P_10``), else under its own, after trec_eval's measures."""
     words = [t for t in measures if isinstance(t, str) and trec_measures([t]) is not None]
-    out = {tm.name: tm for tm in trec_measures(words, rel, num_docs) or []}  # read together
+    out = {tm.name: tm for tm in trec_measures(words, rel, num_docs) or []}
     for i, text in enumerate(measures):
         if text in words:
             continue
@@ -354,14 +366,15 @@ def plain_measures(texts: Sequence[str | Measure], rel: int = 1,
         for tm in found:
             if tm.measure is None or tm.summary == "gmean":
                 if isinstance(text, str) and text.strip() in ("official", "all_trec"):
-                    continue  # the set's per-query measures
+                    continue
                 if tm.summary == "string":
                     raise MeasureError(f"{tm.name} is text, not a number: it exists with "
                                        "--format trec --per-query")
                 raise MeasureError(f"{tm.name} is a line of trec_eval's summary: it exists "
                                    "with --format trec (in Python: Evaluation.gmean())")
             out.append(str(tm.measure))
-    return out  # a measure given twice is refused where they are evaluated
+    # a measure given twice is refused where they are evaluated
+    return out
 
 
 def read_measure(text: str | Measure) -> Measure:
@@ -390,7 +403,8 @@ class HasRanking(Protocol):
 def relstring_column(evaluation: HasRanking, length: int) -> list[str]:
     """``relstrings`` of an evaluation's rankings (kept in it: the run is not ranked again),
     aligned with its ``query_ids``."""
-    return relstrings(cast("Ranked", evaluation.ranking), length)  # evaluate keeps it
+    # evaluate keeps it
+    return relstrings(cast("Ranked", evaluation.ranking), length)
 
 
 def relstrings(r: Ranked, length: int) -> list[str]:
