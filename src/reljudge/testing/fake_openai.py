@@ -161,6 +161,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.requests.append(req)
             fake.inflight += 1
             fake.max_inflight = max(fake.max_inflight, fake.inflight)
+            fake._arrived.notify_all()
         try:
             self._answer(req)
         finally:
@@ -230,6 +231,7 @@ class FakeOpenAI:
         self.max_inflight = 0  # the most POSTs it was answering at once
         self.dead = False  # killed: refuses connections, drops every request
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified at each request
         self._server = _Server(self)
         if certfile:
             import ssl
@@ -255,6 +257,11 @@ class FakeOpenAI:
         """Number of requests received so far."""
         with self._lock:
             return len(self.requests)
+
+    def wait_for_calls(self, n: int, timeout: float) -> bool:
+        """Block until ``n`` requests have arrived (True) or ``timeout`` seconds pass (False)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout)
 
     def start(self) -> FakeOpenAI:
         """Start serving in a background thread."""
