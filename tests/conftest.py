@@ -21,14 +21,25 @@ def llmjudge() -> Path:
     return LLMJUDGE
 
 
-@pytest.fixture
-def browser(tmp_path):
-    """A headless Chromium page with its own profile (tests/browser.py; skips without
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory):
+    """One headless Chromium process for the session (tests/browser.py; skips without
     Debian's chromium)."""
-    from tests.browser import Browser, chromium_path
+    from tests.browser import Chromium, chromium_path
 
     chromium_path()
-    b = Browser(tmp_path / "profile")
+    process = Chromium(tmp_path_factory.mktemp("chromium") / "profile")
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """A page in a browser context of its own (no cookies, storage or cache of another test's
+    page), in the session's Chromium."""
+    from tests.browser import Browser
+
+    b = Browser(chromium)
     yield b
     b.close()
 
