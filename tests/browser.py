@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import aiohttp
@@ -41,56 +41,77 @@ def chromium_path() -> str:
     return path
 
 
-class Browser:
-    """One headless Chromium page."""
+class Chromium:
+    """One headless Chromium process; each page opens in a browser context of its own (no
+    cookies, storage or cache shared with another page), so one process serves a session."""
 
-    def __init__(self, profile: Path, width: int = 1280, height: int = 900) -> None:
+    def __init__(self, profile: Path) -> None:
         profile.mkdir(parents=True, exist_ok=True)
         self.log = open(profile.parent / f"{profile.name}.stderr", "w")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [chromium_path(), *FLAGS, f"--user-data-dir={profile}",
-             f"--window-size={width},{height}", "about:blank"],
+            [chromium_path(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=self.log)
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
-        while not (port_file.exists() and port_file.read_text().strip()):
+        # the file's two lines, once written: the port and the browser's websocket path
+        while len(port_file.read_text().split() if port_file.exists() else ()) < 2:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError("chromium did not start its DevTools endpoint")
             time.sleep(0.05)
-        port = int(port_file.read_text().split()[0])
-        pages: list = []
-        while not pages:  # the first page can appear a moment after the endpoint (slow machine)
+        port, path = port_file.read_text().split()[:2]
+        self.port = int(port)
+        self.url = f"ws://127.0.0.1:{port}{path}"
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """End the browser process."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list",
-                                            timeout=10) as r:
-                    pages = [t for t in json.load(r) if t["type"] == "page"]
-            except OSError:
-                pages = []
-            if not pages:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.close()
-                    raise RuntimeError("chromium started but opened no page")
-                time.sleep(0.05)
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class Browser:
+    """One headless Chromium page, in a fresh browser context of a running Chromium."""
+
+    def __init__(self, chromium: Chromium, width: int = 1280, height: int = 900) -> None:
+        self.chromium = chromium
         self.loop = asyncio.new_event_loop()
         self.events: list[dict] = []
         self._waiting: dict[int, asyncio.Future] = {}
         self._id = 0
-        self.loop.run_until_complete(self._connect(pages[0]["webSocketDebuggerUrl"]))
+        self.loop.run_until_complete(self._connect(width, height))
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable")
 
-    async def _connect(self, url: str) -> None:
+    async def _connect(self, width: int, height: int) -> None:
         self._session = aiohttp.ClientSession()
-        self._ws = await self._session.ws_connect(url, max_msg_size=0)
-        self._reader = asyncio.ensure_future(self._read())
+        self._browser_ws = await self._session.ws_connect(self.chromium.url, max_msg_size=0)
+        self._browser_reader = asyncio.ensure_future(self._read(self._browser_ws))
+        self._ws = self._browser_ws
+        self.context = (await self._send("Target.createBrowserContext", {}))["browserContextId"]
+        target = await self._send("Target.createTarget", {
+            "url": "about:blank", "browserContextId": self.context, "newWindow": True,
+            "width": width, "height": height})
+        self._ws = await self._session.ws_connect(
+            f"ws://127.0.0.1:{self.chromium.port}/devtools/page/{target['targetId']}",
+            max_msg_size=0)
+        self._reader = asyncio.ensure_future(self._read(self._ws))
 
-    async def _read(self) -> None:
-        async for msg in self._ws:
+    async def _read(self, ws) -> None:
+        async for msg in ws:
             data = json.loads(msg.data)
             if "id" in data and data["id"] in self._waiting:
                 self._waiting.pop(data["id"]).set_result(data)
-            else:
+            elif ws is self._ws:
                 self.events.append(data)
 
     async def _send(self, method: str, params: dict) -> dict:
@@ -187,22 +208,23 @@ class Browser:
         return out
 
     def close(self) -> None:
-        """Close the connection and end the browser process."""
-        if getattr(self, "loop", None) is not None:
-            async def _close():
-                await self._ws.close()
-                await self._session.close()
-                self._reader.cancel()
-            try:
-                self.loop.run_until_complete(_close())
-            finally:
-                self.loop.close()
-                self.loop = None
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        """Close the page and its browser context (the Chromium process stays)."""
+        if getattr(self, "loop", None) is None:
+            return
+
+        async def _close():
+            await self._ws.close()
+            self._reader.cancel()
+            self._ws = self._browser_ws
+            if self.chromium.alive():
+                with contextlib.suppress(RuntimeError, asyncio.TimeoutError):
+                    await self._send("Target.disposeBrowserContext",
+                                     {"browserContextId": self.context})
+            await self._browser_ws.close()
+            self._browser_reader.cancel()
+            await self._session.close()
+        try:
+            self.loop.run_until_complete(_close())
+        finally:
+            self.loop.close()
+            self.loop = None

@@ -21,14 +21,25 @@ def llmjudge() -> Path:
     return LLMJUDGE
 
 
-@pytest.fixture
-def browser(tmp_path):
-    """A headless Chromium page with its own profile (tests/browser.py; skips without
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory):
+    """One headless Chromium process for the session (tests/browser.py; skips without
     Debian's chromium)."""
-    from tests.browser import Browser, chromium_path
+    from tests.browser import Chromium, chromium_path
 
     chromium_path()
-    b = Browser(tmp_path / "profile")
+    process = Chromium(tmp_path_factory.mktemp("chromium") / "profile")
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """A page in a browser context of its own (no cookies, storage or cache of another test's
+    page), in the session's Chromium."""
+    from tests.browser import Browser
+
+    b = Browser(chromium)
     yield b
     b.close()
 
@@ -84,16 +95,25 @@ def llama_server():
 
 
 #: fixtures that start a server or a browser: every test using one is slow
-SLOW_FIXTURES = frozenset({"pg_server", "browser", "llama_server"})
+SLOW_FIXTURES = frozenset({"pg_server", "browser", "chromium", "llama_server"})
 
 
+#: fixtures whose server takes long to start: under pytest-xdist (``--dist loadgroup``) their
+#: tests share one worker, so the session starts one server, not one per worker
+ONE_WORKER_FIXTURES = frozenset({"llama_server"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark slow the tests that start PostgreSQL, Chromium or llama.cpp, directly
     (``pg_server``, ``browser``, ``llama_server``) or through a backend parameter
-    (``"postgresql"``, tests/backends.py)."""
+    (``"postgresql"``, tests/backends.py); group the llama.cpp tests on one xdist worker."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
-        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) or \
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SLOW_FIXTURES & fixtures or \
                 any(isinstance(p, str) and p == "postgresql" for p in params):
             item.add_marker(pytest.mark.slow)
+        for name in sorted(ONE_WORKER_FIXTURES & fixtures):
+            item.add_marker(pytest.mark.xdist_group(name))

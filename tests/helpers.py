@@ -209,9 +209,7 @@ def kill_after_calls(server, argv: list[str], calls: int, wait: float, **popen) 
     """Start ``argv``; SIGKILL it once ``server`` has had ``calls`` calls (or after ``wait``
     seconds); the server's count of calls at the kill."""
     proc = subprocess.Popen(argv, **popen)
-    deadline = time.time() + wait
-    while server.calls < calls and time.time() < deadline:
-        time.sleep(0.01)
+    server.wait_for_calls(calls, wait)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     return server.calls

@@ -173,6 +173,7 @@ def test_every_next_command_parses_as_the_cli_reads_it(store_path):
     assert set(parsed) >= {"labels stats", "assess", "labels merge", "calibrate"}, parsed
 
 
+@pytest.mark.slow  # a server process, graded to the end, then stopped
 def test_the_stop_button_ends_the_server_exit_0_when_every_pair_is_graded(store_path):
     with assess_server("--store", str(store_path), "--sample", "s1",
                        "--annotator", "alice") as (url, proc, _):

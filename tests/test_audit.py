@@ -53,6 +53,7 @@ def test_every_statistic_equals_its_reference_on_random_labels():
         check_against_references(a, b)
 
 
+@pytest.mark.slow  # every label set of the LLMJudge release
 def test_real_llmjudge_labels_match_sklearn_krippendorff_and_scipy(llmjudge):
     ref = read_qrels(llmjudge / "human" / "test.qrels")
     files = sorted((llmjudge / "llm" / "labels").glob("*.txt"))

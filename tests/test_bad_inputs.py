@@ -785,6 +785,7 @@ def test_compare_refuses_a_negative_seed():
         compare({"q": {"a": 1}}, {"r": {"q": {"a": 1.0}}}, "P@1", seed=-1)
 
 
+@pytest.mark.slow  # a whole `reljudge run` on a tiny disk
 def test_run_with_a_read_only_config_folder_is_one_line(ws, tiny_disk):
     """The pipeline's output folder cannot be made beside a config on a read-only disk:
     one line naming it (it was mkdir's traceback)."""

@@ -81,9 +81,7 @@ def test_four_processes_one_killed_pay_once_per_pair(request, tmp_path, backend,
                                    str(tmp_path / "cache"), db, str(n)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(4)]
-        deadline = time.time() + 120
-        while server.calls < n // 4 and time.time() < deadline:
-            time.sleep(0.01)
+        server.wait_for_calls(n // 4, 120)
         os.kill(procs[0].pid, signal.SIGKILL)
         outs = [p.communicate(timeout=180) for p in procs]
         calls = server.calls
@@ -122,22 +120,25 @@ MACHINE = WORKER.replace('api_key="k"', 'api_key=sys.argv[5]')
 
 @pytest.mark.slow  # three processes, one SIGKILLed
 def test_a_machine_killed_mid_run_leaves_only_its_calls_in_flight_to_ask_again(tmp_path):
-    """3 machines (each its own answer cache) on one store, one killed 1.5 s after its first
-    call: every answer it had read is in the store, so the others ask again only the calls it
+    """3 machines (each its own answer cache) on one store, one killed once it has made 40
+    calls: every answer it had read is in the store, so the others ask again only the calls it
     had in flight (at most its concurrency, 4)."""
     import collections
     import threading
 
     n = 600
     asked: collections.Counter = collections.Counter()
-    first: dict[str, float] = {}
+    by_key: collections.Counter = collections.Counter()
+    busy = threading.Event()  # the first machine has made 40 calls
     lock = threading.Lock()
 
     def answer(req):
         i = int(req.user_text.rsplit("passage number ", 1)[1].split()[0])
         with lock:
             asked[i] += 1
-            first.setdefault(req.headers["authorization"], time.time())
+            by_key[req.headers["authorization"]] += 1
+            if by_key["Bearer k0"] >= 40:
+                busy.set()
         return Reply.text(f"reasoning\n##final score: {i % 4}", delay=0.1)
 
     db = str(tmp_path / "team.sqlite")
@@ -147,10 +148,7 @@ def test_a_machine_killed_mid_run_leaves_only_its_calls_in_flight_to_ask_again(t
                                    str(tmp_path / f"cache{k}"), db, str(n), f"k{k}"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for k in range(3)]
-        deadline = time.time() + 120
-        while "Bearer k0" not in first and time.time() < deadline:
-            time.sleep(0.01)
-        time.sleep(max(0.0, first["Bearer k0"] + 1.5 - time.time()))
+        assert busy.wait(120), "the first machine never made 40 calls"
         os.kill(procs[0].pid, signal.SIGKILL)
         outs = [p.communicate(timeout=180) for p in procs]
     assert procs[0].returncode == -9

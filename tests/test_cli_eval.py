@@ -292,6 +292,7 @@ def tied(tmp_path):
     ["report", "q.qrels", "r.run", "b.run", "-m", "AP", "--out", "report.html"],
 ], ids=["eval", "eval -q", "eval trec", "eval trec -q all_trec", "eval IPrec", "compare",
         "audit", "report"])
+@pytest.mark.slow  # two reljudge processes per command (the pytrec_eval case below is fast)
 def test_a_tie_in_an_unjudged_query_changes_nothing(tied, argv, monkeypatch):
     """Every path that evaluates a run again on some of its queries (eval's note under
     trec_eval 9's rules, -q, --format trec, compare, audit, report) gives, for a run whose

@@ -295,6 +295,7 @@ _ITEM = st.sampled_from(["a", "b", 1, 2.5, True, None, np.float64(0.5), np.int64
                          1.5, 0])
 
 
+@pytest.mark.slow  # hypothesis, 300 examples
 @settings(max_examples=300, deadline=None)
 @given(data=st.one_of(
     st.dictionaries(st.sampled_from(["q1", "q2", 3, _Str("q4")]),

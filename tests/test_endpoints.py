@@ -61,9 +61,7 @@ def holding(after: int):
 def kill_after(server: FakeOpenAI, calls: int) -> threading.Thread:
     """Kill the server once it has received this many calls."""
     def watch() -> None:
-        deadline = time.monotonic() + 30
-        while server.calls < calls and time.monotonic() < deadline:
-            time.sleep(0.002)
+        server.wait_for_calls(calls, 30)
         server.kill()
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()

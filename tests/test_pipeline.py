@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -203,9 +202,7 @@ def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(exampl
         env = env_for(server, tmp_path)
         cmd = [sys.executable, "-m", "reljudge", "run", str(example / "pipeline.toml"), "--quiet"]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while server.calls < 40 and time.time() < deadline:
-            time.sleep(0.02)
+        server.wait_for_calls(40, 60)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert 40 <= server.calls < 150, "the label stage was not interrupted"
@@ -388,9 +385,7 @@ def test_ctrl_c_in_labelling_leaves_no_score_that_looks_final_and_a_rerun_comple
         start = server.calls
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-        deadline = time.time() + 60
-        while server.calls < start + 20 and time.time() < deadline:
-            time.sleep(0.02)
+        server.wait_for_calls(start + 20, 60)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 3, stdout + stderr

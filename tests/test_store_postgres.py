@@ -434,7 +434,6 @@ def test_a_label_run_whose_store_goes_away_exits_2_and_the_rerun_pays_only_for_t
         pg_server, tmp_path):
     import subprocess
     import threading
-    import time
 
     from reljudge.testing import FakeOpenAI
     from tests.helpers import EXAMPLE, grader
@@ -447,8 +446,7 @@ def test_a_label_run_whose_store_goes_away_exits_2_and_the_rerun_pays_only_for_t
     with FakeOpenAI(grader, delay=0.1) as server:
         env = env_for(server, tmp_path)
         def kill_when_busy():  # a few calls answered, most to come
-            while server.calls < 6:
-                time.sleep(0.01)
+            server.wait_for_calls(6, 300)
             _terminate_others(url)
 
         killer = threading.Thread(target=kill_when_busy)

@@ -166,6 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.requests.append(req)
             fake.inflight += 1
             fake.max_inflight = max(fake.max_inflight, fake.inflight)
+            fake._arrived.notify_all()
         try:
             self._answer(req)
         finally:
@@ -240,6 +241,7 @@ class FakeOpenAI:
         # killed: refuses connections, drops every request
         self.dead = False
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified at each request
         self._server = _Server(self)
         if certfile:
             import ssl
@@ -265,6 +267,11 @@ class FakeOpenAI:
         """Number of requests received so far."""
         with self._lock:
             return len(self.requests)
+
+    def wait_for_calls(self, n: int, timeout: float) -> bool:
+        """Block until ``n`` requests have arrived (True) or ``timeout`` seconds pass (False)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout)
 
     def start(self) -> FakeOpenAI:
         """Start serving in a background thread."""
