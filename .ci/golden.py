@@ -51,17 +51,17 @@ sample --store labels.sqlite --judge 'gpt-4o-mini/umbrela@1#f8e67d3b' --name s1 
 estimate --store labels.sqlite --sample s1 --judge 'gpt-4o-mini/umbrela@1#f8e67d3b' -m DCG@10 examples/hr-handbook/runs/bm25.run
 audit --reference examples/llmjudge-dl23/human.qrels --judges-dir examples/llmjudge-dl23/judges --clip examples/llmjudge-dl23/runs/*.run
 audit --reference examples/llmjudge-dl23/human.qrels --judges-dir examples/llmjudge-dl23/judges --clip examples/llmjudge-dl23/runs/*.run --format json
-audit --reference examples/llmjudge-dl23/human.qrels --judges-dir examples/llmjudge-dl23/judges --clip --calibrate --panel --sample 300 --no-ensembles
+audit --reference examples/llmjudge-dl23/human.qrels --judges-dir examples/llmjudge-dl23/judges --clip --calibrate --panel --pair-count 300 --no-ensembles
 audit --reference examples/llmjudge-dl23/human.qrels --judge examples/llmjudge-dl23/judges/Olz-gpt4o.txt --confusion --bootstrap 1000
-audit --reference examples/llmjudge-dl23/human.qrels --judges-dir examples/llmjudge-dl23/judges --clip --panel-best 3 --panel-method mean --decision thresholds --sample 300 --no-ensembles
+audit --reference examples/llmjudge-dl23/human.qrels --judges-dir examples/llmjudge-dl23/judges --clip --panel-best 3 --panel-method mean --decision thresholds --pair-count 300 --no-ensembles
 run examples/hr-handbook/pipeline.toml
 run examples/hr-handbook/pipeline.toml
 report --pipeline examples/hr-handbook/pipeline.toml --out report.html
 labels import examples/llmjudge-dl23/human.qrels --store dl23.sqlite --source-kind human --source-name nist
 labels import examples/llmjudge-dl23/judges/TREMA-4prompts.txt --store dl23.sqlite --source-kind llm --source-name trema --clip
-calibrate --store dl23.sqlite --human-source nist --judge-source trema --sample 300
+calibrate --store dl23.sqlite --human-source nist --judge-source trema --pair-count 300
 labels merge --store dl23.sqlite --policy source=calibrated:trema --out trema-calibrated.qrels
-calibrate --reference examples/llmjudge-dl23/human.qrels --judge examples/llmjudge-dl23/judges/TREMA-4prompts.txt --clip --sample 300
+calibrate --reference examples/llmjudge-dl23/human.qrels --judge examples/llmjudge-dl23/judges/TREMA-4prompts.txt --clip --pair-count 300
 """
 
 MASKS = [

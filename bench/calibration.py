@@ -154,7 +154,7 @@ def main() -> None:
         """Mean stats over repeats, and per-query abs error summed over repeats."""
         rows, err, qconf = [], np.zeros(nq), np.zeros((nq, K, K))
         for rep in range(args.repeats):
-            probs, _ = cross_fit(data, fit_predict, folds=args.folds, seed=rep, sample=size)
+            probs, _ = cross_fit(data, fit_predict, folds=args.folds, seed=rep, pair_count=size)
             g = decide(probs, args.decision)
             rows.append(stats(h, g))
             err += per_query_abs_error(qcode, nq, h, g)

@@ -21,7 +21,7 @@ from bench.common import parser  # noqa: E402
 
 def make_runs(nq: int, nruns: int):
     """Qrels (20 judged docs per query) and runs (100 docs per query) as column arrays."""
-    from reljudge.types import Qrels, Run
+    from reljudge.trec_data import Qrels, Run
 
     rng = np.random.default_rng(1)
     qids = np.repeat(np.array([f"q{i}" for i in range(nq)], dtype=object), 100)

@@ -38,7 +38,7 @@ from reljudge.infer.favours import OVER
 from reljudge.infer.sample import draw
 from reljudge.infer.scores import estimate_runs
 from reljudge.testing.synthetic import twin_world
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from bench.common import heading, parser  # noqa: E402

@@ -50,7 +50,7 @@ from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
 from reljudge.labels import Sample, SampleItem
 from reljudge.metrics import parse_measure
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from bench.common import heading, parser  # noqa: E402

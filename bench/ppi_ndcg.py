@@ -39,7 +39,7 @@ from reljudge.infer.ratio import (
 )
 from reljudge.infer.sample import allocate
 from reljudge.metrics import evaluate
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from bench import ppi  # noqa: E402

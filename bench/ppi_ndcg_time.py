@@ -21,7 +21,7 @@ import numpy as np
 
 from reljudge.infer.sample import draw
 from reljudge.infer.scores import estimate_runs
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from bench.common import parser, table  # noqa: E402

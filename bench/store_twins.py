@@ -97,7 +97,7 @@ def stats(paths: list[str]) -> None:
                   "cost $"], [[s.kind, s.name, s.events, s.ok, s.failed, s.retracted,
                                *[s.grades.get(g, 0) for g in SCALE], s.cost]
                               for s in source_stats(labels)], "table", 4), end="")
-    print(render(["qid", "labelled", "pooled", "share"],
+    print(render(["qid", "judged", "pooled", "share"],
                  [[q, n, p, None] for q, n, p in coverage(merge_ids(*ids))], "table", 4),
           end="")
 

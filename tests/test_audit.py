@@ -17,7 +17,7 @@ from reljudge.errors import InputError
 from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
 from reljudge.stats import agreement as ag
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 
 def qrels(grades: dict[str, int]) -> Qrels:
@@ -259,5 +259,5 @@ def test_heldout_judges_refuses_panels_it_cannot_form_as_the_cli_does(tmp_path):
     two = {**one, "b": read_judge(files["b"])[0]}
     with pytest.raises(ConfigError, match=r"--panel-best 2: give 2 to 1 \(of 2 judges"):
         heldout_judges(ref, two, HeldoutSpec(panel_best=(2,)))
-    with pytest.raises(ConfigError, match="--sample 0: give a positive number of pairs"):
-        heldout_judges(ref, two, HeldoutSpec(calibrate=True, sample=0))
+    with pytest.raises(ConfigError, match="--pair-count 0: give a positive number of pairs"):
+        heldout_judges(ref, two, HeldoutSpec(calibrate=True, pair_count=0))

@@ -268,7 +268,7 @@ READ_ONLY_STORE = {
                                    p["qrels"]],
     "labels merge": lambda p, s: ["labels", "merge", "--store", s, "--out", p["qrels"]],
     "pool": lambda p, s: ["pool", p["run"], "--store", s],
-    "audit": lambda p, s: ["audit", "--store", s, "--reference-source", "a", "--judge-source",
+    "audit": lambda p, s: ["audit", "--store", s, "--human-source", "a", "--judge-source",
                            "b"],
     "report": lambda p, s: ["report", p["qrels"], p["run"], "--store", s, "--out", p["new"]],
 }
@@ -560,7 +560,7 @@ REFUSALS = {
                                      "--max-tokens: Input should be less than or equal to"),
     "audit --calibrate --sample beyond the human pairs": (
         lambda p: ["audit", "--reference", p["qrels"], "--judge", p["judge"], "--calibrate",
-                   "--sample", "10000000"], "--sample 10000000: there are 48 human pairs"),
+                   "--pair-count", "10000000"], "--pair-count 10000000: there are 48 human pairs"),
 }
 
 

@@ -106,6 +106,6 @@ def test_held_out_figures_worse_than_the_raw_judge_refuse_the_write():
 def test_a_sample_larger_than_the_pairs_there_are_says_so(lenient, capsys):
     db, _ = lenient
     assert main(["calibrate", "--store", db, "--human-source", "nist", "--judge-source",
-                 "lenient", "--sample", "5000"]) == 2
-    assert "--sample 5000: only 300 pairs have both a human and a judge label" in \
+                 "lenient", "--pair-count", "5000"]) == 2
+    assert "--pair-count 5000: only 300 pairs have both a human and a judge label" in \
         capsys.readouterr().err

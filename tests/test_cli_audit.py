@@ -79,7 +79,7 @@ def test_audit_help_states_tau_aps_tie_rule_and_the_code_follows_it(capsys):
 
 def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_path, capsys):
     """`audit --store` names sources as `calibrate` does (--human-source, --judge-source; the
-    old --reference-source stays), and audits every LLM source of the store when no
+    old --human-source stays), and audits every LLM source of the store when no
     --judge-source is given (issue 34, item 12)."""
     from reljudge.store import LabelStore
 
@@ -100,7 +100,7 @@ def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_
 
     assert judges("--human-source", "hr") == ["judge-a", "judge-b"]
     assert judges("--human-source", "hr", "--judge-source", "judge-b") == ["judge-b"]
-    assert judges("--reference-source", "hr", "--judge-source", "judge-a") == ["judge-a"]
+    assert judges("--human-source", "hr", "--judge-source", "judge-a") == ["judge-a"]
     assert main(["audit", "--store", str(store)]) == 2
     assert "give --human-source" in capsys.readouterr().err
     from reljudge.cli import build_parser

@@ -34,7 +34,7 @@ def test_calibrate_into_the_store_records_the_derivation(tmp_path, capsys):
         import_labels(s, paths["human"], "human", "nist")
         import_labels(s, paths["lenient"], "llm", "lenient")
     assert main(["calibrate", "--store", db, "--human-source", "nist", "--judge-source",
-                 "lenient", "--sample", "200", "--folds", "5"]) == 0
+                 "lenient", "--pair-count", "200", "--folds", "5"]) == 0
     out = capsys.readouterr().out
     assert "fitted on 200 human pairs" in out and "held-out check: 5-fold by query" in out
     assert "wrote 400 labels" in out and "source calibrated:lenient" in out
@@ -105,7 +105,7 @@ def test_audit_adds_held_out_calibrated_and_panel_rows(tmp_path, capsys):
     base = ["audit", "--reference", str(paths["human"]), "--no-ensembles"]
     for j in ("lenient", "noisy", "partial"):
         base += ["--judge", str(paths[j])]
-    assert main([*base, "--calibrate", "--panel", "--panel-best", "2", "--sample", "150",
+    assert main([*base, "--calibrate", "--panel", "--panel-best", "2", "--pair-count", "150",
                  "--folds", "5"]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines()[2:]
@@ -153,7 +153,7 @@ def test_a_mean_panel_cut_at_thresholds_is_stored_as_grades_with_its_cuts(tmp_pa
         for j in ("lenient", "noisy", "partial"):
             import_labels(s, paths[j], "llm", j)
     argv = ["calibrate", "--store", db, "--human-source", "nist", "--panel", "mean3",
-            "--panel-method", "mean", "--decision", "thresholds", "--sample", "250"]
+            "--panel-method", "mean", "--decision", "thresholds", "--pair-count", "250"]
     for j in ("lenient", "noisy", "partial"):
         argv += ["--judge-source", j]
     assert main(argv) == 0
@@ -179,7 +179,7 @@ def test_a_mean_panel_cut_at_thresholds_is_stored_as_grades_with_its_cuts(tmp_pa
 def test_audit_panel_rows_by_mean_and_thresholds(tmp_path, capsys):
     paths = write_sets(tmp_path, seed=5)
     base = ["audit", "--reference", str(paths["human"]), "--no-ensembles", "--panel",
-            "--panel-method", "mean", "--sample", "200"]
+            "--panel-method", "mean", "--pair-count", "200"]
     for j in ("lenient", "noisy", "partial"):
         base += ["--judge", str(paths[j])]
     argv = [*base, "--decision", "thresholds"]

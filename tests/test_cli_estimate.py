@@ -10,7 +10,7 @@ import pytest
 from reljudge.cli import main
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 from tests.helpers import ND, NQ
 from tests.helpers import grade_sample as _grade
 

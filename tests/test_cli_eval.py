@@ -135,7 +135,7 @@ def test_eval_says_when_trec_eval_9s_float32_rule_gives_other_numbers(tmp_path, 
 
 def test_float32_ties_counts_the_documents_of_ties_made_by_float32_rounding():
     from reljudge.metrics.compat import float32_ties
-    from reljudge.types import Run
+    from reljudge.trec_data import Run
 
     near = 1.0 + 1e-12
     run = {"a": {"x": 1.0, "y": near, "z": 1.0 + 2e-12, "w": 1.0, "v": 0.5, "u": 0.5},
@@ -154,7 +154,7 @@ def test_the_trec_eval_9_check_evaluates_again_only_the_runs_with_float32_ties(m
     import numpy as np
 
     from reljudge.metrics import compat, evaluate, evaluate_many
-    from reljudge.types import Qrels, Run
+    from reljudge.trec_data import Qrels, Run
 
     rng = np.random.default_rng(5)
     judged = {f"q{q}": {f"d{d}": int(g) for d, g in enumerate(rng.integers(0, 3, 12))}
@@ -198,7 +198,7 @@ def test_the_trec_eval_9_check_evaluates_again_only_the_queries_with_float32_tie
     import numpy as np
 
     from reljudge.metrics import compat, evaluate, evaluate_many
-    from reljudge.types import Qrels, Run
+    from reljudge.trec_data import Qrels, Run
 
     rng = np.random.default_rng(11)
     judged = {f"q{q}": {f"d{d}": int(g) for d, g in enumerate(rng.integers(0, 3, 12))}
@@ -241,7 +241,7 @@ def test_float32_ties_are_found_alike_in_file_order_and_shuffled():
     import numpy as np
 
     from reljudge.metrics.compat import float32_ties
-    from reljudge.types import Run
+    from reljudge.trec_data import Run
 
     rng = np.random.default_rng(3)
     base = np.r_[rng.integers(0, 40, 200) / 8 + rng.integers(0, 3, 200) * 1e-12,

@@ -303,7 +303,7 @@ def test_pool_source_is_repeatable_and_never_swallows_the_runs(store, capsys):
     new = run_cli(capsys, ["pool", "--store", store, "--source", "team", *RUNS, "--json"])
     everything = json.loads(run_cli(capsys, ["pool", *RUNS, "--store", store, "--json"]))
     team = json.loads(new)
-    assert team["labelled"] < everything["labelled"]  # the judge's labels did not count
+    assert team["judged"] < everything["judged"]  # the judge's labels did not count
 
 
 def test_audit_measures_are_repeatable_with_columns_per_measure(capsys):

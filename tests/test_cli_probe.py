@@ -34,7 +34,7 @@ def test_probe_is_a_command_with_help(capsys):
     assert e.value.code == 0
     text = capsys.readouterr().out
     for word in ("--kinds", "--per-kind", "--probe-seed", "--prompt", "--max-cost", "--dry-run",
-                 "query-insert", "salad", "padding", "--reference-source"):
+                 "query-insert", "salad", "padding", "--human-source"):
         assert word in text
 
 
@@ -104,7 +104,7 @@ def test_bad_inputs_are_refused_before_any_call(tmp_path, capsys):
         refused(server, tmp_path, capsys, ["probe", "--queries", str(HR / "queries.tsv"),
                                            "--passages", str(HR / "passages.jsonl"),
                                            "--model", "m", "--base-url", server.base_url],
-                "give the known grades as --qrels FILE or as --reference-source")
+                "give the known grades as --qrels FILE or as --human-source")
 
 
 def test_out_writes_every_probed_pair_with_its_text_and_grades(tmp_path, capsys):
@@ -144,7 +144,7 @@ def test_known_grades_from_a_stores_reference_source(tmp_path, capsys):
     capsys.readouterr()
     with FakeOpenAI(lexical_grader) as server:
         argv = args(server, tmp_path, "--json", "--kinds", "salad", "--store", str(db))
-        argv[argv.index("--qrels"):argv.index("--qrels") + 2] = ["--reference-source", "nist"]
+        argv[argv.index("--qrels"):argv.index("--qrels") + 2] = ["--human-source", "nist"]
         assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kinds"][0]["n"] == 11  # hr-handbook's known non-relevant pairs
@@ -203,7 +203,7 @@ def test_audit_and_report_show_the_stores_probes_apart(tmp_path, capsys):
         assert main(audit) == 0
         assert "probes (reljudge probe" not in capsys.readouterr().out  # none yet
         assert main(["probe", "--queries", str(HR / "queries.tsv"), "--passages",
-                     str(HR / "passages.jsonl"), "--reference-source", "nist", "--store", db,
+                     str(HR / "passages.jsonl"), "--human-source", "nist", "--store", db,
                      *judge, *runs]) == 0
     capsys.readouterr()
     assert main(audit) == 0

@@ -20,7 +20,7 @@ from reljudge.errors import InputError, MeasureError
 from reljudge.io.coerce import as_qrels, as_run
 from reljudge.metrics import evaluate, evaluate_many
 from reljudge.stats import compare
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 # ir_datasets' record types, same fields (ir_datasets itself is not a test dependency)
 TrecQrel = namedtuple("TrecQrel", ["query_id", "doc_id", "relevance", "iteration"])

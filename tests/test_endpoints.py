@@ -77,7 +77,7 @@ def config(tmp_path, fleet, **kw) -> JudgeConfig:
 
 def graded_once(store: LabelStore, n: int = N) -> list:
     events = list(store.events())
-    keys = Counter((e.qid, e.docid, e.sample) for e in events)
+    keys = Counter((e.qid, e.docid, e.repeat) for e in events)
     assert len(events) == n and len(keys) == n and max(keys.values()) == 1
     assert all(e.grade is not None for e in events)
     return events
@@ -95,13 +95,13 @@ def test_one_endpoint_cache_keys_are_the_keys_computed_before_several_endpoints_
                      {"temperature": 0.0, "max_tokens": 300, "seed": 1}, 2) == \
         "efa7d4edcf71ba6d678a74923e6a1de48a06d0c915ce21690ec22c7e7667c5af"
     q, p = {"q1": "what is leave?"}, {"d0": {"text": "leave is time off"}}
-    for extra, sample, digest in (
+    for extra, repeat, digest in (
             ({}, 0, "233d32dcd284228aa54df0f90eaacd6719b039e0268da42b28aaeebcf9a94d6e"),
             ({"prompt": "json", "seed": 3}, 1,
              "312ca0cf7c30eaa2e47b1cf4ae6faae71585971ca19351c5eb8f430af9503cd4")):
         lab = Labeller(JudgeConfig(model="fake-model", base_url="http://127.0.0.1:9/v1",
                                    api_key="k", cache_dir=Path("unused"), **extra))
-        assert lab.request_key(lab.messages("q1", "d0", q, p), sample) == digest
+        assert lab.request_key(lab.messages("q1", "d0", q, p), repeat) == digest
 
 
 # -- dispatch and draining ---------------------------------------------------------------------
@@ -442,7 +442,7 @@ def test_a_dry_run_counts_answers_any_replica_gave_as_cached(tmp_path):
     first, second = servers(2), servers(3)
     try:
         label_pairs(config(tmp_path, first), PAIRS[:40], QUERIES, PASSAGES)
-        est = Labeller(config(tmp_path, second)).estimate(PAIRS[:50], QUERIES, PASSAGES)
+        est = Labeller(config(tmp_path, second)).quote(PAIRS[:50], QUERIES, PASSAGES)
     finally:
         stop_all(first + second)
     assert (est.cached, est.to_send) == (40, 10) and sum(s.calls for s in second) == 0

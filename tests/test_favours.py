@@ -20,7 +20,7 @@ from reljudge.io.trec import read_run
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
 from reljudge.testing.synthetic import twin_world
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 from tests.helpers import ROOT, grade_sample
 
 

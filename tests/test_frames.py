@@ -21,7 +21,7 @@ from reljudge.io.coerce import as_qrels, as_run
 from reljudge.io.trec import read_qrels, read_runs
 from reljudge.metrics import evaluate_many
 from reljudge.stats import compare
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 from tests.helpers import grade_sample as _grade
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "llmjudge-dl23"

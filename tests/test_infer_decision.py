@@ -21,7 +21,7 @@ from reljudge.infer.heldout import (
     thresholded,
 )
 from reljudge.stats import agreement as ag
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 
 def qk(human, grades):
@@ -97,13 +97,13 @@ def test_thresholded_mean_panel_recovers_the_human_grades_out_of_fold():
     human, judges = two_biased_judges()
     data = align(human, judges)
     fp = mean_fit_predict(data)
-    out, _ = cross_fit(data, thresholded(data, fp), folds=5, sample=100)
+    out, _ = cross_fit(data, thresholded(data, fp), folds=5, pair_count=100)
     for rule in ("mode", "median", "expected"):
         np.testing.assert_array_equal(decide(out, rule), data.human)
     raw, _ = cross_fit(data, fp, folds=5)
     for rule in ("mode", "median", "expected"):
         assert qk(data.human, decide(raw, rule)) < 0.99
-    ds, _ = cross_fit(data, thresholded(data, panel_fit_predict(data)), folds=5, sample=100)
+    ds, _ = cross_fit(data, thresholded(data, panel_fit_predict(data)), folds=5, pair_count=100)
     np.testing.assert_array_equal(decide(ds, "mode"), data.human)
 
 
@@ -151,7 +151,7 @@ def test_a_calibrated_judge_cut_at_thresholds_records_its_cuts():
 
     human, judges = two_biased_judges(seed=8)
     d = calibrate_judge(human, judges["strict"], judge_name="strict", human_name="h",
-                        sample=200, folds=4, decision="thresholds")
+                        pair_count=200, folds=4, decision="thresholds")
     rule = d.fitted_on["decision"]
     assert len(rule["cuts"]) == 3 and rule["pairs"] == 200
     assert set(d.probs.sum(axis=1)) == {1.0} and set(d.probs.max(axis=1)) == {1.0}

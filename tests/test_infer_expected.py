@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from reljudge.errors import InputError
 from reljudge.infer.expected import expected_dcg, expected_ndcg
 from reljudge.metrics import evaluate
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 
 def test_expected_dcg_and_ndcg_by_hand():

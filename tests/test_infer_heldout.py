@@ -20,7 +20,7 @@ from reljudge.infer.heldout import (
     panel_fit_predict,
     query_folds,
 )
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 
 def qrels(rows):
@@ -73,7 +73,7 @@ def test_cross_fit_trains_only_on_other_queries_and_the_sample(monkeypatch):
     real = heldout.assert_no_leak
     monkeypatch.setattr(heldout, "assert_no_leak",
                         lambda q, tr, te: (checked.append(1), real(q, tr, te)))
-    pred, fold = cross_fit(data, spy, folds=4, seed=1, sample=50)
+    pred, fold = cross_fit(data, spy, folds=4, seed=1, pair_count=50)
     assert len(checked) == 4 and not np.isnan(pred).any()
     for f, train in enumerate(seen):
         assert train.sum() == 50
@@ -104,8 +104,8 @@ def test_out_of_fold_is_cross_fit_and_thresholds_are_fitted_inside_each_fold():
     human, judges = synthetic(seed=3)
     data = align(human, judges)
     fit = calibrate_fit_predict(data, 1)
-    plain = out_of_fold(data, fit, folds=3, seed=1, sample=100)
-    np.testing.assert_array_equal(plain, cross_fit(data, fit, folds=3, seed=1, sample=100)[0])
+    plain = out_of_fold(data, fit, folds=3, seed=1, pair_count=100)
+    np.testing.assert_array_equal(plain, cross_fit(data, fit, folds=3, seed=1, pair_count=100)[0])
     cut = out_of_fold(data, fit, folds=3, seed=1, decision="thresholds")
     graded = data.labels[:, 1] >= 0
     assert set(np.unique(cut[graded])) <= {0.0, 1.0}  # one-hot: the cut grade

@@ -12,7 +12,7 @@ from reljudge.infer.ranking import rank_pairs, reported_order
 from reljudge.infer.sample import draw
 from reljudge.infer.scores import estimate_runs
 from reljudge.stats import holm
-from reljudge.types import Run
+from reljudge.trec_data import Run
 from tests.test_infer_scores import _qrels
 
 

@@ -9,7 +9,7 @@ import pytest
 from reljudge.infer import ppi
 from reljudge.infer.sample import RELIABLE_TOP_PAIRS, draw
 from reljudge.infer.scores import estimate_runs
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 NQ, ND = 20, 30
 

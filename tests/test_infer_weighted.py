@@ -13,7 +13,7 @@ from reljudge.infer import active, weighted
 from reljudge.labels import LabelEvent
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 from tests.helpers import grade_sample
 
 

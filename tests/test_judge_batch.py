@@ -237,11 +237,11 @@ def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
         assert len({(e.qid, e.docid) for e in store.events()}) == len(PAIRS)
 
 
-def test_dry_run_estimate_is_at_the_batch_price(tmp_path):
+def test_dry_run_quote_is_at_the_batch_price(tmp_path):
     online = Labeller(config(tmp_path, "http://127.0.0.1:9/v1", batch=False))
     batch = Labeller(config(tmp_path, "http://127.0.0.1:9/v1", batch_discount=0.25))
-    a = online.estimate(PAIRS, QUERIES, PASSAGES)
-    b = batch.estimate(PAIRS, QUERIES, PASSAGES)
+    a = online.quote(PAIRS, QUERIES, PASSAGES)
+    b = batch.quote(PAIRS, QUERIES, PASSAGES)
     assert a.cost > 0 and b.cost == pytest.approx(a.cost * 0.25)
     assert (a.to_send, a.tokens_in) == (b.to_send, b.tokens_in)
 
@@ -386,7 +386,7 @@ def comparable(store) -> list[dict]:
     batch answer is paid in the batch's spend row), in pair order."""
     rows = [{name: getattr(e, name) for name in e.__slots__
              if name not in ("cost", "latency", "created_at")} for e in store.events()]
-    return sorted(rows, key=lambda r: (r["qid"], r["docid"], r["sample"]))
+    return sorted(rows, key=lambda r: (r["qid"], r["docid"], r["repeat"]))
 
 
 @settings(max_examples=12, deadline=None,

@@ -27,32 +27,32 @@ MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["system", "u
 @settings(max_examples=200)
 @given(base_url=st.sampled_from(["http://127.0.0.1:8000/v1", "http://x/v1/", "https://é.org"]),
        model=TEXT, messages=MESSAGES, params=st.dictionaries(TEXT, JSONABLE, max_size=4),
-       sample=st.integers(0, 1000))
+       repeat=st.integers(0, 1000))
 @pytest.mark.slow  # 200 hypothesis examples (the digest test below is fast)
-def test_request_keys_equal_cache_key(base_url, model, messages, params, sample):
+def test_request_keys_equal_cache_key(base_url, model, messages, params, repeat):
     keys = RequestKeys(base_url, model, params)
-    assert keys.key(keys.encode(messages), sample) == cache_key(base_url, model, messages,
-                                                                params, sample)
+    assert keys.key(keys.encode(messages), repeat) == cache_key(base_url, model, messages,
+                                                                params, repeat)
     replicas = RequestKeys(base_url, model, params, replica=True)
-    assert replicas.key(replicas.encode(messages), sample) == replica_key(model, messages,
-                                                                          params, sample)
+    assert replicas.key(replicas.encode(messages), repeat) == replica_key(model, messages,
+                                                                          params, repeat)
 
 
 @settings(max_examples=200)
 @given(base_url=st.sampled_from(["http://127.0.0.1:8000/v1", "http://x/v1/", "https://é.org"]),
        model=TEXT, messages=MESSAGES, params=st.dictionaries(TEXT, JSONABLE, max_size=4),
-       sample=st.integers(0, 1000))
+       repeat=st.integers(0, 1000))
 def test_cache_keys_are_the_digest_of_the_sorted_json_of_the_request(base_url, model, messages,
-                                                                      params, sample):
+                                                                      params, repeat):
     def digest(blob: dict) -> str:
         text = json.dumps(blob, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    assert cache_key(base_url, model, messages, params, sample) == digest(
+    assert cache_key(base_url, model, messages, params, repeat) == digest(
         {"base_url": base_url.rstrip("/"), "model": model, "messages": messages,
-         "params": params, "sample": sample})
-    assert replica_key(model, messages, params, sample) == digest(
-        {"replicas_of": model, "messages": messages, "params": params, "sample": sample})
+         "params": params, "sample": repeat})
+    assert replica_key(model, messages, params, repeat) == digest(
+        {"replicas_of": model, "messages": messages, "params": params, "sample": repeat})
 
 
 def labeller(tmp_path, **kw) -> Labeller:

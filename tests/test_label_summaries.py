@@ -16,12 +16,12 @@ from reljudge.testing import FakeOpenAI, Reply
 
 EVENTS = [LabelEvent("q1", "d1", 3, "llm", "judge-a"), LabelEvent("q1", "d1", 0, "llm", "judge-b"),
           LabelEvent("q1", "d2", 1, "llm", "judge-b"), LabelEvent("q2", "d3", 2, "llm", "judge-a"),
-          LabelEvent("q2", "d3", 0, "llm", "judge-a", sample=1),
-          LabelEvent("q2", "d3", 2, "llm", "judge-a", sample=2)]
+          LabelEvent("q2", "d3", 0, "llm", "judge-a", repeat=1),
+          LabelEvent("q2", "d3", 2, "llm", "judge-a", repeat=2)]
 
 
 def test_qrels_out_takes_each_pair_from_the_first_judge_from_a_store_or_a_run(tmp_path):
-    """The one rule: a pair's grade is its first judge's (samples aggregated), whether the
+    """The one rule: a pair's grade is its first judge's (repeats aggregated), whether the
     grades come from the store or from this run's events; the judges' order decides."""
     report = LabelReport("judge-a", events=EVENTS)
     with LabelStore(tmp_path / "s.sqlite") as store:
@@ -87,7 +87,7 @@ def test_one_batch_summary_for_the_cli_table_json_and_the_pipeline():
     assert summary["batches_submitted"] == 2 and summary["batches_open"] == 0
     assert summary["failed_lines"] == {"expired": 3} and summary["stop_reason"] is None
     headers = [BATCH_HEADERS.get(k, k.replace("_", " ")) for k in BATCH_TABLE]
-    assert headers[:5] == ["judge", "pairs x samples", "graded", "without grade",
+    assert headers[:5] == ["judge", "pairs x repeats", "graded", "without grade",
                            "batches submitted"] and headers[-1] == "batch cost $"
 
 
@@ -127,7 +127,7 @@ def test_labels_stats_summarises_coverage_and_shows_every_query_with_all(tmp_pat
     assert main(["labels", "stats", "--store", str(path), "--pool", str(pool)]) == 0
     out = capsys.readouterr().out
     coverage = out[out.index("coverage per query"):]
-    assert "300 queries; labelled per query min 1, median 4, max 7" in coverage
+    assert "300 queries; judged per query min 1, median 4, max 7" in coverage
     assert "share of the pool per query min 0.125, median 0.5, max 0.875" in coverage
     rows = [line for line in coverage.splitlines() if line[:2] in ("q0", "q1", "q2")]
     assert len(rows) == 20 and all(line.split()[1] == "1" for line in rows)  # least covered
@@ -138,7 +138,7 @@ def test_labels_stats_summarises_coverage_and_shows_every_query_with_all(tmp_pat
     assert main(["labels", "stats", "--store", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["coverage"]) == 20 and data["coverage_summary"]["queries"] == 300
-    assert data["coverage_summary"]["labelled"] == {"min": 1.0, "median": 4.0, "max": 7.0}
+    assert data["coverage_summary"]["judged"] == {"min": 1.0, "median": 4.0, "max": 7.0}
     assert main(["labels", "stats", "--store", str(path), "--json", "--all"]) == 0
     assert len(json.loads(capsys.readouterr().out)["coverage"]) == 300
 

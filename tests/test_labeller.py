@@ -183,7 +183,7 @@ def test_logprobs_give_grade_probabilities_and_expected_grade(tmp_path):
     assert e.expected_grade == pytest.approx(0.1 + 1.2 + 0.9)
 
 
-def test_samples_are_separate_calls_and_aggregate_by_majority(tmp_path):
+def test_repeats_are_separate_calls_and_aggregate_by_majority(tmp_path):
     answers = itertools.cycle(["final score: 1", "final score: 3", "final score: 3"])
     lock = threading.Lock()
 
@@ -191,8 +191,8 @@ def test_samples_are_separate_calls_and_aggregate_by_majority(tmp_path):
         with lock:
             return Reply.text(next(answers))
     with FakeOpenAI(handler) as s:
-        report = run(s, tmp_path, pairs=PAIRS[:1], samples=3, concurrency=1)
-    assert s.calls == 3 and sorted(e.sample for e in report.events) == [0, 1, 2]
+        report = run(s, tmp_path, pairs=PAIRS[:1], repeats=3, concurrency=1)
+    assert s.calls == 3 and sorted(e.repeat for e in report.events) == [0, 1, 2]
     assert report.grades() == {PAIRS[0]: 3}
 
 
@@ -215,7 +215,7 @@ def test_budget_stops_new_calls_and_a_rerun_continues(tmp_path):
         second = run(s, tmp_path, pairs=pairs, sink=store, concurrency=1, price_in=1.0,
                      price_out=1.0)
         assert s.calls == 6 and second.already_done == first.labelled
-        assert len(store.labelled_pairs()) == 6
+        assert len(store.judged_pairs()) == 6
         assert store.spend()[0][1:3] == (2, 6)  # two runs, six paid calls in the ledger
         store.close()
 
@@ -258,7 +258,7 @@ def test_dry_run_counts_store_and_cache_hits(tmp_path):
     with FakeOpenAI() as s:
         cfg = config(s, tmp_path, price_in=1.0, price_out=2.0)
         run(s, tmp_path, pairs=PAIRS[:1])
-        est = Labeller(cfg).estimate(PAIRS, QUERIES, PASSAGES)
+        est = Labeller(cfg).quote(PAIRS, QUERIES, PASSAGES)
         assert s.calls == 1
     assert (est.items, est.cached, est.to_send) == (3, 1, 2)
     assert est.tokens_in > 0 and est.cost > 0
@@ -289,7 +289,7 @@ def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(tmp_path):
     duplicates = len(asked) - len(set(asked))
     assert duplicates <= killed_at - answered_before_kill  # only calls killed in flight repeat
     with LabelStore(tmp_path / "s.sqlite") as store:
-        assert len(store.labelled_pairs()) == 60
+        assert len(store.judged_pairs()) == 60
         assert store.count() == 60  # no pair labelled twice
 
 

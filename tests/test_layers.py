@@ -14,7 +14,7 @@ import functools
 from pathlib import Path
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("plain data", ("errors", "version", "choices", "grades", "values", "columns", "types",
+    ("plain data", ("errors", "version", "choices", "grades", "values", "columns", "trec_data",
                     "labels", "tables", "frames")),
     ("inputs", ("io", "pool")),
     ("measures and statistics", ("metrics", "stats")),
@@ -176,7 +176,7 @@ def plant(root: Path, files: dict[str, str]) -> Path:
 #: the front door, one circle, one print and one print-by-default; the rest is allowed
 PLANTED = {
     "__init__.py": "from reljudge.cli import main\n",  # the front door may import anything
-    "types.py": "import json\n\n\ndef f():\n    from reljudge.io import coerce\n",
+    "trec_data.py": "import json\n\n\ndef f():\n    from reljudge.io import coerce\n",
     "io/__init__.py": "",
     "grades.py": "",
     "io/coerce.py": "from reljudge import grades\nfrom .. import grades as g\n",
@@ -201,7 +201,7 @@ def test_the_scanner_finds_exactly_the_planted_upward_imports_and_circle(tmp_pat
         "reljudge/metrics/__init__.py:1 imports the front door `reljudge`",
         "reljudge/store/merge.py:2 (the label store) imports reljudge.infer.sample "
         "(inference from samples)",
-        "reljudge/types.py:5 (plain data) imports reljudge.io.coerce (inputs)"]
+        "reljudge/trec_data.py:5 (plain data) imports reljudge.io.coerce (inputs)"]
     assert circles(package) == [["reljudge.judge.cache", "reljudge.judge.client"]]
     assert sorted(prints(package)) == ["reljudge.audit:2 calls print",
                                        "reljudge.infer.sample:4 defaults a callback to print"]
@@ -211,7 +211,7 @@ def test_the_planted_package_without_its_faults_passes(tmp_path):
     """Without the planted faults the same package is clean: the findings above are the
     faults', not the scanner's noise."""
     clean = dict(PLANTED)
-    clean["types.py"] = "import json\n"
+    clean["trec_data.py"] = "import json\n"
     clean["metrics/__init__.py"] = ""
     clean["store/merge.py"] = "from reljudge.io.coerce import x\n"
     clean["judge/cache.py"] = ""

@@ -16,7 +16,7 @@ from reljudge.io import fields, trec
 from reljudge.metrics import evaluate, evaluate_many, ranking
 from reljudge.metrics.ranking import rankings
 from reljudge.metrics.trec_names import relstring_column, relstrings
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 MEASURES = ["nDCG@10", "nDCG", "P@5", "R@20", "RR", "AP", "Bpref", "Judged@10", "NumRet",
             "NumRel", "IPrec@0.3", "nDCG(judged_only=True)@5"]

@@ -271,7 +271,7 @@ def test_stats_does_not_list_a_killed_local_process_as_labelling(tmp_path, capsy
         s.claim("judge", "another-host:123:beef0000", items[3:], lease=60, since=time.time())
     assert main(["labels", "stats", "--store", str(path)]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if "being labelled now" in x]
-    assert lines == ["being labelled now: 1 pair(s) x samples of judge claimed by "
+    assert lines == ["being labelled now: 1 pair(s) x repeats of judge claimed by "
                      "another-host:123:beef0000"], lines
 
 

@@ -108,7 +108,7 @@ def test_pool_with_an_unknown_source_exits_2_naming_the_known_ones(named_store, 
                  "--format", "json"]) == 0
     import json
 
-    assert json.loads(capsys.readouterr().out)["labelled"] == 2
+    assert json.loads(capsys.readouterr().out)["judged"] == 2
 
 
 def test_labels_sources_lists_kinds_counts_and_short_names(named_store, capsys):
@@ -174,7 +174,7 @@ def test_calibrate_refuses_an_llm_source_as_the_human_one_and_takes_short_names(
     err = capsys.readouterr().err
     assert "--human-source 'gpt-4o' is the llm source" in err and "takes a human source" in err
     assert err.count("\n") == 1
-    assert main(["audit", "--store", str(named_store), "--reference-source", "hr",
+    assert main(["audit", "--store", str(named_store), "--human-source", "hr",
                  "--judge-source", "gpt-4o-mini", "--json"]) == 0
     import json
 
@@ -190,10 +190,10 @@ def test_estimate_names_an_unknown_human_source_instead_of_an_ungraded_sample(na
                  "--design", "srs-pairs", "--budget", "2"]) == 0
     capsys.readouterr()
     argv = ["estimate", "--store", str(named_store), "--sample", "w1", str(run), "-m", "P@2"]
-    assert main([*argv, "--human", "nosuch"]) == 2
+    assert main([*argv, "--human-source", "nosuch"]) == 2
     err = capsys.readouterr().err
-    assert "no source named 'nosuch' (given to --human)" in err and "not fully graded" not in err
-    assert main([*argv, "--human", "hr", "--judge", "gpt-4o-mini"]) == 0  # short names work
+    assert "no source named 'nosuch' (given to --human-source)" in err and "not fully graded" not in err
+    assert main([*argv, "--human-source", "hr", "--judge", "gpt-4o-mini"]) == 0  # short names work
 
 
 # --- an older store: read-only commands never upgrade it, writing ones copy it aside first ---
@@ -310,7 +310,7 @@ def test_labels_export_merge_and_stats_take_a_source_as_every_command_does(named
     capsys.readouterr()
     assert main(["labels", "stats", "--store", store, "--policy", f"source={typed}",
                  "--format", "json"]) == 0
-    assert sum(c["labelled"] for c in json.loads(capsys.readouterr().out)["coverage"]) == 2
+    assert sum(c["judged"] for c in json.loads(capsys.readouterr().out)["coverage"]) == 2
     with LabelStore(named_store, create=False) as s:
         assert s.resolve_policy(f"source={typed}") == f"source={JUDGE}"  # the API too
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.trec import read_qrels
 from reljudge.metrics import evaluate, parse_measure
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 # reljudge measure -> pytrec_eval measure key (as it appears in results)
 SHARED = {

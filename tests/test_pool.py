@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from reljudge.errors import ConfigError
 from reljudge.pool import build_pool, judged_at_k, rbp_residual, top_k
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 
 def test_top_k_orders_by_score_then_docid_descending_and_ignores_input_order():
@@ -40,7 +40,7 @@ def test_pool_is_union_of_runs_minus_labelled_with_per_query_counts():
 
 def test_judged_at_k_agrees_with_the_judged_measure():
     from reljudge.metrics import evaluate
-    from reljudge.types import Qrels
+    from reljudge.trec_data import Qrels
 
     run = Run.from_dict({"q1": {"a": 3, "b": 2, "c": 1}, "q2": {"x": 1}})
     labelled = {("q1", "a"), ("q1", "c"), ("q2", "x")}

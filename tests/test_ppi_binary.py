@@ -9,7 +9,7 @@ from scipy import special
 
 from reljudge.infer.scores import _per_query
 from reljudge.metrics import parse_measure
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 P10 = parse_measure("P@10")
 

@@ -14,7 +14,7 @@ from reljudge.infer import scores
 from reljudge.infer.cells import difference_cell
 from reljudge.infer.sample import draw
 from reljudge.metrics import parse_measure
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 Q, D = 25, 40
 

@@ -10,7 +10,7 @@ from reljudge.infer import ratio
 from reljudge.infer.sample import draw
 from reljudge.infer.scores import EXACT, StoreEstimates, estimate_runs, estimate_table
 from reljudge.metrics import evaluate
-from reljudge.types import Run
+from reljudge.trec_data import Run
 from tests.test_infer_scores import NQ, _qrels, _world
 
 

@@ -18,7 +18,7 @@ from reljudge.io.prefs import Prefs, read_prefs
 from reljudge.metrics import evaluate
 from reljudge.metrics.judgment_groups import evaluate_groups, group_measures
 from reljudge.metrics.prefs import PREFS_MEASURES, evaluate_prefs, prefs_measures
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 RUN = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0}}, name="r")
 

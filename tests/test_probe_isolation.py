@@ -36,11 +36,11 @@ PROBE_READERS = {"probe_texts", "probe_grades", "probe_judges", "probe_outcomes"
 
 def reader_calls(store: LabelStore) -> dict[str, list[tuple]]:
     """Every reader of real labels, with the arguments it is called with."""
-    pairs = sorted(store.labelled_pairs())[:40]
+    pairs = sorted(store.judged_pairs())[:40]
     qids, docids = sorted({q for q, _ in pairs}), sorted({d for _, d in pairs})
     policies = [p for p in POLICIES if "=" not in p] + ["source=judge-a"]
     return {
-        "count": [()], "fingerprint": [()], "labelled_pairs": [(), (["judge-a"],)],
+        "count": [()], "fingerprint": [()], "judged_pairs": [(), (["judge-a"],)],
         "events": [()], "cost_rows": [("llm",), ("human",)], "meta_counts": [("llm",)],
         "outcomes": [("judge-a",), ("ann1",)], "label_rows": [()],
         "standing": [("human",), ("llm",)], "standing_columns": [("human",), ("llm",)],

@@ -17,7 +17,7 @@ from reljudge.metrics import evaluate, evaluate_many
 from reljudge.metrics.queries import ALL_QUERIES, RUN_QUERIES, coverage
 from reljudge.metrics.queries import coverage_warnings as warnings
 from reljudge.stats import compare
-from reljudge.types import Qrels, Run, distinct_names
+from reljudge.trec_data import Qrels, Run, distinct_names
 
 QRELS = {"q1": {"a": 1, "b": 0}, "q2": {"c": 2}, "q3": {"d": 1}, "q4": {"e": 1}}
 BASE = {"q1": {"a": 1.0, "b": 0.5}, "q2": {"c": 1.0}, "q3": {"x": 1.0, "d": 0.5},

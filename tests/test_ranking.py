@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from reljudge import columns
 from reljudge.metrics import evaluate, ranking
 from reljudge.metrics.kernels import PAD, UNJUDGED
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 # docids that stress the docid order: empty, prefixes of each other, longer than one and two
 # 8-byte words, non-ASCII (UTF-8 byte order is code point order), long shared prefixes (the

@@ -149,7 +149,7 @@ READERS = {
     "labels export": ["labels", "export", "--store", "ro/s.sqlite", "--kind", "llm", "--out",
                       "w/llm.qrels"],
     "labels merge": ["labels", "merge", "--store", "ro/s.sqlite", "--out", "w/m.qrels"],
-    "audit --store": ["audit", "--store", "ro/s.sqlite", "--reference-source", "human",
+    "audit --store": ["audit", "--store", "ro/s.sqlite", "--human-source", "human",
                       "--judge-source", "judge"],
     "pool --store": ["pool", "in/bm25.run", "--store", "ro/s.sqlite", "--depth", "3"],
     "report --store": ["report", "in/human.qrels", "in/bm25.run", "--store", "ro/s.sqlite",

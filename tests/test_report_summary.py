@@ -15,7 +15,7 @@ from reljudge.report.summary import (
     landis_koch,
 )
 from reljudge.stats import compare
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 
 @pytest.mark.parametrize(("kappa", "word"), [

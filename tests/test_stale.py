@@ -76,7 +76,7 @@ def test_an_edited_passage_is_asked_again_once_and_said(tmp_path, capsys):
     out, err = capsys.readouterr()
     summary = json.loads(out)
     assert summary["stale"] == 1 and summary["already_done"] == N - 1
-    assert "1 pair(s) x samples were labelled on query or passage texts that have changed " \
+    assert "1 pair(s) x repeats were labelled on query or passage texts that have changed " \
            "since: asked again" in err
     assert llm_grades(tmp_path)[("q0", "d4")] == 3  # the new label decides
     with LabelStore(tmp_path / "s.sqlite", create=False) as s:

@@ -26,8 +26,8 @@ from tests.backends import BACKENDS, integrity_errors, store_location
 from tests.helpers import v1_store
 
 
-def ev(q, d, grade, kind="llm", name="judge", sample=0, failure=None, **kw):
-    return LabelEvent(q, d, grade, kind, name, sample, failure=failure, **kw)
+def ev(q, d, grade, kind="llm", name="judge", repeat=0, failure=None, **kw):
+    return LabelEvent(q, d, grade, kind, name, repeat, failure=failure, **kw)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -49,16 +49,16 @@ def test_events_round_trip_with_provenance_and_failures(store):
     assert got[1].grade is None and got[1].failure.startswith("unparseable")
     assert store.failures() == [("q1", "d2", "judge", "unparseable: no final score",
                                  "I think so")]
-    assert store.labelled_pairs() == {("q1", "d1")}
-    assert store.labelled_pairs(ok_only=False) == {("q1", "d1"), ("q1", "d2")}
+    assert store.judged_pairs() == {("q1", "d1")}
+    assert store.judged_pairs(ok_only=False) == {("q1", "d1"), ("q1", "d2")}
 
 
 def test_outcomes_are_the_events_grade_and_failure_in_order(store):
     store.add_events([ev("q1", "d1", None, failure="HTTP 500", failure_kind="http_status"),
-                      ev("q1", "d1", 2, sample=1, meta={"model": "m"}, raw="O: 2"),
+                      ev("q1", "d1", 2, repeat=1, meta={"model": "m"}, raw="O: 2"),
                       ev("q2", "d1", 1, name="other"),
                       ev("q1", "d2", None, failure="empty answer", failure_kind="unparseable")])
-    want = [(e.qid, e.docid, e.sample, e.grade, e.failure_kind, e.failure, e.shown)
+    want = [(e.qid, e.docid, e.repeat, e.grade, e.failure_kind, e.failure, e.shown)
             for e in store.events(source="judge")]
     assert [tuple(o) for o in store.outcomes("judge")] == want and len(want) == 3
     assert next(iter(store.outcomes("judge"))).failure_kind == "http_status"
@@ -115,8 +115,8 @@ def test_one_sources_qrels_are_what_the_source_policy_merges(store):
     store.db.executemany("INSERT INTO sources (kind, name) VALUES (?, ?)",
                          [("human", "nist"), ("import", "nist")])
     store.add_events([ev("q", "a", 1, "human", "nist"), ev("q", "a", 3, "import", "nist"),
-                      ev("q", "a", 2, name="gpt", sample=0), ev("q", "a", 3, name="gpt",
-                                                                   sample=1),
+                      ev("q", "a", 2, name="gpt", repeat=0), ev("q", "a", 3, name="gpt",
+                                                                   repeat=1),
                       ev("q", "b", 0, name="gpt"), ev("q", "b", 2, name="gpt"),  # corrected
                       ev("q", "c", 3, name="gpt"), ev("q", "c", None, name="gpt",
                                                       failure=RETRACTED),
@@ -169,7 +169,7 @@ def test_a_later_label_from_the_same_source_is_a_correction_not_a_vote():
     assert final(m) == {("q", "a"): 3} and m.labels[0].votes == (3,)
 
 
-def test_samples_of_one_judge_are_votes():
+def test_repeats_of_one_judge_are_votes():
     r = rows(("q", "a", "llm", "g", 0, 2), ("q", "a", "llm", "g", 1, 2),
              ("q", "a", "llm", "g", 2, 0))
     m = merge_rows(r)

@@ -20,7 +20,7 @@ _names = itertools.count()
 
 
 def read_back(store: LabelStore) -> dict:
-    out = {"events": [(e.qid, e.docid, e.grade, e.source_kind, e.source_name, e.sample, e.raw,
+    out = {"events": [(e.qid, e.docid, e.grade, e.source_kind, e.source_name, e.repeat, e.raw,
                        e.latency, e.failure, e.meta, e.tokens_in, e.cost, e.failure_kind)
                       for e in store.events()],
            "sources": [s.__dict__ for s in store.sources()],

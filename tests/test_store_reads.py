@@ -36,7 +36,7 @@ def _store(path: Path, judges: int) -> LabelStore:
         name = f"judge-{j}"
         store.add_grades([(q, d, (i + j) % 4) for i, (q, d) in enumerate(pairs)], "llm", name)
         store.add_events([LabelEvent("q0", "d0", 3, "llm", name),  # a correction
-                          LabelEvent("q1", "d1", 2, "llm", name, sample=1),  # a 2nd sample
+                          LabelEvent("q1", "d1", 2, "llm", name, repeat=1),  # a 2nd sample
                           LabelEvent("q2", "d2", None, "llm", name, failure=RETRACTED),
                           LabelEvent("q0", "d3", None, "llm", name, failure="HTTP 500",
                                      failure_kind="http_status")])
@@ -257,7 +257,7 @@ def test_a_report_reads_the_texts_and_answers_of_the_conflicts_it_shows_alone(tm
     store)."""
     from reljudge.report.model import ReportSettings, compute
     from reljudge.store import views
-    from reljudge.types import Qrels, Run
+    from reljudge.trec_data import Qrels, Run
 
     path = tmp_path / "s.sqlite"
     _store(path, 2).close()
@@ -395,7 +395,7 @@ def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, bat
             assert store.conflicts(aggregate, votes=store.votes()) == conflicts(rows, aggregate)
         found = conflicts_with_text(store, min_diff=0.5)
         want = _answers_row_by_row(rows, {(c.qid, c.docid) for c in found})
-        assert {(c.qid, c.docid): [(a["source"], a["sample"], a["grade"]) for a in c.answers]
+        assert {(c.qid, c.docid): [(a["source"], a["repeat"], a["grade"]) for a in c.answers]
                 for c in found if c.answers} == want
         assert judges_and_costs(store) == _facts_event_by_event(store)
 

@@ -31,7 +31,7 @@ def test_an_undone_grade_is_not_given_to_merge_stats_or_failures(store):
     (src,) = store.sources()
     assert (src.events, src.ok, src.failed, src.retracted, src.grades) == (3, 1, 0, 1, {1: 1})
     assert store.failures() == []
-    assert store.labelled_pairs() == {("q", "b")} == store.labelled_pairs(ok_only=False)
+    assert store.judged_pairs() == {("q", "b")} == store.judged_pairs(ok_only=False)
     assert [e.retraction for e in store.events()] == [False, False, True]  # the log keeps all
 
 

@@ -27,8 +27,8 @@ def human(q, d, g, name="nist"):
     return LabelEvent(q, d, g, "human", name)
 
 
-def llm(q, d, g, raw, sample=0, name="gpt"):
-    return LabelEvent(q, d, g, "llm", name, sample=sample, raw=raw)
+def llm(q, d, g, raw, repeat=0, name="gpt"):
+    return LabelEvent(q, d, g, "llm", name, repeat=repeat, raw=raw)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -57,7 +57,7 @@ def test_conflicts_carry_texts_sources_and_the_latest_llm_answers(store_path):
     first, second = found
     assert first.query == QUERIES["q1"] and first.passage == LONG
     assert first.human_sources == ("nist",) and first.llm_sources == ("gpt",)
-    assert first.answers == ({"source": "gpt", "sample": 0, "grade": 3,
+    assert first.answers == ({"source": "gpt", "repeat": 0, "grade": 3,
                               "raw": "Reasoning: the passage\nanswers it. Final: 3"},)
     assert first.reasoning() == "Reasoning: the passage\nanswers it. Final: 3"
     assert second.passage is None and second.llm_sources == ("claude", "gpt")
@@ -126,7 +126,7 @@ def test_labels_and_failures_dataframes_hold_every_event_and_failure(store_path,
     stats = json.loads(capsys.readouterr().out)["failures"]
     assert len(current) == stats["current"] and len(history) == stats["history"] == 1
     assert current.to_dict("records") == [{"qid": "q2", "docid": "d1", "source": "gpt",
-                                           "sample": 0, "kind": "unparseable",
+                                           "repeat": 0, "kind": "unparseable",
                                            "detail": "no grade in the answer"}]
     assert history["raw"].tolist() == ["hmm"]
 

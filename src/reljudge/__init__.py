@@ -34,8 +34,8 @@ from reljudge.version import __version__
 #: public name -> (module, name in that module)
 _LAZY = {
     # plain data
-    "Qrels": ("reljudge.types", "Qrels"),
-    "Run": ("reljudge.types", "Run"),
+    "Qrels": ("reljudge.trec_data", "Qrels"),
+    "Run": ("reljudge.trec_data", "Run"),
     "LabelEvent": ("reljudge.labels", "LabelEvent"),
     # reading inputs
     "read_qrels": ("reljudge.io.trec", "read_qrels"),
@@ -123,7 +123,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.probe import probe
     from reljudge.stats.compare import compare
     from reljudge.store import LabelStore
-    from reljudge.types import Qrels, Run
+    from reljudge.trec_data import Qrels, Run
 
 
 def __getattr__(name: str) -> Any:

@@ -43,7 +43,7 @@ class FailureKind(str, enum.Enum):
         return self.value
 
 # The failure kind of an undo: a source takes back its grade of a pair. Every earlier event of
-# that source for the pair (and sample index) stops counting; a later grade counts again.
+# that source for the pair (and repeat index) stops counting; a later grade counts again.
 RETRACTED = "retracted"
 
 # An adjudicated grade (``reljudge assess --adjudicate``) is a human label of its own source,
@@ -72,8 +72,8 @@ class LabelEvent:
     source_kind: str
     #: assessor id, or the judge: "model/prompt@version#hash8"
     source_name: str
-    #: index of the sample when a judge is asked several times
-    sample: int = 0
+    #: index of the repeat when a judge is asked several times
+    repeat: int = 0
     #: the raw answer text (LLM) or source line (import)
     raw: str | None = None
     #: P(grade = 0..3) from logprobs, when asked

@@ -9,7 +9,7 @@ from itertools import repeat
 import numpy as np
 
 from reljudge.errors import ConfigError
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 
 def top_k(run: Run, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

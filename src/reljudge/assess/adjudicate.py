@@ -32,5 +32,5 @@ def to_settle(store: LabelStore, pairs: Sequence[tuple[str, str]],
         llm = [s.grade for s in held if s.kind == "llm"]
         if len(set(human)) > 1 or (judge_diff is not None and any(
                 abs(h - j) >= judge_diff for h in human for j in llm)):
-            out[pair] = sorted(held, key=lambda s: (s.kind != "human", s.source, s.sample))
+            out[pair] = sorted(held, key=lambda s: (s.kind != "human", s.source, s.repeat))
     return out

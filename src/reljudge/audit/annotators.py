@@ -108,7 +108,7 @@ def team_agreement_of(human: StandingColumns, *, bootstrap: int = 1000, seed: in
     names = sorted(set(source))
     people = [_annotator(name, human, human.source == name) for name in names]
     graders = [n for n in names if not is_adjudication(n)]
-    # one grade per (annotator, pair): the latest standing one of any sample index; only two
+    # one grade per (annotator, pair): the latest standing one of any repeat index; only two
     # or more annotators can agree
     grade: dict[tuple[str, str], dict[str, int]] = {}
     if len(graders) > 1:

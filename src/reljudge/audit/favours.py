@@ -9,7 +9,7 @@ from reljudge.errors import InputError
 from reljudge.infer.favours import TOP, Favours
 from reljudge.infer.sample import MIN_QUERIES
 from reljudge.labels import Sample, SampleItem
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 
 def reference_favours(reference: Qrels, judge: Qrels, runs: Sequence[Run], measure: str, *,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from reljudge.errors import ConfigError, InputError
 from reljudge.infer import heldout as ho
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class HeldoutSpec:
     panel_best: tuple[int, ...] = ()
     folds: int = 5
     #: human pairs drawn from each fold's training queries
-    sample: int | None = None
+    pair_count: int | None = None
     seed: int = 0
     #: Dirichlet pseudo-counts; None: each model's default
     strength: float | None = None
@@ -47,14 +47,14 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
                          f"{', '.join(ho.PANEL_METHODS)}")
     data = ho.align(reference, judges)
     humans = int((data.human >= 0).sum())
-    if spec.sample is not None and spec.sample > humans:
-        raise ConfigError(f"--sample {spec.sample}: there are {humans} human pairs to fit on "
+    if spec.pair_count is not None and spec.pair_count > humans:
+        raise ConfigError(f"--pair-count {spec.pair_count}: there are {humans} human pairs to fit on "
                           "(each fold draws from those of the other folds' queries); give "
-                          "fewer, or leave --sample out to fit on them all")
+                          "fewer, or leave --pair-count out to fit on them all")
 
     def heldout(fit_predict: ho.FitPredict) -> Qrels:
         folds = ho.out_of_fold(data, fit_predict, folds=spec.folds, seed=spec.seed,
-                               sample=spec.sample, decision=spec.decision)
+                               pair_count=spec.pair_count, decision=spec.decision)
         grades = ho.decided_grades(folds, spec.decision)
         ok = grades >= 0
         return Qrels.from_arrays(data.qids[ok], data.docids[ok], grades[ok], check=False)
@@ -81,8 +81,8 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
 
 def check(spec: HeldoutSpec, judges: int) -> None:
     """Refuse what ``heldout_judges`` cannot fit with this many judges (the CLI's words)."""
-    if spec.sample is not None and spec.sample < 1:
-        raise ConfigError(f"--sample {spec.sample}: give a positive number of pairs")
+    if spec.pair_count is not None and spec.pair_count < 1:
+        raise ConfigError(f"--pair-count {spec.pair_count}: give a positive number of pairs")
     if (spec.panel or spec.panel_best) and judges < 2:
         raise ConfigError("--panel needs at least two judges")
     for n in spec.panel_best:
@@ -93,7 +93,7 @@ def check(spec: HeldoutSpec, judges: int) -> None:
 
 def describe(spec: HeldoutSpec) -> str:
     """One line saying how the derived rows were validated."""
-    what = spec.sample if spec.sample is not None else "all"
+    what = spec.pair_count if spec.pair_count is not None else "all"
     strength = ("default: 10 calibration, 4 panel" if spec.strength is None
                 else f"{spec.strength:g}")
     return (f"calibrated/panel rows: {spec.folds}-fold cross-fitting by query (seed "

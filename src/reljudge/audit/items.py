@@ -12,7 +12,7 @@ from reljudge.grades import SCALE_TEXT, out_of_scale
 from reljudge.io.coerce import as_qrels
 from reljudge.stats import agreement as ag
 from reljudge.stats.bootstrap import percentile_ci, resample_weights
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 
 @dataclass

@@ -18,7 +18,7 @@ from reljudge.grades import aggregate_grades
 from reljudge.infer.favours import TOP, Favours
 from reljudge.io.coerce import as_qrels, as_runs
 from reljudge.stats import agreement as ag
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 
 def ensembles(judges: Mapping[str, Qrels]) -> dict[str, Qrels]:

@@ -11,7 +11,7 @@ import numpy as np
 from reljudge.audit.items import clean
 from reljudge.io.coerce import as_qrels, as_runs
 from reljudge.stats.ranks import kendall_tau_b, order_of
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 __all__ = ["SystemAgreement", "kendall_tau_b", "order_of", "pearson", "rank_changes",
            "scores_under", "spearman", "system_agreement", "tau_ap"]

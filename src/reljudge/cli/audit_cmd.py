@@ -35,13 +35,13 @@ of the two rankings over the top --top-k runs and over all (--json: "favours_by_
 --calibrate adds a calibrated:JUDGE row per judge, --panel a Dawid-Skene panel:all row
 (--panel-best N: a panel of the N judges with the best training quadratic kappa). Their labels
 are predicted by k-fold cross-fitting BY QUERY (--folds): each fold's model is fitted only on
-human labels of the other folds' queries (--sample N of them, if given), so these rows show
+human labels of the other folds' queries (--pair-count N of them, if given), so these rows show
 held-out statistics, on the same pairs as the raw rows. --decision thresholds fits, inside
 each fold too, three cuts on the expected grade that maximise quadratic kappa on the training
 sample; with --panel-method mean the panel is the chosen judges' mean grade so cut.
-  reljudge audit --reference human.qrels --judges-dir judges/ --calibrate --panel --sample 1000
+  reljudge audit --reference human.qrels --judges-dir judges/ --calibrate --panel --pair-count 1000
   reljudge audit --reference human.qrels --judges-dir judges/ --panel-best 5 \
-      --panel-method mean --decision thresholds --sample 1000
+      --panel-method mean --decision thresholds --pair-count 1000
 """
 
 #: the line ``reljudge --help`` lists this command with
@@ -61,10 +61,10 @@ def register(sub) -> None:
     p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels, "
                    "compressed or not)")
     common.add_store(p, "read labels from a label store instead of files")
-    p.add_argument("--human-source", "--reference-source", dest="human_source",
+    p.add_argument("--human-source", dest="human_source",
                    metavar="NAME",
                    help="with --store: the reference source, as in calibrate (the human "
-                        "labels; --reference-source is the old name)")
+                        "labels; --human-source is the old name)")
     p.add_argument("--judge-source", action="append", default=[], metavar="NAME",
                    help="with --store: a judge source (repeatable; default: every LLM "
                         "source of the store but the reference)")
@@ -104,7 +104,7 @@ def register(sub) -> None:
                    help="add a panel of the N best judges, chosen on training folds "
                         "(repeatable)")
     g.add_argument("--folds", type=int, default=5, help="folds by query (default 5)")
-    g.add_argument("--sample", type=int, default=None, metavar="N",
+    g.add_argument("--pair-count", type=int, default=None, metavar="N",
                    help="human pairs drawn from each fold's training queries (default: all)")
     g.add_argument("--strength", type=float, default=None,
                    help="Dirichlet prior strength in pseudo-counts (default: 10 for a "
@@ -254,7 +254,7 @@ def heldout_rows(args: argparse.Namespace, ref, judges):
     from reljudge.audit.fitted_rows import HeldoutSpec, heldout_judges
 
     spec = HeldoutSpec(args.calibrate, args.panel, tuple(args.panel_best), args.folds,
-                       args.sample, args.seed, args.strength, args.decision,
+                       args.pair_count, args.seed, args.strength, args.decision,
                        args.panel_method)
     return spec, heldout_judges(ref, judges, spec)
 

@@ -9,7 +9,7 @@ EXAMPLES = """\
 examples:
   reljudge calibrate --store labels.sqlite --human-source nist --judge-source gpt-4o-mini
   reljudge calibrate --store labels.sqlite --human-source nist --judge-source a \\
-      --judge-source b --judge-source c --panel abc --sample 1000
+      --judge-source b --judge-source c --panel abc --pair-count 1000
   reljudge calibrate --reference human.qrels --judge judge.qrels --out calibrated.tsv
 
 One judge: fits P(human grade | judge grade) on the human-labelled pairs, smoothed by a
@@ -63,10 +63,10 @@ def register(sub) -> None:
     p.add_argument("--strength", type=float, default=None,
                    help="Dirichlet prior strength in pseudo-counts (default: 10 for a "
                         "calibration, 4 for a panel)")
-    p.add_argument("--sample", type=int, default=None, metavar="N",
+    p.add_argument("--pair-count", type=int, default=None, metavar="N",
                    help="fit on N random human-labelled pairs (default: all of them)")
     p.add_argument("--seed", type=common.non_negative_int, default=0,
-                   help="seed of --sample and the folds")
+                   help="seed of --pair-count and the folds")
     p.add_argument("--folds", type=int, default=5,
                    help="held-out check: folds by query (default 5; 0 skips the check)")
     p.add_argument("--panel-method", choices=("dawid-skene", "mean"), default="dawid-skene",
@@ -125,8 +125,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from reljudge.tables import json_dumps, render
 
     check_outputs(args.out)
-    if args.sample is not None and args.sample < 1:
-        raise ConfigError(f"--sample {args.sample}: give a positive number of pairs")
+    if args.pair_count is not None and args.pair_count < 1:
+        raise ConfigError(f"--pair-count {args.pair_count}: give a positive number of pairs")
     if args.folds == 1 or args.folds < 0:
         raise ConfigError(f"--folds {args.folds}: give 0 (no check) or at least 2")
     human_name, human, judges, probs = _load(args)
@@ -136,7 +136,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise ConfigError("--panel needs at least two judges")
         with working("fitting the panel", args.quiet):
             derived = panel_judges(human, judges, name=args.panel, human_name=human_name,
-                                   em=not args.no_em, sample=args.sample, **kw,
+                                   em=not args.no_em, pair_count=args.pair_count, **kw,
                                    seed=args.seed, folds=args.folds, decision=args.decision,
                                    method=args.panel_method)
     else:
@@ -146,7 +146,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         with working("calibrating", args.quiet):
             derived = calibrate_judge(human, judge, judge_name=judge_name,
                                       human_name=human_name, probs=probs[judge_name], **kw,
-                                      sample=args.sample, seed=args.seed, folds=args.folds,
+                                      pair_count=args.pair_count, seed=args.seed, folds=args.folds,
                                       decision=args.decision)
     refused = derived.worse_than_raw() if args.store and not args.force else None
     # refused: nothing is written, --out neither

@@ -46,7 +46,7 @@ bias-corrected bootstrap over the sampled pairs, and a warning names each query 
 DCG is too uncertain, with about how many more of its pairs to label. Human grades: per sampled pair (every pair must have
 one), the standing human grades (an undone grade does not count) merged as `labels merge
 --policy adjudicated-first` merges them: an adjudicated grade (assess --adjudicate) where there
-is one, else the annotators' majority (a tie to the lower grade); --human NAME: that source's
+is one, else the annotators' majority (a tie to the lower grade); --human-source NAME: that source's
 grade only. The runs the judge favours, per measure: each run's judge-only score (llm) minus
 its ppi estimate, the bias, with the ppi interval turned around it; a run is flagged "over-rates"
 or "under-rates" where that interval excludes 0 (per run, at --level: an unbiased run is flagged
@@ -76,7 +76,7 @@ def register(sub) -> None:
     p.add_argument("--sample", required=True, help="name of a sample recorded by `sample`")
     p.add_argument("--judge", help="LLM source name (default: the one the sample was drawn "
                                    "for)")
-    p.add_argument("--human", help="only this human source's labels (default: any human)")
+    p.add_argument("--human-source", help="only this human source's labels (default: any human)")
     common.add_measures(p, "nDCG@10")
     p.add_argument("--baseline", help="run name for the differences (default: the first)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
@@ -111,7 +111,7 @@ def run(args) -> int:
     runs = [read_run(r) for r in args.runs]
     with LabelStore(args.store, create=False, readonly=True) as store, working("estimating", args.quiet):
         est = estimate(store, runs, args.measures or ["nDCG@10"], sample=args.sample,
-                       judge=args.judge, human=args.human, level=args.level,
+                       judge=args.judge, human_source=args.human_source, level=args.level,
                        seed=args.seed, baseline=args.baseline, top=args.top_k,
                        rank=args.rank)
     # with require (the default) estimate raises instead of None

@@ -67,11 +67,11 @@ EXIT_OK, EXIT_STOPPED, EXIT_FAILURES, EXIT_RUNNING = 0, 3, 4, 5
 BATCH_TABLE = ("judge", "items", "graded", "without_grade", "batches_submitted",
                "requests_submitted", "batches_collected", "answers_collected", "batches_open",
                "tokens_in", "tokens_out", "cost")
-BATCH_HEADERS = {"items": "pairs x samples", "cost": "batch cost $"}
+BATCH_HEADERS = {"items": "pairs x repeats", "cost": "batch cost $"}
 
 #: JudgeConfig fields shown in the "the judge" group; every other field is a "limits" flag
 JUDGE_GROUP = ("model", "base_url", "api_key", "prompt", "temperature", "max_tokens",
-               "token_field", "seed", "logprobs", "samples", "aggregate")
+               "token_field", "seed", "logprobs", "repeats", "aggregate")
 
 
 def add_judge_flags(parser, repeated: tuple[str, ...] = ()):
@@ -81,7 +81,7 @@ def add_judge_flags(parser, repeated: tuple[str, ...] = ()):
     limits = parser.add_argument_group("limits, money and cache")
     add_config_flags(judge, limits, repeated)
     limits.add_argument("--dry-run", action="store_true",
-                        help="print what would be sent and its estimated cost; send nothing")
+                        help="print what would be sent and a quote of its cost; send nothing")
     return limits
 
 
@@ -237,13 +237,13 @@ def run_label(args: argparse.Namespace) -> int:
             store.add_queries(queries)
             store.add_passages(passages)
         if args.dry_run:
-            est = labeller.estimate(pairs, queries, passages, store)
+            est = labeller.quote(pairs, queries, passages, store)
             if args.format == "json":
                 print(json_dumps(est.__dict__), end="")
             else:
                 price = "" if est.price_known else " (no price known for this model: $0 " \
                                                    "assumed; pass --price-in/--price-out)"
-                print(render(["judge", "pairs x samples", "in store", "in cache", "to send",
+                print(render(["judge", "pairs x repeats", "in store", "in cache", "to send",
                               "est. tokens in", "est. tokens out", "est. cost $"],
                              [[est.judge, est.items, est.already_done, est.cached, est.to_send,
                                est.tokens_in, est.tokens_out, est.cost]]), end="")

@@ -77,7 +77,7 @@ def do_stats(args) -> int:
         print(json_dumps({"sources": [s.__dict__ for s in sources],
                           "failures": {"current": len(current), "current_by_kind": dict(by_kind),
                                        "current_examples": example, "history": len(history)},
-                          "spend": [{"source": n, "runs": r, "calls": c, "tokens_in": ti,
+                          "spend": [{"source": n, "jobs": r, "calls": c, "tokens_in": ti,
                                      "tokens_out": to, "cost": cost}
                                     for n, r, c, ti, to, cost in spend],
                           "claims": [{"source": src, "owner": who, "pairs": n}
@@ -85,7 +85,7 @@ def do_stats(args) -> int:
                           "stale": {"labels": len(stale), "by_kind": stale_by_kind,
                                     "final_labels": merged.stale_counts()},
                           "coverage_summary": {**cov_summary, "rows": cov_rows},
-                          "coverage": [{"qid": q, "labelled": n, "pooled": p}
+                          "coverage": [{"qid": q, "judged": n, "pooled": p}
                                        for q, n, p in cov],
                           "annotators": team.to_dict() if team else None}), end="")
         return 0
@@ -107,16 +107,16 @@ def do_stats(args) -> int:
     if merged.stale_note():
         print(f"under {merged.policy}: {merged.stale_note()}")
     for src, who, n in claims:
-        print(f"being labelled now: {n} pair(s) x samples of {src} claimed by {who}")
+        print(f"being labelled now: {n} pair(s) x repeats of {src} claimed by {who}")
     if spend:
-        print("\nspend per judge (the spend ledger: every labelling run):" + gap)
-        print(render(["judge", "runs", "paid calls", "tokens in", "tokens out", "spent $"],
+        print("\nspend per judge (the spend ledger: every labelling job):" + gap)
+        print(render(["judge", "jobs", "paid calls", "tokens in", "tokens out", "spent $"],
                      [list(r) for r in spend], fmt, digits), end="")
     if team is not None:
         print("\n" + annotator_text(team, fmt, min(digits, 3)), end="")
     print(f"\ncoverage per query under {merged.policy} ({len(merged.final)} final labels):"
           + _coverage_line(cov_summary, cov_rows, digits) + gap)
-    print(render(["qid", "labelled", "pooled", "share"],
+    print(render(["qid", "judged", "pooled", "share"],
                  [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")
     return 0
 
@@ -125,7 +125,7 @@ def _coverage_line(summary: dict, rows: str, digits: int) -> str:
     """The coverage summary in words: "" when every row is shown anyway and few."""
     if rows == "all" and summary["queries"] <= COVERAGE_ROWS:
         return ""
-    spreads = [(name, summary[key]) for name, key in (("labelled", "labelled"),
+    spreads = [(name, summary[key]) for name, key in (("judged", "judged"),
                                                      ("share of the pool", "share"))
                if summary[key] is not None]
     said = "; ".join(f"{name} per query min {s['min']:.{digits}g}, median "

@@ -7,7 +7,7 @@ examples:
   reljudge pool runs/bm25.run runs/dense.run --depth 10
   reljudge pool runs/*.run --depth 20 --store labels.sqlite --out pairs.txt
   reljudge pool runs/*.run --store labels.sqlite --source nist --queries q.tsv \\
-      --passages p.jsonl --model gpt-4o-mini      # adds the labeller's dry-run estimate
+      --passages p.jsonl --model gpt-4o-mini      # adds the labeller's dry-run quote
 """
 
 
@@ -25,7 +25,7 @@ def register(sub) -> None:
                        epilog=EXAMPLES, formatter_class=HelpFormatter)
     common.add_runs(p)
     p.add_argument("--depth", type=int, default=10, help="pool depth k (default 10)")
-    common.add_store(p, "label store: its labelled pairs are not pooled again")
+    common.add_store(p, "label store: its judged pairs are not pooled again")
     p.add_argument("--source", action="append", type=common.comma_list, dest="sources",
                    metavar="NAME", help="count only labels of this source as done "
                                         "(repeatable, or NAME,NAME,...; default: every source)")
@@ -34,13 +34,13 @@ def register(sub) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="let --out replace a non-empty file when nothing is left to label "
                         "(refused by default)")
-    p.add_argument("--queries", help="with --passages and --model: estimate labelling cost "
+    p.add_argument("--queries", help="with --passages and --model: quote the labelling cost "
                                      "(query texts: TSV, JSONL or irds:DATASET_ID)")
-    p.add_argument("--passages", help="with --queries: passage texts for the estimate "
+    p.add_argument("--passages", help="with --queries: passage texts for the quote "
                                       "(JSONL, TSV or irds:DATASET_ID)")
-    p.add_argument("--model", help="judge model for the estimate (or OPENAI_MODEL)")
+    p.add_argument("--model", help="judge model for the quote (or OPENAI_MODEL)")
     p.add_argument("--prompt", default="umbrela",
-                   help="prompt for the estimate: a shipped name or a .toml path "
+                   help="prompt for the quote: a shipped name or a .toml path "
                         "(default umbrela)")
     p.add_argument("--rbp-p", type=float, default=0.8, metavar="P",
                    help="persistence of the RBP residual reported per run (default 0.8)")
@@ -62,7 +62,7 @@ def run(args) -> int:
     if (args.queries is None) != (args.passages is None) or args.model and not args.queries:
         from reljudge.errors import ConfigError
 
-        raise ConfigError("the labelling estimate needs --queries and --passages together "
+        raise ConfigError("the labelling quote needs --queries and --passages together "
                           "(and --model or OPENAI_MODEL); give both, or neither")
     if not 0.0 < args.rbp_p < 1.0:
         from reljudge.errors import ConfigError
@@ -82,7 +82,7 @@ def run(args) -> int:
             known = store.sources()
             names = [resolve_source(known, n, where=args.store, option="--source").name
                      for n in names]
-        labelled = store.labelled_pairs(names)
+        labelled = store.judged_pairs(names)
     with working("pooling", args.quiet):
         pool = build_pool(runs, args.depth, labelled)
     after = labelled | set(pool.pairs)
@@ -90,32 +90,32 @@ def run(args) -> int:
               for r in runs}
     residual = {r.name: (rbp_residual(r, labelled, args.rbp_p), rbp_residual(r, after, args.rbp_p))
                 for r in runs}
-    estimate = None
+    quote = None
     if args.queries and args.passages:
         from reljudge.io import read_passages, read_queries
         from reljudge.judge import JudgeConfig, Labeller
 
         cfg = JudgeConfig.from_env(model=args.model, prompt=args.prompt)
-        with working("estimating the labelling cost", args.quiet):
+        with working("quoting the labelling cost", args.quiet):
             passages = read_passages(args.passages, {d for _, d in pool.to_label})
-            estimate = Labeller(cfg).estimate(pool.to_label, read_queries(args.queries),
-                                              passages, store)
+            quote = Labeller(cfg).quote(pool.to_label, read_queries(args.queries),
+                                        passages, store)
     if store is not None:
         store.close()
     if args.out:
         atomic_write(args.out, "".join(f"{q} {d}\n" for q, d in pool.to_label),
                      allow_empty=args.allow_empty)
     if args.format == "json":
-        print(json_dumps({"depth": args.depth, "pairs": len(pool.pairs), "labelled": pool.judged,
+        print(json_dumps({"depth": args.depth, "pairs": len(pool.pairs), "judged": pool.judged,
                           "to_label": len(pool.to_label),
                           "per_query": [s.__dict__ for s in pool.per_query],
                           "judged_at_k": {n: {"before": b, "after": a}
                                           for n, (b, a) in judged.items()},
                           "rbp_residual": {"p": args.rbp_p, **{n: {"before": b, "after": a}
                                            for n, (b, a) in residual.items()}},
-                          "estimate": estimate.__dict__ if estimate else None}), end="")
+                          "quote": quote.__dict__ if quote else None}), end="")
         return 0
-    per_query = render(["qid", "pooled", "labelled", "to label", "share labelled"],
+    per_query = render(["qid", "pooled", "judged", "to label", "share judged"],
                        [[s.qid, s.pooled, s.judged, s.to_label, s.judged_share]
                         for s in pool.per_query], args.format, args.digits)
     # one table: the per-query one (per run: --format json)
@@ -131,10 +131,10 @@ def run(args) -> int:
                   f"RBP(p={args.rbp_p}) residual now", "after labelling"],
                  [[n, b, a, *residual[n]] for n, (b, a) in judged.items()], args.format,
                  args.digits), end="")
-    if estimate:
-        print(f"labelling estimate ({estimate.judge}): {estimate.to_send} calls after cache "
-              f"hits, ~{estimate.tokens_in:,} tokens in, ~{estimate.tokens_out:,} out, "
-              f"~${estimate.cost:.4f}" + ("" if estimate.price_known else " (model price "
+    if quote:
+        print(f"labelling quote ({quote.judge}): {quote.to_send} calls after cache "
+              f"hits, ~{quote.tokens_in:,} tokens in, ~{quote.tokens_out:,} out, "
+              f"~${quote.cost:.4f}" + ("" if quote.price_known else " (model price "
                                            "unknown: $0 assumed)"))
     if args.out:
         print(f"pairs to label written to {args.out}")

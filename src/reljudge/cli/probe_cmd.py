@@ -49,9 +49,9 @@ def register(sub) -> None:
     src.add_argument("--passages", required=True,
                      help="passages: JSONL ({docid, text, title?}) or TSV (docid<TAB>text); "
                           "their words are the word salad's")
-    src.add_argument("--qrels", help="the known grades (human qrels); or --reference-source "
+    src.add_argument("--qrels", help="the known grades (human qrels); or --human-source "
                                      "with --store")
-    src.add_argument("--reference-source", metavar="NAME",
+    src.add_argument("--human-source", metavar="NAME",
                      help="with --store: the source whose grades are the known ones")
     src.add_argument("--kinds", type=common.comma_list, action="append", metavar="KIND,...",
                      help=f"probe kinds (repeatable; default all: {', '.join(KINDS)})")
@@ -78,30 +78,30 @@ def register(sub) -> None:
 
 
 def known_grades(args: argparse.Namespace):
-    """The known grades: --qrels, or --reference-source of an existing --store."""
+    """The known grades: --qrels, or --human-source of an existing --store."""
     from reljudge.errors import ConfigError
 
-    if bool(args.qrels) == bool(args.reference_source):
+    if bool(args.qrels) == bool(args.human_source):
         raise ConfigError("probe: give the known grades as --qrels FILE or as "
-                          "--reference-source NAME with --store (one of them)")
+                          "--human-source NAME with --store (one of them)")
     if args.qrels:
         from reljudge.io.trec import read_qrels
 
         return read_qrels(args.qrels)
     if not args.store:
-        raise ConfigError("probe: --reference-source needs --store")
+        raise ConfigError("probe: --human-source needs --store")
     from reljudge.store import LabelStore
 
     with LabelStore(args.store, create=False, readonly=True) as store:
-        known = store.qrels(args.reference_source)
+        known = store.qrels(args.human_source)
         if not len(known):
             raise ConfigError(f"probe: the store {store.path} has no grades of source "
-                              f"{args.reference_source!r}")
+                              f"{args.human_source!r}")
     return known
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    """Build the probes, (dry run: estimate) ask the judge, print the report; every input is
+    """Build the probes, (dry run: quote) ask the judge, print the report; every input is
     checked before the store is opened or anything is sent."""
     from reljudge.cli.common import check_outputs, flatten, show_progress, warn
     from reljudge.cli.label_cmd import check_cache, config_from_args
@@ -127,11 +127,11 @@ def run_probe(args: argparse.Namespace) -> int:
     # an existing store only: a refusal below creates none
     store = _open_store(args)
     try:
-        estimates = plan.estimates(ProbeSink(store) if store is not None else None)
+        quotes = plan.quotes(ProbeSink(store) if store is not None else None)
         if args.dry_run:
-            print_estimates(estimates, args.format == "json")
+            print_quotes(quotes, args.format == "json")
             return 0
-        check_budget(config, estimates, store.total_spend() if store is not None else 0.0)
+        check_budget(config, quotes, store.total_spend() if store is not None else 0.0)
         if store is None and args.store:
             from reljudge.store import LabelStore
 
@@ -170,19 +170,19 @@ def _open_store(args: argparse.Namespace):
     return LabelStore(args.store, readonly=args.dry_run)
 
 
-def print_estimates(estimates, as_json: bool) -> None:
+def print_quotes(quotes, as_json: bool) -> None:
     """The dry run's table: per template what would be sent and its cost."""
     from reljudge.tables import json_dumps, render
 
     if as_json:
-        print(json_dumps([e.__dict__ for e in estimates]), end="")
+        print(json_dumps([e.__dict__ for e in quotes]), end="")
         return
     print(render(["judge", "probe pairs", "in store", "in cache", "to send", "est. tokens in",
                   "est. tokens out", "est. cost $"],
                  [[e.judge, e.items, e.already_done, e.cached, e.to_send, e.tokens_in,
-                   e.tokens_out, e.cost] for e in estimates]), end="")
+                   e.tokens_out, e.cost] for e in quotes]), end="")
     print("dry run: nothing was sent"
-          + ("" if all(e.price_known for e in estimates) else
+          + ("" if all(e.price_known for e in quotes) else
              " (no price known for this model: $0 assumed; pass --price-in/--price-out)"))
 
 

@@ -23,7 +23,7 @@ config file (TOML; paths relative to the file; checked whole, with strict types,
 stage runs: depth = "10" is an error):
   [inputs]  queries, passages, runs = [...], human_qrels (optional), human_source
   [pool]    depth = 10
-  [judge]   model, base_url, prompt = "umbrela", samples, concurrency, max_cost, enabled,
+  [judge]   model, base_url, prompt = "umbrela", repeats, concurrency, max_cost, enabled,
             batch = true (the Batch API at half price: the run submits, exits 5 while
             batches run, and the next run collects them and goes on to merge, eval, audit),
             [[judge.endpoints]] tables (url, and optional model, concurrency, rpm, tpm,

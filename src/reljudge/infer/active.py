@@ -23,7 +23,7 @@ from reljudge.errors import InputError
 from reljudge.infer import ppi
 from reljudge.infer.cells import gain, human_truth, pair_weights
 from reljudge.metrics.measures import Measure
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 if TYPE_CHECKING:
     from reljudge.store import LabelStore

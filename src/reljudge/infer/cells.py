@@ -17,7 +17,7 @@ from reljudge.labels import Sample
 from reljudge.metrics import gain_kernels, kernels
 from reljudge.metrics.measures import Measure
 from reljudge.pool import PairIndex, top_k
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 if TYPE_CHECKING:
     from reljudge.store import LabelStore
@@ -245,11 +245,11 @@ def human_truth(store: LabelStore, pairs: Set[tuple[str, str]], human: str | Non
     """{pair: human grade} of ``pairs``: the standing human grades (a grade its annotator
     undid does not count), merged as ``labels merge --policy adjudicated-first`` merges them:
     an adjudicated grade where there is one, else the annotators' majority (a tie to the
-    lower grade); with ``human``, that one source's grade."""
+    lower grade); with ``human_source``, that one source's grade."""
     from reljudge.store.merge import merge_rows
 
-    rows = [(g.qid, g.docid, "human", g.source, g.sample, g.grade, g.event)
+    rows = [(g.qid, g.docid, "human", g.source, g.repeat, g.grade, g.event)
             for g in store.standing("human")
-            if (g.qid, g.docid) in pairs and (human is None or g.source == human)]
+            if (g.qid, g.docid) in pairs and (human_source is None or g.source == human_source)]
     return {(lab.qid, lab.docid): int(lab.grade)
             for lab in merge_rows(rows, "adjudicated-first", "majority").labels}

@@ -35,7 +35,7 @@ from reljudge.infer.heldout import (
 )
 from reljudge.infer.panel import Panel, fit_panel
 from reljudge.stats import agreement as ag
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 HELDOUT_STATS = ("kappa", "kappa_quadratic", "alpha_ordinal", "mae")
 
@@ -106,17 +106,17 @@ def agreement(human: np.ndarray, grades: np.ndarray) -> dict[str, float | None]:
                for k in HELDOUT_STATS}}
 
 
-def _check_sample(sample: int | None, available: int) -> None:
+def _check_pair_count(pair_count: int | None, available: int) -> None:
     """A sample larger than the pairs there are is an error, not all of them silently."""
-    if sample is not None and sample > available:
-        raise InputError(f"--sample {sample}: only {available} pairs have both a human and a "
-                         "judge label; give at most that, or leave --sample out to use them all")
+    if pair_count is not None and pair_count > available:
+        raise InputError(f"--pair-count {pair_count}: only {available} pairs have both a human and a "
+                         "judge label; give at most that, or leave --pair-count out to use them all")
 
 
-def _sample(train: np.ndarray, sample: int | None, seed: int) -> np.ndarray:
-    if sample is None or sample >= train.sum():
+def _sample(train: np.ndarray, pair_count: int | None, seed: int) -> np.ndarray:
+    if pair_count is None or pair_count >= train.sum():
         return train
-    keep = np.random.default_rng(seed).choice(np.flatnonzero(train), size=sample, replace=False)
+    keep = np.random.default_rng(seed).choice(np.flatnonzero(train), size=pair_count, replace=False)
     out = np.zeros_like(train)
     out[keep] = True
     return out
@@ -137,7 +137,7 @@ def _apply_thresholds(out: Derived, data: Aligned, used: np.ndarray) -> None:
 
 def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_name: str,
                     probs: Mapping[tuple[str, str], tuple[float, ...]] | None = None,
-                    strength: float = 10.0, sample: int | None = None, seed: int = 0,
+                    strength: float = 10.0, pair_count: int | None = None, seed: int = 0,
                     folds: int = 0, decision: str = "median") -> Derived:
     """Calibrate one judge on the human labels (all, or a random ``sample`` of pairs)."""
     data = align(reference, {judge_name: judge})
@@ -149,8 +149,8 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
         if np.isnan(soft).any():
             # some labels have no distribution: calibrate the grades alone
             soft = None
-    _check_sample(sample, int((data.human >= 0).sum()))
-    used = _sample(data.human >= 0, sample, seed)
+    _check_pair_count(pair_count, int((data.human >= 0).sum()))
+    used = _sample(data.human >= 0, pair_count, seed)
     if not used.any():
         raise InputError(f"no pair graded by both {human_name!r} and {judge_name!r}")
     model = fit_calibration(grades[used], data.human[used], strength=strength,
@@ -159,7 +159,7 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
     fitted_on: dict[str, object] = {
         "judge_source": judge_name, "human_source": human_name,
         "method": "dirichlet-smoothed P(human | judge)", "strength": strength,
-        "judge_probs": soft is not None, "sample": sample, "seed": seed,
+        "judge_probs": soft is not None, "pair_count": pair_count, "seed": seed,
         "pairs_used": int(used.sum()), "queries_used": sorted(set(data.qids[used].tolist())),
         "pairs": _used_pairs(data, used), "model": model.to_dict()}
     out = Derived(f"calibrated:{judge_name}", "calibration",
@@ -170,7 +170,7 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
         _apply_thresholds(out, data, used)
     if folds:
         oof = decided_grades(out_of_fold(data, calibrate_fit_predict(data, 0, strength),
-                                         folds=folds, seed=seed, sample=sample,
+                                         folds=folds, seed=seed, pair_count=pair_count,
                                          decision=decision), decision)
         out.heldout = {out.name: agreement(data.human, oof),
                        judge_name: agreement(data.human, grades)}
@@ -181,7 +181,7 @@ def calibrate_judge(reference: Qrels, judge: Qrels, *, judge_name: str, human_na
 
 def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
                  human_name: str, strength: float = 4.0, em: bool = True,
-                 sample: int | None = None, seed: int = 0, folds: int = 0,
+                 pair_count: int | None = None, seed: int = 0, folds: int = 0,
                  decision: str = "median", method: str = "dawid-skene") -> Derived:
     """Combine several judges: Dawid–Skene EM anchored by the human labels, or their mean."""
     if len(judges) < 2:
@@ -190,12 +190,12 @@ def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
         raise InputError(f"unknown panel method {method!r}; expected one of "
                          f"{', '.join(PANEL_METHODS)}")
     data = align(reference, judges)
-    _check_sample(sample, int((data.human >= 0).sum()))
-    used = _sample(data.human >= 0, sample, seed)
+    _check_pair_count(pair_count, int((data.human >= 0).sum()))
+    used = _sample(data.human >= 0, pair_count, seed)
     if not used.any():
         raise InputError(f"no pair graded by {human_name!r} and the judges")
     fitted_on: dict[str, object] = {
-        "judge_sources": list(data.judges), "human_source": human_name, "sample": sample,
+        "judge_sources": list(data.judges), "human_source": human_name, "pair_count": pair_count,
         "seed": seed, "pairs_used": int(used.sum()),
         "queries_used": sorted(set(data.qids[used].tolist())), "pairs": _used_pairs(data, used)}
     model: Panel | None = None
@@ -218,7 +218,7 @@ def panel_judges(reference: Qrels, judges: Mapping[str, Qrels], *, name: str,
         _apply_thresholds(out, data, used)
     if folds:
         oof = decided_grades(out_of_fold(data, fit_predict, folds=folds, seed=seed,
-                                         sample=sample, decision=decision), decision)
+                                         pair_count=pair_count, decision=decision), decision)
         out.heldout = {out.name: agreement(data.human, oof)}
         for r, judge in enumerate(data.judges):
             out.heldout[judge] = agreement(data.human, data.labels[:, r])

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from reljudge.errors import InputError
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 GAINS = {"linear": np.arange(4, dtype=np.float64),
          "exp": 2.0 ** np.arange(4, dtype=np.float64) - 1.0}

@@ -19,7 +19,7 @@ from reljudge.grades import GRADE_VALUES, N_GRADES, decide
 from reljudge.infer.calibrate import fit_calibration, one_hot
 from reljudge.infer.panel import fit_panel
 from reljudge.stats import agreement as ag
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 
 class FoldLeak(AssertionError):
@@ -93,11 +93,11 @@ PANEL_METHODS = ("dawid-skene", "mean")
 
 
 def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: int = 0,
-              sample: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+              pair_count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold (n, N_GRADES) predictions and the fold of each pair.
 
     For each fold, the training mask holds the human-labelled pairs of the other folds (a
-    random ``sample`` of them when given); ``fit_predict`` may use human grades only there.
+    random ``pair_count`` of them when given); ``fit_predict`` may use human grades only there.
     Pairs without a human label are predicted too (so the result covers every pair).
     """
     fold = query_folds(data.qids, folds, seed)
@@ -106,10 +106,10 @@ def cross_fit(data: Aligned, fit_predict: FitPredict, *, folds: int = 5, seed: i
     for f in range(folds):
         test = fold == f
         train = ~test & (data.human >= 0)
-        if sample is not None:
+        if pair_count is not None:
             pool = np.flatnonzero(train)
-            if sample < len(pool):
-                keep = rng.choice(pool, size=sample, replace=False)
+            if pair_count < len(pool):
+                keep = rng.choice(pool, size=pair_count, replace=False)
                 train = np.zeros_like(train)
                 train[keep] = True
         assert_no_leak(data.qids, train, test)
@@ -221,12 +221,12 @@ def thresholded(data: Aligned, fit_predict: FitPredict) -> FitPredict:
 
 
 def out_of_fold(data: Aligned, fit_predict: FitPredict, *, folds: int, seed: int,
-                sample: int | None = None, decision: str = "median") -> np.ndarray:
+                pair_count: int | None = None, decision: str = "median") -> np.ndarray:
     """Out-of-fold (n, N_GRADES) distributions by query (``cross_fit``); for the decision
     "thresholds" the cuts too are fitted inside each fold (:func:`thresholded`)."""
     if decision == "thresholds":
         fit_predict = thresholded(data, fit_predict)
-    return cross_fit(data, fit_predict, folds=folds, seed=seed, sample=sample)[0]
+    return cross_fit(data, fit_predict, folds=folds, seed=seed, pair_count=pair_count)[0]
 
 
 def decided_grades(probs: np.ndarray, decision: str) -> np.ndarray:

@@ -44,7 +44,7 @@ from reljudge.metrics import evaluate, parse_measure
 from reljudge.metrics.measures import Measure
 from reljudge.pool import PairIndex
 from reljudge.tables import Interval
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 if TYPE_CHECKING:
     from reljudge.infer.favours import Favours
@@ -560,12 +560,12 @@ class StoreEstimates(Tabular):
 
 
 def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | str, *,
-             sample: str | None = None, judge: str | None = None, human: str | None = None,
+             sample: str | None = None, judge: str | None = None, human_source: str | None = None,
              level: float = 0.95, seed: int = 0, baseline: str | None = None,
              require: bool = True, rank: bool = True, top: int = TOP
              ) -> StoreEstimates | None:
     """Estimates from a recorded sample (default: the newest fully graded one); None when
-    ``require`` is false and the store has no fully graded sample. ``judge`` and ``human``
+    ``require`` is false and the store has no fully graded sample. ``judge`` and ``human_source``
     name sources as users type them; an unknown one is an error. ``measures``: one as text
     (``"DCG@10"``) or several. ``rank``: also rank the runs per measure (every pair of runs is
     estimated). Without ``require`` (a report), a run the sample does not speak for is left
@@ -580,9 +580,9 @@ def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | s
     known = store.source_list()
     if judge is not None:
         judge = resolve_source(known, judge, where=str(store.path), option="--judge").name
-    if human is not None:
-        human = resolve_source(known, human, kind="human", where=str(store.path),
-                               option="--human").name
+    if human_source is not None:
+        human_source = resolve_source(known, human_source, kind="human", where=str(store.path),
+                                      option="--human-source").name
     names = [sample] if sample else list(reversed(store.sample_names()))
     for name in names:
         s = store.sample(name)
@@ -591,7 +591,7 @@ def estimate(store: LabelStore, runs: Sequence[Run], measures: Sequence[str] | s
             raise InputError(f"sample {name!r} does not record its judge; give the judge "
                              f"source name")
         wanted = set(s.pairs())
-        graded = human_truth(store, wanted, human)
+        graded = human_truth(store, wanted, human_source)
         if len(graded) < len(wanted) and not require and not sample:
             # not graded yet: try an older sample
             continue

@@ -19,7 +19,7 @@ from reljudge.infer import ppi
 from reljudge.infer.cells import RunEstimate, difference_domain, pair_cells
 from reljudge.labels import Sample
 from reljudge.metrics.measures import Measure
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 #: what the PPI variance of an active sample adds for the judge's misses it did not see
 MISS_RULE = ("(ln(1/alpha) / z)^2 more sampled pairs in the domain (2.34 at 95 %: the rule of "

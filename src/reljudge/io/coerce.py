@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reljudge.errors import InputError
-from reljudge.types import Qrels, Run, distinct_runs
+from reljudge.trec_data import Qrels, Run, distinct_runs
 from reljudge.values import ids as _ids
 from reljudge.values import integer_grades, numeric_scores, qrels_dict, run_dict
 

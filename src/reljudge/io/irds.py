@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from reljudge.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
-    from reljudge.types import Qrels
+    from reljudge.trec_data import Qrels
 
 PREFIX = "irds:"
 INSTALL = "pip install 'reljudge[irds]'"
@@ -133,7 +133,7 @@ def qrels_columns(spec: str) -> tuple[list[str], list[str], list[int]]:
 
 def read_qrels(spec: str) -> Qrels:
     """The dataset's qrels as a ``Qrels`` (a repeated pair is an error, as in a file)."""
-    from reljudge.types import Qrels
+    from reljudge.trec_data import Qrels
 
     q, d, g = qrels_columns(spec)
     try:

@@ -26,7 +26,7 @@ from reljudge.io.fields import fits_int64
 from reljudge.io.files import content_stem, content_suffix, read_text, text_lines
 from reljudge.io.texts import iter_jsonl
 from reljudge.io.trec import read_qrels
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 FORMATS = ("qrels", "csv", "jsonl")
 

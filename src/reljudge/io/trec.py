@@ -24,7 +24,7 @@ from reljudge.io import arrow
 from reljudge.io.arrow import Col
 from reljudge.io.fields import fits_int64, integers_ok, numbers, numbers_ok, split_fields
 from reljudge.io.files import BOM, Content, atomic_write, content_stem, text_lines
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 QRELS_FORM = "'QID ITER DOCID GRADE' (4 fields)"
 RUN_FORM = "'QID Q0 DOCID RANK SCORE TAG' (6 fields)"
@@ -357,7 +357,7 @@ def read_runs(paths: Sequence[str | Path], *, strict: bool = False,
               queries: Collection[str] | None = None) -> list[Run]:
     """Read several run files, named distinctly: by tag, or by file name when tags collide;
     ``queries`` as in ``read_run``."""
-    from reljudge.types import distinct_runs
+    from reljudge.trec_data import distinct_runs
 
     # a str is a sequence too: of one-letter paths
     if isinstance(paths, (str, Path)):

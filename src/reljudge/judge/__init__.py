@@ -10,11 +10,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _WHERE = {"JudgeConfig": "config", "EndpointConfig": "config", "CallFailed": "failures", "FailureKind": "failures",
-          "CostEstimate": "report", "LabelReport": "report", "Labeller": "labeller",
+          "CostQuote": "report", "LabelReport": "report", "Labeller": "labeller",
           "label_pairs": "labeller", "Parsed": "parse", "parse_answer": "parse",
           "Template": "prompts", "builtin_names": "prompts", "load_template": "prompts"}
 
-__all__ = ["CallFailed", "CostEstimate", "EndpointConfig", "Estimate", "FailureKind", "JudgeConfig", "LabelReport", "Labeller",
+__all__ = ["CallFailed", "CostQuote", "EndpointConfig", "Estimate", "FailureKind", "JudgeConfig", "LabelReport", "Labeller",
            "Parsed", "Template", "builtin_names", "label_pairs", "load_template",
            "parse_answer"]
 
@@ -24,13 +24,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.judge.labeller import Labeller, label_pairs
     from reljudge.judge.parse import Parsed, parse_answer
     from reljudge.judge.prompts import Template, builtin_names, load_template
-    from reljudge.judge.report import CostEstimate, LabelReport
-    from reljudge.judge.report import CostEstimate as Estimate
+    from reljudge.judge.report import CostQuote, LabelReport
+    from reljudge.judge.report import CostQuote as Estimate
     from reljudge.labels import FailureKind
 
 
-#: old names kept working because they were in __all__: Estimate is CostEstimate (a dry run's cost)
-_RENAMED = {"Estimate": "CostEstimate"}
+#: old names kept working because they were in __all__: Estimate is CostQuote (a dry run's cost)
+_RENAMED = {"Estimate": "CostQuote"}
 
 
 def __getattr__(name: str) -> Any:

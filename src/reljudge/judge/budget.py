@@ -31,7 +31,7 @@ def prompt_tokens_bound(messages: list[dict[str, str]]) -> int:
 
 
 class Budget:
-    """The spending limit of one run: ``max_cost`` for this run, ``max_total`` across runs
+    """The spending limit of one job: ``max_cost`` for this job, ``max_total`` across jobs
     (given what earlier runs spent), either or neither."""
 
     def __init__(self, max_cost: float | None = None, max_total: float | None = None,
@@ -77,7 +77,7 @@ class Budget:
 
 
 def spending_limit(config: JudgeConfig, models: Sequence[str], sink: object = None) -> Budget:
-    """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger (the
+    """A job's budget: --max-cost, and --max-total-cost given the sink's spend ledger (the
     price of every model the run's endpoints serve must be known)."""
     c = config
     price_of = {m: price_for(m, override=(c.price_in, c.price_out)) for m in [c.model, *models]}

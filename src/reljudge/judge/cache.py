@@ -3,7 +3,7 @@ requests in flight sent once.
 
 The key is the resolved endpoint (base URL after flags and ``OPENAI_BASE_URL``), the model,
 the messages, the parameters actually sent (so the features an endpoint accepted are part of
-it) and the sample index. Endpoints declared replicas of one model (several endpoints, see
+it) and the repeat index. Endpoints declared replicas of one model (several endpoints, see
 ``reljudge.judge.http.endpoints``) share one key without the URL: any replica's answer serves all.
 """
 
@@ -26,22 +26,22 @@ _KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 def cache_key(base_url: str, model: str, messages: list[dict], params: dict,
-              sample: int) -> str:
+              repeat: int) -> str:
     """The cache key of one request."""
     keys = RequestKeys(base_url, model, params)
-    return keys.key(keys.encode(messages), sample)
+    return keys.key(keys.encode(messages), repeat)
 
 
-def replica_key(model: str, messages: list[dict], params: dict, sample: int) -> str:
+def replica_key(model: str, messages: list[dict], params: dict, repeat: int) -> str:
     """The cache key of a request to any replica of one model (no endpoint URL in it)."""
     keys = RequestKeys("", model, params, replica=True)
-    return keys.key(keys.encode(messages), sample)
+    return keys.key(keys.encode(messages), repeat)
 
 
 class RequestKeys:
     """The cache keys of requests to one endpoint, model and parameters (with
     ``replica=True``, to any replica of the model: no URL): the shared parts are encoded once,
-    each prompt once for all its samples.
+    each prompt once for all its repeats.
 
     A key is the SHA-256 of ``json.dumps(blob, sort_keys=True, ensure_ascii=False)`` where blob
     is ``{"base_url" (no trailing "/"), "model", "messages", "params", "sample"}``, or for
@@ -65,9 +65,9 @@ class RequestKeys:
         """The messages as the key (and a batch request line) encodes them."""
         return _KEY_JSON.encode(messages)
 
-    def key(self, encoded_messages: str, sample: int) -> str:
-        """The cache key of these (encoded) messages at this sample index."""
-        blob = f"{self._head}{encoded_messages}{self._tail}{int(sample)}}}"
+    def key(self, encoded_messages: str, repeat: int) -> str:
+        """The cache key of these (encoded) messages at this repeat index."""
+        blob = f"{self._head}{encoded_messages}{self._tail}{int(repeat)}}}"
         return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -1,9 +1,9 @@
-"""A labelling run's items, claimed from the label store a few at a time, so that several
+"""A labelling job's items, claimed from the label store a few at a time, so that several
 processes on one store never ask about one item twice (``store.claims``).
 
 ``ClaimedItems`` is the run's item iterator: it claims the next few items when it runs out,
 skips those another live process holds (and comes back to them: they end graded by their
-owner, or their lease runs out and this run takes them over), and counts those another process
+owner, or their lease runs out and this job takes them over), and counts those another process
 settled meanwhile. While it yields ``WAIT`` the workers sleep a little and ask again.
 """
 
@@ -34,7 +34,7 @@ WAIT = Wait.WAIT
 
 
 def new_owner() -> str:
-    """A claim owner id: this host, this process, and a random part (one per run)."""
+    """A claim owner id: this host, this process, and a random part (one per job)."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
@@ -92,7 +92,7 @@ class ClaimedItems:
         if self.ready:
             return self.ready.popleft()
         if self.held:
-            # store what this run has answered first: its claims go, and two processes each
+            # store what this job has answered first: its claims go, and two processes each
             # waiting for the other's answered items never wait for ever
             self.on_wait()
             return WAIT
@@ -114,7 +114,7 @@ class ClaimedItems:
         return len(self.pending) + len(self.ready) + len(self.held)
 
     async def keep(self) -> None:
-        """Renew this run's leases every third of a lease, until cancelled."""
+        """Renew this job's leases every third of a lease, until cancelled."""
         import asyncio  # here: `labels stats` reads claims (owner_gone) without an event loop
 
         while True:
@@ -122,19 +122,19 @@ class ClaimedItems:
             self.renew()
 
     def count_into(self, report: LabelReport, warn: Callable[[str], None]) -> None:
-        """Count the items another process settled during this run as done before it (a
+        """Count the items another process settled during this job as done before it (a
         failure there stays without a grade) in a LabelReport, and say so."""
         n = self.graded_elsewhere + self.failed_elsewhere
         if n:
             report.already_done += n
             report.already_failed += self.failed_elsewhere
-            warn(f"{n} pair(s) x samples were labelled by another process on the same store "
-                 "during this run (claimed there first; not asked here)")
+            warn(f"{n} pair(s) x repeats were labelled by another process on the same store "
+                 "during this job (claimed there first; not asked here)")
 
     def renew(self) -> None:
-        """Extend this run's leases (call it well within every ``lease`` seconds)."""
+        """Extend this job's leases (call it well within every ``lease`` seconds)."""
         self.store.renew_claims(self.owner, self.lease)
 
     def release(self, items: Sequence[Item] | None = None) -> None:
-        """Give up this run's claims (on these items: their events are stored)."""
+        """Give up this job's claims (on these items: their events are stored)."""
         self.store.release_claims(self.owner, items)

@@ -146,9 +146,9 @@ class JudgeConfig(BaseModel):
     seed: int | None = Field(None, description="sampling seed, where the endpoint supports it")
     logprobs: bool = Field(False, description="ask for logprobs; store P(grade) and the "
                            "expected grade")
-    samples: int = Field(1, ge=1, description="ask N times per pair")
+    repeats: int = Field(1, ge=1, description="ask N times per pair")
     aggregate: Literal["majority", "mean", "median"] = Field(
-        "majority", description="how samples combine (majority: ties go to the lower grade)")
+        "majority", description="how repeats combine (majority: ties go to the lower grade)")
     concurrency: int = Field(16, ge=1, description="calls in flight (default 16)")
     transport: Literal["auto", "aiohttp", "httpx"] = Field(
         "auto", description="HTTP library: aiohttp (auto: the default, fastest at high "
@@ -164,10 +164,10 @@ class JudgeConfig(BaseModel):
                                "calls in a row (attempts, before the first answer) fail with "
                                "a connection/TLS error or the same error (0: never; "
                                "default 5)")
-    max_cost: float | None = Field(None, ge=0, description="USD cap for this run: a call starts "
+    max_cost: float | None = Field(None, ge=0, description="USD cap for this job: a call starts "
                                    "only if its worst-case cost fits")
     max_total_cost: float | None = Field(None, ge=0, description="USD cap on everything the "
-                                         "store's spend ledger records, this run included "
+                                         "store's spend ledger records, this job included "
                                          "(needs --store)")
     price_in: float | None = Field(None, ge=0, description="USD per million input tokens")
     price_out: float | None = Field(None, ge=0, description="USD per million output tokens")

@@ -1,4 +1,4 @@
-"""Money: prices per model, the cost of a call, and token estimates for dry runs."""
+"""Money: prices per model, the cost of a call, and approximate token counts for quotes."""
 
 from __future__ import annotations
 

@@ -230,7 +230,7 @@ class Dispatch:
                 "again by the next run)")
 
     async def ready(self, lane: Lane, prober: bool = False) -> bool:
-        """Before an endpoint's first paid call: its pre-flight check, once per run; then its
+        """Before an endpoint's first paid call: its pre-flight check, once per job; then its
         first call goes alone. Returns True for the caller that makes that first call (it
         opens the gate)."""
         if lane.preflight is None:

@@ -1,4 +1,4 @@
-"""Ctrl-C during a labelling run: the first stops new calls and retries (those in flight
+"""Ctrl-C during a labelling job: the first stops new calls and retries (those in flight
 finish and are saved), the second stops at once; a third is the handler that was there before
 (Python's default). Installed only when the caller asks for it (the CLI and the pipeline
 runner do; a library call leaves SIGINT alone)."""

@@ -36,7 +36,7 @@ class Asks(Protocol):
 
     def params(self) -> dict[str, Any]: ...
 
-    async def ask(self, lane: Lane, messages: list[dict], sample: int, requeue: bool = False,
+    async def ask(self, lane: Lane, messages: list[dict], repeat: int, requeue: bool = False,
                   fresh: bool = False) -> tuple[Answer, bool, dict]: ...
 
 
@@ -44,20 +44,20 @@ async def judgment(job: Asks, lane: Lane, item: tuple[str, str, int],
                    requeue: bool = False) -> LabelEvent:
     """One item's event from the answer ``job`` gets on ``lane``: a grade, or
     a failure of the call, a refusal, or an answer unreadable even when re-asked once."""
-    qid, docid, sample = item
+    qid, docid, repeat = item
     lab, report = job.lab, job.report
     messages = job.messages(qid, docid)
     meta = lane.meta
     base = dict(qid=qid, docid=docid, source_kind="llm", source_name=lane.judge_id,
-                sample=sample, meta=meta, shown=job.shown.get((qid, docid)))
+                repeat=repeat, meta=meta, shown=job.shown.get((qid, docid)))
     t0 = time.perf_counter()
     # asked again past the cache (--retry-failed: a cached answer that failed)
     fresh = False
     try:
-        answer, cached, params = await job.ask(lane, messages, sample, requeue)
+        answer, cached, params = await job.ask(lane, messages, repeat, requeue)
         if cached and lab.config.retry_failed and _failed(answer, lab.template):
             fresh = True
-            answer, cached, params = await job.ask(lane, messages, sample, requeue, fresh=True)
+            answer, cached, params = await job.ask(lane, messages, repeat, requeue, fresh=True)
     except CallFailed as e:
         return _event(base, job.params(), grade=None, failure=e.describe(),
                            failure_kind=e.kind.value)
@@ -88,7 +88,7 @@ async def judgment(job: Asks, lane: Lane, item: tuple[str, str, int],
         repair = messages + [{"role": "assistant", "content": answer.text or ""},
                              {"role": "user", "content": REPAIR[output]}]
         try:
-            final, cached2, params = await job.ask(lane, repair, sample, requeue, fresh=fresh)
+            final, cached2, params = await job.ask(lane, repair, repeat, requeue, fresh=fresh)
         except (CallFailed, BudgetReached, NotSent) as e:
             kind, why = ((e.kind, e.describe()) if isinstance(e, CallFailed) else
                          (FailureKind.BUDGET, "not re-asked: the job is stopping"))

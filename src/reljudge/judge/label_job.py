@@ -73,7 +73,7 @@ class LabelJob:
         report = self.report
         done, failed, stale = self.lab.settled(self.sink, self.shown)
         todo, report.already_done, report.already_failed = plan(
-            pairs, self.config.samples, done, failed, only)
+            pairs, self.config.repeats, done, failed, only)
         if stale:
             report.stale = len(stale)
             self.warn(stale_note(len(stale), self.config.stale))
@@ -150,7 +150,7 @@ class LabelJob:
     def _write(self, sink: EventSink) -> None:
         """The pending events into the sink; their items' claims may go."""
         sink.add_events(self.pending)
-        self.stored.extend((e.qid, e.docid, e.sample) for e in self.pending)
+        self.stored.extend((e.qid, e.docid, e.repeat) for e in self.pending)
         self.pending.clear()
 
     def flush(self) -> None:
@@ -212,7 +212,7 @@ class LabelJob:
         return report
 
     # -- one answer --------------------------------------------------------------------------
-    async def ask(self, lane: Lane, messages: list[dict], sample: int, requeue: bool = False,
+    async def ask(self, lane: Lane, messages: list[dict], repeat: int, requeue: bool = False,
                   fresh: bool = False) -> tuple[Answer, bool, dict]:
         """An answer for these messages: from the cache, from an identical call in flight, or
         from the endpoint (cached at once). Returns (answer, was_cached, params sent).
@@ -223,7 +223,7 @@ class LabelJob:
         prober = False
         while True:
             params = self.params()
-            key = self.lab.key(messages, sample, params, lane.spec)
+            key = self.lab.key(messages, repeat, params, lane.spec)
             hit = None if fresh else self.lab.answers.get(key)
             if hit is not None:
                 return Answer(**hit), True, params

@@ -29,14 +29,14 @@ from reljudge.judge.http.endpoints import Endpoint, resolve_endpoints
 from reljudge.judge.label_job import LabelJob
 from reljudge.judge.planning import check_inputs, estimate, settled, shown_now
 from reljudge.judge.prompts import Template, load_template
-from reljudge.judge.report import CostEstimate, LabelReport
+from reljudge.judge.report import CostQuote, LabelReport
 from reljudge.judge.role import Settled
 from reljudge.judge.sink import EventSink, JudgmentSink
 from reljudge.labels import passage_parts
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["BudgetReached", "CostEstimate", "JudgmentSink", "LabelReport", "Labeller",
+__all__ = ["BudgetReached", "CostQuote", "JudgmentSink", "LabelReport", "Labeller",
            "label_pairs"]
 
 
@@ -98,24 +98,24 @@ class Labeller:
         # str(): a passage given as None renders as "None"
         return self.template.render(queries[qid], str(text), title)
 
-    def request_key(self, messages: list[dict], sample: int) -> str:
+    def request_key(self, messages: list[dict], repeat: int) -> str:
         """The cache key of a request with the current parameters (a Batch API line's
         custom_id; the first endpoint's with several)."""
-        return self.key(messages, sample)
+        return self.key(messages, repeat)
 
-    def key(self, messages: list[dict], sample: int, params: dict | None = None,
+    def key(self, messages: list[dict], repeat: int, params: dict | None = None,
              spec: Endpoint | None = None) -> str:
         """The cache key of a request to an endpoint (default: the first): without its URL
         when it is one of several replicas, else with it."""
         spec = spec or self.specs[0]
         params = self.params() if params is None else params
         if spec.replica:
-            return replica_key(spec.model, messages, params, sample)
-        return cache_key(spec.base_url, spec.model, messages, params, sample)
+            return replica_key(spec.model, messages, params, repeat)
+        return cache_key(spec.base_url, spec.model, messages, params, repeat)
 
-    def keys(self, messages: list[dict], sample: int) -> list[str]:
+    def keys(self, messages: list[dict], repeat: int) -> list[str]:
         """The request's cache key at every endpoint (one for replicas)."""
-        return list(dict.fromkeys(self.key(messages, sample, spec=s) for s in self.specs))
+        return list(dict.fromkeys(self.key(messages, repeat, spec=s) for s in self.specs))
 
     def cache(self) -> Any:
         """The diskcache of answers (opened on first use)."""
@@ -126,7 +126,7 @@ class Labeller:
 
     def settled(self, sink: object = None,
                 current: Mapping[tuple[str, str], str] | None = None) -> Settled:
-        """(qid, docid, sample) already settled in the sink for this judge (graded, or a
+        """(qid, docid, repeat) already settled in the sink for this judge (graded, or a
         failure of the answer unless --retry-failed), the failures among them, and the stale
         ones: with ``current`` (digests of the current texts), labels given to other texts,
         handled by ``config.stale``."""
@@ -143,11 +143,11 @@ class Labeller:
         if self.config.stale == "fail":
             self.settled(sink, shown_now(pairs, queries, passages))
 
-    def estimate(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
-                 passages: Mapping[str, Any], sink: object = None) -> CostEstimate:
+    def quote(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
+              passages: Mapping[str, Any], sink: object = None) -> CostQuote:
         """What a run would send after store and cache hits, and its rough cost (at the batch
         price with ``config.batch``)."""
-        return estimate(self, pairs, queries, passages, sink)
+        return quote(self, pairs, queries, passages, sink)
 
     def check_endpoints(self) -> None:
         """Raise LLMError when no endpoint of the job passes its pre-flight check (it answers,
@@ -200,7 +200,7 @@ class Labeller:
                 "cache_scope": "replicas" if spec.replica else "endpoint"}
 
     def spending_limit(self, sink: object = None) -> Budget:
-        """A run's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
+        """A job's budget: --max-cost, and --max-total-cost given the sink's spend ledger."""
         return spending_limit(self.config, [s.model for s in self.specs], sink)
 
     async def label(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
@@ -208,8 +208,8 @@ class Labeller:
                     progress: bool = False,
                     only: Collection[tuple[str, str, int]] | None = None,
                     handle_sigint: bool = False) -> LabelReport:
-        """Label every pair (x samples) not yet settled in the sink; see the module doc.
-        ``only``: just these (qid, docid, sample) items. A sink that is a JudgmentSink (the
+        """Label every pair (x repeats) not yet settled in the sink; see the module doc.
+        ``only``: just these (qid, docid, repeat) items. A sink that is a JudgmentSink (the
         LabelStore) also settles items, claims them and records spend. ``handle_sigint``: while it runs, the
         first Ctrl-C stops new calls and saves what was answered (the CLI asks for it; off, the
         process's SIGINT handling is left as it is)."""

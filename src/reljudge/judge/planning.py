@@ -1,4 +1,4 @@
-"""Before a labelling run: its inputs checked, what the store settles already, what it would
+"""Before a labelling job: its inputs checked, what the store settles already, what it would
 send and cost (a dry run)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from reljudge.errors import InputError
 from reljudge.judge.cost import estimate_tokens
 from reljudge.judge.failures import asked_again
-from reljudge.judge.report import CostEstimate
+from reljudge.judge.report import CostQuote
 from reljudge.judge.role import Item, Judge, Settled
 from reljudge.judge.sink import JudgmentSink
 
@@ -55,7 +55,7 @@ def shown_now(pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
 def stale_note(count: int, stale: str) -> str:
     """What a run says of the stale items it found (``stale``: relabel or keep)."""
     what = "asked again" if stale == "relabel" else "kept (--stale keep)"
-    return (f"{count} pair(s) x samples were labelled on query or passage texts that have "
+    return (f"{count} pair(s) x repeats were labelled on query or passage texts that have "
             f"changed since: {what}")
 
 
@@ -75,7 +75,7 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
     for judge in judge_ids:
         # every event of this judge, lean
         for e in sink.outcomes(judge):
-            key = (e.qid, e.docid, e.sample)
+            key = (e.qid, e.docid, e.repeat)
             if e.grade is not None or key not in latest or latest[key].grade is None:
                 # a grade, once given, settles the item
                 latest[key] = e
@@ -96,25 +96,25 @@ def settled(judge_ids: Sequence[str], retry_failed: bool, sink: object = None,
     return Settled(done, {k for k in done if latest[k].grade is None}, old)
 
 
-def plan(pairs: Sequence[tuple[str, str]], samples: int, done: set[Item], failed: set[Item],
+def plan(pairs: Sequence[tuple[str, str]], repeats: int, done: set[Item], failed: set[Item],
          only: Collection[Item] | None = None) -> tuple[list[Item], int, int]:
     """The items to ask, how many are settled already, and how many of those failed."""
-    items = [(q, d, s) for q, d in pairs for s in range(samples)]
+    items = [(q, d, s) for q, d in pairs for s in range(repeats)]
     if only is not None:
         items = [it for it in items if it in only]
     todo = [it for it in items if it not in done]
     return todo, len(items) - len(todo), sum(1 for it in items if it in failed)
 
 
-def estimate(labeller: Judge, pairs: Sequence[tuple[str, str]],
-             queries: Mapping[str, str], passages: Mapping[str, Any],
-             sink: object = None) -> CostEstimate:
+def quote(labeller: Judge, pairs: Sequence[tuple[str, str]],
+          queries: Mapping[str, str], passages: Mapping[str, Any],
+          sink: object = None) -> CostQuote:
     """What a run of this labeller would send after store and cache hits, and its rough cost
     (at the batch price with ``config.batch``)."""
     check_inputs(pairs, queries, passages)
     config, template, price = labeller.config, labeller.template, labeller.price
     done, failed, _ = labeller.settled(sink, shown_now(pairs, queries, passages))
-    todo, n_done, _ = plan(pairs, config.samples, done, failed)
+    todo, n_done, _ = plan(pairs, config.repeats, done, failed)
     cache = labeller.cache()
     cached = tin = 0
     seen: set[str] = set()
@@ -130,5 +130,5 @@ def estimate(labeller: Judge, pairs: Sequence[tuple[str, str]],
     out_each = 150 if template.output == "text" and "M (match)" in template.user else 40
     tout = to_send * out_each
     paid = price.scaled(config.batch_discount) if config.batch else price
-    return CostEstimate(labeller.judge_id, len(todo) + n_done, n_done, cached, to_send, tin, tout,
-                        paid.cost(tin, tout), price.known)
+    return CostQuote(labeller.judge_id, len(todo) + n_done, n_done, cached, to_send, tin, tout,
+                     paid.cost(tin, tout), price.known)

@@ -1,4 +1,4 @@
-"""The progress display of a labelling run (a terminal bar, or a notebook cell's)."""
+"""The progress display of a labelling job (a terminal bar, or a notebook cell's)."""
 
 from __future__ import annotations
 

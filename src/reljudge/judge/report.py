@@ -1,5 +1,5 @@
-"""What a labelling job did (LabelReport; BatchResult for a ``--batch`` run) and what it would
-do (CostEstimate)."""
+"""What a labelling job did (LabelReport; BatchResult for a ``--batch`` job) and what it would
+do (CostQuote)."""
 
 from __future__ import annotations
 
@@ -12,23 +12,23 @@ from reljudge.choices import Aggregate
 from reljudge.frames import DataFrame, Tabular, dataframe
 from reljudge.labels import LabelEvent
 from reljudge.store.batches import BatchRecord
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 if TYPE_CHECKING:
     from reljudge.store import LabelStore
 
-SUMMARY_COLUMNS = ["judge", "pairs x samples", "already in store", "from cache", "paid calls",
+SUMMARY_COLUMNS = ["judge", "pairs x repeats", "already in store", "from cache", "paid calls",
                    "labelled", "failed", "not sent", "tokens in", "tokens out", "cost $"]
 
 
 @dataclass(repr=False)
 class LabelReport(Tabular):
     """What a labelling job did. Prints as the ``label`` summary table with its failures;
-    ``to_dataframe`` gives one row per event of this run (grades and failures)."""
+    ``to_dataframe`` gives one row per event of this job (grades and failures)."""
 
     judge: str
     pairs: int = 0
-    #: pairs x samples asked for
+    #: pairs x repeats asked for
     items: int = 0
     #: in the sink from an earlier job
     already_done: int = 0
@@ -78,7 +78,7 @@ class LabelReport(Tabular):
 
     def grades(self, aggregate: Aggregate = "majority", judge: str | None = None
                ) -> dict[tuple[str, str], int]:
-        """The final grade of each pair labelled in this run (samples aggregated), of one
+        """The final grade of each pair labelled in this job (repeats aggregated), of one
         ``judge`` when given."""
         from reljudge.grades import aggregate_grades
 
@@ -116,9 +116,9 @@ class LabelReport(Tabular):
         return out
 
     def to_dataframe(self) -> DataFrame:
-        """A pandas DataFrame of this run's events: qid, docid, sample, grade, failure kind,
+        """A pandas DataFrame of this job's events: qid, docid, repeat, grade, failure kind,
         failure, raw answer, tokens, cost, latency."""
-        cols = ["qid", "docid", "sample", "grade", "failure_kind", "failure", "raw",
+        cols = ["qid", "docid", "repeat", "grade", "failure_kind", "failure", "raw",
                 "tokens_in", "tokens_out", "cost", "latency"]
         return dataframe(cols, [[getattr(e, c) for c in cols] for e in self.events])
 
@@ -141,7 +141,7 @@ def endpoint_note(e: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class CostEstimate:
+class CostQuote:
     """A dry run: what would be sent, and roughly what it would cost."""
 
     judge: str
@@ -157,10 +157,10 @@ class CostEstimate:
 
 @dataclass
 class BatchResult:
-    """What a ``--batch`` run did, and where the job stands."""
+    """What a ``--batch`` job did, and where the job stands."""
 
     judge: str
-    #: pairs x samples asked for
+    #: pairs x repeats asked for
     items: int = 0
     #: batches created by this job
     submitted_batches: int = 0
@@ -207,7 +207,7 @@ class BatchResult:
 
 def judge_qrels(judges: Sequence[str], aggregate: Aggregate = "majority", *,
                 store: LabelStore | None = None, report: LabelReport | None = None) -> Qrels:
-    """A job's final grades as qrels: each pair's grade (its samples aggregated) from the
+    """A job's final grades as qrels: each pair's grade (its repeats aggregated) from the
     first of ``judges`` that graded it; from every run in ``store`` when given, else from
     ``report``'s events."""
     import numpy as np

@@ -16,7 +16,7 @@ from reljudge.judge.http.endpoints import Endpoint
 from reljudge.judge.prompts import Template
 from reljudge.judge.sink import JudgmentSink
 
-Item = tuple[str, str, int]  # (qid, docid, sample)
+Item = tuple[str, str, int]  # (qid, docid, repeat)
 
 
 class Settled(NamedTuple):
@@ -60,10 +60,10 @@ class Judge(Protocol):
     def check_inputs(self, pairs: Sequence[tuple[str, str]], queries: Mapping[str, str],
                      passages: Mapping[str, Any]) -> None: ...
 
-    def key(self, messages: list[dict], sample: int, params: dict | None = None,
+    def key(self, messages: list[dict], repeat: int, params: dict | None = None,
             spec: Endpoint | None = None) -> str: ...
 
-    def keys(self, messages: list[dict], sample: int) -> list[str]: ...
+    def keys(self, messages: list[dict], repeat: int) -> list[str]: ...
 
     def cache(self) -> Any: ...  # a diskcache.Cache (an untyped library)
 

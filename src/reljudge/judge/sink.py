@@ -1,4 +1,4 @@
-"""Where a labelling run writes, written out whole: every method the labeller calls on it.
+"""Where a labelling job writes, written out whole: every method the labeller calls on it.
 
 ``EventSink`` is the least a sink is (it takes events: a list, a file writer). A
 ``JudgmentSink`` (the LabelStore is one) also tells what is settled, holds claims so that
@@ -20,7 +20,7 @@ Item = tuple[str, str, int]
 
 
 class EventSink(Protocol):
-    """Takes a run's events as they arrive."""
+    """Takes a job's events as they arrive."""
 
     def add_events(self, events: Sequence[LabelEvent]) -> int:
         """Store these events; returns how many were stored."""
@@ -51,7 +51,7 @@ class JudgmentSink(EventSink, Protocol):
         ...
 
     def open_spend(self, judge: str, endpoint: str) -> int:
-        """A new spend row for one run of a judge on one endpoint; returns its id."""
+        """A new spend row for one job of a judge on one endpoint; returns its id."""
         ...
 
     def update_spend(self, run: int, calls: int, tokens_in: int, tokens_out: int,

@@ -18,7 +18,7 @@ import numpy as np
 from reljudge import columns
 from reljudge.metrics.many_runs import batches
 from reljudge.metrics.ranking import float32_rounded
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 #: measures whose definition differs between trec_eval 9 and 10 (besides the score rounding)
 RULE_MEASURES = ("IPrec", "IPrecAvg")

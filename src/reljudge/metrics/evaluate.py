@@ -26,7 +26,7 @@ from reljudge.metrics.ranking import (  # noqa: F401 (COMPAT, rank: re-exported)
     rankings,
 )
 from reljudge.metrics.trec_names import plain_measures, read_measure
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 
 @dataclass(frozen=True, repr=False)

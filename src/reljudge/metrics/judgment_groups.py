@@ -67,7 +67,7 @@ def evaluate_groups(judgments: Prefs, run: RunLike, measures: Sequence[str] | st
     and ranking as in ``evaluate`` (``rel``: trec_eval's -l)."""
     from reljudge.io import coerce
     from reljudge.metrics.evaluate import Evaluation, evaluate
-    from reljudge.types import Qrels, Run
+    from reljudge.trec_data import Qrels, Run
 
     named = group_measures([measures] if isinstance(measures, str) else list(measures), rel)
     if not named:

@@ -32,7 +32,7 @@ from reljudge.metrics.ranking import (
     trimmed,
 )
 from reljudge.metrics.ties import tie_spans
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 #: run rows ranked in one pass at most (more: no faster, peak grows)
 BATCH_ROWS = 1 << 16

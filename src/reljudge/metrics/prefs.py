@@ -23,7 +23,7 @@ from reljudge.choices import Compat
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.prefs import Prefs
 from reljudge.metrics.ranking import RunLike, float32_rounded, refuse_non_finite
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 if TYPE_CHECKING:
     from reljudge.metrics.evaluate import Evaluation

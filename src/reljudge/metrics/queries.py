@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reljudge.errors import InputError
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 RUN_QUERIES = "run-queries"
 ALL_QUERIES = "all-queries"

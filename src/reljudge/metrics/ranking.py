@@ -25,7 +25,7 @@ from reljudge.errors import InputError
 from reljudge.metrics.kernels import PAD, UNJUDGED, Ranked
 from reljudge.metrics.kernels import judged_only as condensed
 from reljudge.metrics.ties import _tie_keys, tie_break, tie_spans  # noqa: F401 (_tie_keys: tests)
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 from reljudge.values import int64_grades
 
 QrelsLike = Qrels | Mapping[str, Mapping[str, int]]

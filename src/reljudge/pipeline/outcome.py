@@ -57,7 +57,7 @@ LATER_OUTPUTS = ("qrels.txt", "qrels.provenance.jsonl", "scores.tsv", "scores.js
 
 def labelling_record(asked: int, graded: int, failures: dict, stopped: str | None,
                      waiting: int = 0, stale_kept: int = 0) -> dict:
-    """What a label stage left: pairs x samples asked about, graded, without a grade and why
+    """What a label stage left: pairs x repeats asked about, graded, without a grade and why
     (failure kinds, the stop reason, batches still running), and the grades kept although
     their texts changed since (``stale = "keep"``)."""
     complete = graded == asked and not stopped and not waiting
@@ -98,7 +98,7 @@ def incomplete_reason(labelling: dict) -> str:
     if labelling.get("batches_running"):
         why.append(f"{labelling['batches_running']} batch(es) still running")
     return (f"labelling is incomplete, {labelling['graded']} of {labelling['asked']} pairs x "
-            f"samples graded ({', '.join(why) or 'no reason recorded'})")
+            f"repeats graded ({', '.join(why) or 'no reason recorded'})")
 
 
 def partial_line(labelling: dict) -> str:

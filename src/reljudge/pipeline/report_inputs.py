@@ -13,7 +13,7 @@ from reljudge.pipeline.manifest import FINISHED, Manifest
 from reljudge.pipeline.outcome import incomplete_reason, is_incomplete, partial_line, skipped_line
 from reljudge.pipeline.runner import config_digest, input_roles
 from reljudge.report.model import ReportInputs
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 if TYPE_CHECKING:
     from reljudge.store import LabelStore

@@ -20,7 +20,7 @@ from reljudge.pipeline.outcome import (
     labelling_record,
     skipped_record,
 )
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 if TYPE_CHECKING:
     from reljudge.judge import JudgeConfig, Labeller
@@ -101,8 +101,8 @@ def _calls_needed(config: PipelineConfig, inputs: InputData, labeller: Labeller)
         return bool(inputs.pooled)
     store = LabelStore(config.store_path, create=False, readonly=True) if stored else None
     try:
-        return labeller.estimate(inputs.pooled, inputs.queries, inputs.passages,
-                                 store).to_send > 0
+        return labeller.quote(inputs.pooled, inputs.queries, inputs.passages,
+                              store).to_send > 0
     finally:
         if store is not None:
             store.close()
@@ -129,7 +129,7 @@ def pool_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
 
     runs, pooled, labeller = inputs.runs, inputs.pooled, inputs.labeller
     out = config.out_dir
-    labelled = store.labelled_pairs()
+    labelled = store.judged_pairs()
     to_label = [p for p in pooled if p not in labelled]
     judged = len(pooled) - len(to_label)
     best: dict[tuple[str, str], int] = {}
@@ -142,16 +142,16 @@ def pool_stage(config: PipelineConfig, inputs: InputData, store: LabelStore,
     lines += [f"{q}\t{d}\t{best[(q, d)]}" for q, d in pooled]
     atomic_write(out / "pool.tsv", "\n".join(lines) + "\n")
     k = config.pool.depth
-    summary = {"pairs": len(pooled), "labelled": judged, "to_label": len(to_label),
+    summary = {"pairs": len(pooled), "judged": judged, "to_label": len(to_label),
                f"judged@{k}": {r.name: judged_at_k(r, labelled, k) for r in runs}}
     if labeller is not None:
-        est = labeller.estimate(pooled, inputs.queries, inputs.passages, store)
+        est = labeller.quote(pooled, inputs.queries, inputs.passages, store)
         summary["llm_to_send"] = est.to_send
-        summary["llm_estimated_cost"] = est.cost
+        summary["llm_quoted_cost"] = est.cost
     say(f"[pool] depth {k} over {len(runs)} run(s): {len(pooled)} pairs, {judged} "
         f"already labelled, {len(to_label)} without any label"
         + (f"; the judge would send {summary['llm_to_send']} (est. "
-           f"${summary['llm_estimated_cost']:.4f})" if labeller is not None else ""))
+           f"${summary['llm_quoted_cost']:.4f})" if labeller is not None else ""))
     return StageResult("pool", "ran", summary)
 
 
@@ -182,7 +182,7 @@ def _batch_label(inputs: InputData, labeller: Labeller, store: LabelStore, say: 
                                                        handle_sigint=True))
     summary = result.summary()
     say(f"[label] {labeller.judge_id} (batch): {result.graded} of {result.items} pairs "
-        f"x samples graded, {result.submitted_batches} batch(es) submitted, "
+        f"x repeats graded, {result.submitted_batches} batch(es) submitted, "
         f"{len(result.open)} running, ${result.cost:.4f}")
     labelling = labelling_record(result.items, result.graded, result.batch_failures,
                                  result.stop_reason, len(result.open), _kept(result, labeller))
@@ -208,7 +208,7 @@ def _online_label(inputs: InputData, labeller: Labeller, store: LabelStore, say:
         {**report.failure_reasons, **_standing_failures(report)},
         report.stop_reason, stale_kept=_kept(report, labeller))
     summary["completeness"] = labelling
-    say(f"[label] {labeller.judge_id}: {report.items} pairs x samples, "
+    say(f"[label] {labeller.judge_id}: {report.items} pairs x repeats, "
         f"{report.already_done} already labelled, {report.cached} from cache, "
         f"{report.calls} paid calls, {report.failed} failed"
         + (f" ({dict(report.failure_reasons)})" if report.failed else "")
@@ -220,8 +220,8 @@ def _online_label(inputs: InputData, labeller: Labeller, store: LabelStore, say:
 
 
 def _standing_failures(report: LabelReport) -> dict[str, int]:
-    """Failure kinds of the pairs this run found failed in the store and did not ask again
-    (they lack a grade as much as this run's failures do)."""
+    """Failure kinds of the pairs this job found failed in the store and did not ask again
+    (they lack a grade as much as this job's failures do)."""
     return {"failed earlier, not asked again": report.already_failed} \
         if report.already_failed else {}
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from reljudge.probe.build import EXPLOIT, ProbeSet
 from reljudge.probe.kinds import CLEAN, KINDS
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 #: the normal quantile of a two-sided 95 % interval
 Z95 = 1.959963984540054
@@ -227,7 +227,7 @@ def _rank(means: Mapping[str, float], name: str) -> int:
 @dataclass
 class ProbeReport:
     """A probe run's result: per template and kind the numbers, the runs' possible gains,
-    the queries skipped, warnings, and what the labelling runs did."""
+    the queries skipped, warnings, and what the labelling jobs did."""
 
     kinds: list[KindResult] = field(default_factory=list)
     gains: list[RunGain] = field(default_factory=list)

@@ -30,7 +30,7 @@ from reljudge.probe.kinds import (
     vocabulary,
 )
 from reljudge.store.probes import ProbeText
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 #: a known grade at least this is a relevant passage (the base of an invariance probe)
 RELEVANT_MIN = 2

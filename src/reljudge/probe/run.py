@@ -19,7 +19,7 @@ from reljudge.errors import ConfigError
 from reljudge.judge import JudgeConfig
 from reljudge.judge.labeller import Labeller
 from reljudge.judge.prompts import Template, load_template
-from reljudge.judge.report import CostEstimate, LabelReport
+from reljudge.judge.report import CostQuote, LabelReport
 from reljudge.judge.sink import EventSink
 from reljudge.probe.analysis import (
     Grades,
@@ -33,7 +33,7 @@ from reljudge.probe.build import ProbeSet, build_probes
 from reljudge.probe.kinds import DEFAULT_KINDS, check_kinds, top_rubric
 from reljudge.probe.stored import latest_grades
 from reljudge.store.probes import ProbeSink
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 if TYPE_CHECKING:
     from reljudge.store import LabelStore
@@ -47,9 +47,9 @@ class Plan:
     sets: list[ProbeSet]
     queries: Mapping[str, str]
 
-    def estimates(self, sink: EventSink | None = None) -> list[CostEstimate]:
-        """Each template's dry-run estimate (store and cache hits counted)."""
-        return [lab.estimate(ps.pairs(), self.queries, ps.passages(), sink)
+    def quotes(self, sink: EventSink | None = None) -> list[CostQuote]:
+        """Each template's dry-run quote (store and cache hits counted)."""
+        return [lab.quote(ps.pairs(), self.queries, ps.passages(), sink)
                 for lab, ps in zip(self.labellers, self.sets, strict=True)]
 
 
@@ -76,14 +76,14 @@ def plan_probes(config: JudgeConfig, queries: Mapping[str, str], passages: Mappi
     return Plan(labellers, sets, queries)
 
 
-def check_budget(config: JudgeConfig, estimates: Sequence[CostEstimate],
+def check_budget(config: JudgeConfig, quotes: Sequence[CostQuote],
                  spent: float = 0.0) -> None:
     """Refuse, before any call, a --max-cost, or a --max-total-cost beside the ``spent``
-    recorded already, that the probe set's estimate does not fit in."""
-    if not all(e.price_known for e in estimates):
+    recorded already, that the probe set's quote does not fit in."""
+    if not all(e.price_known for e in quotes):
         return
-    cost = sum(e.cost for e in estimates)
-    calls = sum(e.to_send for e in estimates)
+    cost = sum(e.cost for e in quotes)
+    calls = sum(e.to_send for e in quotes)
     limits = [(config.max_cost, "--max-cost", 0.0), (config.max_total_cost,
                                                      "--max-total-cost", spent)]
     for limit, flag, used in limits:
@@ -124,13 +124,13 @@ async def ask(plan: Plan, store: LabelStore | None = None, *, progress: bool = F
 
 def judge_grades(labeller: Labeller, probe_set: ProbeSet, report: LabelReport | None,
                  store: LabelStore | None = None) -> Grades:
-    """(qid, synthetic docid) -> the judge's grade (samples aggregated; None: no grade), from
-    the store's probe answers when given, else from the run's events."""
+    """(qid, synthetic docid) -> the judge's grade (repeats aggregated; None: no grade), from
+    the store's probe answers when given, else from the job's events."""
     if store is not None:
-        rows = [(g.qid, g.docid, g.sample, g.grade) for judge in labeller.judge_ids
+        rows = [(g.qid, g.docid, g.repeat, g.grade) for judge in labeller.judge_ids
                 for g in store.probe_grades(judge)]
     else:
-        rows = [(e.qid, e.docid, e.sample, e.grade) for e in (report.events if report else [])]
+        rows = [(e.qid, e.docid, e.repeat, e.grade) for e in (report.events if report else [])]
     return latest_grades(rows, set(probe_set.pairs()), labeller.config.aggregate)
 
 
@@ -171,7 +171,7 @@ def probe(config: JudgeConfig, queries: Mapping[str, str], passages: Mapping[str
     plan = plan_probes(config, queries, passages, known, prompts=prompts, kinds=kinds,
                        per_kind=per_kind, seed=seed, runs=runs, depth=depth)
     sink = ProbeSink(store) if store is not None else None
-    check_budget(config, plan.estimates(sink), store.total_spend() if store is not None else 0.0)
+    check_budget(config, plan.quotes(sink), store.total_spend() if store is not None else 0.0)
     reports = run_sync(ask(plan, store, progress=progress))
     return analyse(plan, reports, store, runs, measures)
 

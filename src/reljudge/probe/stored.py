@@ -19,7 +19,7 @@ from reljudge.probe.analysis import (
 )
 from reljudge.probe.build import EXPLOIT, ProbeSet
 from reljudge.probe.kinds import CLEAN, KINDS
-from reljudge.types import Run
+from reljudge.trec_data import Run
 
 if TYPE_CHECKING:
     from reljudge.store import LabelStore
@@ -27,17 +27,17 @@ if TYPE_CHECKING:
 
 def latest_grades(rows: Iterable[tuple[str, str, int, int | None]], asked: set[tuple[str, str]],
                   aggregate: Aggregate = "majority") -> Grades:
-    """(qid, docid) -> grade from answer rows (qid, docid, sample, grade) in the order added:
-    each sample's latest grade stands (a failure only until a grade comes), the samples
+    """(qid, docid) -> grade from answer rows (qid, docid, repeat, grade) in the order added:
+    each repeat's latest grade stands (a failure only until a grade comes), the repeats
     aggregated; None for a pair without a grade."""
     graded: dict[tuple[str, str], dict[int, int | None]] = {p: {} for p in asked}
-    for qid, docid, sample, grade in rows:
-        samples = graded.get((qid, docid))
-        if samples is not None and (grade is not None or samples.get(sample) is None):
-            samples[sample] = grade
+    for qid, docid, repeat, grade in rows:
+        repeats = graded.get((qid, docid))
+        if repeats is not None and (grade is not None or repeats.get(repeat) is None):
+            repeats[repeat] = grade
     out: dict[tuple[str, str], int | None] = {}
-    for pair, samples in graded.items():
-        values = [g for g in samples.values() if g is not None]
+    for pair, repeats in graded.items():
+        values = [g for g in repeats.values() if g is not None]
         out[pair] = int(aggregate_grades(values, aggregate)) if values else None
     return out
 
@@ -48,7 +48,7 @@ def stored_sets(store: LabelStore) -> dict[str, tuple[ProbeSet, Grades]]:
     texts = store.probe_texts()
     out: dict[str, tuple[ProbeSet, Grades]] = {}
     for judge, _, _ in store.probe_judges():
-        rows = [(g.qid, g.docid, g.sample, g.grade) for g in store.probe_grades(judge)]
+        rows = [(g.qid, g.docid, g.repeat, g.grade) for g in store.probe_grades(judge)]
         answered = {(q, d) for q, d, _, _ in rows}
         mine = {t.docid: t for t in texts if (t.qid, t.docid) in answered}
         bases: dict[str, list[tuple[str, str]]] = {}

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from reljudge.stats.compare import Comparison
     from reljudge.store import LabelStore
     from reljudge.store.views import ConflictText
-    from reljudge.types import Qrels, Run
+    from reljudge.trec_data import Qrels, Run
 
 STYLE = """
 *{box-sizing:border-box}

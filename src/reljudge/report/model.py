@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from reljudge.choices import Test
 from reljudge.report.facts import input_files, judges_and_costs
 from reljudge.report.summary import Summary, comparison_summary, judge_summary, primary_measure
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 if TYPE_CHECKING:
     from reljudge.audit.result import AuditResult
@@ -206,7 +206,7 @@ def _float32(run: Run) -> Run:
     (the estimates rank runs without that switch)."""
     import numpy as np
 
-    from reljudge.types import Run
+    from reljudge.trec_data import Run
 
     return Run.from_arrays(run.qid, run.docid, run.score.astype(np.float32).astype(np.float64),
                            name=run.name, check=False)

@@ -17,7 +17,7 @@ from reljudge.stats.significance import (
     holm,
     paired_test,
 )
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 #: how a correction is named in prose ("Holm correction", "no correction")
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}
@@ -144,7 +144,7 @@ def compare(qrels: Qrels | Mapping[str, Mapping[str, int]],
     means side by side are over the same queries; with ``shared=False`` each run's mean is
     over its own queries that have qrels (trec_eval's rule for one run) and each paired test
     over the queries the run and the baseline share; with ``all_queries`` over every qrels
-    query (``metrics.queries``). Runs sharing a name are numbered (``types.distinct_runs``).
+    query (``metrics.queries``). Runs sharing a name are numbered (``trec_data.distinct_runs``).
     ``float32_scores`` ranks on scores rounded to float32, as trec_eval 9 does.
     """
     from reljudge.errors import ConfigError, InputError

@@ -71,7 +71,7 @@ class BatchLog:
     def create(self, judge: str, endpoint: str, config: dict,
                items: Sequence[tuple[str, str, str, int]], reserved: float = 0.0,
                intent: str | None = None) -> int:
-        """Record a batch about to be uploaded with its (custom_id, qid, docid, sample) items
+        """Record a batch about to be uploaded with its (custom_id, qid, docid, repeat) items
         and its intent (the name its file and batch will carry); returns our id."""
         now = time.time()
 
@@ -136,12 +136,12 @@ class BatchLog:
         return [_record(r[:-1], r[-1]) for r in self.conn.execute(sql + " ORDER BY b.id", args)]
 
     def items(self, bid: int) -> list[tuple[str, str, str, int]]:
-        """(custom_id, qid, docid, sample) of a batch."""
+        """(custom_id, qid, docid, repeat) of a batch."""
         return self.conn.execute("SELECT custom_id, qid, docid, sample FROM batch_items "
                                  "WHERE batch = ?", (bid,)).fetchall()
 
     def pending(self, judge: str) -> set[tuple[str, str, int]]:
-        """(qid, docid, sample) held by this judge's batches not yet collected."""
+        """(qid, docid, repeat) held by this judge's batches not yet collected."""
         return {tuple(r) for r in self.conn.execute(
             "SELECT i.qid, i.docid, i.sample FROM batch_items i JOIN batches b ON b.id = i.batch "
             "JOIN sources s ON s.id = b.source WHERE b.collected = 0 AND s.name = ?", (judge,))}

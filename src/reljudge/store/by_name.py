@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 
 class StoreLabels(NamedTuple):

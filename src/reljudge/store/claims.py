@@ -1,6 +1,6 @@
 """Claims: which labelling process is asking about which item right now.
 
-Before a process sends an item (qid, docid, sample) it claims it: a row with its owner id and
+Before a process sends an item (qid, docid, repeat) it claims it: a row with its owner id and
 a lease, written in one transaction that skips items another live process holds and items the
 store has settled meanwhile. The process renews its leases while it works and releases each
 claim once the item's event is stored. A killed process stops renewing: when its leases run
@@ -17,7 +17,7 @@ from typing import TypeVar
 from reljudge.store.events import _STANDING, _UNDONE
 from reljudge.store.part import StorePart
 
-#: (qid, docid, sample)
+#: (qid, docid, repeat)
 Item = tuple[str, str, int]
 #: an item's key in a claims table
 K = TypeVar("K", bound=Hashable)

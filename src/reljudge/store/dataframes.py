@@ -28,7 +28,7 @@ class Frames(EventLog):
 
     def failures_dataframe(self, history: bool = False) -> DataFrame:
         """Failed judgments as a pandas DataFrame: those still without a grade (qid, docid,
-        source, sample, kind, detail; kind None for a failure written without one), or
+        source, repeat, kind, detail; kind None for a failure written without one), or
         with ``history`` every failed event (qid, docid, source, failure, raw)."""
         if history:
             return dataframe(views.FAILURE_HISTORY_COLUMNS, self.failures())

@@ -29,15 +29,15 @@ from reljudge.store.merge import (
     source_qrels,
 )
 from reljudge.store.texts import Texts
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 
 class Outcome(NamedTuple):
-    """One event's (qid, docid, sample), its grade or failure, and what its judge saw."""
+    """One event's (qid, docid, repeat), its grade or failure, and what its judge saw."""
 
     qid: str
     docid: str
-    sample: int
+    repeat: int
     grade: int | None
     failure_kind: str | None
     failure: str | None
@@ -54,7 +54,7 @@ class Standing(NamedTuple):
     qid: str
     docid: str
     source: str
-    sample: int
+    repeat: int
     grade: int
     #: the latency recorded with it (a person's time on the pair)
     seconds: float | None
@@ -199,7 +199,7 @@ class EventLog(Texts):
                 return text
 
             rows = [(qids[e.qid], docids[e.docid], self.db.source_id(e.source_kind, e.source_name),
-                     e.sample, e.grade, e.failure, e.raw,
+                     e.repeat, e.grade, e.failure, e.raw,
                      None if e.probs is None else json.dumps(list(e.probs)),
                      e.expected_grade, e.tokens_in, e.tokens_out, e.cost, e.latency,
                      e.created_at if e.created_at is not None else now,
@@ -259,8 +259,8 @@ class EventLog(Texts):
         n, last = self.conn.execute("SELECT count(*), max(id) FROM events").fetchone()
         return f"{n}:{last}"
 
-    def labelled_pairs(self, source_names: Sequence[str] | None = None,
-                       ok_only: bool = True) -> set[tuple[str, str]]:
+    def judged_pairs(self, source_names: Sequence[str] | None = None,
+                     ok_only: bool = True) -> set[tuple[str, str]]:
         """(qid, docid) pairs with at least one label (from the named sources, if given);
         a retracted label does not count."""
         sql = ("SELECT DISTINCT q.qid, p.docid FROM events e JOIN queries q ON q.id = e.q "
@@ -346,9 +346,9 @@ class EventLog(Texts):
             f"WHERE s.kind = ? AND e.grade IS NOT NULL AND {_STANDING} ORDER BY e.id",
             (kind,)).fetchall()
         latest: dict[tuple, Standing] = {}
-        for eid, qid, docid, name, sample, grade, latency, meta, raw, created in rows:
-            latest[(qid, docid, name, sample)] = Standing(
-                eid, kind, qid, docid, name, sample, grade, latency,
+        for eid, qid, docid, name, repeat, grade, latency, meta, raw, created in rows:
+            latest[(qid, docid, name, repeat)] = Standing(
+                eid, kind, qid, docid, name, repeat, grade, latency,
                 json.loads(meta) if meta else {}, raw, created)
         return sorted(latest.values(), key=lambda s: s.event)
 
@@ -393,14 +393,14 @@ class EventLog(Texts):
             # no text was ever replaced: no label can be stale
             return set()
         latest: dict[tuple, str | None] = {}
-        for q, d, kind, src, sample, shown in self.conn.execute(
+        for q, d, kind, src, repeat, shown in self.conn.execute(
                 "SELECT q.qid, p.docid, s.kind, s.name, e.sample, e.shown FROM events e "
                 "JOIN queries q ON q.id = e.q JOIN passages p ON p.id = e.d "
                 f"JOIN sources s ON s.id = e.source {_UNDONE} "
                 f"WHERE e.grade IS NOT NULL AND {_STANDING} AND (e.q IN (SELECT ref FROM "
                 "text_history WHERE kind = 'query') OR e.d IN (SELECT ref FROM text_history "
                 "WHERE kind = 'passage')) ORDER BY e.id"):
-            latest[(q, d, kind, src, sample)] = shown
+            latest[(q, d, kind, src, repeat)] = shown
         known = {k: shown for k, shown in latest.items() if shown is not None}
         now = self.shown_now({k[:2] for k in known})
         return {k[:4] for k, shown in known.items() if now.get(k[:2], shown) != shown}

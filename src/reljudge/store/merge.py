@@ -1,7 +1,7 @@
 """Merge policies: the stated, reproducible rule that turns many labels into final qrels
 (docs/store.md).
 
-For every (query, document) pair, each source's latest standing grade per sample index is a
+For every (query, document) pair, each source's latest standing grade per repeat index is a
 vote (a grade its source retracted is none). The policy picks the deciding votes
 (``human-first`` by default, ``adjudicated-first``, ``human-only``, ``llm-only``,
 ``source=NAME``); the aggregation makes them one grade: ``majority`` (a tie goes to the lower
@@ -25,7 +25,7 @@ from reljudge.choices import AGGREGATES, Aggregate
 from reljudge.errors import StoreError
 from reljudge.grades import aggregate_grades
 from reljudge.labels import SOURCE_KINDS, is_adjudication
-from reljudge.types import Qrels
+from reljudge.trec_data import Qrels
 
 #: (kind, source, grade): one source's label of a pair, a candidate vote of the merge
 Vote = tuple[str, str, int]
@@ -444,10 +444,10 @@ def _check_aggregate(aggregate: str) -> None:
 
 
 def _votes(rows: Sequence[tuple]) -> dict[tuple[str, str], list[Vote]]:
-    """Each pair's candidate votes: each source's latest grade of it per sample index."""
+    """Each pair's candidate votes: each source's latest grade of it per repeat index."""
     latest: dict[tuple, tuple] = {}
-    for qid, docid, kind, source, sample, grade, eid in rows:
-        key = (qid, docid, kind, source, sample)
+    for qid, docid, kind, source, repeat, grade, eid in rows:
+        key = (qid, docid, kind, source, repeat)
         known = latest.get(key)
         if known is None or eid > known[1]:
             latest[key] = (grade, eid)
@@ -532,7 +532,7 @@ def coverage(merged: Merged, pool: Sequence[tuple[str, str]] | None = None
 
 def coverage_summary(rows: Sequence[tuple[str, int, int | None]], shown: int | None = None
                      ) -> tuple[dict, list[tuple[str, int, int | None]]]:
-    """``coverage``'s rows in brief: the number of queries, min/median/max of the labelled
+    """``coverage``'s rows in brief: the number of queries, min/median/max of the judged
     pairs per query (and of the pooled share, with a pool), and the ``shown`` rows of the
     least covered queries (lowest share, else fewest labels; all rows when ``shown`` is None
     or not fewer)."""
@@ -542,7 +542,7 @@ def coverage_summary(rows: Sequence[tuple[str, int, int | None]], shown: int | N
         return {"min": min(values), "median": float(np.median(values)), "max": max(values)}
 
     shares = [n / p for _, n, p in rows if p]
-    summary = {"queries": len(rows), "labelled": spread([float(n) for _, n, _ in rows]),
+    summary = {"queries": len(rows), "judged": spread([float(n) for _, n, _ in rows]),
                "share": spread(shares) if any(p is not None for *_, p in rows) else None}
     if shown is None or len(rows) <= shown:
         return summary, list(rows)

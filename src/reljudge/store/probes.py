@@ -23,7 +23,7 @@ from reljudge.store.events import Outcome
 from reljudge.store.part import StorePart
 from reljudge.store.spend import open_line, update_line
 
-#: (qid, docid, sample)
+#: (qid, docid, repeat)
 Item = tuple[str, str, int]
 
 
@@ -44,7 +44,7 @@ class ProbeGrade(NamedTuple):
     judge: str
     qid: str
     docid: str
-    sample: int
+    repeat: int
     grade: int | None
     failure_kind: str | None
     raw: str | None
@@ -74,7 +74,7 @@ class Probes(StorePart):
     def add_probe_events(self, events: Sequence[LabelEvent]) -> int:
         """Append a probe run's answers (grades or failures) in one transaction."""
         now = time.time()
-        rows = [(e.source_name, e.qid, e.docid, e.sample, e.grade, e.failure,
+        rows = [(e.source_name, e.qid, e.docid, e.repeat, e.grade, e.failure,
                  None if e.failure_kind is None else str(e.failure_kind), e.raw, e.tokens_in,
                  e.tokens_out, e.cost, e.latency, e.shown,
                  None if e.meta is None else json.dumps(e.meta, sort_keys=True),

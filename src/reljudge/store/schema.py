@@ -80,7 +80,7 @@ CREATE INDEX derivations_source ON derivations (source);
 """
 
 # Version 5: a failed judgment's kind has its own column (reljudge.judge.failures), and every
-# labelling run records what it spent (the spend ledger), so spend is capped across runs.
+# labelling job records what it spent (the spend ledger), so spend is capped across runs.
 V4_TO_V5 = """
 ALTER TABLE events ADD COLUMN failure_kind TEXT;
 CREATE TABLE spend (id INTEGER PRIMARY KEY, source INTEGER NOT NULL REFERENCES sources (id),

@@ -1,4 +1,4 @@
-"""The spend ledger of a label store: what each labelling run paid, kept up to date as it runs."""
+"""The spend ledger of a label store: what each labelling job paid, kept up to date as it runs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from reljudge.store.part import StorePart
 
 def open_line(db: Backend, ledger: str, judge_column: str, judge: int | str,
               endpoint: str) -> int:
-    """Start a run's line in a ledger (``spend``, a labelling run's by source id, or
+    """Start a job's line in a ledger (``spend``, a labelling job's by source id, or
     ``probe_spend``, a probe run's by judge name); returns its id."""
     now = time.time()
     with db.transaction() as conn:
@@ -32,7 +32,7 @@ class Spend(StorePart):
     """The spend ledger of a store (a part of ``LabelStore``)."""
 
     def open_spend(self, judge: str, endpoint: str) -> int:
-        """Start a labelling run's line in the spend ledger; returns its id."""
+        """Start a labelling job's line in the spend ledger; returns its id."""
         with self.db.transaction():
             return open_line(self.db, "spend", "source", self.db.source_id("llm", judge),
                              endpoint)
@@ -50,7 +50,7 @@ class Spend(StorePart):
             "(SELECT coalesce(sum(cost), 0) FROM probe_spend)").fetchone()[0])
 
     def spend(self) -> list[tuple[str, int, int, int, int, float]]:
-        """Per judge: (source, runs, calls, tokens in, tokens out, USD spent), by source name
+        """Per judge: (source, jobs, calls, tokens in, tokens out, USD spent), by source name
         (sorted here: a server's collation must not change the order)."""
         return sorted(self.conn.execute(
             "SELECT s.name, count(*), sum(l.calls), sum(l.tokens_in), sum(l.tokens_out), "

@@ -44,7 +44,7 @@ class ConflictText:
         """The raw answers as one text (prefixed by source and sample when several)."""
         if len(self.answers) == 1:
             return self.answers[0]["raw"] or ""
-        return "\n\n".join(f"[{a['source']} #{a['sample']}] {a['raw'] or ''}"
+        return "\n\n".join(f"[{a['source']} #{a['repeat']}] {a['raw'] or ''}"
                            for a in self.answers)
 
 
@@ -87,14 +87,14 @@ def _llm_answers(store: EventLog, standing: np.ndarray, pairs: set[tuple[str, st
     ids = ids[np.isin(ids[:, 0], llm) & np.isin(ids[:, 1] * width + ids[:, 2], wanted)]
     ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 0], ids[:, 2], ids[:, 1]))]
     ends = np.r_[(ids[1:, :4] != ids[:-1, :4]).any(axis=1), True] if len(ids) else []
-    latest = sorted((qids[q], docids[d], sources[s][1], sample, eid, grade)
-                    for s, q, d, sample, eid, grade in ids[ends].tolist())
+    latest = sorted((qids[q], docids[d], sources[s][1], repeat, eid, grade)
+                    for s, q, d, repeat, eid, grade in ids[ends].tolist())
     raw: dict[int, str | None] = dict(store.db.select_in("SELECT id, raw FROM events", "id",
                                                          [r[4] for r in latest]))
     answers: dict[tuple[str, str], list[dict]] = {}
-    for qid, docid, source, sample, eid, grade in latest:
+    for qid, docid, source, repeat, eid, grade in latest:
         answers.setdefault((qid, docid), []).append(
-            {"source": source, "sample": sample, "grade": grade, "raw": raw.get(eid)})
+            {"source": source, "repeat": repeat, "grade": grade, "raw": raw.get(eid)})
     return answers
 
 
@@ -122,5 +122,5 @@ def events_frame(store: EventLog) -> DataFrame:
 
 PROVENANCE_COLUMNS = ["qid", "docid", "grade", "decided_by", "sources", "votes", "policy",
                       "aggregate", "stale"]
-CURRENT_FAILURE_COLUMNS = ["qid", "docid", "source", "sample", "kind", "detail"]
+CURRENT_FAILURE_COLUMNS = ["qid", "docid", "source", "repeat", "kind", "detail"]
 FAILURE_HISTORY_COLUMNS = ["qid", "docid", "source", "failure", "raw"]

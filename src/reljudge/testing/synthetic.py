@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reljudge.pool import top_k
-from reljudge.types import Qrels, Run
+from reljudge.trec_data import Qrels, Run
 
 
 def synthetic_runs(qrels: Qrels, n: int = 8, *, seed: int = 0, depth: int = 20,

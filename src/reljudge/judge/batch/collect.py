@@ -126,7 +126,7 @@ def collect_batch(job: Collects, rec: BatchRecord, result: BatchResult,
                 out.missed[item] = cid
                 events.append(LabelEvent(
                     qid=item[0], docid=item[1], source_kind="llm", source_name=judge,
-                    sample=item[2], grade=None, failure=why, failure_kind=kind,
+                    repeat=item[2], grade=None, failure=why, failure_kind=kind,
                     meta=meta))
     tin = sum(a.tokens_in for a in answers.values())
     tout = sum(a.tokens_out for a in answers.values())
@@ -161,7 +161,7 @@ def answer_events(lab: Labeller, answers: Mapping[str, Answer],
                 out.reask[item] = cid
             else:
                 events.append(LabelEvent(item[0], item[1], source_kind="llm",
-                                         source_name=judge, sample=item[2], meta=meta,
+                                         source_name=judge, repeat=item[2], meta=meta,
                                          shown=_shown(lab, item, cid, *texts), **fields))
     return events
 

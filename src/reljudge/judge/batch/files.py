@@ -2,7 +2,7 @@
 
 Request lines are the online path's requests (messages, parameters, body) with the answer
 cache key as ``custom_id``; each prompt is rendered and encoded once, for its key and its line
-and all its samples. Answer lines are read with the online path's rules: the answer of a 200
+and all its repeats. Answer lines are read with the online path's rules: the answer of a 200
 line is graded as the online labeller grades a cached answer (``answer_fields``; a refusal is a
 failure of kind ``refused``, an unreadable answer is left to the labeller's one re-ask), and
 every other line is a failure with its kind (``line_failure``).

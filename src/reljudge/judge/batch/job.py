@@ -340,9 +340,9 @@ class BatchJob:
             await asyncio.sleep(self.config.poll_interval)
 
     def _items(self, pairs: Sequence[tuple[str, str]]) -> list[Item]:
-        """The (qid, docid, sample) items of these pairs, once each, in order."""
+        """The (qid, docid, repeat) items of these pairs, once each, in order."""
         return list(dict.fromkeys((q, d, s) for q, d in pairs
-                                  for s in range(self.config.samples)))
+                                  for s in range(self.config.repeats)))
 
     def _settled(self) -> Settled:
         """The labeller's settled items (and failed ones among them) in the store, read again

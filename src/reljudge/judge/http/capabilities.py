@@ -26,7 +26,7 @@ LADDER = {
 
 
 class Capabilities:
-    """The request features in use for one run, stepped down as the endpoint rejects them."""
+    """The request features in use for one job, stepped down as the endpoint rejects them."""
 
     def __init__(self, base: dict[str, Any], *, json_schema: dict | None, logprobs: bool,
                  token_field: str = "max_tokens"):

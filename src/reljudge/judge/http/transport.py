@@ -85,7 +85,7 @@ def open_transport(name: str, url: str, headers: dict[str, str], *, connections:
 def env_proxy(url: str) -> str | None:
     """The proxy that HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY name for this URL.
 
-    Looked up once per run: aiohttp's own ``trust_env`` looks it (and ~/.netrc) up in a worker
+    Looked up once per job: aiohttp's own ``trust_env`` looks it (and ~/.netrc) up in a worker
     thread on every request, two thread hops per call.
     """
     import urllib.request
