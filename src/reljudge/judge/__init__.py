@@ -14,7 +14,7 @@ _WHERE = {"JudgeConfig": "config", "EndpointConfig": "config", "CallFailed": "fa
           "label_pairs": "labeller", "Parsed": "parse", "parse_answer": "parse",
           "Template": "prompts", "builtin_names": "prompts", "load_template": "prompts"}
 
-__all__ = ["CallFailed", "CostQuote", "EndpointConfig", "Estimate", "FailureKind", "JudgeConfig", "LabelReport", "Labeller",
+__all__ = ["CallFailed", "CostQuote", "EndpointConfig", "FailureKind", "JudgeConfig", "LabelReport", "Labeller",
            "Parsed", "Template", "builtin_names", "label_pairs", "load_template",
            "parse_answer"]
 
@@ -25,19 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from reljudge.judge.parse import Parsed, parse_answer
     from reljudge.judge.prompts import Template, builtin_names, load_template
     from reljudge.judge.report import CostQuote, LabelReport
-    from reljudge.judge.report import CostQuote as Estimate
     from reljudge.labels import FailureKind
 
 
-#: old names kept working because they were in __all__: Estimate is CostQuote (a dry run's cost)
-_RENAMED = {"Estimate": "CostQuote"}
-
-
 def __getattr__(name: str) -> Any:
-    if name in _RENAMED:
-        value = __getattr__(_RENAMED[name])
-        globals()[name] = value
-        return value
     if name not in _WHERE:
         raise AttributeError(f"module 'reljudge.judge' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"reljudge.judge.{_WHERE[name]}"), name)
