@@ -78,9 +78,8 @@ def test_audit_help_states_tau_aps_tie_rule_and_the_code_follows_it(capsys):
 
 
 def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_path, capsys):
-    """`audit --store` names sources as `calibrate` does (--human-source, --judge-source; the
-    old --human-source stays), and audits every LLM source of the store when no
-    --judge-source is given (issue 34, item 12)."""
+    """`audit --store` names sources as `calibrate` does (--human-source, --judge-source), and audits
+    every LLM source of the store when no --judge-source is given (issue 34, item 12)."""
     from reljudge.store import LabelStore
 
     store = tmp_path / "labels.sqlite"
@@ -100,7 +99,6 @@ def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_
 
     assert judges("--human-source", "hr") == ["judge-a", "judge-b"]
     assert judges("--human-source", "hr", "--judge-source", "judge-b") == ["judge-b"]
-    assert judges("--human-source", "hr", "--judge-source", "judge-a") == ["judge-a"]
     assert main(["audit", "--store", str(store)]) == 2
     assert "give --human-source" in capsys.readouterr().err
     from reljudge.cli import build_parser
@@ -109,3 +107,6 @@ def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_
         args = build_parser().parse_args([command, "--store", "s", "--human-source", "hr",
                                           "--judge-source", "j"])
         assert (args.human_source, args.judge_source) == ("hr", ["j"])
+        old = "--reference-source"  # the hidden spelling, gone
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([command, "--store", "s", old, "hr"])

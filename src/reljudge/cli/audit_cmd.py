@@ -61,10 +61,9 @@ def register(sub) -> None:
     p.add_argument("--judges-dir", help="a folder of judge label files (*.txt, *.qrels, "
                    "compressed or not)")
     common.add_store(p, "read labels from a label store instead of files")
-    p.add_argument("--human-source", dest="human_source",
-                   metavar="NAME",
-                   help="with --store: the reference source, as in calibrate (the human "
-                        "labels; --human-source is the old name)")
+    p.add_argument("--human-source", metavar="NAME",
+                   help="with --store: the human source the judges are measured against, as "
+                        "in calibrate")
     p.add_argument("--judge-source", action="append", default=[], metavar="NAME",
                    help="with --store: a judge source (repeatable; default: every LLM "
                         "source of the store but the reference)")
