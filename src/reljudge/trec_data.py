@@ -12,13 +12,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePath
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from reljudge import columns
 from reljudge.errors import InputError
+from reljudge.frames import DataFrame
 from reljudge.values import int64_grades, integer_grades, numeric_scores, qrels_dict, run_dict
 
 
-def _as_str_array(values) -> np.ndarray:
+def _as_str_array(values: ArrayLike) -> np.ndarray:
     """An object array of Python str (accepts lists, tuples and numpy arrays of str or bytes)."""
     arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
     if arr.dtype != object:
@@ -36,7 +38,8 @@ def _check_unique_pairs(qid: np.ndarray, docid: np.ndarray, what: str) -> None:
         seen.add((q, d))
 
 
-def _group_rows(qid: np.ndarray, docid: np.ndarray, score: np.ndarray):
+def _group_rows(qid: np.ndarray, docid: np.ndarray, score: np.ndarray
+                ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """(qids, bounds, docid, score) with rows reordered so each query's rows are contiguous."""
     n = len(qid)
     if n == 0:
@@ -61,8 +64,9 @@ class _IdColumns:
     columns are decoded to str only when a caller asks for ``qid`` / ``docid``.
     """
 
-    def __init__(self, qid, docid) -> None:
-        self._qid, self._docid = qid, docid
+    def __init__(self, qid: np.ndarray | None, docid: np.ndarray | None) -> None:
+        self._qid: np.ndarray | None = qid
+        self._docid: np.ndarray | None = docid
         self._qcodes: tuple[list[bytes], np.ndarray] | None = None
         self._docid_b: np.ndarray | None = None
         self._hashes: dict[int, np.ndarray] = {}
@@ -103,7 +107,7 @@ class _IdColumns:
     def query_codes(self) -> tuple[list[bytes], np.ndarray]:
         """(distinct query ids as UTF-8 bytes in order of first appearance, code of each row)."""
         if self._qcodes is None:
-            uniq, codes = columns.segment_codes(self._qid)
+            uniq, codes = columns.segment_codes(self.qid)  # held as str: qid is set
             self._qcodes = ([str(u).encode() for u in uniq], codes)
         return self._qcodes
 
@@ -116,7 +120,7 @@ class _IdColumns:
     def docid_bytes(self) -> np.ndarray:
         """Document ids as an ``S`` array of UTF-8 bytes (encoded once when held as str)."""
         if self._docid_b is None:
-            self._docid_b = columns.as_bytes(self._docid)
+            self._docid_b = columns.as_bytes(self.docid)  # held as str: docid is set
         return self._docid_b
 
     def doc_hash(self, nwords: int) -> np.ndarray:
@@ -139,7 +143,8 @@ class _IdColumns:
 class Qrels(_IdColumns):
     """Graded relevance judgments: one (qid, docid, grade) row per judged pair, pairs unique."""
 
-    def __init__(self, qid, docid, grade: np.ndarray) -> None:
+    def __init__(self, qid: np.ndarray | None, docid: np.ndarray | None,
+                 grade: np.ndarray) -> None:
         super().__init__(qid, docid)
         self._grade = grade
 
@@ -152,7 +157,8 @@ class Qrels(_IdColumns):
         return f"Qrels({len(self)} judgments)"
 
     @classmethod
-    def from_arrays(cls, qid, docid, grade, *, check: bool = True) -> Qrels:
+    def from_arrays(cls, qid: ArrayLike, docid: ArrayLike, grade: ArrayLike, *,
+                    check: bool = True) -> Qrels:
         """Build from three equal-length columns; grades must be integers."""
         q, d = _as_str_array(qid), _as_str_array(docid)
         g = np.asarray(grade)
@@ -197,7 +203,7 @@ class Qrels(_IdColumns):
         return self._dict
 
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame with columns qid, docid, grade (``io.coerce.as_qrels`` reads it
         back); a ReljudgeError naming ``pip install pandas`` when pandas is absent."""
         from reljudge.frames import import_pandas
@@ -228,7 +234,8 @@ class Run(_IdColumns):
     (descending), ties broken by docid descending.
     """
 
-    def __init__(self, qid, docid, score: np.ndarray, name: str = "run") -> None:
+    def __init__(self, qid: np.ndarray | None, docid: np.ndarray | None, score: np.ndarray,
+                 name: str = "run") -> None:
         super().__init__(qid, docid)
         self._score = score
         self._name = name
@@ -250,7 +257,8 @@ class Run(_IdColumns):
         return f"Run({self.name!r}, {len(self)} rows)"
 
     @classmethod
-    def from_arrays(cls, qid, docid, score, *, name: str = "run", check: bool = True) -> Run:
+    def from_arrays(cls, qid: ArrayLike, docid: ArrayLike, score: ArrayLike, *,
+                    name: str = "run", check: bool = True) -> Run:
         """Build from three equal-length columns."""
         q, d = _as_str_array(qid), _as_str_array(docid)
         s = np.asarray(score)
@@ -310,7 +318,7 @@ class Run(_IdColumns):
         ``query_codes``); None for a run held as str."""
         return self._bounds
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> DataFrame:
         """A pandas DataFrame with columns qid, docid, score in the run's row order
         (``io.coerce.as_run`` reads it back); a ReljudgeError naming ``pip install pandas`` when
         pandas is absent."""
