@@ -78,8 +78,8 @@ def test_audit_help_states_tau_aps_tie_rule_and_the_code_follows_it(capsys):
 
 
 def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_path, capsys):
-    """`audit --store` names sources as `calibrate` does (--human-source, --judge-source), and audits
-    every LLM source of the store when no --judge-source is given (issue 34, item 12)."""
+    """`audit --store` names sources as `calibrate` does (--human-source, --judge-source),
+    and audits every LLM source of the store when no --judge-source is given (issue 34, item 12)."""
     from reljudge.store import LabelStore
 
     store = tmp_path / "labels.sqlite"

@@ -48,9 +48,9 @@ def heldout_judges(reference: Qrels, judges: Mapping[str, Qrels], spec: HeldoutS
     data = ho.align(reference, judges)
     humans = int((data.human >= 0).sum())
     if spec.pair_count is not None and spec.pair_count > humans:
-        raise ConfigError(f"--pair-count {spec.pair_count}: there are {humans} human pairs to fit on "
-                          "(each fold draws from those of the other folds' queries); give "
-                          "fewer, or leave --pair-count out to fit on them all")
+        raise ConfigError(f"--pair-count {spec.pair_count}: there are {humans} human pairs to "
+                          "fit on (each fold draws from those of the other folds' queries); "
+                          "give fewer, or leave --pair-count out to fit on them all")
 
     def heldout(fit_predict: ho.FitPredict) -> Qrels:
         folds = ho.out_of_fold(data, fit_predict, folds=spec.folds, seed=spec.seed,

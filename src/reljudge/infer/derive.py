@@ -107,10 +107,11 @@ def agreement(human: np.ndarray, grades: np.ndarray) -> dict[str, float | None]:
 
 
 def _check_pair_count(pair_count: int | None, available: int) -> None:
-    """A sample larger than the pairs there are is an error, not all of them silently."""
+    """A pair count larger than the pairs there are is an error, not all of them silently."""
     if pair_count is not None and pair_count > available:
-        raise InputError(f"--pair-count {pair_count}: only {available} pairs have both a human and a "
-                         "judge label; give at most that, or leave --pair-count out to use them all")
+        raise InputError(f"--pair-count {pair_count}: only {available} pairs have both a human "
+                         "and a judge label; give at most that, or leave --pair-count out to use "
+                         "them all")
 
 
 def _sample(train: np.ndarray, pair_count: int | None, seed: int) -> np.ndarray:

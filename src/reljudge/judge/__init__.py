@@ -14,8 +14,8 @@ _WHERE = {"JudgeConfig": "config", "EndpointConfig": "config", "CallFailed": "fa
           "label_pairs": "labeller", "Parsed": "parse", "parse_answer": "parse",
           "Template": "prompts", "builtin_names": "prompts", "load_template": "prompts"}
 
-__all__ = ["CallFailed", "CostQuote", "EndpointConfig", "FailureKind", "JudgeConfig", "LabelReport", "Labeller",
-           "Parsed", "Template", "builtin_names", "label_pairs", "load_template",
+__all__ = ["CallFailed", "CostQuote", "EndpointConfig", "FailureKind", "JudgeConfig",
+           "LabelReport", "Labeller", "Parsed", "Template", "builtin_names", "label_pairs", "load_template",
            "parse_answer"]
 
 if TYPE_CHECKING:  # pragma: no cover

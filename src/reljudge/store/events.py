@@ -261,8 +261,9 @@ class EventLog(Texts):
 
     def judged_pairs(self, source_names: Sequence[str] | None = None,
                      ok_only: bool = True) -> set[tuple[str, str]]:
-        """(qid, docid) pairs with at least one label (from the named sources, if given);
-        a retracted label does not count."""
+        """(qid, docid) pairs judged: with at least one grade (from the named sources, if
+        given; with ``ok_only`` false, a failed attempt counts too); a retracted label does
+        not count."""
         sql = ("SELECT DISTINCT q.qid, p.docid FROM events e JOIN queries q ON q.id = e.q "
                "JOIN passages p ON p.id = e.d JOIN sources s ON s.id = e.source "
                f"{_UNDONE} WHERE {_STANDING} AND (e.failure IS NULL OR e.failure != '{RETRACTED}')")
