@@ -240,7 +240,7 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
     return PairValues(pop, labels, sizes, pop_grades, in_top)
 
 
-def human_truth(store: LabelStore, pairs: Set[tuple[str, str]], human: str | None = None
+def human_truth(store: LabelStore, pairs: Set[tuple[str, str]], human_source: str | None = None
                 ) -> dict[tuple[str, str], int]:
     """{pair: human grade} of ``pairs``: the standing human grades (a grade its annotator
     undid does not count), merged as ``labels merge --policy adjudicated-first`` merges them:

@@ -27,7 +27,7 @@ from reljudge.judge.http.capabilities import Capabilities
 from reljudge.judge.http.client import JSON_SCHEMA, CallFailed
 from reljudge.judge.http.endpoints import Endpoint, resolve_endpoints
 from reljudge.judge.label_job import LabelJob
-from reljudge.judge.planning import check_inputs, estimate, settled, shown_now
+from reljudge.judge.planning import check_inputs, quote, settled, shown_now
 from reljudge.judge.prompts import Template, load_template
 from reljudge.judge.report import CostQuote, LabelReport
 from reljudge.judge.role import Settled
