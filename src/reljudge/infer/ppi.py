@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 
-# t.ppf, t.sf, norm.ppf of scipy.stats, without importing it
-from scipy import special
-
 from reljudge.errors import InputError
+from reljudge.stats import special
 
 #: a variance needs two values; below that an interval is a guess
 MIN_PER_STRATUM = 2

@@ -17,13 +17,11 @@ from typing import Any
 
 import numpy as np
 
-# scipy.stats costs 0.5 s to import; these are what it calls
-from scipy import special
-
 from reljudge.grades import N_GRADES
 from reljudge.infer import ppi
 from reljudge.metrics import gain_kernels, kernels
 from reljudge.metrics.measures import Measure
+from reljudge.stats import special
 
 #: a query's ideal DCG is too uncertain when its bootstrap sd exceeds this share of it
 IDEAL_CV = 0.2
