@@ -254,3 +254,54 @@ def test_differences_of_equal_runs_reject_at_the_stated_rate_and_p_agrees_with_t
         agree.append((d.p is not None and d.p < 0.05) != covered[-1])
     assert np.mean(agree) == 1.0
     assert np.mean(covered) >= 0.88
+
+
+def _sparse_sums(cell, width, values):
+    """The one-hot sparse product the cell sums stand for (the values, and the transposed
+    layout later products' rounding depends on)."""
+    from scipy import sparse
+
+    one = sparse.csr_matrix((np.ones(len(cell)), (np.arange(len(cell)), cell)),
+                            shape=(len(cell), width))
+    return np.asarray(one.T @ values.T).T
+
+
+def _same(a, b):
+    return (a.shape == b.shape and a.strides == b.strides
+            and (a.view(np.int64) == b.view(np.int64)).all())
+
+
+@pytest.mark.parametrize("at_once", [7, 64, ratio.PRODUCTS_AT_ONCE])
+def test_cell_sums_are_the_sparse_products_to_the_bit_and_the_layout(monkeypatch, at_once):
+    from scipy import sparse
+
+    monkeypatch.setattr(ratio, "PRODUCTS_AT_ONCE", at_once)
+    rng = np.random.default_rng(3)
+    n, f, queries = 300, 5, 17
+    query = rng.integers(0, queries, n)
+    w = rng.uniform(0, 30, (41, n)) * rng.integers(0, 2, (41, n))
+    per_pair = rng.normal(size=(n, f)) * rng.uniform(0.1, 10, (n, 1))
+    assert _same(ratio._per_cell(query, queries, w), _sparse_sums(query, queries, w))
+    spread = sparse.csr_matrix((per_pair.ravel(), (np.repeat(np.arange(n), f),
+                                                   (query[:, None] * f + np.arange(f)).ravel())),
+                               shape=(n, queries * f))
+    want = np.asarray(spread.T @ w.T).T.reshape(len(w), queries, f)
+    assert _same(ratio._per_query(w, per_pair, query, queries), want)
+    assert ratio._per_query(w[:0], per_pair, query, queries).shape == (0, queries, f)
+
+
+def test_the_ndcg_replicates_import_no_scipy_sparse():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tests.test_ppi_ndcg import _frame, _world, draw, ratio\n"
+            "truth, judge, runs = _world(seed=5)\n"
+            "s = draw(sorted(truth), 'stratified-pairs', 120, 2, grades=judge)\n"
+            "frame = _frame(truth, judge, s)\n"
+            "weights = np.random.default_rng(0).random((3, len(frame.query)))\n"
+            "ratio.ndcg_replicates(frame, weights, 10, 'linear', 20, 1)\n"
+            "print('scipy.sparse' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", "import numpy as np\n" + code],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False"]

@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-# scipy.stats costs 0.5 s to import; these are what it calls
-from scipy import special
-
 from reljudge.errors import InputError
 from reljudge.infer import ppi
 from reljudge.infer.cells import gain, human_truth, pair_weights
 from reljudge.metrics.measures import Measure
+from reljudge.stats import special
 from reljudge.trec_data import Run
 
 if TYPE_CHECKING:

@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 
-# t.ppf, t.sf, norm.ppf of scipy.stats, without importing it
-from scipy import special
-
 from reljudge.errors import InputError
+from reljudge.stats import special
 
 #: a variance needs two values; below that an interval is a guess
 MIN_PER_STRATUM = 2
@@ -146,25 +144,24 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
     sum_{i in h} (T_(hi) - mean_i T_(hi))^2 over the strata short of a census (Krewski and
     Rao 1981; for a fixed lambda it equals the usual variance estimate)."""
     a = np.asarray(units.a, np.float64)
-    b = np.asarray(units.b, np.float64)
     big_n = np.broadcast_to(np.asarray(population, np.float64), a.shape[:-1] + np.shape(
         population)[-1:])
     strata = big_n.shape[-1]
-    stratum = np.broadcast_to(np.asarray(units.stratum), a.shape)
-    # one bin per (leading index, stratum), and a last one for the units outside the domain
-    rows = np.arange(int(np.prod(a.shape[:-1]))).reshape(a.shape[:-1] + (1,))
-    bins = np.where(stratum >= 0, rows * strata + stratum, rows.size * strata).ravel()
+    stratum = np.broadcast_to(np.asarray(units.stratum), a.shape).ravel()
+    # the units in the domain only, flat: one outside it (values 0) adds to no stratum's sums
+    inside = np.flatnonzero(stratum >= 0)
+    row = inside // a.shape[-1]
+    # each unit's bin: its (leading index, stratum)
+    own = row * strata + stratum[inside]
+    b = np.asarray(units.b, np.float64).ravel()[inside]
+    a = a.ravel()[inside]
+    lead = big_n.shape[:-1]
 
     def per_stratum(x: np.ndarray) -> np.ndarray:
-        sums = np.bincount(bins, weights=x.ravel(), minlength=rows.size * strata + 1)
-        return sums[:-1].reshape(a.shape[:-1] + (strata,))
-
-    # each unit's own stratum's value: one flat index for every lookup
-    own = (rows * strata + np.maximum(stratum, 0)).ravel()
+        return np.bincount(own, weights=x, minlength=big_n.size).reshape(big_n.shape)
 
     def at_unit(x: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(np.broadcast_to(x, a.shape[:-1] + (strata,))).reshape(
-            -1)[own].reshape(a.shape)
+        return np.ascontiguousarray(np.broadcast_to(x, big_n.shape)).reshape(-1)[own]
 
     n, sa, sb = per_stratum(np.ones_like(a)), per_stratum(a), per_stratum(b)
     sbb, sab = per_stratum(b * b), per_stratum(a * b)
@@ -185,11 +182,12 @@ def jackknife_variance(units: Units, population: np.ndarray, b_total: np.ndarray
     left = parts(at_unit(n) - 1, at_unit(sa) - a, at_unit(sb) - b, at_unit(sbb) - b * b,
                  # each unit's stratum without it
                  at_unit(sab) - a * b, at_unit(big_n))
-    num, den, ta, tb = (w.sum(axis=-1, keepdims=True) - at_unit(w) + lw
+    num, den, ta, tb = (w.sum(axis=-1).reshape(-1)[row] - at_unit(w) + lw
                         for w, lw in zip(whole, left, strict=True))
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.clip(np.where(den > 0, num / den, 0.0), 0.0, 1.0)
-    t_i = lam * (np.asarray(b_total, np.float64)[..., None] - tb) + ta
+    t_i = lam * (np.broadcast_to(np.asarray(b_total, np.float64), lead).reshape(-1)[row]
+                 - tb) + ta
     mean_h = per_stratum(t_i) / np.maximum(n, 1)
     dev2 = per_stratum(t_i ** 2) - n * mean_h ** 2
     frac = np.divide(n, big_n, out=np.ones(n.shape), where=big_n > 0)

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-
-# scipy.stats costs 0.5 s to import; these are what it calls
-from scipy import special
 
 from reljudge.grades import N_GRADES
 from reljudge.infer import ppi
 from reljudge.metrics import gain_kernels, kernels
 from reljudge.metrics.measures import Measure
+from reljudge.stats import special
 
 #: a query's ideal DCG is too uncertain when its bootstrap sd exceeds this share of it
 IDEAL_CV = 0.2
@@ -145,39 +142,50 @@ def grade_model(frame: PairFrame, w: np.ndarray) -> np.ndarray:
     """p(human grade | judge grade) under each row of weights, (B, J, G); a judge grade no
     sampled pair has takes the sample's overall distribution."""
     cell = frame.judge[frame.sampled] * N_GRADES + frame.human
-    joint = np.asarray(_cells(cell, N_GRADES * N_GRADES).T @ w.T).T.reshape(
-        len(w), N_GRADES, N_GRADES)
+    joint = _per_cell(cell, N_GRADES * N_GRADES, w).reshape(len(w), N_GRADES, N_GRADES)
     total = joint.sum(axis=-1, keepdims=True)
     overall = joint.sum(axis=1, keepdims=True)
     overall = overall / np.maximum(overall.sum(axis=-1, keepdims=True), 1e-300)
     return np.where(total > 0, joint / np.maximum(total, 1e-300), overall)
 
 
-def _cells(index: np.ndarray, width: int) -> Any:
-    """A sparse (units, width) one-hot matrix of each unit's cell."""
-    from scipy import sparse
+def _per_cell(cell: np.ndarray, width: int, values: np.ndarray) -> np.ndarray:
+    """Each row of values (B, n) summed over the units of each of ``width`` cells, a unit's
+    cell given by ``cell`` (n,): (B, width), each sum taken in the units' order; laid out
+    as the transpose of a C-ordered (width, B), which later products' rounding depends on."""
+    return _cell_sums(np.asarray(cell), width, np.asarray(values, np.float64).T)
 
-    return sparse.csr_matrix((np.ones(len(index)), (np.arange(len(index)), index)),
-                             shape=(len(index), width))
+
+def _cell_sums(cell: np.ndarray, width: int, by_unit: np.ndarray) -> np.ndarray:
+    """by_unit (n, B) summed per unit's cell, as the transpose of (width, B)."""
+    rows = by_unit.shape[1]
+    bins = (cell[:, None] * rows + np.arange(rows)[None, :]).ravel()
+    return np.bincount(bins, weights=by_unit.ravel(), minlength=width * rows).reshape(
+        width, rows).T
 
 
 def _by_query_judge(frame: PairFrame, values: np.ndarray) -> np.ndarray:
     """(R, P) pooled values summed per query and judge grade: (R, Q, J)."""
-    cell = _cells(frame.query * N_GRADES + frame.judge, frame.queries * N_GRADES)
-    return np.asarray((cell.T @ values.T).T).reshape(len(values), frame.queries, N_GRADES)
+    return _per_cell(frame.query * N_GRADES + frame.judge, frame.queries * N_GRADES,
+                     values).reshape(len(values), frame.queries, N_GRADES)
+
+
+#: the products _per_query sums at a time, a bound on its memory
+PRODUCTS_AT_ONCE = 1 << 22
 
 
 def _per_query(w: np.ndarray, per_pair: np.ndarray, query: np.ndarray, queries: int
                ) -> np.ndarray:
     """sum over each query's sampled pairs of w (B, n) times per_pair (n, F): (B, Q, F)
-    (one sparse product: a pair's F values sit in its query's F columns)."""
-    from scipy import sparse
-
+    (a pair's F products sit in its query's F cells; rows of w a few at a time)."""
     n, f = per_pair.shape
-    spread = sparse.csr_matrix((per_pair.ravel(), (np.repeat(np.arange(n), f),
-                                                   (query[:, None] * f + np.arange(f)).ravel())),
-                               shape=(n, queries * f))
-    return np.asarray(spread.T @ w.T).T.reshape(len(w), queries, f)
+    cell = (query[:, None] * f + np.arange(f)).ravel()
+    step = max(1, PRODUCTS_AT_ONCE // max(n * f, 1))
+    by_unit = np.asarray(w, np.float64).T
+    chunks = [by_unit[:, i:i + step] for i in range(0, max(len(w), 1), step)]
+    parts = [_cell_sums(cell, queries * f, (per_pair[:, :, None] * chunk[:, None, :]).reshape(
+        n * f, chunk.shape[1])).T for chunk in chunks]
+    return np.concatenate(parts, axis=1).T.reshape(len(w), queries, f)
 
 
 def totals(frame: PairFrame, w: np.ndarray, pool_values: np.ndarray, gain: np.ndarray,
@@ -270,8 +278,8 @@ def cell_counts(frame: PairFrame, w: np.ndarray, model: np.ndarray) -> np.ndarra
     model where it has none (post-stratification; never negative)."""
     qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
     cell = (qs * N_GRADES + js) * N_GRADES + frame.human
-    one = _cells(cell, frame.queries * N_GRADES ** 2).T
-    joint = np.asarray(one @ w.T).T.reshape(len(w), frame.queries, N_GRADES, N_GRADES)
+    joint = _per_cell(cell, frame.queries * N_GRADES ** 2, w).reshape(
+        len(w), frame.queries, N_GRADES, N_GRADES)
     mass = joint.sum(axis=-1, keepdims=True)
     share = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), model[:, None])
     pooled = _by_query_judge(frame, np.ones((1, len(frame.query))))[0]

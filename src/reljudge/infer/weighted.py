@@ -12,13 +12,11 @@ from typing import Any
 
 import numpy as np
 
-# scipy.stats costs 0.5 s to import; these are what it calls
-from scipy import special
-
 from reljudge.infer import ppi
 from reljudge.infer.cells import RunEstimate, difference_domain, pair_cells
 from reljudge.labels import Sample
 from reljudge.metrics.measures import Measure
+from reljudge.stats import special
 from reljudge.trec_data import Qrels, Run
 
 #: what the PPI variance of an active sample adds for the judge's misses it did not see

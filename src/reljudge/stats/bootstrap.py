@@ -80,7 +80,7 @@ def bootstrap_ci(values: ArrayLike, level: float = 0.95, n: int = 1000, seed: in
         denom = 6.0 * (d ** 2).sum() ** 1.5
         if 0 < below < 1 and denom > 0:
             # loaded only when BCa is asked for
-            from scipy.special import ndtr, ndtri
+            from reljudge.stats.special import ndtr, ndtri
 
             z0 = ndtri(below)
             a = (d ** 3).sum() / denom
