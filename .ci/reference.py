@@ -7,7 +7,7 @@ docstrings of the front door's names.
 docs/cli.md holds the ``--help`` of ``reljudge``, of every command and of every verb, in the
 order ``reljudge --help`` lists them, formatted for an 80-column terminal. docs/api.md holds,
 for each name ``import reljudge`` gives, its signature and docstring (and a class's public
-methods and properties). tests/test_reference.py fails when a committed page differs from what
+methods and properties). tests/docs/test_reference.py fails when a committed page differs from what
 this script writes. argparse's layout differs between Python versions, so the pages record the
 Python that wrote them and the test compares on that version only.
 """
@@ -29,7 +29,7 @@ API_PAGE = ROOT / "docs" / "api.md"
 COLUMNS = "80"  # the terminal width the --help texts are wrapped for
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 REGENERATE = "python .ci/reference.py"
-NOT_RUN = ("<!-- not run: the --help text itself; tests/test_reference.py holds it to the "
+NOT_RUN = ("<!-- not run: the --help text itself; tests/docs/test_reference.py holds it to the "
            "parsers -->")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: how a table's heading line starts; tests/test_docs.py and bench/tables.py look for it
+#: how a table's heading line starts; tests/docs/test_pages.py and bench/tables.py look for it
 HEADING = "Measured on "
 
 

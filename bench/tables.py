@@ -6,7 +6,7 @@
     <!-- /bench: NAME -->
 
 so the text around them survives. A page's tables are the output of one run of this script:
-none is edited by hand (tests/test_docs.py checks that every table on docs/benchmarks.md sits
+none is edited by hand (tests/docs/test_pages.py checks that every table on docs/benchmarks.md sits
 between markers under its machine and date line).
 
     python bench/tables.py                          # every benchmark below
