@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
         *sorted((ROOT / "examples").glob("*/README.md"))]
 TEAM_PAGE = ROOT / "docs" / "store.md"  # the PostgreSQL block ("Working as a team")
-NOT_RUN = re.compile(r"<!-- not run: [^\n]*?(tests/(test_\w+)\.py)[^\n]*-->\n```text\n(.*?)```",
-                     flags=re.S)
+NOT_RUN = re.compile(r"<!-- not run: [^\n]*?(tests/((?:\w+/)*test_\w+)\.py)[^\n]*-->\n"
+                     r"```text\n(.*?)```", flags=re.S)
 INSTALL = re.compile(r"^python3 -m venv \.venv && \. \.venv/bin/activate && pip install -e "
                      r"(\S+) && (.+)$")
 
@@ -259,7 +259,7 @@ def test_each_guarantee_names_tests_that_exist():
     """The README's guarantees name the test modules that hold them; each one must exist."""
     text = (ROOT / "README.md").read_text()
     section = text.split("## What reljudge guarantees", 1)[1].split("\n## ", 1)[0]
-    named = re.findall(r"`(test_\w+)`", section)
+    named = re.findall(r"`((?:\w+/)*test_\w+)`", section)
     assert len(named) >= 7
     assert [n for n in named if not (ROOT / "tests" / f"{n}.py").exists()] == []
 
