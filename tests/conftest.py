@@ -6,6 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No test is timed: a loaded machine, or a neighbour on another xdist worker, must not fail an
+# example for its speed (hypothesis's default deadline is 200 ms an example).
+settings.register_profile("reljudge", deadline=None)
+settings.load_profile("reljudge")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

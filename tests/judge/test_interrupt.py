@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -213,10 +214,20 @@ def _stored(tmp_path) -> int:
 
 
 @pytest.mark.slow  # a SIGINTed process
+def _wait_until_loaded(pid: int, library: str, timeout: float = 60) -> None:
+    """Wait until process ``pid`` has mapped a shared library whose path holds ``library``."""
+    deadline = time.monotonic() + timeout
+    while library not in Path(f"/proc/{pid}/maps").read_text():
+        assert time.monotonic() < deadline, f"{library} not loaded in {timeout} s"
+        time.sleep(0.005)
+
+
 def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path):
     with FakeOpenAI(lambda r: Reply.text("final score: 2")) as server:
         proc, lines, reader = _start_label(tmp_path, server)
-        time.sleep(0.4)  # importing and reading: long before the first call
+        # inside reljudge's start-up (numpy loaded, the handlers' imports under way), long
+        # before the first call; the interpreter's own start-up is no part of the guarantee
+        _wait_until_loaded(proc.pid, "_multiarray_umath")
         assert not server.gets and not server.calls
         proc.send_signal(signal.SIGINT)
         proc.wait(60)
