@@ -1,5 +1,5 @@
-"""Benchmark: the active pair design against stratified-pairs at the same budget (issue 35,
-item 4): bench/ppi.py's rows for those two designs (its "width / strat" column is the ratio).
+"""Benchmark: the active pair design against stratified-pairs at the same budget:
+bench/ppi.py's rows for those two designs (its "width / strat" column is the ratio).
 
     python bench/ppi_active.py                    # 5 judges, both system kinds
     python bench/ppi_active.py --judges 2 --slow-draws 10 --systems simulated

@@ -1,6 +1,6 @@
 """Benchmark: does the ranking `reljudge estimate` reports agree with the human ranking at
-least as well as the LLM-only ranking, and is a supported order ever wrong? (issue 35,
-item 5): bench/ppi.py's ranking columns for stratified-pairs' DCG@10, every draw ranked.
+least as well as the LLM-only ranking, and is a supported order ever wrong?
+bench/ppi.py's ranking columns for stratified-pairs' DCG@10, every draw ranked.
 
     python bench/ppi_rank.py                      # 5 judges, 20 ranked draws per budget
     python bench/ppi_rank.py --judges 2 --rank-draws 5

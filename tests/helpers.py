@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def add_sample(store: LabelStore, name: str, pairs: list[tuple[str, str]],
                unit: str = "pair") -> None:
-    """Insert a sample the way issue 14's `reljudge sample` would (rows, in draw order)."""
+    """Insert a sample the way `reljudge sample` would (rows, in draw order)."""
     store.conn.execute("INSERT INTO samples (name, unit, design, seed, budget, created_at) "
                        "VALUES (?, ?, 'srs-pairs', 1, ?, 0)", (name, unit, len(pairs)))
     sid = store.conn.execute("SELECT id FROM samples WHERE name = ?", (name,)).fetchone()[0]

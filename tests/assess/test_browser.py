@@ -236,7 +236,7 @@ def test_a_passage_title_is_shown_as_the_judge_saw_it(browser, tmp_path, width, 
 def test_on_a_phone_the_finished_panel_scrolls_into_view(browser, tmp_path):
     """At 390 px a person reads down the page and taps the grade buttons; when the last
     grade is in, the finished panel (summary, next commands, stop button), which sits above
-    the pair, is scrolled into view below the sticky header (issue 34, item 12)."""
+    the pair, is scrolled into view below the sticky header."""
     store_path = make_store(tmp_path / "labels.sqlite")
     b = browser
     b.send("Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=1,

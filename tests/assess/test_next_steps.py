@@ -1,4 +1,4 @@
-"""The grading page's last screen: the commands it shows run as shown (issue 34, item 12).
+"""The grading page's last screen: the commands it shows run as shown.
 
 A team grades a sample drawn by `reljudge sample` from two runs, in a store without passage
 texts (they come from a file); every command of the finished summary is then run as a

@@ -115,7 +115,7 @@ def test_per_annotator_counts_speed_and_grades_and_adjudication_kept_out(tmp_pat
 
 def test_labels_stats_and_audit_give_the_annotator_report_in_one_shape(tmp_path, capsys):
     """`labels stats --format json` and `audit --annotators --format json` give one report,
-    built by one function, with the same defaults (issue 34, item 12)."""
+    built by one function, with the same defaults."""
     import json
 
     from reljudge.cli import main

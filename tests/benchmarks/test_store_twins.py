@@ -1,5 +1,5 @@
-"""bench/store_twins.py's twins do the store commands' work from the exported files (issue 36,
-item 5): given the same labels, each prints or writes what its store command does. (The twins
+"""bench/store_twins.py's twins do the store commands' work from the exported files: given
+the same labels, each prints or writes what its store command does. (The twins
 of `estimate` and `report` read only the exported labels; `estimate`'s estimated nothing.)"""
 
 from __future__ import annotations

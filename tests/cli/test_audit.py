@@ -61,7 +61,7 @@ def test_judges_dir_takes_compressed_and_bom_files_under_their_plain_names(tmp_p
 
 
 def test_audit_help_states_tau_aps_tie_rule_and_the_code_follows_it(capsys):
-    """audit --help named tau_ap without saying how tied runs are ordered (issue 34, item 9)."""
+    """audit --help named tau_ap without saying how tied runs are ordered."""
     import numpy as np
 
     from reljudge.audit import systems as sy
@@ -79,7 +79,7 @@ def test_audit_help_states_tau_aps_tie_rule_and_the_code_follows_it(capsys):
 
 def test_audit_store_takes_calibrates_flag_names_and_every_judge_by_default(tmp_path, capsys):
     """`audit --store` names sources as `calibrate` does (--human-source, --judge-source),
-    and audits every LLM source of the store when no --judge-source is given (issue 34, item 12)."""
+    and audits every LLM source of the store when no --judge-source is given."""
     from reljudge.store import LabelStore
 
     store = tmp_path / "labels.sqlite"

@@ -1,4 +1,4 @@
-"""Issue 34, item 11: the rest of the bad-input matrix. Each case is one clean line on stderr
+"""the rest of the bad-input matrix. Each case is one clean line on stderr
 and exit 2 with nothing written, or a right result; the Python front door says what it
 expected; reprs are short."""
 

@@ -100,7 +100,7 @@ def test_a_run_resting_on_unjudged_documents_gets_a_note_on_stderr(files, capsys
 def test_eval_says_when_trec_eval_9s_float32_rule_gives_other_numbers(tmp_path, capsys):
     """a and b of q1 score distinct doubles, equal as float32: trec_eval 10 ranks a first,
     trec_eval 9 (pytrec_eval, ir_measures) ties them and puts b first (docid descending). eval
-    said nothing of it (issue 34, item 9); now a note on stderr counts the values that change
+    said nothing of it; now a note on stderr counts the values that change
     and names --compat trec_eval-9, which reproduces pytrec_eval's numbers."""
     import pytrec_eval
     near = 1.0 + 1e-12
@@ -147,7 +147,7 @@ def test_float32_ties_counts_the_documents_of_ties_made_by_float32_rounding():
 
 def test_the_trec_eval_9_check_evaluates_again_only_the_runs_with_float32_ties(monkeypatch):
     """Of 40 runs, only the one with a float32 tie is evaluated again with every measure (all
-    40 were, issue 36 item 0), on its tied query alone; every run with IPrec, whose rule
+    40 were), on its tied query alone; every run with IPrec, whose rule
     differs. The note is the one evaluating every run again with every measure gives."""
     import importlib
 
@@ -190,7 +190,7 @@ def test_the_trec_eval_9_check_evaluates_again_only_the_runs_with_float32_ties(m
 def test_the_trec_eval_9_check_evaluates_again_only_the_queries_with_float32_ties(
         monkeypatch, all_queries):
     """A run with float32 ties in 2 of its 30 queries is evaluated again on those 2 queries'
-    rows only (the whole run was, issue 36 item 0: the other queries keep their ranking, so no
+    rows only (the whole run was: the other queries keep their ranking, so no
     value of theirs can change); a run without ties, not at all. The note is the one evaluating
     every run again gives, with and without --all-queries (a qrels query no run has)."""
     import importlib

@@ -53,7 +53,7 @@ def test_pair_sample_estimate_for_dcg_and_refusal_for_ap(world, capsys):
                  "-m", "DCG@10", "-m", "P@5", "--format", "csv"]) == 0
     assert capsys.readouterr().out.count("\n") >= 5
     assert main(["estimate", "--store", str(store_path), "--sample", "p", str(runs[0]),
-                 "-m", "AP"]) == 2  # nDCG@10 is served since issue 35, item 3
+                 "-m", "AP"]) == 2
     assert "draw a query-level sample" in capsys.readouterr().err
 
 
@@ -304,7 +304,7 @@ def test_a_teams_grades_reach_estimate_as_labels_merge_adjudicated_first_merges_
 
 def test_estimate_p5_from_a_small_sample_respects_the_measure_and_says_its_uncertainty(world,
                                                                                      capsys):
-    """Issue 35: P@5 printed an interval outside [0, 1] (here [-0.1625, 2.1625]), a
+    """P@5 printed an interval outside [0, 1] (here [-0.1625, 2.1625]), a
     difference row ppi [-0.0200, -0.0200] p 0.0000 from 8 of 360 pairs (a judge that agreed
     with every sampled grade) and worth 360.0000; now intervals stay in the range, the
     difference row has a width and a p-value above 0, counts are integers, and each
@@ -334,7 +334,7 @@ def test_estimate_p5_from_a_small_sample_respects_the_measure_and_says_its_uncer
 
 
 def test_each_estimate_warning_starts_its_own_line_in_every_display(world):
-    """Issue 35: '...(docs/ppi.md)warning: south P@5: ...': the note and the warnings ran
+    """'...(docs/ppi.md)warning: south P@5: ...': the note and the warnings ran
     together where the notes were joined without a line break (the notebook display)."""
     import re
 

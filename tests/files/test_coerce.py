@@ -251,7 +251,7 @@ def test_runs_for_compare_and_evaluate_many_in_every_collection():
 
 def test_an_infinite_score_is_refused_in_memory_as_in_files(tmp_path):
     """A run file with score inf is refused ("expected a numeric score"); in memory it was
-    ranked first (issue 34, item 11). Every in-memory form now says the same, naming the query,
+    ranked first. Every in-memory form now says the same, naming the query,
     and so does compare."""
     qrels = {"q": {"a": 1, "b": 0}}
     for bad in (float("inf"), float("-inf")):
@@ -272,7 +272,7 @@ def test_an_infinite_score_is_refused_in_memory_as_in_files(tmp_path):
 
 def test_no_measures_or_no_runs_are_errors_not_an_empty_result():
     """evaluate(qrels, run, []) gave an Evaluation of nothing and evaluate_many(qrels, [])
-    returned {} (issue 34, item 11): both now say what is missing, as compare does."""
+    returned {}: both now say what is missing, as compare does."""
     qrels, run = {"q": {"a": 1}}, {"q": {"a": 1.0}}
     for empty in ([], (), iter([])):
         with pytest.raises(MeasureError, match=r"no measures given; name at least one, "

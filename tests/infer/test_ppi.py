@@ -350,7 +350,7 @@ def test_a_sample_short_of_the_population_never_gives_a_zero_width_interval():
     census = estimate(a, b, 2.0, strata, np.array([5, 5]), normaliser=10.0, spread=0.1)
     assert census.high == census.low and int(census.flat) == 0  # a census has no error
     varied = np.array([0.1, 0.0, 0.1, 0.1, 0.0] + [0.0] * 5)
-    judged = np.array([0.1, 0.1, 0.0, 0.1, 0.0] + [0.0] * 5)  # residuals vary too (issue 35)
+    judged = np.array([0.1, 0.1, 0.0, 0.1, 0.0] + [0.0] * 5)  # residuals vary too
     some = estimate(varied, judged, 2.0, strata, np.array([40, 40]), normaliser=10.0,
                     spread=0.1)
     plain = estimate(varied, judged, 2.0, strata, np.array([40, 40]), normaliser=10.0)
@@ -360,8 +360,8 @@ def test_a_sample_short_of_the_population_never_gives_a_zero_width_interval():
 def test_each_flat_gives_a_lone_flat_stratum_flat_rules_variance():
     """A P@k difference (values -0.1, 0, 0.1) whose 40 pairs the judge graded 0 show two
     sampled pairs, both -0.1, while the other post-stratum varies: the flat one's variance
-    was 0, its 40 pairs counted as certainly -0.1 each and the p-value was 1e-9 (issue 35,
-    item 5). With ``each_flat`` it gets FLAT_RULE's spread^2 / (n_h + 1), the estimate counts
+    was 0, its 40 pairs counted as certainly -0.1 each and the p-value was 1e-9. With
+    ``each_flat`` it gets FLAT_RULE's spread^2 / (n_h + 1), the estimate counts
     it, and an estimate with no flat stratum is unchanged."""
     rest = np.tile([0.1, -0.1, 0.1, 0.1, -0.1, 0.0], 5)
     a = np.concatenate([[-0.1, -0.1], rest])
@@ -386,8 +386,8 @@ def test_each_flat_gives_a_lone_flat_stratum_flat_rules_variance():
 
 
 def test_a_judge_agreeing_with_every_sampled_grade_gives_no_zero_width_ppi_interval():
-    """The residuals human - lambda * judge are all 0 although the human values vary (issue 35:
-    a difference row printed ppi [-0.0800, -0.0800] p 0.0000 from a sample short of a census):
+    """The residuals human - lambda * judge are all 0 although the human values vary (a
+    difference row printed ppi [-0.0800, -0.0800] p 0.0000 from a sample short of a census):
     the flat residual strata get FLAT_RULE's variance over the residuals' range, the p-value
     is no longer 0, and the estimate counts them. A census stays exact."""
     from reljudge.infer.ppi import estimate

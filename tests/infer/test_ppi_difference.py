@@ -1,4 +1,4 @@
-"""A run-minus-baseline difference from a pair sample (issue 35, item 1): estimated over the
+"""A run-minus-baseline difference from a pair sample: estimated over the
 pairs the two runs weigh differently, where the difference lives, not over their top k's
 union, whose pairs ranked alike add exactly 0; and its degenerate cases (identical runs, runs
 differing on one pair)."""
@@ -46,7 +46,7 @@ def _difference_coverage(seed: int, moved: float, frac: float, draws: int
     """Coverage of other - base's DCG@10 by the 95 % PPI interval over ``draws`` srs-pairs
     samples, through the pair design's own estimate vectorised over the draws (as
     bench/ppi.py does): as estimated, and over the union of the two top 10s (main's domain,
-    before issue 35's difference fix)."""
+    before difference fix)."""
     pairs, human, judge, runs = _world(seed, moved)
     m = parse_measure("DCG@10")
     census = draw(pairs, "srs-pairs", len(pairs), 0)

@@ -1,5 +1,5 @@
 """infer.ratio: nDCG@k from a pair-level sample, a ratio estimator whose normaliser (each
-query's ideal DCG) is estimated too, with a bootstrap interval (issue 35, item 3)."""
+query's ideal DCG) is estimated too, with a bootstrap interval."""
 
 from __future__ import annotations
 

@@ -151,7 +151,7 @@ def _small_world(seed=0):
 
 @pytest.mark.parametrize("design", ["srs-pairs", "stratified-pairs"])
 def test_intervals_never_leave_the_measure_range(design):
-    """P@5 printed [-0.3695, 1.6361] (issue 35): every interval end now lies in [0, 1] for P@k
+    """P@5 printed [-0.3695, 1.6361]: every interval end now lies in [0, 1] for P@k
     and RBP@k, in [0, the largest DCG@k] for DCG@k, and a difference in the range's mirror."""
     from reljudge.infer.ranges import measure_range
     from reljudge.metrics import parse_measure
@@ -199,7 +199,7 @@ def test_a_census_row_is_exact_and_says_so():
 
 
 def test_equal_human_grades_within_each_stratum_give_no_zero_width_interval():
-    """Issue 35's case: 90 of 140 pairs whose sampled human grades are equal within each
+    """90 of 140 pairs whose sampled human grades are equal within each
     stratum (here the judge's grades are the truth). The south run's human interval was
     [0.98571428, 0.98571429]: rounding left its variance at 1e-18, above the test for 0. Every
     row short of a census now has a width, a difference's p-value is not 0, and each row

@@ -1,4 +1,4 @@
-"""The active pair design (issue 35, item 4): unequal inclusion probabilities, the
+"""The active pair design: unequal inclusion probabilities, the
 Horvitz-Thompson PPI estimate, the planner, and `sample --design active` on a real store."""
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ def test_a_run_with_no_sampled_pair_in_its_top_k_gets_no_interval_and_a_census_n
     assert bool(e.exact[0, 1]) and e.low[0, 1] == e.high[0, 1] == 3.0
 
 
-# -- coverage where misses are rare (issue 35, items 1 and 4) ---------------------------------
+# -- coverage where misses are rare ---------------------------------
 
 
 def _binary_population(queries: int = 25, docs: int = 40, runs: int = 6, miss: float = 0.05):

@@ -267,7 +267,7 @@ def test_batch_status_collect_cancel_commands_over_the_store(tmp_path, capsys):
         assert main(collect) == 4  # cancelled: its 3 pairs have no grade
         with LabelStore(store) as s:
             kinds = Counter(e.failure_kind for e in s.events() if e.grade is None)
-            assert kinds == {"cancelled": 3}  # their own kind (issue 25; was "expired")
+            assert kinds == {"cancelled": 3}  # their own kind
         capsys.readouterr()
         assert main(cli_args(tmp_path, batch, "--wait")) == 0  # the 3 re-batched, collected
         assert "requests submitted" in capsys.readouterr().out

@@ -578,7 +578,7 @@ def test_a_rerun_with_only_old_unreadable_answers_left_still_exits_4(tmp_path, c
 def test_retry_failed_asks_refused_and_unreadable_answers_again_past_the_cache(
         tmp_path, capsys, with_store):
     """A refused and an unreadable answer are cached like any answer; --retry-failed sends
-    them again (the server answers now), never their cached failure (issue 34, item 3)."""
+    them again (the server answers now), never their cached failure."""
     first_round = {"passage 1": 1, "passage 2": 2}  # a refusal; an unreadable answer re-asked
 
     def handler(req):

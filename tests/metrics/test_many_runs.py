@@ -1,5 +1,5 @@
 """Many runs in one pass (metrics.many_runs) and small run files read with numpy (io.fields):
-a track's worth of runs (issue 36, item 0); relstring from the evaluation's ranking (item 2)."""
+a track's worth of runs; relstring from the evaluation's ranking."""
 
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def test_memory_of_a_track_does_not_grow_with_its_number_of_runs():
     """60 runs of 50 queries x top 100 take no more working memory to rank than 20 (batches of
     ``BATCH_ROWS`` rows): batches of 1M rows ranked a whole track at once, 3x the memory
     for 3x the runs; `reljudge eval` of 63 such runs peaked at 97 MB, now 66 MB
-    (pytrec_eval's script: 28 MB) (issue 36, item 0)."""
+    (pytrec_eval's script: 28 MB)."""
     import tracemalloc
 
     rng = np.random.default_rng(7)

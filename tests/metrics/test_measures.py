@@ -364,7 +364,7 @@ def test_err_follows_gdeval_with_max_grade_4_by_default():
 
 def test_err_refuses_a_max_grade_below_a_judged_grade():
     """(2^g-1)/2^max_grade above 1 would put ERR outside [0, 1]: -1.0 and 4.0 were printed for
-    ERR(max_grade=0)@10 (issue 34, item 6)."""
+    ERR(max_grade=0)@10."""
     qrels = {"q": {"a": 3, "b": 1}, "r": {"c": 0}}
     run = {"q": {"a": 2.0, "b": 1.0}, "r": {"c": 1.0}}
     for bad in (0, 1, 2):

@@ -108,7 +108,7 @@ def _files(tmp_path, qrels: dict, runs: dict) -> list[str]:
 
 def test_compare_puts_side_by_side_means_over_the_same_queries(tmp_path, capsys):
     """bm25 over 12 queries (0.9250) stood beside trig10 over 10 (0.8531, marked worse) while
-    the test was over the 10 shared (issue 34, item 8): now both means are over the 10 shared,
+    the test was over the 10 shared: now both means are over the 10 shared,
     the table says how many each row is over ("10 of 12"), stderr and JSON name what was left
     out, and --run-queries gives the old per-run means, labelled as such."""
     qids = [f"q{i:02d}" for i in range(12)]

@@ -1,6 +1,6 @@
 """Every measure stays inside its documented range (``MeasureSpec.bounds``, the table of
 docs/measures.md) on random qrels, runs and parameters; a parameter that would put a measure
-outside it is refused when the measure is parsed (issue 34, item 6)."""
+outside it is refused when the measure is parsed."""
 
 from __future__ import annotations
 

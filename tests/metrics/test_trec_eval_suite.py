@@ -146,7 +146,7 @@ def test_the_all_line_sums_in_trec_evals_order_as_doubles(tmp_path, capsys):
     by their number (meas_avg.c, te_calc_avg_meas_a_cut). Here P@100 is k/100 with the k below
     (checked per query against pytrec_eval): added in order, the sum over 16 is
     1.4200000000000002, its mean 0.08875000000000002 prints as 0.0888; numpy's pairwise mean
-    is 0.08875 exactly and printed 0.0887 (issue 34, item 10)."""
+    is 0.08875 exactly and printed 0.0887."""
     ks = [13, 18, 18, 5, 0, 19, 16, 6, 1, 5, 6, 6, 10, 9, 6, 4]
     qids = [f"q{i:02d}" for i in range(len(ks))]
     qrels = {q: {**{f"d{j}": 1 for j in range(k)}, "x": 0} for q, k in zip(qids, ks, strict=True)}

@@ -1,6 +1,6 @@
 """A `reljudge run` killed (SIGKILL) at any instant after a config change leaves either the
 previous complete output set with its own config, or a set every reader sees as incomplete
-(issue 34, item 1); a rerun then redoes what is stale and ends as an uninterrupted run."""
+; a rerun then redoes what is stale and ends as an uninterrupted run."""
 
 from __future__ import annotations
 

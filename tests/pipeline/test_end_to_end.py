@@ -74,7 +74,7 @@ def test_pipeline_end_to_end_then_a_rerun_is_free_and_identical(example, tmp_pat
 def test_a_half_configured_judge_is_exit_2_before_any_work(example, monkeypatch, capsys,
                                                            given, missing):
     """A base URL without a model (or a model without an endpoint) skipped labelling and
-    scored the pool from the human labels, exit 0 and 'complete' (issue 34, item 2)."""
+    scored the pool from the human labels, exit 0 and 'complete'."""
     for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     cfg = example / "pipeline.toml"
@@ -101,7 +101,7 @@ def test_skipped_labelling_is_recorded_as_skipped_with_the_pairs_left_without_a_
         example, tmp_path, monkeypatch, capsys):
     """No judge configured: labelling is skipped, exit 0 (nothing was asked for), and the
     manifest, scores.json, scores.tsv, the run's lines and the report say so, with how many
-    pooled pairs have no label; never "complete" (issue 34, item 2)."""
+    pooled pairs have no label; never "complete"."""
     for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     cfg, out = str(example / "pipeline.toml"), example / "out"
@@ -133,7 +133,7 @@ def test_skipped_labelling_is_recorded_as_skipped_with_the_pairs_left_without_a_
 def test_report_refuses_outputs_of_other_inputs_until_the_pipeline_runs_again(
         example, tmp_path, monkeypatch, capsys):
     """The outputs say which config and inputs they are of: a report of them after an input
-    changed exits 3, one line, no page; a rerun makes them this pipeline's (issue 34, item 1)."""
+    changed exits 3, one line, no page; a rerun makes them this pipeline's."""
     for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     cfg, page = str(example / "pipeline.toml"), tmp_path / "r.html"
@@ -252,7 +252,7 @@ def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online
 def test_batches_still_running_after_a_config_change_leave_no_earlier_scores(
         example, tmp_path, monkeypatch, capsys):
     """While batches run, merge, eval and audit wait, and the outputs of the earlier labels
-    are removed: none passes for this config's, partial or final (issue 34, item 1)."""
+    are removed: none passes for this config's, partial or final."""
     from reljudge.testing.fake_batch import FakeBatchAPI
 
     cfg, out = example / "pipeline.toml", example / "out"

@@ -107,7 +107,7 @@ def test_resampled_means_are_seeded():
 
 
 def test_trials_beyond_the_cap_are_refused_at_once_not_run_for_hours(tmp_path, capsys):
-    """compare --trials 10000000000 ran silently for hours (issue 34, item 11): refused in one
+    """compare --trials 10000000000 ran silently for hours: refused in one
     line naming the flag and the most allowed, exit 2, before any scoring; compare() too."""
     import time
 

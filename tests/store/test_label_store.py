@@ -518,7 +518,7 @@ def test_a_derived_source_cannot_take_a_plain_sources_name_or_bad_distributions(
             store.add_derived("calibrated:k", [("q1", "d1")], [bad], method="m", fitted_on={})
     assert store.derivations() == [] and store.count() == 1
     with pytest.raises(StoreError, match="unknown derived"):
-        store.merge(derived="thresholds")  # median is a rule merge offers now (issue 25)
+        store.merge(derived="thresholds")  # median is a rule merge offers now
 
 
 # --- the API stores only what the CLI would (the same checks on every write) -----------------

@@ -1,4 +1,4 @@
-"""Commands that read labels from a store read each thing once (issue 36, item 3): the sources'
+"""Commands that read labels from a store read each thing once: the sources'
 counts in a fixed number of statements, several sources' labels in one read, the stale labels
 once per `labels stats`; and they give the numbers the same labels give from files."""
 

@@ -2,7 +2,7 @@
 backends: an event naming a row that is not there is refused, with nothing of its statement
 written; a query, passage, source or import that events name cannot be deleted nor renumbered.
 On PostgreSQL an import's events are checked once per statement over the new rows (a foreign
-key checks each row: 3.5x SQLite's import time at 1,000,000 events, issue 36 item 4)."""
+key checks each row: 3.5x SQLite's import time at 1,000,000 events)."""
 
 from __future__ import annotations
 
