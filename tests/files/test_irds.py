@@ -123,14 +123,14 @@ def test_label_dry_run_from_irds_equals_the_files(tiny, tmp_path, capsys):
     assert from_irds == json.loads(capsys.readouterr().out) and from_irds["items"] > 0
 
 
-def test_pool_estimate_and_audit_take_irds(tiny, capsys):
+def test_pool_quote_and_audit_take_irds(tiny, capsys):
     spec, files = tiny
     rest = ["--depth", "5", "--model", "gpt-4o-mini", "--json"]
     assert main(["pool", *RUNS, "--queries", spec, "--passages", spec, *rest]) == 0
     a = json.loads(capsys.readouterr().out)
     assert main(["pool", *RUNS, "--queries", str(files["queries"]), "--passages",
                  str(files["docs"]), *rest]) == 0
-    assert a == json.loads(capsys.readouterr().out) and a["estimate"]["to_send"] > 0
+    assert a == json.loads(capsys.readouterr().out) and a["quote"]["to_send"] > 0
     assert main(["audit", "--reference", spec, "--judge", str(files["qrels"]), *RUNS,
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["judges"][0]["items"]["stats"]["exact"] == 1.0
