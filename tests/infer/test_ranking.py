@@ -93,6 +93,21 @@ def _many_runs(seed, queries=10, docs=25, count=9):
     return truth, judge, runs
 
 
+def _pair_design_of(seed: int, design: str, budget: int) -> tuple:
+    """The pair design of a sample drawn from ``_many_runs(seed)``, with its empty cells, the
+    runs' names and the measures DCG@5, P@5 and RBP(p=0.8)@5."""
+    from reljudge.infer import scores
+    from reljudge.metrics import parse_measure
+
+    truth, judge, runs = _many_runs(seed)
+    s = draw(sorted(truth), design, budget, seed, grades=judge)
+    parsed = [parse_measure(m) for m in ("DCG@5", "P@5", "RBP(p=0.8)@5")]
+    cells: dict = {(r.name, str(m)): {} for m in parsed for r in runs}
+    d = scores._pair_design(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
+                            parsed, sorted({q for q, _ in truth}), cells, 0.95)
+    return d, cells, [r.name for r in runs], parsed
+
+
 @settings(max_examples=12, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(["srs-pairs", "stratified-pairs"]),
        st.sampled_from([40, 90, 160]), st.sampled_from([1, 1 << 22]))
@@ -102,15 +117,8 @@ def test_all_pairs_at_once_equal_each_pair_alone_to_the_bit(seed, design, budget
     from reljudge.infer import scores
     from reljudge.infer.cells import difference_cell
     from reljudge.infer.ranking import differences
-    from reljudge.metrics import parse_measure
 
-    truth, judge, runs = _many_runs(seed)
-    s = draw(sorted(truth), design, budget, seed, grades=judge)
-    parsed = [parse_measure(m) for m in ("DCG@5", "P@5", "RBP(p=0.8)@5")]
-    cells: dict = {(r.name, str(m)): {} for m in parsed for r in runs}
-    d = scores._pair_design(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
-                            parsed, sorted({q for q, _ in truth}), cells, 0.95)
-    names = [r.name for r in runs]
+    d, cells, names, parsed = _pair_design_of(seed, design, budget)
     pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
     saved = scores.DIFFERENCE_CELLS
     scores.DIFFERENCE_CELLS = cells_at_once
@@ -135,17 +143,9 @@ def test_every_run_at_once_equals_each_run_alone_to_the_bit(seed, design, budget
     """``estimates`` of every run's own row and of every run minus a baseline, in one call
     each, give bit for bit each run's estimate and each difference cell's, with the same
     counts of sampled pairs in the top k (DCG@k and RBP@k vectorised, P@k run by run)."""
-    from reljudge.infer import scores
     from reljudge.infer.cells import difference_cell, estimates
-    from reljudge.metrics import parse_measure
 
-    truth, judge, runs = _many_runs(seed)
-    s = draw(sorted(truth), design, budget, seed, grades=judge)
-    parsed = [parse_measure(m) for m in ("DCG@5", "P@5", "RBP(p=0.8)@5")]
-    cells: dict = {(r.name, str(m)): {} for m in parsed for r in runs}
-    d = scores._pair_design(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
-                            parsed, sorted({q for q, _ in truth}), cells, 0.95)
-    names = [r.name for r in runs]
+    d, cells, names, parsed = _pair_design_of(seed, design, budget)
     for m in parsed:
         own, counts = estimates(d, cells, names, m, [(i, None) for i in range(len(names))])
         minus, dcounts = estimates(d, cells, names, m, [(i, 0) for i in range(1, len(names))])
