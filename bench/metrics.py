@@ -406,12 +406,14 @@ def _first_result(files: tuple[Path, Path], repeats: int) -> float:
 
 def _rows(workload: str, tools: list[str], paths: list[str], results: dict,
           floor: dict | None) -> list[list[str]]:
-    """One workload's rows, a path each: each tool's median wall and CPU seconds (its CPU time
-    over reljudge's), the peak memories, the dict path's floor in CPU seconds, notes."""
+    """One workload's rows, a path each: each tool's median wall and CPU seconds (its wall and
+    CPU times over reljudge's), the peak memories, the dict path's floor in CPU seconds, notes."""
     rows = []
     nan = [float("nan")]
     for path in paths:
-        ours = statistics.median(results.get(("reljudge", path), {}).get("cpu", nan))
+        mine = results.get(("reljudge", path), {})
+        our_wall = statistics.median(mine.get("times", nan))
+        ours = statistics.median(mine.get("cpu", nan))
         row, peaks, notes = [workload, path], [], []
         for t in tools:
             r = results[(t, path)]
@@ -422,7 +424,8 @@ def _rows(workload: str, tools: list[str], paths: list[str], results: dict,
                 continue
             wall, cpu = statistics.median(r["times"]), statistics.median(r["cpu"])
             row.append(f"{wall:.2f} / {cpu:.2f}"
-                       + (f" ({cpu / ours:.1f}x)" if t != "reljudge" else ""))
+                       + (f" ({wall / our_wall:.1f}x / {cpu / ours:.1f}x)"
+                          if t != "reljudge" else ""))
             peaks.append(f"{r['peak_mb']:.0f}")
             if "compile" in r:
                 notes.append(f"{t}: numba compile {r['compile']:.1f} s (not in median)")
@@ -553,7 +556,7 @@ def main() -> None:
         print(table(_header(tools), every, True, left=2, caption=(
             f"{args.queries:,} queries x {args.docs:,} documents, ~{args.judged} judged a "
             f"query, {len(MEASURES)} measures; each tool in its own process, median of "
-            f"{args.repeats} (in brackets: its time over reljudge's); peak MB in the tools' "
+            f"{args.repeats} (in brackets: its wall and CPU time over reljudge's); peak MB in the tools' "
             f"order; floor: the passes over the dicts that any reader checking them must "
             f"make, before any ranking")))
 
