@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reljudge.infer.calibrate import K, decide, one_hot
+from reljudge.grades import N_GRADES as K
+from reljudge.infer.calibrate import decide, one_hot
 from reljudge.infer.heldout import (
     align,
     calibrate_fit_predict,
