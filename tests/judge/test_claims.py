@@ -126,7 +126,7 @@ def test_a_machine_killed_mid_run_leaves_only_its_calls_in_flight_to_ask_again(t
     import collections
     import threading
 
-    n = 600
+    n = 300
     asked: collections.Counter = collections.Counter()
     by_key: collections.Counter = collections.Counter()
     busy = threading.Event()  # the first machine has made 40 calls
