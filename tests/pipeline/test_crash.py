@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -125,7 +126,7 @@ def test_sigkill_after_a_config_change_never_leaves_a_final_looking_mix(prepared
         os.close(tell)
         with os.fdopen(said) as paused:  # a line once paused; the end if the process ended
             if pause:
-                paused.readline()
+                select.select([paused], [], [], 90)
             else:
                 server.wait_for_calls(15, 90)
         assert proc.poll() is None, f"the run ended before {point}: {proc.stderr.read()}"
