@@ -1,15 +1,14 @@
 """The grading page's last screen: the commands it shows run as shown.
 
 A team grades a sample drawn by `reljudge sample` from two runs, in a store without passage
-texts (they come from a file); every command of the finished summary is then run as a
-subprocess from another folder, exactly as shown (only the adjudicator's NAME filled in)."""
+texts (they come from a file); every command of the finished summary is then run through
+the CLI from another folder, exactly as shown (only the adjudicator's NAME filled in); the
+adjudication server as a process of its own."""
 
 from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 
 import pytest
 
@@ -55,7 +54,7 @@ def _team_graded(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # a server process and four command processes
-def test_every_command_of_the_finished_page_runs_as_shown(tmp_path, monkeypatch):
+def test_every_command_of_the_finished_page_runs_as_shown(tmp_path, monkeypatch, capsys):
     summary, texts = _team_graded(tmp_path, monkeypatch)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -78,9 +77,9 @@ def test_every_command_of_the_finished_page_runs_as_shown(tmp_path, monkeypatch)
                 assert fetch(url + "api/stop", {})[0] == 200
                 assert proc.wait(30) == 0, command
             continue
-        done = subprocess.run([sys.executable, "-m", "reljudge", *argv[1:]], cwd=elsewhere,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, (command, done.stderr)
+        with monkeypatch.context() as m:
+            m.chdir(elsewhere)
+            assert main(argv[1:]) == 0, (command, capsys.readouterr().err)
 
 
 def test_estimate_is_shown_with_a_measure_the_design_supports():

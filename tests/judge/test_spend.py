@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from reljudge.cli import main
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from tests.backends import BACKENDS, store_location
@@ -29,14 +30,19 @@ def _answered(server: FakeOpenAI) -> int:
         return len(server.requests) - server.inflight
 
 
+#: a `reljudge` process
+RELJUDGE = [sys.executable, "-m", "reljudge"]
+
+
 def _label(server: FakeOpenAI, tmp_path, store: object) -> list[str]:
+    """The arguments of a `reljudge label` of PAIRS pairs, after the program's name."""
     queries = tmp_path / "queries.tsv"
     queries.write_text("q1\twhat is the maternity leave policy?\n")
     passages = tmp_path / "passages.tsv"
     passages.write_text("".join(f"d{i}\tpassage number {i}\n" for i in range(PAIRS)))
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("".join(f"q1 d{i}\n" for i in range(PAIRS)))
-    return [sys.executable, "-m", "reljudge", "label", "--queries", str(queries),
+    return ["label", "--queries", str(queries),
             "--passages", str(passages), "--pairs", str(pairs),
             "--store", str(store), "--model", "m",
             "--base-url", server.base_url, "--api-key", "k",
@@ -61,12 +67,13 @@ def _held_after(n: int, release: threading.Event):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.slow  # a SIGKILLed process, then a rerun
 def test_kill_9_of_a_label_run_leaves_every_answer_it_received_in_the_ledger(
-        request, tmp_path, backend):
+        request, tmp_path, backend, capsys):
     store = store_location(request, tmp_path, backend=backend)
     release = threading.Event()  # the calls after the 20th wait for the kill: in flight then
     with FakeOpenAI(_held_after(20, release)) as server:
         argv = _label(server, tmp_path, store)
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([*RELJUDGE, *argv], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
         while _answered(server) < 20 and time.time() < deadline:
             time.sleep(0.01)
@@ -82,8 +89,8 @@ def test_kill_9_of_a_label_run_leaves_every_answer_it_received_in_the_ledger(
         # every answer the server sent (and the process had half a second to read) is in the
         # ledger; the calls held in flight were never answered
         assert killed_calls >= answered_at_kill
-        rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        assert rerun.returncode == 0, rerun.stderr
+        # the rerun in this process: the killed run is the process this test is about
+        assert main(argv) == 0, capsys.readouterr().err
         asked = [r.user_text for r in server.requests]
     with LabelStore(store) as s:
         ((_, runs, calls, tokens_in, _, cost),) = s.spend()
@@ -100,8 +107,8 @@ def test_answers_reach_the_store_within_a_second_not_only_every_64(request, tmp_
     store = store_location(request, tmp_path, backend=backend)
     release = threading.Event()  # the calls after the 5th wait: no event comes after them
     with FakeOpenAI(_held_after(5, release)) as server:
-        proc = subprocess.Popen(_label(server, tmp_path, store), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([*RELJUDGE, *_label(server, tmp_path, store)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.time() + 60
             while _answered(server) < 5 and time.time() < deadline:

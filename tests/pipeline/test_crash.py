@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from reljudge.cli import main
 from reljudge.testing import FakeOpenAI, Reply
 from tests.helpers import EXAMPLE, grader
 
@@ -22,16 +23,17 @@ ARTEFACTS = ["config.toml", "pool.tsv", "qrels.txt", "qrels.provenance.jsonl", "
              "scores.json", "audit.json", "audit.md"]
 
 #: runs `reljudge ARGS` in a process that stops for good before (or after) the Nth write of
-#: one output file, having first created the file MARK: the test kills it there
+#: one output file, having first written the line "paused" to a pipe (file descriptor FD):
+#: the test kills it there
 PAUSING = """\
-import sys, time
+import os, sys, time
 from pathlib import Path
 import reljudge.io.files as files
 import reljudge.io.trec, reljudge.pipeline.manifest, reljudge.pipeline.runner
 import reljudge.pipeline.stages, reljudge.store.merge
 from reljudge.cli import main
 
-mark, when, name, nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+fd, when, name, nth = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 original, seen = files.atomic_write, []
 
 def pausing(path, text, **kw):
@@ -39,10 +41,10 @@ def pausing(path, text, **kw):
     if Path(path).name == name:
         seen.append(path)
     if hit and when == "before":
-        Path(mark).touch(); time.sleep(600)
+        os.write(fd, b"paused\\n"); time.sleep(600)
     original(path, text, **kw)
     if hit and when == "after":
-        Path(mark).touch(); time.sleep(600)
+        os.write(fd, b"paused\\n"); time.sleep(600)
 
 for module in list(sys.modules.values()):
     if getattr(module, "atomic_write", None) is original:
@@ -54,14 +56,14 @@ slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content
                               delay=0.03)
 
 
-def env_for(server: FakeOpenAI, cache: Path) -> dict:
-    return {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
+def judge_env(server: FakeOpenAI, cache: Path) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
             "OPENAI_MODEL": "fake-judge", "RELJUDGE_CACHE_DIR": str(cache)}
 
 
-def reljudge(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reljudge", *args], env=env,
-                          capture_output=True, text=True, timeout=180)
+def in_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
 
 
 def set_depth(folder: Path, depth: int) -> Path:
@@ -83,13 +85,12 @@ def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("crash")
     start, reference = root / "start", root / "reference"
     shutil.copytree(EXAMPLE, start, ignore=shutil.ignore_patterns("out"))
-    with FakeOpenAI(grader) as server:
-        env = env_for(server, root / "cache")
-        done = reljudge("run", str(set_depth(start, 3)), "--quiet", env=env)
-        assert done.returncode == 0, done.stdout + done.stderr
+    # in this process: only the killed runs are about a process
+    with FakeOpenAI(grader) as server, pytest.MonkeyPatch.context() as monkeypatch:
+        in_env(monkeypatch, judge_env(server, root / "cache"))
+        assert main(["run", str(set_depth(start, 3)), "--quiet"]) == 0
         shutil.copytree(start, reference)
-        done = reljudge("run", str(set_depth(reference, 10)), "--quiet", env=env)
-        assert done.returncode == 0, done.stdout + done.stderr
+        assert main(["run", str(set_depth(reference, 10)), "--quiet"]) == 0
     return start, reference
 
 
@@ -106,6 +107,7 @@ KILL_POINTS = [
 @pytest.mark.slow  # one SIGKILLed run, reports and a rerun per kill point
 @pytest.mark.parametrize("point, pause", KILL_POINTS, ids=[p for p, _ in KILL_POINTS])
 def test_sigkill_after_a_config_change_never_leaves_a_final_looking_mix(prepared, tmp_path,
+                                                                        monkeypatch, capsys,
                                                                         point, pause):
     start, reference = prepared
     folder = tmp_path / "hr"
@@ -113,30 +115,37 @@ def test_sigkill_after_a_config_change_never_leaves_a_final_looking_mix(prepared
     out = folder / "out"
     before = artefacts(out)
     cfg = set_depth(folder, 10)
-    mark = tmp_path / "paused"
     with FakeOpenAI(slow) as server:
-        env = env_for(server, tmp_path / "cache")
+        env = judge_env(server, tmp_path / "cache")
         spec = pause or ("never", "none", 0)
-        proc = subprocess.Popen([sys.executable, "-c", PAUSING, str(mark), spec[0], spec[1],
-                                 str(spec[2]), "run", str(cfg), "--quiet"], env=env,
+        said, tell = os.pipe()
+        proc = subprocess.Popen([sys.executable, "-c", PAUSING, str(tell), spec[0], spec[1],
+                                 str(spec[2]), "run", str(cfg), "--quiet"],
+                                env={**os.environ, **env}, pass_fds=[tell],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 90
-        while time.time() < deadline and proc.poll() is None and not (
-                mark.exists() if pause else server.calls >= 15):
-            time.sleep(0.01)
+        os.close(tell)
+        with os.fdopen(said) as paused:  # a line once paused; the end if the process ended
+            if pause:
+                select.select([paused], [], [], 90)
+            else:
+                server.wait_for_calls(15, 90)
         assert proc.poll() is None, f"the run ended before {point}: {proc.stderr.read()}"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         if pause is None:
             assert server.calls < 100, "the label stage was not interrupted"
 
-        # every reader: the report refuses, with or without --allow-partial
+        # every reader: the report refuses, with or without --allow-partial (the readers and
+        # the rerun run in this process: what the test is about is the killed one)
+        in_env(monkeypatch, env)
+        capsys.readouterr()
         page = tmp_path / "r.html"
         for extra in ([], ["--allow-partial"]):
-            told = reljudge("report", "--pipeline", str(cfg), "--out", str(page), "--quiet",
-                            *extra, env=env)
-            assert told.returncode == 3, f"{point}: {told.stdout}{told.stderr}"
-            assert "run the pipeline again" in told.stderr and told.stderr.count("\n") == 1
+            code = main(["report", "--pipeline", str(cfg), "--out", str(page), "--quiet",
+                         *extra])
+            told = capsys.readouterr()
+            assert code == 3, f"{point}: {told.out}{told.err}"
+            assert "run the pipeline again" in told.err and told.err.count("\n") == 1
             assert not page.exists()
         manifest = json.loads((out / "manifest.json").read_text())
         old = json.loads((start / "out" / "manifest.json").read_text())["config_digest"]
@@ -152,8 +161,7 @@ def test_sigkill_after_a_config_change_never_leaves_a_final_looking_mix(prepared
         assert (out / "scores.json").read_text() == (match / "out" / "scores.json").read_text()
 
         # a rerun redoes what is stale and ends as the uninterrupted run
-        done = reljudge("run", str(cfg), "--quiet", env=env)
-        assert done.returncode == 0, done.stdout + done.stderr
+        assert main(["run", str(cfg), "--quiet"]) == 0, capsys.readouterr()
         assert artefacts(out) == artefacts(reference / "out")
-        told = reljudge("report", "--pipeline", str(cfg), "--out", str(page), "--quiet", env=env)
-        assert told.returncode == 0 and page.exists()
+        assert main(["report", "--pipeline", str(cfg), "--out", str(page), "--quiet"]) == 0
+        assert page.exists()

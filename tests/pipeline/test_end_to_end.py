@@ -193,7 +193,8 @@ def test_bad_config_names_the_file_and_setting(tmp_path):
 
 
 @pytest.mark.slow  # SIGKILL, then a rerun
-def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(example, tmp_path):
+def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(example, tmp_path,
+                                                                          monkeypatch):
     slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content"],  # noqa
                                   delay=0.05)
     twin = tmp_path / "twin"
@@ -206,10 +207,13 @@ def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(exampl
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert 40 <= server.calls < 150, "the label stage was not interrupted"
-        subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=120)
-        env2 = {**env, "RELJUDGE_CACHE_DIR": str(tmp_path / "cache2")}
-        subprocess.run([sys.executable, "-m", "reljudge", "run", str(twin / "pipeline.toml"),
-                        "--quiet"], env=env2, check=True, capture_output=True, timeout=120)
+        # the rerun and the uninterrupted twin in this process: the killed run is the process
+        # this test is about
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
+        monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(tmp_path / "cache2"))
+        assert main(["run", str(twin / "pipeline.toml"), "--quiet"]) == 0
     with LabelStore(example / "out" / "labels.sqlite") as store:
         llm = [s for s in store.sources() if s.kind == "llm"][0]
         pairs = len((example / "out" / "pool.tsv").read_text().splitlines()) - 1
@@ -369,8 +373,8 @@ def test_incomplete_labelling_stops_before_scoring_unless_allow_partial_marks_it
 
 
 @pytest.mark.slow  # a SIGINTed process, then a rerun
-def test_ctrl_c_in_labelling_leaves_no_score_that_looks_final_and_a_rerun_completes(example,
-                                                                                    tmp_path):
+def test_ctrl_c_in_labelling_leaves_no_score_that_looks_final_and_a_rerun_completes(
+        example, tmp_path, monkeypatch, capsys):
     slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content"],  # noqa
                                   delay=0.05)
     cfg = example / "pipeline.toml"
@@ -378,13 +382,17 @@ def test_ctrl_c_in_labelling_leaves_no_score_that_looks_final_and_a_rerun_comple
     cfg.write_text(cfg.read_text().replace("depth = 10", "depth = 3"))
     with FakeOpenAI(slow) as server:
         env = env_for(server, tmp_path)
-        cmd = [sys.executable, "-m", "reljudge", "run", str(cfg), "--quiet"]
-        subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=120)
+        # the runs before and after in this process: the interrupted one is the process this
+        # test is about
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        argv = ["run", str(cfg), "--quiet"]
+        assert main(argv) == 0
         assert (out / "scores.json").exists()  # a complete job at depth 3
         cfg.write_text(cfg.read_text().replace("depth = 3", "depth = 10"))
         start = server.calls
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen([sys.executable, "-m", "reljudge", *argv], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         server.wait_for_calls(start + 20, 60)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
@@ -395,6 +403,6 @@ def test_ctrl_c_in_labelling_leaves_no_score_that_looks_final_and_a_rerun_comple
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["complete"] is False
         assert manifest["labelling"]["stopped"] == "interrupted"
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
+        capsys.readouterr()
+        assert main(argv) == 0, capsys.readouterr()
     assert json.loads((out / "scores.json").read_text())["complete"] is True

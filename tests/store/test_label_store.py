@@ -338,27 +338,30 @@ def test_a_process_killed_mid_import_leaves_no_partial_batch(tmp_path):
     path = str(tmp_path / "s.sqlite")
     LabelStore(path).close()
     # one huge transaction; kill it while it runs (the child says when it is inside)
-    proc = subprocess.Popen([sys.executable, "-c", WRITER_SAYS_INSIDE, path, "x", "400000",
-                             "400000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", WRITER_SAYS_INSIDE, path, "x", "50000",
+                             "50000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline() == "inside\n", proc.stderr.read()
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     with LabelStore(path) as s:
-        assert s.count() in (0, 400000)
+        assert s.count() in (0, 50000)
         assert s.count() == 0, "the kill came too late to test a partial batch"
 
 
-#: imports FILE into STORE once GO exists (so that two start at once); prints what it did
+#: for each line "STORE<tab>GO" it reads: imports FILE into STORE once GO exists (so that two
+#: start at once); prints what it did
 IMPORTER = """
 import os, sys, time
 from reljudge.store import LabelStore, import_labels
-store, labels, go = sys.argv[1:4]
-with LabelStore(store) as s:
-    print("ready", flush=True)
-    while not os.path.exists(go):
-        time.sleep(0.001)
-    report = import_labels(s, labels, "llm", "judge")
-print("skipped" if report.skipped else report.events, flush=True)
+labels = sys.argv[1]
+for line in sys.stdin:
+    store, go = line.rstrip("\\n").split("\\t")
+    with LabelStore(store) as s:
+        print("ready", flush=True)
+        while not os.path.exists(go):
+            time.sleep(0.001)
+        report = import_labels(s, labels, "llm", "judge")
+    print("skipped" if report.skipped else report.events, flush=True)
 """
 
 
@@ -367,20 +370,31 @@ print("skipped" if report.skipped else report.events, flush=True)
 def test_two_processes_importing_one_file_at_once_import_it_once(request, tmp_path, backend):
     labels = tmp_path / "judge.qrels"
     labels.write_text("".join(f"q{i % 50} 0 d{i} {i % 4}\n" for i in range(4000)))
-    for attempt in range(5):
-        location = str(store_location(request, tmp_path, f"s{attempt}", backend=backend))
-        LabelStore(location).close()
-        go = tmp_path / f"go{attempt}"
-        procs = [subprocess.Popen([sys.executable, "-c", IMPORTER, location, str(labels),
-                                   str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for _ in range(2)]
-        assert [p.stdout.readline() for p in procs] == ["ready\n"] * 2
-        go.touch()
-        outs = [p.communicate(timeout=120) for p in procs]
-        assert [p.returncode for p in procs] == [0, 0], outs
-        assert sorted(o[0].strip() for o in outs) == ["4000", "skipped"], (attempt, outs)
-        with LabelStore(location) as s:
-            assert s.count() == 4000, attempt
+    # two processes, each making the five attempts (a new store each time)
+    procs = [subprocess.Popen([sys.executable, "-c", IMPORTER, str(labels)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        for attempt in range(5):
+            location = str(store_location(request, tmp_path, f"s{attempt}", backend=backend))
+            LabelStore(location).close()
+            go = tmp_path / f"go{attempt}"
+            for p in procs:
+                p.stdin.write(f"{location}\t{go}\n")
+                p.stdin.flush()
+            assert [p.stdout.readline() for p in procs] == ["ready\n"] * 2
+            go.touch()
+            said = sorted(p.stdout.readline().strip() for p in procs)
+            assert said == ["4000", "skipped"], (attempt, said)
+            with LabelStore(location) as s:
+                assert s.count() == 4000, attempt
+    except BaseException:
+        for p in procs:
+            p.kill()
+        raise
+    finally:
+        outs = [p.communicate(timeout=120) for p in procs]  # closes their input: they end
+    assert [p.returncode for p in procs] == [0, 0], outs
 
 
 # --- real data -------------------------------------------------------------------------------

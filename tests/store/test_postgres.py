@@ -431,7 +431,7 @@ def test_a_connection_lost_mid_command_is_one_error_naming_the_store(pg_server):
 
 
 def test_a_label_run_whose_store_goes_away_exits_2_and_the_rerun_pays_only_for_the_rest(
-        pg_server, tmp_path):
+        pg_server, tmp_path, monkeypatch, capsys):
     import subprocess
     import threading
 
@@ -440,7 +440,7 @@ def test_a_label_run_whose_store_goes_away_exits_2_and_the_rerun_pays_only_for_t
     from tests.pipeline.test_end_to_end import env_for
 
     url = pg_url(pg_server, "gone")
-    argv = [sys.executable, "-m", "reljudge", "label", "--queries", str(EXAMPLE / "queries.tsv"),
+    argv = ["label", "--queries", str(EXAMPLE / "queries.tsv"),
             "--passages", str(EXAMPLE / "passages.jsonl"), str(EXAMPLE / "runs" / "bm25.run"),
             "--depth", "10", "--store", url, "--concurrency", "2"]
     with FakeOpenAI(grader, delay=0.1) as server:
@@ -451,7 +451,8 @@ def test_a_label_run_whose_store_goes_away_exits_2_and_the_rerun_pays_only_for_t
 
         killer = threading.Thread(target=kill_when_busy)
         killer.start()
-        first = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        first = subprocess.run([sys.executable, "-m", "reljudge", *argv], env=env,
+                               capture_output=True, text=True, timeout=300)
         killer.join()
         paid_first = server.calls
         assert first.returncode == 2, first.stderr
@@ -459,8 +460,10 @@ def test_a_label_run_whose_store_goes_away_exits_2_and_the_rerun_pays_only_for_t
         assert "lost the connection to the PostgreSQL store" in first.stderr
         assert first.stderr.count("\n") == 1, first.stderr  # one line
         assert paid_first > 0
-        second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-        assert second.returncode == 0, second.stderr
+        # the rerun in this process: the first run is the process whose output is tested
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert main(argv) == 0, capsys.readouterr().err
     with LabelStore(url) as store:
         graded = store.merge("llm-only").labels
     # every pair graded; paid once each, plus at most the calls in flight when it broke
