@@ -147,6 +147,12 @@ class Browser:
                 raise AssertionError(f"timed out waiting for {expression}")
             self.loop.run_until_complete(asyncio.sleep(0.05))
 
+    def drawn(self) -> None:
+        """Wait until the page has drawn two more frames: a change of its size or content is
+        laid out and painted."""
+        self.eval("new Promise(done => requestAnimationFrame(() => requestAnimationFrame("
+                  "() => done(true))))")
+
     def open(self, url: str, ready: str = "document.body && document.body.dataset.ready === '1'"):
         """Navigate and wait until the page says it is ready."""
         self.send("Page.navigate", url=url)
@@ -190,7 +196,7 @@ class Browser:
         """A PNG of the page at a window width (a phone width emulates a mobile screen)."""
         self.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
                   deviceScaleFactor=1, mobile=width < 600)
-        self.loop.run_until_complete(asyncio.sleep(0.3))
+        self.drawn()
         data = self.send("Page.captureScreenshot", format="png")["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
