@@ -29,6 +29,15 @@ _KEYS = {"ArrowRight": ("ArrowRight", 39), "ArrowLeft": ("ArrowLeft", 37),
          "Escape": ("Escape", 27), "Enter": ("Enter", 13)}
 
 
+#: an expression polled in the page until truthy or the time (ms) is up; what it threw, if so
+_POLL = ("new Promise(done => { const until = performance.now() + %f; (function again() { "
+         "let value; try { value = (%s); } catch (e) { done({thrown: String(e)}); return; } "
+         "if (value || performance.now() > until) done(value); else setTimeout(again, 10); "
+         "})(); })")
+#: what DevTools says when the page a promise waited in is gone (a navigation, a reload)
+_NAVIGATED = ("Execution context was destroyed", "Inspected target navigated or closed",
+              "Cannot find context with specified id")
+
 ARTIFACTS = Path(os.environ.get("RELJUDGE_ARTIFACTS")
                  or Path(__file__).resolve().parent / "artifacts")  # screenshots (git-ignored)
 
@@ -137,15 +146,30 @@ class Browser:
         return out["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 20.0):
-        """Poll an expression until it is truthy; returns its value."""
+        """Wait until an expression is truthy, polled in the page every 10 ms (one round trip,
+        not one a poll); returns its value. An expression that throws fails the test."""
         deadline = time.monotonic() + timeout
         while True:
-            value = self.eval(expression)
+            left = max(0.0, deadline - time.monotonic())
+            try:
+                value = self.eval(_POLL % (left * 1000, expression))
+            except RuntimeError as e:
+                if not any(gone in str(e) for gone in _NAVIGATED):
+                    raise
+                value = None  # the page navigated away mid-wait: ask the new one
+            if isinstance(value, dict) and "thrown" in value:
+                raise RuntimeError(f"{expression}: {value['thrown']}")
             if value:
                 return value
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {expression}")
-            self.loop.run_until_complete(asyncio.sleep(0.05))
+            self.loop.run_until_complete(asyncio.sleep(0.01))
+
+    def drawn(self) -> None:
+        """Wait until the page has drawn two more frames: a change of its size or content is
+        laid out and painted."""
+        self.eval("new Promise(done => requestAnimationFrame(() => requestAnimationFrame("
+                  "() => done(true))))")
 
     def open(self, url: str, ready: str = "document.body && document.body.dataset.ready === '1'"):
         """Navigate and wait until the page says it is ready."""
@@ -190,7 +214,7 @@ class Browser:
         """A PNG of the page at a window width (a phone width emulates a mobile screen)."""
         self.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
                   deviceScaleFactor=1, mobile=width < 600)
-        self.loop.run_until_complete(asyncio.sleep(0.3))
+        self.drawn()
         data = self.send("Page.captureScreenshot", format="png")["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))

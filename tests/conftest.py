@@ -119,16 +119,16 @@ def llama_server():
 SLOW_FIXTURES = frozenset({"pg_server", "browser", "chromium", "llama_server"})
 
 
-#: fixtures whose server takes long to start: under pytest-xdist (``--dist loadgroup``) their
-#: tests share one worker, so the session starts one server, not one per worker
+#: fixtures whose server takes long to start: under pytest-xdist their tests share one worker
+#: (tests/schedule.py), so the session starts one server, not one per worker
 ONE_WORKER_FIXTURES = frozenset({"llama_server"})
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark slow the tests that start PostgreSQL, Chromium or llama.cpp, directly
     (``pg_server``, ``browser``, ``llama_server``) or through a backend parameter
-    (``"postgresql"``, tests/backends.py); group the llama.cpp tests on one xdist worker."""
+    (``"postgresql"``, tests/backends.py)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
@@ -136,5 +136,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if SLOW_FIXTURES & fixtures or \
                 any(isinstance(p, str) and p == "postgresql" for p in params):
             item.add_marker(pytest.mark.slow)
-        for name in sorted(ONE_WORKER_FIXTURES & fixtures):
-            item.add_marker(pytest.mark.xdist_group(name))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, the workers' plan of which tests share a worker and which go
+    first (tests/schedule.py)."""
+    from tests.schedule import Schedule
+
+    config.pluginmanager.register(Schedule(ONE_WORKER_FIXTURES), "reljudge-schedule")

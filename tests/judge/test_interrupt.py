@@ -238,13 +238,13 @@ def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path):
 
 
 def test_most_calls_timing_out_on_a_local_server_says_to_lower_concurrency(tmp_path):
-    """A one-slot server (each answer 0.4 s, one at a time) sent 8 calls at once with a
-    timeout of 1 s: most time out, and one warning names the flag to lower."""
+    """A one-slot server (each answer 0.2 s, one at a time) sent 8 calls at once with a
+    timeout of 0.5 s: most time out, and one warning names the flag to lower."""
     slot = threading.Lock()
 
     def one_slot(req):
         with slot:
-            time.sleep(0.4)
+            time.sleep(0.2)
         return Reply.text("final score: 2")
 
     passages = {f"d{i}": {"text": f"passage {i}"} for i in range(N_PAIRS)}
@@ -252,7 +252,7 @@ def test_most_calls_timing_out_on_a_local_server_says_to_lower_concurrency(tmp_p
     warnings: list[str] = []
     with FakeOpenAI(one_slot) as s:
         config = JudgeConfig(model="fake-model", base_url=s.base_url, api_key="sk-test",
-                             cache_dir=tmp_path / "cache", timeout=1.0, backoff=0.01,
+                             cache_dir=tmp_path / "cache", timeout=0.5, backoff=0.01,
                              max_attempts=1, concurrency=8, breaker_after=0)
         lab = Labeller(config, on_warning=warnings.append)
         report = asyncio.run(lab.label(pairs, QUERIES, passages))

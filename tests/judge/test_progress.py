@@ -108,12 +108,12 @@ def test_the_bar_says_how_many_calls_wait_for_a_retry_and_why_as_it_happens(monk
     def slow_first(req):
         first = req.user_text not in seen
         seen.add(req.user_text)
-        return Reply.text("final score: 2", delay=1.5 if first else 0)
+        return Reply.text("final score: 2", delay=1.0 if first else 0)
 
     pairs = PAIRS[:3]
     with FakeOpenAI(slow_first) as s:
         cfg = JudgeConfig(model="fake-model", base_url=s.base_url, api_key="sk-test",
-                          cache_dir=tmp_path / "cache", timeout=0.5, backoff=0.3,
+                          cache_dir=tmp_path / "cache", timeout=0.3, backoff=0.1,
                           concurrency=1)
         report = label_pairs(cfg, pairs, QUERIES, PASSAGES, progress=True)
     assert report.labelled == 3

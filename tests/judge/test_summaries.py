@@ -162,7 +162,7 @@ def test_labels_stats_and_merge_draw_their_steps_once_past_the_delay(tmp_path, m
         store.add_events(EVENTS)
     real = EventLog.standing_ids
     monkeypatch.setattr(EventLog, "standing_ids",
-                        lambda self, *a: time.sleep(0.5) or real(self, *a))  # a slow step
+                        lambda self, *a: time.sleep(0.2) or real(self, *a))  # a slow step
     monkeypatch.setattr(common, "show_progress", lambda quiet: not quiet)
     drawn = {}
     for after, quiet in ((0.05, []), (60.0, []), (0.05, ["--quiet"])):

@@ -7,7 +7,6 @@ Screenshots go to $RELJUDGE_ARTIFACTS (default tests/artifacts/, which git ignor
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from pathlib import Path
 
@@ -25,7 +24,7 @@ def at_width(b: Browser, width: int, height: int = 900) -> dict:
     """Emulate a screen ``width`` px wide (a phone below 600) and measure the page."""
     b.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
            deviceScaleFactor=1, mobile=width < 600)
-    b.loop.run_until_complete(asyncio.sleep(0.3))
+    b.drawn()
     return b.eval(GEOMETRY)
 
 
