@@ -23,17 +23,20 @@ MEASURES = ["nDCG@10", "nDCG", "P@5", "R@20", "RR", "AP", "Bpref", "Judged@10", 
 QUERIES = ["q1", "q2", "q10", "q3"]
 
 
+# built once: a strategy built inside a draw is built and validated again at every example
+_DOCS = st.sampled_from([f"d{i}" for i in range(30)])
+_SOME_QUERIES = st.lists(st.sampled_from(QUERIES), min_size=1, max_size=4, unique=True)
+_JUDGED = st.dictionaries(_DOCS, st.integers(-1, 3), min_size=1, max_size=15)
+_SCORED = st.dictionaries(_DOCS, st.one_of(st.integers(0, 3).map(float),
+                                           st.floats(-5, 5, allow_nan=False)),
+                          min_size=1, max_size=25)
+
+
 @st.composite
 def track(draw):
     """Qrels and several runs of different depths and score styles (ties, missing queries)."""
-    docs = st.sampled_from([f"d{i}" for i in range(30)])
-    qrels = {q: draw(st.dictionaries(docs, st.integers(-1, 3), min_size=1, max_size=15))
-             for q in draw(st.lists(st.sampled_from(QUERIES), min_size=1, max_size=4,
-                                    unique=True))}
-    scores = st.one_of(st.integers(0, 3).map(float), st.floats(-5, 5, allow_nan=False))
-    runs = [Run.from_dict({q: draw(st.dictionaries(docs, scores, min_size=1, max_size=25))
-                           for q in draw(st.lists(st.sampled_from(QUERIES), min_size=1,
-                                                  max_size=4, unique=True))}, name=f"r{i}")
+    qrels = {q: draw(_JUDGED) for q in draw(_SOME_QUERIES)}
+    runs = [Run.from_dict({q: draw(_SCORED) for q in draw(_SOME_QUERIES)}, name=f"r{i}")
             for i in range(draw(st.integers(2, 5)))]
     return qrels, runs
 

@@ -68,13 +68,14 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1, judged_only: boo
         columns = evaluate(q, r, asked, compat="trec_eval-9")
         assert columns.query_ids == ours.query_ids
         assert np.array_equal(columns.scores, ours.scores)
+    means = ours.mean()  # every measure's mean at once
     for mine, key in zip(asked, (table[m] for m in measures), strict=False):
         col = ours.column(mine)
         for qid, value in zip(ours.query_ids, col.tolist(), strict=False):
             assert value == pytest.approx(theirs[qid][key], abs=1e-9), (qid, mine)
         if theirs:
             mean_theirs = np.mean([theirs[q][key] for q in theirs])
-            assert ours.mean()[str(parse_measure(mine))] == pytest.approx(mean_theirs, abs=1e-9)
+            assert means[str(parse_measure(mine))] == pytest.approx(mean_theirs, abs=1e-9)
 
 
 def _with_rel(m: str, rel: int) -> str:
@@ -161,16 +162,22 @@ SCORE_SHAPES = {  # how a query's scores are drawn: ties as real runs have them
 many_docs = st.sampled_from([f"d{i}" for i in range(30)] + ["D1", "d1x", "é", "a" * 17])
 
 
+# built once: a strategy built inside a draw is built and validated again at every example
+_SHAPE = st.sampled_from(sorted(SCORE_SHAPES))
+_TIED_RUNS = {name: st.dictionaries(many_docs, shape, min_size=1, max_size=25)
+              for name, shape in SCORE_SHAPES.items()}
+_SOME_QUERIES = st.lists(qids, min_size=1, max_size=3, unique=True)
+_POOLED = st.dictionaries(many_docs, st.integers(-1, 3), max_size=12)
+
+
 @st.composite
 def tied_workload(draw):
     """(qrels, run, rel) with large ties; the qrels grades include negatives (trec_eval's
     "pooled, not judged") but every query keeps a non-negative grade (trec_eval needs one)."""
-    shape = SCORE_SHAPES[draw(st.sampled_from(sorted(SCORE_SHAPES)))]
-    qs = draw(st.lists(qids, min_size=1, max_size=3, unique=True))
-    qrels = {q: {**draw(st.dictionaries(many_docs, st.integers(-1, 3), max_size=12)),
-                 "zz": draw(st.integers(0, 3))} for q in qs}
-    run = {q: draw(st.dictionaries(many_docs, shape, min_size=1, max_size=25))
-           for q in draw(st.lists(qids, min_size=1, max_size=3, unique=True))}
+    shape = _TIED_RUNS[draw(_SHAPE)]
+    qs = draw(_SOME_QUERIES)
+    qrels = {q: {**draw(_POOLED), "zz": draw(st.integers(0, 3))} for q in qs}
+    run = {q: draw(shape) for q in draw(_SOME_QUERIES)}
     return qrels, run, draw(st.sampled_from([1, 2]))
 
 

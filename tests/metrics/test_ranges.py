@@ -4,6 +4,7 @@ outside it is refused when the measure is parsed."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -44,25 +45,32 @@ def test_every_parameter_of_every_measure_has_a_strategy_here():
     assert {k for s in SPECS.values() for k in s.params} <= set(PARAMS)
 
 
+# built once: a strategy built inside a draw is built and validated again at every example
+DOCS = [f"d{i}" for i in range(12)]
+QIDS = st.lists(st.sampled_from(["q1", "q2", "q3"]), min_size=1, max_size=3, unique=True)
+JUDGED = st.dictionaries(st.sampled_from(DOCS), GRADES, min_size=1, max_size=8)
+RANKED = st.dictionaries(st.sampled_from(DOCS), SCORES, min_size=1, max_size=10)
+
+
 @st.composite
 def inputs(draw):
     """Qrels and a run over a few queries: grades -2..4, unjudged and unretrieved documents,
     queries the run lacks and queries with no relevant document."""
-    docs = [f"d{i}" for i in range(12)]
-    qids = draw(st.lists(st.sampled_from(["q1", "q2", "q3"]), min_size=1, max_size=3,
-                         unique=True))
-    qrels = {q: draw(st.dictionaries(st.sampled_from(docs), GRADES, min_size=1, max_size=8))
-             for q in qids}
-    run = {q: draw(st.dictionaries(st.sampled_from(docs), SCORES, min_size=1, max_size=10))
-           for q in qids[: draw(st.integers(1, len(qids)))]}
+    qids = draw(QIDS)
+    qrels = {q: draw(JUDGED) for q in qids}
+    run = {q: draw(RANKED) for q in qids[: draw(st.integers(1, len(qids)))]}
     return qrels, run
 
 
+NAMES = st.sampled_from(sorted(SPECS))
+
+
+@functools.cache  # one strategy for each top grade, built once
 @st.composite
 def measure(draw, top: int):
     """A measure with random parameters and cutoff, as text, and whether a parameter is one
     that must be refused: a negative gain, rel below 1, ERR's max_grade below a judged grade."""
-    name = draw(st.sampled_from(sorted(SPECS)))
+    name = draw(NAMES)
     spec = SPECS[name]
     params = {k: draw(PARAMS[k]) for k in spec.params if draw(st.booleans())}
     if "max_grade" in params:
@@ -74,10 +82,19 @@ def measure(draw, top: int):
     return text + draw(CUTOFFS[spec.cutoff]), refused
 
 
+INPUTS = inputs()
+
+
+@functools.cache
+def more(top: int) -> st.SearchStrategy:
+    """Up to five more measures, one strategy for each top grade."""
+    return st.lists(measure(top), max_size=5)
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), all_queries=st.booleans(), judged_only=st.booleans())
 def test_every_measure_stays_inside_its_documented_range(data, all_queries, judged_only):
-    qrels, run = data.draw(inputs())
+    qrels, run = data.draw(INPUTS)
     evaluated = qrels if all_queries else [q for q in run if q in qrels]
     top = max(g for q in evaluated for g in qrels[q].values())  # the ERR refusal reads these
     text, refused = data.draw(measure(top))
@@ -85,7 +102,7 @@ def test_every_measure_stays_inside_its_documented_range(data, all_queries, judg
         with pytest.raises(MeasureError):
             evaluate(qrels, run, [text], all_queries=all_queries, judged_only=judged_only)
         return
-    texts = [text, *(t for t, no in data.draw(st.lists(measure(top), max_size=5))
+    texts = [text, *(t for t, no in data.draw(more(top))
                      if not no)]
     if len({str(parse_measure(t)) for t in texts}) < len(texts):
         return  # one measure twice

@@ -34,15 +34,21 @@ SCORES = {  # per workload: how a query's scores are drawn
 }
 
 
+# built once: a strategy built inside a draw is built and validated again at every example
+_SHAPE = st.sampled_from(sorted(SCORES))
+_TIED_RUNS = {name: st.dictionaries(docid, shape, min_size=1, max_size=30)
+              for name, shape in SCORES.items()}
+_SOME_QUERIES = st.lists(qid, min_size=1, max_size=3, unique=True)
+_JUDGED = st.dictionaries(docid, st.integers(-1, 3), min_size=1, max_size=10)
+
+
 @st.composite
 def tied(draw):
     """(qrels, run) dicts whose runs are full of ties."""
-    shape = SCORES[draw(st.sampled_from(sorted(SCORES)))]
-    qs = draw(st.lists(qid, min_size=1, max_size=3, unique=True))
-    qrels = {q: draw(st.dictionaries(docid, st.integers(-1, 3), min_size=1, max_size=10))
-             for q in qs}
-    run = {q: draw(st.dictionaries(docid, shape, min_size=1, max_size=30))
-           for q in draw(st.lists(qid, min_size=1, max_size=3, unique=True))}
+    shape = _TIED_RUNS[draw(_SHAPE)]
+    qs = draw(_SOME_QUERIES)
+    qrels = {q: draw(_JUDGED) for q in qs}
+    run = {q: draw(shape) for q in draw(_SOME_QUERIES)}
     return qrels, run
 
 

@@ -4,6 +4,7 @@ scores; every output stays byte for byte what reading every line gave."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -21,18 +22,27 @@ JUDGED = ["1012", "2077", "3"]
 
 
 def write_track(folder: Path, comment: bool = False) -> list[str]:
+    """The files of ``track_texts`` written in ``folder``: [qrels, run, ...]."""
+    paths = []
+    for name, text in track_texts(comment).items():
+        paths.append(folder / name)
+        paths[-1].write_text(text)
+    return [str(p) for p in paths]
+
+
+@functools.cache  # drawn once: the same seeded track for every test
+def track_texts(comment: bool = False) -> dict[str, str]:
     """Qrels of 3 queries and 5 runs of 30 queries (the 3 among them) x 12 documents, in
     the score styles of real runs: long floats with float32 ties of distinct doubles,
     four decimals, one decimal (ties), 1/rank; one run's queries split in two parts; with
-    ``comment``, a comment line (the text path reads that run). [qrels, run, ...]."""
+    ``comment``, a comment line (the text path reads that run). {file name: text}."""
     rng = np.random.default_rng(11)
     queries = [str(q) for q in rng.permutation([int(q) for q in JUDGED] + list(range(100, 127)))]
     docs = [f"msmarco_passage_{i:02d}_{7_919 * i}" for i in range(40)]
     lines = [f"{q} 0 {d} {g}\n" for q in JUDGED
              for d, g in zip(rng.choice(docs, 15, replace=False).tolist(),
                              rng.integers(0, 4, 15).tolist(), strict=True)]
-    paths = [folder / "track.qrels"]
-    paths[0].write_text("".join(lines))
+    files = {"track.qrels": "".join(lines)}
     styles = ["{:.10f}", "{:.4f}", "{:.1f}", "rank", "{:.10f}"]
     for r, style in enumerate(styles):
         lines = []
@@ -48,9 +58,8 @@ def write_track(folder: Path, comment: bool = False) -> list[str]:
             lines = lines[6:] + lines[:6]
         if r == 1 and comment:
             lines.insert(40, "# a comment line: trec_eval skips it\n")
-        paths.append(folder / f"run{r}.txt")
-        paths[-1].write_text("".join(lines))
-    return [str(p) for p in paths]
+        files[f"run{r}.txt"] = "".join(lines)
+    return files
 
 
 ARGVS = [[], ["-q"], ["-c"], ["-q", "-c", "-n"], ["--judged"], ["--format", "json", "-q"],

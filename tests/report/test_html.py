@@ -34,8 +34,23 @@ def section(page: str, sid: str) -> str:
     return m.group(1)
 
 
-def test_report_answers_first_and_is_self_contained(labelled_example, tmp_path):
-    page = report_of(labelled_example, tmp_path / "report.html")
+#: the tests that read ``example_report`` share one xdist worker, so it is made once
+ONE_REPORT = pytest.mark.xdist_group("example_report")
+
+
+@pytest.fixture(scope="module")
+def example_report(tmp_path_factory) -> tuple:
+    """The hr-handbook pipeline run against the scripted server and its HTML report, made
+    once for the tests that only read them: (the example's folder, the page)."""
+    folder = tmp_path_factory.mktemp("html")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        run_pipelines([folder / "hr"], folder / "cache", monkeypatch)
+        return folder / "hr", report_of(folder / "hr", folder / "report.html")
+
+
+@ONE_REPORT
+def test_report_answers_first_and_is_self_contained(example_report):
+    _, page = example_report
     order = [page.index(f'<section id="{s}">') for s in
              ("summary", "differences", "scores", "per-query", "judge", "conflicts",
               "configuration")]
@@ -65,18 +80,20 @@ def test_report_answers_first_and_is_self_contained(labelled_example, tmp_path):
     assert re.search(r"<details><summary>Final labels per query", page)
 
 
-def test_judged_at_k_is_shown_without_a_test(labelled_example, tmp_path):
-    scores = section(report_of(labelled_example, tmp_path / "report.html"), "scores")
+@ONE_REPORT
+def test_judged_at_k_is_shown_without_a_test(example_report):
+    scores = section(example_report[1], "scores")
     head = re.search(r"<thead>(.*?)</thead>", scores, re.S).group(1)
     assert '<th colspan="2" class="group">Judged@10</th>' in head
     assert '<th colspan="3" class="group">nDCG@10</th>' in head
     assert head.count("p adj.") == 3  # nDCG@10, P@5, RR; none for Judged@10
 
 
-def test_configuration_names_judge_prompt_settings_and_input_checksums(labelled_example,
-                                                                       tmp_path):
-    config = load_config(labelled_example / "pipeline.toml")
-    conf = section(report_of(labelled_example, tmp_path / "report.html"), "configuration")
+@ONE_REPORT
+def test_configuration_names_judge_prompt_settings_and_input_checksums(example_report):
+    example, page = example_report
+    config = load_config(example / "pipeline.toml")
+    conf = section(page, "configuration")
     with LabelStore(config.store_path, create=False) as store:
         meta = next(store.events(kind="llm")).meta
     assert f"fake-judge at {meta['endpoint'].split('//')[1].rstrip('/').split('/')[0]}" in conf
@@ -123,9 +140,10 @@ def test_cost_is_spent_now_for_fresh_answers_and_cached_value_for_cache_hits(
     assert f"/ ${value:.4f} total" in page
 
 
-def test_conflicts_show_query_passage_and_reasoning_folded(labelled_example, tmp_path):
-    config = load_config(labelled_example / "pipeline.toml")
-    page = report_of(labelled_example, tmp_path / "report.html")
+@ONE_REPORT
+def test_conflicts_show_query_passage_and_reasoning_folded(example_report):
+    example, page = example_report
+    config = load_config(example / "pipeline.toml")
     with LabelStore(config.store_path, create=False) as store:
         found = conflicts_with_text(store)
     assert found
