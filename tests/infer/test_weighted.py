@@ -7,21 +7,31 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reljudge.cli import main
 from reljudge.infer import active, weighted
+from reljudge.infer.cells import difference_cell
 from reljudge.labels import LabelEvent
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
 from reljudge.trec_data import Qrels, Run
 from tests.helpers import grade_sample
+from tests.infer.test_ranking import ppi_fields
+
+
+def _drawn(pi: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """``count`` systematic draws with ``pi``: (count, n) indices."""
+    rng = np.random.default_rng(seed)
+    return np.array([active.systematic(pi, rng) for _ in range(count)])
 
 
 def _draws(pi: np.ndarray, count: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
+    """The same draws as (count, units) masks."""
+    drawn = _drawn(pi, count, seed)
     mask = np.zeros((count, len(pi)))
-    for d in range(count):
-        mask[d, active.systematic(pi, rng)] = 1.0
+    np.put_along_axis(mask, drawn, 1.0, axis=1)
     return mask
 
 
@@ -324,9 +334,9 @@ def _binary_population(queries: int = 25, docs: int = 40, runs: int = 6, miss: f
     return human, judge, weights, queries
 
 
-def _masked_design(pi, weights, queries, mask):
+def _drawn_design(pi, weights, queries, drawn):
     tops = {(f"r{r}", "P@10"): (w > 0, w > 0) for r, w in enumerate(weights)}
-    return weighted.ActiveDesign(pi, tops, len(pi), queries, 0.95, mask)
+    return weighted.ActiveDesign(pi, tops, len(pi), queries, 0.95, drawn)
 
 
 def _cell(weights, human, judge, r):
@@ -341,7 +351,7 @@ def test_active_p_at_10_covers_for_every_run_when_the_judges_misses_are_rare():
     human, judge, weights, queries = _binary_population()
     size = active.sizes(active.Signal("test", np.ones(len(human))), weights)
     pi = active.inclusion_probabilities(size, round(0.2 * len(human)))
-    design = _masked_design(pi, weights, queries, _draws(pi, 400, 1))
+    design = _drawn_design(pi, weights, queries, _drawn(pi, 400, 1))
     hits = []
     for r in range(len(weights)):
         e, _ = design.estimate(_cell(weights, human, judge, r), f"r{r}", "P@10")
@@ -350,14 +360,14 @@ def test_active_p_at_10_covers_for_every_run_when_the_judges_misses_are_rare():
     assert np.mean(hits) >= 0.937 and np.min(np.mean(hits, axis=1)) >= 0.90
 
 
-def test_a_masked_design_gives_each_draw_the_estimate_of_that_draw_alone():
+def test_a_drawn_design_gives_each_draw_the_estimate_of_that_draw_alone():
     human, judge, weights, queries = _binary_population(queries=5, docs=30, runs=2)
     pi = active.inclusion_probabilities(active.sizes(active.Signal("t", np.ones(len(human))),
                                                      weights), 30)
-    mask = _draws(pi, 3, 2)
-    every = _masked_design(pi, weights, queries, mask)
+    drawn = _drawn(pi, 3, 2)
+    every = _drawn_design(pi, weights, queries, drawn)
     for d in range(3):
-        at = mask[d] > 0
+        at = drawn[d]
         alone = weighted.ActiveDesign(pi[at], {k: (v[0][at], v[1]) for k, v in
                                                every.in_top.items()}, len(pi), queries, 0.95)
         for r in range(2):
@@ -379,6 +389,43 @@ def test_the_jackknife_is_hajeks_variance_when_lambda_cannot_move():
     e = weighted.estimate_from_sums(s, zero.sum(1), 1.0, 50, np.array([50, 50]), 12)
     assert weighted.jackknife_variance(mask, a, zero, pi, zero.sum(1)) == pytest.approx(
         e.classical_se ** 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(8, 60), st.integers(1, 30), st.integers(1, 6),
+       st.booleans())
+def test_drawn_designs_sampled_items_alone_equal_the_masks_over_every_item(
+        seed, units, budget_share, draws, difference):
+    """``ActiveDesign`` with draws sums each draw's sampled items only; its estimates equal,
+    to rounding, ``sums`` and ``jackknife_variance`` over (draws, units) masks (certain
+    items, empty domains and judges that never miss included)."""
+    rng = np.random.default_rng(seed)
+    budget = max(1, units * budget_share // 31)
+    pi = active.inclusion_probabilities(rng.random(units) ** 3 * 5, budget)
+    grades = rng.integers(0, 2, (2, units)).astype(float)
+    judge = np.where(rng.random((2, units)) < 0.2, 1 - grades, grades)
+    tops = [rng.random(units) < rng.uniform(0.05, 0.6) for _ in range(2)]
+    design = weighted.ActiveDesign(pi, {(f"r{r}", "P@10"): (t, t) for r, t in enumerate(tops)},
+                                   units, 5, 0.95, _drawn(pi, draws, seed))
+    cells = [{"a": 0.1 * t * g, "b": 0.1 * t * j, "b_total": (0.1 * t * j).sum(),
+              "spread": 0.1} for t, g, j in zip(tops, grades, judge, strict=True)]
+    cell, other = cells[0], None
+    items = tops[0]
+    if difference:
+        cell = difference_cell(cells[0], cells[1])
+        other, items = "r1", tops[0] | tops[1]
+    got, count = design.estimate(cell, "r0", "P@10", other)
+    mask = _draws(pi, draws, seed)
+    a, b, total = cell["a"][None], cell["b"][None], np.asarray(cell["b_total"])
+    want = weighted.estimate_from_sums(
+        weighted.sums(mask, a, b, pi, items[None]), total, 5.0, units,
+        np.asarray(int(items.sum())), int(mask[0].sum()), 0.95, spread=cell["spread"],
+        jackknife=weighted.jackknife_variance(mask, a, b, pi, total[None]))
+    assert count == int(items.sum())
+    for f in ppi_fields():
+        np.testing.assert_allclose(getattr(got, f),
+                                   np.broadcast_to(getattr(want, f), want.value.shape)[:, 0],
+                                   rtol=1e-9, atol=1e-12, err_msg=f)
 
 
 def _llmjudge_simulated():
