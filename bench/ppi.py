@@ -187,7 +187,7 @@ def drawn(design, idx: np.ndarray):
     """The design's per-cell estimate on the draws ``idx``, and the cell of a census cell
     there."""
     def cell_of(c):
-        if isinstance(design, weighted.ActiveDesign):  # every pooled pair's, masked per draw
+        if isinstance(design, weighted.ActiveDesign):  # every pooled pair's, drawn per draw
             return c
         if "human" in c:
             return {**c, "human": c["human"][idx]}
@@ -196,9 +196,7 @@ def drawn(design, idx: np.ndarray):
     if isinstance(design, scores._QueryDesign):
         return replace(design, idx=idx), cell_of
     if isinstance(design, weighted.ActiveDesign):
-        mask = np.zeros((len(idx), len(design.pi)))
-        np.put_along_axis(mask, idx, 1.0, axis=1)
-        return replace(design, mask=mask), cell_of
+        return replace(design, draws=idx), cell_of
     return replace(design, item_strata=design.item_strata[idx[0]],
                    in_top={k: (v[0][idx], v[1]) for k, v in design.in_top.items()}), cell_of
 

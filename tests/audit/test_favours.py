@@ -21,6 +21,7 @@ from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
 from reljudge.testing.synthetic import twin_world
 from reljudge.trec_data import Qrels
+from tests.bench_support import run_script
 from tests.helpers import ROOT, grade_sample
 
 
@@ -279,18 +280,12 @@ def test_a_real_judge_over_rates_the_run_ranked_by_its_own_grades(tmp_path, caps
 
 
 @pytest.mark.slow
-def test_the_favours_bench_runs_end_to_end():
+def test_the_favours_bench_runs_end_to_end(monkeypatch, capsys):
     """bench/favours.py with tiny settings (the real judges part skips without the data)."""
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "favours.py"), "--trials", "2",
-                           "--judges", "1", "--draws", "1", "--bootstrap", "20"],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "| twins | srs-queries | 2 | 8 |" in done.stdout, done.stdout
-    assert "(true bias +" in done.stdout, done.stdout
+    run_script(ROOT / "bench" / "favours.py", ["--trials", "2", "--judges", "1", "--draws", "1",
+                                               "--bootstrap", "20"], monkeypatch)
+    out = capsys.readouterr().out
+    assert "| twins | srs-queries | 2 | 8 |" in out, out
+    assert "(true bias +" in out, out
     if UMBRELA.exists():
-        assert "| all 1 |" in done.stdout, done.stdout
+        assert "| all 1 |" in out, out

@@ -3,6 +3,8 @@ formula, intervals that cover the known truth in simulation, too-small samples r
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -124,12 +126,9 @@ def test_vectorised_over_draws_equals_each_draw_alone(seed, n, extra):
                                        rtol=1e-12, atol=1e-12, err_msg=f"{field}, draw {d}")
 
 
-def _coverage(draws, make):
-    hits = 0
-    for seed in range(draws):
-        e, truth = make(np.random.default_rng(seed))
-        hits += bool(e.low <= truth <= e.high)
-    return hits / draws
+def _covered(e, truth) -> np.ndarray:
+    """Whether each interval of e holds the truth."""
+    return (e.low <= truth) & (truth <= e.high)
 
 
 @pytest.mark.slow  # a coverage simulation
@@ -138,13 +137,11 @@ def test_query_level_interval_covers_the_finite_population_mean():
     n_queries = 150
     human = pop.beta(2, 3, size=n_queries)
     llm = np.clip(human + 0.15 + 0.1 * pop.normal(size=n_queries), 0, 1)  # lenient judge
-
-    def make(rng):
-        idx = rng.choice(n_queries, 30, replace=False)
-        return ppi.query_level(human[idx], llm, idx), human.mean()
-
     draws = 2000
-    cover = _coverage(draws, make)
+    # draw d: seed d's sample of 30 queries; all draws estimated at once
+    idx = np.array([np.random.default_rng(seed).choice(n_queries, 30, replace=False)
+                    for seed in range(draws)])
+    cover = _covered(ppi.query_level(human[idx], llm, idx), human.mean()).mean()
     assert cover >= 0.95 - 3 * (0.95 * 0.05 / draws) ** 0.5  # within Monte-Carlo error
     # ...where the LLM-only mean is off by the judge's leniency
     assert llm.mean() - human.mean() > 0.1
@@ -160,20 +157,16 @@ def test_stratified_pair_level_interval_covers_and_beats_human_only():
     a_all, b_all = weight * truth, weight * pred
     population = np.bincount(pred, minlength=4)
     take = np.array([100, 100, 100, 100])
-
-    widths = []
-
-    def make(rng):
-        idx = np.concatenate([rng.choice(np.flatnonzero(pred == h), take[h], replace=False)
-                              for h in range(4)])
-        e = ppi.estimate(a_all[idx], b_all[idx], b_all.sum(), pred[idx], population, 50.0)
-        widths.append((float(e.high - e.low), float(e.classical_high - e.classical_low)))
-        return e, a_all.sum() / 50.0
-
     draws = 1500
-    assert _coverage(draws, make) >= 0.95 - 3 * (0.95 * 0.05 / draws) ** 0.5
-    ppi_w, human_w = np.mean(widths, axis=0)
-    assert ppi_w < human_w
+    # draw d: seed d's stratified sample, in stratum order; all draws estimated at once
+    pools = [np.flatnonzero(pred == h) for h in range(4)]
+    idx = np.array([np.concatenate([rng.choice(pools[h], take[h], replace=False)
+                                    for h in range(4)])
+                    for rng in map(np.random.default_rng, range(draws))])
+    e = ppi.estimate(a_all[idx], b_all[idx], b_all.sum(), np.repeat(np.arange(4), take),
+                     population, 50.0)
+    assert _covered(e, a_all.sum() / 50.0).mean() >= 0.95 - 3 * (0.95 * 0.05 / draws) ** 0.5
+    assert np.mean(e.high - e.low) < np.mean(e.classical_high - e.classical_low)
 
 
 def test_paired_difference_p_value_small_for_a_real_difference_and_uniform_under_none():
@@ -312,21 +305,25 @@ def test_post_stratification_repairs_most_of_the_small_sample_under_coverage():
     truth = a.sum() / 25.0
 
     def coverage(frac, draws=1500):
+        """Both intervals' coverage over ``draws`` stratified samples (seed d's draws), every
+        draw at once as the library's pair design post-stratifies: the domain's moments are
+        the sample's (a and b are 0 outside it) with the sampled units in it counted."""
         take = (population * frac).astype(int)
-        post = design = 0
-        for seed in range(draws):
-            rng = np.random.default_rng(seed)
-            idx = np.concatenate([rng.choice(np.flatnonzero(pred == h), take[h],
-                                             replace=False) for h in range(3)])
-            dom = idx[in_dom[idx]]
-            d = ppi.estimate(a[idx], b[idx], b.sum(), pred[idx], population, 25.0)
-            e, usable = ppi.post_stratified(ppi.moments(a[dom], b[dom], pred[dom], 3), sizes,
-                                            b.sum(), 25.0,
-                                            units=ppi.Units(a[dom], b[dom], pred[dom]))
-            e = e if bool(usable) else d  # the caller falls back to the design-based one
-            post += bool(e.low <= truth <= e.high)
-            design += bool(d.low <= truth <= d.high)
-        return post / draws, design / draws
+        pools = [np.flatnonzero(pred == h) for h in range(3)]
+        idx = np.array([np.concatenate([rng.choice(pools[h], take[h], replace=False)
+                                        for h in range(3)])
+                        for rng in map(np.random.default_rng, range(draws))])
+        stratum = np.repeat(np.arange(3), take)
+        inside = in_dom[idx]
+        d = ppi.estimate(a[idx], b[idx], b.sum(), stratum, population, 25.0)
+        m = replace(ppi.moments(a[idx], b[idx], stratum, 3),
+                    n=inside.astype(np.float64) @ np.eye(3)[stratum])
+        e, usable = ppi.post_stratified(m, sizes, b.sum(), 25.0,
+                                        units=ppi.Units(a[idx], b[idx],
+                                                        np.where(inside, stratum, -1)))
+        e = ppi.where(usable, e, d)  # the caller falls back to the design-based one
+        return (np.mean((e.low <= truth) & (truth <= e.high)),
+                np.mean((d.low <= truth) & (truth <= d.high)))
 
     post, design = coverage(0.06)  # ~9 sampled units in the domain
     assert post > design + 0.03 and post > 0.9

@@ -7,21 +7,31 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reljudge.cli import main
 from reljudge.infer import active, weighted
+from reljudge.infer.cells import difference_cell
 from reljudge.labels import LabelEvent
 from reljudge.metrics import evaluate
 from reljudge.store import LabelStore
 from reljudge.trec_data import Qrels, Run
 from tests.helpers import grade_sample
+from tests.infer.test_ranking import ppi_fields
+
+
+def _drawn(pi: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """``count`` systematic draws with ``pi``: (count, n) indices."""
+    rng = np.random.default_rng(seed)
+    return np.array([active.systematic(pi, rng) for _ in range(count)])
 
 
 def _draws(pi: np.ndarray, count: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
+    """The same draws as (count, units) masks."""
+    drawn = _drawn(pi, count, seed)
     mask = np.zeros((count, len(pi)))
-    for d in range(count):
-        mask[d, active.systematic(pi, rng)] = 1.0
+    np.put_along_axis(mask, drawn, 1.0, axis=1)
     return mask
 
 
@@ -324,9 +334,9 @@ def _binary_population(queries: int = 25, docs: int = 40, runs: int = 6, miss: f
     return human, judge, weights, queries
 
 
-def _masked_design(pi, weights, queries, mask):
+def _drawn_design(pi, weights, queries, drawn):
     tops = {(f"r{r}", "P@10"): (w > 0, w > 0) for r, w in enumerate(weights)}
-    return weighted.ActiveDesign(pi, tops, len(pi), queries, 0.95, mask)
+    return weighted.ActiveDesign(pi, tops, len(pi), queries, 0.95, drawn)
 
 
 def _cell(weights, human, judge, r):
@@ -341,7 +351,7 @@ def test_active_p_at_10_covers_for_every_run_when_the_judges_misses_are_rare():
     human, judge, weights, queries = _binary_population()
     size = active.sizes(active.Signal("test", np.ones(len(human))), weights)
     pi = active.inclusion_probabilities(size, round(0.2 * len(human)))
-    design = _masked_design(pi, weights, queries, _draws(pi, 400, 1))
+    design = _drawn_design(pi, weights, queries, _drawn(pi, 400, 1))
     hits = []
     for r in range(len(weights)):
         e, _ = design.estimate(_cell(weights, human, judge, r), f"r{r}", "P@10")
@@ -350,14 +360,14 @@ def test_active_p_at_10_covers_for_every_run_when_the_judges_misses_are_rare():
     assert np.mean(hits) >= 0.937 and np.min(np.mean(hits, axis=1)) >= 0.90
 
 
-def test_a_masked_design_gives_each_draw_the_estimate_of_that_draw_alone():
+def test_a_drawn_design_gives_each_draw_the_estimate_of_that_draw_alone():
     human, judge, weights, queries = _binary_population(queries=5, docs=30, runs=2)
     pi = active.inclusion_probabilities(active.sizes(active.Signal("t", np.ones(len(human))),
                                                      weights), 30)
-    mask = _draws(pi, 3, 2)
-    every = _masked_design(pi, weights, queries, mask)
+    drawn = _drawn(pi, 3, 2)
+    every = _drawn_design(pi, weights, queries, drawn)
     for d in range(3):
-        at = mask[d] > 0
+        at = drawn[d]
         alone = weighted.ActiveDesign(pi[at], {k: (v[0][at], v[1]) for k, v in
                                                every.in_top.items()}, len(pi), queries, 0.95)
         for r in range(2):
@@ -381,9 +391,49 @@ def test_the_jackknife_is_hajeks_variance_when_lambda_cannot_move():
         e.classical_se ** 2)
 
 
-def _llmjudge_simulated():
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(8, 60), st.integers(1, 30), st.integers(1, 6),
+       st.booleans())
+def test_drawn_designs_sampled_items_alone_equal_each_draw_alone(seed, units, budget_share,
+                                                                 draws, difference):
+    """``ActiveDesign`` with draws sums each draw's sampled items only; its estimates equal,
+    to rounding, the one-draw design's on those items (certain items, empty domains and
+    judges that never miss included), and its sums ``sums`` over (draws, units) masks."""
+    rng = np.random.default_rng(seed)
+    budget = max(1, units * budget_share // 31)
+    pi = active.inclusion_probabilities(rng.random(units) ** 3 * 5, budget)
+    grades = rng.integers(0, 2, (2, units)).astype(float)
+    judge = np.where(rng.random((2, units)) < 0.2, 1 - grades, grades)
+    tops = {(f"r{r}", "P@10"): (t, t) for r, t in enumerate(rng.random((2, units)) < rng.uniform(
+        0.05, 0.6, (2, 1)))}
+    drawn = _drawn(pi, draws, seed)
+    design = weighted.ActiveDesign(pi, tops, units, 5, 0.95, drawn)
+    cells = [{"a": 0.1 * t * g, "b": 0.1 * t * j, "b_total": (0.1 * t * j).sum(),
+              "spread": 0.1} for (t, _), g, j in zip(tops.values(), grades, judge, strict=True)]
+    cell, other = (difference_cell(*cells), "r1") if difference else (cells[0], None)
+    got, count = design.estimate(cell, "r0", "P@10", other)
+    for d, at in enumerate(drawn):
+        alone = weighted.ActiveDesign(pi[at], {k: (v[0][at], v[1]) for k, v in tops.items()},
+                                      units, 5, 0.95)
+        one, _ = alone.estimate({**cell, "a": cell["a"][at], "b": cell["b"][at]}, "r0",
+                                "P@10", other)
+        for f in ppi_fields():
+            np.testing.assert_allclose(np.broadcast_to(getattr(got, f), got.value.shape)[d],
+                                       getattr(one, f), rtol=1e-9, atol=1e-12, err_msg=f)
+    items = tops[("r0", "P@10")][0] | (tops[("r1", "P@10")][0] if difference else False)
+    assert count == int(items.sum())
+    want = weighted.sums(_draws(pi, draws, seed), cell["a"][None], cell["b"][None], pi,
+                         items[None])
+    mine = weighted.drawn_sums(pi[drawn][:, None], cell["a"][drawn][:, None],
+                               cell["b"][drawn][:, None], items[drawn][:, None])
+    for f, v in want.__dict__.items():
+        np.testing.assert_allclose(getattr(mine, f), v, rtol=1e-12, atol=1e-15, err_msg=f)
+
+
+@pytest.fixture(scope="module")
+def llmjudge_simulated():
     """bench/ppi.py, the LLMJudge data, its first judge and its 32 simulated systems (the
-    test skips without the data)."""
+    test skips without the data); loaded once for the module's tests, which only read it."""
     from bench import ppi as ppi_bench
     if not (ppi_bench.DATA / "human" / "test.qrels").exists():
         pytest.skip("no LLMJudge data")
@@ -393,24 +443,25 @@ def _llmjudge_simulated():
 
 
 @pytest.mark.slow
-def test_active_p_at_10_on_the_llmjudge_data_covers_every_run():
+def test_active_p_at_10_on_the_llmjudge_data_covers_every_run(llmjudge_simulated):
     """The judge's misses the sample left out sit on pairs of smaller pi than the sampled
     ones: MISS_RULE's unseen miss sized at the sampled pairs' mean (1 - pi) / pi^2 left the
     worst of 32 simulated systems at 20 % of pairs covered 0.910 on these 400 draws; sized
     at the unsampled pairs' mean, 0.940 (docs/ppi-validation.md has the bench's table)."""
-    ppi_bench, w, judge, runs = _llmjudge_simulated()
+    ppi_bench, w, judge, runs = llmjudge_simulated
     got = ppi_bench.measure_one(w, judge, runs, "active", 0.2, "P@10", 400, 1_000_003)
     cover = got["run"].mean(axis=0)
     assert cover.min() >= 0.92 and cover.mean() >= 0.94, (cover.min(), cover.mean())
 
 
 @pytest.mark.slow
-def test_active_p_at_10_difference_whose_judge_misses_hide_together_is_covered():
+def test_active_p_at_10_difference_whose_judge_misses_hide_together_is_covered(
+        llmjudge_simulated):
     """sim07 - sim00 at 40 % of pairs (true P@10 difference -0.008): two judge misses on
     pairs of pi 0.64, left out together in 13 % of draws, put the estimate off by the whole
     difference; one unseen miss covered it in 0.88 of these 400 draws, MISS_RULE's
     (ln(1/alpha) / z)^2 of them (the rule of three) in at least 0.90."""
-    ppi_bench, w, judge, runs = _llmjudge_simulated()
+    ppi_bench, w, judge, runs = llmjudge_simulated
     got = ppi_bench.measure_one(w, judge, runs, "active", 0.4, "P@10", 400, 1_000_003)
     cover = got["diff"].mean(axis=0)
     assert cover[runs.index(next(r for r in runs if r.name == "sim07")) - 1] >= 0.90, cover

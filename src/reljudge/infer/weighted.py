@@ -6,7 +6,7 @@ lambda, plus MISS_RULE's unseen misses (docs/ppi-method.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +81,25 @@ def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
     """The sums of ``Sums`` for every draw and cell: ``mask`` (draws, units) 1 where a unit
     is sampled, ``a``, ``b``, ``domain`` (cells, units), ``pi`` (units,); arrays (draws,
     cells)."""
-    mask = np.asarray(mask, np.float64)
+    return _sums(np.asarray(mask, np.float64), a, b, pi, domain, lambda w, x: w @ x.T)
+
+
+def drawn_sums(pi: np.ndarray, a: np.ndarray, b: np.ndarray, domain: np.ndarray) -> Sums:
+    """The sums of ``Sums`` from each draw's sampled units alone: ``pi`` (draws, 1, n),
+    ``a``, ``b``, ``domain`` (draws, cells, n); arrays (draws, cells), equal to ``sums`` of
+    the draws' masks up to rounding (a sum over n values, not over every unit's)."""
+    pi = np.asarray(pi, np.float64)
+    return _sums(np.ones_like(pi), a, b, pi, domain, _contracted)
+
+
+def _contracted(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The sum of w * x over the last axis, in one pass without the product's array."""
+    return np.einsum("...j,...j->...", *np.broadcast_arrays(w, x))
+
+
+def _sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray, domain: np.ndarray,
+          dot: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Sums:
+    """``Sums`` with ``dot(w, x)`` summing w * x over the units for every draw and cell."""
     pi = np.asarray(pi, np.float64)
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     dom = np.asarray(domain, np.float64)
@@ -90,13 +108,13 @@ def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
     mc = mask * c
     every = np.ones_like(a)
     short = mask * (c > 0)
-    return Sums(short @ every.T, short @ dom.T, mask * (c == 0) @ dom.T,
-                mask @ ea.T, mask @ eb.T, mc @ every.T, mc @ ea.T, mc @ eb.T,
-                mc @ (ea * ea).T, mc @ (eb * eb).T, mc @ (ea * eb).T,
-                (mc / pi ** 2) @ dom.T, (short / pi) @ dom.T, (short / pi ** 2) @ dom.T,
-                (mask / pi) @ every.T, mask @ (a * ea).T,
-                mask @ (dom * (a != b)).T, mask @ (dom * (a - b) ** 2).T,
-                (mc / pi) @ dom.T, (mc * c / pi ** 3) @ dom.T)
+    return Sums(dot(short, every), dot(short, dom), dot(mask * (c == 0), dom),
+                dot(mask, ea), dot(mask, eb), dot(mc, every), dot(mc, ea), dot(mc, eb),
+                dot(mc, ea * ea), dot(mc, eb * eb), dot(mc, ea * eb),
+                dot(mc / pi ** 2, dom), dot(short / pi, dom), dot(short / pi ** 2, dom),
+                dot(mask / pi, every), dot(mask, a * ea),
+                dot(mask, dom * (a != b)), dot(mask, dom * (a - b) ** 2),
+                dot(mc / pi, dom), dot(mc * c / pi ** 3, dom))
 
 
 def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
@@ -106,11 +124,17 @@ def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.nd
     (m - 1) / m sum_i c_i (T_(i) - T)^2 with Berger and Skinner's (2005) weights c_i = 1 - pi_i,
     T the c-weighted mean of the T_(i), each T_(i) scaling the other m - 1 pairs' share by
     m / (m - 1); for a fixed lambda it is the Hajek variance of ``estimate_from_sums``."""
-    # (draws, 1, units)
-    mask = np.asarray(mask, np.float64)[:, None, :]
-    pi = np.asarray(pi, np.float64)
-    # (1, cells, units)
-    a, b = np.asarray(a, np.float64)[None], np.asarray(b, np.float64)[None]
+    # (draws, 1, units) and (1, cells, units)
+    return _jackknife(np.asarray(mask, np.float64)[:, None, :], np.asarray(a, np.float64)[None],
+                      np.asarray(b, np.float64)[None], np.asarray(pi, np.float64),
+                      np.asarray(b_total, np.float64)[None, :, None])
+
+
+def _jackknife(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
+               b_total: np.ndarray) -> np.ndarray:
+    """``jackknife_variance`` of arrays shaped (draws, cells, units) or broadcasting to it,
+    summed over the last axis (each draw's row as the one-draw path sums it: a variance of 0
+    and one of 1e-34 differ in FLAT_RULE)."""
     c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
     ea, eb = a / pi, b / pi
     short, sure = mask * (c > 0), mask * (c == 0)
@@ -131,7 +155,7 @@ def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.nd
                                          cbb_i)
         lam = np.clip(np.where(sbb > 0, sab / sbb, 0.0), 0.0, 1.0)
         scale = np.where(m > 1, m / (m - 1), 0.0)
-    t_i = (lam * np.asarray(b_total, np.float64)[None, :, None] + total(sure, ea)
+    t_i = (lam * b_total + total(sure, ea)
            - lam * total(sure, eb) + scale * (total(short, ea) - ea - lam * (
                total(short, eb) - eb)))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -236,27 +260,37 @@ class ActiveDesign:
     population: int
     queries: int
     level: float
-    # (draws, items): which items each draw sampled (the benchmark's draws from a census of
-    # the pool, ``pi`` then every pooled pair's); None: every item, one estimate
-    mask: np.ndarray | None = None
+    # (draws, n): the items each draw sampled, in increasing order (the benchmark's fixed-size
+    # draws from a census of the pool, ``pi`` then every pooled pair's); None: every item,
+    # one estimate
+    draws: np.ndarray | None = None
 
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``);
-        with a mask, one per draw (arrays (draws,))."""
+        with draws, one per draw (arrays (draws,))."""
         items, pool = self.in_top[(run, str(m))]
         # a difference is 0 on the pairs both runs weigh alike
         if other:
             items, pool = difference_domain(cell, (items, pool), self.in_top[(other, str(m))])
-        mask = np.ones((1, len(self.pi))) if self.mask is None else self.mask
-        a, b = np.asarray(cell["a"])[None], np.asarray(cell["b"])[None]
+        a, b = np.asarray(cell["a"]), np.asarray(cell["b"])
         b_total = np.asarray(cell["b_total"])
-        e = estimate_from_sums(sums(mask, a, b, self.pi, items[None]), b_total,
-                               float(self.queries), self.population,
-                               np.asarray(int(pool.sum())), int(mask[0].sum()), self.level,
-                               spread=cell["spread"], jackknife=jackknife_variance(
-                                   mask, a, b, self.pi, b_total[None]))
-        if self.mask is not None:
+        if self.draws is None:
+            mask = np.ones((1, len(self.pi)))
+            s = sums(mask, a[None], b[None], self.pi, items[None])
+            jackknife = jackknife_variance(mask, a[None], b[None], self.pi, b_total[None])
+        else:
+            # each draw's own sampled items, (draws, 1, n): the work of n items, not the pool's
+            at = self.draws[:, None, :]
+            pi, a, b = self.pi[at], a[at].astype(np.float64), b[at].astype(np.float64)
+            s = drawn_sums(pi, a, b, items[at])
+            jackknife = _jackknife(np.ones_like(pi), a, b, pi,
+                                   np.asarray(b_total, np.float64)[None, None, None])
+        e = estimate_from_sums(s, b_total, float(self.queries), self.population,
+                               np.asarray(int(pool.sum())), len(self.pi) if self.draws is None
+                               else self.draws.shape[1], self.level, spread=cell["spread"],
+                               jackknife=jackknife)
+        if self.draws is not None:
             return _column(e), int(items.sum())
         return _scalar(e), int(items.sum())
 
