@@ -4,7 +4,8 @@ executed.
 Rules: every line of a ```bash block runs in order, from a scratch folder holding a copy of
 ``examples/`` (so paths read as they do from the repository root; one folder per page, so a
 page runs on its own), with the LLM endpoint pointed at the local scripted server; ```python
-blocks run there too. ``export NAME=VALUE``
+blocks run there too, in order, as a user pastes a page's snippets into one fresh Python
+session, each block in a namespace of its own (it imports what it uses). ``export NAME=VALUE``
 sets a variable for the lines after it (``$NAME`` is expanded); a block that exports a
 ``postgresql://`` store runs against the PostgreSQL server the tests start, its URL in place
 of the documented one. The two fresh-machine
@@ -19,8 +20,11 @@ and list every ``--flag`` the block uses in its ``--help``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import glob
 import importlib
+import io
 import os
 import re
 import shlex
@@ -31,8 +35,10 @@ from pathlib import Path
 
 import pytest
 
+from reljudge.cli import main
 from reljudge.testing import FakeOpenAI
 from tests.helpers import grader
+from tests.session_support import CommandSession
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
@@ -142,11 +148,12 @@ def test_every_documented_command_runs(doc, scratch, tmp_path):
         for block in blocks(doc, "bash"):
             if not needs_postgresql(block):  # (test_the_team_section_runs_on_postgresql)
                 ran += run_block(doc, block, scratch, env)
-        for block in blocks(doc, "python"):
-            proc = subprocess.run([sys.executable, "-c", block], cwd=scratch, env=env,
-                                  capture_output=True, text=True, timeout=300)
-            assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
-            ran += 1
+        if blocks(doc, "python"):
+            with CommandSession(tmp_path / "python.stderr", env=env) as python:
+                for block in blocks(doc, "python"):
+                    proc = python.python(block, cwd=scratch, env=env)
+                    assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
+                    ran += 1
     if blocks(doc, "bash") or blocks(doc, "python"):
         assert ran > 0
 
@@ -181,6 +188,19 @@ def not_run_blocks(doc: Path) -> list[tuple[str, str]]:
     return [(m.group(2), m.group(3)) for m in NOT_RUN.finditer(doc.read_text())]
 
 
+@functools.cache
+def help_text(verb: tuple[str, ...]) -> str:
+    """What ``reljudge VERB --help`` prints ("" when it fails: no such command); in-process,
+    the text being what is checked, not the process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([*verb, "--help"])
+        except SystemExit as e:
+            code = e.code
+    return out.getvalue() if code in (0, None) else ""
+
+
 def not_run_problems(doc: Path) -> list[str]:
     """What is wrong with the page's ```text blocks of commands: a block without a not-run
     marker, a marker naming no test module, a command or --flag its --help does not know."""
@@ -200,9 +220,7 @@ def not_run_problems(doc: Path) -> list[str]:
                 continue
             verb = tuple(words[:2]) if words[0] in ("labels", "batch") else (words[0],)
             if verb not in helps:
-                proc = subprocess.run([sys.executable, "-m", "reljudge", *verb, "--help"],
-                                      capture_output=True, text=True, timeout=120)
-                helps[verb] = proc.stdout if proc.returncode == 0 else ""
+                helps[verb] = help_text(verb)
             flags = {w.split("=", 1)[0] for w in words if w.startswith("--")}
             problems += [f"{doc.name}: {' '.join(verb)} has no {f}: {line}"
                          for f in sorted(flags) if f not in helps[verb]]
@@ -212,14 +230,12 @@ def not_run_problems(doc: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
-@pytest.mark.slow  # a `reljudge COMMAND --help` process per command shown
 def test_every_command_not_run_is_marked_and_its_flags_exist(doc):
     """A ```text block with reljudge commands is not run: it must say so and name the test
     module that runs the same, and every --flag it shows must be in its command's --help."""
     assert not_run_problems(doc) == []
 
 
-@pytest.mark.slow  # `--help` processes, as the check it tests
 def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("<!-- not run: needs a server; tests/test_nowhere.py runs it -->\n"
