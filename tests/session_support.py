@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,10 @@ for request in sys.stdin:
 """
 
 
+#: seconds a command or a snippet may take (as subprocess.run's timeout did)
+TIMEOUT = 300
+
+
 class CommandSession:
     """A Python process (after ``prefix``, e.g. ``unshare --user``) that runs the commands
     and snippets it is given one after another; a context manager that ends it."""
@@ -64,6 +69,9 @@ class CommandSession:
         assert self.proc.stdin and self.proc.stdout
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
+        if not select.select([self.proc.stdout], [], [], TIMEOUT)[0]:
+            self.proc.kill()
+            raise AssertionError(f"no reply in {TIMEOUT} s to {argv}")
         reply = self.proc.stdout.readline()
         assert reply, f"the command session ended: {self.log.read_text()[-3000:]}"
         code, out, err = json.loads(reply)
