@@ -19,7 +19,7 @@ def collected(*args: str) -> tuple[list[str], list[str]]:
     """The test ids pytest collects with these arguments, in a fresh process: those it keeps
     and those its ``-m`` leaves out."""
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-s",
-                           "-p", "no:cacheprovider", "-p", "tests.project.deselected", *args],
+                           "-p", "no:cacheprovider", "-p", "tests.deselected_support", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()

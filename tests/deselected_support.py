@@ -1,4 +1,4 @@
-"""A pytest plugin (``-p tests.project.deselected``): prints ``deselected ID`` for each test
+"""A pytest plugin (``-p tests.deselected_support``): prints ``deselected ID`` for each test
 that ``-m`` leaves out, so that one collection shows both sides of a mark expression."""
 
 from __future__ import annotations
