@@ -671,17 +671,17 @@ def _many_labels(path: Path, n: int = 20_000) -> Path:
 @pytest.mark.parametrize(("size", "needle"), [
     ("16k", "s.sqlite: cannot create the label store: disk I/O error"),
     ("256k", "s.sqlite: cannot be written, the disk is full (nothing of this write was kept)")])
-def test_labels_import_on_a_full_disk_is_one_line_and_keeps_nothing(ws, tiny_disk, size,
-                                                                    needle):
+def test_labels_import_on_a_full_disk_is_one_line_and_keeps_nothing(ws, tiny_disk, capsys,
+                                                                    size, needle):
     """A store that cannot even be made leaves no half-made file; one made whose import then
     fills the disk keeps not one of the import's labels (its transaction rolled back). Both
     say so in one line (not 'cannot rollback - no transaction is active')."""
     root, _ = ws
     disk = tiny_disk(size)
-    p = _reljudge(["labels", "import", str(_many_labels(root / "many.qrels")), "--store",
-                   str(disk / "s.sqlite"), "--source-kind", "human"])
-    assert p.returncode == 2
-    assert_one_line_error(p.stderr, needle)
+    code, _, err = run_cli(["labels", "import", str(_many_labels(root / "many.qrels")),
+                            "--store", str(disk / "s.sqlite"), "--source-kind", "human"], capsys)
+    assert code == 2
+    assert_one_line_error(err, needle)
     if size == "16k":
         assert list(disk.iterdir()) == []
     else:
@@ -785,8 +785,7 @@ def test_compare_refuses_a_negative_seed():
         compare({"q": {"a": 1}}, {"r": {"q": {"a": 1.0}}}, "P@1", seed=-1)
 
 
-@pytest.mark.slow  # a whole `reljudge run` on a tiny disk
-def test_run_with_a_read_only_config_folder_is_one_line(ws, tiny_disk):
+def test_run_with_a_read_only_config_folder_is_one_line(ws, tiny_disk, capsys):
     """The pipeline's output folder cannot be made beside a config on a read-only disk:
     one line naming it (it was mkdir's traceback)."""
     root, _ = ws
@@ -797,9 +796,9 @@ def test_run_with_a_read_only_config_folder_is_one_line(ws, tiny_disk):
     p = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True)
     if p.returncode:
         pytest.skip("cannot remount the tmpfs read-only")
-    p = _reljudge(["run", str(disk / "pipeline.toml")])
-    assert p.returncode == 2, p.stderr
-    assert_one_line_error(p.stderr, f"cannot be written: folder {disk} is read-only")
+    code, _, err = run_cli(["run", str(disk / "pipeline.toml")], capsys)
+    assert code == 2, err
+    assert_one_line_error(err, f"cannot be written: folder {disk} is read-only")
 
 
 def test_read_runs_of_one_path_says_to_give_a_list(tmp_path):

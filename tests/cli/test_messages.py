@@ -251,15 +251,17 @@ def _message_strings():
 
     src = Path(__file__).resolve().parent.parent.parent / "src" / "reljudge"
     for path in sorted(src.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                                           ast.AsyncFunctionDef))
-                      and node.body and isinstance(node.body[0], ast.Expr)
-                      and isinstance(node.body[0].value, ast.Constant)}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and id(node) not in docstrings:
+        docstrings, strings = set(), []
+        for node in ast.walk(ast.parse(path.read_text())):  # one walk finds both
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)) \
+                    and node.body and isinstance(node.body[0], ast.Expr) \
+                    and isinstance(node.body[0].value, ast.Constant):
+                docstrings.add(id(node.body[0].value))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                strings.append(node)
+        for node in strings:
+            if id(node) not in docstrings:
                 yield f"{path.relative_to(src)}:{node.lineno}", node.value
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from reljudge.cli import main
+from tests.session_support import CommandSession
 
 EXAMPLE = Path(__file__).resolve().parent.parent.parent / "examples" / "hr-handbook"
 
@@ -38,13 +39,27 @@ def unprivileged() -> tuple[str, ...]:
                 "(unshare --user) to run the commands as an ordinary user")
 
 
-def reljudge(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``reljudge ARGV`` in its own process, as an ordinary user."""
+def command_env(cwd: Path) -> dict[str, str]:
+    """The environment the commands run in: no endpoint, no store, a cache of their own."""
     env = {**os.environ, "RELJUDGE_CACHE_DIR": str(cwd / "cache")}
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "RELJUDGE_STORE"):
         env.pop(var, None)
+    return env
+
+
+def reljudge(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``reljudge ARGV`` in its own process, as an ordinary user."""
     return subprocess.run([*unprivileged(), sys.executable, "-m", "reljudge", *argv], cwd=cwd,
-                          capture_output=True, text=True, timeout=120, env=env)
+                          capture_output=True, text=True, timeout=120, env=command_env(cwd))
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory):
+    """One process of an ordinary user that runs the commands given to it in turn (what is
+    tested is the files' modes, not the process: one command of each kind below still runs in
+    a process of its own)."""
+    with CommandSession(tmp_path_factory.mktemp("user") / "stderr", unprivileged()) as session:
+        yield lambda *argv, cwd: session.reljudge(*argv, cwd=cwd, env=command_env(cwd))
 
 
 def files(root: Path) -> dict[str, bytes | None]:
@@ -104,12 +119,12 @@ OUTPUTS = {
 }
 
 
-@pytest.mark.slow  # a process per command
+@pytest.mark.slow  # an ordinary user's process
 @pytest.mark.parametrize("cmd", list(OUTPUTS))
-def test_an_output_in_a_read_only_folder_is_one_line_and_nothing_written(world, cmd):
+def test_an_output_in_a_read_only_folder_is_one_line_and_nothing_written(world, user, cmd):
     read_only(world / "ro")
     before = files(world)
-    p = reljudge(*OUTPUTS[cmd], cwd=world)
+    p = (reljudge if cmd == "report --out" else user)(*OUTPUTS[cmd], cwd=world)
     one_line(p, "ro/", "cannot be written: folder ro is read-only")
     assert files(world) == before
 
@@ -169,10 +184,10 @@ WRITERS = {
 }
 
 
-@pytest.mark.slow  # a process per command
+@pytest.mark.slow  # an ordinary user's processes
 @pytest.mark.parametrize("folder", ["read-only folder", "writable folder"])
-def test_a_read_only_store_is_read_by_readers_and_refused_by_writers(world, folder, capsys,
-                                                                   monkeypatch):
+def test_a_read_only_store_is_read_by_readers_and_refused_by_writers(world, user, folder,
+                                                                   capsys, monkeypatch):
     monkeypatch.chdir(world)
     want = {}
     for cmd, argv in READERS.items():  # the same commands on the writable store: the answers
@@ -183,13 +198,14 @@ def test_a_read_only_store_is_read_by_readers_and_refused_by_writers(world, fold
     if folder == "read-only folder":
         read_only(world / "ro")
     store_files = files(world / "ro")
-    for cmd, argv in READERS.items():
-        got = reljudge(*argv, cwd=world)
+    for cmd, argv in READERS.items():  # the first reader and writer in a process of its own
+        got = (reljudge if cmd == "labels stats" else user)(*argv, cwd=world)
         assert got.returncode == 0, (cmd, got.stderr)
         assert (got.stdout.replace("ro/s.sqlite", "in/s.sqlite"), _written(world)) == want[cmd]
         assert files(world / "ro") == store_files, cmd  # no -wal, no -shm, nothing changed
     for cmd, argv in WRITERS.items():
-        one_line(reljudge(*argv, cwd=world), "store ro/s.sqlite is read-only")
+        one_line((reljudge if cmd == "labels import" else user)(*argv, cwd=world),
+                 "store ro/s.sqlite is read-only")
         assert files(world / "ro") == store_files, cmd
 
 

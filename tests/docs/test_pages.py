@@ -4,7 +4,8 @@ executed.
 Rules: every line of a ```bash block runs in order, from a scratch folder holding a copy of
 ``examples/`` (so paths read as they do from the repository root; one folder per page, so a
 page runs on its own), with the LLM endpoint pointed at the local scripted server; ```python
-blocks run there too. ``export NAME=VALUE``
+blocks run there too, in order, as a user pastes a page's snippets into one fresh Python
+session, each block in a namespace of its own (it imports what it uses). ``export NAME=VALUE``
 sets a variable for the lines after it (``$NAME`` is expanded); a block that exports a
 ``postgresql://`` store runs against the PostgreSQL server the tests start, its URL in place
 of the documented one. The two fresh-machine
@@ -19,8 +20,11 @@ and list every ``--flag`` the block uses in its ``--help``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import glob
 import importlib
+import io
 import os
 import re
 import shlex
@@ -31,8 +35,10 @@ from pathlib import Path
 
 import pytest
 
+from reljudge.cli import main
 from reljudge.testing import FakeOpenAI
 from tests.helpers import grader
+from tests.session_support import CommandSession
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
@@ -86,6 +92,14 @@ def scratch(tmp_path_factory):
 
 def run_line(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """Run one documented command the way a shell would (env prefixes, globs)."""
+    args, env = shell_words(line, cwd, env)
+    return subprocess.run([sys.executable, "-m", "reljudge", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def shell_words(line: str, cwd: Path, env: dict) -> tuple[list[str], dict]:
+    """The arguments of one documented ``reljudge`` command and its environment, as a shell
+    makes them (variables expanded, env prefixes, globs)."""
     m = INSTALL.match(line)
     if m:
         line = m.group(2)
@@ -101,9 +115,7 @@ def run_line(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     args = []
     for w in words[1:]:
         args += sorted(glob.glob(str(cwd / w))) if "*" in w else [w]
-    args = [str(Path(a).relative_to(cwd)) if a.startswith(str(cwd)) else a for a in args]
-    return subprocess.run([sys.executable, "-m", "reljudge", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return [str(Path(a).relative_to(cwd)) if a.startswith(str(cwd)) else a for a in args], env
 
 
 def run_block(doc: Path, block: str, cwd: Path, env: dict, store_url: str | None = None) -> int:
@@ -142,16 +154,17 @@ def test_every_documented_command_runs(doc, scratch, tmp_path):
         for block in blocks(doc, "bash"):
             if not needs_postgresql(block):  # (test_the_team_section_runs_on_postgresql)
                 ran += run_block(doc, block, scratch, env)
-        for block in blocks(doc, "python"):
-            proc = subprocess.run([sys.executable, "-c", block], cwd=scratch, env=env,
-                                  capture_output=True, text=True, timeout=300)
-            assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
-            ran += 1
+        if blocks(doc, "python"):
+            with CommandSession(tmp_path / "python.stderr", env=env) as python:
+                for block in blocks(doc, "python"):
+                    proc = python.python(block, cwd=scratch, env=env)
+                    assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
+                    ran += 1
     if blocks(doc, "bash") or blocks(doc, "python"):
         assert ran > 0
 
 
-def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
+def test_the_team_section_runs_on_postgresql(pg_server, tmp_path, monkeypatch, capsys):
     team = [b for b in blocks(TEAM_PAGE, "bash") if needs_postgresql(b)]
     assert len(team) == 1 and "## Working as a team" in TEAM_PAGE.read_text()
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
@@ -163,8 +176,13 @@ def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
         assert env["RELJUDGE_STORE"] == url
         labelled = server.calls
         assert labelled > 0
-        again = run_line(commands(team[0])[2], tmp_path, env)  # another machine, same job
-        assert again.returncode == 0 and server.calls == labelled  # nothing sent twice
+        # another machine, same job (in-process: what it sends is checked, not a process)
+        args, again = shell_words(commands(team[0])[2], tmp_path, env)
+        monkeypatch.chdir(tmp_path)
+        for key, value in again.items():
+            monkeypatch.setenv(key, value)
+        assert args[0] == "label" and main(args) == 0, capsys.readouterr().err
+        assert server.calls == labelled  # nothing sent twice
     from reljudge.store import LabelStore
 
     with LabelStore(url, create=False) as team_store, \
@@ -179,6 +197,19 @@ def test_the_team_section_runs_on_postgresql(pg_server, tmp_path):
 def not_run_blocks(doc: Path) -> list[tuple[str, str]]:
     """The (test module, text) of each ```text block marked as not run."""
     return [(m.group(2), m.group(3)) for m in NOT_RUN.finditer(doc.read_text())]
+
+
+@functools.cache
+def help_text(verb: tuple[str, ...]) -> str:
+    """What ``reljudge VERB --help`` prints ("" when it fails: no such command); in-process,
+    the text being what is checked, not the process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([*verb, "--help"])
+        except SystemExit as e:
+            code = e.code
+    return out.getvalue() if code in (0, None) else ""
 
 
 def not_run_problems(doc: Path) -> list[str]:
@@ -200,9 +231,7 @@ def not_run_problems(doc: Path) -> list[str]:
                 continue
             verb = tuple(words[:2]) if words[0] in ("labels", "batch") else (words[0],)
             if verb not in helps:
-                proc = subprocess.run([sys.executable, "-m", "reljudge", *verb, "--help"],
-                                      capture_output=True, text=True, timeout=120)
-                helps[verb] = proc.stdout if proc.returncode == 0 else ""
+                helps[verb] = help_text(verb)
             flags = {w.split("=", 1)[0] for w in words if w.startswith("--")}
             problems += [f"{doc.name}: {' '.join(verb)} has no {f}: {line}"
                          for f in sorted(flags) if f not in helps[verb]]
@@ -212,14 +241,12 @@ def not_run_problems(doc: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
-@pytest.mark.slow  # a `reljudge COMMAND --help` process per command shown
 def test_every_command_not_run_is_marked_and_its_flags_exist(doc):
     """A ```text block with reljudge commands is not run: it must say so and name the test
     module that runs the same, and every --flag it shows must be in its command's --help."""
     assert not_run_problems(doc) == []
 
 
-@pytest.mark.slow  # `--help` processes, as the check it tests
 def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("<!-- not run: needs a server; tests/test_nowhere.py runs it -->\n"
@@ -232,26 +259,25 @@ def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
         "page.md: no command frobnicate: reljudge frobnicate x"]
 
 
-@pytest.mark.slow  # the demo (also run by the README's commands)
-def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out-dir",
-                           str(tmp_path / "demo"), "--examples", str(ROOT / "examples")],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+@pytest.mark.slow  # the demo (also run by the README's commands, as a process)
+def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path, monkeypatch, capsys):
+    for key in [k for k in os.environ if k.startswith("OPENAI_")]:
+        monkeypatch.delenv(key)
+    code = main(["demo", "--out-dir", str(tmp_path / "demo"), "--examples",
+                 str(ROOT / "examples")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
     assert "nDCG@10" in out and "bm25" in out and "trigram" in out
     assert "Olz-gpt4o" in out and "kappa" in out and "ensemble-majority" in out
     assert "no LLM endpoint configured" in out and "OPENAI_API_KEY" in out
     assert (tmp_path / "demo" / "llmjudge-dl23" / "audit.md").exists()
 
 
-def test_demo_refuses_to_wipe_a_folder_it_did_not_make(tmp_path):
+def test_demo_refuses_to_wipe_a_folder_it_did_not_make(tmp_path, capsys):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("precious")
-    proc = subprocess.run([sys.executable, "-m", "reljudge", "demo", "--out-dir",
-                           str(tmp_path / "mine")], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "was not made by `reljudge demo`" in proc.stderr
+    assert main(["demo", "--out-dir", str(tmp_path / "mine")]) == 2
+    assert "was not made by `reljudge demo`" in capsys.readouterr().err
     assert (tmp_path / "mine" / "thesis.tex").read_text() == "precious"
 
 

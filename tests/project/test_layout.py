@@ -12,9 +12,11 @@ TESTS = Path(__file__).resolve().parent.parent
 #: standard library's io, or bench/, for ruff's import sorting)
 AREAS = {"api", "assess", "audit", "benchmarks", "cli", "docs", "files", "infer", "judge",
          "metrics", "pipeline", "probe", "project", "report", "stats", "store", "testing"}
-#: what may sit directly in tests/: the shared fixtures and helpers every area imports
+#: what may sit directly in tests/: the shared fixtures and helpers every area imports, and
+#: the helpers of a few areas, each named NAME_support.py
 HELPERS = {"__init__.py", "conftest.py", "helpers.py", "pg.py", "backends.py", "strategies.py",
            "browser.py", "llama_server.py"}
+SUPPORT = "_support.py"
 #: folders of data, not tests
 DATA = {"data", "artifacts", "__pycache__"}
 
@@ -38,7 +40,8 @@ def misplaced(tests: Path) -> list[str]:
                         not sub.name.startswith("test_"):
                     problems.append(f"{path.name}/{sub.name}: not a test module; shared "
                                     "helpers live at the top of tests/")
-        elif path.suffix == ".py" and path.name not in HELPERS:
+        elif path.suffix == ".py" and path.name not in HELPERS and \
+                not path.name.endswith(SUPPORT):
             problems.append(f"{path.name}: a test module outside an area folder")
     return problems
 
