@@ -379,3 +379,25 @@ def test_two_jobs_of_one_labeller_at_once_each_record_the_texts_it_was_shown(tmp
     for which, report in zip(texts, reports, strict=True):
         assert {(e.qid, e.docid): e.shown for e in report.events} == {
             (q, d): shown_digest(QUERIES[q], texts[which][d]["text"]) for q, d in PAIRS}
+
+
+
+def test_the_user_agent_names_the_installed_sdk_and_a_job_never_imports_it(tmp_path):
+    """The header says the SDK's own version, read from its metadata: a labelling job that
+    sends through aiohttp (the default) never pays the SDK's import (about 1.2 s of CPU)."""
+    import openai
+
+    from reljudge.judge.http.endpoints import openai_version
+
+    assert openai_version() == openai.__version__
+    code = ("import sys\nfrom reljudge.judge import JudgeConfig, label_pairs\n"
+            "config = JudgeConfig(model='fake-model', base_url=sys.argv[1], api_key='k',"
+            " cache_dir=sys.argv[2])\n"
+            f"report = label_pairs(config, {PAIRS!r}, {QUERIES!r}, {PASSAGES!r})\n"
+            "print(report.labelled, 'openai' in sys.modules)")
+    with FakeOpenAI(lambda r: Reply.text("final score: 1")) as s:
+        done = subprocess.run([sys.executable, "-c", code, s.base_url, str(tmp_path / "cache")],
+                              capture_output=True, text=True, check=True)
+        agent = s.requests[0].headers["user-agent"]
+    assert done.stdout.split() == [str(len(PAIRS)), "False"]
+    assert agent.startswith(f"AsyncOpenAI/Python {openai.__version__} reljudge/")
