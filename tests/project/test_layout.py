@@ -15,7 +15,7 @@ AREAS = {"api", "assess", "audit", "benchmarks", "cli", "docs", "files", "infer"
 #: what may sit directly in tests/: the shared fixtures and helpers every area imports, and
 #: the helpers of a few areas, each named NAME_support.py
 HELPERS = {"__init__.py", "conftest.py", "helpers.py", "pg.py", "backends.py", "strategies.py",
-           "browser.py", "llama_server.py"}
+           "browser.py", "llama_server.py", "schedule.py"}
 SUPPORT = "_support.py"
 #: folders of data, not tests
 DATA = {"data", "artifacts", "__pycache__"}
