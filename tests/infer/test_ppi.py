@@ -465,3 +465,17 @@ def test_squared_rounds_each_value_as_the_scalar_square_does():
     assert np.array_equal(squared(x), want)
     assert np.array_equal(squared(x.reshape(100, 200)), want.reshape(100, 200))
     assert squared(np.float64(x[0])) == want[0] and squared(x[:0]).shape == (0,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 5), st.integers(0, 60), st.integers(1, 4))
+def test_stratum_counts_are_the_one_hot_products_whole_numbers(seed, rows, n, strata):
+    """``stratum_counts`` of a boolean mask (one row or many) is the float product of the
+    mask and the strata's one-hot matrix, value and dtype."""
+    rng = np.random.default_rng(seed)
+    mask, stratum = rng.random((rows, n)) < 0.4, rng.integers(0, strata, n)
+    onehot = stratum[:, None] == np.arange(strata)[None, :]
+    want = mask.astype(np.float64) @ onehot
+    got = ppi.stratum_counts(mask, stratum, strata)
+    assert np.array_equal(got, want) and got.dtype == want.dtype == np.float64
+    assert np.array_equal(ppi.stratum_counts(mask[0], stratum, strata), want[0])

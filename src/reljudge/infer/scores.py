@@ -221,7 +221,7 @@ class _PairDesign:
             dcell = {f: v[i] - v[j] for f, v in stacked.items()}
             dcell["spread"] = stacked["spread"][i] + stacked["spread"][j]
             parts.append(self._in_domain(dcell, dcell["w"] != 0,
-                                         self._strata_counts(codes[i] != codes[j]), m, True))
+                                         self._domain_sizes(codes[i] != codes[j]), m, True))
         return ppi.concatenate(parts), counts
 
     def _domain_sizes(self, popd: np.ndarray) -> np.ndarray | None:
@@ -229,15 +229,7 @@ class _PairDesign:
         None where there are no post-strata."""
         if self.pop_strata is None:
             return None
-        pop_onehot = self.pop_strata[:, None] == np.arange(len(self.sizes))[None, :]
-        return popd.astype(np.float64) @ pop_onehot
-
-    def _strata_counts(self, popd: np.ndarray) -> np.ndarray | None:
-        """``_domain_sizes`` by counting (the same whole numbers, without a float copy)."""
-        if self.pop_strata is None:
-            return None
-        return np.stack([np.count_nonzero(popd[:, self.pop_strata == h], axis=-1)
-                         for h in range(len(self.sizes))], axis=-1).astype(np.float64)
+        return ppi.stratum_counts(popd, self.pop_strata, len(self.sizes))
 
     def _runs(self, cells: Cells, names: Sequence[str], m: Measure, which: Sequence[int],
               tops: Sequence[tuple[np.ndarray, np.ndarray]]) -> ppi.Estimate:
@@ -262,8 +254,7 @@ class _PairDesign:
         # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
         # are the sampled pairs in the top k
         whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
-        onehot = self.item_strata[:, None] == np.arange(len(self.sizes))[None, :]
-        dom = replace(whole, n=items.astype(np.float64) @ onehot)
+        dom = replace(whole, n=ppi.stratum_counts(items, self.item_strata, len(self.sizes)))
         # a P@k difference's pairs are worth -1/k, 0 or 1/k: a post-stratum of a few sampled
         # pairs is often all of one value, whose zero variance would decide the sign
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
