@@ -26,7 +26,6 @@ from reljudge.infer.cells import (
     Design,
     RunEstimate,
     check_in_pool,
-    difference_cell,
     difference_domain,
     estimates,
     grades_of,
@@ -354,7 +353,7 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
                    ) -> tuple[list[RunEstimate], list[RunEstimate], dict[str, ppi.Estimate]]:
     """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped; and
     per measure the runs' estimates behind their rows, vectorised over the runs."""
-    from reljudge.stats import bootstrap_ci
+    from reljudge.stats.bootstrap import percentile_cis
 
     rows, diffs, by_measure = [], [], {}
     names = [r.name for r in runs]
@@ -367,9 +366,13 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
         by_measure[str(m)] = own
         de, de_k = (estimates(design, cells, names, m, [(i, b) for i in others]) if others
                     else (None, []))
+        # the LLM-only intervals of every run and every run minus the baseline at once
+        llm = np.stack([cells[(n, str(m))]["llm"] for n in names])
+        boots = percentile_cis(llm, level, bootstrap, seed)
+        dboots = dict(zip(others, percentile_cis(llm[others] - llm[b], level, bootstrap, seed)
+                          if others else [], strict=True))
         for i, run in enumerate(runs):
-            cell = cells[(run.name, str(m))]
-            boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
+            boot = boots[i]
             e, k = ppi.take(own, i), own_k[i]
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None, k,
                              _warning(e, _small(sample.unit, k, m.cutoff, queries,
@@ -377,8 +380,7 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
                              measure_range(m)))
             if de is None or i == b:
                 continue
-            dcell = difference_cell(cell, cells[(base, str(m))])
-            dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
+            dboot = dboots[i]
             d, k = ppi.take(de, at[i]), de_k[at[i]]
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, d, float(d.p_value()), k,
