@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -416,8 +417,15 @@ def _corrected(first: float, mean: float | None, sd: float | None, level: float,
         return first, first, first, 0.0
     value = 2 * first - mean
     se = max(sd, floor)
-    half = float(special.stdtrit(df, 0.5 + level / 2)) * se
+    half = _t_quantile(df, level) * se
     return value, value - half, value + half, se
+
+
+@cache
+def _t_quantile(df: float, level: float) -> float:
+    """The two-sided ``level`` quantile of Student's t on ``df`` degrees of freedom (every
+    estimate of a sample shares it: computed once)."""
+    return float(special.stdtrit(df, 0.5 + level / 2))
 
 
 def uncertain_ideals(frame: PairFrame, ideal: np.ndarray, relevant: np.ndarray,
@@ -524,7 +532,9 @@ class RatioDesign:
         j = np.array([0 if k is None else k for k in second], dtype=np.int64)
 
         def columns(x: np.ndarray) -> np.ndarray:
-            return x[:, i] - x[:, j] if all(paired) else x[:, i] - 0.0
+            # whole rows of x's transpose gathered, laid out as the reductions read them
+            rows = np.ascontiguousarray(x.T)
+            return (rows[i] - rows[j] if all(paired) else rows[i] - 0.0).T
 
         floors = [(0.0, 0.0)] * len(pairs)
         if jk is not None:
