@@ -326,6 +326,16 @@ def take(e: Estimate, k: int) -> Estimate:
     return Estimate(**taken)
 
 
+def unstack(e: Estimate) -> list[Estimate]:
+    """``take`` of each of estimates vectorised over one axis, in order (each field
+    broadcast once, not once per estimate)."""
+    shape = np.shape(e.value)
+    columns = {f: np.broadcast_to(getattr(e, f), shape) for f in Estimate.__dataclass_fields__
+               if f != "level"}
+    return [Estimate(**{f: v[k] for f, v in columns.items()}, level=e.level)
+            for k in range(shape[0])]
+
+
 def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:
     """The estimate e where condition holds, else otherwise (field by field)."""
     if np.ndim(condition) == 0:

@@ -366,6 +366,7 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
         by_measure[str(m)] = own
         de, de_k = (estimates(design, cells, names, m, [(i, b) for i in others]) if others
                     else (None, []))
+        own_each, de_each = ppi.unstack(own), ppi.unstack(de) if de is not None else []
         # the LLM-only intervals of every run and every run minus the baseline at once
         llm = np.stack([cells[(n, str(m))]["llm"] for n in names])
         boots = percentile_cis(llm, level, bootstrap, seed)
@@ -373,7 +374,7 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
                           if others else [], strict=True))
         for i, run in enumerate(runs):
             boot = boots[i]
-            e, k = ppi.take(own, i), own_k[i]
+            e, k = own_each[i], own_k[i]
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None, k,
                              _warning(e, _small(sample.unit, k, m.cutoff, queries,
                                                 by_ratio=by_ratio)),
@@ -381,7 +382,7 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
             if de is None or i == b:
                 continue
             dboot = dboots[i]
-            d, k = ppi.take(de, at[i]), de_k[at[i]]
+            d, k = de_each[at[i]], de_k[at[i]]
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, d, float(d.p_value()), k,
                               _warning(d, _small(sample.unit, k, m.cutoff, queries, True,
