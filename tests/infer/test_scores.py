@@ -291,3 +291,19 @@ def test_per_query_values_of_the_runs_together_are_each_run_alone_to_the_bit(see
         ev = evaluate(_qrels(judge), run, [measure], all_queries=True)
         want = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
         assert got[run.name].tolist() == [want.get(q, 0.0) for q in asked]
+
+
+BOUNDS = st.one_of(st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1.0]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 1.0])), BOUNDS, BOUNDS)
+def test_clip_of_one_number_is_numpys_clip_to_the_bit(x, low, high):
+    """The rows' clip to the measure's range is ``np.clip`` of the number, bit for bit (the
+    sign of a zero and nan included)."""
+    from reljudge.infer.scores import clip
+
+    want, got = float(np.clip(x, low, high)), clip(x, low, high)
+    assert type(got) is float
+    assert np.array(want).view(np.int64) == np.array(got).view(np.int64) or (
+        np.isnan(want) and np.isnan(got)), (x, low, high, want, got)

@@ -458,8 +458,10 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
     """One row, every value and interval end clipped to the measure's range ``bounds`` (a
     clipped interval covers the truth whenever the unclipped one did); an interval wholly
     outside the range (it missed) becomes the whole range, and the warning says so."""
+    low_end, high_end = float(bounds[0]), float(bounds[1])
+
     def c(v: float | np.ndarray) -> float:
-        return float(np.clip(float(v), *bounds))
+        return clip(float(v), low_end, high_end)
 
     said = [warning] if warning else []
     ends: list[float] = []
@@ -474,6 +476,15 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
                        c(e.value), ends[2], ends[3], float(e.lam), int(e.n),
                        float(e.effective_n), p, informative, "; ".join(said) or None,
                        bool(np.all(e.exact)))
+
+
+def clip(x: float, low: float, high: float) -> float:
+    """``float(np.clip(x, low, high))`` of one number (bounds not nan), without numpy's
+    call: nan stays nan, and x equal to a bound is kept (its sign of zero too)."""
+    if x != x:
+        return x
+    x = x if x >= low else low
+    return x if x <= high else high
 
 
 def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False,
