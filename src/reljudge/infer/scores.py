@@ -198,9 +198,8 @@ class _PairDesign:
         (j None: the run alone), the same numbers; and each one's sampled pairs in the top
         k (either run's)."""
         tops = [self.in_top[(n, str(m))] for n in names]
-        counts = [int((tops[i][0] if j is None else tops[i][0] | tops[j][0]).sum())
-                  for i, j in pairs]
         if all(j is None for _, j in pairs):
+            counts = [int(tops[i][0].sum()) for i, _ in pairs]
             return self._runs(cells, names, m, [i for i, _ in pairs], tops), counts
         if any(j is None for _, j in pairs):
             raise ValueError("batch: pairs of runs and runs alone go in separate calls")
@@ -213,14 +212,22 @@ class _PairDesign:
         codes = codes.astype(np.min_scalar_type(int(codes.max(initial=0))))
         first = np.array([i for i, _ in pairs], dtype=np.int64)
         second = np.array([j for _, j in pairs], dtype=np.int64)
+        items = np.stack([top[0] for top in tops])
+        counts = np.count_nonzero(items[first] | items[second], axis=-1).tolist()
         chunk = max(1, DIFFERENCE_CELLS // max(1, weights.shape[-1]))
+        # the codes of each design stratum's pooled pairs, compared stratum by stratum: the
+        # counts of _domain_sizes without the whole comparison's copy
+        by_stratum = (None if self.pop_strata is None else
+                      [codes[:, self.pop_strata == h] for h in range(len(self.sizes))])
         parts = []
         for at in range(0, len(pairs), chunk):
             i, j = first[at:at + chunk], second[at:at + chunk]
             dcell = {f: v[i] - v[j] for f, v in stacked.items()}
             dcell["spread"] = stacked["spread"][i] + stacked["spread"][j]
-            parts.append(self._in_domain(dcell, dcell["w"] != 0,
-                                         self._domain_sizes(codes[i] != codes[j]), m, True))
+            dsize = None if by_stratum is None else np.stack(
+                [np.count_nonzero(c[i] != c[j], axis=-1) for c in by_stratum],
+                axis=-1).astype(np.float64)
+            parts.append(self._in_domain(dcell, dcell["w"] != 0, dsize, m, True))
         return ppi.concatenate(parts), counts
 
     def _domain_sizes(self, popd: np.ndarray) -> np.ndarray | None:
