@@ -276,21 +276,21 @@ def test_a_run_whose_top_k_leaves_the_sampled_pool_is_refused_not_scored_as_a_ce
 def test_per_query_values_of_the_runs_together_are_each_run_alone_to_the_bit(seed, measure,
                                                                             queries):
     """The cells' per-query values come from the runs evaluated together: each run's are bit
-    for bit its own evaluation's, 0 for a query it lacks, and of runs sharing a name the
-    last one's (as when each run was evaluated in turn into the cells)."""
-    from reljudge.infer.scores import _per_query
-    from reljudge.metrics import evaluate, parse_measure
+    for bit its own (``_per_query``, one ``evaluate``), 0 for a query it lacks, and of runs
+    sharing a name the last one's (as when each run was evaluated in turn into the cells)."""
+    from reljudge.infer.scores import _per_query, _per_query_many
+    from reljudge.metrics import parse_measure
 
     truth, judge, runs = _world(seed, queries=queries, docs=12)
     shared = runs[0].with_name(runs[1].name)
     # a query none of the runs has
     asked = sorted({q for q, _ in judge} | {"q-none"})
-    got = _per_query(_qrels(judge), [*runs, shared], parse_measure(measure), asked)
+    m = parse_measure(measure)
+    got = _per_query_many(_qrels(judge), [*runs, shared], m, asked)
     assert list(got) == [r.name for r in runs]
     for run in (runs[0], shared):
-        ev = evaluate(_qrels(judge), run, [measure], all_queries=True)
-        want = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
-        assert got[run.name].tolist() == [want.get(q, 0.0) for q in asked]
+        want = _per_query(_qrels(judge), run, m, asked)
+        assert got[run.name].tobytes() == want.tobytes() and want[asked.index("q-none")] == 0
 
 
 BOUNDS = st.one_of(st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1.0]))

@@ -39,7 +39,7 @@ from reljudge.infer.favours import TOP
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
-from reljudge.metrics import evaluate_many, parse_measure
+from reljudge.metrics import evaluate, evaluate_many, parse_measure
 from reljudge.metrics.measures import Measure
 from reljudge.pool import PairIndex
 from reljudge.tables import Interval
@@ -91,7 +91,7 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
     if unknown:
         raise InputError(f"sampled query {unknown[0]} has no judge labels")
     cells: Cells = {(name, str(m)): {"llm": values} for m in parsed
-                    for name, values in _per_query(judge, runs, m, queries).items()}
+                    for name, values in _per_query_many(judge, runs, m, queries).items()}
     design: Design
     if sample.unit == "pair":
         check_in_pool(sample, judge, runs, parsed)
@@ -154,7 +154,7 @@ def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Seq
                                  if q in set(sampled_q)})
     for m in parsed:
         low, high = measure_range(m)
-        for name, values in _per_query(human_sub, runs, m, sampled_q).items():
+        for name, values in _per_query_many(human_sub, runs, m, sampled_q).items():
             cell = cells[(name, str(m))]
             cell["human"] = values
             # a query's value can lie anywhere in the range
@@ -398,17 +398,30 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
     return rows, diffs, by_measure
 
 
-def _per_query(qrels: Qrels, runs: Sequence[Run], measure: Measure, queries: Sequence[str]
-               ) -> dict[str, np.ndarray]:
-    """Each run's value of ``measure`` on each of ``queries`` (0 where it has none), by run
-    name (of runs sharing a name, the last one's): the runs evaluated together, each one's
-    values bit for bit its own evaluation's (``metrics.evaluate_many``)."""
+def _per_query(qrels: Qrels, run: Run, measure: Measure, queries: Sequence[str]
+               ) -> np.ndarray:
+    """The run's value of ``measure`` on each of ``queries`` (0 where it has none)."""
+    ev = evaluate(qrels, run, [measure], all_queries=True)
+    return _on_queries(ev.query_ids, ev.scores[:, 0], queries)
+
+
+def _per_query_many(qrels: Qrels, runs: Sequence[Run], measure: Measure,
+                    queries: Sequence[str]) -> dict[str, np.ndarray]:
+    """``_per_query`` of each run, by run name (of runs sharing a name, the last one's):
+    the runs evaluated together, each one's values bit for bit its own evaluation's
+    (``metrics.evaluate_many``)."""
     out = {}
     evaluated = evaluate_many(qrels, runs, [measure], all_queries=True).values()
     for run, ev in zip(runs, evaluated, strict=True):
-        vals = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
-        out[run.name] = np.array([vals.get(q, 0.0) for q in queries])
+        out[run.name] = _on_queries(ev.query_ids, ev.scores[:, 0], queries)
     return out
+
+
+def _on_queries(query_ids: Sequence[str], values: np.ndarray, queries: Sequence[str]
+                ) -> np.ndarray:
+    """The values of ``query_ids`` on ``queries``, 0 where a query has none."""
+    vals = dict(zip(query_ids, values.tolist(), strict=True))
+    return np.array([vals.get(q, 0.0) for q in queries])
 
 
 def _population_strata(sample: Sample, labels: list[str], pop_grades: np.ndarray,
