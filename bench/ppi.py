@@ -258,7 +258,7 @@ def draw_estimates(cells, design, runs, measure, idx: np.ndarray):
         cell = cell_of(cells[(r.name, key)])
         out.append(d.estimate(cell, r.name, measure)[0])
         if r.name != base:
-            dcell = scores.difference_cell(cell, cell_of(cells[(base, key)]))
+            dcell = difference_cell(cell, cell_of(cells[(base, key)]))
             diffs.append(d.estimate(dcell, r.name, measure, base)[0])
     return out, diffs
 

@@ -139,20 +139,74 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: in
 
 
 def json_dumps(obj: Any) -> str:
-    """JSON for scripts: nan and inf become null, keys keep their order."""
-    def clean(o: Any) -> Any:
-        if isinstance(o, float) and not math.isfinite(o):
-            return None
-        if isinstance(o, dict):
-            return {str(k): clean(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [clean(v) for v in o]
-        # numpy scalars
-        if hasattr(o, "item") and callable(o.item):
-            return clean(o.item())
-        return o
+    """JSON for scripts: nan and inf become null, keys keep their order. Byte for byte
+    ``json.dumps(clean(obj), indent=2, ensure_ascii=False)`` plus a newline (``_clean``
+    the values as JSON takes them), written in one pass: json's indented encoder is
+    pure Python, and 1,953 pairs of runs took it longer than estimating them."""
+    out: list[str] = []
+    _encode(obj, "\n", out.append)
+    return "".join(out) + "\n"
 
-    return json.dumps(clean(obj), indent=2, ensure_ascii=False) + "\n"
+
+def _encode(o: Any, pad: str, add: Any) -> None:
+    """Append the JSON of ``o`` at the indent ``pad`` (a newline and two spaces per level)
+    to ``add``, exactly as json.dumps(indent=2, ensure_ascii=False) writes its ``_clean``."""
+    kind = type(o)
+    if kind is str:
+        add(_quote(o))
+    elif o is None:
+        add("null")
+    elif o is True:
+        add("true")
+    elif o is False:
+        add("false")
+    elif kind is int:
+        add(int.__repr__(o))
+    elif kind is float:
+        add(float.__repr__(o) if math.isfinite(o) else "null")
+    elif kind is dict or kind is list:
+        if not o:
+            add("{}" if kind is dict else "[]")
+            return
+        inner = pad + "  "
+        add(("{" if kind is dict else "[") + inner)
+        if kind is dict:
+            for at, (k, v) in enumerate(o.items()):
+                add(("," + inner if at else "") + _quote(str(k)) + ": ")
+                _encode(v, inner, add)
+        else:
+            for at, v in enumerate(o):
+                if at:
+                    add("," + inner)
+                _encode(v, inner, add)
+        add(pad + ("}" if kind is dict else "]"))
+    else:
+        cleaned = _clean(o)
+        if type(cleaned) in (str, int, float, bool, dict, list) or cleaned is None:
+            _encode(cleaned, pad, add)
+        else:
+            # what json does with a value it does not know (raise), or a subclass of one
+            # it does
+            add(json.dumps(cleaned, indent=2, ensure_ascii=False).replace("\n", pad))
+
+
+def _clean(o: Any) -> Any:
+    """``o`` as JSON takes it: nan and inf None, numpy scalars Python ones, tuples lists,
+    keys text."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    # numpy scalars
+    if hasattr(o, "item") and callable(o.item):
+        return _clean(o.item())
+    return o
+
+
+#: a str as a JSON string (json's own, ensure_ascii=False)
+_quote = json.encoder.encode_basestring
 
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table",

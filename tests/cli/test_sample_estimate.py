@@ -431,3 +431,33 @@ def test_report_leaves_out_a_run_the_sample_does_not_speak_for_and_says_so(world
     assert main(["estimate", "--store", str(store_path), "--sample", "one", *map(str, runs),
                  "-m", "DCG@5"]) == 2
     assert "run sys1: " in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two estimates of nDCG in fresh interpreters
+def test_estimate_has_blas_threads_sleep_when_idle_unless_the_user_set_it(world, capsys):
+    """`estimate`'s few small products: OpenBLAS's workers, spinning 2^28 cycles after numpy
+    starts and after each product, only burned CPU. They sleep at once instead
+    (OPENBLAS_THREAD_TIMEOUT=4, read when numpy loads), a user's own setting is kept, and
+    the output is the same byte for byte."""
+    import os
+    import subprocess
+    import sys
+
+    tmp, store_path, truth, runs = world
+    assert main(["sample", "--store", str(store_path), "--judge", "judge-a", "--name", "p",
+                 "--design", "stratified-pairs", "--budget", "120"]) == 0
+    _grade(store_path, truth, "p")
+    code = ("import os, sys\nfrom reljudge.cli import main\ncode = main(sys.argv[1:])\n"
+            "print(code, os.environ.get('OPENBLAS_THREAD_TIMEOUT'), file=sys.stderr)\n")
+    outputs = []
+    for user in (None, "28"):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+        if user:
+            env["OPENBLAS_THREAD_TIMEOUT"] = user
+        done = subprocess.run([sys.executable, "-c", code, "estimate", "--store",
+                               str(store_path), "--sample", "p", *map(str, runs), "-m",
+                               "DCG@10", "-m", "nDCG@10", "--format", "json"], env=env,
+                              capture_output=True, text=True, check=True)
+        assert done.stderr.splitlines()[-1].split() == ["0", user or "4"]
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] and json.loads(outputs[0])["runs"]

@@ -462,3 +462,36 @@ def test_squared_rounds_each_value_as_the_scalar_square_does():
     assert np.array_equal(squared(x), want)
     assert np.array_equal(squared(x.reshape(100, 200)), want.reshape(100, 200))
     assert squared(np.float64(x[0])) == want[0] and squared(x[:0]).shape == (0,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 5), st.integers(0, 60), st.integers(1, 4))
+def test_stratum_counts_are_the_one_hot_products_whole_numbers(seed, rows, n, strata):
+    """``stratum_counts`` of a boolean mask (one row or many) is the float product of the
+    mask and the strata's one-hot matrix, value and dtype."""
+    rng = np.random.default_rng(seed)
+    mask, stratum = rng.random((rows, n)) < 0.4, rng.integers(0, strata, n)
+    onehot = stratum[:, None] == np.arange(strata)[None, :]
+    want = mask.astype(np.float64) @ onehot
+    got = ppi.stratum_counts(mask, stratum, strata)
+    assert np.array_equal(got, want) and got.dtype == want.dtype == np.float64
+    assert np.array_equal(ppi.stratum_counts(mask[0], stratum, strata), want[0])
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 12))
+def test_unstacked_estimates_are_each_one_taken_to_the_bit(seed, k):
+    """``unstack`` of estimates vectorised over one axis gives, field by field, value and
+    type, what ``take`` gives of each (a field held as one number for all included)."""
+    rng = np.random.default_rng(seed)
+    fields = [f for f in ppi.Estimate.__dataclass_fields__
+              if f not in ("level", "flat", "exact", "range_bound")]
+    e = ppi.Estimate(**{f: rng.normal(size=k) for f in fields}, level=0.9,
+                     flat=rng.integers(0, 3, k), exact=bool(seed % 2), range_bound=0.5)
+    each = ppi.unstack(e)
+    assert len(each) == k
+    for i, one in enumerate(each):
+        want = ppi.take(e, i)
+        for f in ppi.Estimate.__dataclass_fields__:
+            a, b = getattr(one, f), getattr(want, f)
+            assert type(a) is type(b) and np.array_equal(a, b), (i, f)

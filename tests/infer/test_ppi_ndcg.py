@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reljudge.infer import ratio
 from reljudge.infer.sample import draw
@@ -305,3 +307,32 @@ def test_the_ndcg_replicates_import_no_scipy_sparse():
     out = subprocess.run([sys.executable, "-c", "import numpy as np\n" + code],
                          capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([30, 120, 400]), st.integers(0, 40))
+def test_pooled_ratio_from_shared_run_tops_and_without_a_model_is_the_full_sum_to_the_bit(
+        seed, budget, replicates):
+    """``pooled_ratio`` given the ``run_tops`` its other call computed, and without a model
+    (its predictions' sum skipped as the zeros it is), equals bit for bit the ratio computed
+    from scratch with an all-zero model through the whole sum."""
+    from reljudge.grades import N_GRADES
+    from reljudge.infer.cells import pair_weights
+    from reljudge.metrics import parse_measure
+    from reljudge.pool import PairIndex
+
+    truth, judge, runs = _world(seed=seed)
+    s = draw(sorted(truth), "stratified-pairs", budget, seed, grades=judge)
+    frame = _frame(truth, judge, s)
+    pool = PairIndex(sorted(truth))
+    weights = np.stack([pair_weights(r, pool, parse_measure("DCG@10")) for r in runs])
+    w = ratio.replicate_weights(frame, replicates, seed)
+    gains = np.arange(N_GRADES, dtype=np.float64)
+    model = ratio.grade_model(frame, w)
+    ideal = ratio.ideal_dcg(ratio.cell_counts(frame, w, model), 10, gains, frame.seen())
+    tops = ratio.run_tops(frame, w, weights)
+    for m in (model, None):
+        zero_or_m = np.zeros_like(model) if m is None else m
+        want = ratio.pooled_ratio(frame, w, weights, gains, zero_or_m, ideal)
+        got = ratio.pooled_ratio(frame, w, weights, gains, m, ideal, tops)
+        assert _same(np.ascontiguousarray(got), np.ascontiguousarray(want)), m is None

@@ -365,3 +365,18 @@ def test_a_p_at_k_difference_with_a_flat_post_stratum_says_so_and_covers_the_tru
                                runs[:2], ["P@10"], bootstrap=10)
     assert diff.ppi_low < 0 < diff.ppi_high and diff.p is not None and diff.p > 0.05
     assert diff.warning is not None and "all sampled values equal" in diff.warning
+
+
+def test_a_ranking_as_plain_data_is_its_asdict():
+    """``Ranking.to_json`` is ``dataclasses.asdict`` of it, built without the deep copy."""
+    from dataclasses import asdict
+
+    truth, judge, runs = _many_runs(4, count=5)
+    s = draw(sorted(truth), "stratified-pairs", 90, 4, grades=judge)
+    rankings: list = []
+    estimate_runs(s, _qrels(judge), _qrels({p: truth[p] for p in s.pairs()}), runs,
+                  ["DCG@5"], rankings=rankings)
+    (r,) = rankings
+    plain = r.to_json()
+    assert plain == asdict(r) and list(plain) == list(asdict(r))
+    assert plain["runs"][0]["above"] is not r.runs[0].above  # a list of its own

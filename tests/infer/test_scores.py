@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reljudge.infer import ppi
 from reljudge.infer.sample import RELIABLE_TOP_PAIRS, draw
@@ -266,3 +268,42 @@ def test_a_run_whose_top_k_leaves_the_sampled_pool_is_refused_not_scored_as_a_ce
     with pytest.raises(InputError, match=r"run r0: \d+ of its top-10 pairs are outside the "
                                          r"pool sample .* was drawn from"):
         estimate_runs(s, _qrels(pool), _qrels(truth), runs, ["DCG@10"])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["DCG@10", "nDCG@5", "P@5", "AP"]),
+       st.integers(3, 25))
+def test_per_query_values_of_the_runs_together_are_each_run_alone_to_the_bit(seed, measure,
+                                                                            queries):
+    """The cells' per-query values come from the runs evaluated together: each run's are bit
+    for bit its own (``_per_query``, one ``evaluate``), 0 for a query it lacks, and of runs
+    sharing a name the last one's (as when each run was evaluated in turn into the cells)."""
+    from reljudge.infer.scores import _per_query, _per_query_many
+    from reljudge.metrics import parse_measure
+
+    truth, judge, runs = _world(seed, queries=queries, docs=12)
+    shared = runs[0].with_name(runs[1].name)
+    # a query none of the runs has
+    asked = sorted({q for q, _ in judge} | {"q-none"})
+    m = parse_measure(measure)
+    got = _per_query_many(_qrels(judge), [*runs, shared], m, asked)
+    assert list(got) == [r.name for r in runs]
+    for run in (runs[0], shared):
+        want = _per_query(_qrels(judge), run, m, asked)
+        assert got[run.name].tobytes() == want.tobytes() and want[asked.index("q-none")] == 0
+
+
+BOUNDS = st.one_of(st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1.0]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 1.0])), BOUNDS, BOUNDS)
+def test_clip_of_one_number_is_numpys_clip_to_the_bit(x, low, high):
+    """The rows' clip to the measure's range is ``np.clip`` of the number, bit for bit (the
+    sign of a zero and nan included)."""
+    from reljudge.infer.scores import clip
+
+    want, got = float(np.clip(x, low, high)), clip(x, low, high)
+    assert type(got) is float
+    assert np.array(want).view(np.int64) == np.array(got).view(np.int64) or (
+        np.isnan(want) and np.isnan(got)), (x, low, high, want, got)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from reljudge.stats import (
     benjamini_hochberg,
+    bootstrap,
     bootstrap_ci,
     bootstrap_test,
     effect_size,
@@ -16,7 +19,7 @@ from reljudge.stats import (
     randomization,
     wilcoxon,
 )
-from reljudge.stats.bootstrap import resampled_means
+from reljudge.stats.bootstrap import percentile_cis, resampled_means
 
 
 def pairs(seed, n=40, shift=0.05):
@@ -104,6 +107,53 @@ def test_bca_falls_back_and_says_so_for_constant_values():
 def test_resampled_means_are_seeded():
     x = np.arange(10.0)
     assert np.array_equal(resampled_means(x, 50, 3), resampled_means(x, 50, 3))
+
+
+def _rows(seed: int, rows: int, size: int) -> np.ndarray:
+    """Values of many magnitudes, so that any other order of adding them rounds apart."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(rows, size)) * 10.0 ** rng.integers(-6, 7, size=(rows, size))
+
+
+def _means_alone(values: np.ndarray, n: int, seed: int, chunk: int) -> np.ndarray:
+    """One row's resampled means the plain way: each chunk of draws indexed and averaged."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(n)
+    step = max(1, chunk // len(values))
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        out[start:stop] = values[rng.integers(0, len(values), size=(stop - start,
+                                                                    len(values)))].mean(axis=1)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 5), st.integers(1, 90), st.integers(1, 300),
+       st.sampled_from([7, 500, bootstrap.CHUNK]))
+def test_resampled_means_of_rows_equal_each_row_alone_to_the_bit(seed, rows, size, n, chunk):
+    """``resampled_means`` of many rows at once (in chunks of draws and of rows of any size)
+    is, row by row and bit for bit, the plain indexing of one row alone with the same draws."""
+    x = _rows(seed, rows, size)
+    saved, bootstrap.CHUNK = bootstrap.CHUNK, chunk
+    try:
+        many, one = resampled_means(x, n, seed), resampled_means(x[0], n, seed)
+    finally:
+        bootstrap.CHUNK = saved
+    assert many.shape == (rows, n)
+    assert np.array_equal(one, _means_alone(x[0], n, seed, chunk))
+    for r in range(rows):
+        assert np.array_equal(many[r], _means_alone(x[r], n, seed, chunk)), r
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 5), st.integers(1, 90), st.integers(2, 300),
+       st.sampled_from([0.5, 0.9, 0.95]))
+def test_percentile_intervals_of_rows_equal_each_bootstrap_ci_to_the_bit(seed, rows, size, n,
+                                                                          level):
+    """``percentile_cis`` of many rows is, field by field and bit for bit, ``bootstrap_ci``
+    of each row alone."""
+    x = _rows(seed, rows, size)
+    assert percentile_cis(x, level, n, seed) == [bootstrap_ci(v, level, n, seed) for v in x]
 
 
 def test_trials_beyond_the_cap_are_refused_at_once_not_run_for_hours(tmp_path, capsys):

@@ -91,7 +91,8 @@ def register(sub) -> None:
     common.add_digits(p, kept="json keeps full precision; so does csv, but for its "
                                 "intervals (4 decimals) and worth (an integer)")
     common.add_quiet(p)
-    p.set_defaults(func=run)
+    # a few small products: BLAS threads that spin between them cost CPU, not save time
+    p.set_defaults(func=run, blas_idle=True)
 
 
 def run(args) -> int:

@@ -58,11 +58,12 @@ def grades_of(qrels: Qrels) -> dict[tuple[str, str], int]:
     return {(q, d): g for q, d, g in qrels}
 
 
-def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure: Measure
-                 ) -> np.ndarray:
+def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure: Measure,
+                 top: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Weight of each pair in a linear measure of the run (0 outside its top k), divided
     later by the number of queries: DCG@k 1/log2(rank+1), P@k 1/k, RBP@k (1-p) p^(rank-1).
-    Many runs against one list of pairs: pass it as a ``PairIndex``, indexed once."""
+    Many runs against one list of pairs: pass it as a ``PairIndex``, indexed once; ``top``:
+    the run's ``top_k`` at the measure's cutoff, where found already."""
     k = measure.cutoff
     if measure.name not in PAIR_MEASURES or k is None or measure.param("judged_only") is True \
             or (measure.name == "RBP" and measure.param("residual")):
@@ -71,7 +72,7 @@ def pair_weights(run: Run, pairs: Sequence[tuple[str, str]] | PairIndex, measure
                          f"normaliser, and nDCG@k is a ratio of estimates); draw a "
                          f"query-level sample (--design srs-queries) for it")
     index = pairs if isinstance(pairs, PairIndex) else PairIndex(pairs)
-    ranks = index.ranks(*top_k(run, int(k)))
+    ranks = index.ranks(*(top if top is not None else top_k(run, int(k))))
     if measure.name == "DCG":
         at = ranks.astype(np.int64)
         return np.where(at > 0, kernels.discount(int(k))[np.maximum(at, 1) - 1], 0.0)
@@ -224,8 +225,11 @@ def pair_cells(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run],
     for m in parsed:
         top_gain = gain(np.array([GRADE_MAX]), m)[0]
         for run in runs:
-            w_pop = pair_weights(run, pop_index, m)
-            w_items = pair_weights(run, item_index, m)
+            # the run's top k, found once for both lists (a measure without a cutoff is
+            # refused by pair_weights)
+            top = top_k(run, int(m.cutoff)) if m.cutoff and m.cutoff >= 1 else None
+            w_pop = pair_weights(run, pop_index, m, top)
+            w_items = pair_weights(run, item_index, m, top)
             cell = cells[(run.name, str(m))]
             cell["a"] = w_items * gain(h_grades, m)
             cell["b"] = w_items * gain(j_grades, m)

@@ -106,6 +106,14 @@ def moments(a: np.ndarray, b: np.ndarray, stratum: np.ndarray, strata: int) -> M
                    sums(a), sums(b), sums(a * a), sums(b * b), sums(a * b))
 
 
+def stratum_counts(mask: np.ndarray, stratum: np.ndarray, strata: int) -> np.ndarray:
+    """Per stratum, how many units a boolean ``mask`` (..., n) holds, as floats (..., H):
+    the one-hot matrix product's whole numbers, counted instead (no float copy of the mask,
+    and no BLAS call whose threads cost more than the product)."""
+    return np.stack([np.count_nonzero(mask[..., stratum == h], axis=-1)
+                     for h in range(strata)], axis=-1).astype(np.float64)
+
+
 def squared(x: np.ndarray | float) -> np.ndarray:
     """x ** 2 as C's pow rounds it, one number at a time whatever x's shape: numpy squares
     an array (not a scalar) by other means, which can differ in the last bit, and a
@@ -316,6 +324,16 @@ def take(e: Estimate, k: int) -> Estimate:
                              np.broadcast_to(getattr(e, f), np.shape(e.value))[k]
                              for f in Estimate.__dataclass_fields__}
     return Estimate(**taken)
+
+
+def unstack(e: Estimate) -> list[Estimate]:
+    """``take`` of each of estimates vectorised over one axis, in order (each field
+    broadcast once, not once per estimate)."""
+    shape = np.shape(e.value)
+    columns = {f: np.broadcast_to(getattr(e, f), shape) for f in Estimate.__dataclass_fields__
+               if f != "level"}
+    return [Estimate(**{f: v[k] for f, v in columns.items()}, level=e.level)
+            for k in range(shape[0])]
 
 
 def where(condition: np.ndarray, e: Estimate, otherwise: Estimate) -> Estimate:

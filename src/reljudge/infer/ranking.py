@@ -11,8 +11,8 @@ superiors are all placed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -92,8 +92,33 @@ class Ranking:
                          for r in self.runs]
 
     def to_json(self) -> dict:
-        """The ranking as plain data (for ``--json``)."""
-        return asdict(self)
+        """The ranking as plain data (for ``--json``): ``dataclasses.asdict``'s dict, built
+        without its deep copy of each field of each of the R(R-1)/2 pairs."""
+        return _plain(self)
+
+
+def _plain(obj: Any) -> dict:
+    """``asdict`` of a dataclass whose fields are dataclasses, lists of dataclasses or of
+    immutable values, and immutable values: each dict and list new, the values shared."""
+    out = {}
+    for name in _field_names(type(obj)):
+        v = getattr(obj, name)
+        if isinstance(v, list):
+            v = [_plain(x) if is_dataclass(x) else x for x in v]
+        elif is_dataclass(v):
+            v = _plain(v)
+        out[name] = v
+    return out
+
+
+#: each dataclass's field names, found once
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    if cls not in _FIELD_NAMES:
+        _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return _FIELD_NAMES[cls]
 
 
 def supported_orders(difference: np.ndarray, p_holm: np.ndarray, alpha: float) -> np.ndarray:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -260,12 +261,13 @@ def ndcg_under(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, k: int,
     ideal = relevant = None
     model = grade_model(frame, w)
     # PPI, then human-only (Horvitz-Thompson counts, no model)
+    tops = run_tops(frame, w, run_weights)
     for m in (model, None):
         counts = (cell_counts(frame, w, m) if m is not None else
                   totals(frame, w, np.ones((1, len(frame.query))), np.eye(N_GRADES),
                          None)[:, 0])
         best = ideal_dcg(counts, k, gains, seen)
-        out.append(pooled_ratio(frame, w, run_weights, gains, m, best))
+        out.append(pooled_ratio(frame, w, run_weights, gains, m, best, tops))
         if ideal is None:
             ideal, relevant = best, counts[0, :, 1:].sum(axis=-1)
     assert ideal is not None and relevant is not None
@@ -286,27 +288,53 @@ def cell_counts(frame: PairFrame, w: np.ndarray, model: np.ndarray) -> np.ndarra
     return np.einsum("qj,bqjg->bqg", pooled, share)
 
 
+@dataclass(frozen=True)
+class RunTops:
+    """What ``pooled_ratio`` reads of the runs' rank weights (R, P) under the sampled pairs'
+    weights w (B, n), the same for the PPI and the human-only estimator: computed once."""
+
+    # (R, Q, J) the runs' pooled weights per query and judge grade
+    pool: np.ndarray
+    # (n, R * J) each sampled pair's weight in each run, in its judge grade's column
+    top: np.ndarray
+    # (B, R * J) the weights w of each run's top-k sampled pairs per judge grade
+    den: np.ndarray
+    # (R, J) each run's top-k pooled pairs per judge grade
+    size: np.ndarray
+
+
+def run_tops(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray) -> RunTops:
+    """``RunTops`` of the runs' rank weights (R, P) under w (B, n)."""
+    top = run_weights[:, frame.sampled, None] * _onehot(frame.judge[frame.sampled], N_GRADES)
+    return RunTops(_by_query_judge(frame, run_weights), np.hstack(list(top)),
+                   w @ np.hstack(list(top > 0)),
+                   ppi.stratum_counts(run_weights > 0, frame.judge, N_GRADES))
+
+
 def pooled_ratio(frame: PairFrame, w: np.ndarray, run_weights: np.ndarray, gains: np.ndarray,
-                 model: np.ndarray | None, ideal: np.ndarray) -> np.ndarray:
+                 model: np.ndarray | None, ideal: np.ndarray, tops: RunTops | None = None
+                 ) -> np.ndarray:
     """The mean over queries of DCG@k_q / ideal_q for each run, (B, R): each pooled pair's
     predicted gain over its query's ideal, plus per judge grade the run's top-k pairs times
     the design-weighted mean residual of its sampled pairs there (post-stratified by the
     run's top k and the judge's grade: a pair in the top k of one query borrows from the
-    others)."""
+    others). ``tops``: ``run_tops`` of these weights, where computed already."""
     with np.errstate(divide="ignore"):
         inv = np.where(ideal > 0, 1.0 / np.where(ideal > 0, ideal, 1.0), 0.0)
     e = model @ gains if model is not None else np.zeros((len(w), N_GRADES))
     qs, js = frame.query[frame.sampled], frame.judge[frame.sampled]
-    pool = _by_query_judge(frame, run_weights)
-    out = np.einsum("rqj,bj,bq->br", pool, e, inv)
+    t = tops or run_tops(frame, w, run_weights)
+    if model is None and np.isfinite(inv).all() and (t.pool >= 0).all():
+        # every prediction is 0, and so is each product of the sum (+0: its other factors
+        # are finite and not negative)
+        out = np.zeros((len(w), len(run_weights)))
+    else:
+        out = np.einsum("rqj,bj,bq->br", t.pool, e, inv)
     resid = w * (gains[frame.human][None] - e[:, js]) * inv[:, qs]
-    top = run_weights[:, frame.sampled, None] * _onehot(js, N_GRADES)
     # (B, R * J): per run and judge grade
-    num = resid @ np.hstack(list(top))
-    den = w @ np.hstack(list(top > 0))
-    size = (run_weights > 0).astype(np.float64) @ _onehot(frame.judge, N_GRADES)
-    mean = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
-    out += (mean * size.ravel()).reshape(len(w), len(run_weights), N_GRADES).sum(axis=-1)
+    num = resid @ t.top
+    mean = np.where(t.den > 0, num / np.where(t.den > 0, t.den, 1.0), 0.0)
+    out += (mean * t.size.ravel()).reshape(len(w), len(run_weights), N_GRADES).sum(axis=-1)
     return out / frame.queries
 
 
@@ -389,8 +417,15 @@ def _corrected(first: float, mean: float | None, sd: float | None, level: float,
         return first, first, first, 0.0
     value = 2 * first - mean
     se = max(sd, floor)
-    half = float(special.stdtrit(df, 0.5 + level / 2)) * se
+    half = _t_quantile(df, level) * se
     return value, value - half, value + half, se
+
+
+@cache
+def _t_quantile(df: float, level: float) -> float:
+    """The two-sided ``level`` quantile of Student's t on ``df`` degrees of freedom (every
+    estimate of a sample shares it: computed once)."""
+    return float(special.stdtrit(df, 0.5 + level / 2))
 
 
 def uncertain_ideals(frame: PairFrame, ideal: np.ndarray, relevant: np.ndarray,
@@ -497,7 +532,9 @@ class RatioDesign:
         j = np.array([0 if k is None else k for k in second], dtype=np.int64)
 
         def columns(x: np.ndarray) -> np.ndarray:
-            return x[:, i] - x[:, j] if all(paired) else x[:, i] - 0.0
+            # whole rows of x's transpose gathered, laid out as the reductions read them
+            rows = np.ascontiguousarray(x.T)
+            return (rows[i] - rows[j] if all(paired) else rows[i] - 0.0).T
 
         floors = [(0.0, 0.0)] * len(pairs)
         if jk is not None:

@@ -26,7 +26,6 @@ from reljudge.infer.cells import (
     Design,
     RunEstimate,
     check_in_pool,
-    difference_cell,
     difference_domain,
     estimates,
     grades_of,
@@ -40,7 +39,7 @@ from reljudge.infer.favours import TOP
 from reljudge.infer.ranges import difference_range, measure_range
 from reljudge.infer.sample import small_sample_warning
 from reljudge.labels import Sample
-from reljudge.metrics import evaluate, parse_measure
+from reljudge.metrics import evaluate, evaluate_many, parse_measure
 from reljudge.metrics.measures import Measure
 from reljudge.pool import PairIndex
 from reljudge.tables import Interval
@@ -91,8 +90,8 @@ def estimate_runs(sample: Sample, judge: Qrels, human: Qrels, runs: Sequence[Run
     unknown = [q for q in sampled_q if q not in set(queries)]
     if unknown:
         raise InputError(f"sampled query {unknown[0]} has no judge labels")
-    cells: Cells = {(run.name, str(m)): {"llm": _per_query(judge, run, m, queries)}
-                    for m in parsed for run in runs}
+    cells: Cells = {(name, str(m)): {"llm": values} for m in parsed
+                    for name, values in _per_query_many(judge, runs, m, queries).items()}
     design: Design
     if sample.unit == "pair":
         check_in_pool(sample, judge, runs, parsed)
@@ -155,9 +154,9 @@ def _query_design(sample: Sample, human: Qrels, runs: Sequence[Run], parsed: Seq
                                  if q in set(sampled_q)})
     for m in parsed:
         low, high = measure_range(m)
-        for run in runs:
-            cell = cells[(run.name, str(m))]
-            cell["human"] = _per_query(human_sub, run, m, sampled_q)
+        for name, values in _per_query_many(human_sub, runs, m, sampled_q).items():
+            cell = cells[(name, str(m))]
+            cell["human"] = values
             # a query's value can lie anywhere in the range
             if np.isfinite(high - low):
                 cell["spread"] = high - low
@@ -199,9 +198,8 @@ class _PairDesign:
         (j None: the run alone), the same numbers; and each one's sampled pairs in the top
         k (either run's)."""
         tops = [self.in_top[(n, str(m))] for n in names]
-        counts = [int((tops[i][0] if j is None else tops[i][0] | tops[j][0]).sum())
-                  for i, j in pairs]
         if all(j is None for _, j in pairs):
+            counts = [int(tops[i][0].sum()) for i, _ in pairs]
             return self._runs(cells, names, m, [i for i, _ in pairs], tops), counts
         if any(j is None for _, j in pairs):
             raise ValueError("batch: pairs of runs and runs alone go in separate calls")
@@ -214,14 +212,22 @@ class _PairDesign:
         codes = codes.astype(np.min_scalar_type(int(codes.max(initial=0))))
         first = np.array([i for i, _ in pairs], dtype=np.int64)
         second = np.array([j for _, j in pairs], dtype=np.int64)
+        items = np.stack([top[0] for top in tops])
+        counts = np.count_nonzero(items[first] | items[second], axis=-1).tolist()
         chunk = max(1, DIFFERENCE_CELLS // max(1, weights.shape[-1]))
+        # the codes of each design stratum's pooled pairs, compared stratum by stratum: the
+        # counts of _domain_sizes without the whole comparison's copy
+        by_stratum = (None if self.pop_strata is None else
+                      [codes[:, self.pop_strata == h] for h in range(len(self.sizes))])
         parts = []
         for at in range(0, len(pairs), chunk):
             i, j = first[at:at + chunk], second[at:at + chunk]
             dcell = {f: v[i] - v[j] for f, v in stacked.items()}
             dcell["spread"] = stacked["spread"][i] + stacked["spread"][j]
-            parts.append(self._in_domain(dcell, dcell["w"] != 0,
-                                         self._strata_counts(codes[i] != codes[j]), m, True))
+            dsize = None if by_stratum is None else np.stack(
+                [np.count_nonzero(c[i] != c[j], axis=-1) for c in by_stratum],
+                axis=-1).astype(np.float64)
+            parts.append(self._in_domain(dcell, dcell["w"] != 0, dsize, m, True))
         return ppi.concatenate(parts), counts
 
     def _domain_sizes(self, popd: np.ndarray) -> np.ndarray | None:
@@ -229,15 +235,7 @@ class _PairDesign:
         None where there are no post-strata."""
         if self.pop_strata is None:
             return None
-        pop_onehot = self.pop_strata[:, None] == np.arange(len(self.sizes))[None, :]
-        return popd.astype(np.float64) @ pop_onehot
-
-    def _strata_counts(self, popd: np.ndarray) -> np.ndarray | None:
-        """``_domain_sizes`` by counting (the same whole numbers, without a float copy)."""
-        if self.pop_strata is None:
-            return None
-        return np.stack([np.count_nonzero(popd[:, self.pop_strata == h], axis=-1)
-                         for h in range(len(self.sizes))], axis=-1).astype(np.float64)
+        return ppi.stratum_counts(popd, self.pop_strata, len(self.sizes))
 
     def _runs(self, cells: Cells, names: Sequence[str], m: Measure, which: Sequence[int],
               tops: Sequence[tuple[np.ndarray, np.ndarray]]) -> ppi.Estimate:
@@ -262,8 +260,7 @@ class _PairDesign:
         # a and b are 0 outside the top k: the domain's sums are the sample's, its counts
         # are the sampled pairs in the top k
         whole = ppi.moments(cell["a"], cell["b"], self.item_strata, len(self.sizes))
-        onehot = self.item_strata[:, None] == np.arange(len(self.sizes))[None, :]
-        dom = replace(whole, n=items.astype(np.float64) @ onehot)
+        dom = replace(whole, n=ppi.stratum_counts(items, self.item_strata, len(self.sizes)))
         # a P@k difference's pairs are worth -1/k, 0 or 1/k: a post-stratum of a few sampled
         # pairs is often all of one value, whose zero variance would decide the sign
         e, usable = ppi.post_stratified(dom, dsize, np.asarray(cell["b_total"]),
@@ -363,7 +360,7 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
                    ) -> tuple[list[RunEstimate], list[RunEstimate], dict[str, ppi.Estimate]]:
     """Each run's row and each run-minus-baseline row, LLM-only intervals bootstrapped; and
     per measure the runs' estimates behind their rows, vectorised over the runs."""
-    from reljudge.stats import bootstrap_ci
+    from reljudge.stats.bootstrap import percentile_cis
 
     rows, diffs, by_measure = [], [], {}
     names = [r.name for r in runs]
@@ -376,19 +373,23 @@ def _estimate_rows(design: Design, cells: Cells, sample: Sample, runs: Sequence[
         by_measure[str(m)] = own
         de, de_k = (estimates(design, cells, names, m, [(i, b) for i in others]) if others
                     else (None, []))
+        own_each, de_each = ppi.unstack(own), ppi.unstack(de) if de is not None else []
+        # the LLM-only intervals of every run and every run minus the baseline at once
+        llm = np.stack([cells[(n, str(m))]["llm"] for n in names])
+        boots = percentile_cis(llm, level, bootstrap, seed)
+        dboots = dict(zip(others, percentile_cis(llm[others] - llm[b], level, bootstrap, seed)
+                          if others else [], strict=True))
         for i, run in enumerate(runs):
-            cell = cells[(run.name, str(m))]
-            boot = bootstrap_ci(cell["llm"], level, bootstrap, seed)
-            e, k = ppi.take(own, i), own_k[i]
+            boot = boots[i]
+            e, k = own_each[i], own_k[i]
             rows.append(_row(run.name, str(m), boot.mean, boot.low, boot.high, e, None, k,
                              _warning(e, _small(sample.unit, k, m.cutoff, queries,
                                                 by_ratio=by_ratio)),
                              measure_range(m)))
             if de is None or i == b:
                 continue
-            dcell = difference_cell(cell, cells[(base, str(m))])
-            dboot = bootstrap_ci(dcell["llm"], level, bootstrap, seed)
-            d, k = ppi.take(de, at[i]), de_k[at[i]]
+            dboot = dboots[i]
+            d, k = de_each[at[i]], de_k[at[i]]
             diffs.append(_row(f"{run.name} - {base}", str(m), dboot.mean, dboot.low,
                               dboot.high, d, float(d.p_value()), k,
                               _warning(d, _small(sample.unit, k, m.cutoff, queries, True,
@@ -401,7 +402,25 @@ def _per_query(qrels: Qrels, run: Run, measure: Measure, queries: Sequence[str]
                ) -> np.ndarray:
     """The run's value of ``measure`` on each of ``queries`` (0 where it has none)."""
     ev = evaluate(qrels, run, [measure], all_queries=True)
-    vals = dict(zip(ev.query_ids, ev.scores[:, 0].tolist(), strict=True))
+    return _on_queries(ev.query_ids, ev.scores[:, 0], queries)
+
+
+def _per_query_many(qrels: Qrels, runs: Sequence[Run], measure: Measure,
+                    queries: Sequence[str]) -> dict[str, np.ndarray]:
+    """``_per_query`` of each run, by run name (of runs sharing a name, the last one's):
+    the runs evaluated together, each one's values bit for bit its own evaluation's
+    (``metrics.evaluate_many``)."""
+    out = {}
+    evaluated = evaluate_many(qrels, runs, [measure], all_queries=True).values()
+    for run, ev in zip(runs, evaluated, strict=True):
+        out[run.name] = _on_queries(ev.query_ids, ev.scores[:, 0], queries)
+    return out
+
+
+def _on_queries(query_ids: Sequence[str], values: np.ndarray, queries: Sequence[str]
+                ) -> np.ndarray:
+    """The values of ``query_ids`` on ``queries``, 0 where a query has none."""
+    vals = dict(zip(query_ids, values.tolist(), strict=True))
     return np.array([vals.get(q, 0.0) for q in queries])
 
 
@@ -459,8 +478,10 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
     """One row, every value and interval end clipped to the measure's range ``bounds`` (a
     clipped interval covers the truth whenever the unclipped one did); an interval wholly
     outside the range (it missed) becomes the whole range, and the warning says so."""
+    low_end, high_end = float(bounds[0]), float(bounds[1])
+
     def c(v: float | np.ndarray) -> float:
-        return float(np.clip(float(v), *bounds))
+        return clip(float(v), low_end, high_end)
 
     said = [warning] if warning else []
     ends: list[float] = []
@@ -475,6 +496,15 @@ def _row(name: str, measure: str, llm: float, lo: float, hi: float, e: ppi.Estim
                        c(e.value), ends[2], ends[3], float(e.lam), int(e.n),
                        float(e.effective_n), p, informative, "; ".join(said) or None,
                        bool(np.all(e.exact)))
+
+
+def clip(x: float, low: float, high: float) -> float:
+    """``float(np.clip(x, low, high))`` of one number (bounds not nan), without numpy's
+    call: nan stays nan, and x equal to a bound is kept (its sign of zero too)."""
+    if x != x:
+        return x
+    x = x if x >= low else low
+    return x if x <= high else high
 
 
 def estimate_table(items: Sequence[RunEstimate], level: float = 0.95, with_p: bool = False,

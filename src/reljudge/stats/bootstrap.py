@@ -29,16 +29,25 @@ class Interval:
 
 
 def resampled_means(values: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """Means of n bootstrap resamples of the values (with replacement), seeded."""
+    """Means of n bootstrap resamples of the values (with replacement), seeded, (..., n):
+    values with leading axes are resampled row by row with the same draws, each row's means
+    bit for bit its means alone."""
     rng = np.random.default_rng(seed)
-    size = len(values)
-    out = np.empty(n)
+    size = np.shape(values)[-1]
+    rows = np.reshape(values, (-1, size))
+    out = np.empty((len(rows), n))
+    # the draws come in the chunks one row alone takes: the stream depends on them
     step = max(1, CHUNK // max(1, size))
     for start in range(0, n, step):
         stop = min(n, start + step)
         idx = rng.integers(0, size, size=(stop - start, size))
-        out[start:stop] = values[idx].mean(axis=1)
-    return out
+        # rows gathered at once, at most CHUNK values; ``take`` lays each resample out
+        # contiguously, so that its mean adds up as a row's alone does
+        block = max(1, CHUNK // idx.size)
+        for at in range(0, len(rows), block):
+            out[at:at + block, start:stop] = np.take(rows[at:at + block], idx,
+                                                     axis=-1).mean(axis=-1)
+    return out.reshape(np.shape(values)[:-1] + (n,))
 
 
 def resample_weights(units: int, n: int, seed: int) -> np.ndarray:
@@ -58,6 +67,23 @@ def percentile_ci(values: np.ndarray, level: float) -> tuple[float, float] | Non
         return None
     lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
     return float(np.percentile(ok, lo)), float(np.percentile(ok, hi))
+
+
+def percentile_cis(values: ArrayLike, level: float = 0.95, n: int = 1000, seed: int = 0
+                   ) -> list[Interval]:
+    """``bootstrap_ci`` (percentile) of each row of ``values`` (R, queries) at once: one
+    resampling of the queries for every row (each row's own seeded draws are the same),
+    bit for bit each row's interval alone."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.shape[-1] == 0:
+        raise InputError("no values to bootstrap (no queries were scored)")
+    boots = resampled_means(x, n, seed)
+    se = boots.std(ddof=1, axis=-1) if n > 1 else np.zeros(len(x))
+    alpha = (1 - level) / 2
+    low, high = np.quantile(boots, [alpha, 1 - alpha], axis=-1)
+    return [Interval(mean, s, lo, hi, level, "percentile") for mean, s, lo, hi in
+            zip(x.mean(axis=-1).tolist(), se.tolist(), low.tolist(), high.tolist(),
+                strict=True)]
 
 
 def bootstrap_ci(values: ArrayLike, level: float = 0.95, n: int = 1000, seed: int = 0,
