@@ -47,8 +47,11 @@ def do_stats(args) -> int:
         standing = store.standing_ids()  # read once for the counts, the merge and the team
         step("counting each source's labels")
         sources = store.sources(standing)
-        history = store.failures()
-        current = store.current_failures()
+        # the failed judgments are counted with the sources; and with no failure nor undo
+        # (an event without a grade) no judgment can have failed last: neither reads the
+        # events again
+        history = sum(s.failed for s in sources)
+        current = store.current_failures() if any(s.events > s.ok for s in sources) else []
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
@@ -76,7 +79,7 @@ def do_stats(args) -> int:
     if args.format == "json":
         print(json_dumps({"sources": [s.__dict__ for s in sources],
                           "failures": {"current": len(current), "current_by_kind": dict(by_kind),
-                                       "current_examples": example, "history": len(history)},
+                                       "current_examples": example, "history": history},
                           "spend": [{"source": n, "jobs": r, "calls": c, "tokens_in": ti,
                                      "tokens_out": to, "cost": cost}
                                     for n, r, c, ti, to, cost in spend],
@@ -101,7 +104,7 @@ def do_stats(args) -> int:
     gap = "\n" if fmt == "markdown" else ""
     print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
           "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
-    print(f"failed judgments in the history (later answered ones included): {len(history)}")
+    print(f"failed judgments in the history (later answered ones included): {history}")
     print(f"stale labels (given to query or passage texts changed since): {len(stale)}"
           + "".join(f"\n  {n:>6}  {k}" for k, n in sorted(stale_by_kind.items())))
     if merged.stale_note():
