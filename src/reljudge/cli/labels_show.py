@@ -33,6 +33,7 @@ def do_sources(args) -> int:
 def do_stats(args) -> int:
     """Sources, failures, coverage."""
     from collections import Counter
+    from concurrent.futures import ThreadPoolExecutor
 
     from reljudge.cli.annotators_view import annotator_report, annotator_text
     from reljudge.grades import SCALE
@@ -44,9 +45,14 @@ def do_stats(args) -> int:
     with open_store(args) as store, steps(5, args.quiet) as step:
         policy = store.resolve_policy(args.policy, "--policy source=")
         step("reading the grades")
-        standing = store.standing_ids()  # read once for the counts, the merge and the team
+        # the sources' counts are a pass over every event of their own: made on a second
+        # connection while this one reads the grades (both databases run them side by side)
+        with ThreadPoolExecutor(1) as apart:
+            counting = apart.submit(_source_counts, args)
+            standing = store.standing_ids()  # read once for the counts, the merge and the team
+            counts = counting.result()
         step("counting each source's labels")
-        sources = store.sources(standing)
+        sources = store.sources(standing, counts)
         # the failed judgments are counted with the sources; and with no failure nor undo
         # (an event without a grade) no judgment can have failed last: neither reads the
         # events again
@@ -122,6 +128,12 @@ def do_stats(args) -> int:
     print(render(["qid", "judged", "pooled", "share"],
                  [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")
     return 0
+
+
+def _source_counts(args) -> dict[int, tuple]:
+    """``source_counts()`` of the store of ``args``, read on a connection of its own."""
+    with open_store(args) as store:
+        return store.source_counts()
 
 
 def _coverage_line(summary: dict, rows: str, digits: int) -> str:

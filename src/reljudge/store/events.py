@@ -460,12 +460,18 @@ class EventLog(Texts):
                 if undone.get(tuple(key), -1) > eid]
         return np.delete(rows, gone, axis=0)
 
-    def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
-        """Counts, grade distribution, tokens and cost of every source (retracted grades and
-        the undo events themselves are neither ok nor failed); ``standing``:
-        ``standing_ids()`` when the caller has read them already."""
-        counts = {row[0]: row[1:] for row in self.conn.execute(
+    def source_counts(self) -> dict[int, tuple]:
+        """{source id: (events, grades, failed judgments, cost, tokens in, tokens out)} of
+        each source with events: the pass over every event ``sources`` makes."""
+        return {row[0]: row[1:] for row in self.conn.execute(
             f"SELECT source, {_SOURCE_COUNTS} FROM events GROUP BY source", (RETRACTED,))}
+
+    def sources(self, standing: np.ndarray | None = None,
+                counts: dict[int, tuple] | None = None) -> list[SourceStats]:
+        """Counts, grade distribution, tokens and cost of every source (retracted grades and
+        the undo events themselves are neither ok nor failed); ``standing`` and ``counts``:
+        ``standing_ids()`` and ``source_counts()`` when the caller has read them already."""
+        counts = self.source_counts() if counts is None else counts
         grades: dict[int, dict[int, int]] = {}
         if standing is None:
             found = self.conn.execute(
