@@ -8,14 +8,18 @@
     python bench/store.py --estimate --runs 63  # `estimate` of a track (63 runs, one sample)
     python bench/store.py --estimate --repeat 5 --against OLD/src --markdown  # two commits
     python bench/store.py --writer-events 0 --against /tmp/old/src --markdown
+    python bench/store.py --writer-events 0 --annotators 2   # two people grade each pair
 
 Rows, for each backend:
 - import: two qrels files (human and LLM labels of the same pairs) through ``labels import``'s
-  code path, one writer, one transaction per file;
+  code path, one writer, one transaction per file; ``--annotators N``: the human half of the
+  events is N people's, each grading the same pairs (the others giving the first's grade but
+  for a random one a sixth of the time), a file each: ``labels stats`` reports their agreement;
 - merge + export: ``merge("human-first")`` over every event and the merged qrels written out;
 - labels stats, labels merge --out: the commands as a user runs them (``python -m reljudge``,
-  a whole process each), median of ``--repeat``; ``--against SRC``: the same commands with
-  reljudge imported from SRC (another commit's src folder) beside them, taking turns;
+  a whole process each, its modules compiled beforehand as an installed package's are),
+  median of ``--repeat``; ``--against SRC``: the same commands with reljudge imported from
+  SRC (another commit's src folder) beside them, taking turns;
 - 1 writer and 4 writers: separate processes appending LLM label events, all started at once,
   each committing ``--writer-batch`` events a transaction: 64 by default, the batches a labeller
   commits its answers in (every 64 answers, or every second when fewer came); 1 is a person
@@ -88,9 +92,11 @@ def writers(location: str, count: int, n: int, batch: int) -> float:
     return max(ends) - t0
 
 
-def run(location: str, files: list[Path], out: Path, server_cpu) -> dict[str, tuple]:
+def run(location: str, files: list[tuple[Path, str, str]], out: Path, server_cpu
+        ) -> dict[str, tuple]:
     """Import, merge and export on one backend; {step: (events, wall s, CPU s)}
-    (``server_cpu()``: the database server's CPU seconds so far, 0 when not ours)."""
+    (``files``: (path, kind, source name) of each; ``server_cpu()``: the database server's CPU
+    seconds so far, 0 when not ours)."""
     rows: dict[str, tuple] = {}
     store = LabelStore(location)
     own = server_cpu
@@ -101,11 +107,11 @@ def run(location: str, files: list[Path], out: Path, server_cpu) -> dict[str, tu
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             return own() + sum(int(x) for x in fields[11:13]) / os.sysconf("SC_CLK_TCK")
     t, cpu = time.perf_counter(), time.process_time() + server_cpu()
-    for f in files:
-        import_labels(store, f, f.stem, f.stem)
+    for f, kind, name in files:
+        import_labels(store, f, kind, name)
     n = store.count()
-    rows["import (2 files, 1 writer)"] = (n, time.perf_counter() - t,
-                                          time.process_time() + server_cpu() - cpu)
+    rows[f"import ({len(files)} files, 1 writer)"] = (n, time.perf_counter() - t,
+                                                      time.process_time() + server_cpu() - cpu)
     t, cpu = time.perf_counter(), time.process_time() + server_cpu()
     merged = store.merge("human-first")
     write_qrels(merged.qrels, out)
@@ -124,7 +130,14 @@ def command_rows(location: str, n: int, tmp: Path, repeat: int, against: str | N
                  server_cpu) -> dict[str, tuple]:
     """{step: (events, median wall s, median CPU s)} of each of COMMANDS on the store at
     ``location``, with reljudge from SRC beside (``against``), taking turns."""
+    import compileall
+
+    import reljudge
+
     sources = {"": None} | ({" (against)": against} if against else {})
+    for src in (Path(reljudge.__file__).parent, against):  # as an installed one is
+        if src:
+            compileall.compile_dir(src, quiet=1)
     times: dict[str, list[tuple[float, float]]] = {}
     for _ in range(repeat):
         for step, args in COMMANDS:
@@ -228,11 +241,34 @@ def estimate(args: argparse.Namespace) -> None:
                                         args.markdown))
 
 
+def _label_files(tmp: Path, half: int, queries: int, annotators: int,
+                 rng: np.random.Generator) -> list[tuple[Path, str, str]]:
+    """(path, kind, source name) of the qrels files to import: ``half`` LLM labels, and
+    ``half`` human labels by ``annotators`` people grading the same pairs (the others give the
+    first's grade, but for a random one a sixth of the time: they agree on most)."""
+    pairs = half // annotators
+    first = rng.integers(0, 4, pairs)
+    made = []
+    for k in range(annotators):
+        grades = first if k == 0 else np.where(rng.random(pairs) < 1 / 6,
+                                               rng.integers(0, 4, pairs), first)
+        made.append((tmp / f"human{k or ''}.qrels", grades, "human",
+                     "human" if annotators == 1 else f"annotator-{k + 1}"))
+    made.append((tmp / "llm.qrels", rng.integers(0, 4, half), "llm", "llm"))
+    for f, grades, _, _ in made:
+        with open(f, "w") as out:
+            out.writelines(f"q{i % queries} 0 doc{i} {g}\n" for i, g in enumerate(grades.tolist()))
+    return [(f, kind, name) for f, _, kind, name in made]
+
+
 def main() -> None:
     """Generate the files, run each backend, print one table."""
     p = parser(__doc__)
     p.add_argument("--events", type=int, default=1_000_000, help="events imported (default 1M)")
     p.add_argument("--queries", type=int, default=5_000)
+    p.add_argument("--annotators", type=int, default=1,
+                   help="people whose human labels these are, each grading the same pairs "
+                        "(default 1)")
     p.add_argument("--writer-events", type=int, default=2_500,
                    help="events each concurrent writer appends (default 2,500; 0: no writers "
                         "rows)")
@@ -276,12 +312,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        files = [tmp / "human.qrels", tmp / "llm.qrels"]
-        for f in files:
-            grades = rng.integers(0, 4, half)
-            with open(f, "w") as out:
-                out.writelines(f"q{i % args.queries} 0 doc{i} {g}\n"
-                               for i, g in enumerate(grades.tolist()))
+        files = _label_files(tmp, half, args.queries, args.annotators, rng)
         try:
             for backend in backends:
                 if backend == "sqlite":
@@ -321,7 +352,9 @@ def main() -> None:
                          f"{seconds / base[1]:.2f}x" if base and backend != "sqlite" else ""])
     print(table(["backend", "step", "events", "wall s", "CPU s", "events/s", "time vs sqlite"],
                 rows, args.markdown, left=2, caption=f"median of {args.repeat} runs of each "
-                                                     f"row, the backends taking turns"))
+                                                     f"row, the backends taking turns"
+                + (f"; the human labels by {args.annotators} annotators, each grading the "
+                   f"same pairs" if args.annotators > 1 else "")))
 
 if __name__ == "__main__":
     main()

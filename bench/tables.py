@@ -48,6 +48,8 @@ BENCHES: dict[str, tuple[list[str], list[str], tuple[str, ...]]] = {
     "store-writers": (["bench/store.py", "--events", "100000", "--repeat", "5"],
                       ["--events", "2000", "--writer-events", "100", "--repeat", "1"],
                       ("docs/benchmarks.md",)),
+    "store-million": (["bench/store.py", "--writer-events", "0", "--repeat", "3"],
+                      ["--events", "20000", "--repeat", "1"], ("docs/benchmarks.md",)),
 }
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sklearn import metrics
 
 from reljudge.audit.annotators import team_agreement
-from reljudge.labels import LabelEvent
+from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
 from tests.strategies import event
 
@@ -158,3 +158,110 @@ def test_the_report_from_the_stores_ids_equals_the_report_from_standing_rows(tmp
         assert len(columns.event) == len(rows)
         assert team_agreement_of(columns, bootstrap=20, seed=3) == \
             team_agreement(rows, bootstrap=20, seed=3)
+
+
+def _agreement_pair_by_pair(rows, bootstrap: int, seed: int, level: float) -> tuple[list, dict]:
+    """The agreement of ``team_agreement`` as it was computed: a dict of each pair's latest
+    grade per annotator, the pairs both graded and the units found pair by pair (the reference
+    for the column path; 7 s of `labels stats` with two people grading 500k pairs)."""
+    from reljudge.audit.annotators import ALPHAS, Between, _kappas
+    from reljudge.audit.items import clean
+    from reljudge.grades import N_GRADES
+    from reljudge.labels import is_adjudication
+    from reljudge.stats import agreement as ag
+    from reljudge.stats.bootstrap import percentile_ci
+
+    def weights(units: int) -> np.ndarray:  # the resample weights, counted one at a time
+        picks = np.random.default_rng(seed).integers(0, units, size=(bootstrap, units))
+        out = np.zeros((bootstrap, units))
+        np.add.at(out, (np.repeat(np.arange(bootstrap), units), picks.ravel()), 1.0)
+        return out
+
+    graders = sorted({r.source for r in rows if not is_adjudication(r.source)})
+    grade: dict = {}
+    if len(graders) > 1:
+        for r in sorted(rows, key=lambda r: r.event):
+            if not is_adjudication(r.source):
+                grade.setdefault((r.qid, r.docid), {})[r.source] = r.grade
+    between = []
+    for k, a in enumerate(graders):
+        for b in graders[k + 1:]:
+            both = sorted(p for p, g in grade.items() if a in g and b in g)
+            if not both:
+                continue
+            _, qcode = np.unique([q for q, _ in both], return_inverse=True)
+            per_query = ag.confusions(np.array([grade[p][a] for p in both]),
+                                      np.array([grade[p][b] for p in both]), qcode,
+                                      qcode.max() + 1)
+            stats = _kappas(per_query.sum(axis=0)[None])
+            ci = {}
+            if bootstrap:
+                batch = np.einsum("bq,qij->bij", weights(len(per_query)), per_query)
+                ci = {k: c for k, v in _kappas(batch).items()
+                      if (c := percentile_ci(v, level)) is not None}
+            between.append(Between(a, b, len(both), len(per_query),
+                                   **{k: clean(v[0]) for k, v in stats.items()}, ci=ci))
+    units = sorted(p for p, g in grade.items() if len(g) >= 2)
+    alpha: dict = {"raters": len(graders), "units": len(units),
+                   "queries": len({q for q, _ in units})}
+    if not units:
+        return between, {**alpha, **{f"alpha_{k}": None for k in ALPHAS}, "ci": {}}
+    counts = np.zeros((len(units), N_GRADES))
+    for u, p in enumerate(units):
+        for g in grade[p].values():
+            counts[u, g] += 1
+    m = counts.sum(axis=1)
+    per_unit = (np.einsum("ui,uj->uij", counts, counts)
+                - np.einsum("ui,ij->uij", counts, np.eye(N_GRADES))) / (m - 1)[:, None, None]
+    _, qcode = np.unique([q for q, _ in units], return_inverse=True)
+    per_query = np.zeros((qcode.max() + 1, N_GRADES, N_GRADES))
+    np.add.at(per_query, qcode, per_unit)
+    o = per_query.sum(axis=0)[None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha.update({f"alpha_{k}": clean(ag.alpha_from_coincidence(o, k)[0]) for k in ALPHAS})
+        ci = {}
+        if bootstrap:
+            batch = np.einsum("bq,qij->bij", weights(len(per_query)), per_query)
+            ci = {f"alpha_{k}": c for k in ALPHAS
+                  if (c := percentile_ci(ag.alpha_from_coincidence(batch, k), level))
+                  is not None}
+    return between, {**alpha, "ci": ci}
+
+
+@st.composite
+def _team_event(draw) -> LabelEvent:
+    """A person's grade or undo: four annotators and an adjudicator over few pairs, so that
+    two, three and four grade the same pair, some twice (a second repeat index)."""
+    q, d = draw(st.sampled_from(["q1", "Q-2 é", "q10"])), draw(st.sampled_from(["d1", "d 2", "D3"]))
+    name = draw(st.sampled_from(["alice", "bob", "carol", "éve", "adjudicated:dan"]))
+    repeat = draw(st.integers(0, 1))
+    if draw(st.integers(0, 5)) == 0:
+        return LabelEvent(q, d, None, "human", name, repeat, failure=RETRACTED)
+    return LabelEvent(q, d, draw(st.integers(0, 3)), "human", name, repeat,
+                      latency=draw(st.one_of(st.none(), st.floats(0, 100))))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(_team_event(), min_size=1, max_size=40),
+       bootstrap=st.sampled_from([0, 30]))
+def test_the_agreement_by_columns_equals_the_one_pair_by_pair(tmp_path_factory, events,
+                                                              bootstrap):
+    """Two paths, one answer: the agreement of two annotators and alpha over all, found with
+    sorted columns (each annotator's latest grades joined by pair), are those of each pair's
+    grades gathered in a dict, to the last bit, intervals included; and the annotators'
+    grades taken from the store's votes are those sorted from its standing grades."""
+    from reljudge.audit.annotators import team_agreement_of
+
+    with LabelStore(tmp_path_factory.mktemp("a") / "s.sqlite") as store:
+        store.add_events(events)
+        rows = store.standing("human")
+        columns = store.standing_columns("human")
+        from_votes = store.standing_columns("human", votes=store.votes())
+    for field in ("source", "qid", "docid", "q", "d", "grade", "event"):
+        assert getattr(from_votes, field).tolist() == getattr(columns, field).tolist(), field
+    np.testing.assert_array_equal(from_votes.seconds, columns.seconds)
+    report = team_agreement_of(from_votes, bootstrap=bootstrap, seed=5)
+    between, alpha = _agreement_pair_by_pair(rows, bootstrap, 5, 0.95)
+    assert report.between == between
+    assert report.alpha == alpha

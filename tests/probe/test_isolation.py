@@ -48,7 +48,7 @@ def reader_calls(store: LabelStore) -> dict[str, list[tuple]]:
         "standing_ids": [(p,) for p in policies], "sources": [()], "failures": [()],
         "current_failures": [()], "source_grades": [("judge-a",), ("ann1",)],
         "merge": [(p,) for p in policies], "conflicts": [()], "votes": [()],
-        "id_names": [()], "pair_ids": [()], "source_kinds": [()],
+        "id_names": [()], "pair_ids": [()], "source_kinds": [()], "source_counts": [()],
         "qrels": [("judge-a",), ("ann1",)], "source_qrels": [(["judge-a", "ann1"],)],
         "text_history": [("passage", "d0-0"), ("query", "q0")], "shown_now": [(pairs,)],
         "queries": [()], "query_texts": [(qids,)], "passage_texts": [(docids,)],

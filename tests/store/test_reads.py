@@ -441,3 +441,43 @@ def test_the_standing_grades_read_a_column_at_a_time_are_those_read_a_row_at_a_t
         assert read[order].tolist() == sorted(six.tolist()) and len(six) == 30 + 3 * 31
         assert (sql in seen[:-1]) == (odd == "a fraction")  # a row at a time only then
         assert sorted(store.standing_ids().tolist()) == sorted(six.tolist())
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_votes_sorted_by_one_packed_key_are_those_of_a_sort_by_columns(tmp_path,
+                                                                        monkeypatch, large):
+    """``latest_votes`` sorts by one int64 a row when the ids' ranges fit in 63 bits, else by
+    ``np.lexsort`` of the columns (an event id of 2**60): both give the same votes from the
+    standing grades in any order."""
+    from reljudge.store import merge
+
+    with _store(tmp_path / "s.sqlite", 3) as store:
+        if large:
+            with store.db.transaction() as conn:
+                conn.execute("UPDATE events SET id = ? WHERE id = 42", (1 << 60,))
+        standing = store.standing_ids()[::-1]
+        queries, passages = store.pair_ids()
+        packed = merge.latest_votes(standing, queries, passages).rows
+        assert (merge._packed([standing[:, k] for k in range(5)]) is None) == large
+        monkeypatch.setattr(merge, "_packed", lambda columns: None)
+        assert merge.latest_votes(standing, queries, passages).rows.tolist() == packed.tolist()
+        assert store.merge(votes=merge.latest_votes(standing, queries, passages)) == \
+            store.merge(rows=sorted(store.label_rows(), key=lambda r: r[6]))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5))
+def test_labels_stats_counts_failures_from_the_sources_as_the_events_give_them(
+        tmp_path_factory, batches):
+    """`labels stats` counts the failed judgments from the sources' counts, and looks for
+    current failures only when some event has no grade: the same numbers as reading the
+    failures themselves."""
+    with LabelStore(tmp_path_factory.mktemp("f") / "s.sqlite") as store:
+        for batch in batches:
+            store.add_events(batch)
+        sources = store.sources(store.standing_ids())
+        assert sum(s.failed for s in sources) == len(store.failures())
+        assert any(s.events > s.ok for s in sources) or store.current_failures() == []
+        assert any(s.events > s.ok for s in sources) == any(
+            e.grade is None for e in store.events())

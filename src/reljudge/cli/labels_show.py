@@ -33,6 +33,7 @@ def do_sources(args) -> int:
 def do_stats(args) -> int:
     """Sources, failures, coverage."""
     from collections import Counter
+    from concurrent.futures import ThreadPoolExecutor
 
     from reljudge.cli.annotators_view import annotator_report, annotator_text
     from reljudge.grades import SCALE
@@ -44,11 +45,19 @@ def do_stats(args) -> int:
     with open_store(args) as store, steps(5, args.quiet) as step:
         policy = store.resolve_policy(args.policy, "--policy source=")
         step("reading the grades")
-        standing = store.standing_ids()  # read once for the counts, the merge and the team
+        # the sources' counts are a pass over every event of their own: made on a second
+        # connection while this one reads the grades (both databases run them side by side)
+        with ThreadPoolExecutor(1) as apart:
+            counting = apart.submit(_source_counts, args)
+            standing = store.standing_ids()  # read once for the counts, the merge and the team
+            counts = counting.result()
         step("counting each source's labels")
-        sources = store.sources(standing)
-        history = store.failures()
-        current = store.current_failures()
+        sources = store.sources(standing, counts)
+        # the failed judgments are counted with the sources; and with no failure nor undo
+        # (an event without a grade) no judgment can have failed last: neither reads the
+        # events again
+        history = sum(s.failed for s in sources)
+        current = store.current_failures() if any(s.events > s.ok for s in sources) else []
         spend = store.spend()
         claims = store.live_claims(gone=owner_gone)
         stale = store.stale_labels()
@@ -76,7 +85,7 @@ def do_stats(args) -> int:
     if args.format == "json":
         print(json_dumps({"sources": [s.__dict__ for s in sources],
                           "failures": {"current": len(current), "current_by_kind": dict(by_kind),
-                                       "current_examples": example, "history": len(history)},
+                                       "current_examples": example, "history": history},
                           "spend": [{"source": n, "jobs": r, "calls": c, "tokens_in": ti,
                                      "tokens_out": to, "cost": cost}
                                     for n, r, c, ti, to, cost in spend],
@@ -101,7 +110,7 @@ def do_stats(args) -> int:
     gap = "\n" if fmt == "markdown" else ""
     print(f"\ncurrent failures (pairs whose latest judgment failed): {len(current)}" +
           "".join(f"\n  {n:>6}  {k}  e.g. {example[k]}" for k, n in by_kind.most_common()))
-    print(f"failed judgments in the history (later answered ones included): {len(history)}")
+    print(f"failed judgments in the history (later answered ones included): {history}")
     print(f"stale labels (given to query or passage texts changed since): {len(stale)}"
           + "".join(f"\n  {n:>6}  {k}" for k, n in sorted(stale_by_kind.items())))
     if merged.stale_note():
@@ -119,6 +128,12 @@ def do_stats(args) -> int:
     print(render(["qid", "judged", "pooled", "share"],
                  [[q, n, p, (n / p if p else None)] for q, n, p in cov], fmt, digits), end="")
     return 0
+
+
+def _source_counts(args) -> dict[int, tuple]:
+    """``source_counts()`` of the store of ``args``, read on a connection of its own."""
+    with open_store(args) as store:
+        return store.source_counts()
 
 
 def _coverage_line(summary: dict, rows: str, digits: int) -> str:

@@ -55,9 +55,9 @@ def resample_weights(units: int, n: int, seed: int) -> np.ndarray:
     replacement; a statistic that adds up over units is resampled by ``weights @ per_unit``."""
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, units, size=(n, units))
-    weights = np.zeros((n, units))
-    np.add.at(weights, (np.repeat(np.arange(n), units), picks.ravel()), 1.0)
-    return weights
+    # counted by one bincount (np.add.at took 1 s for 1000 resamples of 5000 queries)
+    flat = (np.arange(n)[:, None] * units + picks).ravel()
+    return np.bincount(flat, minlength=n * units).reshape(n, units).astype(np.float64)
 
 
 def percentile_ci(values: np.ndarray, level: float) -> tuple[float, float] | None:

@@ -18,6 +18,7 @@ from reljudge.labels import RETRACTED, FailureKind, LabelEvent
 from reljudge.store.id_rows import COLUMNS, id_rows
 from reljudge.store.merge import (
     Conflict,
+    IdTexts,
     Merged,
     Votes,
     check_policy,
@@ -358,11 +359,15 @@ class EventLog(Texts):
         """``standing(kind)`` column by column (no metadata nor raw text), from the store's ids;
         ``standing`` and ``votes``: ``standing_ids()`` and ``votes()`` when the caller has
         them already (the votes name the ids)."""
-        ids = self.standing_ids() if standing is None else standing
         sources = {i: name for i, (k, name) in self.source_kinds().items() if k == kind}
-        ids = ids[np.isin(ids[:, 0], list(sources))]
-        ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))]
-        ids = ids[np.r_[(ids[1:, :4] != ids[:-1, :4]).any(axis=1), True]] if len(ids) else ids
+        if votes is not None:
+            # the votes are each (source, pair, sample)'s latest grade already
+            ids = votes.rows[np.isin(votes.rows[:, 0], list(sources)), :6]
+        else:
+            ids = self.standing_ids() if standing is None else standing
+            ids = ids[np.isin(ids[:, 0], list(sources))]
+            ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))]
+            ids = ids[np.r_[(ids[1:, :4] != ids[:-1, :4]).any(axis=1), True]] if len(ids) else ids
         ids = ids[np.argsort(ids[:, 4])]
         seconds = np.full(len(ids), np.nan)
         if len(ids):
@@ -437,12 +442,16 @@ class EventLog(Texts):
     def _not_undone(self, rows: np.ndarray) -> np.ndarray:
         """The ``standing_ids`` rows whose source has not retracted the pair since (an undo:
         a later event of the same source, pair and sample, ``RETRACTED``)."""
-        undos = self.conn.execute(
-            "SELECT source, q, d, sample, max(id) FROM events WHERE failure = ? "
-            "GROUP BY source, q, d, sample", (RETRACTED,)).fetchall()
-        if not undos:
+        # the latest undo of each (source, pair, sample), grouped here: grouped in SQL, SQLite
+        # walked the source index, a row lookup an event, where a plain scan takes half
+        undone: dict[tuple, int] = {}
+        for source, q, d, sample, eid in self.conn.execute(
+                "SELECT source, q, d, sample, id FROM events WHERE failure = ?", (RETRACTED,)):
+            key = (source, q, d, sample)
+            undone[key] = max(eid, undone.get(key, eid))
+        if not undone:
             return rows
-        undone = {tuple(u[:4]): u[4] for u in undos}
+        undos = [(*key, eid) for key, eid in undone.items()]
         width = int(max(rows[:, 2].max(initial=0), max(u[2] for u in undos))) + 1
         pair = rows[:, 1] * width + rows[:, 2]
         maybe = np.flatnonzero(np.isin(pair, [u[1] * width + u[2] for u in undos]))
@@ -451,12 +460,18 @@ class EventLog(Texts):
                 if undone.get(tuple(key), -1) > eid]
         return np.delete(rows, gone, axis=0)
 
-    def sources(self, standing: np.ndarray | None = None) -> list[SourceStats]:
-        """Counts, grade distribution, tokens and cost of every source (retracted grades and
-        the undo events themselves are neither ok nor failed); ``standing``:
-        ``standing_ids()`` when the caller has read them already."""
-        counts = {row[0]: row[1:] for row in self.conn.execute(
+    def source_counts(self) -> dict[int, tuple]:
+        """{source id: (events, grades, failed judgments, cost, tokens in, tokens out)} of
+        each source with events: the pass over every event ``sources`` makes."""
+        return {row[0]: row[1:] for row in self.conn.execute(
             f"SELECT source, {_SOURCE_COUNTS} FROM events GROUP BY source", (RETRACTED,))}
+
+    def sources(self, standing: np.ndarray | None = None,
+                counts: dict[int, tuple] | None = None) -> list[SourceStats]:
+        """Counts, grade distribution, tokens and cost of every source (retracted grades and
+        the undo events themselves are neither ok nor failed); ``standing`` and ``counts``:
+        ``standing_ids()`` and ``source_counts()`` when the caller has read them already."""
+        counts = self.source_counts() if counts is None else counts
         grades: dict[int, dict[int, int]] = {}
         if standing is None:
             found = self.conn.execute(
@@ -605,7 +620,8 @@ class EventLog(Texts):
         """The candidate votes of every merge (``merge.latest_votes``) of the standing
         labels; ``standing``: ``standing_ids()`` when the caller has read them already."""
         return latest_votes(self.standing_ids() if standing is None else standing,
-                            *self.pair_ids())
+                            self._id_columns("queries", "qid"),
+                            self._id_columns("passages", "docid"))
 
     def id_names(self) -> tuple[dict[int, tuple[str, str]], list[tuple], list[tuple]]:
         """What names the store's ids: {source id: (kind, name)}, (id, qid) of each query and
@@ -618,16 +634,23 @@ class EventLog(Texts):
         return self._id_texts("queries", "qid"), self._id_texts("passages", "docid")
 
     def _id_texts(self, table: str, column: str) -> list[tuple[int, str]]:
-        """(id, text) of each row of ``table``: read as two joined texts (a Python tuple a row
-        took 0.7 s for 500k passages), or a row at a time when a text holds the separator."""
+        """(id, text) of each row of ``table`` (``_id_columns`` a row at a time)."""
+        ids, texts = self._id_columns(table, column)
+        return list(zip(ids.tolist(), texts.tolist(), strict=True))
+
+    def _id_columns(self, table: str, column: str) -> IdTexts:
+        """The ids and texts of the rows of ``table``: read as two joined texts (a Python tuple
+        a row took 0.7 s for 500k passages), or a row at a time when a text holds the
+        separator."""
         n, ids, texts = self.conn.execute(f"SELECT count(*), group_concat(id), "
                                           f"group_concat({column}, ?) FROM {table}",
                                           (_SEPARATOR,)).fetchone()
         parts = texts.split(_SEPARATOR) if n else []
         if len(parts) != n:
-            return self.conn.execute(f"SELECT id, {column} FROM {table}").fetchall()
-        return list(zip(np.fromstring(ids or "", dtype=np.int64, sep=",").tolist(), parts,
-                        strict=True))
+            rows = self.conn.execute(f"SELECT id, {column} FROM {table}").fetchall()
+            return IdTexts(np.array([i for i, _ in rows], dtype=np.int64),
+                           _objects([t for _, t in rows]))
+        return IdTexts(np.fromstring(ids or "", dtype=np.int64, sep=","), _objects(parts))
 
     def source_kinds(self) -> dict[int, tuple[str, str]]:
         """{source id: (kind, name)} (``id_names``' first part, without the queries and
@@ -651,6 +674,13 @@ class EventLog(Texts):
         # a name no source has
         none = Qrels.from_arrays([], [], np.zeros(0, np.int64))
         return {name: found.get(name, none) for name in sources}
+
+
+def _objects(texts: list[str]) -> np.ndarray:
+    """``texts`` as a one-dimensional object array."""
+    out = np.empty(len(texts), dtype=object)
+    out[:] = texts
+    return out
 
 
 def _texts(pairs: list[tuple]) -> np.ndarray:

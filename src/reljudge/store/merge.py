@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -260,22 +261,55 @@ class Votes:
     dtext: np.ndarray
 
 
-def latest_votes(rows: Sequence[tuple] | np.ndarray, queries: Sequence[tuple],
-                 passages: Sequence[tuple]) -> Votes:
-    """The candidate votes of ``merge_ids``'s ``rows``: what every policy chooses from."""
+def latest_votes(rows: Sequence[tuple] | np.ndarray, queries: Sequence[tuple] | IdTexts,
+                 passages: Sequence[tuple] | IdTexts) -> Votes:
+    """The candidate votes of ``merge_ids``'s ``rows``: what every policy chooses from
+    (``queries`` and ``passages``: (id, text) pairs, or their columns)."""
     ids = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
     qtext, qrank = _ranked(queries)
     dtext, drank = _ranked(passages)
     if not len(ids):
         return Votes(np.zeros((0, 7), dtype=np.int64), qtext, dtext)
-    # each (source, pair, sample)'s latest grade, and when it first graded the pair
-    ids = ids[np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))]
-    last = _ends(ids[:, :4])
-    first = np.r_[True, last[:-1]]
+    # each (source, pair, sample)'s latest grade, and when it first graded the pair: the
+    # rows in (source, pair, sample, event id) order, as indices into ``ids`` (one copy of
+    # the rows at the end, not one a sort)
+    group = _packed([ids[:, 0], ids[:, 1], ids[:, 2], ids[:, 3]])
+    if group is None:
+        order = np.lexsort((ids[:, 4], ids[:, 3], ids[:, 2], ids[:, 1], ids[:, 0]))
+        last = _ends(ids[order, :4])
+    else:
+        order = _order([group, ids[:, 4]])
+        ranked = group[order]
+        last = np.r_[ranked[1:] != ranked[:-1], True]
+    latest, first = order[last], order[np.r_[True, last[:-1]]]
+    # by pair, in qid and docid order, then when they first graded it (event ids are unique:
+    # one order whichever sort finds it)
+    by_pair = _order([qrank[ids[latest, 1]], drank[ids[latest, 2]], ids[first, 4]])
     # + the first event's id
-    votes = np.column_stack([ids[last], ids[first, 4]])
-    votes = votes[np.lexsort((votes[:, 6], drank[votes[:, 2]], qrank[votes[:, 1]]))]
-    return Votes(votes, qtext, dtext)
+    return Votes(np.column_stack([np.take(ids, latest[by_pair], axis=0), ids[first[by_pair], 4]]),
+                 qtext, dtext)
+
+
+def _packed(columns: Sequence[np.ndarray]) -> np.ndarray | None:
+    """One int64 a row that orders the rows as ``columns`` (integers, the first the most
+    significant) do, or None when their ranges together need more than 63 bits."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    size = 1
+    for column in columns:
+        low = int(column.min(initial=0))
+        span = int(column.max(initial=0)) - low + 1
+        size *= span
+        if size >= 2 ** 63:
+            return None
+        key = key * span + (column - low)
+    return key
+
+
+def _order(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """The stable order of the rows of ``columns`` (integers, the first the most significant):
+    ``np.lexsort`` of them reversed, as one sort of ``_packed`` keys when they fit."""
+    key = _packed(columns)
+    return np.lexsort(columns[::-1]) if key is None else np.argsort(key, kind="stable")
 
 
 def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
@@ -290,22 +324,27 @@ def merge_votes(candidates: Votes, sources: Mapping[int, tuple[str, str]],
         return Merged.of(policy, aggregate, fractional, [])
     known = sorted(sources)
     kind, name = (np.array([sources[i][j] for i in known], dtype=object) for j in (0, 1))
-    settled = (kind == "human") & np.array([is_adjudication(n) for n in name], dtype=bool)
+    # what the votes need of their source, looked up by the source's place in ``known``
+    # (its kind as its place in _KINDS): no string compared a vote
+    kind_code = np.searchsorted(_KINDS, kind)
+    human = kind == "human"
+    settled = human & np.array([is_adjudication(n) for n in name], dtype=bool)
     at = np.searchsorted(known, votes[:, 0])
-    keep = _chosen(votes[:, 1:3], kind[at], name[at], settled[at], policy)
+    keep = _chosen(votes[:, 1:3], at, human, kind == "llm", name, settled, policy)
     votes, at = votes[keep], at[keep]
     if not len(votes):
         return Merged.of(policy, aggregate, fractional, [])
     starts = np.r_[0, np.flatnonzero(_ends(votes[:, 1:3])) + 1]
-    grade: list = votes[:, 5].tolist()
+    stored = votes[:, 5]
+    grade: list = stored.tolist()
     if grades:
         grade = [grades.get(e, g) for e, g in zip(votes[:, 4].tolist(), grade, strict=True)]
-    kind_code = np.searchsorted(_KINDS, kind[at])
-    low, high = (f.reduceat(kind_code, starts[:-1]) for f in (np.minimum, np.maximum))
+    low, high = (f.reduceat(kind_code[at], starts[:-1]) for f in (np.minimum, np.maximum))
     decided = np.where(low == high, _KINDS[low], "mixed").astype(object)
     qtext, dtext = candidates.qtext[votes[starts[:-1], 1]], candidates.dtext[votes[starts[:-1], 2]]
     return Merged(policy, aggregate, fractional, FinalColumns(
-        qtext, dtext, _aggregated(grade, starts, aggregate, fractional, bool(grades)), decided,
+        qtext, dtext, _aggregated(grade, starts, aggregate, fractional, bool(grades),
+                                  None if grades else stored), decided,
         _stale(stale, qtext, dtext, kind[at], name[at], starts), starts, grade,
         name[at].tolist()))
 
@@ -315,17 +354,19 @@ _KINDS = np.array(sorted(SOURCE_KINDS), dtype=object)
 
 
 def _aggregated(grade: list, starts: np.ndarray, aggregate: Aggregate, fractional: bool,
-                derived: bool) -> np.ndarray:
+                derived: bool, stored: np.ndarray | None = None) -> np.ndarray:
     """``_aggregate`` of each label's votes ``grade[starts[i]:starts[i + 1]]``, vectorised over
     the labels whose votes are all integers; a label with a float vote (``derived``: some
     votes are a derived source's rule chosen at merge time, such as an expected grade) goes through
-    ``_aggregate``."""
+    ``_aggregate``. ``stored``: ``grade`` as an int64 array when the caller has it (not
+    ``derived``)."""
     sizes = np.diff(starts)
     label = np.repeat(np.arange(len(sizes)), sizes)
     whole = np.fromiter((type(g) is int for g in grade), dtype=bool, count=len(grade)) \
         if derived else np.ones(len(grade), dtype=bool)
-    stored = np.array([g if w else 0 for g, w in zip(grade, whole.tolist(), strict=True)]
-                      if not whole.all() else grade, dtype=np.int64)
+    if stored is None:
+        stored = np.array([g if w else 0 for g, w in zip(grade, whole.tolist(), strict=True)]
+                          if not whole.all() else grade, dtype=np.int64)
     if aggregate == "majority":
         low = int(stored.min())
         span = int(stored.max()) - low + 1
@@ -363,17 +404,20 @@ def _stale(stale: Set[tuple[str, str, str, str]], qtext: np.ndarray, dtext: np.n
     return out
 
 
-def _chosen(pairs: np.ndarray, kind: np.ndarray, name: np.ndarray, settled: np.ndarray,
+def _chosen(pairs: np.ndarray, at: np.ndarray, human_source: np.ndarray,
+            llm_source: np.ndarray, name: np.ndarray, settled_source: np.ndarray,
             policy: str) -> np.ndarray:
-    """Which votes (sorted by pair) ``_choose`` keeps under ``policy``, as a mask;
-    ``settled``: the vote is an adjudicated grade."""
-    human = kind == "human"
+    """Which votes (sorted by pair) ``_choose`` keeps under ``policy``, as a mask; ``at``: each
+    vote's source, its place in ``name``, which ``human_source``, ``llm_source`` and
+    ``settled_source`` (adjudicated grades) mark."""
+    human = human_source[at]
     if policy == "human-only":
         return human
     if policy == "llm-only":
-        return kind == "llm"
+        return llm_source[at]
     if policy.startswith("source="):
-        return name == policy[len("source="):]
+        return (name == policy[len("source="):])[at]
+    settled = settled_source[at]
     group = np.cumsum(np.r_[True, (pairs[1:] != pairs[:-1]).any(axis=1)]) - 1
 
     # the mask holds somewhere in the pair
@@ -421,10 +465,21 @@ def source_qrels(rows: Sequence[tuple] | np.ndarray, names: Mapping[int, str],
                                  check=False) for i, n in enumerate(order)}
 
 
-def _ranked(pairs: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
-    """(text by id, rank of the text among all by id) of (id, text) pairs."""
-    ids = np.array([i for i, _ in pairs], dtype=np.int64)
-    texts = np.array([t for _, t in pairs], dtype=object)
+class IdTexts(NamedTuple):
+    """The rows of the queries or passages table column by column: their ids (int64) and
+    their qids or docids (an object array of str)."""
+
+    ids: np.ndarray
+    texts: np.ndarray
+
+
+def _ranked(pairs: Sequence[tuple] | IdTexts) -> tuple[np.ndarray, np.ndarray]:
+    """(text by id, rank of the text among all by id) of (id, text) pairs or their columns."""
+    if isinstance(pairs, IdTexts):
+        ids, texts = pairs
+    else:
+        ids = np.array([i for i, _ in pairs], dtype=np.int64)
+        texts = np.array([t for _, t in pairs], dtype=object)
     size = int(ids.max()) + 1 if len(ids) else 1
     text, rank = np.empty(size, dtype=object), np.zeros(size, dtype=np.int64)
     text[ids] = texts
