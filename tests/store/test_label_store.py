@@ -429,7 +429,10 @@ def test_real_llmjudge_labels_import_and_merge(llmjudge, tmp_path):
 @pytest.mark.parametrize(("name", "data"), [
     ("excel.csv", b"\xef\xbb\xbfqid,docid,grade\r\nhr01,a,2\r\nhr01,b,0\r\n"),  # what spreadsheets write
     ("pandas.csv", b"query_id,doc_id,relevance\nhr01,a,2\nhr01,b,0\n"),
-    ("irds.csv.gz", gzip.compress(b"QUERY_ID,DOCNO,LABEL,iteration\nhr01,a,2,0\nhr01,b,0,0\n")),
+    # mtime=0: the bytes, and so the test's id, must not change from one second to the next
+    # (pytest-xdist aborts when its workers collect different ids)
+    ("irds.csv.gz", gzip.compress(b"QUERY_ID,DOCNO,LABEL,iteration\nhr01,a,2,0\nhr01,b,0,0\n",
+                                  mtime=0)),
     ("l.jsonl", b'\xef\xbb\xbf{"query_id": "hr01", "doc_id": "a", "relevance": 2}\r\n'
                 b'{"qid": "hr01", "docno": "b", "label": 0}\r\n'),
     ("l.jsonl.xz", lzma.compress(b'{"qid": "hr01", "docid": "a", "grade": 2}\n'
