@@ -18,7 +18,7 @@ from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from reljudge.testing.fake_openai import chat_reply, grade_logprobs
-from tests.helpers import kill_after_calls
+from tests.judge_support import python, run_python
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave and expenses"} for i in range(6)}
@@ -281,9 +281,14 @@ label_pairs(cfg, pairs, {"q1": "query"}, passages, LabelStore(db))
 def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(tmp_path):
     with FakeOpenAI(lambda r: Reply.text("final score: 2", delay=0.05)) as s:
         args = [s.base_url, str(tmp_path / "cache"), str(tmp_path / "s.sqlite")]
-        killed_at = kill_after_calls(s, [sys.executable, "-c", KILL_SCRIPT, *args], 20, 30)
+        proc = python(KILL_SCRIPT, *args)
+        s.wait_for_calls(20, 30)
+        proc.kill()
+        proc.wait()
+        killed_at = s.calls
         assert 20 <= killed_at < 60, "the run finished before it could be killed"
-        subprocess.run([sys.executable, "-c", KILL_SCRIPT, *args], check=True, timeout=60)
+        rerun = run_python(KILL_SCRIPT, *args, timeout=60)
+        assert rerun.returncode == 0, rerun.stderr
         asked = [r.user_text for r in s.requests]
     answered_before_kill = killed_at - 4  # at most `concurrency` calls were cut off mid-flight
     assert len(asked) <= 60 + 4
