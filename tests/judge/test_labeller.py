@@ -386,7 +386,37 @@ def test_two_jobs_of_one_labeller_at_once_each_record_the_texts_it_was_shown(tmp
             (q, d): shown_digest(QUERIES[q], texts[which][d]["text"]) for q, d in PAIRS}
 
 
+def test_a_labelling_job_sends_the_sdks_version_and_never_imports_the_sdk(tmp_path,
+                                                                          monkeypatch):
+    """The fast twin of the next test, in this process: with the SDK taken out of sys.modules
+    (and the version's cache emptied), a job through aiohttp (the default) asks for no
+    ``openai`` module, and its user agent still names the installed SDK's version."""
+    import importlib.abc
+    import importlib.metadata
 
+    from reljudge.judge.http.endpoints import openai_version
+
+    asked: list[str] = []
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] == "openai":
+                asked.append(name)
+            return None  # the usual finders go on
+
+    for name in [m for m in sys.modules if m.partition(".")[0] == "openai"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [Watch(), *sys.meta_path])
+    openai_version.cache_clear()
+    with FakeOpenAI(lambda r: Reply.text("final score: 1")) as s:
+        report = run(s, tmp_path)
+        agent = s.requests[0].headers["user-agent"]
+    assert report.labelled == len(PAIRS) and asked == []
+    assert agent.startswith(f"AsyncOpenAI/Python {importlib.metadata.version('openai')} "
+                            "reljudge/")
+
+
+@pytest.mark.slow  # a fresh interpreter (the fast twin above checks the same in this process)
 def test_the_user_agent_names_the_installed_sdk_and_a_job_never_imports_it(tmp_path):
     """The header says the SDK's own version, read from its metadata: a labelling job that
     sends through aiohttp (the default) never pays the SDK's import (about 1.2 s of CPU)."""
