@@ -1,10 +1,15 @@
 """Processes forked from one warm Python process, for the tests about a labelling process killed
-with SIGKILL or stopped with Ctrl-C mid-run. Each is a real process of its own (its own pid,
-memory and descriptors; killed, it loses whatever it had not written), but it starts as a copy
-of a process that has already imported reljudge's labelling and command-line modules: it costs
-its work, not a fresh interpreter's start-up and imports (about a second of CPU for `label`).
-The tests about start-up itself (Ctrl-C while importing, what a fresh process imports) start
-their process on their own.
+with SIGKILL or stopped with Ctrl-C mid-run, or drawing on a terminal. Each is a real process
+of its own (its own pid, memory and descriptors; killed, it loses whatever it had not written),
+but it starts as a copy of a process that has already imported reljudge's labelling and
+command-line modules and the openai SDK: it costs its work, not a fresh interpreter's start-up
+and imports (1 to 2 s of CPU for `label`, the SDK's import for `label --batch`). The tests
+about start-up itself (Ctrl-C while importing, what a fresh process imports) start their
+process on their own.
+
+Note for a CPU census: a child's CPU is reaped by the warm process, so it shows in the test
+process's RUSAGE_CHILDREN only once the warm process ends (at the test process's exit); per
+test, read the warm process's /proc/PID/stat (``_warm.proc.pid``).
 
 The warm process (one per test process, started at the first use) has no threads, so a fork of
 it is sound. A child gets the test's environment, folder and standard streams (pipes,
