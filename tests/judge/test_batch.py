@@ -6,7 +6,6 @@ import asyncio
 import json
 import re
 import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -23,6 +22,7 @@ from reljudge.store.batches import BatchLog
 from reljudge.testing import FakeOpenAI, Reply
 from reljudge.testing.fake_batch import BatchPlan, FakeBatchAPI
 from reljudge.testing.fake_openai import grade_logprobs
+from tests.judge_support import PIPE, reljudge, run_python
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave"} for i in range(8)}
@@ -221,9 +221,8 @@ with LabelStore(f"{folder}/s.sqlite") as store:
 def test_kill_9_then_rerun_submits_no_pair_twice(tmp_path, step):
     write_inputs(tmp_path)
     with FakeBatchAPI(by_passage) as batch:
-        killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(tmp_path),
-                                 batch.base_url, step], capture_output=True, timeout=120)
-        assert killed.returncode == -9, killed.stderr.decode()
+        killed = run_python(KILL_SCRIPT, str(tmp_path), batch.base_url, step, timeout=120)
+        assert killed.returncode == -9, killed.stderr
         # the rerun in this process: what it finds in the store is the point, not its process
         assert main(cli_args(tmp_path, batch, "--wait", "--batch-requests", "3")) == 0
         ids = uploaded_custom_ids(batch)
@@ -486,14 +485,8 @@ def test_ctrl_c_while_waiting_for_batches_exits_3_promptly_with_the_batches_reco
             argv = ["batch", "collect", "--store", str(tmp_path / "s.sqlite"), "--api-key", "k",
                     "--wait", "--quiet"]
         polls = polls_of(batch)
-        # a runner started in the background (`cmd &`) ignores SIGINT, and an ignored signal
-        # is inherited: handled here, it is the default in the child, as in a terminal
-        ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
-        try:
-            proc = subprocess.Popen([sys.executable, "-m", "reljudge", *argv],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        finally:
-            signal.signal(signal.SIGINT, ignored)
+        # a forked `reljudge` that handles SIGINT as one started from a terminal does
+        proc = reljudge(*argv, stdout=PIPE, stderr=PIPE)
         deadline = time.monotonic() + 30
         while polls_of(batch) < polls + 2 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -521,9 +514,8 @@ def test_batch_status_after_a_kill_between_upload_and_creation_submits_nothing(t
     write_inputs(tmp_path)
     store = str(tmp_path / "s.sqlite")
     with FakeBatchAPI(by_passage) as batch:
-        killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(tmp_path),
-                                 batch.base_url, "uploaded"], capture_output=True, timeout=120)
-        assert killed.returncode == -9, killed.stderr.decode()
+        killed = run_python(KILL_SCRIPT, str(tmp_path), batch.base_url, "uploaded", timeout=120)
+        assert killed.returncode == -9, killed.stderr
         assert main(["batch", "status", "--store", store, "--api-key", "k"]) == 0
         assert len(batch.batches) == 0  # status created nothing
         err = capsys.readouterr().err

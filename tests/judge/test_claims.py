@@ -16,6 +16,7 @@ from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from tests.backends import BACKENDS, store_location
+from tests.judge_support import PIPE, python
 
 ITEMS = [("q1", f"d{i}", 0) for i in range(6)]
 
@@ -63,8 +64,9 @@ print("done", report.labelled, report.already_done, report.complete, flush=True)
 """
 
 #: WORKER that says "ready" once its store is open and starts labelling when it reads a line:
-#: processes told at once claim their first items at once
-TOGETHER = WORKER.replace("with LabelStore(db) as store:\n", """import diskcache, openai  # imported by labelling: before the start
+#: processes told at once claim their first items at once (each a fork of a process that has
+#: imported what labelling imports: tests/judge_support.py)
+TOGETHER = WORKER.replace("with LabelStore(db) as store:\n", """
 with LabelStore(db) as store:
     print("ready", flush=True)
     sys.stdin.readline()
@@ -88,10 +90,8 @@ def test_four_processes_one_killed_pay_once_per_pair(request, tmp_path, backend,
     db = str(store_location(request, tmp_path, backend=backend))
     LabelStore(db).close()
     with FakeOpenAI(answer) as server:
-        procs = [subprocess.Popen([sys.executable, "-c", TOGETHER, server.base_url,
-                                   str(tmp_path / "cache"), db, str(n)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(4)]
+        procs = [python(TOGETHER, server.base_url, str(tmp_path / "cache"), db, str(n),
+                        stdin=PIPE, stdout=PIPE, stderr=PIPE) for _ in range(4)]
         assert [p.stdout.readline() for p in procs] == ["ready\n"] * 4
         for p in procs:
             p.stdin.write("go\n")
@@ -159,10 +159,8 @@ def test_a_machine_killed_mid_run_leaves_only_its_calls_in_flight_to_ask_again(t
     db = str(tmp_path / "team.sqlite")
     LabelStore(db).close()
     with FakeOpenAI(answer) as server:
-        procs = [subprocess.Popen([sys.executable, "-c", MACHINE, server.base_url,
-                                   str(tmp_path / f"cache{k}"), db, str(n), f"k{k}"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for k in range(3)]
+        procs = [python(MACHINE, server.base_url, str(tmp_path / f"cache{k}"), db, str(n),
+                        f"k{k}", stdout=PIPE, stderr=PIPE) for k in range(3)]
         assert busy.wait(120), "the first machine never made 40 calls"
         os.kill(procs[0].pid, signal.SIGKILL)
         outs = [p.communicate(timeout=180) for p in procs]

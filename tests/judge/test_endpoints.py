@@ -242,12 +242,12 @@ def test_each_endpoint_keeps_its_own_concurrency(tmp_path):
     assert pairs[0] < pairs[1] < pairs[2]  # more workers, more pairs
 
 
-@pytest.mark.slow  # waits out a 60-a-minute rate limit
+@pytest.mark.slow  # waits out a rate limit
 def test_each_endpoint_keeps_its_own_rate_limit(tmp_path):
-    """The limited endpoint sends at most its burst and its rate over the run: about 45 of
+    """The limited endpoint sends at most its burst and its rate over the run: about 70 of
     the 300 pairs, where unlimited it takes about half of them (the 16 calls its workers hold
-    at the end wait out 4 s, not the 16 s they would at 60 a minute)."""
-    rpm = 240  # 4 a second
+    at the end wait out 2 s, not the 16 s they would at 60 a minute)."""
+    rpm = 480  # 8 a second
     fleet = servers(2, delay=0.01)
     try:
         cfg = config(tmp_path, fleet, endpoints=[{"url": fleet[0].base_url, "rpm": rpm},

@@ -152,15 +152,29 @@ def test_every_pair_graded_exits_0(tmp_path):
 
 
 # -- TLS -------------------------------------------------------------------------------------
-@pytest.fixture
-def self_signed(tmp_path):
+def certificate(folder, name: str, *subject: str) -> tuple:
+    """A self-signed certificate and its key (PEM files in ``folder``): openssl req ``subject``."""
     if shutil.which("openssl") is None:
         pytest.skip("the openssl command is not installed")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert, key = folder / f"{name}.pem", folder / f"{name}-key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+                    *subject, "-keyout", str(key), "-out", str(cert)], check=True,
+                   capture_output=True)
     return cert, key
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    """The server's certificate for 127.0.0.1 and its key (one per module: tests only read
+    them)."""
+    return certificate(tmp_path_factory.mktemp("tls"), "cert", "-subj", "/CN=127.0.0.1",
+                       "-addext", "subjectAltName=IP:127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def client_certificate(tmp_path_factory):
+    """A client's certificate and its key (one per module: tests only read them)."""
+    return certificate(tmp_path_factory.mktemp("tls"), "client", "-subj", "/CN=judge-client")
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
@@ -201,12 +215,10 @@ def test_ca_bundle_makes_a_self_signed_endpoint_trusted(tmp_path, self_signed, t
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 @pytest.mark.slow  # makes a CA, a server and a client certificate
-def test_client_certificate_for_mutual_tls(tmp_path, self_signed, transport):
+def test_client_certificate_for_mutual_tls(tmp_path, self_signed, client_certificate,
+                                           transport):
     cert, key = self_signed
-    ccert, ckey = tmp_path / "client.pem", tmp_path / "client-key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=judge-client", "-keyout", str(ckey), "-out", str(ccert)],
-                   check=True, capture_output=True)
+    ccert, ckey = client_certificate
     with FakeOpenAI(lambda r: Reply.text("final score: 1"), certfile=str(cert),
                     keyfile=str(key), client_ca=str(ccert)) as s:
         report = run(s.base_url, tmp_path, transport=transport, ca_bundle=cert,

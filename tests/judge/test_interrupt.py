@@ -18,6 +18,7 @@ import pytest
 
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.testing import FakeOpenAI, Reply
+from tests.judge_support import PIPE, reljudge
 
 QUERIES = {"q1": "what is the maternity leave policy?"}
 PASSAGES = {"d0": {"text": "leave policy"}, "d1": {"text": "expenses"}}
@@ -99,19 +100,30 @@ def _label_inputs(tmp_path):
     (tmp_path / "pairs.txt").write_text("".join(f"q1 d{i}\n" for i in range(N_PAIRS)))
 
 
-def _start_label(tmp_path, server, *flags):
-    """`reljudge label` in a child process that handles SIGINT as a terminal's would (a
-    runner started in the background ignores SIGINT, and the child would inherit that)."""
+def _label_args(tmp_path, server, *flags) -> list[str]:
+    """The arguments of a `reljudge label` of N_PAIRS pairs, after the program's name."""
     _label_inputs(tmp_path)
-    argv = [sys.executable, "-m", "reljudge", "label", "--queries", str(tmp_path / "q.tsv"),
-            "--passages", str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"),
-            "--store", str(tmp_path / "s.sqlite"), "--model", "fake-model", "--base-url",
-            server.base_url, "--cache-dir", str(tmp_path / "cache"), "--quiet", *flags]
-    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    finally:
-        signal.signal(signal.SIGINT, ignored)
+    return ["label", "--queries", str(tmp_path / "q.tsv"), "--passages",
+            str(tmp_path / "p.jsonl"), "--pairs", str(tmp_path / "pairs.txt"), "--store",
+            str(tmp_path / "s.sqlite"), "--model", "fake-model", "--base-url", server.base_url,
+            "--cache-dir", str(tmp_path / "cache"), "--quiet", *flags]
+
+
+def _start_label(tmp_path, server, *flags, fresh: bool = False):
+    """`reljudge label` in a child process that handles SIGINT as a terminal's would (a
+    runner started in the background ignores SIGINT, and the child would inherit that):
+    a fresh ``python -m reljudge`` (``fresh``), else a fork of a process that has imported
+    reljudge (tests/judge_support.py), for the tests about a run, not its start-up."""
+    args = _label_args(tmp_path, server, *flags)
+    if fresh:
+        ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "reljudge", *args],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        finally:
+            signal.signal(signal.SIGINT, ignored)
+    else:
+        proc = reljudge(*args, stdout=PIPE, stderr=PIPE)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -224,7 +236,7 @@ def _wait_until_loaded(pid: int, library: str, timeout: float = 60) -> None:
 
 def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path):
     with FakeOpenAI(lambda r: Reply.text("final score: 2")) as server:
-        proc, lines, reader = _start_label(tmp_path, server)
+        proc, lines, reader = _start_label(tmp_path, server, fresh=True)
         # inside reljudge's start-up (numpy loaded, the handlers' imports under way), long
         # before the first call; the interpreter's own start-up is no part of the guarantee
         _wait_until_loaded(proc.pid, "_multiarray_umath")

@@ -18,7 +18,7 @@ from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from reljudge.testing.fake_openai import chat_reply, grade_logprobs
-from tests.helpers import kill_after_calls
+from tests.judge_support import python, run_python
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave and expenses"} for i in range(6)}
@@ -281,9 +281,14 @@ label_pairs(cfg, pairs, {"q1": "query"}, passages, LabelStore(db))
 def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(tmp_path):
     with FakeOpenAI(lambda r: Reply.text("final score: 2", delay=0.05)) as s:
         args = [s.base_url, str(tmp_path / "cache"), str(tmp_path / "s.sqlite")]
-        killed_at = kill_after_calls(s, [sys.executable, "-c", KILL_SCRIPT, *args], 20, 30)
+        proc = python(KILL_SCRIPT, *args)
+        s.wait_for_calls(20, 30)
+        proc.kill()
+        proc.wait()
+        killed_at = s.calls
         assert 20 <= killed_at < 60, "the run finished before it could be killed"
-        subprocess.run([sys.executable, "-c", KILL_SCRIPT, *args], check=True, timeout=60)
+        rerun = run_python(KILL_SCRIPT, *args, timeout=60)
+        assert rerun.returncode == 0, rerun.stderr
         asked = [r.user_text for r in s.requests]
     answered_before_kill = killed_at - 4  # at most `concurrency` calls were cut off mid-flight
     assert len(asked) <= 60 + 4
@@ -381,7 +386,37 @@ def test_two_jobs_of_one_labeller_at_once_each_record_the_texts_it_was_shown(tmp
             (q, d): shown_digest(QUERIES[q], texts[which][d]["text"]) for q, d in PAIRS}
 
 
+def test_a_labelling_job_sends_the_sdks_version_and_never_imports_the_sdk(tmp_path,
+                                                                          monkeypatch):
+    """The fast twin of the next test, in this process: with the SDK taken out of sys.modules
+    (and the version's cache emptied), a job through aiohttp (the default) asks for no
+    ``openai`` module, and its user agent still names the installed SDK's version."""
+    import importlib.abc
+    import importlib.metadata
 
+    from reljudge.judge.http.endpoints import openai_version
+
+    asked: list[str] = []
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] == "openai":
+                asked.append(name)
+            return None  # the usual finders go on
+
+    for name in [m for m in sys.modules if m.partition(".")[0] == "openai"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [Watch(), *sys.meta_path])
+    openai_version.cache_clear()
+    with FakeOpenAI(lambda r: Reply.text("final score: 1")) as s:
+        report = run(s, tmp_path)
+        agent = s.requests[0].headers["user-agent"]
+    assert report.labelled == len(PAIRS) and asked == []
+    assert agent.startswith(f"AsyncOpenAI/Python {importlib.metadata.version('openai')} "
+                            "reljudge/")
+
+
+@pytest.mark.slow  # a fresh interpreter (the fast twin above checks the same in this process)
 def test_the_user_agent_names_the_installed_sdk_and_a_job_never_imports_it(tmp_path):
     """The header says the SDK's own version, read from its metadata: a labelling job that
     sends through aiohttp (the default) never pays the SDK's import (about 1.2 s of CPU)."""

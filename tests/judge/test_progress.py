@@ -162,11 +162,13 @@ def test_in_a_real_jupyter_kernel_the_cell_shows_the_final_bar(tmp_path):
 def run_on_terminal(args: list[str]) -> tuple[int, str, str]:
     """``reljudge ARGS`` in a child process whose stderr is a terminal (a pty) and whose stdout
     is a pipe, as in ``reljudge ... --format json > out.json`` typed at a shell: (exit code,
-    stdout, what the terminal showed)."""
+    stdout, what the terminal showed). The child is a fork of a process that has imported
+    reljudge (tests/judge_support.py): these tests are about where a run draws, not start-up."""
     import os
     import subprocess
-    import sys
     import threading
+
+    from tests.judge_support import PIPE, reljudge
 
     pty = pytest.importorskip("pty")
     master, slave = pty.openpty()
@@ -187,13 +189,16 @@ def run_on_terminal(args: list[str]) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RELJUDGE_"))}
     env.update(TERM="xterm", COLUMNS="120")
     try:
-        proc = subprocess.run([sys.executable, "-m", "reljudge", *args], stdout=subprocess.PIPE,
-                              stderr=slave, stdin=subprocess.DEVNULL, env=env, timeout=120)
+        proc = reljudge(*args, stdout=PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env)
+        try:
+            out, _ = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
     finally:
         os.close(slave)
     reader.join(10)
     os.close(master)
-    return proc.returncode, proc.stdout.decode(), shown.decode(errors="replace")
+    return proc.wait(), out or "", shown.decode(errors="replace")
 
 
 def write_label_inputs(tmp_path) -> list[str]:

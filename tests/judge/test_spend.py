@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -19,6 +18,7 @@ from reljudge.cli import main
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from tests.backends import BACKENDS, store_location
+from tests.judge_support import reljudge
 
 CONCURRENCY = 4  # the calls a killed run can have in flight: the bound on what is not seen
 PAIRS = 60
@@ -28,10 +28,6 @@ def _answered(server: FakeOpenAI) -> int:
     """Requests the server has finished answering (received, no longer being answered)."""
     with server._lock:
         return len(server.requests) - server.inflight
-
-
-#: a `reljudge` process
-RELJUDGE = [sys.executable, "-m", "reljudge"]
 
 
 def _label(server: FakeOpenAI, tmp_path, store: object) -> list[str]:
@@ -72,8 +68,7 @@ def test_kill_9_of_a_label_run_leaves_every_answer_it_received_in_the_ledger(
     release = threading.Event()  # the calls after the 20th wait for the kill: in flight then
     with FakeOpenAI(_held_after(20, release)) as server:
         argv = _label(server, tmp_path, store)
-        proc = subprocess.Popen([*RELJUDGE, *argv], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = reljudge(*argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
         while _answered(server) < 20 and time.time() < deadline:
             time.sleep(0.01)
@@ -107,8 +102,8 @@ def test_answers_reach_the_store_within_a_second_not_only_every_64(request, tmp_
     store = store_location(request, tmp_path, backend=backend)
     release = threading.Event()  # the calls after the 5th wait: no event comes after them
     with FakeOpenAI(_held_after(5, release)) as server:
-        proc = subprocess.Popen([*RELJUDGE, *_label(server, tmp_path, store)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = reljudge(*_label(server, tmp_path, store), stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
         try:
             deadline = time.time() + 60
             while _answered(server) < 5 and time.time() < deadline:
