@@ -50,6 +50,16 @@ def shown(b: Browser) -> tuple[int, tuple[str, str]]:
     return position, (b.eval(TEXT.format("qid")), b.eval(TEXT.format("docid")))
 
 
+#: the page's timers of a second or more (its only one is the retry of a failed grade, every
+#: RETRY_MS), held for the test to fire: the test moves the clock on once the server is back
+#: instead of waiting out the 3 s; a page that schedules no retry fails
+HELD_RETRY = ("window.__retries = []; const later = window.setTimeout; "
+              "window.setTimeout = (f, ms, ...args) => { const id = later(f, ms, ...args); "
+              "if (ms >= 1000) window.__retries.push([id, f, args]); return id; };")
+FIRE_RETRY = ("window.__retries.splice(0).map(([id, f, args]) => "
+              "{ clearTimeout(id); f(...args); }).length")
+
+
 def grade_shown(b: Browser, key: str) -> tuple[str, str]:
     """Press a grade key on the pair on screen, wait until it is saved; returns the pair."""
     position, pair = shown(b)
@@ -67,6 +77,7 @@ def test_a_failed_save_keeps_its_pair_on_screen_and_is_sent_again(browser, tmp_p
     at_width(b, width, height)
     port = free_port()
     args = ("--store", str(store_path), "--sample", "s1", "--annotator", "alice")
+    b.send("Page.addScriptToEvaluateOnNewDocument", source=HELD_RETRY)
     with assess_server(*args, port=port) as (url, proc, _):
         b.open(url)
         grade_shown(b, "2")
@@ -82,6 +93,7 @@ def test_a_failed_save_keeps_its_pair_on_screen_and_is_sent_again(browser, tmp_p
         b.screenshot(ARTIFACTS / f"assess-not-saved-{width}px.png", width, height)
         at_width(b, width, height)
     with assess_server(*args, port=port) as (_, proc, _):  # back: the page sends it again
+        assert b.eval(FIRE_RETRY) == 1  # the retry's time has come
         try:
             b.wait_for(f"{STATE} === 'saved' && "
                        f"{TEXT.format('status')}.startsWith('Saved: pair 2 graded 3')",
