@@ -1,6 +1,6 @@
 """`reljudge assess` servers as real processes without an interpreter's start-up each: one
-warm Python process a test worker (the zygote) has imported the CLI, the grading app and
-uvicorn, and forks a child per server that runs ``reljudge.cli.main(argv)`` and exits with
+warm Python process a test worker (the zygote), which has imported the CLI, the grading app
+and uvicorn, forks a child per server that runs ``reljudge.cli.main(argv)`` and exits with
 its code. Each child is a process of its own: it can be killed, sent Ctrl-C, and its exit
 code is that of the command; only its start-up is shared. The tests about the start-up
 itself start ``python -m reljudge assess`` (tests/helpers.py's assess_server, ``fresh``).
@@ -23,16 +23,18 @@ from pathlib import Path
 
 #: the zygote: a single thread (fork-safe), woken by a request or by SIGCHLD
 ZYGOTE = r"""
-import json, os, select, signal, socket, sys, traceback
+import contextlib, importlib, json, os, select, signal, socket, sys, traceback
 
 import reljudge.cli, reljudge.cli.assess_cmd, reljudge.assess.app, reljudge.assess.server
 import reljudge.assess.task, reljudge.assess.team, reljudge.assess.adjudicate, reljudge.store
-import reljudge.io, reljudge.judge.prompts
-import uvicorn, uvicorn.config, uvicorn.server, uvicorn.main, uvicorn.lifespan.off
-import uvicorn.loops.auto, uvicorn.loops.asyncio, uvicorn.protocols.http.auto
-import uvicorn.protocols.http.h11_impl, uvicorn.protocols.websockets.auto
-import starlette.applications, starlette.responses, starlette.routing
+import reljudge.io, reljudge.judge.prompts, uvicorn, starlette.applications
 reljudge.cli.build_parser()
+# what uvicorn imports when it starts, as far as this version has it
+for name in ("uvicorn.lifespan.off", "uvicorn.loops.auto", "uvicorn.loops.asyncio",
+             "uvicorn.protocols.http.auto", "uvicorn.protocols.http.h11_impl",
+             "uvicorn.protocols.http.httptools_impl", "uvicorn.protocols.websockets.auto"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(name)
 
 control = socket.socket(fileno=int(sys.argv[1]))
 wake_r, wake_w = os.pipe()
@@ -43,13 +45,13 @@ answer = {}  # pid -> the socket its exit code goes to
 
 
 def child(request, stdout):
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.close(wake_r)
     os.close(wake_w)
     control.close()
     for conn in answer.values():
         conn.close()
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(stdout, 1)
