@@ -21,8 +21,11 @@ import aiohttp
 
 from tests.helpers import unavailable
 
+#: --disable-features: each browser context (one a page) would open the address bar's two
+#: popups as WebUI pages of their own, about 2 s of renderer CPU a page for nothing a test sees
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup",
          "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0")
 
 _KEYS = {"ArrowRight": ("ArrowRight", 39), "ArrowLeft": ("ArrowLeft", 37),

@@ -92,17 +92,24 @@ def make_store(path: Path, pairs: list[tuple[str, str]] = PAIRS) -> Path:
 
 
 @contextmanager
-def assess_server(*args: str, timeout: float = 60.0, port: int = 0):
+def assess_server(*args: str, timeout: float = 60.0, port: int = 0, fresh: bool = False):
     """`reljudge assess ARGS --port PORT` in its own process; yields (url, process, first
     lines). Pairs are shown as the sample lists them (``--order given``) unless ARGS give an
-    order, so that tests can name the pair at each position."""
+    order, so that tests can name the pair at each position. The process is forked from a
+    warm one (tests/assess_support.py); ``fresh``: ``python -m reljudge``, start-up and all."""
+    from tests.assess_support import Forked
+
     if "--order" not in args and "--adjudicate" not in args:
         args = (*args, "--order", "given")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "reljudge", "assess", *args, "--port",
-                             str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                            cwd=ROOT)
+    argv = ["assess", *args, "--port", str(port)]
+    proc: subprocess.Popen | Forked
+    if fresh:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen([sys.executable, "-m", "reljudge", *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=env, cwd=ROOT)
+    else:
+        proc = Forked(argv, ROOT)
     lines: list[str] = []
     got: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [got.put(x) for x in proc.stdout], daemon=True).start()

@@ -50,6 +50,22 @@ def shown(b: Browser) -> tuple[int, tuple[str, str]]:
     return position, (b.eval(TEXT.format("qid")), b.eval(TEXT.format("docid")))
 
 
+#: the page's timers of a second or more (its only one is the retry of a failed grade, every
+#: RETRY_MS), held for the test to fire: the test moves the clock on once the server is back
+#: instead of waiting out the 3 s (one that fired on its own meanwhile is not fired again)
+HELD_RETRY = (
+    "window.__pending = new Map(); window.__scheduled = 0; "
+    "const later = window.setTimeout, cancel = window.clearTimeout; "
+    "window.setTimeout = (f, ms, ...args) => { if (!(ms >= 1000)) return later(f, ms, ...args); "
+    "window.__scheduled += 1; "
+    "const id = later(() => { window.__pending.delete(id); f(...args); }, ms); "
+    "window.__pending.set(id, () => f(...args)); return id; }; "
+    "window.clearTimeout = id => { window.__pending.delete(id); cancel(id); };")
+#: fire the held timers now; how many the page had scheduled
+FIRE_RETRY = ("[...window.__pending].forEach(([id, fire]) => { window.clearTimeout(id); fire(); }),"
+              " window.__scheduled")
+
+
 def grade_shown(b: Browser, key: str) -> tuple[str, str]:
     """Press a grade key on the pair on screen, wait until it is saved; returns the pair."""
     position, pair = shown(b)
@@ -67,6 +83,7 @@ def test_a_failed_save_keeps_its_pair_on_screen_and_is_sent_again(browser, tmp_p
     at_width(b, width, height)
     port = free_port()
     args = ("--store", str(store_path), "--sample", "s1", "--annotator", "alice")
+    b.send("Page.addScriptToEvaluateOnNewDocument", source=HELD_RETRY)
     with assess_server(*args, port=port) as (url, proc, _):
         b.open(url)
         grade_shown(b, "2")
@@ -82,6 +99,7 @@ def test_a_failed_save_keeps_its_pair_on_screen_and_is_sent_again(browser, tmp_p
         b.screenshot(ARTIFACTS / f"assess-not-saved-{width}px.png", width, height)
         at_width(b, width, height)
     with assess_server(*args, port=port) as (_, proc, _):  # back: the page sends it again
+        assert b.eval(FIRE_RETRY) >= 1  # the retry's time has come (a page without one fails)
         try:
             b.wait_for(f"{STATE} === 'saved' && "
                        f"{TEXT.format('status')}.startsWith('Saved: pair 2 graded 3')",

@@ -174,8 +174,9 @@ def test_sample_and_pairs_are_exclusive(store_path):
 
 
 def test_the_command_prints_the_url_and_stops_on_ctrl_c(store_path):
+    """`python -m reljudge assess` itself: its start-up, what it prints, its Ctrl-C."""
     with assess_server("--store", str(store_path), "--sample", "s1", "--annotator",
-                       "alice") as (url, proc, lines):
+                       "alice", fresh=True) as (url, proc, lines):
         assert url.startswith("http://127.0.0.1:") and "token" not in url
         assert lines[0] == "grading sample s1 as alice: 0 of 10 pairs graded so far"
     assert proc.returncode == 3  # stopped with pairs left ungraded: not everything was done
