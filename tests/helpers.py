@@ -96,20 +96,20 @@ def assess_server(*args: str, timeout: float = 60.0, port: int = 0, fresh: bool 
     """`reljudge assess ARGS --port PORT` in its own process; yields (url, process, first
     lines). Pairs are shown as the sample lists them (``--order given``) unless ARGS give an
     order, so that tests can name the pair at each position. The process is forked from a
-    warm one (tests/assess_support.py); ``fresh``: ``python -m reljudge``, start-up and all."""
-    from tests.assess_support import Forked
+    warm one (tests/fork_support.py); ``fresh``: ``python -m reljudge``, start-up and all."""
+    from tests.fork_support import DEVNULL, PIPE, Forked, reljudge
 
     if "--order" not in args and "--adjudicate" not in args:
         args = (*args, "--order", "given")
     argv = ["assess", *args, "--port", str(port)]
     proc: subprocess.Popen | Forked
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if fresh:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen([sys.executable, "-m", "reljudge", *argv],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                 env=env, cwd=ROOT)
     else:
-        proc = Forked(argv, ROOT)
+        proc = reljudge(*argv, stdout=PIPE, stderr=DEVNULL, env=env, cwd=ROOT)
     lines: list[str] = []
     got: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [got.put(x) for x in proc.stdout], daemon=True).start()

@@ -22,7 +22,7 @@ from reljudge.store.batches import BatchLog
 from reljudge.testing import FakeOpenAI, Reply
 from reljudge.testing.fake_batch import BatchPlan, FakeBatchAPI
 from reljudge.testing.fake_openai import grade_logprobs
-from tests.judge_support import PIPE, reljudge, run_python
+from tests.fork_support import PIPE, reljudge, run_python
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave"} for i in range(8)}

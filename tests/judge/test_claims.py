@@ -16,7 +16,7 @@ from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from tests.backends import BACKENDS, store_location
-from tests.judge_support import PIPE, python
+from tests.fork_support import PIPE, python
 
 ITEMS = [("q1", f"d{i}", 0) for i in range(6)]
 
@@ -65,7 +65,7 @@ print("done", report.labelled, report.already_done, report.complete, flush=True)
 
 #: WORKER that says "ready" once its store is open and starts labelling when it reads a line:
 #: processes told at once claim their first items at once (each a fork of a process that has
-#: imported what labelling imports: tests/judge_support.py)
+#: imported what labelling imports: tests/fork_support.py)
 TOGETHER = WORKER.replace("with LabelStore(db) as store:\n", """
 with LabelStore(db) as store:
     print("ready", flush=True)

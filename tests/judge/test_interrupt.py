@@ -18,7 +18,7 @@ import pytest
 
 from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.testing import FakeOpenAI, Reply
-from tests.judge_support import PIPE, reljudge
+from tests.fork_support import PIPE, reljudge
 
 QUERIES = {"q1": "what is the maternity leave policy?"}
 PASSAGES = {"d0": {"text": "leave policy"}, "d1": {"text": "expenses"}}
@@ -113,7 +113,7 @@ def _start_label(tmp_path, server, *flags, fresh: bool = False):
     """`reljudge label` in a child process that handles SIGINT as a terminal's would (a
     runner started in the background ignores SIGINT, and the child would inherit that):
     a fresh ``python -m reljudge`` (``fresh``), else a fork of a process that has imported
-    reljudge (tests/judge_support.py), for the tests about a run, not its start-up."""
+    reljudge (tests/fork_support.py), for the tests about a run, not its start-up."""
     args = _label_args(tmp_path, server, *flags)
     if fresh:
         ignored = signal.signal(signal.SIGINT, signal.default_int_handler)

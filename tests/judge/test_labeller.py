@@ -18,7 +18,7 @@ from reljudge.judge import JudgeConfig, Labeller, label_pairs
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from reljudge.testing.fake_openai import chat_reply, grade_logprobs
-from tests.judge_support import python, run_python
+from tests.fork_support import python, run_python
 
 QUERIES = {"q1": "what is the maternity leave policy?", "q2": "how do I claim expenses?"}
 PASSAGES = {f"d{i}": {"text": f"passage number {i} about leave and expenses"} for i in range(6)}

@@ -163,12 +163,12 @@ def run_on_terminal(args: list[str]) -> tuple[int, str, str]:
     """``reljudge ARGS`` in a child process whose stderr is a terminal (a pty) and whose stdout
     is a pipe, as in ``reljudge ... --format json > out.json`` typed at a shell: (exit code,
     stdout, what the terminal showed). The child is a fork of a process that has imported
-    reljudge (tests/judge_support.py): these tests are about where a run draws, not start-up."""
+    reljudge (tests/fork_support.py): these tests are about where a run draws, not start-up."""
     import os
     import subprocess
     import threading
 
-    from tests.judge_support import PIPE, reljudge
+    from tests.fork_support import PIPE, reljudge
 
     pty = pytest.importorskip("pty")
     master, slave = pty.openpty()

@@ -18,7 +18,7 @@ from reljudge.cli import main
 from reljudge.store import LabelStore
 from reljudge.testing import FakeOpenAI, Reply
 from tests.backends import BACKENDS, store_location
-from tests.judge_support import reljudge
+from tests.fork_support import reljudge
 
 CONCURRENCY = 4  # the calls a killed run can have in flight: the bound on what is not seen
 PAIRS = 60

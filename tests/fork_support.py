@@ -1,23 +1,25 @@
-"""Processes forked from one warm Python process, for the tests about a labelling process killed
-with SIGKILL or stopped with Ctrl-C mid-run, or drawing on a terminal. Each is a real process
-of its own (its own pid, memory and descriptors; killed, it loses whatever it had not written),
-but it starts as a copy of a process that has already imported reljudge's labelling and
-command-line modules and the openai SDK: it costs its work, not a fresh interpreter's start-up
-and imports (1 to 2 s of CPU for `label`, the SDK's import for `label --batch`). The tests
-about start-up itself (Ctrl-C while importing, what a fresh process imports) start their
-process on their own.
+"""Processes forked from one warm Python process, for the tests about a running ``reljudge``
+process rather than its start-up: a labelling process killed with SIGKILL or stopped with
+Ctrl-C mid-run, one drawing on a terminal, an ``assess`` server a test talks to, stops or
+kills. Each is a real process of its own (its own pid, memory and descriptors; killed, it
+loses whatever it had not written), but it starts as a copy of a process that has already
+imported reljudge's command-line, labelling and grading-server modules and the openai SDK: it
+costs its work, not a fresh interpreter's start-up and imports (1 to 2 s of CPU for `label`,
+the SDK's import for `label --batch`, about 1 s for `assess`). The tests about start-up itself
+(Ctrl-C while importing, what a fresh process imports, the URL ``assess`` prints as it
+starts) start their process on their own.
 
 Note for a CPU census: a child's CPU is reaped by the warm process, so it shows in the test
 process's RUSAGE_CHILDREN only once the warm process ends (at the test process's exit); per
 test, read the warm process's /proc/PID/stat (``_warm.proc.pid``).
 
-The warm process (one per test process, started at the first use) has no threads, so a fork of
-it is sound. A child gets the test's environment, folder and standard streams (pipes,
-/dev/null, a terminal or the test's own), and the Ctrl-C handling of a ``python`` started from
-a terminal; it runs ``python -c CODE ARGS`` or ``reljudge ARGS``. Its exit code (-N for a
-signal N) comes back from the warm process, which reaps it.
+The warm process (one per test process, started at the first use) runs one thread of its
+own, so a fork of it is sound. A child gets the test's environment, folder and standard
+streams (pipes, /dev/null, a terminal or the test's own; line-buffered when the environment
+sets ``PYTHONUNBUFFERED``, as python's are), and the Ctrl-C handling of a ``python`` started
+from a terminal; it runs ``python -c CODE ARGS`` or ``reljudge ARGS``. Its exit code (-N for
+a signal N) comes back from the warm process, which reaps it.
 """
-
 from __future__ import annotations
 
 import atexit
@@ -33,14 +35,20 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
-#: what a labelling run imports: library or command line, online or batch (the openai SDK),
-#: on a SQLite or PostgreSQL store
+#: what a labelling run imports (library or command line, online or batch: the openai SDK, on a
+#: SQLite or PostgreSQL store) and what ``reljudge assess`` serves with
 PRELOAD = ["reljudge.cli", "reljudge.cli.label_cmd", "reljudge.cli.batch_cmd", "reljudge.io",
            "reljudge.judge", "reljudge.judge.labeller", "reljudge.judge.batch.job",
            "reljudge.judge.http.client", "reljudge.judge.http.transport", "reljudge.store",
            "reljudge.store.postgres", "aiohttp", "diskcache", "openai", "openai.resources.files",
            "openai.resources.batches", "httpcore2", "h11", "anyio.streams.tls", "truststore",
-           "encodings.idna", "importlib.resources.readers", "psycopg"]
+           "encodings.idna", "importlib.resources.readers", "psycopg", "reljudge.cli.assess_cmd",
+           "reljudge.assess.app", "reljudge.assess.server", "reljudge.assess.task",
+           "reljudge.assess.team", "reljudge.assess.adjudicate", "reljudge.judge.prompts",
+           "uvicorn", "uvicorn.config", "uvicorn.server", "uvicorn.main", "uvicorn.lifespan.off",
+           "uvicorn.loops.auto", "uvicorn.loops.asyncio", "uvicorn.protocols.http.auto",
+           "uvicorn.protocols.http.h11_impl", "uvicorn.protocols.websockets.auto",
+           "starlette.applications", "starlette.responses", "starlette.routing"]
 
 #: the warm process: imports PRELOAD, then forks a child for each request (JSON, with the
 #: child's stdin, stdout and stderr descriptors attached) and says ["started", pid], then
@@ -69,7 +77,8 @@ def child(request, fds):
         os.close(fd)
     # the streams as a fresh interpreter opens them (stderr line-buffered)
     sys.stdin = sys.__stdin__ = open(0, closefd=False)
-    sys.stdout = sys.__stdout__ = open(1, "w", closefd=False)
+    buffering = 1 if request["env"].get("PYTHONUNBUFFERED") else -1
+    sys.stdout = sys.__stdout__ = open(1, "w", buffering=buffering, closefd=False)
     sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, errors="backslashreplace",
                                        closefd=False)
     os.chdir(request["cwd"])
@@ -184,11 +193,13 @@ class Forked:
     """A forked child running ``python -c code *args`` (``code``) or ``reljudge *args``, with
     the part of subprocess.Popen's interface the tests use (text streams only). ``stdin``,
     ``stdout``, ``stderr``: PIPE, DEVNULL, a descriptor, or None for this process's own;
-    ``env``: its environment (this process's by default)."""
+    ``env``: its environment (this process's by default); ``cwd``: its folder (this
+    process's by default)."""
 
     def __init__(self, args: Sequence[str], *, code: str | None = None,
                  stdin: int | None = None, stdout: int | None = None,
-                 stderr: int | None = None, env: dict[str, str] | None = None) -> None:
+                 stderr: int | None = None, env: dict[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> None:
         global _warm
         if _warm is None:
             _warm = _Warm()
@@ -211,7 +222,7 @@ class Forked:
             ours.append(mine)
             theirs.append(fd)
         self.stdin, self.stdout, self.stderr = ours
-        request = {"cwd": os.getcwd(), "env": dict(os.environ if env is None else env),
+        request = {"cwd": str(cwd or os.getcwd()), "env": dict(os.environ if env is None else env),
                    "code": code, "args": self.args}
         try:
             self.pid = _warm.start(request, theirs)
@@ -275,9 +286,10 @@ def python(code: str, *args: str, stdin: int | None = None, stdout: int | None =
 
 
 def reljudge(*args: str, stdin: int | None = None, stdout: int | None = None,
-             stderr: int | None = None, env: dict[str, str] | None = None) -> Forked:
+             stderr: int | None = None, env: dict[str, str] | None = None,
+             cwd: str | os.PathLike[str] | None = None) -> Forked:
     """``reljudge *args`` (``python -m reljudge``) as a forked child."""
-    return Forked(args, stdin=stdin, stdout=stdout, stderr=stderr, env=env)
+    return Forked(args, stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=cwd)
 
 
 def run_python(code: str, *args: str, timeout: float) -> subprocess.CompletedProcess:
