@@ -50,6 +50,13 @@ def empty_sqlite(path: Path) -> Path:
     return path
 
 
+def empty_store(request, tmp_path):
+    """``store_location``'s store for the test's backend: an empty SQLite store copied there
+    (``empty_sqlite``), or the URL of a new schema (the store made when first opened)."""
+    location = store_location(request, tmp_path)
+    return empty_sqlite(location) if isinstance(location, Path) else location
+
+
 def integrity_errors() -> tuple[type[BaseException], ...]:
     """What each backend raises when a row breaks a constraint."""
     try:
