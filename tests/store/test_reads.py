@@ -351,13 +351,16 @@ def test_the_column_merge_equals_the_row_merge(tmp_path_factory, batches, derive
 
 
 #: a stream with every policy's sources, a correction, a second sample, a tie, an undo of a
-#: human grade (the LLM ones decide the pair then) and failures
+#: human grade (the LLM ones decide the pair then), failures, conflicts, costs and tokens
 _STREAM = [[LabelEvent("q1", "d1", 2, "human", "alice"), LabelEvent("q1", "d1", 0, "llm", "claude"),
             LabelEvent("q1", "d1", 3, "llm", "claude", 1), LabelEvent("q1", "d2", 1, "human", "bob"),
             LabelEvent("q1", "d2", 3, "human", "adjudicated:dan"),
+            LabelEvent("q1", "d2", 2, "llm", "gpt/umbrela@1#abcd"),  # corrected below
             LabelEvent("q2", "d2", 1, "import", "nist")],
            [LabelEvent("q1", "d1", 1, "human", "alice"),
-            LabelEvent("q2", "d2", 2, "llm", "gpt/umbrela@1#abcd"),
+            LabelEvent("q1", "d2", 0, "llm", "gpt/umbrela@1#abcd", tokens_in=80,
+                       meta={"model": "gpt-4o"}),
+            LabelEvent("q2", "d2", 2, "llm", "gpt/umbrela@1#abcd", tokens_in=90, cost=0.002),
             LabelEvent("q2", "d2", 3, "llm", "claude"),
             LabelEvent("q1", "d2", None, "human", "bob", failure=RETRACTED),
             LabelEvent("q2", "d1", None, "llm", "claude", failure="no grade in the answer",
@@ -415,19 +418,14 @@ def _answers_row_by_row(rows: list[tuple], pairs: set[tuple[str, str]]) -> dict:
     return answers
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5))
-def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, batches):
-    """Two paths, one answer: the conflicts merged from the store's ids (``store.conflicts``,
-    ``conflicts_with_text``) are ``merge.conflicts`` of the label rows in event order, with the
-    same LLM answers, under every aggregation; the report's judges and costs read grouped are
-    those of every event weighed alone."""
+def _column_conflicts_equal_row_ones(folder: Path, batches: list) -> None:
+    """``store.conflicts``, ``conflicts_with_text`` and the report's judges and costs equal
+    what the label rows and the events one by one give."""
     from reljudge.report.facts import judges_and_costs
     from reljudge.store import conflicts
     from reljudge.store.views import conflicts_with_text
 
-    with LabelStore(empty_sqlite(tmp_path_factory.mktemp("c") / "s.sqlite")) as store:
+    with LabelStore(empty_sqlite(folder / "s.sqlite")) as store:
         for batch in batches:
             store.add_events(batch)
         rows = sorted(store.label_rows(), key=lambda r: r[6])
@@ -441,6 +439,28 @@ def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, bat
         assert {(c.qid, c.docid): [(a["source"], a["repeat"], a["grade"]) for a in c.answers]
                 for c in found if c.answers} == want
         assert judges_and_costs(store) == _facts_event_by_event(store)
+
+
+@pytest.mark.slow  # 60 stores: the fast set has the sibling below
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=_STREAMS)
+def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, batches):
+    """Two paths, one answer: the conflicts merged from the store's ids (``store.conflicts``,
+    ``conflicts_with_text``) are ``merge.conflicts`` of the label rows in event order, with the
+    same LLM answers, under every aggregation; the report's judges and costs read grouped are
+    those of every event weighed alone."""
+    _column_conflicts_equal_row_ones(tmp_path_factory.mktemp("c"), batches)
+
+
+@example(batches=_STREAM)
+@settings(max_examples=2, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=_STREAMS)
+def test_the_column_conflicts_and_costs_equal_the_row_ones_on_a_few_streams(tmp_path_factory,
+                                                                           batches):
+    """The fast set's share of the sweep above: a stream of every case and two drawn ones."""
+    _column_conflicts_equal_row_ones(tmp_path_factory.mktemp("c"), batches)
 
 
 def test_a_merge_by_a_source_the_store_lacks_is_one_line_naming_its_sources(tmp_path, capsys):
