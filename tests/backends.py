@@ -4,8 +4,12 @@ PostgreSQL server (tests/pg.py). ``store_location(request, tmp_path)`` gives wha
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import shutil
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +31,31 @@ def pg_url(server, name: str = "labels") -> str:
     if base is None:
         base = _databases[id(server)] = server.database("stores")
     return f"{base}?schema=t{next(_schemas)}_{name}"
+
+_empty: list[Path] = []
+
+
+def empty_sqlite(path: Path) -> Path:
+    """``path`` made a new, empty SQLite label store, a copy of one made once per process:
+    making a store runs its schema and syncs the file (some 70 ms of waiting each, on this
+    machine; the copy takes 4)."""
+    from reljudge.store import LabelStore
+
+    if not _empty:
+        folder = tempfile.mkdtemp(prefix="reljudge-empty-store-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        LabelStore(Path(folder) / "empty.sqlite").close()
+        _empty.append(Path(folder) / "empty.sqlite")
+    shutil.copyfile(_empty[0], path)
+    return path
+
+
+def empty_store(request, tmp_path):
+    """``store_location``'s store for the test's backend: an empty SQLite store copied there
+    (``empty_sqlite``), or the URL of a new schema (the store made when first opened)."""
+    location = store_location(request, tmp_path)
+    return empty_sqlite(location) if isinstance(location, Path) else location
+
 
 def integrity_errors() -> tuple[type[BaseException], ...]:
     """What each backend raises when a row breaks a constraint."""

@@ -22,7 +22,7 @@ from reljudge.io.trec import read_qrels
 from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore, conflicts, import_labels, merge_rows
 from reljudge.store.schema import SCHEMA_VERSION
-from tests.backends import BACKENDS, integrity_errors, store_location
+from tests.backends import BACKENDS, empty_store, integrity_errors, store_location
 from tests.helpers import v1_store
 
 
@@ -32,7 +32,7 @@ def ev(q, d, grade, kind="llm", name="judge", repeat=0, failure=None, **kw):
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    with LabelStore(store_location(request, tmp_path)) as s:
+    with LabelStore(empty_store(request, tmp_path)) as s:
         yield s
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reljudge.choices import DERIVED
@@ -21,6 +21,7 @@ from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
 from reljudge.store.events import EventLog
 from reljudge.store.merge import merge_rows
+from tests.backends import empty_sqlite
 from tests.strategies import event
 
 DL23 = Path(__file__).resolve().parent.parent.parent / "examples" / "llmjudge-dl23"
@@ -29,7 +30,7 @@ DL23 = Path(__file__).resolve().parent.parent.parent / "examples" / "llmjudge-dl
 def _store(path: Path, judges: int) -> LabelStore:
     """A store of one human source and ``judges`` LLM sources over 30 pairs, with
     corrections, a second sample, an undo and a failure among them."""
-    store = LabelStore(path)
+    store = LabelStore(empty_sqlite(path))
     pairs = [(f"q{i % 3}", f"d{i}") for i in range(30)]
     store.add_grades([(q, d, i % 4) for i, (q, d) in enumerate(pairs)], "human", "ann")
     for j in range(judges):
@@ -305,15 +306,10 @@ def test_sample_and_audit_name_sources_without_counting_them(tmp_path, capsys, m
     assert main(["audit", *store, "--human-source", "ann", "--format", "json"]) == 0
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5),
-       derived=st.booleans())
-def test_the_column_merge_equals_the_row_merge(tmp_path_factory, batches, derived):
-    """Two paths, one answer: ``store.merge`` (the store's ids, column by column) gives what
-    ``merge_rows`` gives from the label rows in event order, votes in the same order, under
-    every policy, aggregation and derived rule; ``sources`` counts the same from those ids."""
-    with LabelStore(tmp_path_factory.mktemp("m") / "s.sqlite") as store:
+def _column_merge_equals_row_merge(folder: Path, batches: list, derived: bool) -> None:
+    """``store.merge`` from the store's ids and from its votes equals ``merge_rows`` of the
+    label rows, under every policy, aggregation and derived rule."""
+    with LabelStore(empty_sqlite(folder / "s.sqlite")) as store:
         for batch in batches:
             store.add_events(batch)
         if derived:
@@ -332,11 +328,55 @@ def test_the_column_merge_equals_the_row_merge(tmp_path_factory, batches, derive
             assert store.merge(policy, aggregate, fractional, rule,
                                standing=standing.get(policy)) == by_rows, \
                 (policy, aggregate, fractional, rule)
-            standing.setdefault(policy, store.standing_ids(policy))
+            if policy not in standing:
+                standing[policy] = store.standing_ids(policy)
             assert store.merge(policy, aggregate, fractional, rule, votes=votes) == by_rows
             if rule == "recorded":
                 assert by_rows == merge_rows(rows, policy, aggregate, fractional,
                                              store.stale_labels())
+
+
+_STREAMS = st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5)
+
+
+@pytest.mark.slow  # 60 stores, each merged 432 times: the fast set has the sibling below
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=_STREAMS, derived=st.booleans())
+def test_the_column_merge_equals_the_row_merge(tmp_path_factory, batches, derived):
+    """Two paths, one answer: ``store.merge`` (the store's ids, column by column) gives what
+    ``merge_rows`` gives from the label rows in event order, votes in the same order, under
+    every policy, aggregation and derived rule; ``sources`` counts the same from those ids."""
+    _column_merge_equals_row_merge(tmp_path_factory.mktemp("m"), batches, derived)
+
+
+#: a stream with every policy's sources, a correction, a second sample, a tie, an undo of a
+#: human grade (the LLM ones decide the pair then), failures, conflicts, costs and tokens
+_STREAM = [[LabelEvent("q1", "d1", 2, "human", "alice"), LabelEvent("q1", "d1", 0, "llm", "claude"),
+            LabelEvent("q1", "d1", 3, "llm", "claude", 1), LabelEvent("q1", "d2", 1, "human", "bob"),
+            LabelEvent("q1", "d2", 3, "human", "adjudicated:dan"),
+            LabelEvent("q1", "d2", 2, "llm", "gpt/umbrela@1#abcd"),  # corrected below
+            LabelEvent("q2", "d2", 1, "import", "nist")],
+           [LabelEvent("q1", "d1", 1, "human", "alice"),
+            LabelEvent("q1", "d2", 0, "llm", "gpt/umbrela@1#abcd", tokens_in=80,
+                       meta={"model": "gpt-4o"}),
+            LabelEvent("q2", "d2", 2, "llm", "gpt/umbrela@1#abcd", tokens_in=90, cost=0.002),
+            LabelEvent("q2", "d2", 3, "llm", "claude"),
+            LabelEvent("q1", "d2", None, "human", "bob", failure=RETRACTED),
+            LabelEvent("q2", "d1", None, "llm", "claude", failure="no grade in the answer",
+                       failure_kind="unparseable")]]
+
+
+@example(batches=_STREAM, derived=True)
+@example(batches=_STREAM, derived=False)
+@settings(max_examples=2, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=_STREAMS, derived=st.booleans())
+def test_the_column_merge_equals_the_row_merge_on_a_few_streams(tmp_path_factory, batches,
+                                                                derived):
+    """The fast set's share of the sweep above: the same equalities on a stream of every
+    case, with and without a derived source, and on two drawn streams."""
+    _column_merge_equals_row_merge(tmp_path_factory.mktemp("m"), batches, derived)
 
 
 def _facts_event_by_event(store: LabelStore) -> tuple[list, list]:
@@ -378,30 +418,49 @@ def _answers_row_by_row(rows: list[tuple], pairs: set[tuple[str, str]]) -> dict:
     return answers
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5))
-def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, batches):
-    """Two paths, one answer: the conflicts merged from the store's ids (``store.conflicts``,
-    ``conflicts_with_text``) are ``merge.conflicts`` of the label rows in event order, with the
-    same LLM answers, under every aggregation; the report's judges and costs read grouped are
-    those of every event weighed alone."""
+def _column_conflicts_equal_row_ones(folder: Path, batches: list) -> None:
+    """``store.conflicts``, ``conflicts_with_text`` and the report's judges and costs equal
+    what the label rows and the events one by one give."""
     from reljudge.report.facts import judges_and_costs
     from reljudge.store import conflicts
     from reljudge.store.views import conflicts_with_text
 
-    with LabelStore(tmp_path_factory.mktemp("c") / "s.sqlite") as store:
+    with LabelStore(empty_sqlite(folder / "s.sqlite")) as store:
         for batch in batches:
             store.add_events(batch)
         rows = sorted(store.label_rows(), key=lambda r: r[6])
+        votes = store.votes()
         for aggregate in AGGREGATES:
-            assert store.conflicts(aggregate) == conflicts(rows, aggregate), aggregate
-            assert store.conflicts(aggregate, votes=store.votes()) == conflicts(rows, aggregate)
+            want = conflicts(rows, aggregate)
+            assert store.conflicts(aggregate) == want, aggregate
+            assert store.conflicts(aggregate, votes=votes) == want
         found = conflicts_with_text(store, min_diff=0.5)
         want = _answers_row_by_row(rows, {(c.qid, c.docid) for c in found})
         assert {(c.qid, c.docid): [(a["source"], a["repeat"], a["grade"]) for a in c.answers]
                 for c in found if c.answers} == want
         assert judges_and_costs(store) == _facts_event_by_event(store)
+
+
+@pytest.mark.slow  # 60 stores: the fast set has the sibling below
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=_STREAMS)
+def test_the_column_conflicts_and_costs_equal_the_row_ones(tmp_path_factory, batches):
+    """Two paths, one answer: the conflicts merged from the store's ids (``store.conflicts``,
+    ``conflicts_with_text``) are ``merge.conflicts`` of the label rows in event order, with the
+    same LLM answers, under every aggregation; the report's judges and costs read grouped are
+    those of every event weighed alone."""
+    _column_conflicts_equal_row_ones(tmp_path_factory.mktemp("c"), batches)
+
+
+@example(batches=_STREAM)
+@settings(max_examples=2, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=_STREAMS)
+def test_the_column_conflicts_and_costs_equal_the_row_ones_on_a_few_streams(tmp_path_factory,
+                                                                           batches):
+    """The fast set's share of the sweep above: a stream of every case and two drawn ones."""
+    _column_conflicts_equal_row_ones(tmp_path_factory.mktemp("c"), batches)
 
 
 def test_a_merge_by_a_source_the_store_lacks_is_one_line_naming_its_sources(tmp_path, capsys):
@@ -473,7 +532,7 @@ def test_labels_stats_counts_failures_from_the_sources_as_the_events_give_them(
     """`labels stats` counts the failed judgments from the sources' counts, and looks for
     current failures only when some event has no grade: the same numbers as reading the
     failures themselves."""
-    with LabelStore(tmp_path_factory.mktemp("f") / "s.sqlite") as store:
+    with LabelStore(empty_sqlite(tmp_path_factory.mktemp("f") / "s.sqlite")) as store:
         for batch in batches:
             store.add_events(batch)
         sources = store.sources(store.standing_ids())

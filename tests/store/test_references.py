@@ -11,14 +11,14 @@ import pytest
 from reljudge.cli import main
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
-from tests.backends import BACKENDS, integrity_errors, pg_url, store_location
+from tests.backends import BACKENDS, empty_store, integrity_errors, pg_url
 
 COLS = "q, d, source, grade, created_at, batch"
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    with LabelStore(store_location(request, tmp_path)) as s:
+    with LabelStore(empty_store(request, tmp_path)) as s:
         s.add_grades([("q1", "d1", 1), ("q2", "d2", 2)], "human", "ann",
                      batch_info={"path": "f", "sha256": "x"})
         yield s

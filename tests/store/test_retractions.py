@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
-from tests.backends import BACKENDS, integrity_errors, store_location
+from tests.backends import BACKENDS, empty_store, integrity_errors
 
 
 def grade(q, d, g, name="ann", kind="human"):
@@ -21,7 +21,7 @@ def undo(q, d, name="ann", kind="human"):
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    with LabelStore(store_location(request, tmp_path)) as s:
+    with LabelStore(empty_store(request, tmp_path)) as s:
         yield s
 
 

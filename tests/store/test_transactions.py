@@ -8,12 +8,12 @@ import pytest
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from reljudge.store.batches import BatchLog
-from tests.backends import BACKENDS, store_location
+from tests.backends import BACKENDS, empty_store
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    with LabelStore(store_location(request, tmp_path)) as s:
+    with LabelStore(empty_store(request, tmp_path)) as s:
         yield s
 
 

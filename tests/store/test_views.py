@@ -16,7 +16,7 @@ from reljudge.cli import main
 from reljudge.labels import LabelEvent
 from reljudge.store import LabelStore
 from reljudge.store.views import conflicts_with_text
-from tests.backends import BACKENDS, store_location
+from tests.backends import BACKENDS, empty_store
 
 LONG = "The first paragraph of a long passage about parental leave.\n" + "More words. " * 20
 QUERIES = {"q1": "how long is maternity leave?", "q2": "expense deadline"}
@@ -33,7 +33,7 @@ def llm(q, d, g, raw, repeat=0, name="gpt"):
 
 @pytest.fixture(params=BACKENDS)
 def store_path(request, tmp_path):
-    path = store_location(request, tmp_path)
+    path = empty_store(request, tmp_path)
     with LabelStore(path) as store:
         store.add_queries(QUERIES)
         store.add_passages({d: t for d, t in PASSAGES.items() if d != "d3"})  # d3: no text
