@@ -20,7 +20,7 @@ from reljudge.store import LabelStore
 from tests.helpers import EXAMPLE, unavailable
 from tests.llama_server import EXTRA, LlamaServer, answered_grade
 
-PAIRS = 4  # the top of the example's bm25 run: a handful of calls at a few seconds each
+PAIRS = 2  # the top of the example's bm25 run: one answer graded, one cut at MAX_TOKENS
 MAX_TOKENS = "64"  # room for a short JSON answer; a rambling one is cut and recorded
 OUTCOMES = (pytest.skip.Exception, pytest.fail.Exception)  # what a missing server raises
 
