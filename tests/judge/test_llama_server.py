@@ -20,8 +20,9 @@ from reljudge.store import LabelStore
 from tests.helpers import EXAMPLE, unavailable
 from tests.llama_server import EXTRA, LlamaServer, answered_grade
 
-PAIRS = 4  # the top of the example's bm25 run: a handful of calls at a few seconds each
-MAX_TOKENS = "64"  # room for a short JSON answer; a rambling one is cut and recorded
+PAIRS = 2  # the top of the example's bm25 run: one answer graded, one cut at MAX_TOKENS
+MAX_TOKENS = "40"  # room for a short JSON answer (36 tokens for the first pair); a rambling one
+#                   is cut and recorded (the second pair)
 OUTCOMES = (pytest.skip.Exception, pytest.fail.Exception)  # what a missing server raises
 
 
@@ -122,7 +123,7 @@ def test_label_grades_or_records_every_pair_and_a_rerun_pays_nothing(llama_serve
             assert e.grade in SCALE and answered_grade(e.raw) == e.grade, e
             assert e.failure is None
         elif e.failure_kind == FailureKind.TRUNCATED:  # rambled to the limit: not re-asked
-            assert "cut off at max_tokens=64" in e.failure and "re-asked" not in e.raw, e
+            assert f"cut off at max_tokens={MAX_TOKENS}" in e.failure and "re-asked" not in e.raw, e
         else:  # never a grade made up: the reason and what the model said
             assert e.failure_kind == FailureKind.UNPARSEABLE and e.failure, e
     graded = {(e.qid, e.docid): e.grade for e in events if e.grade is not None}

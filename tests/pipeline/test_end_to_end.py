@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,19 +46,47 @@ def read_artefacts(out: Path) -> dict[str, str]:
     return {name: (out / name).read_text() for name in ARTEFACTS}
 
 
-def test_pipeline_end_to_end_then_a_rerun_is_free_and_identical(example, tmp_path, monkeypatch,
-                                                                capsys):
+@dataclass
+class Finished:
+    """The example run once to the end, uninterrupted, against a scripted judge that stays up
+    for the module: tests read ``folder`` (never write it: a test that runs again copies it)."""
+
+    folder: Path
+    server: FakeOpenAI
+    env: dict[str, str]
+    calls: int
+    printed: str
+    artefacts: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    root = tmp_path_factory.mktemp("finished")
+    folder = root / "hr"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("out"))
     with FakeOpenAI(grader) as server:
-        for k, v in env_for(server, tmp_path).items():
-            monkeypatch.setenv(k, v)
-        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
-        first_calls = server.calls
-        out = example / "out"
-        first = read_artefacts(out)
-        printed = capsys.readouterr().out
-        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
-        assert server.calls == first_calls  # zero new LLM calls
-        assert read_artefacts(out) == first
+        env = env_for(server, root)
+        printed = io.StringIO()
+        with pytest.MonkeyPatch.context() as monkeypatch, contextlib.redirect_stdout(printed):
+            for k, v in env.items():  # for this run only: the module's other tests set theirs
+                monkeypatch.setenv(k, v)
+            assert main(["run", str(folder / "pipeline.toml"), "--quiet"]) == 0
+        yield Finished(folder, server, env, server.calls, printed.getvalue(),
+                       read_artefacts(folder / "out"))
+
+
+def test_pipeline_end_to_end_then_a_rerun_is_free_and_identical(finished, tmp_path,
+                                                                monkeypatch):
+    first, first_calls, printed = finished.artefacts, finished.calls, finished.printed
+    again = tmp_path / "hr"  # the rerun in a copy: the finished folder stays as it was
+    shutil.copytree(finished.folder, again)
+    for k, v in finished.env.items():
+        monkeypatch.setenv(k, v)
+    assert main(["run", str(again / "pipeline.toml"), "--quiet"]) == 0
+    assert finished.server.calls == first_calls  # zero new LLM calls
+    assert read_artefacts(again / "out") == first
+    out = finished.folder / "out"
+    assert read_artefacts(out) == first
     pool_pairs = len(first["pool.tsv"].splitlines()) - 1
     assert first_calls == pool_pairs  # every pooled pair graded once, human-labelled included
     assert "[audit] ran" in printed and "Kendall tau" in printed
@@ -194,11 +225,9 @@ def test_bad_config_names_the_file_and_setting(tmp_path):
 
 @pytest.mark.slow  # SIGKILL, then a rerun
 def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(example, tmp_path,
-                                                                          monkeypatch):
+                                                                          monkeypatch, finished):
     slow = lambda req: Reply.text(grader(req).body["choices"][0]["message"]["content"],  # noqa
                                   delay=0.05)
-    twin = tmp_path / "twin"
-    shutil.copytree(example, twin)
     with FakeOpenAI(slow) as server:
         env = env_for(server, tmp_path)
         cmd = [sys.executable, "-m", "reljudge", "run", str(example / "pipeline.toml"), "--quiet"]
@@ -207,33 +236,28 @@ def test_sigkill_during_labelling_then_rerun_matches_an_uninterrupted_run(exampl
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert 40 <= server.calls < 150, "the label stage was not interrupted"
-        # the rerun and the uninterrupted twin in this process: the killed run is the process
-        # this test is about
+        # the rerun in this process: the killed run is the process this test is about
         for k, v in env.items():
             monkeypatch.setenv(k, v)
         assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
-        monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(tmp_path / "cache2"))
-        assert main(["run", str(twin / "pipeline.toml"), "--quiet"]) == 0
     with LabelStore(example / "out" / "labels.sqlite") as store:
         llm = [s for s in store.sources() if s.kind == "llm"][0]
         pairs = len((example / "out" / "pool.tsv").read_text().splitlines()) - 1
         assert llm.events == pairs  # no pair labelled twice
-    assert read_artefacts(example / "out") == read_artefacts(twin / "out")
+    assert read_artefacts(example / "out") == finished.artefacts  # the uninterrupted run's
 
 
 @pytest.mark.slow  # a batch job inside a pipeline (test_judge_batch.py is fast)
 def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online(
-        example, tmp_path, monkeypatch, capsys):
+        example, tmp_path, monkeypatch, capsys, finished):
     from reljudge.testing.fake_batch import FakeBatchAPI
 
-    twin = tmp_path / "twin"
-    shutil.copytree(example, twin)
-    with FakeOpenAI(grader) as server, FakeBatchAPI(grader) as batch:
-        for k, v in env_for(server, tmp_path).items():
+    twin = example  # a fresh copy; the online run is the module's finished one
+    online, server = dict(finished.artefacts), finished.server  # a copy: scores.json is popped
+    online_calls = server.calls
+    with FakeBatchAPI(grader) as batch:
+        for k, v in finished.env.items():
             monkeypatch.setenv(k, v)
-        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
-        online = read_artefacts(example / "out")
-        online_calls = server.calls
         monkeypatch.setenv("RELJUDGE_CACHE_DIR", str(tmp_path / "cache-batch"))
         cfg = twin / "pipeline.toml"
         cfg.write_text(cfg.read_text().replace(
@@ -249,7 +273,8 @@ def test_batch_true_in_the_judge_section_waits_for_batches_then_scores_as_online
     digests = [json.loads(a.pop("scores.json"))["config_digest"] for a in (batched, online)]
     assert batched == online and digests[0] != digests[1]  # the configs differ: batch = true
     assert (json.loads((twin / "out" / "scores.json").read_text()) | {"config_digest": 0}
-            == json.loads((example / "out" / "scores.json").read_text()) | {"config_digest": 0})
+            == json.loads((finished.folder / "out" / "scores.json").read_text())
+            | {"config_digest": 0})
 
 
 @pytest.mark.slow  # an online job, then a batch job
@@ -301,17 +326,11 @@ def test_a_pipeline_over_two_models_audits_each_judge_and_the_report_shows_both(
     assert all(n in html for n in names)
 
 
-def test_the_pipeline_scores_json_is_what_reljudge_eval_prints(example, tmp_path, monkeypatch,
-                                                               capsys):
+def test_the_pipeline_scores_json_is_what_reljudge_eval_prints(finished, capsys):
     """Two paths, one answer: scores.json and ``reljudge eval --format json`` come from one
     builder, so the same qrels, runs and measures give the same record."""
-    with FakeOpenAI(grader) as server:
-        for k, v in env_for(server, tmp_path).items():
-            monkeypatch.setenv(k, v)
-        assert main(["run", str(example / "pipeline.toml"), "--quiet"]) == 0
-    capsys.readouterr()
-    out = example / "out"
-    config = load_config(example / "pipeline.toml")
+    out = finished.folder / "out"
+    config = load_config(finished.folder / "pipeline.toml")
     argv = ["eval", str(out / "qrels.txt"), *(str(config.path(r)) for r in config.inputs.runs),
             "--per-query", "--format", "json"]
     for m in config.eval.measures:

@@ -155,18 +155,19 @@ def lexical_grade(query: str, passage: str) -> int:
 def test_what_a_run_could_gain_by_the_exploit_under_a_lexical_judge(tmp_path):
     queries, passages, known = hr_data()
     runs = [read_run(HR / "runs" / "bm25.run"), read_run(HR / "runs" / "trigram.run")]
-    reports = {}
-    for measure in ("nDCG@10", "DCG@10"):
-        with FakeOpenAI(lexical_grader) as server:
-            reports[measure] = probe(config(server, tmp_path), queries, passages, known,
-                                     kinds=["query-insert"], per_kind=5, runs=runs, depth=10,
-                                     measures=[measure])
-    ndcg = {g.run: g for g in reports["nDCG@10"].gains}
+    with FakeOpenAI(lexical_grader) as server:  # one job, the gains under each measure
+        report = probe(config(server, tmp_path), queries, passages, known,
+                       kinds=["query-insert"], per_kind=5, runs=runs, depth=10,
+                       measures=["nDCG@10", "DCG@10"])
+    gains = {m: [g for g in report.gains if g.measure == m] for m in ("nDCG@10", "DCG@10")}
+    assert [len(gains["nDCG@10"]), len(gains["DCG@10"])] == [2, 2] == [len(runs)] * 2
+    assert len(report.gains) == 4  # one a run and measure, none of another measure
+    ndcg = {g.run: g for g in gains["nDCG@10"]}
     assert [ndcg["bm25"].rank_now, ndcg["trigram"].rank_now] == [1, 2]
     assert ndcg["trigram"].rank_exploited == 1  # the second run cheats its way to the top
     assert ndcg["bm25"].replaced > 0 and ndcg["trigram"].replaced > 0
-    for g in reports["DCG@10"].gains:  # no normaliser: the cheat's own score can only rise
-        assert g.measure == "DCG@10" and g.gain > 0 and g.exploited == g.now + g.gain
+    for g in gains["DCG@10"]:  # no normaliser: the cheat's own score can only rise
+        assert g.gain > 0 and g.exploited == g.now + g.gain
     with FakeOpenAI(oracle_grader(oracle_map(queries, passages, known))) as server:
         honest = probe(config(server, tmp_path / "o"), queries, passages, known,
                        kinds=["query-insert"], per_kind=5, runs=runs, depth=10)
