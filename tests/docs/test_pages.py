@@ -6,9 +6,9 @@ Rules: every line of a ```bash block runs in order, from a scratch folder holdin
 page runs on its own), with the LLM endpoint pointed at the local scripted server; ```python
 blocks run there too, in order, as a user pastes a page's snippets into one fresh Python
 session, each block in a namespace of its own (it imports what it uses). What is checked is
-what the commands do, not their process: a page's commands and snippets run in one Python
-process of their own (tests/session_support.py), each command as ``reljudge.cli.main`` with
-its own folder and environment, as a shell would give it. ``export NAME=VALUE``
+what the commands do, not their process: the pages' commands and snippets run in one Python
+process (tests/session_support.py), each command as ``reljudge.cli.main`` with its own folder
+and environment, as a shell would give it. ``export NAME=VALUE``
 sets a variable for the lines after it (``$NAME`` is expanded); a block that exports a
 ``postgresql://`` store runs against the PostgreSQL server the tests start, its URL in place
 of the documented one. The two fresh-machine
@@ -84,6 +84,13 @@ def test_readme_fits_on_a_page_and_leaves_the_reference_to_docs():
     assert linked == {p.stem for p in (ROOT / "docs").glob("*.md")}
 
 
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    """The process that runs the pages' commands and snippets, one after another."""
+    with CommandSession(tmp_path_factory.mktemp("session") / "stderr") as process:
+        yield process
+
+
 @pytest.fixture
 def scratch(tmp_path_factory):
     """A folder with a copy of the examples, like the repository root (one per page)."""
@@ -152,20 +159,19 @@ def llm_env(server, tmp_path: Path) -> dict:
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 @pytest.mark.slow  # every documented command
-def test_every_documented_command_runs(doc, scratch, tmp_path):
+def test_every_documented_command_runs(doc, scratch, tmp_path, session):
     if not blocks(doc, "bash") and not blocks(doc, "python"):
-        return  # a page without commands (no server, no process for nothing)
+        return  # a page without commands (no server for nothing)
     with FakeOpenAI(grader) as server:
         env = llm_env(server, tmp_path)
         ran = 0
-        with CommandSession(tmp_path / "session.stderr", env=env) as session:
-            for block in blocks(doc, "bash"):
-                if not needs_postgresql(block):  # (test_the_team_section_runs_on_postgresql)
-                    ran += run_block(doc, block, scratch, env, session)
-            for block in blocks(doc, "python"):
-                proc = session.python(block, cwd=scratch, env=env)
-                assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
-                ran += 1
+        for block in blocks(doc, "bash"):
+            if not needs_postgresql(block):  # (test_the_team_section_runs_on_postgresql)
+                ran += run_block(doc, block, scratch, env, session)
+        for block in blocks(doc, "python"):
+            proc = session.python(block, cwd=scratch, env=env)
+            assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
+            ran += 1
     assert ran > 0
 
 
