@@ -175,7 +175,8 @@ def test_every_documented_command_runs(doc, scratch, tmp_path, session):
     assert ran > 0
 
 
-def test_the_team_section_runs_on_postgresql(pg_server, tmp_path, monkeypatch, capsys):
+def test_the_team_section_runs_on_postgresql(pg_server, session, tmp_path, monkeypatch,
+                                            capsys):
     team = [b for b in blocks(TEAM_PAGE, "bash") if needs_postgresql(b)]
     assert len(team) == 1 and "## Working as a team" in TEAM_PAGE.read_text()
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
@@ -183,8 +184,7 @@ def test_the_team_section_runs_on_postgresql(pg_server, tmp_path, monkeypatch, c
     url = pg_server.database("docs") + "?schema=hr_handbook"
     with FakeOpenAI(grader) as server:
         env = llm_env(server, tmp_path)
-        with CommandSession(tmp_path / "session.stderr", env=env) as session:
-            assert run_block(TEAM_PAGE, team[0], tmp_path, env, session, url) == 5
+        assert run_block(TEAM_PAGE, team[0], tmp_path, env, session, url) == 5
         assert env["RELJUDGE_STORE"] == url
         labelled = server.calls
         assert labelled > 0
