@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import runpy
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from reljudge.io import read_passages, read_queries
 from reljudge.io.trec import read_qrels, read_run
@@ -13,25 +15,31 @@ from reljudge.io.trec import read_qrels, read_run
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 
 
-def regenerate(name: str, scripts: list[str], files: list[str], tmp_path: Path) -> None:
+def regenerate(name: str, scripts: list[str], files: list[str], tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example's copy without ``files``, its ``scripts`` run there as ``python SCRIPT``
+    (in this process: they write beside their ``__file__``), gives the same bytes."""
     copy = tmp_path / name
     shutil.copytree(EXAMPLES / name, copy, ignore=shutil.ignore_patterns("out"))
     for f in files:
         (copy / f).unlink()
+    monkeypatch.chdir(copy)
     for s in scripts:
-        subprocess.run([sys.executable, s], cwd=copy, check=True, timeout=120)
+        monkeypatch.setattr(sys, "argv", [s])
+        runpy.run_path(str(copy / s), run_name="__main__")
     for f in files:
         assert (copy / f).read_bytes() == (EXAMPLES / name / f).read_bytes(), f
 
 
-def test_hr_handbook_corpus_and_runs_regenerate_exactly(tmp_path):
+def test_hr_handbook_corpus_and_runs_regenerate_exactly(tmp_path, monkeypatch):
     regenerate("hr-handbook", ["make_corpus.py", "make_runs.py"],
-               ["passages.jsonl", "queries.tsv", "runs/bm25.run", "runs/trigram.run"], tmp_path)
+               ["passages.jsonl", "queries.tsv", "runs/bm25.run", "runs/trigram.run"], tmp_path,
+               monkeypatch)
 
 
-def test_llmjudge_runs_regenerate_exactly(tmp_path):
+def test_llmjudge_runs_regenerate_exactly(tmp_path, monkeypatch):
     regenerate("llmjudge-dl23", ["make_runs.py"],
-               [f"runs/synthetic-{i}.run" for i in range(1, 9)], tmp_path)
+               [f"runs/synthetic-{i}.run" for i in range(1, 9)], tmp_path, monkeypatch)
 
 
 def test_hr_handbook_labels_fit_the_corpus():

@@ -5,7 +5,10 @@ Rules: every line of a ```bash block runs in order, from a scratch folder holdin
 ``examples/`` (so paths read as they do from the repository root; one folder per page, so a
 page runs on its own), with the LLM endpoint pointed at the local scripted server; ```python
 blocks run there too, in order, as a user pastes a page's snippets into one fresh Python
-session, each block in a namespace of its own (it imports what it uses). ``export NAME=VALUE``
+session, each block in a namespace of its own (it imports what it uses). What is checked is
+what the commands do, not their process: the pages' commands and snippets run in one Python
+process (tests/session_support.py), each command as ``reljudge.cli.main`` with its own folder
+and environment, as a shell would give it. ``export NAME=VALUE``
 sets a variable for the lines after it (``$NAME`` is expanded); a block that exports a
 ``postgresql://`` store runs against the PostgreSQL server the tests start, its URL in place
 of the documented one. The two fresh-machine
@@ -81,6 +84,13 @@ def test_readme_fits_on_a_page_and_leaves_the_reference_to_docs():
     assert linked == {p.stem for p in (ROOT / "docs").glob("*.md")}
 
 
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    """The process that runs the pages' commands and snippets, one after another."""
+    with CommandSession(tmp_path_factory.mktemp("session") / "stderr") as process:
+        yield process
+
+
 @pytest.fixture
 def scratch(tmp_path_factory):
     """A folder with a copy of the examples, like the repository root (one per page)."""
@@ -90,11 +100,12 @@ def scratch(tmp_path_factory):
     return folder
 
 
-def run_line(line: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    """Run one documented command the way a shell would (env prefixes, globs)."""
+def run_line(line: str, cwd: Path, env: dict,
+             session: CommandSession) -> subprocess.CompletedProcess:
+    """Run one documented command in ``session`` with the arguments and environment a shell
+    would give it (env prefixes, globs)."""
     args, env = shell_words(line, cwd, env)
-    return subprocess.run([sys.executable, "-m", "reljudge", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return session.reljudge(*args, cwd=cwd, env=env)
 
 
 def shell_words(line: str, cwd: Path, env: dict) -> tuple[list[str], dict]:
@@ -118,9 +129,10 @@ def shell_words(line: str, cwd: Path, env: dict) -> tuple[list[str], dict]:
     return [str(Path(a).relative_to(cwd)) if a.startswith(str(cwd)) else a for a in args], env
 
 
-def run_block(doc: Path, block: str, cwd: Path, env: dict, store_url: str | None = None) -> int:
-    """Run one ```bash block's lines in order; how many ran. ``store_url``: the URL an
-    exported ``postgresql://`` RELJUDGE_STORE stands for."""
+def run_block(doc: Path, block: str, cwd: Path, env: dict, session: CommandSession,
+              store_url: str | None = None) -> int:
+    """Run one ```bash block's lines in order in ``session``; how many ran. ``store_url``: the
+    URL an exported ``postgresql://`` RELJUDGE_STORE stands for."""
     ran = 0
     for line in commands(block):
         if line.endswith("python -m pytest -q"):
@@ -129,7 +141,7 @@ def run_block(doc: Path, block: str, cwd: Path, env: dict, store_url: str | None
             key, value = shlex.split(line[len("export "):])[0].split("=", 1)
             env[key] = store_url if value.startswith("postgresql://") else value
             continue
-        proc = run_line(line, cwd, env)
+        proc = run_line(line, cwd, env, session)
         assert proc.returncode == 0, f"{doc.name}: {line}\n{proc.stderr[-3000:]}"
         assert "Traceback" not in proc.stderr
         ran += 1
@@ -146,25 +158,25 @@ def llm_env(server, tmp_path: Path) -> dict:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
-@pytest.mark.slow  # every documented command, as subprocesses
-def test_every_documented_command_runs(doc, scratch, tmp_path):
+@pytest.mark.slow  # every documented command
+def test_every_documented_command_runs(doc, scratch, tmp_path, session):
+    if not blocks(doc, "bash") and not blocks(doc, "python"):
+        return  # a page without commands (no server for nothing)
     with FakeOpenAI(grader) as server:
         env = llm_env(server, tmp_path)
         ran = 0
         for block in blocks(doc, "bash"):
             if not needs_postgresql(block):  # (test_the_team_section_runs_on_postgresql)
-                ran += run_block(doc, block, scratch, env)
-        if blocks(doc, "python"):
-            with CommandSession(tmp_path / "python.stderr", env=env) as python:
-                for block in blocks(doc, "python"):
-                    proc = python.python(block, cwd=scratch, env=env)
-                    assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
-                    ran += 1
-    if blocks(doc, "bash") or blocks(doc, "python"):
-        assert ran > 0
+                ran += run_block(doc, block, scratch, env, session)
+        for block in blocks(doc, "python"):
+            proc = session.python(block, cwd=scratch, env=env)
+            assert proc.returncode == 0, f"{doc.name}: python block\n{proc.stderr[-3000:]}"
+            ran += 1
+    assert ran > 0
 
 
-def test_the_team_section_runs_on_postgresql(pg_server, tmp_path, monkeypatch, capsys):
+def test_the_team_section_runs_on_postgresql(pg_server, session, tmp_path, monkeypatch,
+                                            capsys):
     team = [b for b in blocks(TEAM_PAGE, "bash") if needs_postgresql(b)]
     assert len(team) == 1 and "## Working as a team" in TEAM_PAGE.read_text()
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
@@ -172,7 +184,7 @@ def test_the_team_section_runs_on_postgresql(pg_server, tmp_path, monkeypatch, c
     url = pg_server.database("docs") + "?schema=hr_handbook"
     with FakeOpenAI(grader) as server:
         env = llm_env(server, tmp_path)
-        assert run_block(TEAM_PAGE, team[0], tmp_path, env, url) == 5
+        assert run_block(TEAM_PAGE, team[0], tmp_path, env, session, url) == 5
         assert env["RELJUDGE_STORE"] == url
         labelled = server.calls
         assert labelled > 0
@@ -259,7 +271,7 @@ def test_the_not_run_check_finds_each_kind_of_problem(tmp_path):
         "page.md: no command frobnicate: reljudge frobnicate x"]
 
 
-@pytest.mark.slow  # the demo (also run by the README's commands, as a process)
+@pytest.mark.slow  # the demo (the README runs it too; tests/project/test_wheel.py as a process)
 def test_demo_runs_offline_and_prints_scores_and_audit(tmp_path, monkeypatch, capsys):
     for key in [k for k in os.environ if k.startswith("OPENAI_")]:
         monkeypatch.delenv(key)
@@ -485,26 +497,37 @@ SCRIPTED = re.compile(r"<!-- not run: the server runs until Ctrl-C; tests/docs/t
 
 @pytest.mark.parametrize("doc", [ROOT / "README.md", ROOT / "docs" / "labelling.md"],
                          ids=lambda p: p.name)
-@pytest.mark.slow  # a server process and a labelling process
-def test_labelling_without_a_key_runs_as_documented(doc, scratch, tmp_path):
-    """The scripted server started as the page says prints its URL, and the page's label
-    command, with that URL for PORT and no OPENAI_* variable, grades every pair."""
+@pytest.mark.slow  # a server process
+def test_labelling_without_a_key_runs_as_documented(doc, scratch, tmp_path, monkeypatch,
+                                                    capsys):
+    """The scripted server started as the page says (a process: its command line is what is
+    documented) prints its URL, and the page's label command, with that URL for PORT and no
+    OPENAI_* variable, grades every pair (in-process: the library reads the environment when
+    the command runs, not at start-up)."""
     (block,) = SCRIPTED.findall(doc.read_text())
     serve, label = commands(block)
     words = shlex.split(serve)
     assert words[:3] == ["python", "-m", "reljudge.testing.fake_openai"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env["RELJUDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    for key in [k for k in os.environ if k.startswith("OPENAI_")]:
+        monkeypatch.delenv(key)
     server = subprocess.Popen([sys.executable, *words[1:]], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().strip()
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url), url
-        proc = run_line(label.replace("http://127.0.0.1:PORT/v1", url), scratch, env)
+        args, env = shell_words(label.replace("http://127.0.0.1:PORT/v1", url), scratch,
+                                {**os.environ, "RELJUDGE_CACHE_DIR": str(tmp_path / "cache")})
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.chdir(scratch)
+        try:
+            code = main(args)
+        except SystemExit as e:  # argparse's refusal: its message is on stderr
+            code = e.code
     finally:
         server.terminate()
         _, said = server.communicate(timeout=30)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert code == 0, capsys.readouterr().err[-3000:]
     assert said == ""  # no warning of runpy's (the module ran once)
     from reljudge.store import LabelStore
 

@@ -18,6 +18,19 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 SOURCES = ("src", "examples", "pyproject.toml", "setup.py", "MANIFEST.in", "README.md")
 
 
+#: ``python -c WHEEL_FROM_SDIST SDIST FOLDER DIST``: unpack SDIST into FOLDER and build its wheel
+#: into DIST with the setuptools backend
+WHEEL_FROM_SDIST = ("import os, sys, tarfile\n"
+                    "from setuptools import build_meta\n"
+                    "sdist, folder, dist = sys.argv[1:]\n"
+                    "safe = {'filter': 'data'} if hasattr(tarfile, 'data_filter') else {}\n"
+                    "with tarfile.open(sdist) as tar:\n"
+                    "    tar.extractall(folder, **safe)\n"
+                    "(top,) = os.listdir(folder)\n"
+                    "os.chdir(os.path.join(folder, top))\n"
+                    "build_meta.build_wheel(dist)\n")
+
+
 def _run(argv: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "RELJUDGE_", "PYTHON"))}
@@ -50,8 +63,10 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     with tarfile.open(sdist) as tar:
         names = tar.getnames()
     assert any(n.endswith("examples/hr-handbook/pipeline.toml") for n in names)
-    _run([sys.executable, "-m", "pip", "wheel", str(sdist), "--no-deps",
-          "--no-build-isolation", "--no-index", "-w", str(tmp / "dist"), "-q"], cwd=tmp)
+    # the wheel built from the unpacked sdist by the build backend, in a process of its own, as
+    # pip does (without pip's own start-up and its second process for the backend's hooks)
+    _run([sys.executable, "-c", WHEEL_FROM_SDIST, str(sdist), str(tmp / "unpacked"),
+          str(tmp / "dist")], cwd=tmp)
     wheel = next((tmp / "dist").glob("reljudge-*.whl"))
     _run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], cwd=tmp)
     venv_python = tmp / "venv" / "bin" / "python"

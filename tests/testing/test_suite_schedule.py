@@ -65,10 +65,13 @@ def test_a_one_worker_fixture_and_a_module_fixture_are_set_up_once_and_slow_test
                        ("e_slow", SLOW)):
         (suite / f"test_{name}.py").write_text(text)
     notes = tmp_path / "notes.jsonl"
+    # pytest-xdist only: the other installed plugins (hypothesis, anyio, ...) have nothing to
+    # do in this suite, and each of its three processes would load them
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-n", "2", "--dist", "loadgroup", str(suite)], cwd=suite,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NOTES": str(notes)})
+                           "-p", "xdist.plugin", "-n", "2", "--dist", "loadgroup", str(suite)],
+                          cwd=suite, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NOTES": str(notes),
+                               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
     seen = [tuple(json.loads(line)) for line in notes.read_text().splitlines()]
     assert Counter(what for _, what in seen)["server"] == 1
