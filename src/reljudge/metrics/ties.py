@@ -1,11 +1,14 @@
 """Breaking ties as trec_eval does: documents of equal score rank by docid, greater first (byte
 order), counted for every judged document without a Python loop over tied documents.
 
-Docids become integer words (``reljudge.columns.order_words``); every tie member gets one
-uint64 key (its tie in the high bits, then the leading docid bits that vary within the tie);
-one ``np.sort`` of the member keys and a ``searchsorted`` of each judged document's key count
-the members after it, and the full words are compared only where a key is shared. No string
-is sorted. ``metrics.ranking`` calls ``tie_spans`` and ``tie_break`` for both of its inputs
+Docids become integer words (``reljudge.columns.order_words``). Where the keys hold enough
+docid bits, every document of a chunk of queries gets one uint64 key (its query, the leading
+bits of its score, then the docid bits after its query's common prefix: ``_greater_by_keys``,
+no argsort of the scores); otherwise the chunk's scores are argsorted and every tie member
+gets one (its tie in the high bits, then the leading docid bits that vary within the tie).
+Either way one ``np.sort`` of the keys and a ``searchsorted`` of each judged document's key
+count the documents after it, and the full words are compared only where a key is shared.
+No string is sorted. ``metrics.ranking`` calls ``tie_spans`` and ``tie_break`` for both of its inputs
 (dicts and columns), with its chunk and comparison limits.
 """
 
