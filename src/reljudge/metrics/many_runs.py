@@ -20,6 +20,7 @@ from reljudge.choices import Compat
 from reljudge.metrics.kernels import Ranked
 from reljudge.metrics.ranking import (
     QrelsLike,
+    break_ties,
     check_inputs,
     checked_options,
     evaluated_rows,
@@ -138,10 +139,10 @@ def _rank_batch(qrels: Qrels, runs: Sequence[Run], all_queries: bool,
     a = sel[found]
     rows = np.repeat(rows_of_seg, counts)[a]
     lo, hi = tie_spans(neg, rows, -score[a], length)
+    break_ties(score, bounds, rows_of_seg, evaluated, docs, a, rows, lo, hi, length, neg)
     # freed before the grade matrix of the same size is made
     del neg
-    grades = placed(score, bounds, rows_of_seg, evaluated, docs, a, rows, lo, hi, length,
-                    width, qrels.grade[b])
+    grades = placed(rows, lo, length, width, qrels.grade[b])
 
     # each query's ideal ranking once, then given to every row of it
     ideal = ideal_matrix(qrels.grade, q_codes, len(qrels_names))

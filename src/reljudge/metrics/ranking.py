@@ -123,8 +123,6 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
     key = -(float32_rounded(jscore[hit]) if float32_scores else jscore[hit])
     r = rows[jrow[hit]]
     lo, hi = tie_spans(neg, r, key, length)
-    # freed before the grade matrix of the same size is made
-    del neg
     tied = np.flatnonzero(hi - lo > 1)
     # docids are read only here, and only those of the queries with a tied judged document
     if len(tied):
@@ -139,7 +137,9 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
         judged_docs = _judged_docids(judged, jcounts, jrow, hit[tied])
         lo[tied] += tie_break(score, bounds, block_of_row, r[tied], lo[tied], hi[tied],
                               docids, judged_docs, chunk=TIE_CHUNK, pairs=TIE_PAIRS,
-                              workers=TIE_WORKERS)
+                              workers=TIE_WORKERS, neg=neg)
+    # freed before the grade matrix of the same size is made
+    del neg
     grades = _unplaced(length, width)
     grades[r, lo] = jgrade[hit]
 
@@ -216,31 +216,37 @@ def rank_columns(qrels: Qrels, run: Run, *, all_queries: bool = False,
     a, b = _judged_pairs(qrels, run, q_codes, qrels_run_code)
     rows = run_row[r_codes[a]]
     lo, hi = tie_spans(neg, rows, -score[a], length)
+    break_ties(score, bounds, run_row, evaluated, run.docid_bytes(), a, rows, lo, hi, length,
+               neg)
     # freed before the grade matrix of the same size is made
     del neg
-    grades = placed(score, bounds, run_row, evaluated, run.docid_bytes(), a, rows, lo, hi,
-                    length, width, qrels.grade[b])
+    grades = placed(rows, lo, length, width, qrels.grade[b])
 
     ideal = ideal_matrix(qrels.grade, qrels_row[q_codes], n)
     return qids, Ranked(grades, length, ideal)
 
 
-def placed(score: np.ndarray, bounds: np.ndarray, row_of_block: np.ndarray,
-           evaluated: np.ndarray, docs: np.ndarray, a: np.ndarray, rows: np.ndarray,
-           lo: np.ndarray, hi: np.ndarray, length: np.ndarray, width: int, grade: np.ndarray
-           ) -> np.ndarray:
-    """The grades matrix of rankings read from columns: each judged run row ``a`` (of
-    ranking ``rows``, its grade ``grade``) placed at the first rank of its tie ``lo``..``hi``
-    (``tie_spans``) plus the tied documents whose docid (``docs``: every run row's, as
-    bytes) is greater. ``score``, ``bounds``, ``row_of_block`` and ``evaluated`` as given to
-    and returned by ``evaluated_rows``, as are ``length`` and ``width``."""
+def break_ties(score: np.ndarray, bounds: np.ndarray, row_of_block: np.ndarray,
+               evaluated: np.ndarray, docs: np.ndarray, a: np.ndarray, rows: np.ndarray,
+               lo: np.ndarray, hi: np.ndarray, length: np.ndarray, neg: np.ndarray) -> None:
+    """Move each tied judged run row ``a`` (of ranking ``rows``, its tie ``lo``..``hi`` from
+    ``tie_spans``) past the tied documents whose docid (``docs``: every run row's, as bytes)
+    is greater: ``lo`` becomes its rank. ``score``, ``bounds``, ``row_of_block`` and
+    ``evaluated`` as given to and returned by ``evaluated_rows``, as are ``length`` and the
+    sorted ``neg``."""
     tied = np.flatnonzero(hi - lo > 1)
     if len(tied):
         block_of_row = np.full(len(length), -1, dtype=np.int64)
         block_of_row[row_of_block[evaluated]] = np.flatnonzero(evaluated)
         lo[tied] += tie_break(score, bounds, block_of_row, rows[tied], lo[tied], hi[tied],
                               lambda _blocks, flat, take: docs[flat[take]], docs[a[tied]],
-                              chunk=TIE_CHUNK, pairs=TIE_PAIRS, workers=TIE_WORKERS)
+                              chunk=TIE_CHUNK, pairs=TIE_PAIRS, workers=TIE_WORKERS, neg=neg)
+
+
+def placed(rows: np.ndarray, lo: np.ndarray, length: np.ndarray, width: int,
+           grade: np.ndarray) -> np.ndarray:
+    """The grades matrix: each judged document's ``grade`` at rank ``lo`` of ranking
+    ``rows`` (``break_ties``), UNJUDGED elsewhere within ``length``, PAD beyond."""
     grades = _unplaced(length, width)
     grades[rows, lo] = grade
     return grades
