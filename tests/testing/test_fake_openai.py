@@ -29,3 +29,32 @@ def test_wait_for_calls_returns_once_the_calls_arrived_and_false_on_timeout():
         thread.join()
         assert server.wait_for_calls(3, 0) is True  # already there: no wait
         assert server.wait_for_calls(4, 0.05) is False
+
+
+def test_a_client_gone_mid_request_prints_nothing_and_other_errors_still_print(capfd):
+    import socket
+    import struct
+
+    with FakeOpenAI() as server:
+        handled = threading.Event()
+        handle_error = server._server.handle_error
+
+        def recorded(request, address):
+            handle_error(request, address)
+            handled.set()
+
+        server._server.handle_error = recorded  # type: ignore[method-assign]
+        host, port = server.base_url.split("//")[1].split("/")[0].split(":")
+        # headers promise a body, then the connection is reset (a killed client)
+        gone = socket.create_connection((host, int(port)))
+        gone.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: 100000\r\n\r\n{")
+        gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        gone.close()
+        assert handled.wait(30)
+        try:
+            raise ValueError("a real fault")
+        except ValueError:
+            handle_error(None, ("127.0.0.1", 1))
+    err = capfd.readouterr().err
+    assert "ConnectionResetError" not in err and "a real fault" in err
