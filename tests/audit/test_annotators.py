@@ -140,6 +140,7 @@ def test_labels_stats_and_audit_give_the_annotator_report_in_one_shape(tmp_path,
         assert set(stats) == {"annotators", "between", "alpha", "bootstrap", "level"}
 
 
+@pytest.mark.slow  # 40 stores, about 2 s; the fixed event streams below are the fast test
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.lists(event(), min_size=1, max_size=12), min_size=1, max_size=5))
@@ -148,6 +149,45 @@ def test_the_report_from_the_stores_ids_equals_the_report_from_standing_rows(tmp
     """Two paths, one answer: the annotator report of ``labels stats`` (the standing human
     grades column by column, from the store's ids) is ``team_agreement`` of
     ``store.standing("human")`` row by row, undos, samples and adjudications included."""
+    _report_from_ids_is_the_report_from_rows(tmp_path_factory, batches)
+
+
+def _fixed_events(seed: int, count: int) -> list[LabelEvent]:
+    """``count`` events drawn as ``tests.strategies.event`` draws them: grades, failures
+    and undos of every source over few pairs, so that people grade pairs in common."""
+    from reljudge.labels import FailureKind
+    from tests.strategies import DOCIDS, QIDS, SOURCES
+
+    kinds = list(FailureKind)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        q, d = QIDS[rng.integers(len(QIDS))], DOCIDS[rng.integers(len(DOCIDS))]
+        kind, name = SOURCES[rng.integers(len(SOURCES))]
+        sample = int(rng.integers(2)) if kind == "llm" else 0
+        what = rng.integers(5)
+        if what < 3:
+            out.append(LabelEvent(q, d, int(rng.integers(4)), kind, name, sample,
+                                  latency=None if what else float(rng.uniform(0, 100))))
+        elif what == 3:
+            out.append(LabelEvent(q, d, None, kind, name, sample,
+                                  failure="no grade in the answer",
+                                  failure_kind=kinds[rng.integers(len(kinds))], raw="hmm"))
+        else:
+            out.append(LabelEvent(q, d, None, kind, name, sample, failure=RETRACTED))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_report_from_the_stores_ids_of_fixed_events_equals_the_one_from_rows(
+        tmp_path_factory, seed):
+    """The sweep above on two streams of 60 events in three batches."""
+    events = _fixed_events(seed, 60)
+    _report_from_ids_is_the_report_from_rows(tmp_path_factory,
+                                             [events[:25], events[25:50], events[50:]])
+
+
+def _report_from_ids_is_the_report_from_rows(tmp_path_factory, batches) -> None:
     from reljudge.audit.annotators import team_agreement_of
 
     with LabelStore(tmp_path_factory.mktemp("t") / "s.sqlite") as store:
@@ -241,6 +281,7 @@ def _team_event(draw) -> LabelEvent:
                       latency=draw(st.one_of(st.none(), st.floats(0, 100))))
 
 
+@pytest.mark.slow  # 60 stores, about 2.5 s; the fixed event streams below are the fast test
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=st.lists(_team_event(), min_size=1, max_size=40),
@@ -251,6 +292,36 @@ def test_the_agreement_by_columns_equals_the_one_pair_by_pair(tmp_path_factory, 
     sorted columns (each annotator's latest grades joined by pair), are those of each pair's
     grades gathered in a dict, to the last bit, intervals included; and the annotators'
     grades taken from the store's votes are those sorted from its standing grades."""
+    _agreement_by_columns_is_the_one_pair_by_pair(tmp_path_factory, events, bootstrap)
+
+
+def _fixed_team_events(seed: int, count: int) -> list[LabelEvent]:
+    """``count`` events drawn as ``_team_event`` draws them."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        q = ["q1", "Q-2 é", "q10"][rng.integers(3)]
+        d = ["d1", "d 2", "D3"][rng.integers(3)]
+        name = ["alice", "bob", "carol", "éve", "adjudicated:dan"][rng.integers(5)]
+        repeat = int(rng.integers(2))
+        if rng.integers(6) == 0:
+            out.append(LabelEvent(q, d, None, "human", name, repeat, failure=RETRACTED))
+        else:
+            out.append(LabelEvent(q, d, int(rng.integers(4)), "human", name, repeat,
+                                  latency=None if rng.integers(2) else
+                                  float(rng.uniform(0, 100))))
+    return out
+
+
+@pytest.mark.parametrize(("seed", "bootstrap"), [(0, 0), (1, 30), (2, 30)])
+def test_the_agreement_by_columns_of_fixed_events_equals_the_one_pair_by_pair(
+        tmp_path_factory, seed, bootstrap):
+    """The sweep above on three streams of 40 events, with and without intervals."""
+    _agreement_by_columns_is_the_one_pair_by_pair(tmp_path_factory,
+                                                  _fixed_team_events(seed, 40), bootstrap)
+
+
+def _agreement_by_columns_is_the_one_pair_by_pair(tmp_path_factory, events, bootstrap) -> None:
     from reljudge.audit.annotators import team_agreement_of
 
     with LabelStore(tmp_path_factory.mktemp("a") / "s.sqlite") as store:

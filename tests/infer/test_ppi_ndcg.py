@@ -122,20 +122,32 @@ def test_ap_and_recall_are_refused_for_a_pair_sample_naming_srs_queries():
             estimate_runs(s, _qrels(judge), _qrels(truth), runs, [measure])
 
 
+@pytest.mark.slow  # a coverage simulation, about 7 s; its first 15 samples are the fast test
 def test_fixed_seed_coverage_is_inside_monte_carlo_bounds():
     """60 stratified samples of half of 600 pairs: the 95 % intervals of two runs' nDCG@10
     cover the truth at a rate inside the Monte-Carlo bounds of a 0.925 rate over 120
     intervals (three sd: 0.85). At a quarter of the pairs the same world gave 0.80-0.85
     (docs/ppi-validation.md: the small-budget shortfall)."""
+    assert np.mean(_fixed_seed_hits(60)) >= 0.85
+
+
+def test_the_first_fixed_seed_samples_cover_at_the_same_rate():
+    """The first 15 of those samples, 30 intervals, at the same bound (all 30 cover; with
+    the intervals half as wide 25 do, 0.83)."""
+    assert np.mean(_fixed_seed_hits(15)) >= 0.85
+
+
+def _fixed_seed_hits(samples: int) -> list[bool]:
+    """Whether each run's nDCG@10 interval holds the truth, on the samples of seeds 0, 1, ..."""
     truth, judge, runs = _world(seed=7)
     want = [_truth(truth, run) for run in runs]
     hits = []
-    for seed in range(60):
+    for seed in range(samples):
         s = draw(sorted(truth), "stratified-pairs", 300, seed, grades=judge)
         rows, _ = estimate_runs(s, _qrels(judge), _qrels(truth), runs, ["nDCG@10"],
                                 bootstrap=300, seed=seed)
         hits += [r.ppi_low <= t <= r.ppi_high for r, t in zip(rows, want, strict=True)]
-    assert np.mean(hits) >= 0.85
+    return hits
 
 
 def _sparse_world(queries=25, docs=60, seed=11):

@@ -16,15 +16,35 @@ from reljudge.trec_data import Run
 from tests.infer.test_scores import _qrels
 
 
-def test_holm_matches_statsmodels():
-    from statsmodels.stats import multitest
+def _holm_cases():
+    """p-values with ties, in families of 1 to 496 tests."""
     rng = np.random.default_rng(0)
     for m in (1, 2, 3, 10, 45, 496):
         p = rng.beta(0.3, 1.0, size=m)
         p[: m // 3] = p[0]  # ties
+        yield p
+
+
+@pytest.mark.slow  # imports statsmodels (about 2 s); the textbook test below is the fast one
+def test_holm_matches_statsmodels():
+    from statsmodels.stats import multitest
+    for p in _holm_cases():
         reject, adjusted, _, _ = multitest.multipletests(p, alpha=0.05, method="holm")
         assert holm(p) == pytest.approx(adjusted, abs=1e-12)
         assert np.array_equal(holm(p) <= 0.05, reject)
+
+
+def test_holm_is_the_textbook_step_down_adjustment():
+    """Holm (1979) written out: the i-th smallest p-value times (m - i + 1), the running
+    maximum of those in increasing order, at most 1; each p-value gets its rank's."""
+    for p in _holm_cases():
+        m = len(p)
+        order = sorted(range(m), key=lambda i: p[i])
+        want, running = [0.0] * m, 0.0
+        for rank, i in enumerate(order):
+            running = max(running, min(1.0, (m - rank) * float(p[i])))
+            want[i] = running
+        assert holm(p) == pytest.approx(want, abs=1e-12)
 
 
 def _three_runs(seed=0, queries=20, docs=30):
@@ -108,12 +128,25 @@ def _pair_design_of(seed: int, design: str, budget: int) -> tuple:
     return d, cells, [r.name for r in runs], parsed
 
 
+@pytest.mark.slow  # 12 samples, about 5 s; the two fixed samples below are the fast test
 @settings(max_examples=12, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(["srs-pairs", "stratified-pairs"]),
        st.sampled_from([40, 90, 160]), st.sampled_from([1, 1 << 22]))
 def test_all_pairs_at_once_equal_each_pair_alone_to_the_bit(seed, design, budget, cells_at_once):
     """``differences`` of every pair of runs in one vectorised call (in chunks of any size)
     gives, field by field and bit for bit, the estimate of each pair's difference cell."""
+    _all_pairs_at_once_equal_each_pair_alone(seed, design, budget, cells_at_once)
+
+
+@pytest.mark.parametrize(("seed", "design", "budget", "cells_at_once"),
+                         [(5, "srs-pairs", 40, 1), (11, "stratified-pairs", 160, 1 << 22)])
+def test_all_pairs_of_two_samples_at_once_equal_each_pair_alone_to_the_bit(
+        seed, design, budget, cells_at_once):
+    """The sweep above on two samples: both designs, both chunk sizes."""
+    _all_pairs_at_once_equal_each_pair_alone(seed, design, budget, cells_at_once)
+
+
+def _all_pairs_at_once_equal_each_pair_alone(seed, design, budget, cells_at_once) -> None:
     from reljudge.infer import scores
     from reljudge.infer.cells import difference_cell
     from reljudge.infer.ranking import differences
@@ -136,6 +169,7 @@ def test_all_pairs_at_once_equal_each_pair_alone_to_the_bit(seed, design, budget
         scores.DIFFERENCE_CELLS = saved
 
 
+@pytest.mark.slow  # 12 samples, about 3 s; the two fixed samples below are the fast test
 @settings(max_examples=12, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(["srs-pairs", "stratified-pairs"]),
        st.sampled_from([40, 90, 160]))
@@ -143,6 +177,18 @@ def test_every_run_at_once_equals_each_run_alone_to_the_bit(seed, design, budget
     """``estimates`` of every run's own row and of every run minus a baseline, in one call
     each, give bit for bit each run's estimate and each difference cell's, with the same
     counts of sampled pairs in the top k (DCG@k and RBP@k vectorised, P@k run by run)."""
+    _every_run_at_once_equals_each_run_alone(seed, design, budget)
+
+
+@pytest.mark.parametrize(("seed", "design", "budget"),
+                         [(5, "srs-pairs", 90), (11, "stratified-pairs", 40)])
+def test_every_run_of_two_samples_at_once_equals_each_run_alone_to_the_bit(seed, design,
+                                                                           budget):
+    """The sweep above on two samples, one of each design."""
+    _every_run_at_once_equals_each_run_alone(seed, design, budget)
+
+
+def _every_run_at_once_equals_each_run_alone(seed, design, budget) -> None:
     from reljudge.infer.cells import difference_cell, estimates
 
     d, cells, names, parsed = _pair_design_of(seed, design, budget)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,12 @@ def sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
     """The sums of ``Sums`` for every draw and cell: ``mask`` (draws, units) 1 where a unit
     is sampled, ``a``, ``b``, ``domain`` (cells, units), ``pi`` (units,); arrays (draws,
     cells)."""
-    return _sums(np.asarray(mask, np.float64), a, b, pi, domain, lambda w, x: w @ x.T)
+    def dot(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return w @ x.T
+
+    every = np.ones_like(np.asarray(a, np.float64))
+    t = _sampled(np.asarray(mask, np.float64), pi)
+    return _sums(_sum_terms(t, every, dot), a, b, domain, dot)
 
 
 def drawn_sums(pi: np.ndarray, a: np.ndarray, b: np.ndarray, domain: np.ndarray) -> Sums:
@@ -89,7 +95,9 @@ def drawn_sums(pi: np.ndarray, a: np.ndarray, b: np.ndarray, domain: np.ndarray)
     ``a``, ``b``, ``domain`` (draws, cells, n); arrays (draws, cells), equal to ``sums`` of
     the draws' masks up to rounding (a sum over n values, not over every unit's)."""
     pi = np.asarray(pi, np.float64)
-    return _sums(np.ones_like(pi), a, b, pi, domain, _contracted)
+    every = np.ones_like(np.asarray(a, np.float64))
+    t = _sampled(np.ones_like(pi), pi)
+    return _sums(_sum_terms(t, every, _contracted), a, b, domain, _contracted)
 
 
 def _contracted(w: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -97,24 +105,82 @@ def _contracted(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.einsum("...j,...j->...", *np.broadcast_arrays(w, x))
 
 
-def _sums(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray, domain: np.ndarray,
+@dataclass(frozen=True)
+class _Sampled:
+    """What ``_sums`` and ``_jackknife`` take from the sample and its inclusion
+    probabilities alone: the same for every cell of a design, so a drawn design computes
+    them once for all its cells (they are most of the work of a cell's sums)."""
+
+    mask: np.ndarray
+    pi: np.ndarray
+    # 1 - pi, 0 for a certain pair
+    c: np.ndarray
+    # the sampled pairs short of certainty, and the certain ones
+    short: np.ndarray
+    sure: np.ndarray
+    # each pair's jackknife weight, 0 where not sampled or certain; their sum, and it
+    # without each pair's
+    w: np.ndarray
+    w_total: np.ndarray
+    w_out: np.ndarray
+    # the sampled pairs short of certainty, summed
+    m: np.ndarray
+
+
+def _sampled(mask: np.ndarray, pi: np.ndarray) -> _Sampled:
+    """``_Sampled`` of a sample's ``mask`` and its units' ``pi``."""
+    pi = np.asarray(pi, np.float64)
+    c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
+    short = mask * (c > 0)
+    w = short * c
+    w_total = w.sum(axis=-1, keepdims=True)
+    return _Sampled(mask, pi, c, short, mask * (c == 0), w, w_total, w_total - c,
+                    short.sum(axis=-1, keepdims=True))
+
+
+@dataclass(frozen=True)
+class _SumTerms:
+    """The cell-independent part of ``Sums``: its sums of short, c and 1 / pi, and the
+    weights of its other probability-only terms."""
+
+    t: _Sampled
+    mc: np.ndarray
+    sampled: np.ndarray
+    c_total: np.ndarray
+    inv: np.ndarray
+    # the weights of poisson, dinv, dinv2, unseen and unseen_v
+    poisson: np.ndarray
+    dinv: np.ndarray
+    dinv2: np.ndarray
+    unseen: np.ndarray
+    unseen_v: np.ndarray
+
+
+def _sum_terms(t: _Sampled, every: np.ndarray,
+               dot: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> _SumTerms:
+    """``_SumTerms`` of ``t``, its sums taken with ``dot`` against ``every`` (ones shaped as
+    a cell's values)."""
+    mask, pi, c, short = t.mask, t.pi, t.c, t.short
+    mc = mask * c
+    return _SumTerms(t, mc, dot(short, every), dot(mc, every), dot(mask / pi, every),
+                     mc / pi ** 2, short / pi, short / pi ** 2, mc / pi, mc * c / pi ** 3)
+
+
+def _sums(w: _SumTerms, a: np.ndarray, b: np.ndarray, domain: np.ndarray,
           dot: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Sums:
     """``Sums`` with ``dot(w, x)`` summing w * x over the units for every draw and cell."""
-    pi = np.asarray(pi, np.float64)
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     dom = np.asarray(domain, np.float64)
-    c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
-    ea, eb = a / pi, b / pi
-    mc = mask * c
-    every = np.ones_like(a)
-    short = mask * (c > 0)
-    return Sums(dot(short, every), dot(short, dom), dot(mask * (c == 0), dom),
-                dot(mask, ea), dot(mask, eb), dot(mc, every), dot(mc, ea), dot(mc, eb),
+    t, mc = w.t, w.mc
+    mask = t.mask
+    ea, eb = a / t.pi, b / t.pi
+    return Sums(w.sampled, dot(t.short, dom), dot(t.sure, dom),
+                dot(mask, ea), dot(mask, eb), w.c_total, dot(mc, ea), dot(mc, eb),
                 dot(mc, ea * ea), dot(mc, eb * eb), dot(mc, ea * eb),
-                dot(mc / pi ** 2, dom), dot(short / pi, dom), dot(short / pi ** 2, dom),
-                dot(mask / pi, every), dot(mask, a * ea),
+                dot(w.poisson, dom), dot(w.dinv, dom), dot(w.dinv2, dom),
+                w.inv, dot(mask, a * ea),
                 dot(mask, dom * (a != b)), dot(mask, dom * (a - b) ** 2),
-                dot(mc / pi, dom), dot(mc * c / pi ** 3, dom))
+                dot(w.unseen, dom), dot(w.unseen_v, dom))
 
 
 def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
@@ -125,28 +191,24 @@ def jackknife_variance(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.nd
     T the c-weighted mean of the T_(i), each T_(i) scaling the other m - 1 pairs' share by
     m / (m - 1); for a fixed lambda it is the Hajek variance of ``estimate_from_sums``."""
     # (draws, 1, units) and (1, cells, units)
-    return _jackknife(np.asarray(mask, np.float64)[:, None, :], np.asarray(a, np.float64)[None],
-                      np.asarray(b, np.float64)[None], np.asarray(pi, np.float64),
+    t = _sampled(np.asarray(mask, np.float64)[:, None, :], pi)
+    return _jackknife(t, np.asarray(a, np.float64)[None],
+                      np.asarray(b, np.float64)[None],
                       np.asarray(b_total, np.float64)[None, :, None])
 
 
-def _jackknife(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
-               b_total: np.ndarray) -> np.ndarray:
+def _jackknife(t: _Sampled, a: np.ndarray, b: np.ndarray, b_total: np.ndarray) -> np.ndarray:
     """``jackknife_variance`` of arrays shaped (draws, cells, units) or broadcasting to it,
     summed over the last axis (each draw's row as the one-draw path sums it: a variance of 0
     and one of 1e-34 differ in FLAT_RULE)."""
-    c = np.where(pi >= 1.0, 0.0, 1.0 - pi)
+    c, pi, short, sure, w, m = t.c, t.pi, t.short, t.sure, t.w, t.m
     ea, eb = a / pi, b / pi
-    short, sure = mask * (c > 0), mask * (c == 0)
-    # each pair's jackknife weight, 0 where not sampled or certain
-    w = short * c
 
     def total(weight: np.ndarray, x: np.ndarray | float) -> np.ndarray:
         return (weight * x).sum(axis=-1, keepdims=True)
 
-    m = short.sum(axis=-1, keepdims=True)
     # every c-weighted sum without pair i
-    c_i = total(w, 1.0) - c
+    c_i = t.w_out
     ca_i, cb_i = total(w, ea) - c * ea, total(w, eb) - c * eb
     cbb_i, cab_i = total(w, eb * eb) - c * eb * eb, total(w, ea * eb) - c * ea * eb
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -159,7 +221,7 @@ def _jackknife(mask: np.ndarray, a: np.ndarray, b: np.ndarray, pi: np.ndarray,
            - lam * total(sure, eb) + scale * (total(short, ea) - ea - lam * (
                total(short, eb) - eb)))
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(total(w, 1.0) > 0, total(w, t_i) / total(w, 1.0), 0.0)
+        mean = np.where(t.w_total > 0, total(w, t_i) / t.w_total, 0.0)
         factor = np.where(m > 1, (m - 1) / m, 0.0)
     return (factor * total(w, (t_i - mean) ** 2))[..., 0]
 
@@ -265,6 +327,13 @@ class ActiveDesign:
     # one estimate
     draws: np.ndarray | None = None
 
+    @cached_property
+    def _drawn(self) -> _SumTerms:
+        """``_SumTerms`` of the draws' own items, (draws, 1, n), shared by every cell."""
+        assert self.draws is not None
+        pi = self.pi[self.draws[:, None, :]]
+        return _sum_terms(_sampled(np.ones_like(pi), pi), np.ones_like(pi), _contracted)
+
     def estimate(self, cell: dict, run: str, m: Measure, other: str | None = None
                  ) -> tuple[ppi.Estimate, int]:
         """The Horvitz-Thompson PPI estimate of a cell (a run, or a run minus ``other``);
@@ -282,9 +351,9 @@ class ActiveDesign:
         else:
             # each draw's own sampled items, (draws, 1, n): the work of n items, not the pool's
             at = self.draws[:, None, :]
-            pi, a, b = self.pi[at], a[at].astype(np.float64), b[at].astype(np.float64)
-            s = drawn_sums(pi, a, b, items[at])
-            jackknife = _jackknife(np.ones_like(pi), a, b, pi,
+            a, b = a[at].astype(np.float64), b[at].astype(np.float64)
+            s = _sums(self._drawn, a, b, items[at], _contracted)
+            jackknife = _jackknife(self._drawn.t, a, b,
                                    np.asarray(b_total, np.float64)[None, None, None])
         e = estimate_from_sums(s, b_total, float(self.queries), self.population,
                                np.asarray(int(pool.sum())), len(self.pi) if self.draws is None
