@@ -186,10 +186,11 @@ def test_memory_of_a_track_does_not_grow_with_its_number_of_runs():
                              np.array([f"D{d}".encode() for d in range(200)] * 50),
                              rng.integers(0, 4, 50 * 200))
 
+    names = np.array([f"D{d}".encode() for d in range(400)])
+
     def run(i: int) -> Run:
         docs = np.concatenate([rng.choice(400, 100, replace=False) for _ in qids])
-        return Run.from_codes((qids, np.repeat(np.arange(50), 100)),
-                              np.array([f"D{d}".encode() for d in docs.tolist()]),
+        return Run.from_codes((qids, np.repeat(np.arange(50), 100)), names[docs],
                               np.round(rng.gamma(2.0, 3.0, 5000), 1), name=f"r{i}")
 
     peaks = []
