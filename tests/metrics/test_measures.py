@@ -154,12 +154,27 @@ def test_rankings_computed_in_blocks_of_queries_give_the_same_values(qrels, run)
     np.testing.assert_allclose(blocks.scores, whole.scores, rtol=1e-15, atol=1e-15)
 
 
+JUDGED_ONLY_SWEEP = given(
+    qrels=st.dictionaries(qids, st.dictionaries(docids, st.integers(-1, 3), min_size=1,
+                                                max_size=8), max_size=4),
+    run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
+                        max_size=4))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qrels=st.dictionaries(qids, st.dictionaries(docids, st.integers(-1, 3), min_size=1,
-                                                   max_size=8), max_size=4),
-       run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
-                           max_size=4))
+@JUDGED_ONLY_SWEEP
+@pytest.mark.slow  # a 150-example pytrec_eval sweep: the fast set runs the same on 25 below
 def test_judged_only_everywhere_equals_trec_eval_minus_j(qrels, run):
+    judged_only_equals_trec_eval_minus_j(qrels, run)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@JUDGED_ONLY_SWEEP
+def test_judged_only_everywhere_equals_trec_eval_minus_j_on_a_few_examples(qrels, run):
+    judged_only_equals_trec_eval_minus_j(qrels, run)
+
+
+def judged_only_equals_trec_eval_minus_j(qrels: dict, run: dict) -> None:
     """evaluate(judged_only=True), eval -J: every measure over the condensed lists, as
     pytrec_eval's judged_docs_only_flag (trec_eval -J)."""
     qrels = {q: d for q, d in qrels.items() if any(g >= 0 for g in d.values())}  # pytrec_eval
