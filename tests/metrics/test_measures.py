@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from reljudge.errors import InputError, MeasureError
 from reljudge.io.trec import read_qrels
 from reljudge.metrics import evaluate, parse_measure
+from reljudge.metrics.evaluate import parse_measures
 from reljudge.trec_data import Qrels, Run
 
 # reljudge measure -> pytrec_eval measure key (as it appears in results)
@@ -68,14 +69,25 @@ def assert_matches_pytrec(qrels: dict, run: dict, rel: int = 1, judged_only: boo
         columns = evaluate(q, r, asked, compat="trec_eval-9")
         assert columns.query_ids == ours.query_ids
         assert np.array_equal(columns.scores, ours.scores)
-    means = ours.mean()  # every measure's mean at once
-    for mine, key in zip(asked, (table[m] for m in measures), strict=False):
-        col = ours.column(mine)
-        for qid, value in zip(ours.query_ids, col.tolist(), strict=False):
-            assert value == pytest.approx(theirs[qid][key], abs=1e-9), (qid, mine)
-        if theirs:
-            mean_theirs = np.mean([theirs[q][key] for q in theirs])
-            assert means[str(parse_measure(mine))] == pytest.approx(mean_theirs, abs=1e-9)
+    keys = [table[m] for m in measures]
+    mine = np.column_stack([ours.column(m) for m in asked])
+    assert_close(ours.query_ids, asked, mine, [[theirs[q][k] for k in keys] for q in ours.query_ids])
+    means = ours.mean()  # every measure's mean at once, under its canonical name
+    mean_theirs = [np.mean([theirs[q][k] for q in theirs]) for k in keys]
+    assert_close(["mean"], asked, [[means[str(m)] for m in parse_measures(asked)]], [mean_theirs])
+
+
+def assert_close(rows: list, measures: list, values, expected) -> None:
+    """Every value within 1e-9 of the reference's, as ``pytest.approx(x, abs=1e-9)`` (a
+    (rows x measures) table at once: pytest.approx one value at a time cost more than the
+    evaluation); the first one off is named."""
+    shape = (len(rows), len(measures))
+    values, expected = np.asarray(values, dtype=float), np.reshape(expected, shape)
+    assert values.shape == shape
+    close = (np.abs(values - expected) <= 1e-9) | (values == expected)  # equal infinities
+    if not close.all():
+        i, j = (int(x[0]) for x in np.nonzero(~close))
+        raise AssertionError((rows[i], measures[j], values[i, j], expected[i, j]))
 
 
 def _with_rel(m: str, rel: int) -> str:
@@ -94,13 +106,25 @@ scores = st.integers(0, 6).map(lambda x: x / 4)
 grades = st.integers(0, 3)  # negative grades: see the hand-made tests below
 
 
+SHARED_SWEEP = given(
+    qrels=st.dictionaries(qids, st.dictionaries(docids, grades, max_size=8), max_size=4),
+    run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
+                        max_size=4),
+    rel=st.sampled_from([1, 1, 2]))
+
+
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qrels=st.dictionaries(qids, st.dictionaries(docids, grades, max_size=8), max_size=4),
-       run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
-                           max_size=4),
-       rel=st.sampled_from([1, 1, 2]))
+@SHARED_SWEEP
+@pytest.mark.slow  # a 250-example pytrec_eval sweep: the fast set runs the same on 30 below
 def test_every_shared_measure_equals_pytrec_eval(qrels, run, rel):
     qrels = {q: d for q, d in qrels.items() if d}  # trec_eval has no notion of an empty qrels
+    assert_matches_pytrec(qrels, run, rel)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@SHARED_SWEEP
+def test_every_shared_measure_equals_pytrec_eval_on_a_few_examples(qrels, run, rel):
+    qrels = {q: d for q, d in qrels.items() if d}
     assert_matches_pytrec(qrels, run, rel)
 
 
@@ -130,12 +154,27 @@ def test_rankings_computed_in_blocks_of_queries_give_the_same_values(qrels, run)
     np.testing.assert_allclose(blocks.scores, whole.scores, rtol=1e-15, atol=1e-15)
 
 
+JUDGED_ONLY_SWEEP = given(
+    qrels=st.dictionaries(qids, st.dictionaries(docids, st.integers(-1, 3), min_size=1,
+                                                max_size=8), max_size=4),
+    run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
+                        max_size=4))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qrels=st.dictionaries(qids, st.dictionaries(docids, st.integers(-1, 3), min_size=1,
-                                                   max_size=8), max_size=4),
-       run=st.dictionaries(qids, st.dictionaries(docids, scores, min_size=1, max_size=10),
-                           max_size=4))
+@JUDGED_ONLY_SWEEP
+@pytest.mark.slow  # a 150-example pytrec_eval sweep: the fast set runs the same on 25 below
 def test_judged_only_everywhere_equals_trec_eval_minus_j(qrels, run):
+    judged_only_equals_trec_eval_minus_j(qrels, run)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@JUDGED_ONLY_SWEEP
+def test_judged_only_everywhere_equals_trec_eval_minus_j_on_a_few_examples(qrels, run):
+    judged_only_equals_trec_eval_minus_j(qrels, run)
+
+
+def judged_only_equals_trec_eval_minus_j(qrels: dict, run: dict) -> None:
     """evaluate(judged_only=True), eval -J: every measure over the condensed lists, as
     pytrec_eval's judged_docs_only_flag (trec_eval -J)."""
     qrels = {q: d for q, d in qrels.items() if any(g >= 0 for g in d.values())}  # pytrec_eval
@@ -146,11 +185,14 @@ def test_judged_only_everywhere_equals_trec_eval_minus_j(qrels, run):
     ours = evaluate(qrels, run, list(SHARED), compat="trec_eval-9", judged_only=True)
     # a ranking left with no judged document: trec_eval divides 0 by 0 (nan), we give 0
     empty = {q for q in qrels if not any(qrels[q].get(d, -1) >= 0 for d in run.get(q, {}))}
-    for mine, key in SHARED.items():
-        for qid, value in zip(ours.query_ids, ours.column(mine).tolist(), strict=True):
-            if qid in theirs and qid not in empty:
-                assert value == pytest.approx(theirs[qid][key], abs=1e-9), (qid, mine)
-            elif qid in empty and mine != "NumRel":
+    compared = [q for q in ours.query_ids if q in theirs and q not in empty]
+    at = [ours.query_ids.index(q) for q in compared]
+    values = np.column_stack([ours.column(m) for m in SHARED])
+    assert_close(compared, list(SHARED), values[at],
+                 [[theirs[q][key] for key in SHARED.values()] for q in compared])
+    for mine, column in zip(SHARED, values.T.tolist(), strict=True):
+        for qid, value in zip(ours.query_ids, column, strict=True):
+            if qid in empty and mine != "NumRel":
                 assert value == 0.0, (qid, mine)
 
 

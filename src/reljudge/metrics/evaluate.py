@@ -4,7 +4,7 @@ every kernel on them."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from reljudge.io import coerce
 from reljudge.metrics.compute import compute_all
 from reljudge.metrics.kernels import GM_EPSILON, Ranked, geometric_mean  # noqa: F401 (GM_EPSILON)
 from reljudge.metrics.many_runs import rankings_many
-from reljudge.metrics.measures import Measure
+from reljudge.metrics.measures import Measure, from_specs
 from reljudge.metrics.ranking import (  # noqa: F401 (COMPAT, rank: re-exported)
     COMPAT,
     QrelsLike,
@@ -115,9 +115,27 @@ class Evaluation(Tabular):
 def parse_measures(measures: Any) -> list[Measure]:
     """One measure or several (text, Measure or ir_measures objects; text in trec_eval's words
     too: ``P.5,10``, ``official``), parsed; none twice."""
-    parsed = [read_measure(m) for m in plain_measures(coerce.measure_list(measures))]
+    parsed = [m for item in coerce.measure_list(measures) for m in _measures_of(item)]
     check_distinct([str(m) for m in parsed])
     return parsed
+
+
+#: the measures each text stands for, as read so far: reading a text costs more than scoring
+#: a small run; emptied when ``SPECS`` changes (a measure added or replaced)
+_read_texts: Callable[[], dict[str, tuple[Measure, ...]]] = from_specs(dict)
+_READ_TEXTS_KEPT = 4096
+
+
+def _measures_of(item: Any) -> tuple[Measure, ...]:
+    """The measures one item of a measure list stands for (``P.5,10`` is two)."""
+    if not isinstance(item, str):
+        return tuple(read_measure(m) for m in plain_measures([item]))
+    read = _read_texts()
+    if item not in read:
+        if len(read) >= _READ_TEXTS_KEPT:
+            read.clear()
+        read[item] = tuple(read_measure(m) for m in plain_measures([item]))
+    return read[item]
 
 
 #: measures that read the qrels alone: a query the run lacks keeps their value (trec_eval -c)
