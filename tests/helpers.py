@@ -220,3 +220,21 @@ def kill_after_calls(server, argv: list[str], calls: int, wait: float, **popen) 
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     return server.calls
+
+
+class Lazy:
+    """A module imported at the first read of one of its names: how a test module holds a
+    heavy reference library (scikit-learn, scipy.stats, pandas, the openai SDK), so that
+    collecting the suite, which every xdist worker does in full, imports it only in the
+    worker that runs a test using it (sklearn.metrics alone is 2.6 s of CPU)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        # pytest looks for its markers (private names) on every name of a test module
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)

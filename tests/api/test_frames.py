@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,7 +21,10 @@ from reljudge.io.trec import read_qrels, read_runs
 from reljudge.metrics import evaluate_many
 from reljudge.stats import compare
 from reljudge.trec_data import Qrels, Run
+from tests.helpers import Lazy
 from tests.helpers import grade_sample as _grade
+
+pd = Lazy("pandas")
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "llmjudge-dl23"
 QRELS = str(EX / "human.qrels")

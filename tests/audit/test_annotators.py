@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn import metrics
 
 from reljudge.audit.annotators import team_agreement
 from reljudge.labels import RETRACTED, LabelEvent
 from reljudge.store import LabelStore
+from tests.helpers import Lazy
 from tests.strategies import event
+
+metrics = Lazy("sklearn.metrics")
 
 NAMES = ("alice", "bob", "carol")
 

@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import reljudge
 from reljudge.audit.favours import reference_favours
@@ -22,7 +21,9 @@ from reljudge.store import LabelStore
 from reljudge.testing.synthetic import twin_world
 from reljudge.trec_data import Qrels
 from tests.bench_support import run_script
-from tests.helpers import ROOT, grade_sample
+from tests.helpers import ROOT, Lazy, grade_sample
+
+stats = Lazy("scipy.stats")
 
 
 def _row(run: str, llm: float, ppi: float, low: float, high: float, exact: bool = False

@@ -5,8 +5,6 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
-from scipy import stats
-from sklearn import metrics as sklearn_metrics
 
 from reljudge.audit import audit
 from reljudge.audit import systems as sy
@@ -18,6 +16,10 @@ from reljudge.io import read_judge
 from reljudge.io.trec import read_qrels
 from reljudge.stats import agreement as ag
 from reljudge.trec_data import Qrels, Run
+from tests.helpers import Lazy
+
+stats = Lazy("scipy.stats")
+sklearn_metrics = Lazy("sklearn.metrics")
 
 
 def qrels(grades: dict[str, int]) -> Qrels:

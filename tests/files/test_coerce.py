@@ -9,7 +9,6 @@ from collections import OrderedDict, namedtuple
 
 import ir_measures
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +20,9 @@ from reljudge.io.coerce import as_qrels, as_run
 from reljudge.metrics import evaluate, evaluate_many
 from reljudge.stats import compare
 from reljudge.trec_data import Qrels, Run
+from tests.helpers import Lazy
+
+pd = Lazy("pandas")
 
 # ir_datasets' record types, same fields (ir_datasets itself is not a test dependency)
 TrecQrel = namedtuple("TrecQrel", ["query_id", "doc_id", "relevance", "iteration"])

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats as sps
 
 from reljudge.cli import main
 from reljudge.errors import InputError
@@ -18,6 +17,9 @@ from reljudge.metrics.queries import ALL_QUERIES, RUN_QUERIES, coverage
 from reljudge.metrics.queries import coverage_warnings as warnings
 from reljudge.stats import compare
 from reljudge.trec_data import Qrels, Run, distinct_names
+from tests.helpers import Lazy
+
+sps = Lazy("scipy.stats")
 
 QRELS = {"q1": {"a": 1, "b": 0}, "q2": {"c": 2}, "q3": {"d": 1}, "q4": {"e": 1}}
 BASE = {"q1": {"a": 1.0, "b": 0.5}, "q2": {"c": 1.0}, "q3": {"x": 1.0, "d": 0.5},

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats as sps
 
 from reljudge.stats import (
     benjamini_hochberg,
@@ -20,6 +19,9 @@ from reljudge.stats import (
     wilcoxon,
 )
 from reljudge.stats.bootstrap import percentile_cis, resampled_means
+from tests.helpers import Lazy
+
+sps = Lazy("scipy.stats")
 
 
 def pairs(seed, n=40, shift=0.05):

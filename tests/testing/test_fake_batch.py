@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
-import openai
 import pytest
 
 from reljudge.testing.fake_batch import BatchPlan, FakeBatchAPI
 from reljudge.testing.fake_openai import Reply
+from tests.helpers import Lazy
+
+openai = Lazy("openai")
 
 
 def request_lines(n: int, url: str = "/v1/chat/completions") -> bytes:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 import time
 
-import openai
-
 from reljudge.testing import FakeOpenAI, Reply
+from tests.helpers import Lazy
+
+openai = Lazy("openai")
 
 
 def test_wait_for_calls_returns_once_the_calls_arrived_and_false_on_timeout():
