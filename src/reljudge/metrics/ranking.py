@@ -140,8 +140,7 @@ def rank_dicts(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping
                               workers=TIE_WORKERS, neg=neg)
     # freed before the grade matrix of the same size is made
     del neg
-    grades = _unplaced(length, width)
-    grades[r, lo] = jgrade[hit]
+    grades = placed(r, lo, length, width, jgrade[hit])
 
     # every query evaluated is ranked: its judgments are read already
     if len(rows) == n:
